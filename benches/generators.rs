@@ -1,0 +1,174 @@
+//! uidgen's generators next to peer Rust ID crates, in the same run.
+//!
+//! Every generator is shared across threads the way a service shares it (one instance behind an
+//! `Arc` or a static), and measured at 1 and 2 threads. `AtomicU64::fetch_add` is the physical
+//! floor: no ID source that hands out distinct numbers from shared state can beat it.
+//!
+//! Run: `cargo bench --bench generators`. Figures and caveats are in docs/BENCHMARKS.md.
+#![allow(missing_docs, clippy::unwrap_used)] // a bench binary: a panic is the failure report
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use uidgen::core::{
+    CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, SnowflakeGenerator,
+    SystemClock, UidGenerator,
+};
+
+/// Run `iters` calls of `f` split across `threads` threads and return the wall time of the
+/// slowest thread, so the figure is the throughput of the shared generator, not of one thread.
+fn run_shared(threads: u64, iters: u64, f: &(dyn Fn() -> u64 + Sync)) -> Duration {
+    let barrier = std::sync::Barrier::new(usize::try_from(threads).unwrap());
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let barrier = &barrier;
+                // Spread the remainder so exactly `iters` calls are made.
+                let n = iters / threads + u64::from(t < iters % threads);
+                s.spawn(move || {
+                    barrier.wait();
+                    let start = Instant::now();
+                    for _ in 0..n {
+                        black_box(f());
+                    }
+                    start.elapsed()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .max()
+            .unwrap()
+    })
+}
+
+struct SnowdonParams;
+impl snowdon::Epoch for SnowdonParams {
+    fn millis_since_unix() -> u64 {
+        1_288_834_974_657
+    }
+}
+impl snowdon::MachineId for SnowdonParams {
+    fn machine_id() -> u64 {
+        1
+    }
+}
+type SnowdonGenerator = snowdon::Generator<snowdon::ClassicLayout<SnowdonParams>, SnowdonParams>;
+
+fn generators(c: &mut Criterion) {
+    let counter = Arc::new(AtomicU64::new(0));
+    // Sustained, not a pre-filled ring: the padding thread refills while the takes are measured,
+    // and an empty ring waits for it (the policy a service runs with).
+    let cached_gen = Arc::new(
+        CachedUidGenerator::new(
+            Layout::baidu_default().unwrap(),
+            1,
+            SystemClock,
+            CachedOptions::waiting(Duration::from_secs(5)),
+        )
+        .unwrap(),
+    );
+    let default_gen =
+        Arc::new(DefaultUidGenerator::new(Layout::snowflake().unwrap(), 1, SystemClock).unwrap());
+    let snowflake_gen =
+        Arc::new(SnowflakeGenerator::new(Layout::snowflake().unwrap(), 1, SystemClock).unwrap());
+    let snowflaked_gen = Arc::new(snowflaked::sync::Generator::new(1));
+    let snowdon_gen = Arc::new(SnowdonGenerator::default());
+    let snowflake_me_gen = Arc::new(
+        snowflake_me::Snowflake::builder()
+            .machine_id(&|| Ok(1))
+            .data_center_id(&|| Ok(1))
+            .finalize()
+            .unwrap(),
+    );
+    idgenerator::IdInstance::init(
+        idgenerator::IdGeneratorOptions::new()
+            .worker_id(1)
+            .worker_id_bit_len(6),
+    )
+    .unwrap();
+
+    #[allow(clippy::type_complexity)]
+    let contenders: Vec<(&str, Box<dyn Fn() -> u64 + Sync>)> = vec![
+        ("atomic_fetch_add_floor", {
+            let c = Arc::clone(&counter);
+            // Relaxed: the baseline measures the cheapest possible distinct-number source.
+            Box::new(move || c.fetch_add(1, Ordering::Relaxed))
+        }),
+        ("uidgen_cached", {
+            let g = Arc::clone(&cached_gen);
+            Box::new(move || g.next_id().unwrap())
+        }),
+        ("uidgen_default_snowflake_layout", {
+            let g = Arc::clone(&default_gen);
+            Box::new(move || g.next_id().unwrap())
+        }),
+        ("uidgen_snowflake", {
+            let g = Arc::clone(&snowflake_gen);
+            Box::new(move || g.next_id().unwrap())
+        }),
+        ("snowflaked_sync", {
+            let g = Arc::clone(&snowflaked_gen);
+            Box::new(move || g.generate::<u64>())
+        }),
+        ("snowdon", {
+            let g = Arc::clone(&snowdon_gen);
+            // snowdon refuses (SnowflakeExhaustion) instead of waiting when a millisecond's
+            // 4096 sequences are used up; a service would retry, so the bench does.
+            Box::new(move || {
+                loop {
+                    if let Ok(id) = g.generate() {
+                        break id.into_inner();
+                    }
+                    std::hint::spin_loop();
+                }
+            })
+        }),
+        ("snowflake_me", {
+            let g = Arc::clone(&snowflake_me_gen);
+            Box::new(move || *g.next_id().unwrap())
+        }),
+        ("idgenerator", {
+            Box::new(|| idgenerator::IdInstance::next_id().unsigned_abs())
+        }),
+        ("uuid_now_v7", {
+            Box::new(|| {
+                let (hi, _) = uuid::Uuid::now_v7().as_u64_pair();
+                hi
+            })
+        }),
+    ];
+
+    for threads in [1u64, 2] {
+        let mut group = c.benchmark_group(format!("next_id_{threads}_thread"));
+        group.throughput(Throughput::Elements(1));
+        group.measurement_time(Duration::from_secs(4));
+        group.warm_up_time(Duration::from_secs(1));
+        for (name, f) in &contenders {
+            group.bench_function(BenchmarkId::from_parameter(name), |b| {
+                b.iter_custom(|iters| run_shared(threads, iters, f.as_ref()));
+            });
+        }
+        group.finish();
+    }
+
+    // Batches, as the HTTP batch route takes them: one claim on the ring per call.
+    let mut group = c.benchmark_group("next_ids_1000");
+    group.throughput(Throughput::Elements(1000));
+    group.measurement_time(Duration::from_secs(4));
+    group.warm_up_time(Duration::from_secs(1));
+    group.bench_function("uidgen_cached", |b| {
+        b.iter(|| black_box(cached_gen.next_ids(1000).unwrap()));
+    });
+    group.bench_function("uidgen_snowflake", |b| {
+        b.iter(|| black_box(snowflake_gen.next_ids(1000).unwrap()));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, generators);
+criterion_main!(benches);

@@ -1,0 +1,377 @@
+//! Baidu's `CachedUidGenerator`: IDs made ahead of demand by a padding thread and handed out
+//! from a [`RingBuffer`].
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Result, UidError};
+use crate::generator::{UidGenerator, check_count};
+use crate::layout::Layout;
+use crate::ring::{RejectPut, RejectTake, RingBuffer, policy};
+
+/// Options of a [`CachedUidGenerator`]; `Default` gives Baidu's defaults.
+///
+/// ```
+/// use std::time::Duration;
+/// use uidgen_core::CachedOptions;
+/// let options = CachedOptions { boost_power: 4, ..CachedOptions::waiting(Duration::from_secs(1)) };
+/// assert_eq!(options.padding_factor, 50);
+/// ```
+#[derive(Clone)]
+pub struct CachedOptions {
+    /// The ring holds `(max_sequence + 1) << boost_power` IDs (Baidu: 3).
+    pub boost_power: u32,
+    /// Pad when fewer than this percentage of the ring holds IDs (Baidu: 50).
+    pub padding_factor: u32,
+    /// Also pad on this period, whether or not takes asked (Baidu's `scheduleInterval`).
+    pub schedule_interval: Option<Duration>,
+    /// How many time units ahead of the clock padding may borrow before it waits for the clock;
+    /// `None` borrows without bound, as Baidu does.
+    pub max_borrow_units: Option<u64>,
+    /// What a full ring does with an ID given to [`RingBuffer::put`] (default: drop and log).
+    pub reject_put: Option<RejectPut>,
+    /// What an empty ring returns (default: [`UidError::RingEmpty`], Baidu's policy).
+    pub reject_take: Option<RejectTake>,
+}
+
+impl Default for CachedOptions {
+    fn default() -> Self {
+        Self {
+            boost_power: 3,
+            padding_factor: 50,
+            schedule_interval: None,
+            max_borrow_units: None,
+            reject_put: None,
+            reject_take: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for CachedOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachedOptions")
+            .field("boost_power", &self.boost_power)
+            .field("padding_factor", &self.padding_factor)
+            .field("schedule_interval", &self.schedule_interval)
+            .field("max_borrow_units", &self.max_borrow_units)
+            .field("reject_put", &self.reject_put.is_some())
+            .field("reject_take", &self.reject_take.is_some())
+            .finish()
+    }
+}
+
+impl CachedOptions {
+    /// Defaults, except that an empty ring waits up to `timeout` for padding instead of failing:
+    /// what a service wants under sustained load.
+    pub fn waiting(timeout: Duration) -> Self {
+        Self {
+            reject_take: Some(policy::wait(timeout)),
+            ..Self::default()
+        }
+    }
+}
+
+/// The ring's fill state between padding runs: the time unit being handed out and the next
+/// sequence in it, so a run that fills the ring mid-unit resumes there instead of skipping it.
+#[derive(Debug, Default)]
+struct PadState {
+    pending: Option<(u64, u64)>,
+}
+
+/// How a padding run ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Padded {
+    /// The ring is full (or another run is filling it).
+    Full,
+    /// Padding may not borrow further ahead of the clock yet.
+    BorrowLimit,
+}
+
+/// State shared by the generator and its padding thread.
+#[derive(Debug)]
+struct Shared<C> {
+    layout: Layout,
+    worker_id: u64,
+    clock: C,
+    ring: RingBuffer,
+    /// The last time unit whose IDs went into the ring (Baidu's `lastSecond`).
+    last_second: AtomicU64,
+    pad: Mutex<PadState>,
+    max_borrow_units: Option<u64>,
+    stopping: AtomicBool,
+    padding_runs: AtomicU64,
+}
+
+impl<C: Clock> Shared<C> {
+    /// The clock's time unit, saturating at both ends: before the epoch counts as 0 (padding goes
+    /// on from `last_second`), past the layout's range counts as the overflowing value (the range
+    /// check on what is composed reports it).
+    fn now_unit(&self) -> u64 {
+        match self.layout.time_at(self.clock.now_millis()) {
+            Ok(unit) => unit,
+            Err(UidError::TimestampExhausted { elapsed, .. }) => elapsed,
+            Err(_) => 0,
+        }
+    }
+
+    /// Fill the ring. Each new unit is `max(last_second + 1, now)`: it borrows future units
+    /// when demand outruns the clock, and catches up with the clock when demand is light (Baidu
+    /// never re-synced, so its IDs drifted from the clock: #8, #89).
+    fn pad(&self) -> Result<Padded> {
+        // One run at a time; the guard unlocks on every exit path, errors included (Baidu's
+        // `running` flag stayed set when a put threw).
+        let mut state = match self.pad.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(Padded::Full),
+        };
+        self.ring.padding_started();
+        self.padding_runs.fetch_add(1, Ordering::Relaxed);
+        let max_sequence = self.layout.max_sequence();
+        loop {
+            let (unit, sequence) = match state.pending {
+                Some(pending) => pending,
+                None => {
+                    if self.ring.is_full() {
+                        return Ok(Padded::Full);
+                    }
+                    let now = self.now_unit();
+                    // Relaxed: only padding runs (serialised by `pad`) write it.
+                    let next = (self.last_second.load(Ordering::Relaxed) + 1).max(now);
+                    if let Some(bound) = self.max_borrow_units
+                        && next > now.saturating_add(bound)
+                    {
+                        return Ok(Padded::BorrowLimit);
+                    }
+                    if let Err(error) = self.layout.check_time(next) {
+                        // Baidu went on and spilled into the sign bit (#100, #52); stop instead.
+                        self.ring.stop(error.to_string());
+                        return Err(error);
+                    }
+                    // Release: readers of `issued_until_ms` see a unit at least this late.
+                    self.last_second.store(next, Ordering::Release);
+                    (next, 0)
+                }
+            };
+            let mut uids = (sequence..=max_sequence)
+                .map(|s| self.layout.compose_unchecked(unit, self.worker_id, s));
+            let put = u64::try_from(self.ring.put_batch(&mut uids)).unwrap_or(0);
+            if sequence + put > max_sequence {
+                state.pending = None;
+            } else {
+                state.pending = Some((unit, sequence + put));
+                return Ok(Padded::Full);
+            }
+        }
+    }
+}
+
+/// Baidu's cached generator: a background thread fills a [`RingBuffer`] with whole time units of
+/// IDs ahead of demand, and [`next_id`](UidGenerator::next_id) takes from it without a lock.
+///
+/// IDs carry the time unit they were padded for, which runs ahead of the clock when demand
+/// outruns `max_sequence + 1` IDs per unit ("borrowed" units, see
+/// [`borrowed_units`](Self::borrowed_units)). That is safe only if no other process uses this
+/// worker id for that time: give it a fresh worker id per start (Baidu's disposable assigner) or
+/// hand a leased id over at [`issued_until_ms`](UidGenerator::issued_until_ms).
+///
+/// Dropping the generator stops and joins the padding thread.
+///
+/// ```
+/// use std::time::Duration;
+/// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidGenerator};
+/// let layout = Layout::baidu_default()?;
+/// let generator = CachedUidGenerator::new(layout, 7, SystemClock, CachedOptions::waiting(Duration::from_secs(1)))?;
+/// let ids = generator.next_ids(100_000)?;
+/// assert_eq!(generator.parse(ids[0])?.parts.worker, 7);
+/// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+/// # Ok::<(), uidgen_core::UidError>(())
+/// ```
+pub struct CachedUidGenerator<C: Clock + 'static = SystemClock> {
+    shared: Arc<Shared<C>>,
+    padder: Option<JoinHandle<()>>,
+}
+
+impl<C: Clock + 'static> std::fmt::Debug for CachedUidGenerator<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachedUidGenerator")
+            .field("worker_id", &self.shared.worker_id)
+            .field("ring", &self.shared.ring)
+            .field("last_second", &self.shared.last_second)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Clock + 'static> CachedUidGenerator<C> {
+    /// A generator for `worker_id`, with its ring filled and its padding thread running.
+    ///
+    /// Fails if the worker id does not fit the layout, the options are out of range, or the
+    /// clock is already past the layout's time range.
+    pub fn new(layout: Layout, worker_id: u64, clock: C, options: CachedOptions) -> Result<Self> {
+        layout.check_worker_id(worker_id)?;
+        if options.boost_power > 16 {
+            return Err(UidError::InvalidOption {
+                name: "boost_power",
+                reason: format!("{} must be 0 to 16", options.boost_power),
+            });
+        }
+        let size = usize::try_from(layout.max_sequence())
+            .ok()
+            .and_then(|max| max.checked_add(1))
+            .and_then(|n| n.checked_shl(options.boost_power))
+            .filter(|&n| n <= RingBuffer::MAX_SIZE)
+            .ok_or_else(|| UidError::InvalidOption {
+                name: "boost_power",
+                reason: format!(
+                    "(max_sequence + 1) << {} exceeds the largest ring ({} slots)",
+                    options.boost_power,
+                    RingBuffer::MAX_SIZE
+                ),
+            })?;
+        // A ring needs at least two slots; a 0-bit sequence with no boost would have one.
+        let size = size.max(2);
+        let now = layout.time_at(clock.now_millis())?;
+
+        let waker: Arc<OnceLock<Thread>> = Arc::new(OnceLock::new());
+        let wake = Arc::clone(&waker);
+        let mut ring = RingBuffer::new(size, options.padding_factor)?.with_padding_trigger(
+            Box::new(move || {
+                if let Some(thread) = wake.get() {
+                    thread.unpark();
+                }
+            }),
+        );
+        if let Some(handler) = options.reject_put {
+            ring = ring.with_reject_put(handler);
+        }
+        if let Some(handler) = options.reject_take {
+            ring = ring.with_reject_take(handler);
+        }
+        let shared = Arc::new(Shared {
+            layout,
+            worker_id,
+            clock,
+            ring,
+            // The first unit padded is `max(last + 1, now)`: now itself.
+            last_second: AtomicU64::new(now.saturating_sub(1)),
+            pad: Mutex::new(PadState::default()),
+            max_borrow_units: options.max_borrow_units,
+            stopping: AtomicBool::new(false),
+            padding_runs: AtomicU64::new(0),
+        });
+        // Baidu fills the whole ring before the first take.
+        shared.pad()?;
+
+        let worker = Arc::clone(&shared);
+        let interval = options.schedule_interval;
+        let padder = thread::Builder::new()
+            .name(format!("uidgen-padding-{worker_id}"))
+            .spawn(move || padding_loop(&worker, interval))
+            .map_err(|e| UidError::GeneratorStopped(format!("cannot start padding thread: {e}")))?;
+        // Set once, right after spawning; the OnceLock cannot already hold a value.
+        let _ = waker.set(padder.thread().clone());
+        Ok(Self {
+            shared,
+            padder: Some(padder),
+        })
+    }
+
+    /// The worker id stamped into every ID.
+    pub fn worker_id(&self) -> u64 {
+        self.shared.worker_id
+    }
+
+    /// The ring the IDs come from (for monitoring: fill level, rejected puts).
+    pub fn ring(&self) -> &RingBuffer {
+        &self.shared.ring
+    }
+
+    /// The last time unit padded into the ring (Baidu's `lastSecond`).
+    pub fn last_second(&self) -> u64 {
+        // Acquire: pairs with the padding's Release store.
+        self.shared.last_second.load(Ordering::Acquire)
+    }
+
+    /// How many time units the padded IDs run ahead of the clock.
+    pub fn borrowed_units(&self) -> u64 {
+        self.last_second().saturating_sub(self.shared.now_unit())
+    }
+
+    /// How many padding runs have happened (start-up, takes below the threshold, schedule).
+    pub fn padding_runs(&self) -> u64 {
+        self.shared.padding_runs.load(Ordering::Relaxed)
+    }
+
+    /// The clock the generator reads.
+    pub fn clock(&self) -> &C {
+        &self.shared.clock
+    }
+}
+
+/// The padding thread: pad when woken, on schedule, and retry while borrowing is bounded. The
+/// ring is already full when it starts, so it waits first.
+fn padding_loop<C: Clock>(shared: &Shared<C>, interval: Option<Duration>) {
+    let mut retry_soon = false;
+    loop {
+        if retry_soon {
+            // Waiting for the clock: look again soon; a unit is at least a millisecond.
+            thread::park_timeout(Duration::from_millis(1));
+        } else if let Some(period) = interval {
+            thread::park_timeout(period);
+        } else {
+            // Until a take asks (an unpark that came first makes this return at once).
+            thread::park();
+        }
+        if shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        retry_soon = match shared.pad() {
+            Ok(Padded::Full) => false,
+            Ok(Padded::BorrowLimit) => true,
+            // The ring carries the error for takes; nothing more can be padded.
+            Err(_) => return,
+        };
+    }
+}
+
+impl<C: Clock + 'static> Drop for CachedUidGenerator<C> {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        if let Some(padder) = self.padder.take() {
+            padder.thread().unpark();
+            // A panic in the padding thread has nothing left to report to; the ring is gone.
+            let _ = padder.join();
+        }
+    }
+}
+
+impl<C: Clock + 'static> UidGenerator for CachedUidGenerator<C> {
+    #[inline]
+    fn next_id(&self) -> Result<u64> {
+        self.shared.ring.take()
+    }
+
+    fn next_ids(&self, n: usize) -> Result<Vec<u64>> {
+        check_count(n)?;
+        let mut ids = Vec::with_capacity(n);
+        while ids.len() < n {
+            let wanted = n - ids.len();
+            if self.shared.ring.take_batch(&mut ids, wanted) == 0 {
+                // Empty: the policy decides (wait, or fail).
+                ids.push(self.shared.ring.take()?);
+            }
+        }
+        Ok(ids)
+    }
+
+    fn layout(&self) -> &Layout {
+        &self.shared.layout
+    }
+
+    fn issued_until_ms(&self) -> Option<u64> {
+        Some(self.shared.layout.millis_of(self.last_second() + 1))
+    }
+}

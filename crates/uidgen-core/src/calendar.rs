@@ -1,0 +1,260 @@
+//! Civil-calendar arithmetic (proleptic Gregorian, UTC): parse epochs and timestamps, print the
+//! time an ID encodes, without pulling a date library into the pure core.
+//!
+//! The day/civil conversions are Howard Hinnant's `days_from_civil` / `civil_from_days`.
+
+use crate::error::{Result, UidError};
+
+const MS_PER_DAY: i64 = 86_400_000;
+
+/// Days since 1970-01-01 for a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// (year, month, day) for days since 1970-01-01.
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if is_leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Broken-down UTC time of `ms` milliseconds since the Unix epoch.
+struct Civil {
+    year: i64,
+    month: i64,
+    day: i64,
+    hour: i64,
+    minute: i64,
+    second: i64,
+    millis: i64,
+}
+
+fn civil(ms: u64) -> Civil {
+    let ms = i64::try_from(ms).unwrap_or(i64::MAX);
+    let days = ms.div_euclid(MS_PER_DAY);
+    let rem = ms.rem_euclid(MS_PER_DAY);
+    let (year, month, day) = civil_from_days(days);
+    Civil {
+        year,
+        month,
+        day,
+        hour: rem / 3_600_000,
+        minute: rem / 60_000 % 60,
+        second: rem / 1000 % 60,
+        millis: rem % 1000,
+    }
+}
+
+/// ISO-8601 in UTC with milliseconds.
+///
+/// ```
+/// assert_eq!(uidgen_core::calendar::format_iso8601(1_732_089_600_000), "2024-11-20T08:00:00.000Z");
+/// ```
+pub fn format_iso8601(ms: u64) -> String {
+    let c = civil(ms);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        c.year, c.month, c.day, c.hour, c.minute, c.second, c.millis
+    )
+}
+
+/// Baidu's `yyyy-MM-dd HH:mm:ss`, in UTC.
+///
+/// ```
+/// assert_eq!(uidgen_core::calendar::format_baidu(0), "1970-01-01 00:00:00");
+/// ```
+pub fn format_baidu(ms: u64) -> String {
+    let c = civil(ms);
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+        c.year, c.month, c.day, c.hour, c.minute, c.second
+    )
+}
+
+fn bad(input: &str, reason: &'static str) -> UidError {
+    UidError::InvalidEpoch {
+        input: input.to_owned(),
+        reason,
+    }
+}
+
+fn number(input: &str, s: &str, len: usize) -> Result<i64> {
+    if s.len() != len || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad(
+            input,
+            "expected digits in YYYY-MM-DD[THH:MM:SS[.mmm]][Z|+HH:MM]",
+        ));
+    }
+    s.parse().map_err(|_| bad(input, "number out of range"))
+}
+
+/// Parse an epoch: milliseconds since the Unix epoch as digits, or an ISO-8601-like date
+/// `YYYY-MM-DD`, optionally followed by `T`/space and `HH:MM[:SS[.mmm]]`, and by `Z` or `±HH:MM`.
+/// Without an offset the time is UTC (Baidu parsed it in the JVM's local zone, which made the
+/// same configuration mean different epochs on different hosts).
+///
+/// ```
+/// use uidgen_core::calendar::parse_epoch_ms;
+/// assert_eq!(parse_epoch_ms("2016-05-20+08:00").unwrap(), 1_463_673_600_000);
+/// assert_eq!(parse_epoch_ms("1463673600000").unwrap(), 1_463_673_600_000);
+/// assert!(parse_epoch_ms("2016-02-30").is_err());
+/// ```
+pub fn parse_epoch_ms(input: &str) -> Result<u64> {
+    let s = input.trim();
+    if s.is_empty() {
+        return Err(bad(input, "empty"));
+    }
+    if s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse()
+            .map_err(|_| bad(input, "milliseconds out of range"));
+    }
+    if s.len() < 10 {
+        return Err(bad(input, "too short for a date"));
+    }
+    let (date, rest) = s.split_at(10);
+    let b = date.as_bytes();
+    if b[4] != b'-' || b[7] != b'-' {
+        return Err(bad(input, "date must be YYYY-MM-DD"));
+    }
+    let year = number(input, &date[0..4], 4)?;
+    let month = number(input, &date[5..7], 2)?;
+    let day = number(input, &date[8..10], 2)?;
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return Err(bad(input, "no such calendar date"));
+    }
+
+    // Split the remainder into an optional time of day and an optional offset.
+    let (time, offset) = match rest.find(['Z', 'z', '+', '-']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let mut ms_of_day = 0i64;
+    if !time.is_empty() {
+        let t = time
+            .strip_prefix('T')
+            .or_else(|| time.strip_prefix(' '))
+            .ok_or_else(|| bad(input, "time of day must follow 'T' or a space"))?;
+        let (hms, frac) = match t.split_once('.') {
+            Some((hms, frac)) => (hms, Some(frac)),
+            None => (t, None),
+        };
+        let mut parts = hms.split(':');
+        let hour = number(input, parts.next().unwrap_or(""), 2)?;
+        let minute = number(input, parts.next().unwrap_or(""), 2)?;
+        let second = match parts.next() {
+            Some(sec) => number(input, sec, 2)?,
+            None => 0,
+        };
+        if parts.next().is_some() || hour > 23 || minute > 59 || second > 59 {
+            return Err(bad(input, "time of day out of range"));
+        }
+        let millis = match frac {
+            Some(f) => number(input, f, 3)?,
+            None => 0,
+        };
+        ms_of_day = ((hour * 60 + minute) * 60 + second) * 1000 + millis;
+    }
+    let offset_ms = match offset {
+        "" | "Z" | "z" => 0,
+        o => {
+            let sign = if o.starts_with('-') { -1 } else { 1 };
+            let (h, m) = o[1..]
+                .split_once(':')
+                .ok_or_else(|| bad(input, "offset must be ±HH:MM"))?;
+            let (h, m) = (number(input, h, 2)?, number(input, m, 2)?);
+            if h > 23 || m > 59 {
+                return Err(bad(input, "offset out of range"));
+            }
+            sign * (h * 60 + m) * 60_000
+        }
+    };
+    let ms = days_from_civil(year, month, day) * MS_PER_DAY + ms_of_day - offset_ms;
+    u64::try_from(ms).map_err(|_| bad(input, "before 1970-01-01T00:00:00Z"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_dates_as_utc_unless_an_offset_is_given() {
+        assert_eq!(parse_epoch_ms("1970-01-01").unwrap(), 0);
+        assert_eq!(parse_epoch_ms("2016-05-20").unwrap(), 1_463_702_400_000);
+        assert_eq!(
+            parse_epoch_ms("2016-05-20+08:00").unwrap(),
+            1_463_673_600_000
+        );
+        assert_eq!(
+            parse_epoch_ms("2015-01-01T00:00:00+08:00").unwrap(),
+            1_420_041_600_000
+        );
+        assert_eq!(
+            parse_epoch_ms("2010-11-04T01:42:54.657Z").unwrap(),
+            1_288_834_974_657
+        );
+        assert_eq!(
+            parse_epoch_ms("2024-02-29 12:00").unwrap(),
+            1_709_208_000_000
+        );
+        assert_eq!(parse_epoch_ms("1288834974657").unwrap(), 1_288_834_974_657);
+    }
+
+    #[test]
+    fn rejects_impossible_dates_with_a_reason() {
+        for (input, reason) in [
+            ("", "empty"),
+            ("2016-5-20", "too short for a date"),
+            ("2023-02-29", "no such calendar date"),
+            ("2016/05/20", "date must be YYYY-MM-DD"),
+            ("2016-05-20T25:00", "time of day out of range"),
+            ("2016-05-20+0800", "offset must be ±HH:MM"),
+            ("1969-12-31", "before 1970-01-01T00:00:00Z"),
+        ] {
+            match parse_epoch_ms(input) {
+                Err(UidError::InvalidEpoch { reason: r, .. }) => assert_eq!(r, reason, "{input}"),
+                other => panic!("{input}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn formats_round_trip_through_the_calendar() {
+        assert_eq!(
+            format_iso8601(1_288_834_974_657),
+            "2010-11-04T01:42:54.657Z"
+        );
+        assert_eq!(format_baidu(1_463_702_400_000), "2016-05-20 00:00:00");
+        for days in [-1, 0, 59, 365, 11_016, 20_000, 2_932_896] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! The pure core of uidgen: bit layouts, clocks, and the ID generators.
+//!
+//! It is for turning a worker id and a clock into unique, time-ordered 64-bit IDs, and for
+//! taking such IDs apart again. It is not for obtaining the worker id (that is `uidgen-store`'s
+//! job), nor for anything asynchronous or networked: no I/O, no async, no database here.
+//!
+//! ```
+//! use uidgen_core::{DefaultUidGenerator, Layout, SystemClock, UidGenerator};
+//! let generator = DefaultUidGenerator::new(Layout::baidu_default()?, 1, SystemClock)?;
+//! let id = generator.next_id()?;
+//! let decoded = generator.parse(id)?;
+//! assert_eq!(decoded.parts.worker, 1);
+//! # Ok::<(), uidgen_core::UidError>(())
+//! ```
+
+pub mod cached;
+pub mod calendar;
+pub mod clock;
+pub mod default_gen;
+pub mod error;
+pub mod generator;
+pub mod layout;
+pub mod ring;
+mod sequencer;
+pub mod snowflake;
+mod sync;
+
+pub use cached::{CachedOptions, CachedUidGenerator};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use default_gen::DefaultUidGenerator;
+pub use error::{Result, UidError};
+pub use generator::{MAX_BATCH, UidGenerator, check_count};
+pub use layout::{DecodedUid, FieldKind, IntoEpoch, Layout, TimeUnit, UidParts};
+pub use ring::{RejectPut, RejectTake, RingBuffer};
+pub use snowflake::SnowflakeGenerator;

@@ -1,0 +1,430 @@
+//! Baidu's `RingBuffer`: a bounded ring of ready-made IDs, filled by one producer (the padding
+//! thread) and drained lock-free by any number of consumers.
+//!
+//! Positions grow without bound; a position's slot is `position & mask`. `tail` is the last
+//! position published by the producer, `cursor` the last position claimed by a consumer; both
+//! start at -1, so `tail - cursor` IDs are ready. Each slot has a flag: `CAN_PUT` (empty, or read
+//! and given back) or `CAN_TAKE` (holds an ID nobody has read yet). The flag, not the indices, is
+//! what stops the producer from overwriting an ID that a slow consumer has claimed but not read.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
+
+use crate::error::{Result, UidError};
+use crate::sync::{self, AtomicBool, AtomicI64, AtomicU8, AtomicU64, Mutex, Ordering};
+
+/// The slot is free for the producer.
+const CAN_PUT: u8 = 0;
+/// The slot holds an ID for a consumer.
+const CAN_TAKE: u8 = 1;
+
+/// Called with the ring and the ID that did not fit when [`RingBuffer::put`] finds it full.
+pub type RejectPut = Arc<dyn Fn(&RingBuffer, u64) + Send + Sync>;
+
+/// Called when [`RingBuffer::take`] finds the ring empty; its result is what `take` returns.
+pub type RejectTake = Arc<dyn Fn(&RingBuffer) -> Result<u64> + Send + Sync>;
+
+/// Called (at most once per padding run) when the ring falls below its padding threshold.
+pub type PaddingTrigger = Box<dyn Fn() + Send + Sync>;
+
+/// A bounded ring of IDs: single producer, lock-free multiple consumers.
+///
+/// ```
+/// use uidgen_core::RingBuffer;
+/// let ring = RingBuffer::new(8, 50).unwrap();
+/// assert_eq!(ring.put_batch(&mut [10, 11, 12].into_iter()), 3);
+/// assert_eq!(ring.take().unwrap(), 10);
+/// let mut rest = Vec::new();
+/// assert_eq!(ring.take_batch(&mut rest, 5), 2);
+/// assert_eq!(rest, [11, 12]);
+/// assert!(ring.take().is_err()); // empty: the default reject-take policy is an error
+/// ```
+pub struct RingBuffer {
+    /// The IDs; a slot's value is meaningful only while its flag says `CAN_TAKE`.
+    slots: Box<[AtomicU64]>,
+    /// One flag per slot. Not cache-padded, unlike Baidu's `PaddedAtomicLong[]`: with padding the
+    /// flags of a 65,536-slot ring take 8 MiB and every take misses cache (see docs/BENCHMARKS.md).
+    flags: Box<[AtomicU8]>,
+    /// `slots.len() - 1`; the length is a power of two.
+    mask: u64,
+    /// Last position published by the producer.
+    tail: CachePadded<AtomicI64>,
+    /// Last position claimed by a consumer.
+    cursor: CachePadded<AtomicI64>,
+    /// Fewer ready IDs than this wakes the padding.
+    padding_threshold: i64,
+    /// Makes `put` single-producer, as Baidu's `synchronized put`; consumers never take it.
+    producer: Mutex<()>,
+    /// Set when padding has been asked for and has not started yet, so takes below the threshold
+    /// wake the padding thread once, not once each.
+    padding_requested: CachePadded<AtomicBool>,
+    /// Set once when the producer can never put again; `take` on an empty ring then reports it.
+    stopped: AtomicBool,
+    /// Why the producer stopped.
+    stop_reason: Mutex<Option<String>>,
+    /// IDs refused by a full ring (through `put`).
+    rejected_puts: AtomicU64,
+    reject_put: Option<RejectPut>,
+    reject_take: Option<RejectTake>,
+    trigger: Option<PaddingTrigger>,
+}
+
+impl fmt::Debug for RingBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RingBuffer")
+            .field("buffer_size", &self.buffer_size())
+            .field("tail", &self.tail())
+            .field("cursor", &self.cursor())
+            .field("padding_threshold", &self.padding_threshold)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RingBuffer {
+    /// The largest ring: 2^26 slots (512 MiB of IDs) is far past any useful boost.
+    pub const MAX_SIZE: usize = 1 << 26;
+
+    /// A ring of `buffer_size` slots (a power of two, at least 2) that asks for padding when
+    /// fewer than `padding_factor`% (1 to 99) of them hold IDs.
+    pub fn new(buffer_size: usize, padding_factor: u32) -> Result<Self> {
+        if buffer_size < 2 || !buffer_size.is_power_of_two() || buffer_size > Self::MAX_SIZE {
+            return Err(UidError::InvalidOption {
+                name: "buffer_size",
+                reason: format!(
+                    "{buffer_size} must be a power of two from 2 to {}",
+                    Self::MAX_SIZE
+                ),
+            });
+        }
+        if !(1..=99).contains(&padding_factor) {
+            return Err(UidError::InvalidOption {
+                name: "padding_factor",
+                reason: format!("{padding_factor} must be a percentage from 1 to 99"),
+            });
+        }
+        let size = u64::try_from(buffer_size).map_err(|_| UidError::InvalidOption {
+            name: "buffer_size",
+            reason: "does not fit 64 bits".into(),
+        })?;
+        let threshold = size * u64::from(padding_factor) / 100;
+        Ok(Self {
+            slots: (0..buffer_size).map(|_| AtomicU64::new(0)).collect(),
+            flags: (0..buffer_size).map(|_| AtomicU8::new(CAN_PUT)).collect(),
+            mask: size - 1,
+            tail: CachePadded::new(AtomicI64::new(-1)),
+            cursor: CachePadded::new(AtomicI64::new(-1)),
+            // Both at most 2^26, so the conversion cannot fail.
+            padding_threshold: i64::try_from(threshold).unwrap_or(i64::MAX),
+            producer: Mutex::new(()),
+            padding_requested: CachePadded::new(AtomicBool::new(false)),
+            stopped: AtomicBool::new(false),
+            stop_reason: Mutex::new(None),
+            rejected_puts: AtomicU64::new(0),
+            reject_put: None,
+            reject_take: None,
+            trigger: None,
+        })
+    }
+
+    /// Replace the reject-put policy (default: drop the ID, count it, log a warning).
+    pub fn with_reject_put(mut self, handler: RejectPut) -> Self {
+        self.reject_put = Some(handler);
+        self
+    }
+
+    /// Replace the reject-take policy (default: [`UidError::RingEmpty`]).
+    pub fn with_reject_take(mut self, handler: RejectTake) -> Self {
+        self.reject_take = Some(handler);
+        self
+    }
+
+    /// What to call when a take leaves fewer IDs than the padding threshold.
+    pub fn with_padding_trigger(mut self, trigger: PaddingTrigger) -> Self {
+        self.trigger = Some(trigger);
+        self
+    }
+
+    /// Number of slots.
+    pub fn buffer_size(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Fewer ready IDs than this asks for padding.
+    pub fn padding_threshold(&self) -> usize {
+        usize::try_from(self.padding_threshold).unwrap_or(0)
+    }
+
+    /// Last position the producer published (-1 before the first).
+    pub fn tail(&self) -> i64 {
+        // Acquire: a reader of `tail` may go on to read the slots it covers.
+        self.tail.load(Ordering::Acquire)
+    }
+
+    /// Last position a consumer claimed (-1 before the first).
+    pub fn cursor(&self) -> i64 {
+        // Acquire: pairs with the consumers' AcqRel claim, for an up-to-date count.
+        self.cursor.load(Ordering::Acquire)
+    }
+
+    /// IDs ready to take right now (a snapshot).
+    pub fn len(&self) -> usize {
+        let cursor = self.cursor();
+        usize::try_from(self.tail() - cursor).unwrap_or(0)
+    }
+
+    /// True when no ID is ready.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True when every slot holds an ID.
+    pub fn is_full(&self) -> bool {
+        self.len() >= self.buffer_size()
+    }
+
+    /// How many IDs `put` refused because the ring was full.
+    pub fn rejected_puts(&self) -> u64 {
+        self.rejected_puts.load(Ordering::Relaxed)
+    }
+
+    /// Put one ID. A full ring hands it to the reject-put policy and returns false.
+    pub fn put(&self, uid: u64) -> bool {
+        if self.put_batch(&mut std::iter::once(uid)) == 1 {
+            return true;
+        }
+        self.rejected_puts.fetch_add(1, Ordering::Relaxed);
+        match &self.reject_put {
+            Some(handler) => handler(self, uid),
+            None => tracing::warn!(
+                uid,
+                tail = self.tail(),
+                cursor = self.cursor(),
+                "ring buffer is full; dropped the ID"
+            ),
+        }
+        false
+    }
+
+    /// Put IDs from `uids` until it runs dry or the ring is full, then publish them all with one
+    /// store to `tail`; returns how many were put. Never takes an ID from `uids` it cannot place,
+    /// so a caller keeps the rest for the next run (Baidu discarded them, skipping seconds: #96).
+    pub fn put_batch(&self, uids: &mut impl Iterator<Item = u64>) -> usize {
+        let _producer = sync::lock(&self.producer);
+        // Relaxed: only the producer writes `tail`, and we hold the producer lock.
+        let tail = self.tail.load(Ordering::Relaxed);
+        // Acquire: pairs with the consumers' claim, though safety rests on the flags below.
+        let cursor = self.cursor.load(Ordering::Acquire);
+        let free = i64::try_from(self.slots.len()).unwrap_or(i64::MAX) - (tail - cursor);
+        let mut put = 0i64;
+        while put < free {
+            let index = self.index(tail + 1 + put);
+            // Acquire: pairs with the Release in `read_slot`, so the consumer's read of the old ID
+            // happens before we overwrite it.
+            if self.flags[index].load(Ordering::Acquire) != CAN_PUT {
+                break; // a consumer claimed this slot but has not read it yet
+            }
+            let Some(uid) = uids.next() else { break };
+            // Relaxed: published by the Release store of the flag just below.
+            self.slots[index].store(uid, Ordering::Relaxed);
+            // Release: makes the slot's value visible to whoever Acquires this flag.
+            self.flags[index].store(CAN_TAKE, Ordering::Release);
+            put += 1;
+        }
+        if put > 0 {
+            // Release: a consumer that sees the new tail sees every flag set above.
+            self.tail.store(tail + put, Ordering::Release);
+        }
+        usize::try_from(put).unwrap_or(0)
+    }
+
+    /// Take one ID. An empty ring reports a stopped producer's reason, else defers to the
+    /// reject-take policy.
+    pub fn take(&self) -> Result<u64> {
+        if let Some(uid) = self.try_take() {
+            return Ok(uid);
+        }
+        if let Some(reason) = self.stop_reason() {
+            return Err(UidError::GeneratorStopped(reason));
+        }
+        match &self.reject_take {
+            Some(handler) => handler(self),
+            None => Err(UidError::RingEmpty(format!(
+                "tail {} cursor {}",
+                self.tail(),
+                self.cursor()
+            ))),
+        }
+    }
+
+    /// Take one ID if one is ready, without calling any policy.
+    #[inline]
+    pub fn try_take(&self) -> Option<u64> {
+        let (first, _) = self.claim(1)?;
+        Some(self.read_slot(first))
+    }
+
+    /// Take up to `max` ready IDs into `out` with one claim; returns how many.
+    pub fn take_batch(&self, out: &mut Vec<u64>, max: usize) -> usize {
+        let Some((first, count)) = self.claim(max) else {
+            return 0;
+        };
+        out.reserve(usize::try_from(count).unwrap_or(0));
+        for position in first..first + count {
+            out.push(self.read_slot(position));
+        }
+        usize::try_from(count).unwrap_or(0)
+    }
+
+    /// Claim up to `max` positions: one CAS loop from a single load, so a consumer owns exactly
+    /// the positions its CAS moved past. (Baidu read the cursor, then `updateAndGet`, and could
+    /// read another consumer's slot: their #105.) Returns the first position and the count.
+    #[inline]
+    fn claim(&self, max: usize) -> Option<(i64, i64)> {
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        if max == 0 {
+            return None;
+        }
+        // Relaxed: only a starting guess; the CAS below validates it.
+        let mut cursor = self.cursor.load(Ordering::Relaxed);
+        loop {
+            // Acquire: pairs with the producer's Release of `tail`, so the claimed slots' flags
+            // and values are visible.
+            let tail = self.tail.load(Ordering::Acquire);
+            let ready = tail - cursor;
+            if ready <= 0 {
+                self.request_padding();
+                return None;
+            }
+            let count = ready.min(max);
+            // AcqRel on success: orders our claim with other consumers' claims; Relaxed on
+            // failure: we only retry from the value we got.
+            match self.cursor.compare_exchange_weak(
+                cursor,
+                cursor + count,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    if ready - count < self.padding_threshold {
+                        self.request_padding();
+                    }
+                    return Some((cursor + 1, count));
+                }
+                Err(actual) => cursor = actual,
+            }
+        }
+    }
+
+    /// Read a claimed position's ID and give the slot back to the producer.
+    #[inline]
+    fn read_slot(&self, position: i64) -> u64 {
+        let index = self.index(position);
+        // Acquire: pairs with the producer's Release of the flag, so the value is the one put.
+        // The producer sets the flag before publishing `tail`, and we claimed `position <= tail`,
+        // so the flag is already CAN_TAKE; the loop is a guard the loom models show is never run.
+        while self.flags[index].load(Ordering::Acquire) != CAN_TAKE {
+            sync::spin_loop();
+        }
+        // Relaxed: ordered after the Acquire of the flag above.
+        let uid = self.slots[index].load(Ordering::Relaxed);
+        // Release: our read happens before the producer (Acquiring this flag) overwrites the slot.
+        self.flags[index].store(CAN_PUT, Ordering::Release);
+        uid
+    }
+
+    /// Ask for padding: cheap when it is already asked for (one load, no write).
+    pub fn request_padding(&self) {
+        // Relaxed: a hint; the swap below decides who calls the trigger.
+        if self.padding_requested.load(Ordering::Relaxed) {
+            return;
+        }
+        // AcqRel: exactly one caller sees `false` and wakes the padding, until it clears the flag.
+        if !self.padding_requested.swap(true, Ordering::AcqRel)
+            && let Some(trigger) = &self.trigger
+        {
+            trigger();
+        }
+    }
+
+    /// Called by the padding as it starts, so takes during and after it can ask again.
+    pub fn padding_started(&self) {
+        // SeqCst: a take that fills the ring below the threshold after this must see `false`.
+        self.padding_requested.store(false, Ordering::SeqCst);
+    }
+
+    /// Mark the producer as stopped for good; takes on an empty ring then report `reason`.
+    pub fn stop(&self, reason: impl Into<String>) {
+        let mut slot = sync::lock(&self.stop_reason);
+        if slot.is_none() {
+            *slot = Some(reason.into());
+        }
+        self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    /// Why the producer stopped, if it did.
+    pub fn stop_reason(&self) -> Option<String> {
+        if !self.stopped.load(Ordering::SeqCst) {
+            return None;
+        }
+        sync::lock(&self.stop_reason).clone()
+    }
+
+    #[inline]
+    fn index(&self, position: i64) -> usize {
+        // Positions are non-negative here, and masking keeps the index inside the ring.
+        let masked = u64::try_from(position).unwrap_or(0) & self.mask;
+        usize::try_from(masked).unwrap_or(0)
+    }
+}
+
+/// Ready-made reject-take policies, to pass to [`RingBuffer::with_reject_take`] or
+/// [`CachedOptions`](crate::CachedOptions).
+pub mod policy {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::{RejectTake, RingBuffer};
+    use crate::error::UidError;
+
+    /// Baidu's default: an empty ring is an error ([`UidError::RingEmpty`]).
+    pub fn fail() -> RejectTake {
+        Arc::new(|ring: &RingBuffer| {
+            Err(UidError::RingEmpty(format!(
+                "tail {} cursor {}",
+                ring.tail(),
+                ring.cursor()
+            )))
+        })
+    }
+
+    /// Wait for padding instead of failing: spin briefly, then yield, for up to `timeout`; then
+    /// [`UidError::RingEmpty`]. A producer that stopped ends the wait at once with its reason.
+    pub fn wait(timeout: Duration) -> RejectTake {
+        Arc::new(move |ring: &RingBuffer| {
+            let start = Instant::now();
+            let mut spins = 0u32;
+            loop {
+                if let Some(uid) = ring.try_take() {
+                    return Ok(uid);
+                }
+                if let Some(reason) = ring.stop_reason() {
+                    return Err(UidError::GeneratorStopped(reason));
+                }
+                if spins < 64 {
+                    spins += 1;
+                    std::hint::spin_loop();
+                } else {
+                    if start.elapsed() >= timeout {
+                        return Err(UidError::RingEmpty(format!(
+                            "waited {} ms for padding",
+                            timeout.as_millis()
+                        )));
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,84 @@
+//! Snowflake with Meituan Leaf's clock policy.
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::Result;
+use crate::generator::UidGenerator;
+use crate::layout::Layout;
+use crate::sequencer::{BackwardPolicy, Sequencer};
+
+/// Leaf: a backward step of at most this many milliseconds is waited out.
+pub const DEFAULT_MAX_BACKWARD_MS: u64 = 5;
+/// Leaf: new milliseconds start at a random sequence below this bound.
+pub const LEAF_RANDOM_START_BOUND: u64 = 100;
+
+/// Snowflake IDs (usually millisecond unit) with Leaf's policy for a clock that moves back: a
+/// step of at most [`DEFAULT_MAX_BACKWARD_MS`] is waited out (twice the gap, once) and retried;
+/// anything larger, or a clock still behind after the wait, is
+/// [`UidError::ClockMovedBackwards`](crate::UidError::ClockMovedBackwards).
+///
+/// ```
+/// use uidgen_core::{Layout, ManualClock, SnowflakeGenerator, UidError, UidGenerator};
+/// let clock = ManualClock::auto_advancing(1_700_000_000_000);
+/// let generator = SnowflakeGenerator::new(Layout::snowflake().unwrap(), 1, clock.clone()).unwrap();
+/// let a = generator.next_id().unwrap();
+/// clock.rewind(3); // small step: waited out, because sleeping moves this clock forward
+/// assert!(generator.next_id().unwrap() > a);
+/// clock.rewind(50); // large step: refused
+/// assert!(matches!(generator.next_id(), Err(UidError::ClockMovedBackwards { .. })));
+/// ```
+#[derive(Debug)]
+pub struct SnowflakeGenerator<C: Clock = SystemClock> {
+    sequencer: Sequencer<C>,
+}
+
+impl<C: Clock> SnowflakeGenerator<C> {
+    /// A generator for `worker_id` that waits out backward steps of up to
+    /// [`DEFAULT_MAX_BACKWARD_MS`]; sequences start at 0 in each new unit.
+    pub fn new(layout: Layout, worker_id: u64, clock: C) -> Result<Self> {
+        Self::with_max_backward_ms(layout, worker_id, clock, DEFAULT_MAX_BACKWARD_MS)
+    }
+
+    /// Like [`SnowflakeGenerator::new`] with a chosen bound for backward steps (0: refuse all).
+    pub fn with_max_backward_ms(
+        layout: Layout,
+        worker_id: u64,
+        clock: C,
+        max_backward_ms: u64,
+    ) -> Result<Self> {
+        let policy = if max_backward_ms == 0 {
+            BackwardPolicy::Refuse
+        } else {
+            BackwardPolicy::WaitUpTo(max_backward_ms)
+        };
+        Ok(Self {
+            sequencer: Sequencer::new(layout, worker_id, clock, policy)?,
+        })
+    }
+
+    /// Start each new time unit at a random sequence in `0..100` (Leaf), so that at low traffic
+    /// IDs are not all multiples of the sequence width, which would skew `id % shards`.
+    pub fn random_sequence_start(mut self, on: bool) -> Self {
+        let bound = if on { LEAF_RANDOM_START_BOUND } else { 0 };
+        self.sequencer.set_random_start_below(bound);
+        self
+    }
+
+    /// The worker id this generator stamps into IDs.
+    pub fn worker_id(&self) -> u64 {
+        self.sequencer.worker_id()
+    }
+}
+
+impl<C: Clock> UidGenerator for SnowflakeGenerator<C> {
+    fn next_id(&self) -> Result<u64> {
+        self.sequencer.next_id()
+    }
+
+    fn layout(&self) -> &Layout {
+        self.sequencer.layout()
+    }
+
+    fn issued_until_ms(&self) -> Option<u64> {
+        self.sequencer.issued_until_ms()
+    }
+}

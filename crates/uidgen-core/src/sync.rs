@@ -1,0 +1,33 @@
+//! One door for every atomic, lock and thread primitive the ring buffer uses.
+//!
+//! Under `--cfg uidgen_loom` these are loom's model-checked types, otherwise std's, so the loom
+//! models in `loom-tests/` exercise the real [`RingBuffer`](crate::RingBuffer) code rather than a
+//! copy of it (the approach of tokio's `loom` module and concurrent-queue's `sync.rs`).
+
+#[cfg(uidgen_loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
+#[cfg(uidgen_loom)]
+pub(crate) use loom::sync::{Mutex, MutexGuard};
+
+#[cfg(not(uidgen_loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
+#[cfg(not(uidgen_loom))]
+pub(crate) use std::sync::{Mutex, MutexGuard};
+
+/// Tell the CPU (or loom's scheduler) that this thread is waiting on another one.
+#[inline]
+pub(crate) fn spin_loop() {
+    #[cfg(uidgen_loom)]
+    loom::thread::yield_now();
+    #[cfg(not(uidgen_loom))]
+    std::hint::spin_loop();
+}
+
+/// Lock a mutex, recovering the guard if a previous holder panicked: the state it protects is
+/// only ever updated in whole steps, so a poisoned lock holds consistent data.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}

@@ -1,0 +1,170 @@
+//! Exhaustive interleavings of the real `RingBuffer` on tiny rings.
+#![cfg(uidgen_loom)]
+#![allow(clippy::unwrap_used)]
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::thread;
+use uidgen_core::RingBuffer;
+
+/// Every ID taken was put, none is taken twice, and taken + left in the ring = put.
+fn check(put: &[u64], mut taken: Vec<u64>, left: Vec<u64>) {
+    let mut sorted = taken.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(
+        sorted.len(),
+        taken.len(),
+        "an ID was taken twice: {taken:?}"
+    );
+    taken.extend(left);
+    taken.sort_unstable();
+    let mut expected = put.to_vec();
+    expected.sort_unstable();
+    assert_eq!(taken, expected, "IDs lost or invented");
+}
+
+fn drain(ring: &RingBuffer) -> Vec<u64> {
+    let mut left = Vec::new();
+    while let Some(uid) = ring.try_take() {
+        left.push(uid);
+    }
+    left
+}
+
+#[test]
+fn one_producer_two_consumers_take_each_id_once() {
+    loom::model(|| {
+        let ring = Arc::new(RingBuffer::new(2, 50).unwrap());
+        let producer = {
+            let ring = Arc::clone(&ring);
+            thread::spawn(move || {
+                let mut put = Vec::new();
+                let mut batch = [1u64, 2].into_iter();
+                let n = ring.put_batch(&mut batch);
+                put.extend([1u64, 2].into_iter().take(n));
+                if ring.put(3) {
+                    put.push(3);
+                }
+                put
+            })
+        };
+        let consumers: Vec<_> = (0..2)
+            .map(|_| {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    for _ in 0..2 {
+                        if let Some(uid) = ring.try_take() {
+                            got.push(uid);
+                        }
+                    }
+                    got
+                })
+            })
+            .collect();
+        let put = producer.join().unwrap();
+        let taken: Vec<u64> = consumers
+            .into_iter()
+            .flat_map(|c| c.join().unwrap())
+            .collect();
+        check(&put, taken, drain(&ring));
+    });
+}
+
+#[test]
+fn wrapping_producer_never_overwrites_an_unread_slot() {
+    loom::model(|| {
+        // Full ring: the producer can only put into a slot once a consumer has read it.
+        let ring = Arc::new(RingBuffer::new(2, 50).unwrap());
+        assert_eq!(ring.put_batch(&mut [1u64, 2].into_iter()), 2);
+        let producer = {
+            let ring = Arc::clone(&ring);
+            thread::spawn(move || {
+                let mut put = Vec::new();
+                for uid in [3u64, 4] {
+                    if ring.put_batch(&mut std::iter::once(uid)) == 1 {
+                        put.push(uid);
+                    }
+                }
+                put
+            })
+        };
+        let consumers: Vec<_> = (0..2)
+            .map(|_| {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || ring.try_take().into_iter().collect::<Vec<_>>())
+            })
+            .collect();
+        let mut put = vec![1, 2];
+        put.extend(producer.join().unwrap());
+        let taken: Vec<u64> = consumers
+            .into_iter()
+            .flat_map(|c| c.join().unwrap())
+            .collect();
+        check(&put, taken, drain(&ring));
+    });
+}
+
+#[test]
+fn batch_takes_claim_disjoint_runs() {
+    loom::model(|| {
+        let ring = Arc::new(RingBuffer::new(4, 50).unwrap());
+        assert_eq!(ring.put_batch(&mut [1u64, 2, 3].into_iter()), 3);
+        let producer = {
+            let ring = Arc::clone(&ring);
+            thread::spawn(move || ring.put_batch(&mut [4u64, 5].into_iter()))
+        };
+        let consumers: Vec<_> = (0..2)
+            .map(|_| {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    ring.take_batch(&mut got, 2);
+                    got
+                })
+            })
+            .collect();
+        let mut put = vec![1, 2, 3];
+        put.extend([4u64, 5].into_iter().take(producer.join().unwrap()));
+        let taken: Vec<u64> = consumers
+            .into_iter()
+            .flat_map(|c| c.join().unwrap())
+            .collect();
+        check(&put, taken, drain(&ring));
+    });
+}
+
+#[test]
+fn takes_below_the_threshold_wake_the_padding_once_per_run() {
+    loom::model(|| {
+        let wakes = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&wakes);
+        let ring = Arc::new(
+            RingBuffer::new(4, 50)
+                .unwrap()
+                .with_padding_trigger(Box::new(move || {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                })),
+        );
+        assert_eq!(ring.put_batch(&mut [1u64, 2, 3, 4].into_iter()), 4);
+        let consumers: Vec<_> = (0..2)
+            .map(|_| {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || {
+                    ring.try_take().unwrap();
+                    ring.try_take().unwrap();
+                })
+            })
+            .collect();
+        for c in consumers {
+            c.join().unwrap();
+        }
+        // Both consumers went below the threshold (2 of 4), but padding never started, so the
+        // trigger ran exactly once.
+        assert_eq!(wakes.load(Ordering::SeqCst), 1);
+        ring.padding_started();
+        assert!(ring.try_take().is_none());
+        assert_eq!(wakes.load(Ordering::SeqCst), 2);
+    });
+}
