@@ -1,0 +1,253 @@
+//! Wiring: an assigner plus a layout and a clock make a ready generator.
+
+use std::sync::Arc;
+
+use uidgen_core::{
+    CachedOptions, CachedUidGenerator, Clock, DecodedUid, DefaultUidGenerator, Layout,
+    SnowflakeGenerator, UidError, UidGenerator,
+};
+
+use crate::assigner::{WorkerAssignment, WorkerIdAssigner};
+use crate::error::{Result, StoreError};
+use crate::lease::LeaseGuard;
+
+/// A generator that refuses to issue once its worker id's lease is lost, and never issues an ID
+/// whose time unit ends after the lease's expiry (the successor's clock may reach it).
+/// Without a lease it passes straight through.
+///
+/// Refusals are [`UidError::GeneratorStopped`] carrying the [`StoreError::LeaseLost`] message.
+#[derive(Debug)]
+pub struct GuardedGenerator<G> {
+    inner: G,
+    lease: Option<LeaseGuard>,
+}
+
+impl<G: UidGenerator> GuardedGenerator<G> {
+    /// Guard `inner` with `lease` (none: pass through).
+    pub fn new(inner: G, lease: Option<LeaseGuard>) -> Self {
+        Self { inner, lease }
+    }
+
+    /// The wrapped generator.
+    pub fn inner(&self) -> &G {
+        &self.inner
+    }
+
+    /// The lease, if the worker id is leased.
+    pub fn lease(&self) -> Option<&LeaseGuard> {
+        self.lease.as_ref()
+    }
+
+    fn admit(&self, lease: &LeaseGuard, id: u64) -> uidgen_core::Result<()> {
+        let layout = self.inner.layout();
+        let time = layout.decompose(id)?.time;
+        let unit_end = layout.millis_of(time.saturating_add(1));
+        lease.permits(unit_end).map_err(stopped)
+    }
+}
+
+fn stopped(error: StoreError) -> UidError {
+    UidError::GeneratorStopped(error.to_string())
+}
+
+impl<G> std::ops::Deref for GuardedGenerator<G> {
+    type Target = G;
+    fn deref(&self) -> &G {
+        &self.inner
+    }
+}
+
+impl<G: UidGenerator> UidGenerator for GuardedGenerator<G> {
+    fn next_id(&self) -> uidgen_core::Result<u64> {
+        let Some(lease) = &self.lease else {
+            return self.inner.next_id();
+        };
+        lease.check().map_err(stopped)?;
+        let id = self.inner.next_id()?;
+        self.admit(lease, id)?;
+        Ok(id)
+    }
+
+    fn next_ids(&self, n: usize) -> uidgen_core::Result<Vec<u64>> {
+        let Some(lease) = &self.lease else {
+            return self.inner.next_ids(n);
+        };
+        lease.check().map_err(stopped)?;
+        let ids = self.inner.next_ids(n)?;
+        for &id in &ids {
+            self.admit(lease, id)?;
+        }
+        Ok(ids)
+    }
+
+    fn layout(&self) -> &Layout {
+        self.inner.layout()
+    }
+
+    fn issued_until_ms(&self) -> Option<u64> {
+        self.inner.issued_until_ms()
+    }
+
+    fn parse(&self, id: u64) -> uidgen_core::Result<DecodedUid> {
+        self.inner.parse(id)
+    }
+}
+
+/// A built generator and the assignment behind it.
+#[derive(Debug)]
+pub struct Built<G> {
+    /// The generator, guarded by the lease when the worker id is leased.
+    pub generator: Arc<GuardedGenerator<G>>,
+    /// The worker id and, for a lease, the guard to release on shutdown.
+    pub assignment: WorkerAssignment,
+}
+
+impl<G> Built<G> {
+    /// The worker id.
+    pub fn worker_id(&self) -> u64 {
+        self.assignment.worker_id
+    }
+}
+
+/// Builds a generator: gets a worker id from an assigner, then makes the generator.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
+/// use uidgen_core::{Layout, SystemClock, UidGenerator};
+/// use uidgen_store::{GeneratorBuilder, StaticWorkerIdAssigner};
+/// let built = GeneratorBuilder::new(Layout::snowflake()?)
+///     .assigner(StaticWorkerIdAssigner::new(3))
+///     .build_snowflake(SystemClock)
+///     .await?;
+/// let id = built.generator.next_id()?;
+/// assert_eq!(built.generator.parse(id)?.parts.worker, 3);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct GeneratorBuilder {
+    layout: Layout,
+    assigner: Option<Arc<dyn WorkerIdAssigner>>,
+}
+
+impl GeneratorBuilder {
+    /// A builder for IDs of `layout`; set an assigner before building.
+    pub fn new(layout: Layout) -> Self {
+        Self {
+            layout,
+            assigner: None,
+        }
+    }
+
+    /// Take worker ids from `assigner`.
+    pub fn assigner(mut self, assigner: impl WorkerIdAssigner + 'static) -> Self {
+        self.assigner = Some(Arc::new(assigner));
+        self
+    }
+
+    /// Take worker ids from a shared assigner.
+    pub fn shared_assigner(mut self, assigner: Arc<dyn WorkerIdAssigner>) -> Self {
+        self.assigner = Some(assigner);
+        self
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    async fn assign(&self) -> Result<WorkerAssignment> {
+        let assigner = self.assigner.as_ref().ok_or_else(|| {
+            StoreError::InvalidInput("no worker id assigner configured".to_owned())
+        })?;
+        assigner.assign(&self.layout).await
+    }
+
+    async fn finish<G: UidGenerator + 'static>(
+        assignment: WorkerAssignment,
+        make: impl FnOnce(u64) -> uidgen_core::Result<G>,
+    ) -> Result<Built<G>> {
+        let generator = match make(assignment.worker_id) {
+            Ok(generator) => generator,
+            Err(error) => {
+                if let Some(lease) = &assignment.lease {
+                    let _ = lease.release().await;
+                }
+                return Err(error.into());
+            }
+        };
+        let generator = Arc::new(GuardedGenerator::new(generator, assignment.lease.clone()));
+        if let Some(lease) = &assignment.lease {
+            lease.track(&generator);
+        }
+        Ok(Built {
+            generator,
+            assignment,
+        })
+    }
+
+    /// Baidu's `CachedUidGenerator` (ring buffer) with the assigned worker id.
+    pub async fn build_cached<C: Clock + 'static>(
+        &self,
+        clock: C,
+        options: CachedOptions,
+    ) -> Result<Built<CachedUidGenerator<C>>> {
+        let assignment = self.assign().await?;
+        let layout = self.layout.clone();
+        Self::finish(assignment, move |id| {
+            CachedUidGenerator::new(layout, id, clock, options)
+        })
+        .await
+    }
+
+    /// Baidu's `DefaultUidGenerator` with the assigned worker id.
+    pub async fn build_default<C: Clock + 'static>(
+        &self,
+        clock: C,
+    ) -> Result<Built<DefaultUidGenerator<C>>> {
+        let assignment = self.assign().await?;
+        let layout = self.layout.clone();
+        Self::finish(assignment, move |id| {
+            DefaultUidGenerator::new(layout, id, clock)
+        })
+        .await
+    }
+
+    /// A Snowflake generator (Leaf's clock policy) with the assigned worker id.
+    pub async fn build_snowflake<C: Clock + 'static>(
+        &self,
+        clock: C,
+    ) -> Result<Built<SnowflakeGenerator<C>>> {
+        let assignment = self.assign().await?;
+        let layout = self.layout.clone();
+        Self::finish(assignment, move |id| {
+            SnowflakeGenerator::new(layout, id, clock)
+        })
+        .await
+    }
+
+    /// [`build_cached`](Self::build_cached) for code that is not async (see
+    /// [`crate::blocking`]).
+    pub fn build_cached_blocking<C: Clock + 'static>(
+        &self,
+        clock: C,
+        options: CachedOptions,
+    ) -> Result<Built<CachedUidGenerator<C>>> {
+        crate::blocking::block_on_result(self.build_cached(clock, options))
+    }
+
+    /// [`build_default`](Self::build_default) for code that is not async.
+    pub fn build_default_blocking<C: Clock + 'static>(
+        &self,
+        clock: C,
+    ) -> Result<Built<DefaultUidGenerator<C>>> {
+        crate::blocking::block_on_result(self.build_default(clock))
+    }
+
+    /// [`build_snowflake`](Self::build_snowflake) for code that is not async.
+    pub fn build_snowflake_blocking<C: Clock + 'static>(
+        &self,
+        clock: C,
+    ) -> Result<Built<SnowflakeGenerator<C>>> {
+        crate::blocking::block_on_result(self.build_snowflake(clock))
+    }
+}

@@ -1,0 +1,337 @@
+//! The `leaf_alloc` table (Meituan Leaf's segment mode): one row per biz tag; a claim moves
+//! `max_id` forward by a step and hands the caller the range it skipped.
+//!
+//! Every value reaches the database as a bind parameter, never spliced into SQL text, so a tag
+//! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
+
+use sqlx::Row;
+
+use crate::error::{Result, StoreError};
+use crate::store::{DbPool, Sql, Store, with_pool};
+use crate::url::Dialect;
+use crate::worker_node::check_len;
+
+/// The largest step a tag may have (Leaf keeps steps far below this; it bounds a typo).
+pub const MAX_STEP: i64 = 1_000_000_000;
+/// The longest biz tag, in characters (`VARCHAR(128)`).
+pub const MAX_TAG_LEN: usize = 128;
+/// The longest description, in characters (`VARCHAR(256)`).
+pub const MAX_DESCRIPTION_LEN: usize = 256;
+
+/// A `leaf_alloc` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafAlloc {
+    /// The business tag, the row's key.
+    pub biz_tag: String,
+    /// The next segment ends here; IDs below it have been handed out.
+    pub max_id: i64,
+    /// How far one claim moves `max_id`.
+    pub step: i64,
+    /// Free text.
+    pub description: Option<String>,
+    /// When the row last changed, ms since the Unix epoch.
+    pub update_time_ms: Option<i64>,
+}
+
+/// A claimed segment: the caller owns `[max_id - step, max_id)`.
+///
+/// ```
+/// let claim = uidgen_store::SegmentClaim { max_id: 2001, step: 1000 };
+/// assert_eq!(claim.range(), 1001..2001);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentClaim {
+    /// `max_id` after the claim (exclusive end of the segment).
+    pub max_id: i64,
+    /// The step the claim used (the segment's length).
+    pub step: i64,
+}
+
+impl SegmentClaim {
+    /// The IDs this claim owns.
+    pub fn range(&self) -> std::ops::Range<i64> {
+        self.max_id - self.step..self.max_id
+    }
+}
+
+const CLAIM: Sql = Sql {
+    sqlite: "UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
+             WHERE biz_tag = ?1 RETURNING max_id, step",
+    mysql: "UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
+            WHERE biz_tag = ?",
+    postgres: "UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
+               WHERE biz_tag = $1 RETURNING max_id, CAST(step AS BIGINT) AS step",
+};
+
+const CLAIM_WITH_STEP: Sql = Sql {
+    sqlite: "UPDATE leaf_alloc SET max_id = max_id + ?2, update_time = CURRENT_TIMESTAMP
+             WHERE biz_tag = ?1 RETURNING max_id, ?2",
+    mysql: "UPDATE leaf_alloc SET max_id = max_id + ?, update_time = CURRENT_TIMESTAMP
+            WHERE biz_tag = ?",
+    postgres: "UPDATE leaf_alloc SET max_id = max_id + $2, update_time = CURRENT_TIMESTAMP
+               WHERE biz_tag = $1 RETURNING max_id, CAST($2 AS BIGINT) AS step",
+};
+
+/// MySQL has no `RETURNING` on UPDATE: read the row back in the same transaction, where the
+/// UPDATE's row lock keeps it ours.
+const READ_CLAIMED_MYSQL: &str =
+    "SELECT max_id, CAST(step AS SIGNED) AS step FROM leaf_alloc WHERE biz_tag = ?";
+
+const LIST_TAGS: Sql = Sql::same("SELECT biz_tag FROM leaf_alloc ORDER BY biz_tag");
+
+const GET_TAG: Sql = Sql {
+    sqlite: "SELECT biz_tag, max_id, step, description,
+                    CAST(strftime('%s', update_time) AS INTEGER) * 1000 AS update_time_ms
+             FROM leaf_alloc WHERE biz_tag = ?1",
+    mysql: "SELECT biz_tag, max_id, CAST(step AS SIGNED) AS step, description,
+                   CAST(UNIX_TIMESTAMP(update_time) * 1000 AS SIGNED) AS update_time_ms
+            FROM leaf_alloc WHERE biz_tag = ?",
+    postgres: "SELECT biz_tag, max_id, CAST(step AS BIGINT) AS step, description,
+                      CAST(EXTRACT(EPOCH FROM update_time) * 1000 AS BIGINT) AS update_time_ms
+               FROM leaf_alloc WHERE biz_tag = $1",
+};
+
+/// Create with `max_id` 1 (Leaf's default), or change step and, when given, description.
+const UPSERT_TAG: Sql = Sql {
+    sqlite: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time)
+             VALUES (?1, 1, ?2, ?3, CURRENT_TIMESTAMP)
+             ON CONFLICT (biz_tag) DO UPDATE SET step = excluded.step,
+                 description = COALESCE(excluded.description, leaf_alloc.description),
+                 update_time = CURRENT_TIMESTAMP",
+    mysql: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time)
+            VALUES (?, 1, ?, ?, CURRENT_TIMESTAMP)
+            ON DUPLICATE KEY UPDATE step = VALUES(step),
+                description = COALESCE(VALUES(description), description),
+                update_time = CURRENT_TIMESTAMP",
+    postgres: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time)
+               VALUES ($1, 1, $2, $3, CURRENT_TIMESTAMP)
+               ON CONFLICT (biz_tag) DO UPDATE SET step = EXCLUDED.step,
+                   description = COALESCE(EXCLUDED.description, leaf_alloc.description),
+                   update_time = CURRENT_TIMESTAMP",
+};
+
+const DELETE_TAG: Sql = Sql {
+    sqlite: "DELETE FROM leaf_alloc WHERE biz_tag = ?1",
+    mysql: "DELETE FROM leaf_alloc WHERE biz_tag = ?",
+    postgres: "DELETE FROM leaf_alloc WHERE biz_tag = $1",
+};
+
+fn begin_statement(dialect: Dialect) -> &'static str {
+    match dialect {
+        // Take SQLite's write lock at once; concurrent claimers queue on the busy timeout.
+        Dialect::Sqlite => "BEGIN IMMEDIATE",
+        Dialect::MySql | Dialect::Postgres => "BEGIN",
+    }
+}
+
+/// A `leaf_alloc` row as selected by `GET_TAG`.
+type LeafAllocTuple = (String, i64, i64, Option<String>, Option<i64>);
+
+/// Check a biz tag: non-empty, at most 128 characters, no surrounding whitespace or control
+/// characters (MySQL compares `'a'` and `'a '` as equal, so such tags would collide).
+pub fn validate_tag(biz_tag: &str) -> Result<()> {
+    if biz_tag.is_empty() {
+        return Err(StoreError::InvalidInput("biz tag is empty".to_owned()));
+    }
+    check_len("biz tag", biz_tag, MAX_TAG_LEN)?;
+    if biz_tag.trim() != biz_tag || biz_tag.chars().any(char::is_control) {
+        return Err(StoreError::InvalidInput(format!(
+            "biz tag {biz_tag:?} has surrounding whitespace or control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Check a step: 1 to [`MAX_STEP`].
+pub fn validate_step(step: i64) -> Result<()> {
+    if !(1..=MAX_STEP).contains(&step) {
+        return Err(StoreError::InvalidInput(format!(
+            "step {step} is out of range; use 1 to {MAX_STEP}"
+        )));
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Claim the next segment of `biz_tag` with its stored step: `max_id += step` and the new
+    /// row read back, in one transaction. The caller owns `[max_id - step, max_id)`.
+    ///
+    /// An unknown tag is [`StoreError::UnknownTag`].
+    ///
+    /// ```no_run
+    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+    /// store.upsert_tag("order", 1000, Some("order ids")).await?;
+    /// let first = store.claim_segment("order").await?;
+    /// let second = store.claim_segment("order").await?;
+    /// assert_eq!((first.range(), second.range()), (1..1001, 1001..2001));
+    /// # Ok(()) }
+    /// ```
+    pub async fn claim_segment(&self, biz_tag: &str) -> Result<SegmentClaim> {
+        self.claim(biz_tag, None).await
+    }
+
+    /// Claim a segment of `step` IDs instead of the stored step (Leaf's dynamic step); the
+    /// stored step is unchanged. Returns the step used.
+    pub async fn claim_segment_with_step(&self, biz_tag: &str, step: i64) -> Result<SegmentClaim> {
+        validate_step(step)?;
+        self.claim(biz_tag, Some(step)).await
+    }
+
+    async fn claim(&self, biz_tag: &str, step: Option<i64>) -> Result<SegmentClaim> {
+        let dialect = self.dialect();
+        let action = "claiming a segment";
+        let begin = begin_statement(dialect);
+        let claimed: Option<(i64, i64)> = match &self.pool {
+            DbPool::MySql(pool) => {
+                let mut tx = pool
+                    .begin_with(begin)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                let updated = match step {
+                    None => sqlx::query(CLAIM.mysql).bind(biz_tag),
+                    Some(step) => sqlx::query(CLAIM_WITH_STEP.mysql).bind(step).bind(biz_tag),
+                }
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(action, e))?;
+                if updated.rows_affected() == 0 {
+                    None
+                } else {
+                    let row = sqlx::query(READ_CLAIMED_MYSQL)
+                        .bind(biz_tag)
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                    let max_id: i64 = row.try_get("max_id").map_err(|e| self.err(action, e))?;
+                    let stored: i64 = row.try_get("step").map_err(|e| self.err(action, e))?;
+                    tx.commit().await.map_err(|e| self.err(action, e))?;
+                    Some((max_id, step.unwrap_or(stored)))
+                }
+            }
+            DbPool::Sqlite(pool) => {
+                let mut tx = pool
+                    .begin_with(begin)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                let row: Option<(i64, i64)> = match step {
+                    None => sqlx::query_as(CLAIM.sqlite).bind(biz_tag),
+                    Some(step) => sqlx::query_as(CLAIM_WITH_STEP.sqlite)
+                        .bind(biz_tag)
+                        .bind(step),
+                }
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| self.err(action, e))?;
+                tx.commit().await.map_err(|e| self.err(action, e))?;
+                row
+            }
+            DbPool::Postgres(pool) => {
+                let mut tx = pool
+                    .begin_with(begin)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                let row: Option<(i64, i64)> = match step {
+                    None => sqlx::query_as(CLAIM.postgres).bind(biz_tag),
+                    Some(step) => sqlx::query_as(CLAIM_WITH_STEP.postgres)
+                        .bind(biz_tag)
+                        .bind(step),
+                }
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| self.err(action, e))?;
+                tx.commit().await.map_err(|e| self.err(action, e))?;
+                row
+            }
+        };
+        let (max_id, step) = claimed.ok_or_else(|| StoreError::UnknownTag(biz_tag.to_owned()))?;
+        Ok(SegmentClaim { max_id, step })
+    }
+
+    /// Every biz tag, sorted.
+    pub async fn list_tags(&self) -> Result<Vec<String>> {
+        with_pool!(
+            self,
+            pool,
+            sqlx::query_scalar(LIST_TAGS.get(self.dialect()))
+                .fetch_all(pool)
+                .await
+                .map_err(|e| self.err("listing biz tags", e))
+        )
+    }
+
+    /// The row of `biz_tag`, if any.
+    pub async fn get_tag(&self, biz_tag: &str) -> Result<Option<LeafAlloc>> {
+        let action = "reading a biz tag";
+        let row: Option<LeafAllocTuple> = with_pool!(
+            self,
+            pool,
+            sqlx::query_as(GET_TAG.get(self.dialect()))
+                .bind(biz_tag)
+                .fetch_optional(pool)
+                .await
+                .map_err(|e| self.err(action, e))?
+        );
+        Ok(row.map(
+            |(biz_tag, max_id, step, description, update_time_ms)| LeafAlloc {
+                biz_tag,
+                max_id,
+                step,
+                description,
+                update_time_ms,
+            },
+        ))
+    }
+
+    /// Create `biz_tag` (with `max_id` 1) or change its step and, when `Some`, its
+    /// description. Tags must be non-empty and at most 128 characters; steps 1 to 10^9;
+    /// else [`StoreError::InvalidInput`].
+    ///
+    /// ```no_run
+    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+    /// let row = store.upsert_tag("order", 2000, None).await?;
+    /// assert_eq!((row.max_id, row.step), (1, 2000));
+    /// # Ok(()) }
+    /// ```
+    pub async fn upsert_tag(
+        &self,
+        biz_tag: &str,
+        step: i64,
+        description: Option<&str>,
+    ) -> Result<LeafAlloc> {
+        validate_tag(biz_tag)?;
+        validate_step(step)?;
+        if let Some(description) = description {
+            check_len("description", description, MAX_DESCRIPTION_LEN)?;
+        }
+        with_pool!(
+            self,
+            pool,
+            sqlx::query(UPSERT_TAG.get(self.dialect()))
+                .bind(biz_tag)
+                .bind(step)
+                .bind(description)
+                .execute(pool)
+                .await
+                .map_err(|e| self.err("creating or updating a biz tag", e))
+                .map(|_| ())
+        )?;
+        self.get_tag(biz_tag)
+            .await?
+            .ok_or_else(|| StoreError::UnknownTag(biz_tag.to_owned()))
+    }
+
+    /// Delete `biz_tag`; `true` when a row was deleted.
+    pub async fn delete_tag(&self, biz_tag: &str) -> Result<bool> {
+        let affected = with_pool!(
+            self,
+            pool,
+            sqlx::query(DELETE_TAG.get(self.dialect()))
+                .bind(biz_tag)
+                .execute(pool)
+                .await
+                .map_err(|e| self.err("deleting a biz tag", e))?
+                .rows_affected()
+        );
+        Ok(affected > 0)
+    }
+}

@@ -1,0 +1,75 @@
+//! Storage for uidgen: worker ids and Leaf segments kept in SQLite, MySQL/MariaDB or
+//! PostgreSQL through sqlx.
+//!
+//! It is for obtaining the worker id a generator stamps into IDs (Baidu's disposable
+//! `worker_node` rows, leases on narrow layouts, or a configured number), for claiming Leaf
+//! segments from `leaf_alloc`, and for creating those tables (migrations from `sql/`). It is not
+//! for generating IDs (that is `uidgen-core`, which this crate wires up in
+//! [`GeneratorBuilder`]), nor for the per-tag segment buffers (`uidgen-segment`) or HTTP
+//! (`uidgen-server`).
+//!
+//! One [`Store`] API over three databases, chosen by URL: `sqlite://PATH` (the embedded
+//! default, WAL mode, shareable between processes), `mysql://` / `mariadb://`, `postgres://` /
+//! `postgresql://`. SQL that differs by dialect sits beside each query (`RETURNING` on SQLite
+//! and PostgreSQL, `LAST_INSERT_ID()` and read-back-in-transaction on MySQL); every value is a
+//! bind parameter.
+//!
+//! ```no_run
+//! # async fn demo() -> uidgen_store::Result<()> {
+//! use uidgen_core::{CachedOptions, Layout, SystemClock, UidGenerator};
+//! use uidgen_store::{DisposableWorkerIdAssigner, GeneratorBuilder, Store};
+//!
+//! let store = Store::connect("sqlite://data/uidgen.db").await?; // migrated on connect
+//! let built = GeneratorBuilder::new(Layout::baidu_default()?)
+//!     .assigner(DisposableWorkerIdAssigner::new(store.clone()))
+//!     .build_cached(SystemClock, CachedOptions::default())
+//!     .await?;
+//! println!("worker {} issued {}", built.worker_id(), built.generator.next_id()?);
+//!
+//! store.upsert_tag("order", 1000, Some("order numbers")).await?;
+//! let segment = store.claim_segment("order").await?; // owns [max_id - step, max_id)
+//! # Ok(()) }
+//! ```
+//!
+//! # Testing
+//!
+//! With the cargo feature `testing`, [`testing::fresh_store`] gives each test its own empty,
+//! migrated database: a temporary SQLite file, or `CREATE DATABASE uidgen_t_...` on the servers
+//! named by `UIDGEN_TEST_MYSQL_URL` (default `mysql://root@127.0.0.1:3306/test`) and
+//! `UIDGEN_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`). An
+//! unreachable server fails the test with a message naming the service and the variable.
+//! Other crates enable it in `[dev-dependencies]`:
+//! `uidgen-store = { workspace = true, features = ["testing"] }`.
+
+mod assigner;
+pub mod blocking;
+mod builder;
+mod cache;
+mod error;
+mod leaf_alloc;
+mod lease;
+mod migrate;
+mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod url;
+mod worker_lease;
+mod worker_node;
+
+pub use assigner::{
+    AssignmentKind, BoxFuture, DisposableWorkerIdAssigner, StaticWorkerIdAssigner,
+    WorkerAssignment, WorkerIdAssigner,
+};
+pub use builder::{Built, GeneratorBuilder, GuardedGenerator};
+pub use cache::{CachedWorker, read_cache, write_cache};
+pub use error::{Result, StoreError};
+pub use leaf_alloc::{
+    LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_step,
+    validate_tag,
+};
+pub use lease::{LeaseGuard, LeaseOptions, LeasedWorkerIdAssigner};
+pub use migrate::{Migration, migrations};
+pub use store::{Store, StoreOptions};
+pub use url::{Dialect, redact_url};
+pub use worker_lease::WorkerLeaseRow;
+pub use worker_node::{ENV_HOST, ENV_PORT, NodeType, WorkerNode};

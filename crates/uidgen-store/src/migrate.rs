@@ -1,0 +1,199 @@
+//! The schema: migrations embedded from `sql/<dialect>/NNNN_name.sql`, applied once each and
+//! recorded in `uidgen_schema_migrations(version, description, applied_at)`.
+//!
+//! The files use idempotent DDL (`CREATE TABLE IF NOT EXISTS`), so a DBA may also run them by
+//! hand, in order, and a later [`Store::migrate`] merely records them.
+
+use sqlx::{Connection, Executor};
+
+use crate::error::{Result, StoreError};
+use crate::store::{Sql, Store, with_pool};
+use crate::url::Dialect;
+
+/// One schema change.
+///
+/// ```
+/// use uidgen_store::{Dialect, migrations};
+/// let all = migrations(Dialect::Postgres);
+/// assert_eq!(all[0].version, 1);
+/// assert_eq!(all[0].description, "worker_node");
+/// assert!(all[0].sql.contains("CREATE TABLE IF NOT EXISTS worker_node"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migration {
+    /// Applied in ascending order; the file's `NNNN` prefix.
+    pub version: i64,
+    /// The file's name after the prefix.
+    pub description: &'static str,
+    /// The DDL.
+    pub sql: &'static str,
+}
+
+const SQLITE: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "worker_node",
+        sql: include_str!("../../../sql/sqlite/0001_worker_node.sql"),
+    },
+    Migration {
+        version: 2,
+        description: "worker_lease",
+        sql: include_str!("../../../sql/sqlite/0002_worker_lease.sql"),
+    },
+    Migration {
+        version: 3,
+        description: "leaf_alloc",
+        sql: include_str!("../../../sql/sqlite/0003_leaf_alloc.sql"),
+    },
+];
+
+const MYSQL: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "worker_node",
+        sql: include_str!("../../../sql/mysql/0001_worker_node.sql"),
+    },
+    Migration {
+        version: 2,
+        description: "worker_lease",
+        sql: include_str!("../../../sql/mysql/0002_worker_lease.sql"),
+    },
+    Migration {
+        version: 3,
+        description: "leaf_alloc",
+        sql: include_str!("../../../sql/mysql/0003_leaf_alloc.sql"),
+    },
+];
+
+const POSTGRES: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "worker_node",
+        sql: include_str!("../../../sql/postgres/0001_worker_node.sql"),
+    },
+    Migration {
+        version: 2,
+        description: "worker_lease",
+        sql: include_str!("../../../sql/postgres/0002_worker_lease.sql"),
+    },
+    Migration {
+        version: 3,
+        description: "leaf_alloc",
+        sql: include_str!("../../../sql/postgres/0003_leaf_alloc.sql"),
+    },
+];
+
+/// The embedded migrations of a dialect, in the order they apply.
+pub fn migrations(dialect: Dialect) -> &'static [Migration] {
+    match dialect {
+        Dialect::Sqlite => SQLITE,
+        Dialect::MySql => MYSQL,
+        Dialect::Postgres => POSTGRES,
+    }
+}
+
+const CREATE_MIGRATIONS_TABLE: Sql = Sql {
+    sqlite: "CREATE TABLE IF NOT EXISTS uidgen_schema_migrations (
+        version BIGINT PRIMARY KEY,
+        description VARCHAR(128) NOT NULL,
+        applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    mysql: "CREATE TABLE IF NOT EXISTS uidgen_schema_migrations (
+        version BIGINT NOT NULL PRIMARY KEY,
+        description VARCHAR(128) NOT NULL,
+        applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP
+        ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4",
+    postgres: "CREATE TABLE IF NOT EXISTS uidgen_schema_migrations (
+        version BIGINT PRIMARY KEY,
+        description VARCHAR(128) NOT NULL,
+        applied_at TIMESTAMPTZ NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+};
+
+const IS_APPLIED: Sql = Sql {
+    sqlite: "SELECT COUNT(*) FROM uidgen_schema_migrations WHERE version = ?1",
+    mysql: "SELECT COUNT(*) FROM uidgen_schema_migrations WHERE version = ?",
+    postgres: "SELECT COUNT(*) FROM uidgen_schema_migrations WHERE version = $1",
+};
+
+const RECORD: Sql = Sql {
+    sqlite: "INSERT INTO uidgen_schema_migrations (version, description) VALUES (?1, ?2)",
+    mysql: "INSERT INTO uidgen_schema_migrations (version, description) VALUES (?, ?)",
+    postgres: "INSERT INTO uidgen_schema_migrations (version, description) VALUES ($1, $2)",
+};
+
+/// Serialises concurrent migrators: PostgreSQL's advisory lock and MySQL's named lock are held
+/// by one connection; SQLite's `BEGIN IMMEDIATE` takes the file's write lock per migration.
+const LOCK: Sql = Sql {
+    sqlite: "SELECT 1",
+    mysql: "SELECT GET_LOCK('uidgen_schema_migrations', 60)",
+    postgres: "SELECT pg_advisory_lock(7302149117)",
+};
+
+const UNLOCK: Sql = Sql {
+    sqlite: "SELECT 1",
+    mysql: "SELECT RELEASE_LOCK('uidgen_schema_migrations')",
+    postgres: "SELECT pg_advisory_unlock(7302149117)",
+};
+
+/// Which statement opens a migration's transaction.
+fn begin_statement(dialect: Dialect) -> &'static str {
+    match dialect {
+        // IMMEDIATE takes the write lock up front, so the check-then-apply below cannot race
+        // another process (a deferred transaction would fail to upgrade with SQLITE_BUSY).
+        Dialect::Sqlite => "BEGIN IMMEDIATE",
+        Dialect::MySql | Dialect::Postgres => "BEGIN",
+    }
+}
+
+pub(crate) async fn run(store: &Store) -> Result<()> {
+    let dialect = store.dialect();
+    let url = store.redacted_url().to_owned();
+    with_pool!(store, pool, {
+        let mut conn = pool
+            .acquire()
+            .await
+            .map_err(|e| store.err("migrating", e))?;
+        // Lock first: even CREATE TABLE IF NOT EXISTS races with itself on PostgreSQL.
+        conn.execute(LOCK.get(dialect))
+            .await
+            .map_err(|e| store.err("locking the schema for migration", e))?;
+        let created = conn
+            .execute(CREATE_MIGRATIONS_TABLE.get(dialect))
+            .await
+            .map_err(|e| store.err("creating uidgen_schema_migrations", e));
+        let mut outcome = created.map(|_| ());
+        for migration in migrations(dialect) {
+            if outcome.is_err() {
+                break;
+            }
+            let applied = async {
+                let mut tx = conn.begin_with(begin_statement(dialect)).await?;
+                let count: i64 = sqlx::query_scalar(IS_APPLIED.get(dialect))
+                    .bind(migration.version)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if count == 0 {
+                    sqlx::raw_sql(migration.sql).execute(&mut *tx).await?;
+                    sqlx::query(RECORD.get(dialect))
+                        .bind(migration.version)
+                        .bind(migration.description)
+                        .execute(&mut *tx)
+                        .await?;
+                    tracing::info!(version = migration.version, description = migration.description, %url, "applied migration");
+                }
+                tx.commit().await
+            };
+            if let Err(source) = applied.await {
+                outcome = Err(StoreError::Migration {
+                    version: migration.version,
+                    description: migration.description,
+                    url: url.clone(),
+                    source,
+                });
+                break;
+            }
+        }
+        // Unlocking is best effort: the lock also ends with the session.
+        let _ = conn.execute(UNLOCK.get(dialect)).await;
+        outcome
+    })
+}

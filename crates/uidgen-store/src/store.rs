@@ -1,0 +1,315 @@
+//! [`Store`]: one handle over a SQLite, MySQL/MariaDB or PostgreSQL connection pool.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{ConnectOptions, Connection};
+
+use crate::error::{Result, StoreError, map_db, reason_of};
+use crate::url::{Dialect, redact_url};
+
+/// How long SQLite waits for another process's write lock before failing with "database is
+/// locked": several uidgen processes may share one file.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How a [`Store`] connects.
+///
+/// ```
+/// use std::time::Duration;
+/// use uidgen_store::StoreOptions;
+/// let options = StoreOptions { max_connections: 4, ..StoreOptions::default() };
+/// assert_eq!(options.connect_timeout, Duration::from_secs(5));
+/// assert!(options.migrate);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// The most connections the pool opens (default 10).
+    pub max_connections: u32,
+    /// How long connecting, or waiting for a pooled connection, may take (default 5 s).
+    pub connect_timeout: Duration,
+    /// Apply the embedded migrations on connect (default true).
+    pub migrate: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 10,
+            connect_timeout: Duration::from_secs(5),
+            migrate: true,
+        }
+    }
+}
+
+/// The pool of one dialect.
+#[derive(Debug, Clone)]
+pub(crate) enum DbPool {
+    Sqlite(SqlitePool),
+    MySql(MySqlPool),
+    Postgres(PgPool),
+}
+
+/// Run `$body` with `$pool` bound to the store's concrete pool; the body is compiled once per
+/// dialect, so it may use dialect-specific SQL selected by `$store.dialect()`.
+macro_rules! with_pool {
+    ($store:expr, $pool:ident, $body:expr) => {
+        match &$store.pool {
+            $crate::store::DbPool::Sqlite($pool) => $body,
+            $crate::store::DbPool::MySql($pool) => $body,
+            $crate::store::DbPool::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use with_pool;
+
+/// SQL text that differs by dialect; each query names what it does.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sql {
+    pub(crate) sqlite: &'static str,
+    pub(crate) mysql: &'static str,
+    pub(crate) postgres: &'static str,
+}
+
+impl Sql {
+    /// The same text for every dialect.
+    pub(crate) const fn same(text: &'static str) -> Self {
+        Self {
+            sqlite: text,
+            mysql: text,
+            postgres: text,
+        }
+    }
+
+    pub(crate) fn get(self, dialect: Dialect) -> &'static str {
+        match dialect {
+            Dialect::Sqlite => self.sqlite,
+            Dialect::MySql => self.mysql,
+            Dialect::Postgres => self.postgres,
+        }
+    }
+}
+
+/// A handle on the uidgen database: SQLite, MySQL/MariaDB or PostgreSQL, chosen by URL.
+///
+/// Cheap to clone (clones share one pool). Every table's queries are methods of `Store`
+/// (`insert_worker_node`, `claim_segment`, ...), written once per dialect where SQL differs.
+///
+/// ```no_run
+/// # async fn demo() -> uidgen_store::Result<()> {
+/// use uidgen_store::{Dialect, Store};
+/// let store = Store::connect("sqlite://uidgen.db").await?; // created if missing; migrated
+/// assert_eq!(store.dialect(), Dialect::Sqlite);
+/// store.ping().await?;
+/// store.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub(crate) pool: DbPool,
+    url: Arc<str>,
+}
+
+impl Store {
+    /// Connect with [`StoreOptions::default`] (5 s connect timeout) and apply the migrations.
+    ///
+    /// URLs: `sqlite://PATH` (the file is created if missing and opened in WAL mode with a 5 s
+    /// busy timeout, so several processes can share it), `mysql://` or `mariadb://`,
+    /// `postgres://` or `postgresql://`. An unreachable database is
+    /// [`StoreError::Unreachable`] naming the URL with its password redacted.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url, StoreOptions::default()).await
+    }
+
+    /// Connect with explicit options.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> uidgen_store::Result<()> {
+    /// use uidgen_store::{Store, StoreOptions};
+    /// let options = StoreOptions { max_connections: 2, migrate: false, ..Default::default() };
+    /// let store = Store::connect_with("postgres://postgres@127.0.0.1/test", options).await?;
+    /// store.migrate().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with(url: &str, options: StoreOptions) -> Result<Self> {
+        let store = Self::open(url, &options, true).await?;
+        if options.migrate {
+            store.migrate().await?;
+        }
+        Ok(store)
+    }
+
+    /// A store that connects on first use: no I/O now, no migrations. For a service that must
+    /// start while its database is down (a leased assigner then falls back to its local cache).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
+    /// let store = uidgen_store::Store::connect_lazy("postgres://app:pw@127.0.0.1:1/uid", Default::default())?;
+    /// assert_eq!(store.redacted_url(), "postgres://app:***@127.0.0.1:1/uid");
+    /// # Ok(()) }
+    /// ```
+    pub fn connect_lazy(url: &str, options: StoreOptions) -> Result<Self> {
+        let redacted = redact_url(url);
+        let pool = match Dialect::from_url(url)? {
+            Dialect::Sqlite => DbPool::Sqlite(
+                sqlite_pool_options(url, &options).connect_lazy_with(sqlite_options(url)?),
+            ),
+            Dialect::MySql => DbPool::MySql(
+                MySqlPoolOptions::new()
+                    .max_connections(options.max_connections.max(1))
+                    .acquire_timeout(options.connect_timeout)
+                    .connect_lazy_with(mysql_options(url)?),
+            ),
+            Dialect::Postgres => DbPool::Postgres(
+                PgPoolOptions::new()
+                    .max_connections(options.max_connections.max(1))
+                    .acquire_timeout(options.connect_timeout)
+                    .connect_lazy_with(pg_options(url)?),
+            ),
+        };
+        Ok(Self {
+            pool,
+            url: redacted.into(),
+        })
+    }
+
+    /// Connect without migrating; `probe` opens one connection first so that an unreachable
+    /// database is reported with its real cause rather than a pool timeout.
+    async fn open(url: &str, options: &StoreOptions, probe: bool) -> Result<Self> {
+        let store = Self::connect_lazy(url, options.clone())?;
+        if probe {
+            let timeout = options.connect_timeout;
+            let attempt = async {
+                match Dialect::from_url(url)? {
+                    Dialect::Sqlite => probe_with(sqlite_options(url)?, timeout).await,
+                    Dialect::MySql => probe_with(mysql_options(url)?, timeout).await,
+                    Dialect::Postgres => probe_with(pg_options(url)?, timeout).await,
+                }
+                .map_err(|source| StoreError::Unreachable {
+                    url: store.url.to_string(),
+                    reason: reason_of(&source),
+                    source,
+                })
+            };
+            attempt.await?;
+        }
+        Ok(store)
+    }
+
+    /// Apply the embedded migrations not yet recorded in `uidgen_schema_migrations`; each runs
+    /// once, in its own transaction. Safe to call from several processes at once.
+    pub async fn migrate(&self) -> Result<()> {
+        crate::migrate::run(self).await
+    }
+
+    /// Check that the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        with_pool!(self, pool, {
+            let mut conn = pool.acquire().await.map_err(|e| self.err("pinging", e))?;
+            conn.ping().await.map_err(|e| self.err("pinging", e))
+        })
+    }
+
+    /// The dialect chosen by the URL.
+    pub fn dialect(&self) -> Dialect {
+        match self.pool {
+            DbPool::Sqlite(_) => Dialect::Sqlite,
+            DbPool::MySql(_) => Dialect::MySql,
+            DbPool::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// The URL with its password replaced by `***`.
+    pub fn redacted_url(&self) -> &str {
+        &self.url
+    }
+
+    /// Close every connection; later calls fail with [`StoreError::Unreachable`].
+    pub async fn close(&self) {
+        with_pool!(self, pool, pool.close().await);
+    }
+
+    /// Map a driver error raised while doing `action`.
+    pub(crate) fn err(&self, action: &'static str, source: sqlx::Error) -> StoreError {
+        map_db(&self.url, action, source)
+    }
+}
+
+async fn probe_with<O>(options: O, timeout: Duration) -> std::result::Result<(), sqlx::Error>
+where
+    O: ConnectOptions,
+    O::Connection: Sized,
+{
+    let connect = options.connect();
+    match tokio::time::timeout(timeout, connect).await {
+        Ok(Ok(conn)) => {
+            // Closing politely is best effort: the probe has done its job.
+            let _ = conn.close().await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("connection timed out after {} ms", timeout.as_millis()),
+        ))),
+    }
+}
+
+fn invalid(url: &str, e: &sqlx::Error) -> StoreError {
+    StoreError::InvalidUrl {
+        url: redact_url(url),
+        reason: e.to_string(),
+    }
+}
+
+fn sqlite_options(url: &str) -> Result<SqliteConnectOptions> {
+    let options = SqliteConnectOptions::from_str(url).map_err(|e| invalid(url, &e))?;
+    if let Some(parent) = options.get_filename().parent()
+        && !parent.as_os_str().is_empty()
+        && !url.contains(":memory:")
+    {
+        std::fs::create_dir_all(parent).map_err(|e| StoreError::InvalidUrl {
+            url: redact_url(url),
+            reason: format!("cannot create the folder {}: {e}", parent.display()),
+        })?;
+    }
+    // WAL lets readers run beside one writer and several processes share the file; the busy
+    // timeout makes a writer wait for another process's lock instead of failing at once.
+    Ok(options
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(SQLITE_BUSY_TIMEOUT))
+}
+
+fn sqlite_pool_options(url: &str, options: &StoreOptions) -> SqlitePoolOptions {
+    // An in-memory database lives in one connection: a second one would see another database.
+    let max = if url.contains(":memory:") {
+        1
+    } else {
+        options.max_connections.max(1)
+    };
+    SqlitePoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(options.connect_timeout)
+}
+
+fn mysql_options(url: &str) -> Result<MySqlConnectOptions> {
+    // sqlx parses `mysql://`; MariaDB speaks the same protocol.
+    let normalised = match url.get(..10) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("mariadb://") => {
+            format!("mysql://{}", &url[10..])
+        }
+        _ => url.to_owned(),
+    };
+    MySqlConnectOptions::from_str(&normalised).map_err(|e| invalid(url, &e))
+}
+
+fn pg_options(url: &str) -> Result<PgConnectOptions> {
+    PgConnectOptions::from_str(url).map_err(|e| invalid(url, &e))
+}

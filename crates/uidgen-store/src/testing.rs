@@ -1,0 +1,284 @@
+//! Test support shared by the crates that test against real databases (feature `testing`).
+//!
+//! [`fresh_store`] gives every call its own empty, migrated database, so tests run in parallel:
+//! SQLite gets a new temporary file; MariaDB/MySQL and PostgreSQL get
+//! `CREATE DATABASE uidgen_t_<unix seconds>_<random>` on the server named by
+//! `UIDGEN_TEST_MYSQL_URL` (default `mysql://root@127.0.0.1:3306/test`) or
+//! `UIDGEN_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`). Databases
+//! left by runs more than an hour old are dropped on the way. An unreachable server is an error
+//! naming the service and the variable, never a silently skipped test.
+//!
+//! ```no_run
+//! # async fn demo() -> uidgen_store::Result<()> {
+//! use uidgen_store::testing::{all_dbs, fresh_store};
+//! for db in all_dbs() {
+//!     let (store, url) = fresh_store(db).await?;
+//!     store.upsert_tag("order", 100, None).await?;
+//!     println!("{db:?} at {url}");
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sqlx::{Connection, Executor};
+use uidgen_core::{Clock, SystemClock};
+
+use crate::error::{Result, StoreError};
+use crate::store::{Store, StoreOptions};
+use crate::url::redact_url;
+
+/// The MariaDB/MySQL server tests use.
+pub const MYSQL_URL_VAR: &str = "UIDGEN_TEST_MYSQL_URL";
+/// The PostgreSQL server tests use.
+pub const POSTGRES_URL_VAR: &str = "UIDGEN_TEST_POSTGRES_URL";
+/// Default of [`MYSQL_URL_VAR`].
+pub const DEFAULT_MYSQL_URL: &str = "mysql://root@127.0.0.1:3306/test";
+/// Default of [`POSTGRES_URL_VAR`].
+pub const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// Test databases older than this are dropped by later runs.
+const STALE_AFTER_SECS: u64 = 3600;
+
+/// A kind of database to test against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TestDb {
+    /// A temporary SQLite file.
+    Sqlite,
+    /// A fresh database on the MariaDB/MySQL test server.
+    MySql,
+    /// A fresh database on the PostgreSQL test server.
+    Postgres,
+}
+
+/// Every kind, for tests whose body runs once per database.
+///
+/// ```
+/// assert_eq!(uidgen_store::testing::all_dbs().len(), 3);
+/// ```
+pub fn all_dbs() -> [TestDb; 3] {
+    [TestDb::Sqlite, TestDb::MySql, TestDb::Postgres]
+}
+
+/// The server URL a kind uses (from its environment variable, else the local default);
+/// `None` for SQLite.
+pub fn server_url(kind: TestDb) -> Option<String> {
+    let (var, default) = match kind {
+        TestDb::Sqlite => return None,
+        TestDb::MySql => (MYSQL_URL_VAR, DEFAULT_MYSQL_URL),
+        TestDb::Postgres => (POSTGRES_URL_VAR, DEFAULT_POSTGRES_URL),
+    };
+    Some(std::env::var(var).unwrap_or_else(|_| default.to_owned()))
+}
+
+/// A new, empty, migrated database of `kind`, and its URL (to hand to other processes).
+pub async fn fresh_store(kind: TestDb) -> Result<(Store, String)> {
+    fresh_store_with(kind, StoreOptions::default()).await
+}
+
+/// [`fresh_store`] with explicit store options.
+pub async fn fresh_store_with(kind: TestDb, options: StoreOptions) -> Result<(Store, String)> {
+    let url = fresh_url(kind).await?;
+    let store = Store::connect_with(&url, options).await?;
+    Ok((store, url))
+}
+
+/// The URL of a new, empty database of `kind` (not yet migrated).
+pub async fn fresh_url(kind: TestDb) -> Result<String> {
+    let secs = SystemClock.now_millis() / 1000;
+    let name = format!("uidgen_t_{secs}_{:08x}", fastrand::u32(..));
+    match kind {
+        TestDb::Sqlite => {
+            let dir = std::env::temp_dir().join("uidgen-store-tests");
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                StoreError::TestDatabase(format!("cannot create {}: {e}", dir.display()))
+            })?;
+            drop_stale_files(&dir, secs);
+            Ok(format!("sqlite://{}/{name}.db", dir.display()))
+        }
+        TestDb::MySql | TestDb::Postgres => {
+            let server = server_url(kind).unwrap_or_default();
+            server_database(kind, &server, &name).await
+        }
+    }
+}
+
+/// The URL of a new, empty database on the given MySQL or PostgreSQL `server` (not migrated).
+pub async fn fresh_url_on(kind: TestDb, server: &str) -> Result<String> {
+    let secs = SystemClock.now_millis() / 1000;
+    let name = format!("uidgen_t_{secs}_{:08x}", fastrand::u32(..));
+    server_database(kind, server, &name).await
+}
+
+/// Run a SQL script (several statements, no binds) as it stands, e.g. a migration file the
+/// way a DBA would.
+pub async fn run_script(store: &Store, script: &str) -> Result<()> {
+    let script = script.to_owned();
+    crate::store::with_pool!(
+        store,
+        pool,
+        sqlx::raw_sql(sqlx::AssertSqlSafe(script))
+            .execute(pool)
+            .await
+            .map(|_| ())
+            .map_err(|e| store.err("running a script", e))
+    )
+}
+
+/// Create database `name` on the `server` of `kind`; return its URL.
+async fn server_database(kind: TestDb, server: &str, name: &str) -> Result<String> {
+    let server = server.to_owned();
+    if kind == TestDb::Sqlite {
+        return Err(StoreError::TestDatabase(
+            "SQLite test databases are files; use fresh_url".to_owned(),
+        ));
+    }
+    let (service, var) = match kind {
+        TestDb::MySql => ("MariaDB/MySQL", MYSQL_URL_VAR),
+        _ => ("PostgreSQL", POSTGRES_URL_VAR),
+    };
+    let unreachable = |e: &dyn std::fmt::Display| {
+        StoreError::TestDatabase(format!(
+            "{service} not reachable at {}; start it or set {var}: {e}",
+            redact_url(&server)
+        ))
+    };
+    let failed = |e: sqlx::Error| {
+        StoreError::TestDatabase(format!(
+            "cannot create test database {name} on {service} at {}: {e}",
+            redact_url(&server)
+        ))
+    };
+    // `name` is ours: letters, digits and underscores only. Identifiers cannot be bound.
+    let create = match kind {
+        TestDb::MySql => format!("CREATE DATABASE {name} CHARACTER SET utf8mb4"),
+        _ => format!("CREATE DATABASE {name}"),
+    };
+    let timeout = std::time::Duration::from_secs(5);
+    match kind {
+        TestDb::MySql => {
+            let connect = sqlx::MySqlConnection::connect(&server);
+            let mut conn = tokio::time::timeout(timeout, connect)
+                .await
+                .map_err(|e| unreachable(&e))?
+                .map_err(|e| unreachable(&e))?;
+            drop_stale_mysql(&mut conn).await;
+            conn.execute(sqlx::AssertSqlSafe(create))
+                .await
+                .map_err(failed)?;
+            let _ = conn.close().await;
+        }
+        _ => {
+            let connect = sqlx::PgConnection::connect(&server);
+            let mut conn = tokio::time::timeout(timeout, connect)
+                .await
+                .map_err(|e| unreachable(&e))?
+                .map_err(|e| unreachable(&e))?;
+            drop_stale_pg(&mut conn).await;
+            // Concurrent CREATE DATABASE may briefly find the template in use: retry.
+            let mut attempt = 0;
+            loop {
+                match conn.execute(sqlx::AssertSqlSafe(create.clone())).await {
+                    Ok(_) => break,
+                    Err(error) if attempt < 5 => {
+                        attempt += 1;
+                        tracing::debug!(%error, "retrying CREATE DATABASE");
+                        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                    }
+                    Err(error) => return Err(failed(error)),
+                }
+            }
+            let _ = conn.close().await;
+        }
+    }
+    Ok(replace_database(&server, name))
+}
+
+/// Whether a test database name is from a run more than an hour old.
+fn is_stale(name: &str, now_secs: u64) -> bool {
+    name.strip_prefix("uidgen_t_")
+        .and_then(|rest| rest.split('_').next())
+        .and_then(|secs| secs.parse::<u64>().ok())
+        .is_some_and(|secs| secs + STALE_AFTER_SECS < now_secs)
+}
+
+/// Once per process, delete SQLite test files (and their `-wal`/`-shm`) older than an hour.
+fn drop_stale_files(dir: &std::path::Path, now_secs: u64) {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    if DONE.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if is_stale(&entry.file_name().to_string_lossy(), now_secs) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Whether this process already swept `kind`'s server for stale test databases.
+fn first_sweep(kind: TestDb) -> bool {
+    static MYSQL_DONE: AtomicBool = AtomicBool::new(false);
+    static PG_DONE: AtomicBool = AtomicBool::new(false);
+    let done = if kind == TestDb::MySql {
+        &MYSQL_DONE
+    } else {
+        &PG_DONE
+    };
+    !done.swap(true, Ordering::Relaxed)
+}
+
+/// Once per process, drop MySQL test databases older than an hour (best effort).
+async fn drop_stale_mysql(conn: &mut sqlx::MySqlConnection) {
+    if !first_sweep(TestDb::MySql) {
+        return;
+    }
+    let now = SystemClock.now_millis() / 1000;
+    let names: Vec<String> = sqlx::query_scalar(
+        "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'uidgen\\_t\\_%'",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap_or_default();
+    for name in names.into_iter().filter(|n| is_stale(n, now)) {
+        let sql = sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS `{name}`"));
+        let _ = conn.execute(sql).await;
+    }
+}
+
+/// Once per process, drop PostgreSQL test databases older than an hour (best effort).
+async fn drop_stale_pg(conn: &mut sqlx::PgConnection) {
+    if !first_sweep(TestDb::Postgres) {
+        return;
+    }
+    let now = SystemClock.now_millis() / 1000;
+    let names: Vec<String> =
+        sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE 'uidgen\\_t\\_%'")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap_or_default();
+    for name in names.into_iter().filter(|n| is_stale(n, now)) {
+        let sql = sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"));
+        let _ = conn.execute(sql).await;
+    }
+}
+
+/// The URL with its path (database name) replaced by `name`, query kept.
+fn replace_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let path_start = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    let mut out = format!("{}/{name}", &base[..path_start]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}

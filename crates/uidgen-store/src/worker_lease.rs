@@ -1,0 +1,236 @@
+//! The `worker_lease` table: which holder leases which worker id, until when, and up to which
+//! instant IDs were issued under it. Every change is one conditional statement whose affected
+//! row count says whether it won, so racing processes get exactly one winner.
+
+use crate::error::{Result, StoreError};
+use crate::store::{Sql, Store, with_pool};
+
+/// A `worker_lease` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerLeaseRow {
+    /// The leased worker id.
+    pub worker_id: u64,
+    /// Who holds it; empty when released.
+    pub holder: String,
+    /// Expiry, ms since the Unix epoch (0 when released).
+    pub expires_at_ms: u64,
+    /// Every ID issued under this worker id was stamped before this instant.
+    pub last_issued_ms: u64,
+}
+
+const SELECT_LEASES: Sql = Sql {
+    sqlite: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease
+             WHERE worker_id <= ?1 ORDER BY worker_id",
+    mysql: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease
+            WHERE worker_id <= ? ORDER BY worker_id",
+    postgres: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease
+               WHERE worker_id <= $1 ORDER BY worker_id",
+};
+
+/// Claim a never-used worker id; a concurrent insert of the same id makes this a no-op.
+const INSERT_LEASE: Sql = Sql {
+    sqlite: "INSERT OR IGNORE INTO worker_lease (worker_id, holder, expires_at_ms, last_issued_ms, updated)
+             VALUES (?1, ?2, ?3, 0, CURRENT_TIMESTAMP)",
+    mysql: "INSERT IGNORE INTO worker_lease (worker_id, holder, expires_at_ms, last_issued_ms, updated)
+            VALUES (?, ?, ?, 0, CURRENT_TIMESTAMP)",
+    postgres: "INSERT INTO worker_lease (worker_id, holder, expires_at_ms, last_issued_ms, updated)
+               VALUES ($1, $2, $3, 0, CURRENT_TIMESTAMP) ON CONFLICT (worker_id) DO NOTHING",
+};
+
+/// Take over an expired (or released) lease; a live one is left alone.
+const TAKE_OVER_LEASE: Sql = Sql {
+    sqlite: "UPDATE worker_lease SET holder = ?1, expires_at_ms = ?2, updated = CURRENT_TIMESTAMP
+             WHERE worker_id = ?3 AND expires_at_ms < ?4",
+    mysql: "UPDATE worker_lease SET holder = ?, expires_at_ms = ?, updated = CURRENT_TIMESTAMP
+            WHERE worker_id = ? AND expires_at_ms < ?",
+    postgres: "UPDATE worker_lease SET holder = $1, expires_at_ms = $2, updated = CURRENT_TIMESTAMP
+               WHERE worker_id = $3 AND expires_at_ms < $4",
+};
+
+const SELECT_LEASE: Sql = Sql {
+    sqlite: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE worker_id = ?1",
+    mysql: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE worker_id = ?",
+    postgres: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE worker_id = $1",
+};
+
+/// Extend our own lease and record the issued-until instant (never moving it backwards).
+const RENEW_LEASE: Sql = Sql {
+    sqlite: "UPDATE worker_lease SET expires_at_ms = ?1, last_issued_ms = MAX(last_issued_ms, ?2),
+             updated = CURRENT_TIMESTAMP WHERE worker_id = ?3 AND holder = ?4",
+    mysql:
+        "UPDATE worker_lease SET expires_at_ms = ?, last_issued_ms = GREATEST(last_issued_ms, ?),
+            updated = CURRENT_TIMESTAMP WHERE worker_id = ? AND holder = ?",
+    postgres:
+        "UPDATE worker_lease SET expires_at_ms = $1, last_issued_ms = GREATEST(last_issued_ms, $2),
+               updated = CURRENT_TIMESTAMP WHERE worker_id = $3 AND holder = $4",
+};
+
+/// Give our lease back, keeping the issued-until instant for the next holder.
+const RELEASE_LEASE: Sql = Sql {
+    sqlite: "UPDATE worker_lease SET holder = '', expires_at_ms = 0, last_issued_ms = MAX(last_issued_ms, ?1),
+             updated = CURRENT_TIMESTAMP WHERE worker_id = ?2 AND holder = ?3",
+    mysql: "UPDATE worker_lease SET holder = '', expires_at_ms = 0, last_issued_ms = GREATEST(last_issued_ms, ?),
+            updated = CURRENT_TIMESTAMP WHERE worker_id = ? AND holder = ?",
+    postgres: "UPDATE worker_lease SET holder = '', expires_at_ms = 0, last_issued_ms = GREATEST(last_issued_ms, $1),
+               updated = CURRENT_TIMESTAMP WHERE worker_id = $2 AND holder = $3",
+};
+
+fn to_db(what: &str, value: u64) -> Result<i64> {
+    i64::try_from(value)
+        .map_err(|_| StoreError::InvalidInput(format!("{what} {value} does not fit a BIGINT")))
+}
+
+fn from_db(value: i64) -> u64 {
+    // Negative values are never written; read one as 0 (the distant past).
+    u64::try_from(value).unwrap_or(0)
+}
+
+type LeaseTuple = (i64, String, i64, i64);
+
+fn row_of((worker_id, holder, expires_at_ms, last_issued_ms): LeaseTuple) -> WorkerLeaseRow {
+    WorkerLeaseRow {
+        worker_id: from_db(worker_id),
+        holder,
+        expires_at_ms: from_db(expires_at_ms),
+        last_issued_ms: from_db(last_issued_ms),
+    }
+}
+
+impl Store {
+    /// Every `worker_lease` row with a worker id up to `max_worker_id`, by worker id.
+    pub async fn lease_rows(&self, max_worker_id: u64) -> Result<Vec<WorkerLeaseRow>> {
+        let max = to_db("worker id", max_worker_id)?;
+        let rows: Vec<LeaseTuple> = with_pool!(
+            self,
+            pool,
+            sqlx::query_as(SELECT_LEASES.get(self.dialect()))
+                .bind(max)
+                .fetch_all(pool)
+                .await
+                .map_err(|e| self.err("reading worker leases", e))?
+        );
+        Ok(rows.into_iter().map(row_of).collect())
+    }
+
+    /// The lease row of one worker id.
+    pub async fn lease_row(&self, worker_id: u64) -> Result<Option<WorkerLeaseRow>> {
+        let id = to_db("worker id", worker_id)?;
+        let row: Option<LeaseTuple> = with_pool!(
+            self,
+            pool,
+            sqlx::query_as(SELECT_LEASE.get(self.dialect()))
+                .bind(id)
+                .fetch_optional(pool)
+                .await
+                .map_err(|e| self.err("reading a worker lease", e))?
+        );
+        Ok(row.map(row_of))
+    }
+
+    /// Lease a never-used worker id to `holder` until `expires_at_ms`; `false` when a row
+    /// for it already exists (someone else got there first).
+    pub async fn try_insert_lease(
+        &self,
+        worker_id: u64,
+        holder: &str,
+        expires_at_ms: u64,
+    ) -> Result<bool> {
+        let (id, expires) = (
+            to_db("worker id", worker_id)?,
+            to_db("expiry", expires_at_ms)?,
+        );
+        let done = with_pool!(
+            self,
+            pool,
+            sqlx::query(INSERT_LEASE.get(self.dialect()))
+                .bind(id)
+                .bind(holder)
+                .bind(expires)
+                .execute(pool)
+                .await
+                .map_err(|e| self.err("claiming a new worker lease", e))?
+                .rows_affected()
+        );
+        Ok(done == 1)
+    }
+
+    /// Take over the lease of `worker_id` if it expired before `now_ms`; `true` for exactly
+    /// one of several concurrent callers.
+    pub async fn try_take_over_lease(
+        &self,
+        worker_id: u64,
+        holder: &str,
+        expires_at_ms: u64,
+        now_ms: u64,
+    ) -> Result<bool> {
+        let id = to_db("worker id", worker_id)?;
+        let (expires, now) = (to_db("expiry", expires_at_ms)?, to_db("time", now_ms)?);
+        let done = with_pool!(
+            self,
+            pool,
+            sqlx::query(TAKE_OVER_LEASE.get(self.dialect()))
+                .bind(holder)
+                .bind(expires)
+                .bind(id)
+                .bind(now)
+                .execute(pool)
+                .await
+                .map_err(|e| self.err("taking over a worker lease", e))?
+                .rows_affected()
+        );
+        Ok(done == 1)
+    }
+
+    /// Extend `holder`'s lease to `expires_at_ms` and record `issued_until_ms`; `false` when
+    /// `holder` no longer holds it.
+    pub async fn renew_lease(
+        &self,
+        worker_id: u64,
+        holder: &str,
+        expires_at_ms: u64,
+        issued_until_ms: u64,
+    ) -> Result<bool> {
+        let id = to_db("worker id", worker_id)?;
+        let expires = to_db("expiry", expires_at_ms)?;
+        let issued = to_db("issued-until time", issued_until_ms)?;
+        let done = with_pool!(
+            self,
+            pool,
+            sqlx::query(RENEW_LEASE.get(self.dialect()))
+                .bind(expires)
+                .bind(issued)
+                .bind(id)
+                .bind(holder)
+                .execute(pool)
+                .await
+                .map_err(|e| self.err("renewing a worker lease", e))?
+                .rows_affected()
+        );
+        Ok(done == 1)
+    }
+
+    /// Release `holder`'s lease, recording `issued_until_ms`; `false` when `holder` no longer
+    /// held it.
+    pub async fn release_lease(
+        &self,
+        worker_id: u64,
+        holder: &str,
+        issued_until_ms: u64,
+    ) -> Result<bool> {
+        let id = to_db("worker id", worker_id)?;
+        let issued = to_db("issued-until time", issued_until_ms)?;
+        let done = with_pool!(
+            self,
+            pool,
+            sqlx::query(RELEASE_LEASE.get(self.dialect()))
+                .bind(issued)
+                .bind(id)
+                .bind(holder)
+                .execute(pool)
+                .await
+                .map_err(|e| self.err("releasing a worker lease", e))?
+                .rows_affected()
+        );
+        Ok(done == 1)
+    }
+}

@@ -1,0 +1,185 @@
+//! The `worker_node` table (Baidu uid-generator's `WORKER_NODE`): one row per process start.
+
+use std::net::{IpAddr, UdpSocket};
+
+use uidgen_core::{Clock, SystemClock};
+
+use crate::error::{Result, StoreError};
+use crate::store::{Sql, Store, with_pool};
+
+/// Environment variable naming the host of a containerised process (Baidu: `JPaaS_HOST`).
+pub const ENV_HOST: &str = "UIDGEN_HOST";
+/// Environment variable naming the port of a containerised process (Baidu: `JPaaS_HTTP_PORT`).
+pub const ENV_PORT: &str = "UIDGEN_PORT";
+
+/// Where a process runs, as Baidu's `WorkerNodeType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeType {
+    /// A container whose host and port come from the environment (stored as 1).
+    Container,
+    /// A plain host: first non-loopback IP and a `"<millis>-<random>"` port (stored as 2).
+    Actual,
+}
+
+impl NodeType {
+    /// The value stored in `worker_node.type`: CONTAINER = 1, ACTUAL = 2.
+    ///
+    /// ```
+    /// assert_eq!(uidgen_store::NodeType::Actual.code(), 2);
+    /// ```
+    pub fn code(self) -> i32 {
+        match self {
+            Self::Container => 1,
+            Self::Actual => 2,
+        }
+    }
+}
+
+/// A `worker_node` row to insert.
+///
+/// ```
+/// use uidgen_store::{NodeType, WorkerNode};
+/// let node = WorkerNode::from_lookup(|name| match name {
+///     "UIDGEN_HOST" => Some("10.0.0.7".into()),
+///     "UIDGEN_PORT" => Some("8080".into()),
+///     _ => None,
+/// });
+/// assert_eq!((node.host_name.as_str(), node.port.as_str()), ("10.0.0.7", "8080"));
+/// assert_eq!(node.node_type, NodeType::Container);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerNode {
+    /// Host name or IP (at most 64 characters).
+    pub host_name: String,
+    /// Port, or `"<millis>-<random>"` (at most 64 characters).
+    pub port: String,
+    /// Container or actual host.
+    pub node_type: NodeType,
+    /// Launch date as `YYYY-MM-DD`; `None` stores the database's current date.
+    pub launch_date: Option<String>,
+}
+
+impl WorkerNode {
+    /// This process: [`ENV_HOST`] / [`ENV_PORT`] when both are set (a container), else the
+    /// first non-loopback IP and `"<millis>-<random>"` (Baidu's rule).
+    pub fn detect() -> Self {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// As [`detect`](Self::detect), reading variables through `lookup` (for tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let non_empty = |name| lookup(name).filter(|v: &String| !v.trim().is_empty());
+        match (non_empty(ENV_HOST), non_empty(ENV_PORT)) {
+            (Some(host_name), Some(port)) => Self {
+                host_name,
+                port,
+                node_type: NodeType::Container,
+                launch_date: None,
+            },
+            _ => Self {
+                host_name: local_ip().map_or_else(|| "127.0.0.1".to_owned(), |ip| ip.to_string()),
+                port: format!("{}-{}", SystemClock.now_millis(), fastrand::u32(0..100_000)),
+                node_type: NodeType::Actual,
+                launch_date: None,
+            },
+        }
+    }
+}
+
+/// The address this host would use to reach the outside: connecting a UDP socket sends
+/// nothing, it only picks the route's source address. `None` on an isolated host.
+fn local_ip() -> Option<IpAddr> {
+    let socket = UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?; // TEST-NET-1: never routed, never contacted.
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+const INSERT_WORKER_NODE: Sql = Sql {
+    sqlite: "INSERT INTO worker_node (host_name, port, type, launch_date, modified, created)
+             VALUES (?1, ?2, ?3, COALESCE(?4, DATE('now')), CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+             RETURNING id",
+    // The id is read from the OK packet of this very statement on this very connection: the
+    // value LAST_INSERT_ID() would return there, immune to other sessions' inserts.
+    mysql: "INSERT INTO worker_node (host_name, port, type, launch_date, modified, created)
+            VALUES (?, ?, ?, COALESCE(?, CURRENT_DATE), CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)",
+    postgres: "INSERT INTO worker_node (host_name, port, type, launch_date, modified, created)
+               VALUES ($1, $2, $3, COALESCE(CAST($4 AS DATE), CURRENT_DATE), CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+               RETURNING id",
+};
+
+const COUNT_WORKER_NODES: Sql = Sql::same("SELECT COUNT(*) FROM worker_node");
+
+impl Store {
+    /// Insert a `worker_node` row and return its id: the new worker id.
+    ///
+    /// `RETURNING id` on SQLite and PostgreSQL; on MySQL the insert's own last-insert id,
+    /// which is `LAST_INSERT_ID()` of the same connection.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+    /// let id = store.insert_worker_node(&uidgen_store::WorkerNode::detect()).await?;
+    /// assert!(id >= 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn insert_worker_node(&self, node: &WorkerNode) -> Result<u64> {
+        check_len("host_name", &node.host_name, 64)?;
+        check_len("port", &node.port, 64)?;
+        let sql = INSERT_WORKER_NODE.get(self.dialect());
+        let action = "inserting a worker_node row";
+        let id: i64 = match &self.pool {
+            crate::store::DbPool::MySql(pool) => {
+                let done = sqlx::query(sql)
+                    .bind(&node.host_name)
+                    .bind(&node.port)
+                    .bind(node.node_type.code())
+                    .bind(node.launch_date.as_deref())
+                    .execute(pool)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                return Ok(done.last_insert_id());
+            }
+            crate::store::DbPool::Sqlite(pool) => sqlx::query_scalar(sql)
+                .bind(&node.host_name)
+                .bind(&node.port)
+                .bind(node.node_type.code())
+                .bind(node.launch_date.as_deref())
+                .fetch_one(pool)
+                .await
+                .map_err(|e| self.err(action, e))?,
+            crate::store::DbPool::Postgres(pool) => sqlx::query_scalar(sql)
+                .bind(&node.host_name)
+                .bind(&node.port)
+                .bind(node.node_type.code())
+                .bind(node.launch_date.as_deref())
+                .fetch_one(pool)
+                .await
+                .map_err(|e| self.err(action, e))?,
+        };
+        u64::try_from(id)
+            .map_err(|_| StoreError::InvalidInput(format!("worker_node id {id} is negative")))
+    }
+
+    /// How many `worker_node` rows exist (every start of every process so far).
+    pub async fn count_worker_nodes(&self) -> Result<u64> {
+        let count: i64 = with_pool!(
+            self,
+            pool,
+            sqlx::query_scalar(COUNT_WORKER_NODES.get(self.dialect()))
+                .fetch_one(pool)
+                .await
+                .map_err(|e| self.err("counting worker_node rows", e))?
+        );
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+}
+
+pub(crate) fn check_len(what: &str, value: &str, max: usize) -> Result<()> {
+    let len = value.chars().count();
+    if len > max {
+        return Err(StoreError::InvalidInput(format!(
+            "{what} is {len} characters long; at most {max} fit"
+        )));
+    }
+    Ok(())
+}

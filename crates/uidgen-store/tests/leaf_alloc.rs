@@ -1,0 +1,121 @@
+#![allow(clippy::unwrap_used)]
+//! The leaf_alloc DAO: segments, tags, validation and injection safety.
+
+mod common;
+
+use uidgen_store::testing::{TestDb, fresh_store};
+use uidgen_store::{SegmentClaim, StoreError};
+
+per_db! {
+    async fn two_claims_give_consecutive_ranges(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let row = store.upsert_tag("order", 1000, Some("orders")).await.unwrap();
+        assert_eq!((row.max_id, row.step, row.description.as_deref()), (1, 1000, Some("orders")));
+        assert!(row.update_time_ms.unwrap() > 1_600_000_000_000);
+        let first = store.claim_segment("order").await.unwrap();
+        let second = store.claim_segment("order").await.unwrap();
+        assert_eq!(first, SegmentClaim { max_id: 1001, step: 1000 });
+        assert_eq!(second.range(), 1001..2001);
+        assert_eq!(store.get_tag("order").await.unwrap().unwrap().max_id, 2001);
+    }
+}
+
+per_db! {
+    async fn sixteen_concurrent_claims_give_disjoint_ranges(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        store.upsert_tag("burst", 100, None).await.unwrap();
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move { store.claim_segment("burst").await })
+            })
+            .collect();
+        let mut ranges = Vec::new();
+        for task in tasks {
+            ranges.push(task.await.unwrap().unwrap().range());
+        }
+        ranges.sort_by_key(|r| r.start);
+        assert_eq!(ranges.first().unwrap().start, 1);
+        for pair in ranges.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start, "{ranges:?}");
+        }
+        assert_eq!(ranges.last().unwrap().end, 1601);
+    }
+}
+
+per_db! {
+    async fn unknown_tag_is_an_error(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let error = store.claim_segment("missing").await.unwrap_err();
+        assert!(matches!(&error, StoreError::UnknownTag(tag) if tag == "missing"), "{error:?}");
+        let error = store.claim_segment_with_step("missing", 5).await.unwrap_err();
+        assert!(matches!(error, StoreError::UnknownTag(_)), "{error:?}");
+        assert!(store.get_tag("missing").await.unwrap().is_none());
+        assert!(!store.delete_tag("missing").await.unwrap());
+    }
+}
+
+per_db! {
+    async fn custom_step_claims_that_many_and_keeps_the_stored_step(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        store.upsert_tag("dyn", 10, None).await.unwrap();
+        let claim = store.claim_segment_with_step("dyn", 250).await.unwrap();
+        assert_eq!(claim, SegmentClaim { max_id: 251, step: 250 });
+        let next = store.claim_segment("dyn").await.unwrap();
+        assert_eq!(next, SegmentClaim { max_id: 261, step: 10 });
+        assert!(matches!(store.claim_segment_with_step("dyn", 0).await, Err(StoreError::InvalidInput(_))));
+    }
+}
+
+per_db! {
+    async fn upsert_updates_step_and_validates(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        store.upsert_tag("t", 10, Some("first")).await.unwrap();
+        store.claim_segment("t").await.unwrap();
+        let row = store.upsert_tag("t", 20, None).await.unwrap();
+        assert_eq!((row.max_id, row.step, row.description.as_deref()), (11, 20, Some("first")));
+        let row = store.upsert_tag("t", 20, Some("second")).await.unwrap();
+        assert_eq!(row.description.as_deref(), Some("second"));
+        // Tags are case-sensitive keys on every database.
+        store.upsert_tag("T", 5, None).await.unwrap();
+        assert_eq!(store.list_tags().await.unwrap(), vec!["T".to_owned(), "t".to_owned()]);
+
+        for (tag, step) in [("", 10), (&*"x".repeat(129), 10), (" padded", 10), ("ok", 0), ("ok", 1_000_000_001), ("ok", -5)] {
+            let error = store.upsert_tag(tag, step, None).await.unwrap_err();
+            assert!(matches!(error, StoreError::InvalidInput(_)), "{tag:?} {step}: {error:?}");
+        }
+        let long = "é".repeat(128);
+        store.upsert_tag(&long, 1_000_000_000, None).await.unwrap();
+        assert!(store.delete_tag(&long).await.unwrap());
+        assert!(store.delete_tag("T").await.unwrap());
+        assert_eq!(store.list_tags().await.unwrap(), vec!["t".to_owned()]);
+    }
+}
+
+per_db! {
+    async fn injection_looking_tags_are_stored_and_claimed_literally(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let tags = [
+            "x'; DROP TABLE leaf_alloc; --",
+            "\"quoted\" OR 1=1",
+            "back\\slash'\\'",
+            "100%_like",
+            "semi;colon`tick`$1?",
+        ];
+        for (i, tag) in tags.iter().enumerate() {
+            store.upsert_tag(tag, 7 + i64::try_from(i).unwrap(), Some(tag)).await.unwrap();
+        }
+        store.upsert_tag("bystander", 3, None).await.unwrap();
+        for (i, tag) in tags.iter().enumerate() {
+            let step = 7 + i64::try_from(i).unwrap();
+            assert_eq!(store.claim_segment(tag).await.unwrap(), SegmentClaim { max_id: 1 + step, step });
+            let row = store.get_tag(tag).await.unwrap().unwrap();
+            assert_eq!((row.biz_tag.as_str(), row.description.as_deref()), (*tag, Some(*tag)));
+        }
+        // Nothing else moved, nothing was dropped, LIKE metacharacters matched nothing extra.
+        assert_eq!(store.get_tag("bystander").await.unwrap().unwrap().max_id, 1);
+        assert_eq!(store.list_tags().await.unwrap().len(), tags.len() + 1);
+        assert!(store.delete_tag("100%_like").await.unwrap());
+        assert_eq!(store.list_tags().await.unwrap().len(), tags.len());
+    }
+}

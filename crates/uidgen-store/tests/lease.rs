@@ -1,0 +1,316 @@
+#![allow(clippy::unwrap_used)]
+//! Leased worker ids on a manual clock: claim, renew, release, takeover, races, heartbeat
+//! loss and the local cache.
+
+mod common;
+
+use std::time::Duration;
+
+use common::narrow_layout;
+use uidgen_core::{Clock, ManualClock, SystemClock, UidError, UidGenerator};
+use uidgen_store::testing::{TestDb, fresh_store};
+use uidgen_store::{
+    AssignmentKind, GeneratorBuilder, LeaseOptions, LeasedWorkerIdAssigner, Store, StoreError,
+    WorkerIdAssigner, read_cache,
+};
+
+const T0: u64 = 1_800_000_000_000;
+
+fn options(holder: &str) -> LeaseOptions {
+    LeaseOptions {
+        ttl: Duration::from_secs(30),
+        heartbeat_interval: None,
+        max_takeover_wait: Duration::from_secs(5),
+        cache_path: None,
+        holder: Some(holder.to_owned()),
+    }
+}
+
+fn temp_cache() -> std::path::PathBuf {
+    std::env::temp_dir()
+        .join("uidgen-store-tests")
+        .join(format!(
+            "worker-{}-{:08x}.cache",
+            std::process::id(),
+            fastrand::u32(..)
+        ))
+}
+
+per_db! {
+    async fn claim_renew_release(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(2);
+        let a = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("a"));
+        let lease = a.claim(&layout).await.unwrap();
+        assert_eq!(lease.worker_id(), 0);
+        assert_eq!(lease.valid_until_ms(), T0 + 30_000);
+        assert!(lease.is_valid());
+        let row = store.lease_row(0).await.unwrap().unwrap();
+        assert_eq!((row.holder.as_str(), row.expires_at_ms), ("a", T0 + 30_000));
+
+        // A second holder gets the next id while the first is live.
+        let b = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("b"));
+        assert_eq!(b.claim(&layout).await.unwrap().worker_id(), 1);
+
+        clock.advance(20_000);
+        lease.record_issued_until(T0 + 21_000);
+        lease.renew().await.unwrap();
+        assert_eq!(lease.valid_until_ms(), T0 + 50_000);
+        let row = store.lease_row(0).await.unwrap().unwrap();
+        assert_eq!((row.expires_at_ms, row.last_issued_ms), (T0 + 50_000, T0 + 21_000));
+
+        lease.release().await.unwrap();
+        let error = lease.check().unwrap_err();
+        assert!(matches!(&error, StoreError::LeaseLost { worker_id: 0, reason } if reason == "released"), "{error:?}");
+        let row = store.lease_row(0).await.unwrap().unwrap();
+        assert_eq!((row.holder.as_str(), row.expires_at_ms, row.last_issued_ms), ("", 0, T0 + 21_000));
+    }
+}
+
+per_db! {
+    async fn lease_without_renewal_expires_by_the_clock(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let lease = LeasedWorkerIdAssigner::new(store, clock.clone(), options("a"))
+            .claim(&narrow_layout(2))
+            .await
+            .unwrap();
+        clock.advance(29_999);
+        assert!(lease.is_valid());
+        clock.advance(1);
+        let error = lease.check().unwrap_err();
+        assert!(error.to_string().contains("expired at"), "{error}");
+    }
+}
+
+per_db! {
+    async fn takeover_after_expiry_waits_for_the_recorded_time(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(0); // exactly one worker id
+        let a = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("a"));
+        let old = a.claim(&layout).await.unwrap();
+        // The old holder's generator borrowed 10 s ahead of its clock.
+        old.record_issued_until(T0 + 40_000);
+        old.renew().await.unwrap();
+
+        let busy = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("b"));
+        assert!(matches!(busy.claim(&layout).await, Err(StoreError::NoFreeWorkerId { max: 0, count: 1 })));
+
+        clock.set(T0 + 30_001); // expired, but 10 s before the recorded last issued time
+        let patient = LeasedWorkerIdAssigner::new(
+            store.clone(),
+            clock.clone(),
+            LeaseOptions { max_takeover_wait: Duration::from_secs(20), ..options("b") },
+        );
+        let claim = tokio::spawn(async move { patient.claim(&narrow_layout(0)).await });
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert!(!claim.is_finished(), "must wait for the clock to pass the last issued time");
+        clock.set(T0 + 40_001);
+        let new = claim.await.unwrap().unwrap();
+        assert_eq!(new.worker_id(), 0);
+        assert!(clock.now_millis() > T0 + 40_000);
+
+        // The old holder finds out at its next renewal and stops for good.
+        let error = old.renew().await.unwrap_err();
+        assert!(matches!(&error, StoreError::LeaseLost { reason, .. } if reason.contains("taken over")), "{error:?}");
+        assert!(!old.is_valid());
+        assert!(new.is_valid());
+    }
+}
+
+per_db! {
+    async fn takeover_refuses_to_wait_past_the_bound(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(0);
+        let old = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("a"))
+            .claim(&layout)
+            .await
+            .unwrap();
+        old.record_issued_until(T0 + 60_000);
+        old.renew().await.unwrap();
+        clock.set(T0 + 30_001);
+        let b = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("b"));
+        let error = b.claim(&layout).await.unwrap_err();
+        match &error {
+            StoreError::ClockBehindLastIssued { worker_id: 0, until_ms, now_ms, max_wait_ms: 5_000, .. } => {
+                assert_eq!((*until_ms, *now_ms), (T0 + 60_000, T0 + 30_001));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(error.to_string().contains("refusing to issue IDs"), "{error}");
+        // The refused claimant handed the id back with its last issued time intact.
+        let row = store.lease_row(0).await.unwrap().unwrap();
+        assert_eq!((row.holder.as_str(), row.last_issued_ms), ("", T0 + 60_000));
+        clock.set(T0 + 60_001);
+        assert_eq!(b.claim(&layout).await.unwrap().worker_id(), 0);
+    }
+}
+
+per_db! {
+    async fn concurrent_takeover_by_two_claimants_has_one_winner(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(0);
+        let first = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("first"));
+        first.claim(&layout).await.unwrap();
+        clock.set(T0 + 30_001);
+        // Two "processes": separate stores (pools) on the same database.
+        let mut tasks = Vec::new();
+        for holder in ["b", "c"] {
+            let other = Store::connect(&url).await.unwrap();
+            let assigner = LeasedWorkerIdAssigner::new(other, clock.clone(), options(holder));
+            tasks.push(tokio::spawn(async move { assigner.claim(&narrow_layout(0)).await }));
+        }
+        let mut winners = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(lease) => {
+                    winners += 1;
+                    assert_eq!(lease.worker_id(), 0);
+                }
+                Err(error) => assert!(matches!(error, StoreError::NoFreeWorkerId { .. }), "{error:?}"),
+            }
+        }
+        assert_eq!(winners, 1);
+
+        // The row-level primitives: 8 racers, one winner each time.
+        let mut inserts = Vec::new();
+        let mut takeovers = Vec::new();
+        for i in 0..8 {
+            let store = store.clone();
+            inserts.push(tokio::spawn(async move { store.try_insert_lease(7, &format!("h{i}"), T0 + 1).await }));
+        }
+        let won: usize = futures_count(inserts).await;
+        assert_eq!(won, 1);
+        for i in 0..8 {
+            let store = store.clone();
+            takeovers.push(tokio::spawn(async move { store.try_take_over_lease(7, &format!("t{i}"), T0 + 100_000, T0 + 2).await }));
+        }
+        assert_eq!(futures_count(takeovers).await, 1);
+    }
+}
+
+async fn futures_count(tasks: Vec<tokio::task::JoinHandle<uidgen_store::Result<bool>>>) -> usize {
+    let mut won = 0;
+    for task in tasks {
+        if task.await.unwrap().unwrap() {
+            won += 1;
+        }
+    }
+    won
+}
+
+per_db! {
+    async fn heartbeat_renews_and_its_loss_stops_issuing(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(SystemClock.now_millis());
+        let start = clock.now_millis();
+        let assigner = LeasedWorkerIdAssigner::new(
+            store.clone(),
+            clock.clone(),
+            LeaseOptions { heartbeat_interval: Some(Duration::from_millis(20)), ..options("hb") },
+        );
+        let built = GeneratorBuilder::new(narrow_layout(2))
+            .assigner(assigner)
+            .build_default(clock.clone())
+            .await
+            .unwrap();
+        assert_eq!(built.assignment.kind, AssignmentKind::Leased);
+        let lease = built.assignment.lease.clone().unwrap();
+        built.generator.next_id().unwrap();
+
+        // The heartbeat extends the lease and records the generator's issued-until time.
+        clock.advance(20_000);
+        built.generator.next_id().unwrap();
+        wait_until(|| lease.valid_until_ms() >= start + 50_000).await;
+        let issued = built.generator.issued_until_ms().unwrap();
+        let mut recorded = 0;
+        for _ in 0..100 {
+            recorded = store.lease_row(lease.worker_id()).await.unwrap().unwrap().last_issued_ms;
+            if recorded >= issued {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(recorded >= issued, "{recorded} < {issued}");
+
+        // The database goes away: the lease stays valid until its expiry, then issuing stops.
+        store.close().await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        built.generator.next_id().unwrap();
+        clock.advance(31_000);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let error = built.generator.next_id().unwrap_err();
+        assert!(matches!(&error, UidError::GeneratorStopped(message) if message.contains("lease on worker id")), "{error:?}");
+        assert!(built.generator.next_ids(3).is_err());
+        assert!(built.assignment.check().is_err());
+    }
+}
+
+async fn wait_until(mut condition: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("condition not reached in 2 s");
+}
+
+per_db! {
+    async fn ids_past_the_lease_expiry_are_refused(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let now = SystemClock.now_millis();
+        // Stamp units of 1 s: the unit containing the expiry must not be issued.
+        let clock = ManualClock::new(now - now % 1000 + 500);
+        let lease_opts = LeaseOptions { ttl: Duration::from_millis(1_200), ..options("x") };
+        let built = GeneratorBuilder::new(narrow_layout(2))
+            .assigner(LeasedWorkerIdAssigner::new(store, clock.clone(), lease_opts))
+            .build_default(clock.clone())
+            .await
+            .unwrap();
+        built.generator.next_id().unwrap(); // unit ends 500 ms from now, before expiry
+        clock.advance(600); // next unit ends 1 500 ms after the claim, past the 1 200 ms expiry
+        let error = built.generator.next_id().unwrap_err();
+        assert!(error.to_string().contains("past the lease's expiry"), "{error}");
+    }
+}
+
+per_db! {
+    async fn local_cache_is_used_only_once_the_clock_is_past_it(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(2);
+        let cache = temp_cache();
+        let with_cache = |store: Store, holder: &str| {
+            LeasedWorkerIdAssigner::new(
+                store,
+                clock.clone(),
+                LeaseOptions { cache_path: Some(cache.clone()), ..options(holder) },
+            )
+        };
+        let lease = with_cache(store.clone(), "a").claim(&layout).await.unwrap();
+        assert_eq!(read_cache(&cache).unwrap().until_ms, T0 + 30_000);
+        assert_eq!(read_cache(&cache).unwrap().worker_id, lease.worker_id());
+
+        // Next start: the database is unreachable.
+        let down = Store::connect(&url).await.unwrap();
+        down.close().await;
+        clock.set(T0 + 10_000);
+        let error = with_cache(down.clone(), "b").assign(&layout).await.unwrap_err();
+        assert!(matches!(&error, StoreError::Cache { reason, .. } if reason.contains("cannot be reused yet")), "{error:?}");
+        clock.set(T0 + 30_001);
+        let assignment = with_cache(down.clone(), "b").assign(&layout).await.unwrap();
+        assert_eq!(assignment.kind, AssignmentKind::LocalCache);
+        assert_eq!(assignment.worker_id, lease.worker_id());
+        assert!(assignment.lease.is_none());
+
+        // Without a cache file the unreachable database is the error.
+        std::fs::remove_file(&cache).unwrap();
+        let error = with_cache(down, "c").assign(&layout).await.unwrap_err();
+        assert!(error.is_unreachable(), "{error:?}");
+    }
+}

@@ -1,0 +1,55 @@
+#![allow(clippy::unwrap_used)]
+//! Several OS processes take disposable worker ids from one database and generate IDs with
+//! CachedUidGenerator: the union has no duplicates.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use uidgen_store::testing::{TestDb, fresh_store};
+
+const PROCESSES: usize = 4;
+const IDS_PER_PROCESS: usize = 1_000_000;
+
+per_db! {
+    async fn four_processes_generate_a_million_ids_each_without_duplicates(db: TestDb) {
+        let started = Instant::now();
+        let (_store, url) = fresh_store(db).await.unwrap();
+        let dir = std::env::temp_dir().join("uidgen-store-tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let outputs: Vec<_> = (0..PROCESSES)
+            .map(|i| dir.join(format!("ids-{}-{:08x}-{i}.bin", std::process::id(), fastrand::u32(..))))
+            .collect();
+        let children: Vec<_> = outputs
+            .iter()
+            .map(|out| {
+                tokio::process::Command::new(env!("CARGO_BIN_EXE_uidgen-store-worker"))
+                    .arg(&url)
+                    .arg(IDS_PER_PROCESS.to_string())
+                    .arg(out)
+                    .env_remove("UIDGEN_HOST")
+                    .env_remove("UIDGEN_PORT")
+                    .output()
+            })
+            .collect();
+        let mut workers = HashSet::new();
+        for child in children {
+            let output = child.await.unwrap();
+            assert!(output.status.success(), "worker failed: {}", String::from_utf8_lossy(&output.stderr));
+            let worker: u64 = String::from_utf8_lossy(&output.stdout).trim().parse().unwrap();
+            assert!(workers.insert(worker), "worker id {worker} assigned twice");
+        }
+        let mut ids = Vec::with_capacity(PROCESSES * IDS_PER_PROCESS);
+        for out in &outputs {
+            let bytes = std::fs::read(out).unwrap();
+            std::fs::remove_file(out).unwrap();
+            assert_eq!(bytes.len(), IDS_PER_PROCESS * 8);
+            ids.extend(bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())));
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), PROCESSES * IDS_PER_PROCESS, "duplicates across processes");
+        eprintln!("{db:?}: {PROCESSES} x {IDS_PER_PROCESS} ids in {:?}", started.elapsed());
+    }
+}

@@ -1,0 +1,143 @@
+#![allow(clippy::unwrap_used)]
+//! The store itself: connecting, migrations, errors.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use uidgen_store::testing::{TestDb, fresh_store, fresh_url, fresh_url_on, run_script};
+use uidgen_store::{Dialect, Store, StoreError, StoreOptions, migrations};
+
+per_db! {
+    async fn connect_migrates_and_pings(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        store.ping().await.unwrap();
+        assert_eq!(store.dialect(), Dialect::from_url(&url).unwrap());
+        // Idempotent: a second run and a second store record nothing new and fail nowhere.
+        store.migrate().await.unwrap();
+        let again = Store::connect(&url).await.unwrap();
+        again.migrate().await.unwrap();
+        assert!(again.list_tags().await.unwrap().is_empty());
+        again.close().await;
+        store.close().await;
+    }
+}
+
+per_db! {
+    async fn migration_files_also_run_by_hand(db: TestDb) {
+        // A DBA runs the files first; uidgen's migrate then only records them.
+        let url = fresh_url(db).await.unwrap();
+        let options = StoreOptions { migrate: false, ..StoreOptions::default() };
+        let store = Store::connect_with(&url, options).await.unwrap();
+        for migration in migrations(store.dialect()) {
+            for _ in 0..2 {
+                run_script(&store, migration.sql).await.unwrap();
+            }
+        }
+        store.migrate().await.unwrap();
+        store.upsert_tag("by-hand", 10, None).await.unwrap();
+        assert_eq!(store.claim_segment("by-hand").await.unwrap().max_id, 11);
+    }
+}
+
+per_db! {
+    async fn concurrent_migrators_agree(db: TestDb) {
+        let url = fresh_url(db).await.unwrap();
+        let tasks: Vec<_> = (0..4)
+            .map(|_| {
+                let url = url.clone();
+                tokio::spawn(async move { Store::connect(&url).await.map(|_| ()) })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap().unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn unreachable_postgres_names_the_redacted_url() {
+    let started = Instant::now();
+    let error = Store::connect("postgres://app:s3cret@127.0.0.1:1/test")
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(matches!(error, StoreError::Unreachable { .. }), "{error:?}");
+    assert!(
+        message.starts_with(
+            "cannot reach database at postgres://app:***@127.0.0.1:1/test: connection refused"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("s3cret"));
+    assert!(started.elapsed() < Duration::from_secs(6));
+}
+
+#[tokio::test]
+async fn unreachable_mysql_names_the_redacted_url() {
+    let error = Store::connect("mariadb://root:pw@127.0.0.1:1/test")
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(error.is_unreachable(), "{error:?}");
+    assert!(
+        message.contains("mariadb://root:***@127.0.0.1:1/test"),
+        "{message}"
+    );
+    assert!(message.contains("connection refused"), "{message}");
+}
+
+#[tokio::test]
+async fn unreachable_sqlite_path_is_a_clear_error() {
+    let error = Store::connect("sqlite:///proc/uidgen-cannot-live-here/x.db")
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("/proc/uidgen-cannot-live-here"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn unreachable_connect_respects_the_timeout() {
+    // 10.255.255.1 is not routed here: the connect hangs until our timeout.
+    let options = StoreOptions {
+        connect_timeout: Duration::from_millis(300),
+        ..StoreOptions::default()
+    };
+    let started = Instant::now();
+    let error = Store::connect_with("postgres://postgres@10.255.255.1:5432/test", options)
+        .await
+        .unwrap_err();
+    assert!(error.is_unreachable(), "{error:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn unsupported_scheme_is_rejected() {
+    let error = Store::connect("redis://:pw@127.0.0.1/0").await.unwrap_err();
+    assert!(
+        matches!(error, StoreError::UnsupportedUrl { .. }),
+        "{error:?}"
+    );
+    assert!(!error.to_string().contains("pw@"));
+}
+
+#[test]
+fn fresh_store_names_service_and_variable_when_unreachable() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let url = "postgres://postgres@127.0.0.1:1/test";
+    let error = runtime
+        .block_on(fresh_url_on(TestDb::Postgres, url))
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("PostgreSQL not reachable at postgres://postgres@127.0.0.1:1/test"),
+        "{message}"
+    );
+    assert!(message.contains("UIDGEN_TEST_POSTGRES_URL"), "{message}");
+}
