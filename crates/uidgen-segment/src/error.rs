@@ -1,0 +1,149 @@
+//! The one error type of `uidgen-segment`, with Leaf's numeric codes.
+
+use uidgen_store::StoreError;
+
+/// `Result` with [`SegmentError`] as the default error.
+pub type Result<T, E = SegmentError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong when taking IDs from segments.
+///
+/// The first three variants mirror the codes Meituan Leaf returns in place of an ID
+/// ([`code`](Self::code)): -1 not initialised, -2 unknown tag, -3 both segments not ready.
+///
+/// ```
+/// use uidgen_segment::SegmentError;
+/// let error = SegmentError::UnknownTag("order".into());
+/// assert_eq!(error.code(), -2);
+/// assert_eq!(
+///     error.to_string(),
+///     "unknown biz tag `order`: no leaf_alloc row; create it with upsert_tag (or wait for the next tag sync)"
+/// );
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SegmentError {
+    /// The service has not loaded its tag list from the database yet (Leaf's -1): the database
+    /// was unreachable at start and the background sync has not succeeded since.
+    #[error(
+        "segment service not initialised: the tag list could not be loaded from the database yet ({reason}); it is retried in the background"
+    )]
+    NotInitialised {
+        /// Why the last attempt failed.
+        reason: String,
+    },
+
+    /// No `leaf_alloc` row for this tag (Leaf's -2).
+    #[error(
+        "unknown biz tag `{0}`: no leaf_alloc row; create it with upsert_tag (or wait for the next tag sync)"
+    )]
+    UnknownTag(String),
+
+    /// The current segment is used up and the next one did not arrive in time (Leaf's -3).
+    #[error("both segments of biz tag `{tag}` are not ready: {reason}")]
+    BothSegmentsNotReady {
+        /// The tag.
+        tag: String,
+        /// What is holding the next segment up, e.g. the last database error.
+        reason: String,
+    },
+
+    /// The tag is empty, too long, or has surrounding whitespace or control characters.
+    #[error("invalid biz tag {tag:?}: {reason}")]
+    InvalidTag {
+        /// The tag as given (possibly truncated for display).
+        tag: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A batch size of zero or above the configured maximum.
+    #[error("invalid count {count}: ask for 1 to {max} IDs")]
+    InvalidCount {
+        /// The requested count.
+        count: usize,
+        /// The configured maximum batch.
+        max: usize,
+    },
+
+    /// A step outside the range the store accepts.
+    #[error("invalid step {step}: use 1 to {max}")]
+    InvalidStep {
+        /// The requested step.
+        step: i64,
+        /// The largest step.
+        max: i64,
+    },
+
+    /// Options that cannot work (e.g. a prefetch ratio outside 0..1).
+    #[error("invalid segment options: {0}")]
+    InvalidOptions(String),
+
+    /// The database handed out a segment below one this service already served: `max_id` was
+    /// moved backwards by hand. The segment is refused, because serving it would repeat IDs.
+    #[error(
+        "biz tag `{tag}`: the database returned segment [{start}, {end}) below the already served max {served_max}; max_id was moved backwards, refusing to repeat IDs"
+    )]
+    MaxIdWentBackwards {
+        /// The tag.
+        tag: String,
+        /// Start of the refused segment.
+        start: i64,
+        /// End of the refused segment.
+        end: i64,
+        /// The highest end served so far.
+        served_max: i64,
+    },
+
+    /// The service was shut down.
+    #[error("segment service is shut down")]
+    Shutdown,
+
+    /// The store failed (unreachable database, SQL error, ...).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl SegmentError {
+    /// Leaf's numeric code for the error: -1 not initialised, -2 unknown tag, -3 both segments
+    /// not ready; other errors (which Leaf has no code for) are -4.
+    ///
+    /// ```
+    /// use uidgen_segment::SegmentError;
+    /// let error = SegmentError::BothSegmentsNotReady { tag: "t".into(), reason: "r".into() };
+    /// assert_eq!(error.code(), -3);
+    /// ```
+    pub fn code(&self) -> i64 {
+        match self {
+            Self::NotInitialised { .. } => -1,
+            Self::UnknownTag(_) => -2,
+            Self::BothSegmentsNotReady { .. } => -3,
+            _ => -4,
+        }
+    }
+}
+
+/// Map the store's own unknown-tag and invalid-input errors onto ours, so callers match one
+/// variant whichever layer noticed.
+pub(crate) fn from_store(tag: &str, error: StoreError) -> SegmentError {
+    match error {
+        StoreError::UnknownTag(tag) => SegmentError::UnknownTag(tag),
+        StoreError::InvalidInput(reason) if reason.contains("biz tag") => {
+            SegmentError::InvalidTag {
+                tag: display_tag(tag),
+                reason,
+            }
+        }
+        other => SegmentError::Store(other),
+    }
+}
+
+/// A tag shortened for messages: a 10 kB tag should not become a 10 kB log line.
+pub(crate) fn display_tag(tag: &str) -> String {
+    const SHOWN: usize = 64;
+    if tag.chars().count() <= SHOWN {
+        tag.to_owned()
+    } else {
+        let head: String = tag.chars().take(SHOWN).collect();
+        format!("{head}…")
+    }
+}

@@ -1,0 +1,41 @@
+//! Meituan Leaf's segment mode for uidgen: unique, increasing `i64` IDs per business tag, handed
+//! out from segments of the `leaf_alloc` table.
+//!
+//! It is for services that want short, dense, roughly increasing IDs per tag (orders, users)
+//! backed by any of uidgen's databases: each tag keeps two segments in memory (Leaf's
+//! `SegmentBuffer`), takes IDs with one atomic add, loads the next segment in the background
+//! once 10% of the current one is used, and sizes segments by demand (dynamic step). A segment is
+//! served only after its claim is committed, so a crash may skip IDs but never repeats one, across
+//! threads, processes and restarts. It is not for time-ordered IDs that encode a worker and a
+//! timestamp (that is `uidgen-core`'s Snowflake/Baidu generators), nor for talking to the
+//! database directly (that is `uidgen-store`), nor for HTTP (that is `uidgen-server`).
+//!
+//! ```no_run
+//! # async fn demo() -> uidgen_segment::Result<()> {
+//! use uidgen_core::SystemClock;
+//! use uidgen_segment::{SegmentOptions, SegmentService};
+//! let store = uidgen_store::Store::connect("sqlite://uidgen.db").await?;
+//! let service = SegmentService::start(store, SegmentOptions::default(), SystemClock).await?;
+//! service.upsert_tag("order", 1000, None).await?;
+//! let first = service.get("order")?;
+//! let next = service.get("order")?;
+//! assert!(next > first);
+//! # Ok(()) }
+//! ```
+
+mod buffer;
+mod error;
+mod options;
+mod service;
+mod source;
+mod state;
+mod step;
+#[cfg(test)]
+mod unit_tests;
+
+pub use buffer::SegmentBuffer;
+pub use error::{Result, SegmentError};
+pub use options::SegmentOptions;
+pub use service::{SegmentService, TagHandle, validate_tag};
+pub use state::{SegmentState, TagState};
+pub use step::next_step;

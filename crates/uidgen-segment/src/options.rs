@@ -1,0 +1,99 @@
+//! [`SegmentOptions`]: the knobs of the segment service, with Leaf's values as defaults.
+
+use std::time::Duration;
+
+use crate::error::{Result, SegmentError};
+
+/// How a [`SegmentService`](crate::SegmentService) behaves. Defaults follow Meituan Leaf.
+///
+/// ```
+/// use std::time::Duration;
+/// use uidgen_segment::SegmentOptions;
+/// let options = SegmentOptions { max_step: 10_000_000, ..SegmentOptions::default() };
+/// assert_eq!(options.prefetch_ratio, 0.1);
+/// assert_eq!(options.segment_duration, Duration::from_secs(15 * 60));
+/// options.validate().unwrap();
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct SegmentOptions {
+    /// Load the next segment once more than this share of the current one is used
+    /// (default 0.1; Leaf: "prefetch after 10% is used"). 0 loads it at once, at switch.
+    pub prefetch_ratio: f64,
+    /// How long a caller waits for the segment in flight when both are used up, before
+    /// [`BothSegmentsNotReady`](SegmentError::BothSegmentsNotReady) (default 1 s).
+    pub wait_timeout: Duration,
+    /// How often the tag list is re-read: new tags become usable, deleted ones are evicted
+    /// (default 60 s, as Leaf).
+    pub sync_interval: Duration,
+    /// How often the tag list is retried while it has never loaded (default 1 s).
+    pub init_retry_interval: Duration,
+    /// After a failed load, wait this long (on the service's clock) before the next attempt
+    /// (default 500 ms); meanwhile a caller that finds both segments used up gets the error at
+    /// once, carrying the database's reason, rather than hammering a database that is down.
+    pub retry_backoff: Duration,
+    /// Dynamic step: a segment that lasted less than this doubles the next step; less than
+    /// twice this keeps it; longer halves it (default 15 min, Leaf's `SEGMENT_DURATION`).
+    pub segment_duration: Duration,
+    /// Dynamic step never doubles above this (default 1,000,000, Leaf's `MAX_STEP`). A tag
+    /// whose stored step is larger keeps its stored step.
+    pub max_step: i64,
+    /// Turn dynamic step off: every segment uses the stored step (default on).
+    pub dynamic_step: bool,
+    /// Largest `get_batch` (default 10,000).
+    pub max_batch: usize,
+}
+
+impl Default for SegmentOptions {
+    fn default() -> Self {
+        Self {
+            prefetch_ratio: 0.1,
+            wait_timeout: Duration::from_secs(1),
+            sync_interval: Duration::from_secs(60),
+            init_retry_interval: Duration::from_secs(1),
+            retry_backoff: Duration::from_millis(500),
+            segment_duration: Duration::from_secs(15 * 60),
+            max_step: 1_000_000,
+            dynamic_step: true,
+            max_batch: 10_000,
+        }
+    }
+}
+
+impl SegmentOptions {
+    /// Check that the options can work.
+    ///
+    /// ```
+    /// use uidgen_segment::SegmentOptions;
+    /// let bad = SegmentOptions { prefetch_ratio: 1.5, ..SegmentOptions::default() };
+    /// assert!(bad.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        let bad = |reason: &str| Err(SegmentError::InvalidOptions(reason.to_owned()));
+        if !(0.0..1.0).contains(&self.prefetch_ratio) {
+            return bad("prefetch_ratio must be at least 0 and below 1");
+        }
+        if self.sync_interval.is_zero() || self.init_retry_interval.is_zero() {
+            return bad("sync_interval and init_retry_interval must be above zero");
+        }
+        if self.segment_duration.is_zero() {
+            return bad("segment_duration must be above zero");
+        }
+        if !(1..=uidgen_store::MAX_STEP).contains(&self.max_step) {
+            return bad(&format!("max_step must be 1 to {}", uidgen_store::MAX_STEP));
+        }
+        if self.max_batch == 0 {
+            return bad("max_batch must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// `segment_duration` in milliseconds, saturating.
+    pub(crate) fn segment_duration_ms(&self) -> u64 {
+        u64::try_from(self.segment_duration.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// `retry_backoff` in milliseconds, saturating.
+    pub(crate) fn retry_backoff_ms(&self) -> u64 {
+        u64::try_from(self.retry_backoff.as_millis()).unwrap_or(u64::MAX)
+    }
+}

@@ -1,0 +1,472 @@
+//! [`SegmentService`]: every biz tag's [`SegmentBuffer`], the background tag sync, and the
+//! admin and monitoring calls.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::{Mutex, RwLock};
+use tokio::task::JoinHandle;
+use uidgen_core::Clock;
+use uidgen_store::{LeafAlloc, Store};
+
+use crate::buffer::SegmentBuffer;
+use crate::error::{Result, SegmentError, display_tag};
+use crate::options::SegmentOptions;
+use crate::source::SegmentSource;
+use crate::state::TagState;
+
+/// What every buffer of a service shares: the database, the clock, the options, the runtime
+/// that runs the loads.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) source: Arc<dyn SegmentSource>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) options: SegmentOptions,
+    pub(crate) runtime: tokio::runtime::Handle,
+    shut_down: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn is_shut_down(&self) -> bool {
+        // Relaxed: a flag checked on the slow path; a late view serves at most one more
+        // already-claimed segment.
+        self.shut_down.load(Ordering::Relaxed)
+    }
+}
+
+type TagMap = HashMap<Box<str>, Arc<SegmentBuffer>, foldhash::fast::RandomState>;
+
+/// Source of [`SegmentService::id`].
+static NEXT_SERVICE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A per-thread copy of one service's tag map, so [`SegmentService::get`] looks a tag up
+/// without touching shared memory (a read lock is two atomic writes to a shared line, which
+/// would cost more than taking the ID). It is dropped and refilled whenever the service's map
+/// changes (its `version`) or the thread turns to another service. It keeps the buffers of a
+/// dropped service alive until the thread next calls `get` on another service or exits.
+#[derive(Debug, Default)]
+struct LocalTags {
+    service: u64,
+    version: u64,
+    map: TagMap,
+}
+
+thread_local! {
+    static LOCAL_TAGS: RefCell<LocalTags> = RefCell::new(LocalTags::default());
+}
+
+/// Meituan Leaf's segment mode: IDs from `leaf_alloc` segments, one double buffer per biz tag.
+///
+/// Each tag's IDs come from segments `[max_id - step, max_id)` claimed from the database; a
+/// segment is served only after its claim is committed, so a crash may skip IDs but never
+/// repeats one. Taking an ID is one atomic add on the current segment; the next segment is
+/// loaded in the background once 10% of the current one is used, with a step sized by how
+/// fast the previous one went (dynamic step).
+///
+/// ```no_run
+/// # async fn demo() -> uidgen_segment::Result<()> {
+/// use uidgen_core::SystemClock;
+/// use uidgen_segment::{SegmentOptions, SegmentService};
+/// let store = uidgen_store::Store::connect("sqlite://uidgen.db").await?;
+/// let service = SegmentService::start(store, SegmentOptions::default(), SystemClock).await?;
+/// service.upsert_tag("order", 1000, Some("order ids")).await?;
+/// let id = service.get("order")?; // plain fn: callable from non-async code too
+/// let batch = service.get_batch_async("order", 100).await?;
+/// assert!(batch.iter().all(|&b| b > id));
+/// service.shutdown();
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct SegmentService {
+    shared: Arc<Shared>,
+    /// Unique per service in this process, for the per-thread tag cache.
+    id: u64,
+    /// Bumped after every change of `tags`, to invalidate the per-thread caches.
+    version: crossbeam_utils::CachePadded<AtomicU64>,
+    tags: RwLock<TagMap>,
+    /// The tag list has been loaded at least once.
+    initialised: AtomicBool,
+    /// Why the tag list could not be loaded, while not initialised.
+    init_error: Mutex<String>,
+    /// Serialises tag syncs with `upsert_tag`, so a sync that read the list before an upsert
+    /// does not evict the new tag.
+    sync_lock: tokio::sync::Mutex<()>,
+    sync_task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// A handle on one biz tag's buffer, for callers that take many IDs from one tag: it skips the
+/// tag lookup of [`SegmentService::get`].
+///
+/// ```no_run
+/// # fn demo(service: &uidgen_segment::SegmentService) -> uidgen_segment::Result<()> {
+/// let orders = service.tag("order")?;
+/// let a = orders.get()?;
+/// let b = orders.get()?;
+/// assert!(b > a);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct TagHandle {
+    buffer: Arc<SegmentBuffer>,
+}
+
+impl TagHandle {
+    /// The biz tag.
+    pub fn tag(&self) -> &str {
+        self.buffer.tag()
+    }
+
+    /// The next ID; blocks up to the wait timeout only when both segments are used up.
+    #[inline]
+    pub fn get(&self) -> Result<i64> {
+        match self.buffer.try_take(1) {
+            Ok(range) => Ok(range.start),
+            Err(_) => self.buffer.next_id(),
+        }
+    }
+
+    /// The next ID, awaiting instead of blocking when both segments are used up.
+    pub async fn get_async(&self) -> Result<i64> {
+        self.buffer.next_id_async().await
+    }
+
+    /// `n` IDs (1 to `max_batch`), possibly spanning a segment switch.
+    pub fn get_batch(&self, n: usize) -> Result<Vec<i64>> {
+        check_count(n, self.buffer_max_batch())?;
+        self.buffer.next_batch(n)
+    }
+
+    /// [`get_batch`](Self::get_batch), awaiting instead of blocking.
+    pub async fn get_batch_async(&self, n: usize) -> Result<Vec<i64>> {
+        check_count(n, self.buffer_max_batch())?;
+        self.buffer.next_batch_async(n).await
+    }
+
+    fn buffer_max_batch(&self) -> usize {
+        self.buffer.max_batch()
+    }
+}
+
+impl SegmentService {
+    /// Start the service on the current tokio runtime: load the tag list, and re-sync it every
+    /// [`sync_interval`](SegmentOptions::sync_interval) in the background. Segments are claimed
+    /// lazily, on a tag's first `get`.
+    ///
+    /// A database that is down at start is not an error: `get` answers
+    /// [`NotInitialised`](SegmentError::NotInitialised) (Leaf's -1) until the list loads, retried
+    /// every [`init_retry_interval`](SegmentOptions::init_retry_interval). Invalid options are an
+    /// error. Must be called within a tokio runtime, which then runs every load.
+    pub async fn start(
+        store: Store,
+        options: SegmentOptions,
+        clock: impl Clock + 'static,
+    ) -> Result<Arc<Self>> {
+        Self::start_with_source(Arc::new(store), options, Arc::new(clock)).await
+    }
+
+    pub(crate) async fn start_with_source(
+        source: Arc<dyn SegmentSource>,
+        options: SegmentOptions,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Self>> {
+        options.validate()?;
+        let shared = Arc::new(Shared {
+            source,
+            clock,
+            options,
+            runtime: tokio::runtime::Handle::current(),
+            shut_down: AtomicBool::new(false),
+        });
+        let service = Arc::new(Self {
+            shared,
+            // Relaxed: only uniqueness matters.
+            id: NEXT_SERVICE_ID.fetch_add(1, Ordering::Relaxed),
+            version: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
+            tags: RwLock::new(TagMap::default()),
+            initialised: AtomicBool::new(false),
+            init_error: Mutex::new("not loaded yet".to_owned()),
+            sync_lock: tokio::sync::Mutex::new(()),
+            sync_task: Mutex::new(None),
+        });
+        if let Err(error) = service.sync_tags().await {
+            tracing::warn!(%error, "segment service starts without its tag list; retrying in the background");
+        }
+        let task = tokio::spawn(sync_loop(Arc::downgrade(&service)));
+        *service.sync_task.lock() = Some(task);
+        Ok(service)
+    }
+
+    /// The next ID of `tag`.
+    ///
+    /// A plain function, callable from any thread, async or not: in the common case it is one
+    /// atomic add (plus the tag lookup) and never waits. When both of the tag's segments are used
+    /// up it blocks this thread up to [`wait_timeout`](SegmentOptions::wait_timeout) for the load
+    /// in flight, then fails with [`BothSegmentsNotReady`](SegmentError::BothSegmentsNotReady).
+    /// On a current-thread runtime use [`get_async`](Self::get_async).
+    ///
+    /// ```no_run
+    /// # fn demo(service: &uidgen_segment::SegmentService) {
+    /// match service.get("order") {
+    ///     Ok(id) => println!("{id}"),
+    ///     Err(error) => println!("{} ({error})", error.code()), // Leaf's -1/-2/-3
+    /// }
+    /// # }
+    /// ```
+    #[inline]
+    pub fn get(&self, tag: &str) -> Result<i64> {
+        // Acquire: pairs with the Release in `changed`, so a cache built at this version holds
+        // the buffers of at least this map.
+        let version = self.version.load(Ordering::Acquire);
+        let found = LOCAL_TAGS.with(|local| {
+            // A re-entrant call (none today) would find the cache borrowed: use the shared map.
+            let mut local = local.try_borrow_mut().ok()?;
+            if local.service != self.id || local.version != version {
+                local.map.clear();
+                local.service = self.id;
+                local.version = version;
+            }
+            if let Some(buffer) = local.map.get(tag) {
+                return Some(buffer.try_take(1).map_err(|_| Arc::clone(buffer)));
+            }
+            let buffer = self.tags.read().get(tag).cloned()?;
+            let taken = buffer.try_take(1).map_err(|_| Arc::clone(&buffer));
+            local.map.insert(tag.into(), buffer);
+            Some(taken)
+        });
+        match found {
+            Some(Ok(range)) => Ok(range.start),
+            // Both segments used up: wait outside the cache's borrow.
+            Some(Err(buffer)) => buffer.next_id(),
+            None => match self.tags.read().get(tag).cloned() {
+                Some(buffer) => buffer.next_id(),
+                None => Err(self.missing(tag)),
+            },
+        }
+    }
+
+    /// The tag map changed: invalidate the per-thread caches (call with the write lock held).
+    fn changed(&self) {
+        // Release: pairs with the Acquire in `get`.
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    /// [`get`](Self::get), awaiting instead of blocking when it must wait for a load.
+    pub async fn get_async(&self, tag: &str) -> Result<i64> {
+        self.tag(tag)?.get_async().await
+    }
+
+    /// `n` IDs of `tag`, 1 to [`max_batch`](SegmentOptions::max_batch); they may span a segment
+    /// switch, so they increase but are not always contiguous. Blocks like [`get`](Self::get).
+    pub fn get_batch(&self, tag: &str, n: usize) -> Result<Vec<i64>> {
+        check_count(n, self.shared.options.max_batch)?;
+        self.tag(tag)?.get_batch(n)
+    }
+
+    /// [`get_batch`](Self::get_batch), awaiting instead of blocking.
+    pub async fn get_batch_async(&self, tag: &str, n: usize) -> Result<Vec<i64>> {
+        check_count(n, self.shared.options.max_batch)?;
+        self.tag(tag)?.get_batch_async(n).await
+    }
+
+    /// A handle on `tag`'s buffer, to take many IDs without the tag lookup.
+    pub fn tag(&self, tag: &str) -> Result<TagHandle> {
+        let buffer = self.tags.read().get(tag).cloned();
+        buffer
+            .map(|buffer| TagHandle { buffer })
+            .ok_or_else(|| self.missing(tag))
+    }
+
+    /// Create `tag` or change its step (and description, when `Some`); the tag is usable at
+    /// once in this service, and in others after their next sync. Tags must be 1 to 128
+    /// characters without surrounding whitespace or control characters; steps 1 to 10^9.
+    pub async fn upsert_tag(
+        &self,
+        tag: &str,
+        step: i64,
+        description: Option<&str>,
+    ) -> Result<LeafAlloc> {
+        validate_tag(tag)?;
+        if !(1..=uidgen_store::MAX_STEP).contains(&step) {
+            return Err(SegmentError::InvalidStep {
+                step,
+                max: uidgen_store::MAX_STEP,
+            });
+        }
+        let _sync = self.sync_lock.lock().await;
+        let row = self.shared.source.upsert(tag, step, description).await?;
+        if self.shared.is_shut_down() {
+            return Ok(row);
+        }
+        let mut tags = self.tags.write();
+        match tags.get(tag) {
+            Some(buffer) => buffer.set_table_step(row.step),
+            None => {
+                let buffer = SegmentBuffer::new(tag, Arc::clone(&self.shared));
+                tags.insert(tag.into(), Arc::new(buffer));
+                self.changed();
+            }
+        }
+        Ok(row)
+    }
+
+    /// Re-read the tag list now (the background task does this every `sync_interval`): add new
+    /// tags, evict deleted ones.
+    pub async fn sync_tags(&self) -> Result<()> {
+        let _sync = self.sync_lock.lock().await;
+        let names = match self.shared.source.list_tags().await {
+            Ok(names) => names,
+            Err(error) => {
+                if !self.is_initialised() {
+                    *self.init_error.lock() = error.to_string();
+                }
+                return Err(error);
+            }
+        };
+        if self.shared.is_shut_down() {
+            return Err(SegmentError::Shutdown);
+        }
+        let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
+        let mut tags = self.tags.write();
+        tags.retain(|tag, buffer| {
+            let keep = wanted.contains(&**tag);
+            if !keep {
+                tracing::info!(tag = %tag, "biz tag deleted; evicted");
+                buffer.evict();
+            }
+            keep
+        });
+        for name in &names {
+            if !tags.contains_key(name.as_str()) {
+                let buffer = SegmentBuffer::new(name, Arc::clone(&self.shared));
+                tags.insert(name.as_str().into(), Arc::new(buffer));
+            }
+        }
+        self.changed();
+        // Relaxed: read by `missing` and the sync loop; a late view costs one more retry.
+        self.initialised.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Whether the tag list has been loaded.
+    pub fn is_initialised(&self) -> bool {
+        // Relaxed: see `sync_tags`.
+        self.initialised.load(Ordering::Relaxed)
+    }
+
+    /// The known tags, sorted.
+    pub fn tags(&self) -> Vec<String> {
+        let mut tags: Vec<String> = self.tags.read().keys().map(|t| t.to_string()).collect();
+        tags.sort_unstable();
+        tags
+    }
+
+    /// Every tag's buffer, sorted by tag: what Leaf's `/cache` page shows.
+    ///
+    /// ```no_run
+    /// # fn demo(service: &uidgen_segment::SegmentService) {
+    /// for state in service.monitor() {
+    ///     let current = &state.segments[state.pos];
+    ///     println!("{}: {} of {} left, next ready: {}", state.tag, current.idle, current.step, state.next_ready);
+    /// }
+    /// # }
+    /// ```
+    pub fn monitor(&self) -> Vec<TagState> {
+        let buffers: Vec<Arc<SegmentBuffer>> = self.tags.read().values().cloned().collect();
+        let mut states: Vec<TagState> = buffers.iter().map(|b| b.state()).collect();
+        states.sort_unstable_by(|a, b| a.tag.cmp(&b.tag));
+        states
+    }
+
+    /// Stop: end the tag sync, serve no more IDs (calls fail with
+    /// [`Shutdown`](SegmentError::Shutdown)), wake every waiter. A load in flight finishes in
+    /// the background; its segment is skipped, never served.
+    pub fn shutdown(&self) {
+        // Relaxed: every reader re-checks under a lock taken below (map or buffer control).
+        self.shared.shut_down.store(true, Ordering::Relaxed);
+        if let Some(task) = self.sync_task.lock().take() {
+            task.abort();
+        }
+        let mut tags = self.tags.write();
+        for buffer in tags.values() {
+            buffer.evict();
+        }
+        tags.clear();
+        self.changed();
+    }
+
+    /// The error for a tag not in the map.
+    #[cold]
+    fn missing(&self, tag: &str) -> SegmentError {
+        if self.shared.is_shut_down() {
+            return SegmentError::Shutdown;
+        }
+        if let Err(error) = validate_tag(tag) {
+            return error;
+        }
+        if !self.is_initialised() {
+            return SegmentError::NotInitialised {
+                reason: self.init_error.lock().clone(),
+            };
+        }
+        SegmentError::UnknownTag(tag.to_owned())
+    }
+}
+
+impl Drop for SegmentService {
+    fn drop(&mut self) {
+        if let Some(task) = self.sync_task.get_mut().take() {
+            task.abort();
+        }
+    }
+}
+
+/// Re-sync the tag list every `sync_interval` (every `init_retry_interval` until it first
+/// loads), for as long as the service lives.
+async fn sync_loop(service: Weak<SegmentService>) {
+    loop {
+        let interval = match service.upgrade() {
+            Some(service) if service.is_initialised() => service.shared.options.sync_interval,
+            Some(service) => service.shared.options.init_retry_interval,
+            None => return,
+        };
+        tokio::time::sleep(interval).await;
+        let Some(service) = service.upgrade() else {
+            return;
+        };
+        if service.shared.is_shut_down() {
+            return;
+        }
+        if let Err(error) = service.sync_tags().await {
+            tracing::warn!(%error, "syncing biz tags failed; keeping the known ones");
+        }
+    }
+}
+
+/// Check a batch size.
+fn check_count(n: usize, max: usize) -> Result<()> {
+    if n == 0 || n > max {
+        return Err(SegmentError::InvalidCount { count: n, max });
+    }
+    Ok(())
+}
+
+/// Check a biz tag with the store's rules, reporting [`SegmentError::InvalidTag`].
+///
+/// ```
+/// use uidgen_segment::{SegmentError, validate_tag};
+/// assert!(validate_tag("order").is_ok());
+/// assert!(matches!(validate_tag(""), Err(SegmentError::InvalidTag { .. })));
+/// assert!(matches!(validate_tag(&"x".repeat(200)), Err(SegmentError::InvalidTag { .. })));
+/// assert!(validate_tag("o'r\"d;er --").is_ok()); // just characters: always bound, never spliced
+/// ```
+pub fn validate_tag(tag: &str) -> Result<()> {
+    uidgen_store::validate_tag(tag).map_err(|error| SegmentError::InvalidTag {
+        tag: display_tag(tag),
+        reason: match error {
+            uidgen_store::StoreError::InvalidInput(reason) => reason,
+            other => other.to_string(),
+        },
+    })
+}

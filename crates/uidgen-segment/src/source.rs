@@ -1,0 +1,211 @@
+//! Where segments come from: a small internal trait over the database, implemented for
+//! [`uidgen_store::Store`]. Unit tests implement it in process to drive the buffer logic with a
+//! [`ManualClock`](uidgen_core::ManualClock); every database behaviour is tested on the real
+//! databases in `tests/`.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use uidgen_store::{LeafAlloc, Store};
+
+use crate::error::{Result, from_store};
+
+/// A boxed, sendable future: the trait must be object safe so the service is not generic.
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A segment the database has committed: this process owns `[max_id - step, max_id)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Claimed {
+    /// Exclusive end of the segment (`max_id` after the claim).
+    pub(crate) max_id: i64,
+    /// The segment's length.
+    pub(crate) step: i64,
+    /// The step stored in the table, when known (the dynamic step never goes below it).
+    pub(crate) table_step: Option<i64>,
+}
+
+/// The database operations the segment service needs.
+pub(crate) trait SegmentSource: Send + Sync + std::fmt::Debug + 'static {
+    /// Claim the next segment of `tag`: with the stored step when `step` is `None`, else with
+    /// `step`. Returns only after the new `max_id` is committed.
+    fn claim<'a>(&'a self, tag: &'a str, step: Option<i64>) -> BoxFuture<'a, Result<Claimed>>;
+
+    /// Every tag.
+    fn list_tags(&self) -> BoxFuture<'_, Result<Vec<String>>>;
+
+    /// Create or update a tag.
+    fn upsert<'a>(
+        &'a self,
+        tag: &'a str,
+        step: i64,
+        description: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<LeafAlloc>>;
+}
+
+impl SegmentSource for Store {
+    fn claim<'a>(&'a self, tag: &'a str, step: Option<i64>) -> BoxFuture<'a, Result<Claimed>> {
+        Box::pin(async move {
+            match step {
+                None => {
+                    let claim = self
+                        .claim_segment(tag)
+                        .await
+                        .map_err(|e| from_store(tag, e))?;
+                    Ok(Claimed {
+                        max_id: claim.max_id,
+                        step: claim.step,
+                        table_step: Some(claim.step),
+                    })
+                }
+                Some(step) => {
+                    let claim = self
+                        .claim_segment_with_step(tag, step)
+                        .await
+                        .map_err(|e| from_store(tag, e))?;
+                    // The claim is committed; learning the stored step is best effort (a failure
+                    // here must not throw away a segment we own).
+                    let table_step = self.get_tag(tag).await.ok().flatten().map(|row| row.step);
+                    Ok(Claimed {
+                        max_id: claim.max_id,
+                        step: claim.step,
+                        table_step,
+                    })
+                }
+            }
+        })
+    }
+
+    fn list_tags(&self) -> BoxFuture<'_, Result<Vec<String>>> {
+        Box::pin(async move { Ok(Store::list_tags(self).await?) })
+    }
+
+    fn upsert<'a>(
+        &'a self,
+        tag: &'a str,
+        step: i64,
+        description: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<LeafAlloc>> {
+        Box::pin(async move {
+            self.upsert_tag(tag, step, description)
+                .await
+                .map_err(|e| from_store(tag, e))
+        })
+    }
+}
+
+/// An in-process `leaf_alloc` for unit tests of the buffer logic (switching, prefetch, dynamic
+/// step). The database tests in `tests/` never use it.
+#[cfg(test)]
+pub(crate) mod memory {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use parking_lot::Mutex;
+    use tokio::sync::Semaphore;
+    use uidgen_store::{LeafAlloc, StoreError};
+
+    use super::{BoxFuture, Claimed, SegmentSource};
+    use crate::error::{Result, SegmentError};
+
+    /// Rows keyed by tag, plus switches to fail or stall claims.
+    #[derive(Debug, Default)]
+    pub(crate) struct MemorySource {
+        rows: Mutex<BTreeMap<String, (i64, i64)>>,
+        /// Every claim, in order: (tag, start, end).
+        pub(crate) claims: Mutex<Vec<(String, i64, i64)>>,
+        pub(crate) fail: AtomicBool,
+        pub(crate) claim_count: AtomicUsize,
+        /// When set, claims wait for a permit (tests release them one by one).
+        pub(crate) gate: Mutex<Option<Arc<Semaphore>>>,
+    }
+
+    impl MemorySource {
+        pub(crate) fn with_tag(tag: &str, step: i64) -> Arc<Self> {
+            let source = Arc::new(Self::default());
+            source.rows.lock().insert(tag.to_owned(), (1, step));
+            source
+        }
+
+        pub(crate) fn remove(&self, tag: &str) {
+            self.rows.lock().remove(tag);
+        }
+
+        pub(crate) fn upsert_direct(&self, tag: &str, step: i64) {
+            self.rows
+                .lock()
+                .entry(tag.to_owned())
+                .or_insert((1, step))
+                .1 = step;
+        }
+
+        /// Move `max_id` by hand, as a careless admin might.
+        pub(crate) fn set_max_id(&self, tag: &str, max_id: i64) {
+            if let Some(row) = self.rows.lock().get_mut(tag) {
+                row.0 = max_id;
+            }
+        }
+    }
+
+    fn outage() -> SegmentError {
+        SegmentError::Store(StoreError::InvalidInput("simulated outage".to_owned()))
+    }
+
+    impl SegmentSource for MemorySource {
+        fn claim<'a>(&'a self, tag: &'a str, step: Option<i64>) -> BoxFuture<'a, Result<Claimed>> {
+            Box::pin(async move {
+                let gate = self.gate.lock().clone();
+                if let Some(gate) = gate {
+                    gate.acquire().await.map_err(|_| outage())?.forget();
+                }
+                self.claim_count.fetch_add(1, Ordering::SeqCst);
+                if self.fail.load(Ordering::SeqCst) {
+                    return Err(outage());
+                }
+                let mut rows = self.rows.lock();
+                let row = rows
+                    .get_mut(tag)
+                    .ok_or_else(|| SegmentError::UnknownTag(tag.to_owned()))?;
+                let used = step.unwrap_or(row.1);
+                row.0 += used;
+                self.claims
+                    .lock()
+                    .push((tag.to_owned(), row.0 - used, row.0));
+                Ok(Claimed {
+                    max_id: row.0,
+                    step: used,
+                    table_step: Some(row.1),
+                })
+            })
+        }
+
+        fn list_tags(&self) -> BoxFuture<'_, Result<Vec<String>>> {
+            Box::pin(async move {
+                if self.fail.load(Ordering::SeqCst) {
+                    return Err(outage());
+                }
+                Ok(self.rows.lock().keys().cloned().collect())
+            })
+        }
+
+        fn upsert<'a>(
+            &'a self,
+            tag: &'a str,
+            step: i64,
+            description: Option<&'a str>,
+        ) -> BoxFuture<'a, Result<LeafAlloc>> {
+            Box::pin(async move {
+                let mut rows = self.rows.lock();
+                let row = rows.entry(tag.to_owned()).or_insert((1, step));
+                row.1 = step;
+                Ok(LeafAlloc {
+                    biz_tag: tag.to_owned(),
+                    max_id: row.0,
+                    step,
+                    description: description.map(str::to_owned),
+                    update_time_ms: None,
+                })
+            })
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! Monitoring snapshots: the facts Leaf's `/cache` page shows, as structs a service serialises.
+
+use serde::Serialize;
+
+/// One biz tag's buffer, as [`SegmentService::monitor`](crate::SegmentService::monitor) reports it.
+///
+/// ```
+/// use uidgen_segment::{SegmentState, TagState};
+/// let empty = SegmentState { value: 0, max: 0, step: 0, idle: 0 };
+/// let state = TagState {
+///     tag: "order".into(), init: false, next_ready: false, loading: false, pos: 0,
+///     step: 0, min_step: 1, segments: [empty.clone(), empty], last_error: None,
+/// };
+/// let json = serde_json::to_string(&state).unwrap();
+/// assert!(json.starts_with(r#"{"tag":"order","init":false,"next_ready":false"#));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TagState {
+    /// The biz tag (Leaf's `key`).
+    pub tag: String,
+    /// The first segment has been loaded (Leaf's `initOk`).
+    pub init: bool,
+    /// The other segment holds a fresh segment (Leaf's `nextReady`).
+    pub next_ready: bool,
+    /// A load is in flight (Leaf's `threadRunning`).
+    pub loading: bool,
+    /// Index of the current segment, 0 or 1 (Leaf's `pos`).
+    pub pos: usize,
+    /// The step of the latest segment, after dynamic sizing.
+    pub step: i64,
+    /// The step stored in the table, the floor of the dynamic step (Leaf's `minStep`).
+    pub min_step: i64,
+    /// Both segments, indexed as `pos` (Leaf's `segments`).
+    pub segments: [SegmentState; 2],
+    /// Why the last load failed, until a load succeeds.
+    pub last_error: Option<String>,
+}
+
+/// One segment of a [`TagState`]; all zero before the slot is first loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentState {
+    /// The next ID this segment would hand out (`max` once used up).
+    pub value: i64,
+    /// Exclusive end of the segment.
+    pub max: i64,
+    /// The segment's length.
+    pub step: i64,
+    /// IDs left (`max - value`).
+    pub idle: i64,
+}

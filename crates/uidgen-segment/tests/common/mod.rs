@@ -1,0 +1,143 @@
+//! Helpers shared by the database tests: fresh databases of every kind, a service over them, a
+//! cuttable TCP proxy to simulate an outage of a networked database.
+
+#![allow(clippy::unwrap_used, dead_code, unused_imports)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use uidgen_core::Clock;
+use uidgen_segment::{SegmentOptions, SegmentService};
+use uidgen_store::Store;
+pub use uidgen_store::testing::{TestDb, all_dbs};
+
+/// A new, migrated database of `kind` and its URL. An unreachable server fails the test with a
+/// message naming the service and its environment variable.
+pub async fn fresh(kind: TestDb) -> (Store, String) {
+    uidgen_store::testing::fresh_store(kind)
+        .await
+        .unwrap_or_else(|e| panic!("{kind:?} test database: {e}"))
+}
+
+/// A service over `store` with `options`.
+pub async fn service(
+    store: Store,
+    options: SegmentOptions,
+    clock: impl Clock + 'static,
+) -> Arc<SegmentService> {
+    SegmentService::start(store, options, clock).await.unwrap()
+}
+
+/// The stored `max_id` of `tag`.
+pub async fn max_id(store: &Store, tag: &str) -> i64 {
+    store.get_tag(tag).await.unwrap().unwrap().max_id
+}
+
+/// Poll until `done` holds, failing with `what` after `secs`.
+pub async fn eventually(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Assert that `ids` holds no duplicate (sorts it).
+pub fn assert_unique(ids: &mut [i64], context: &str) {
+    ids.sort_unstable();
+    if let Some(pair) = ids.windows(2).find(|w| w[0] == w[1]) {
+        panic!("{context}: duplicate ID {}", pair[0]);
+    }
+}
+
+/// `host:port` of a `scheme://user@host:port/db` URL.
+pub fn server_addr(url: &str) -> SocketAddr {
+    let rest = &url[url.find("://").unwrap() + 3..];
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    let host_port = rest.split(['/', '?']).next().unwrap();
+    let host_port = host_port.replace("localhost", "127.0.0.1");
+    host_port.parse().unwrap()
+}
+
+/// The same URL pointed at `addr`.
+pub fn with_addr(url: &str, addr: SocketAddr) -> String {
+    let (scheme, rest) = url.split_at(url.find("://").unwrap() + 3);
+    let (user, tail) = match rest.rsplit_once('@') {
+        Some((user, tail)) => (format!("{user}@"), tail),
+        None => (String::new(), rest),
+    };
+    let path_at = tail.find(['/', '?']).unwrap_or(tail.len());
+    format!("{scheme}{user}{addr}{}", &tail[path_at..])
+}
+
+/// A TCP proxy in front of a database server that a test can cut and restore: cutting closes
+/// every connection and refuses new ones, as a network partition would; the server itself keeps
+/// running for the other tests.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    cut: Arc<AtomicBool>,
+    generation: watch::Sender<u64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    pub async fn start(target: SocketAddr) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cut = Arc::new(AtomicBool::new(false));
+        let (generation, _) = watch::channel(0_u64);
+        let task = {
+            let cut = cut.clone();
+            let generation = generation.clone();
+            tokio::spawn(async move {
+                loop {
+                    let Ok((mut client, _)) = listener.accept().await else {
+                        return;
+                    };
+                    if cut.load(Ordering::SeqCst) {
+                        drop(client); // refused: closed at once
+                        continue;
+                    }
+                    let mut cancelled = generation.subscribe();
+                    tokio::spawn(async move {
+                        let Ok(mut server) = TcpStream::connect(target).await else {
+                            return;
+                        };
+                        tokio::select! {
+                            _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                            _ = cancelled.changed() => {}
+                        }
+                    });
+                }
+            })
+        };
+        Self {
+            addr,
+            cut,
+            generation,
+            task,
+        }
+    }
+
+    /// Close every connection through the proxy and refuse new ones.
+    pub fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    /// Let connections through again.
+    pub fn restore(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.generation.send_modify(|g| *g += 1);
+        self.task.abort();
+    }
+}

@@ -1,0 +1,121 @@
+//! Several service processes on one database and tag, and `kill -9`: the union of their IDs
+//! has no duplicate, their segments never overlap, and a successor never reissues an ID a killed
+//! process could have served. Runs on SQLite, MariaDB and PostgreSQL.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::HashSet;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{all_dbs, assert_unique, fresh, max_id, service};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use uidgen_core::SystemClock;
+use uidgen_segment::SegmentOptions;
+
+const WORKER: &str = env!("CARGO_BIN_EXE_uidgen-segment-worker");
+const STEP: i64 = 1_000;
+
+async fn run_worker(url: &str, tag: &str, count: u64) -> Vec<i64> {
+    let output = Command::new(WORKER)
+        .args([url, tag, &count.to_string()])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "worker failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| line.parse().unwrap())
+        .collect()
+}
+
+/// Segment index of an ID: the worker runs with a fixed step, so segment `k` is
+/// `[1 + k * STEP, 1 + (k + 1) * STEP)`.
+fn segments(ids: &[i64]) -> HashSet<i64> {
+    ids.iter().map(|id| (id - 1) / STEP).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_on_one_tag_share_no_id_and_no_segment() {
+    for db in all_dbs() {
+        let (store, url) = fresh(db).await;
+        store.upsert_tag("shared", STEP, None).await.unwrap();
+        let (a, b) = tokio::join!(
+            run_worker(&url, "shared", 150_000),
+            run_worker(&url, "shared", 150_000)
+        );
+        assert_eq!((a.len(), b.len()), (150_000, 150_000));
+        let (sa, sb) = (segments(&a), segments(&b));
+        assert!(
+            sa.is_disjoint(&sb),
+            "{db:?}: segments overlap: {:?}",
+            sa.intersection(&sb).collect::<Vec<_>>()
+        );
+        let mut union: Vec<i64> = a.into_iter().chain(b).collect();
+        assert_unique(&mut union, &format!("{db:?}"));
+        assert!(*union.last().unwrap() < max_id(&store, "shared").await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_kill_9_the_next_instance_never_reissues_what_the_dead_one_could_serve() {
+    for db in all_dbs() {
+        let (store, url) = fresh(db).await;
+        store.upsert_tag("crash", STEP, None).await.unwrap();
+        // A clean run first: a restart continues above it.
+        let first = run_worker(&url, "crash", 2_500).await;
+        let after_first = max_id(&store, "crash").await;
+
+        let mut child = Command::new(WORKER)
+            .args([url.as_str(), "crash", "forever"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut dead = Vec::new();
+        while dead.len() < 20_000 {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("worker ended early");
+            dead.push(line.parse::<i64>().unwrap());
+        }
+        child.start_kill().unwrap(); // SIGKILL: no shutdown, no flush
+        child.wait().await.unwrap();
+        while let Ok(Some(line)) = lines.next_line().await {
+            dead.push(line.parse().unwrap()); // what it printed before dying
+        }
+        // The server may still be finishing the dead connection's last statement.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Everything the dead process could serve lies below the committed max_id.
+        let fence = max_id(&store, "crash").await;
+        assert!(
+            dead.iter().all(|&id| id >= after_first && id < fence),
+            "{db:?}"
+        );
+
+        let options = SegmentOptions {
+            dynamic_step: false,
+            ..SegmentOptions::default()
+        };
+        let next = service(store.clone(), options, SystemClock).await;
+        let fresh_ids = next.get_batch_async("crash", 5_000).await.unwrap();
+        assert!(
+            fresh_ids.iter().all(|&id| id >= fence),
+            "{db:?}: the successor served an ID below the dead one's max_id {fence}"
+        );
+        let mut all: Vec<i64> = first.into_iter().chain(dead).chain(fresh_ids).collect();
+        assert_unique(&mut all, &format!("{db:?}"));
+    }
+}

@@ -1,0 +1,270 @@
+//! The segment service on SQLite, MariaDB and PostgreSQL: concurrency, restart, dynamic step,
+//! tags. Every test body runs against all three databases.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{all_dbs, assert_unique, fresh, max_id, service};
+use uidgen_core::{ManualClock, SystemClock};
+use uidgen_segment::{SegmentError, SegmentOptions};
+
+const MINUTE: u64 = 60_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_threads_take_a_million_ids_each_without_a_duplicate() {
+    for db in all_dbs() {
+        let (store, _) = fresh(db).await;
+        store.upsert_tag("busy", 500_000, None).await.unwrap();
+        let service = service(store.clone(), SegmentOptions::default(), SystemClock).await;
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let service = service.clone();
+                std::thread::spawn(move || {
+                    (0..1_000_000)
+                        .map(|_| service.get("busy").unwrap())
+                        .collect::<Vec<i64>>()
+                })
+            })
+            .collect();
+        let mut ids: Vec<i64> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        assert_eq!(ids.len(), 4_000_000);
+        assert_unique(&mut ids, &format!("{db:?}"));
+        // Only this service claimed: everything in [1, max_id) was claimed by it.
+        let claimed_end = max_id(&store, "busy").await;
+        assert!(ids[0] >= 1 && *ids.last().unwrap() < claimed_end, "{db:?}");
+        service.shutdown();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_service_continues_above_every_claimed_max_id() {
+    for db in all_dbs() {
+        let (store, _) = fresh(db).await;
+        store.upsert_tag("order", 1_000, None).await.unwrap();
+        let mut all = Vec::new();
+        let mut highest_claimed = 1;
+        for round in 0..3 {
+            let service = service(store.clone(), SegmentOptions::default(), SystemClock).await;
+            let ids = service.get_batch_async("order", 1_500).await.unwrap();
+            assert!(
+                ids[0] >= highest_claimed,
+                "{db:?} round {round}: {} below {highest_claimed}",
+                ids[0]
+            );
+            all.extend(ids);
+            service.shutdown();
+            drop(service);
+            tokio::time::sleep(Duration::from_millis(50)).await; // let a prefetch in flight land
+            highest_claimed = max_id(&store, "order").await;
+        }
+        assert_unique(&mut all, &format!("{db:?}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_spans_a_segment_switch_on_the_database() {
+    for db in all_dbs() {
+        let (store, _) = fresh(db).await;
+        store.upsert_tag("t", 10, None).await.unwrap();
+        let options = SegmentOptions {
+            dynamic_step: false,
+            ..SegmentOptions::default()
+        };
+        let service = service(store.clone(), options, SystemClock).await;
+        let ids = service.get_batch_async("t", 35).await.unwrap();
+        assert_eq!(ids, (1..36).collect::<Vec<_>>(), "{db:?}");
+        let error = service.get_batch("t", 10_001).unwrap_err();
+        assert!(matches!(error, SegmentError::InvalidCount { .. }), "{db:?}");
+    }
+}
+
+/// Take IDs until the next segment has been claimed, then use up the current one.
+async fn use_up_segment(service: &uidgen_segment::SegmentService, tag: &str) {
+    loop {
+        service.get_async(tag).await.unwrap();
+        let state = &service.monitor()[0];
+        if state.next_ready || state.loading {
+            break;
+        }
+    }
+    common::eventually("next segment", 10, || service.monitor()[0].next_ready).await;
+    let state = &service.monitor()[0];
+    for _ in 0..state.segments[state.pos].idle {
+        service.get_async(tag).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_step_doubles_keeps_and_halves_on_the_database() {
+    for db in all_dbs() {
+        let (store, _) = fresh(db).await;
+        store.upsert_tag("t", 100, None).await.unwrap();
+        let clock = ManualClock::new(1_700_000_000_000);
+        let service = service(store.clone(), SegmentOptions::default(), clock.clone()).await;
+        let mut claimed = vec![max_id(&store, "t").await];
+        let record = async |claimed: &mut Vec<i64>| {
+            claimed.push(max_id(&store, "t").await);
+        };
+        use_up_segment(&service, "t").await; // two claims at the table's step
+        record(&mut claimed).await;
+        clock.advance(5 * MINUTE);
+        use_up_segment(&service, "t").await; // lasted 5 min: double
+        record(&mut claimed).await;
+        clock.advance(20 * MINUTE);
+        use_up_segment(&service, "t").await; // 20 min: keep
+        record(&mut claimed).await;
+        clock.advance(45 * MINUTE);
+        use_up_segment(&service, "t").await; // 45 min: halve
+        record(&mut claimed).await;
+        clock.advance(45 * MINUTE);
+        use_up_segment(&service, "t").await; // never below the table's 100
+        record(&mut claimed).await;
+        let grown: Vec<i64> = claimed.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(grown, [200, 200, 200, 100, 100], "{db:?}");
+        assert_eq!(service.monitor()[0].step, 100, "{db:?}");
+        // An admin raising the stored step lifts the floor.
+        service.upsert_tag("t", 400, None).await.unwrap();
+        clock.advance(45 * MINUTE);
+        use_up_segment(&service, "t").await;
+        assert_eq!(max_id(&store, "t").await - claimed[5], 400, "{db:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_empty_long_and_hostile_tags_get_clear_errors_or_just_work() {
+    for db in all_dbs() {
+        let (store, _) = fresh(db).await;
+        let service = service(store.clone(), SegmentOptions::default(), SystemClock).await;
+
+        let error = service.get("no-such-tag").unwrap_err();
+        assert!(
+            matches!(error, SegmentError::UnknownTag(_)),
+            "{db:?}: {error}"
+        );
+        assert_eq!(error.code(), -2);
+
+        let error = service.get("").unwrap_err();
+        assert!(
+            matches!(error, SegmentError::InvalidTag { .. }),
+            "{db:?}: {error}"
+        );
+        let error = service.upsert_tag("", 10, None).await.unwrap_err();
+        assert!(
+            matches!(error, SegmentError::InvalidTag { .. }),
+            "{db:?}: {error}"
+        );
+
+        let long = "x".repeat(200);
+        let error = service.upsert_tag(&long, 10, None).await.unwrap_err();
+        assert!(
+            matches!(error, SegmentError::InvalidTag { .. }),
+            "{db:?}: {error}"
+        );
+        assert!(error.to_string().contains("128"), "{db:?}: {error}");
+        assert!(matches!(
+            service.get(&long),
+            Err(SegmentError::InvalidTag { .. })
+        ));
+        let longest = "y".repeat(128);
+        service.upsert_tag(&longest, 10, None).await.unwrap();
+        assert_eq!(service.get_async(&longest).await.unwrap(), 1, "{db:?}");
+
+        for hostile in [
+            "o'reilly",
+            "say \"hi\"",
+            "x'; DROP TABLE leaf_alloc; --",
+            "a%_\\b",
+            "tag`)--",
+            "ünïcödé 标签",
+        ] {
+            service
+                .upsert_tag(hostile, 5, Some("it's \"fine\""))
+                .await
+                .unwrap();
+            let ids = service.get_batch_async(hostile, 7).await.unwrap();
+            assert_eq!(ids, (1..8).collect::<Vec<_>>(), "{db:?}: {hostile}");
+            let row = store.get_tag(hostile).await.unwrap().unwrap();
+            assert_eq!(row.biz_tag, hostile, "{db:?}");
+        }
+        // The table survived, and `a%_\b` matched only itself.
+        assert_eq!(store.list_tags().await.unwrap().len(), 7, "{db:?}");
+        assert!(matches!(
+            service.get("a%"),
+            Err(SegmentError::UnknownTag(_))
+        ));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tag_sync_adds_new_tags_and_evicts_deleted_ones() {
+    for db in all_dbs() {
+        let (store, _) = fresh(db).await;
+        store.upsert_tag("kept", 10, None).await.unwrap();
+        store.upsert_tag("doomed", 10, None).await.unwrap();
+        let options = SegmentOptions {
+            sync_interval: Duration::from_millis(200),
+            ..SegmentOptions::default()
+        };
+        let service = service(store.clone(), options, SystemClock).await;
+        assert_eq!(service.tags(), ["doomed", "kept"], "{db:?}");
+        service.get_async("doomed").await.unwrap();
+        // Another admin (another process, say) changes the table.
+        store.delete_tag("doomed").await.unwrap();
+        store.upsert_tag("fresh", 10, None).await.unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while service.tags() != ["fresh", "kept"] {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{db:?}: {:?}",
+                service.tags()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(service.get_async("fresh").await.unwrap(), 1, "{db:?}");
+        assert_eq!(
+            service.get_async("doomed").await.unwrap_err().code(),
+            -2,
+            "{db:?}"
+        );
+        assert_eq!(service.get_async("kept").await.unwrap(), 1, "{db:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_shows_leafs_cache_page_and_serialises() {
+    for db in all_dbs() {
+        let (store, _) = fresh(db).await;
+        store.upsert_tag("m", 100, None).await.unwrap();
+        let options = SegmentOptions {
+            dynamic_step: false,
+            ..SegmentOptions::default()
+        };
+        let service = service(store, options, SystemClock).await;
+        let before = &service.monitor()[0];
+        assert!(!before.init && !before.next_ready, "{db:?}");
+        for _ in 0..20 {
+            service.get_async("m").await.unwrap();
+        }
+        common::eventually("prefetch", 10, || service.monitor()[0].next_ready).await;
+        let state = service.monitor().remove(0);
+        assert!(state.init);
+        let current = &state.segments[state.pos];
+        assert_eq!(
+            (current.value, current.max, current.step),
+            (21, 101, 100),
+            "{db:?}"
+        );
+        let next = &state.segments[1 - state.pos];
+        assert_eq!((next.value, next.max), (101, 201), "{db:?}");
+        let json = serde_json::to_value(&state).unwrap();
+        assert_eq!(json["segments"][state.pos]["max"], 101);
+        let _ = Arc::clone(&service);
+    }
+}
