@@ -1,0 +1,210 @@
+//! The `uidgen` subcommands other than `serve`: decode, make and bench (gen lives with the
+//! store wiring, since it takes a worker id from the store).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use uidgen_core::calendar::parse_epoch_ms;
+use uidgen_core::{Layout, UidParts};
+
+use crate::config::Config;
+
+/// Command line of the `uidgen` binary.
+#[derive(Debug, Parser)]
+#[command(
+    name = "uidgen",
+    version,
+    about = "Distributed unique 64-bit IDs: service and tools"
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP service.
+    Serve(ServeArgs),
+    /// Print new IDs (embedded: no server needed; the worker id comes from the store).
+    Gen(GenArgs),
+    /// Take IDs apart.
+    Decode(DecodeArgs),
+    /// Build an ID from its fields.
+    Make(MakeArgs),
+    /// Create or upgrade the store's tables.
+    Migrate(MigrateArgs),
+    /// Measure a running server or the embedded generator.
+    Bench(crate::bench::BenchArgs),
+}
+
+/// Options shared by commands that read the configuration.
+#[derive(Debug, Clone, Args)]
+pub struct ConfigArgs {
+    /// TOML configuration file; `UIDGEN_…` variables override it.
+    #[arg(long, short = 'c', env = "UIDGEN_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+impl ConfigArgs {
+    /// Load the configuration.
+    pub fn load(&self) -> anyhow::Result<Config> {
+        Ok(Config::load(self.config.as_deref())?)
+    }
+}
+
+/// Options that pick a layout, over the configured one.
+#[derive(Debug, Clone, Args)]
+pub struct LayoutArgs {
+    /// Layout preset: baidu, baidu_legacy, snowflake, leaf, vesta_max_peak,
+    /// vesta_min_granularity, sonyflake.
+    #[arg(long)]
+    pub layout: Option<String>,
+    /// Epoch for the baidu preset (`2026-01-01`, `2026-01-01+08:00`, or milliseconds).
+    #[arg(long)]
+    pub epoch: Option<String>,
+}
+
+impl LayoutArgs {
+    /// Apply the arguments to a configuration and build its layout.
+    pub fn apply(&self, config: &mut Config) -> anyhow::Result<Layout> {
+        if let Some(preset) = &self.layout {
+            config.layout.preset.clone_from(preset);
+            if self.epoch.is_none() {
+                config.layout.epoch = None;
+            }
+        }
+        if let Some(epoch) = &self.epoch {
+            config.layout.epoch = Some(epoch.clone());
+        }
+        Ok(config.build_layout()?)
+    }
+}
+
+/// `uidgen serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Configuration.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Listen address, over the configuration (`UIDGEN_LISTEN`).
+    #[arg(long)]
+    pub listen: Option<String>,
+}
+
+/// `uidgen gen`.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Configuration.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Layout.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// How many IDs.
+    #[arg(short = 'n', long, default_value_t = 1)]
+    pub count: usize,
+    /// Store URL to take a worker id from, over the configuration.
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Use this worker id instead of taking one from the store. You answer for its uniqueness.
+    #[arg(long)]
+    pub worker: Option<u64>,
+}
+
+/// `uidgen decode`.
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// Configuration (for its layout).
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Layout.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Print Baidu's parseUID JSON instead of a line of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The IDs.
+    #[arg(required = true, allow_hyphen_values = true)]
+    pub ids: Vec<String>,
+}
+
+/// `uidgen make`.
+#[derive(Debug, Args)]
+pub struct MakeArgs {
+    /// Configuration (for its layout).
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Layout.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Wall-clock time: ISO-8601 (`2026-03-01T12:00:00Z`) or milliseconds since 1970.
+    #[arg(long, conflicts_with = "units")]
+    pub time: Option<String>,
+    /// The raw time field (units since the layout's epoch).
+    #[arg(long)]
+    pub units: Option<u64>,
+    /// Worker (machine) id.
+    #[arg(long)]
+    pub worker: u64,
+    /// Sequence.
+    #[arg(long)]
+    pub seq: u64,
+}
+
+/// `uidgen migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Configuration.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Store URL, over the configuration.
+    #[arg(long)]
+    pub store: Option<String>,
+}
+
+/// `uidgen decode`: one line per ID (or JSON), failing on the first malformed one.
+pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
+    let mut config = args.config.load()?;
+    let layout = args.layout.apply(&mut config)?;
+    for text in &args.ids {
+        let d = layout.decode_str(text)?;
+        if args.json {
+            println!("{}", d.to_baidu_json());
+        } else {
+            println!(
+                "{} time={} worker={} sequence={} layout={}",
+                d.id,
+                d.timestamp_iso8601(),
+                d.parts.worker,
+                d.parts.sequence,
+                d.layout
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `uidgen make`: print the ID with the given fields.
+pub fn make(args: &MakeArgs) -> anyhow::Result<()> {
+    let mut config = args.config.load()?;
+    let layout = args.layout.apply(&mut config)?;
+    let time = match (&args.time, args.units) {
+        (Some(t), None) => {
+            let ms = parse_epoch_ms(t).with_context(|| format!("--time {t:?}"))?;
+            layout.time_at(ms)?
+        }
+        (None, Some(units)) => units,
+        _ => bail!("give --time (wall clock) or --units (raw time field)"),
+    };
+    let id = layout.compose(&UidParts {
+        time,
+        worker: args.worker,
+        sequence: args.seq,
+        ..layout.parts(0, 0, 0)
+    })?;
+    println!("{id}");
+    Ok(())
+}

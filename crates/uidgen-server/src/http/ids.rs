@@ -1,0 +1,268 @@
+//! ID routes: Leaf's snowflake route, Vesta's REST routes, and the JSON API.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use uidgen_core::calendar::{format_iso8601, parse_epoch_ms};
+use uidgen_core::{DecodedUid, FieldKind, Layout, UidParts};
+
+use super::{ApiError, AppState, TextError};
+
+type Params = Query<HashMap<String, String>>;
+
+/// A query parameter as an unsigned integer; `None` when absent.
+fn param_u64(params: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
+    let Some(raw) = params.get(name) else {
+        return Ok(None);
+    };
+    let raw = raw.trim();
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ApiError::bad_parameter(format!(
+            "`{name}` must be a non-negative integer, got {:?}",
+            truncate(raw)
+        )));
+    }
+    raw.parse()
+        .map(Some)
+        .map_err(|_| ApiError::bad_parameter(format!("`{name}` is larger than 64 bits")))
+}
+
+fn required_u64(params: &HashMap<String, String>, name: &str) -> Result<u64, ApiError> {
+    param_u64(params, name)?
+        .ok_or_else(|| ApiError::bad_parameter(format!("missing query parameter `{name}`")))
+}
+
+/// Echo at most 64 characters of client input in messages.
+fn truncate(s: &str) -> String {
+    s.chars().take(64).collect()
+}
+
+fn one_id(state: &AppState, route: &'static str) -> Result<u64, ApiError> {
+    let id = state.generator.next_id().map_err(ApiError::generation)?;
+    state.metrics.issued(route, 1);
+    Ok(id)
+}
+
+/// `GET /api/snowflake/get/{key}` (Leaf): one ID as a bare decimal. Leaf's snowflake mode
+/// ignores the key; so do we.
+pub async fn leaf_snowflake(
+    State(state): State<Arc<AppState>>,
+    Path(_key): Path<String>,
+) -> Result<String, TextError> {
+    Ok(one_id(&state, "/api/snowflake/get/{key}")?.to_string())
+}
+
+/// `GET /genid` (Vesta): one ID as a bare decimal.
+pub async fn vesta_genid(State(state): State<Arc<AppState>>) -> Result<String, ApiError> {
+    Ok(one_id(&state, "/genid")?.to_string())
+}
+
+/// Vesta's field names for an explained ID.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct VestaExplained {
+    gen_method: u64,
+    machine: u64,
+    seq: u64,
+    time: u64,
+    #[serde(rename = "type")]
+    kind: u64,
+    version: u64,
+    timestamp: String,
+}
+
+fn decode_text(layout: &Layout, text: &str) -> Result<DecodedUid, ApiError> {
+    layout.decode_str(text).map_err(ApiError::input)
+}
+
+/// `GET /expid?id=` (Vesta): the fields of an ID.
+pub async fn vesta_expid(
+    State(state): State<Arc<AppState>>,
+    Query(params): Params,
+) -> Result<Response, ApiError> {
+    let text = params
+        .get("id")
+        .ok_or_else(|| ApiError::bad_parameter("missing query parameter `id`"))?;
+    let d = decode_text(state.generator.layout(), text)?;
+    Ok(Json(VestaExplained {
+        gen_method: d.parts.method,
+        machine: d.parts.worker,
+        seq: d.parts.sequence,
+        time: d.parts.time,
+        kind: d.parts.kind,
+        version: d.parts.version,
+        timestamp: d.timestamp_iso8601(),
+    })
+    .into_response())
+}
+
+/// Build an ID from client-supplied parts, with range errors as 400.
+fn make_id(layout: &Layout, parts: &UidParts) -> Result<u64, ApiError> {
+    layout.compose(parts).map_err(ApiError::input)
+}
+
+/// `GET /makeid?time=&seq=&machine=[&genMethod=&type=&version=]` (Vesta): the ID with these
+/// fields, as a bare decimal. `time` is in the layout's units since its epoch, as `/expid`
+/// reports it.
+pub async fn vesta_makeid(
+    State(state): State<Arc<AppState>>,
+    Query(params): Params,
+) -> Result<String, ApiError> {
+    let layout = state.generator.layout();
+    let parts = UidParts {
+        time: required_u64(&params, "time")?,
+        sequence: required_u64(&params, "seq")?,
+        worker: required_u64(&params, "machine")?,
+        method: param_u64(&params, "genMethod")?.unwrap_or(0),
+        kind: param_u64(&params, "type")?.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
+        version: param_u64(&params, "version")?.unwrap_or(0),
+    };
+    Ok(make_id(layout, &parts)?.to_string())
+}
+
+/// `GET /transtime?time=` (Vesta): a time field value as readable UTC time.
+pub async fn vesta_transtime(
+    State(state): State<Arc<AppState>>,
+    Query(params): Params,
+) -> Result<String, ApiError> {
+    let layout = state.generator.layout();
+    let time = required_u64(&params, "time")?;
+    layout.check_time(time).map_err(ApiError::input)?;
+    Ok(format_iso8601(layout.millis_of(time)))
+}
+
+#[derive(Serialize)]
+/// `{"ids": [...]}`.
+pub struct IdBatch {
+    ids: Vec<u64>,
+}
+
+/// `GET /v1/ids?count=N`: a batch of IDs as JSON (`count` defaults to 1, capped by config).
+pub async fn batch(
+    State(state): State<Arc<AppState>>,
+    Query(params): Params,
+) -> Result<Json<IdBatch>, ApiError> {
+    let count = param_u64(&params, "count")?.unwrap_or(1);
+    let cap = state.batch_cap;
+    let n = usize::try_from(count)
+        .ok()
+        .filter(|&n| (1..=cap).contains(&n))
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_count",
+                format!("count {count} is out of range; ask for 1 to {cap} IDs"),
+            )
+        })?;
+    let ids = state.generator.next_ids(n).map_err(ApiError::generation)?;
+    state.metrics.issued("/v1/ids", count);
+    Ok(Json(IdBatch { ids }))
+}
+
+/// An ID taken apart, as the JSON API reports it.
+#[derive(Serialize)]
+pub struct Decoded {
+    id: u64,
+    layout: String,
+    timestamp: String,
+    timestamp_ms: u64,
+    time: u64,
+    worker: u64,
+    sequence: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u64>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<u64>,
+}
+
+fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
+    let has = |k| layout.bits(k) > 0;
+    Decoded {
+        id: d.id,
+        timestamp: d.timestamp_iso8601(),
+        timestamp_ms: d.timestamp_ms,
+        time: d.parts.time,
+        worker: d.parts.worker,
+        sequence: d.parts.sequence,
+        version: has(FieldKind::Version).then_some(d.parts.version),
+        kind: has(FieldKind::Type).then_some(d.parts.kind),
+        method: has(FieldKind::Method).then_some(d.parts.method),
+        layout: d.layout,
+    }
+}
+
+/// `GET /v1/ids/{id}`: decode an ID.
+pub async fn decode(
+    State(state): State<Arc<AppState>>,
+    Path(text): Path<String>,
+) -> Result<Json<Decoded>, ApiError> {
+    let layout = state.generator.layout();
+    Ok(Json(decoded(layout, decode_text(layout, &text)?)))
+}
+
+/// `POST /v1/ids/make` body: give either `time` (units since the epoch) or `timestamp`
+/// (ISO-8601 or milliseconds since the Unix epoch).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MakeRequest {
+    time: Option<u64>,
+    timestamp: Option<serde_json::Value>,
+    worker: u64,
+    sequence: u64,
+    #[serde(default)]
+    version: u64,
+    #[serde(rename = "type")]
+    kind: Option<u64>,
+    #[serde(default)]
+    method: u64,
+}
+
+/// `POST /v1/ids/make`: the ID with the given fields, and its decoded form.
+pub async fn make(
+    State(state): State<Arc<AppState>>,
+    body: Bytes,
+) -> Result<Json<Decoded>, ApiError> {
+    let layout = state.generator.layout();
+    let req: MakeRequest = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_parameter(format!("invalid JSON body: {e}")))?;
+    let time = match (req.time, req.timestamp) {
+        (Some(t), None) => t,
+        (None, Some(ts)) => {
+            let ms = match &ts {
+                serde_json::Value::Number(n) => n.as_u64(),
+                serde_json::Value::String(s) => parse_epoch_ms(s).ok(),
+                _ => None,
+            }
+            .ok_or_else(|| {
+                ApiError::bad_parameter(
+                    "`timestamp` must be ISO-8601 (\"2026-01-01T00:00:00Z\") or milliseconds",
+                )
+            })?;
+            layout.time_at(ms).map_err(ApiError::input)?
+        }
+        _ => {
+            return Err(ApiError::bad_parameter(
+                "give exactly one of `time` (units since the epoch) or `timestamp`",
+            ));
+        }
+    };
+    let parts = UidParts {
+        time,
+        worker: req.worker,
+        sequence: req.sequence,
+        version: req.version,
+        kind: req.kind.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
+        method: req.method,
+    };
+    let id = make_id(layout, &parts)?;
+    let d = layout.decode(id).map_err(ApiError::input)?;
+    Ok(Json(decoded(layout, d)))
+}

@@ -1,0 +1,140 @@
+//! The HTTP API: routing table, shared state, and the metrics layer.
+
+mod error;
+mod ids;
+mod ops;
+mod segments;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post, put};
+use uidgen_core::UidGenerator;
+
+pub use error::{ApiError, ErrorKind, TextError};
+pub use segments::segment_error;
+
+use crate::metrics::Metrics;
+
+/// A point-in-time view of the ring buffer, for metrics.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RingSnapshot {
+    /// Slots.
+    pub capacity: u64,
+    /// IDs ready to take.
+    pub available: u64,
+    /// Padding runs since start.
+    pub padding_runs: u64,
+    /// Time units ahead of the clock.
+    pub borrowed_units: u64,
+}
+
+/// A boxed future, for the readiness probe.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Checks that what the service depends on answers (the store); `Err` names what does not.
+pub type ReadinessCheck = Arc<dyn Fn() -> BoxFuture<Result<(), String>> + Send + Sync>;
+
+/// Everything a handler needs, shared as one `Arc`.
+pub struct AppState {
+    /// The generator behind `/v1/ids`, `/genid` and `/api/snowflake/get`.
+    pub generator: Arc<dyn UidGenerator>,
+    /// The worker id the generator stamps.
+    pub worker_id: u64,
+    /// Reads the ring buffer's state for metrics, when the generator has one.
+    pub ring: Option<Arc<dyn Fn() -> RingSnapshot + Send + Sync>>,
+    /// The most IDs one request may ask for.
+    pub batch_cap: usize,
+    /// Bearer token for admin routes; `None` disables them.
+    pub admin_token: Option<String>,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Readiness probe.
+    pub readiness: ReadinessCheck,
+    /// Leaf segment mode, when enabled.
+    pub segments: Option<Arc<uidgen_segment::SegmentService>>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("worker_id", &self.worker_id)
+            .field("layout", self.generator.layout())
+            .field("batch_cap", &self.batch_cap)
+            .field("admin", &self.admin_token.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State with no store behind it (always ready) and no ring: for the embedded CLI and tests.
+    pub fn embedded(generator: Arc<dyn UidGenerator>, worker_id: u64) -> Self {
+        Self {
+            generator,
+            worker_id,
+            ring: None,
+            batch_cap: 100_000,
+            admin_token: None,
+            metrics: Metrics::new(),
+            readiness: Arc::new(|| Box::pin(async { Ok(()) })),
+            segments: None,
+        }
+    }
+}
+
+/// Requests larger than this are refused (413): no route takes more than a small JSON body.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// The routing table.
+pub fn app(state: Arc<AppState>) -> Router {
+    Router::new()
+        // Leaf-compatible: bare decimal IDs as text/plain.
+        .route("/api/segment/get/{key}", get(segments::leaf_segment))
+        .route("/api/snowflake/get/{key}", get(ids::leaf_snowflake))
+        // Vesta-compatible.
+        .route("/genid", get(ids::vesta_genid))
+        .route("/expid", get(ids::vesta_expid))
+        .route("/makeid", get(ids::vesta_makeid))
+        .route("/transtime", get(ids::vesta_transtime))
+        // JSON API.
+        .route("/v1/ids", get(ids::batch))
+        .route("/v1/ids/make", post(ids::make))
+        .route("/v1/ids/{id}", get(ids::decode))
+        .route("/v1/segments", get(segments::monitor))
+        .route("/v1/segments/{tag}", get(segments::batch))
+        // Admin (bearer token).
+        .route("/v1/admin/segments/{tag}", put(segments::upsert_tag))
+        // Operations.
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .fallback(ops::not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// Record latency by route and count error responses by kind.
+async fn observe(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let start = Instant::now();
+    let response = next.run(request).await;
+    state
+        .metrics
+        .observe_latency(route, start.elapsed().as_secs_f64());
+    if let Some(ErrorKind(kind)) = response.extensions().get::<ErrorKind>() {
+        state.metrics.error(kind);
+    } else if !response.status().is_success() {
+        state.metrics.error(response.status().as_str());
+    }
+    response
+}

@@ -1,0 +1,59 @@
+//! The `uidgen` binary: `serve`, `gen`, `decode`, `make`, `migrate`, `bench`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use uidgen_server::cli::{Cli, Command};
+use uidgen_server::{bench, cli, serve};
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal; logs piped to files or tests stay plain.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    };
+    match cli.command {
+        Command::Serve(args) => {
+            init_tracing();
+            runtime()?.block_on(serve::serve(&args))
+        }
+        Command::Decode(args) => cli::decode(&args),
+        Command::Make(args) => cli::make(&args),
+        Command::Gen(args) => serve::gen_ids(&args),
+        Command::Migrate(args) => runtime()?.block_on(serve::migrate(&args)),
+        Command::Bench(args) => match &args.url {
+            Some(url) => {
+                let report = runtime()?.block_on(bench::run_http(&args, url))?;
+                println!("{report}");
+                Ok(())
+            }
+            None => {
+                let generator = serve::bench_generator(&args.config)?;
+                println!("{}", bench::run_embedded(&args, generator)?);
+                Ok(())
+            }
+        },
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line, with the chain of causes.
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! `uidgen serve`: configuration in, a listening service out, and a clean stop on SIGTERM/SIGINT.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tracing::info;
+use uidgen_core::{
+    CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, SnowflakeGenerator,
+    SystemClock, UidGenerator,
+};
+use uidgen_segment::{SegmentOptions, SegmentService};
+use uidgen_store::{
+    DisposableWorkerIdAssigner, GuardedGenerator, LeaseGuard, LeaseOptions, LeasedWorkerIdAssigner,
+    StaticWorkerIdAssigner, Store, WorkerAssignment, WorkerIdAssigner,
+};
+
+use crate::cli::{GenArgs, MigrateArgs, ServeArgs};
+use crate::config::{AssignerKind, Config, GeneratorKind, RingConfig};
+use crate::http::{AppState, RingSnapshot, app};
+
+/// A generator ready to serve, with a view of its ring buffer when it has one.
+pub struct BuiltGenerator {
+    /// The generator.
+    pub generator: Arc<dyn UidGenerator>,
+    /// Ring buffer view for metrics.
+    pub ring: Option<Arc<dyn Fn() -> RingSnapshot + Send + Sync>>,
+}
+
+/// Build the configured kind of generator for `worker_id`. With a `lease`, the generator refuses
+/// to issue once the lease is lost, and the lease's heartbeat records how far it has issued.
+pub fn build_generator(
+    config: &Config,
+    layout: Layout,
+    worker_id: u64,
+    lease: Option<LeaseGuard>,
+) -> anyhow::Result<BuiltGenerator> {
+    fn guard<G: UidGenerator + 'static>(
+        generator: G,
+        lease: Option<LeaseGuard>,
+    ) -> Arc<GuardedGenerator<G>> {
+        let guarded = Arc::new(GuardedGenerator::new(generator, lease.clone()));
+        if let Some(lease) = &lease {
+            lease.track(&guarded);
+        }
+        guarded
+    }
+    Ok(match config.generator.kind {
+        GeneratorKind::Default => BuiltGenerator {
+            generator: guard(
+                DefaultUidGenerator::new(layout, worker_id, SystemClock)?,
+                lease,
+            ),
+            ring: None,
+        },
+        GeneratorKind::Snowflake => BuiltGenerator {
+            generator: guard(
+                SnowflakeGenerator::new(layout, worker_id, SystemClock)?
+                    .random_sequence_start(config.generator.random_sequence_start),
+                lease,
+            ),
+            ring: None,
+        },
+        GeneratorKind::Cached => {
+            let cached = guard(
+                CachedUidGenerator::new(
+                    layout,
+                    worker_id,
+                    SystemClock,
+                    cached_options(&config.ring),
+                )?,
+                lease,
+            );
+            let view = Arc::clone(&cached);
+            BuiltGenerator {
+                generator: cached,
+                ring: Some(Arc::new(move || RingSnapshot {
+                    capacity: view.ring().buffer_size() as u64,
+                    available: view.ring().len() as u64,
+                    padding_runs: view.padding_runs(),
+                    borrowed_units: view.borrowed_units(),
+                })),
+            }
+        }
+    })
+}
+
+/// Open the configured store (creating a SQLite file if needed) and apply its migrations.
+pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
+    Store::connect(&config.store).await.with_context(|| {
+        format!(
+            "cannot open the store `store = {:?}`",
+            redacted(&config.store)
+        )
+    })
+}
+
+fn redacted(url: &str) -> String {
+    uidgen_store::redact_url(url)
+}
+
+/// The configured worker-id assigner.
+pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn WorkerIdAssigner>> {
+    Ok(match config.worker.assigner {
+        AssignerKind::Disposable => Arc::new(DisposableWorkerIdAssigner::new(store.clone())),
+        AssignerKind::Static => {
+            Arc::new(StaticWorkerIdAssigner::new(config.worker.id.context(
+                "invalid config key `worker.id`: the static assigner needs a worker id",
+            )?))
+        }
+        AssignerKind::Leased => {
+            let ttl = Duration::from_secs(config.worker.lease_ttl_secs);
+            Arc::new(LeasedWorkerIdAssigner::new(
+                store.clone(),
+                SystemClock,
+                LeaseOptions {
+                    ttl,
+                    // Three heartbeats per lease: one lost renewal does not lose the lease.
+                    heartbeat_interval: Some(ttl / 3),
+                    cache_path: config.worker.cache_file.clone(),
+                    ..LeaseOptions::default()
+                },
+            ))
+        }
+    })
+}
+
+/// Obtain a worker id and build the configured generator with it.
+pub async fn assign_and_build(
+    config: &Config,
+    layout: Layout,
+    store: &Store,
+) -> anyhow::Result<(BuiltGenerator, WorkerAssignment)> {
+    let assigner = assigner(config, store)?;
+    let assignment = assigner
+        .assign(&layout)
+        .await
+        .context("cannot obtain a worker id")?;
+    match build_generator(
+        config,
+        layout,
+        assignment.worker_id,
+        assignment.lease.clone(),
+    ) {
+        Ok(built) => Ok((built, assignment)),
+        Err(error) => {
+            if let Some(lease) = &assignment.lease {
+                // Hand the id back at once rather than leaving it held until the lease expires.
+                let _ = lease.release().await;
+            }
+            Err(error)
+        }
+    }
+}
+
+/// The ring options a service runs with: the configured sizes, and a reject-take policy that
+/// waits for padding (up to a second) rather than failing a request the next refill would serve.
+pub fn cached_options(ring: &RingConfig) -> CachedOptions {
+    CachedOptions {
+        boost_power: ring.boost_power,
+        padding_factor: ring.padding_factor,
+        schedule_interval: (ring.schedule_interval_secs > 0)
+            .then(|| Duration::from_secs(ring.schedule_interval_secs)),
+        max_borrow_units: ring.max_borrow_seconds,
+        ..CachedOptions::waiting(Duration::from_secs(1))
+    }
+}
+
+/// `uidgen gen`: print IDs from an embedded generator. The worker id comes from the store (a
+/// fresh disposable id by default), unless `--worker` names one.
+pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
+    let mut config = args.config.load()?;
+    let layout = args.layout.apply(&mut config)?;
+    uidgen_core::check_count(args.count)?;
+    if let Some(store) = &args.store {
+        config.store.clone_from(store);
+    }
+    let built = match args.worker {
+        Some(worker_id) => build_generator(&config, layout, worker_id, None)?,
+        None => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async {
+                let store = open_store(&config).await?;
+                let (built, assignment) = assign_and_build(&config, layout, &store).await?;
+                let ids = built.generator.next_ids(args.count)?;
+                if let Some(lease) = &assignment.lease {
+                    lease.release().await?;
+                }
+                print_ids(&ids)?;
+                anyhow::Ok(())
+            })?;
+            return Ok(());
+        }
+    };
+    print_ids(&built.generator.next_ids(args.count)?)
+}
+
+fn print_ids(ids: &[u64]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for id in ids {
+        writeln!(out, "{id}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `uidgen migrate`: create or upgrade the store's tables, then report the dialect.
+pub async fn migrate(args: &MigrateArgs) -> anyhow::Result<()> {
+    let mut config = args.config.load()?;
+    if let Some(store) = &args.store {
+        config.store.clone_from(store);
+    }
+    let store = open_store(&config).await?;
+    println!(
+        "migrated {} ({})",
+        store.redacted_url(),
+        store.dialect().name()
+    );
+    store.close().await;
+    Ok(())
+}
+
+/// The generator `uidgen bench` measures in process: the configured kind and layout, worker 0
+/// (the IDs are counted and thrown away, so no worker id needs to be reserved).
+pub fn bench_generator(
+    config_args: &crate::cli::ConfigArgs,
+) -> anyhow::Result<Arc<dyn UidGenerator>> {
+    let config = config_args.load()?;
+    let layout = config.build_layout()?;
+    Ok(build_generator(&config, layout, 0, None)?.generator)
+}
+
+/// Resolve when SIGINT (Ctrl-C) or SIGTERM arrives.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => info!("SIGINT received; finishing in-flight requests"),
+        () = terminate => info!("SIGTERM received; finishing in-flight requests"),
+    }
+}
+
+/// Start Leaf segment mode when enabled, creating the sample tag (Leaf's README example) if the
+/// table does not have it yet; an existing tag is left as its owner set it.
+pub async fn start_segments(
+    config: &Config,
+    store: &Store,
+) -> anyhow::Result<Option<Arc<SegmentService>>> {
+    if !config.segment.enabled {
+        return Ok(None);
+    }
+    let options = SegmentOptions {
+        sync_interval: Duration::from_secs(config.segment.sync_interval_secs),
+        max_batch: config.batch_cap,
+        ..SegmentOptions::default()
+    };
+    let service = SegmentService::start(store.clone(), options, SystemClock)
+        .await
+        .context("cannot start segment mode")?;
+    let sample = &config.segment.sample_tag;
+    if !sample.is_empty() && store.get_tag(sample).await?.is_none() {
+        let step = i64::try_from(config.segment.sample_step)
+            .context("invalid config key `segment.sample_step`: too large")?;
+        service
+            .upsert_tag(sample, step, Some("sample tag created by uidgen serve"))
+            .await
+            .with_context(|| format!("cannot create the sample tag `{sample}`"))?;
+        info!(tag = %sample, step, "created the sample segment tag");
+    }
+    Ok(Some(service))
+}
+
+/// Run the service until a shutdown signal.
+pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    let mut config = args.config.load()?;
+    if let Some(listen) = &args.listen {
+        config.listen.clone_from(listen);
+    }
+    let addr = config.listen_addr()?;
+    let layout = config.build_layout()?;
+    let store = open_store(&config).await?;
+    let (built, assignment) = assign_and_build(&config, layout.clone(), &store).await?;
+    let worker_id = assignment.worker_id;
+    // Kept past the server's end: the lease release records how far this generator issued.
+    let generator = Arc::clone(&built.generator);
+
+    let mut state = AppState::embedded(built.generator, worker_id);
+    state.ring = built.ring;
+    state.batch_cap = config.batch_cap;
+    state.admin_token.clone_from(&config.admin_token);
+    let probe = store.clone();
+    let lease = assignment.lease.clone();
+    state.readiness = Arc::new(move || {
+        let probe = probe.clone();
+        let lease = lease.clone();
+        Box::pin(async move {
+            if let Some(lease) = &lease {
+                lease.check().map_err(|e| e.to_string())?;
+            }
+            probe.ping().await.map_err(|e| e.to_string())
+        })
+    });
+
+    state.segments = start_segments(&config, &store).await?;
+
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr()?;
+    info!(
+        listen = %local,
+        segments = state.segments.as_ref().map_or(0, |s| s.tags().len()),
+        store = store.redacted_url(),
+        layout = layout.name(),
+        epoch_ms = layout.epoch_ms(),
+        generator = ?config.generator.kind,
+        assigner = ?assignment.kind,
+        worker_id,
+        "uidgen serving"
+    );
+    let segments = state.segments.clone();
+    axum::serve(listener, app(Arc::new(state)))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    if let Some(segments) = &segments {
+        segments.shutdown();
+    }
+    if let Some(lease) = &assignment.lease {
+        // Release only after in-flight requests finished: the lease records how far we issued.
+        if let Some(until) = generator.issued_until_ms() {
+            lease.record_issued_until(until);
+        }
+        match lease.release().await {
+            Ok(()) => info!(worker_id, "released the worker id lease"),
+            Err(error) => {
+                tracing::warn!(worker_id, %error, "could not release the lease; it will expire")
+            }
+        }
+    }
+    store.close().await;
+    info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,132 @@
+//! Runs the real `uidgen` binary for end-to-end tests.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The binary under test.
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_uidgen")
+}
+
+/// Run `uidgen <args>` to completion: (exit status, stdout, stderr).
+pub fn run(args: &[&str], envs: &[(&str, &str)]) -> (ExitStatus, String, String) {
+    let out = Command::new(binary())
+        .args(args)
+        .envs(envs.iter().copied())
+        .env("NO_COLOR", "1")
+        .env_remove("UIDGEN_CONFIG")
+        .output()
+        .expect("run uidgen");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A `uidgen serve` process on an ephemeral port; killed when dropped.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Start `uidgen serve --listen 127.0.0.1:0 <args>` and wait for its "uidgen serving" line.
+    pub fn start(args: &[&str], envs: &[(&str, &str)]) -> Server {
+        let mut child = Command::new(binary())
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .envs(envs.iter().copied())
+            .env("NO_COLOR", "1")
+            .env_remove("UIDGEN_CONFIG")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn uidgen serve");
+        let stderr = child.stderr.take().expect("stderr piped");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                {
+                    // Logged before announced, so `log()` after `start` holds the line.
+                    let mut log = sink.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+                if line.contains("uidgen serving")
+                    && let Some(addr) = line
+                        .split_whitespace()
+                        .find_map(|w| w.strip_prefix("listen="))
+                {
+                    let _ = tx.send(addr.to_owned());
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(addr) => Server {
+                child,
+                base: format!("http://{addr}"),
+                log,
+            },
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                std::thread::sleep(Duration::from_millis(100));
+                panic!(
+                    "uidgen serve did not start within 60 s; its log:\n{}",
+                    log.lock().unwrap()
+                );
+            }
+        }
+    }
+
+    /// What the server logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// `url` under this server.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Send SIGTERM and wait for the process to exit: (status, full log).
+    pub fn terminate(mut self) -> (ExitStatus, String) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM {pid} failed");
+        let status = self.child.wait().expect("wait for uidgen");
+        // Let the reader thread drain the last lines.
+        std::thread::sleep(Duration::from_millis(200));
+        (status, self.log())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sorted copy with a duplicate check, naming the first duplicate.
+pub fn assert_unique(mut ids: Vec<u64>) -> Vec<u64> {
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        panic!("duplicate ID {}", w[0]);
+    }
+    ids
+}
