@@ -136,8 +136,13 @@ pub fn parse_epoch_ms(input: &str) -> Result<u64> {
             .parse()
             .map_err(|_| bad(input, "milliseconds out of range"));
     }
+    // The date is ten ASCII bytes; checking the boundary first keeps a multi-byte character
+    // near the start (user input, "2016-05-2€") an error rather than a panic in `split_at`.
     if s.len() < 10 {
         return Err(bad(input, "too short for a date"));
+    }
+    if !s.is_char_boundary(10) || !s.as_bytes()[..10].is_ascii() {
+        return Err(bad(input, "date must be YYYY-MM-DD"));
     }
     let (date, rest) = s.split_at(10);
     let b = date.as_bytes();
@@ -234,6 +239,8 @@ mod tests {
             ("2016-5-20", "too short for a date"),
             ("2023-02-29", "no such calendar date"),
             ("2016/05/20", "date must be YYYY-MM-DD"),
+            ("2016-05-2€", "date must be YYYY-MM-DD"),
+            ("2016-05-€0", "date must be YYYY-MM-DD"),
             ("2016-05-20T25:00", "time of day out of range"),
             ("2016-05-20+0800", "offset must be ±HH:MM"),
             ("1969-12-31", "before 1970-01-01T00:00:00Z"),

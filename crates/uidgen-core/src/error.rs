@@ -18,8 +18,8 @@ pub enum UidError {
     /// The field widths of a layout do not add up to 64 bits.
     #[error("layout bits must sum to 64, but the fields sum to {total}")]
     BitsDoNotSumTo64 {
-        /// The sum of all field widths.
-        total: u32,
+        /// The sum of all field widths (u64: no sum of u32 widths can wrap it).
+        total: u64,
     },
     /// A layout field that must have at least one bit has none, or a field is wider than allowed.
     #[error("layout field `{field}` has invalid width {bits}: {reason}")]

@@ -101,7 +101,8 @@ impl Layout {
         if epoch_ms > now_ms {
             return Err(UidError::EpochInFuture { epoch_ms, now_ms });
         }
-        let total: u32 = fields.iter().map(|&(_, bits)| bits).sum();
+        // Summed as u64 so that huge widths (from a config file) cannot wrap to 64 and pass.
+        let total: u64 = fields.iter().map(|&(_, bits)| u64::from(bits)).sum();
         if total != 64 {
             return Err(UidError::BitsDoNotSumTo64 { total });
         }
@@ -412,6 +413,11 @@ mod tests {
         assert_eq!(
             err(&[(Sign, 1), (Time, 28), (Worker, 22), (Sequence, 12)]),
             "layout bits must sum to 64, but the fields sum to 63"
+        );
+        // u32 widths that would wrap to 64 in a u32 sum must not pass as a valid layout.
+        assert_eq!(
+            err(&[(Sign, 1), (Time, u32::MAX), (Worker, 32), (Sequence, 32)]),
+            "layout bits must sum to 64, but the fields sum to 4294967360"
         );
         assert_eq!(
             err(&[(Sign, 1), (Time, 0), (Worker, 50), (Sequence, 13)]),
