@@ -24,20 +24,40 @@ apt_install() {
 }
 
 ensure_postgres() {
-  port_open 5432 && return 0
-  log "starting PostgreSQL"
-  command -v pg_ctlcluster >/dev/null || apt_install postgresql
-  local version; version=$(ls /etc/postgresql | head -n1)
-  pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
-  wait_port PostgreSQL 5432
+  if ! port_open 5432; then
+    log "starting PostgreSQL"
+    command -v pg_ctlcluster >/dev/null || apt_install postgresql
+    local version; version=$(ls /etc/postgresql | head -n1)
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+    wait_port PostgreSQL 5432
+  fi
+  # The tests log in over TCP as `postgres` without a password and create their own databases
+  # next to `test`; a stock Debian cluster asks for a password on 127.0.0.1, so open it up when
+  # we are the machine's root and it is not so already (a developer's own server is left alone).
+  if ! psql -h 127.0.0.1 -U postgres -d postgres -Atc 'select 1' >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    local hba; hba=$(ls /etc/postgresql/*/main/pg_hba.conf | head -n1)
+    sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust' "$hba"
+    su postgres -c "psql -Atc 'select pg_reload_conf()'" >/dev/null
+  fi
+  if ! psql -h 127.0.0.1 -U postgres -d postgres -Atc "select 1 from pg_database where datname = 'test'" 2>/dev/null | grep -q 1; then
+    psql -h 127.0.0.1 -U postgres -d postgres -c 'create database test' >/dev/null
+  fi
 }
 
 ensure_mariadb() {
-  port_open 3306 && return 0
-  log "starting MariaDB"
-  command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || apt_install mariadb-server
-  start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
-  wait_port MariaDB 3306
+  if ! port_open 3306; then
+    log "starting MariaDB"
+    command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || apt_install mariadb-server
+    # The socket directory is made by the service unit, which does not run here.
+    install -d -o mysql -g mysql /run/mysqld
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+    wait_port MariaDB 3306
+  fi
+  # Tests log in over TCP as root with an empty password (Debian's root uses the unix socket).
+  if ! mariadb -h 127.0.0.1 -uroot -e 'select 1' >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    mariadb -uroot -e "ALTER USER root@localhost IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD('')"
+  fi
+  mariadb -h 127.0.0.1 -uroot -e 'create database if not exists test'
 }
 
 ensure_redis() {
