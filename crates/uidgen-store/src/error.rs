@@ -148,6 +148,19 @@ pub enum StoreError {
     #[error("unknown biz tag `{0}`: no leaf_alloc row; create it first")]
     UnknownTag(String),
 
+    /// A Leaf biz tag whose next segment would pass `i64::MAX`; the row is left unchanged.
+    #[error(
+        "biz tag `{tag}` is exhausted: max_id {max_id} plus step {step} would pass the largest 64-bit ID; no segment can be claimed (use a new tag)"
+    )]
+    TagExhausted {
+        /// The tag.
+        tag: String,
+        /// The stored `max_id`.
+        max_id: i64,
+        /// The step the claim asked for.
+        step: i64,
+    },
+
     /// An argument was rejected before reaching the database.
     #[error("invalid input: {0}")]
     InvalidInput(String),

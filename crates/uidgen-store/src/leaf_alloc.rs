@@ -4,8 +4,6 @@
 //! Every value reaches the database as a bind parameter, never spliced into SQL text, so a tag
 //! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
 
-use sqlx::Row;
-
 use crate::error::{Result, StoreError};
 use crate::store::{DbPool, Sql, Store, with_pool};
 use crate::url::Dialect;
@@ -36,7 +34,7 @@ pub struct LeafAlloc {
 /// A claimed segment: the caller owns `[max_id - step, max_id)`.
 ///
 /// ```
-/// let claim = uidgen_store::SegmentClaim { max_id: 2001, step: 1000 };
+/// let claim = uidgen_store::SegmentClaim { max_id: 2001, step: 1000, stored_step: 1000 };
 /// assert_eq!(claim.range(), 1001..2001);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +43,9 @@ pub struct SegmentClaim {
     pub max_id: i64,
     /// The step the claim used (the segment's length).
     pub step: i64,
+    /// The step stored in the row, read in the claim's own statement (a dynamic step never
+    /// goes below it), so callers need no second round trip to learn it.
+    pub stored_step: i64,
 }
 
 impl SegmentClaim {
@@ -54,28 +55,41 @@ impl SegmentClaim {
     }
 }
 
+// The claims refuse to move `max_id` past i64::MAX (`max_id <= i64::MAX - step`, evaluated
+// before the SET): on MySQL the addition would fail with an out-of-range error, on PostgreSQL
+// with an overflow, and on SQLite it would silently turn `max_id` into a float. A row the guard
+// refuses is reported as exhausted, not unknown (see `no_claim`). Steps are at least 1, so the
+// subtraction itself cannot overflow.
 const CLAIM: Sql = Sql {
     sqlite: "UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
-             WHERE biz_tag = ?1 RETURNING max_id, step",
+             WHERE biz_tag = ?1 AND max_id <= 9223372036854775807 - step
+             RETURNING max_id, step, step",
     mysql: "UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
-            WHERE biz_tag = ?",
+            WHERE biz_tag = ? AND max_id <= 9223372036854775807 - step",
     postgres: "UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
-               WHERE biz_tag = $1 RETURNING max_id, CAST(step AS BIGINT) AS step",
+               WHERE biz_tag = $1 AND max_id <= 9223372036854775807 - step
+               RETURNING max_id, CAST(step AS BIGINT) AS step, CAST(step AS BIGINT) AS stored_step",
 };
 
 const CLAIM_WITH_STEP: Sql = Sql {
     sqlite: "UPDATE leaf_alloc SET max_id = max_id + ?2, update_time = CURRENT_TIMESTAMP
-             WHERE biz_tag = ?1 RETURNING max_id, ?2",
+             WHERE biz_tag = ?1 AND max_id <= 9223372036854775807 - ?2
+             RETURNING max_id, ?2, step",
     mysql: "UPDATE leaf_alloc SET max_id = max_id + ?, update_time = CURRENT_TIMESTAMP
-            WHERE biz_tag = ?",
+            WHERE biz_tag = ? AND max_id <= 9223372036854775807 - ?",
     postgres: "UPDATE leaf_alloc SET max_id = max_id + $2, update_time = CURRENT_TIMESTAMP
-               WHERE biz_tag = $1 RETURNING max_id, CAST($2 AS BIGINT) AS step",
+               WHERE biz_tag = $1 AND max_id <= 9223372036854775807 - $2
+               RETURNING max_id, CAST($2 AS BIGINT) AS step, CAST(step AS BIGINT) AS stored_step",
 };
 
-/// MySQL has no `RETURNING` on UPDATE: read the row back in the same transaction, where the
-/// UPDATE's row lock keeps it ours.
-const READ_CLAIMED_MYSQL: &str =
-    "SELECT max_id, CAST(step AS SIGNED) AS step FROM leaf_alloc WHERE biz_tag = ?";
+/// The row as it stands: read back after a MySQL claim (no `RETURNING` on UPDATE there; the
+/// UPDATE's row lock keeps it ours), and after a claim that updated nothing, to tell an unknown
+/// tag from an exhausted one.
+const READ_CLAIM_ROW: Sql = Sql {
+    sqlite: "SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?1",
+    mysql: "SELECT max_id, CAST(step AS SIGNED) AS step FROM leaf_alloc WHERE biz_tag = ?",
+    postgres: "SELECT max_id, CAST(step AS BIGINT) AS step FROM leaf_alloc WHERE biz_tag = $1",
+};
 
 const LIST_TAGS: Sql = Sql::same("SELECT biz_tag FROM leaf_alloc ORDER BY biz_tag");
 
@@ -156,7 +170,8 @@ impl Store {
     /// Claim the next segment of `biz_tag` with its stored step: `max_id += step` and the new
     /// row read back, in one transaction. The caller owns `[max_id - step, max_id)`.
     ///
-    /// An unknown tag is [`StoreError::UnknownTag`].
+    /// An unknown tag is [`StoreError::UnknownTag`]; a tag whose next segment would pass
+    /// `i64::MAX` is [`StoreError::TagExhausted`] (the row is left unchanged).
     ///
     /// ```no_run
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
@@ -171,7 +186,8 @@ impl Store {
     }
 
     /// Claim a segment of `step` IDs instead of the stored step (Leaf's dynamic step); the
-    /// stored step is unchanged. Returns the step used.
+    /// stored step is unchanged. Returns the step used and, from the same statement, the stored
+    /// step. Errors as [`claim_segment`](Self::claim_segment).
     pub async fn claim_segment_with_step(&self, biz_tag: &str, step: i64) -> Result<SegmentClaim> {
         validate_step(step)?;
         self.claim(biz_tag, Some(step)).await
@@ -181,7 +197,9 @@ impl Store {
         let dialect = self.dialect();
         let action = "claiming a segment";
         let begin = begin_statement(dialect);
-        let claimed: Option<(i64, i64)> = match &self.pool {
+        // `Err(row)`: nothing was updated; `row` is the row as it stands, if any. Every early
+        // return drops the transaction, which rolls it back.
+        let claimed: std::result::Result<(i64, i64, i64), Option<(i64, i64)>> = match &self.pool {
             DbPool::MySql(pool) => {
                 let mut tx = pool
                     .begin_with(begin)
@@ -189,23 +207,25 @@ impl Store {
                     .map_err(|e| self.err(action, e))?;
                 let updated = match step {
                     None => sqlx::query(CLAIM.mysql).bind(biz_tag),
-                    Some(step) => sqlx::query(CLAIM_WITH_STEP.mysql).bind(step).bind(biz_tag),
+                    Some(step) => sqlx::query(CLAIM_WITH_STEP.mysql)
+                        .bind(step)
+                        .bind(biz_tag)
+                        .bind(step),
                 }
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| self.err(action, e))?;
-                if updated.rows_affected() == 0 {
-                    None
-                } else {
-                    let row = sqlx::query(READ_CLAIMED_MYSQL)
-                        .bind(biz_tag)
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(|e| self.err(action, e))?;
-                    let max_id: i64 = row.try_get("max_id").map_err(|e| self.err(action, e))?;
-                    let stored: i64 = row.try_get("step").map_err(|e| self.err(action, e))?;
-                    tx.commit().await.map_err(|e| self.err(action, e))?;
-                    Some((max_id, step.unwrap_or(stored)))
+                let row: Option<(i64, i64)> = sqlx::query_as(READ_CLAIM_ROW.mysql)
+                    .bind(biz_tag)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                match row {
+                    Some((max_id, stored)) if updated.rows_affected() > 0 => {
+                        tx.commit().await.map_err(|e| self.err(action, e))?;
+                        Ok((max_id, step.unwrap_or(stored), stored))
+                    }
+                    row => Err(row),
                 }
             }
             DbPool::Sqlite(pool) => {
@@ -213,7 +233,7 @@ impl Store {
                     .begin_with(begin)
                     .await
                     .map_err(|e| self.err(action, e))?;
-                let row: Option<(i64, i64)> = match step {
+                let row: Option<(i64, i64, i64)> = match step {
                     None => sqlx::query_as(CLAIM.sqlite).bind(biz_tag),
                     Some(step) => sqlx::query_as(CLAIM_WITH_STEP.sqlite)
                         .bind(biz_tag)
@@ -222,15 +242,24 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(|e| self.err(action, e))?;
-                tx.commit().await.map_err(|e| self.err(action, e))?;
-                row
+                match row {
+                    Some(row) => {
+                        tx.commit().await.map_err(|e| self.err(action, e))?;
+                        Ok(row)
+                    }
+                    None => Err(sqlx::query_as(READ_CLAIM_ROW.sqlite)
+                        .bind(biz_tag)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?),
+                }
             }
             DbPool::Postgres(pool) => {
                 let mut tx = pool
                     .begin_with(begin)
                     .await
                     .map_err(|e| self.err(action, e))?;
-                let row: Option<(i64, i64)> = match step {
+                let row: Option<(i64, i64, i64)> = match step {
                     None => sqlx::query_as(CLAIM.postgres).bind(biz_tag),
                     Some(step) => sqlx::query_as(CLAIM_WITH_STEP.postgres)
                         .bind(biz_tag)
@@ -239,12 +268,32 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(|e| self.err(action, e))?;
-                tx.commit().await.map_err(|e| self.err(action, e))?;
-                row
+                match row {
+                    Some(row) => {
+                        tx.commit().await.map_err(|e| self.err(action, e))?;
+                        Ok(row)
+                    }
+                    None => Err(sqlx::query_as(READ_CLAIM_ROW.postgres)
+                        .bind(biz_tag)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?),
+                }
             }
         };
-        let (max_id, step) = claimed.ok_or_else(|| StoreError::UnknownTag(biz_tag.to_owned()))?;
-        Ok(SegmentClaim { max_id, step })
+        match claimed {
+            Ok((max_id, step, stored_step)) => Ok(SegmentClaim {
+                max_id,
+                step,
+                stored_step,
+            }),
+            Err(Some((max_id, stored))) => Err(StoreError::TagExhausted {
+                tag: biz_tag.to_owned(),
+                max_id,
+                step: step.unwrap_or(stored),
+            }),
+            Err(None) => Err(StoreError::UnknownTag(biz_tag.to_owned())),
+        }
     }
 
     /// Every biz tag, sorted.
@@ -321,6 +370,13 @@ impl Store {
     }
 
     /// Delete `biz_tag`; `true` when a row was deleted.
+    ///
+    /// Deleting forgets the tag's `max_id`. Re-creating the tag with
+    /// [`upsert_tag`](Self::upsert_tag) starts again at `max_id` 1, so its segments would
+    /// repeat IDs the old tag already handed out. A running `uidgen-segment` service that served
+    /// the old tag refuses such segments (they lie below what it served) until `max_id` has
+    /// passed them, but a process started after the deletion cannot know: do not re-create a
+    /// tag whose IDs are still in use, or set its `max_id` above the old one by hand first.
     pub async fn delete_tag(&self, biz_tag: &str) -> Result<bool> {
         let affected = with_pool!(
             self,

@@ -3,7 +3,7 @@
 
 mod common;
 
-use uidgen_store::testing::{TestDb, fresh_store};
+use uidgen_store::testing::{TestDb, fresh_store, run_script};
 use uidgen_store::{SegmentClaim, StoreError};
 
 per_db! {
@@ -14,7 +14,7 @@ per_db! {
         assert!(row.update_time_ms.unwrap() > 1_600_000_000_000);
         let first = store.claim_segment("order").await.unwrap();
         let second = store.claim_segment("order").await.unwrap();
-        assert_eq!(first, SegmentClaim { max_id: 1001, step: 1000 });
+        assert_eq!(first, SegmentClaim { max_id: 1001, step: 1000, stored_step: 1000 });
         assert_eq!(second.range(), 1001..2001);
         assert_eq!(store.get_tag("order").await.unwrap().unwrap().max_id, 2001);
     }
@@ -60,9 +60,9 @@ per_db! {
         let (store, _) = fresh_store(db).await.unwrap();
         store.upsert_tag("dyn", 10, None).await.unwrap();
         let claim = store.claim_segment_with_step("dyn", 250).await.unwrap();
-        assert_eq!(claim, SegmentClaim { max_id: 251, step: 250 });
+        assert_eq!(claim, SegmentClaim { max_id: 251, step: 250, stored_step: 10 });
         let next = store.claim_segment("dyn").await.unwrap();
-        assert_eq!(next, SegmentClaim { max_id: 261, step: 10 });
+        assert_eq!(next, SegmentClaim { max_id: 261, step: 10, stored_step: 10 });
         assert!(matches!(store.claim_segment_with_step("dyn", 0).await, Err(StoreError::InvalidInput(_))));
     }
 }
@@ -108,7 +108,7 @@ per_db! {
         store.upsert_tag("bystander", 3, None).await.unwrap();
         for (i, tag) in tags.iter().enumerate() {
             let step = 7 + i64::try_from(i).unwrap();
-            assert_eq!(store.claim_segment(tag).await.unwrap(), SegmentClaim { max_id: 1 + step, step });
+            assert_eq!(store.claim_segment(tag).await.unwrap(), SegmentClaim { max_id: 1 + step, step, stored_step: step });
             let row = store.get_tag(tag).await.unwrap().unwrap();
             assert_eq!((row.biz_tag.as_str(), row.description.as_deref()), (*tag, Some(*tag)));
         }
@@ -117,5 +117,39 @@ per_db! {
         assert_eq!(store.list_tags().await.unwrap().len(), tags.len() + 1);
         assert!(store.delete_tag("100%_like").await.unwrap());
         assert_eq!(store.list_tags().await.unwrap().len(), tags.len());
+    }
+}
+
+per_db! {
+    async fn a_claim_that_would_pass_i64_max_is_refused_as_exhausted_and_changes_nothing(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        store.upsert_tag("top", 1000, None).await.unwrap();
+        // Two segments of room: the second ends exactly at i64::MAX.
+        let near = i64::MAX - 2000;
+        run_script(&store, &format!("UPDATE leaf_alloc SET max_id = {near} WHERE biz_tag = 'top'")).await.unwrap();
+        let first = store.claim_segment("top").await.unwrap();
+        assert_eq!(first.range(), near..near + 1000);
+        let last = store.claim_segment_with_step("top", 1000).await.unwrap();
+        assert_eq!(last, SegmentClaim { max_id: i64::MAX, step: 1000, stored_step: 1000 });
+        for attempt in 0..2 {
+            let error = if attempt == 0 {
+                store.claim_segment("top").await.unwrap_err()
+            } else {
+                store.claim_segment_with_step("top", 1).await.unwrap_err()
+            };
+            assert!(
+                matches!(&error, StoreError::TagExhausted { tag, max_id: i64::MAX, .. } if tag == "top"),
+                "{db:?}: {error:?}"
+            );
+        }
+        // Still an exact integer (no float on SQLite), still the same row.
+        let row = store.get_tag("top").await.unwrap().unwrap();
+        assert_eq!((row.max_id, row.step), (i64::MAX, 1000));
+        // A custom step that still fits is granted; one that does not is refused.
+        run_script(&store, &format!("UPDATE leaf_alloc SET max_id = {} WHERE biz_tag = 'top'", i64::MAX - 10)).await.unwrap();
+        assert!(matches!(store.claim_segment("top").await, Err(StoreError::TagExhausted { step: 1000, .. })));
+        assert_eq!(store.claim_segment_with_step("top", 10).await.unwrap().max_id, i64::MAX);
+        // An unknown tag is still reported as unknown, not exhausted.
+        assert!(matches!(store.claim_segment("none").await, Err(StoreError::UnknownTag(_))));
     }
 }
