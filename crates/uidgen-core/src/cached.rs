@@ -128,8 +128,10 @@ impl<C: Clock> Shared<C> {
             Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return Ok(Padded::Full),
         };
-        self.ring.padding_started();
+        // Relaxed: a monitoring counter; it is counted before `padding_started` so that its SeqCst
+        // store publishes the count to whoever sees the request cleared.
         self.padding_runs.fetch_add(1, Ordering::Relaxed);
+        self.ring.padding_started();
         let max_sequence = self.layout.max_sequence();
         loop {
             let (unit, sequence) = match state.pending {
@@ -218,6 +220,18 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
                 reason: format!("{} must be 0 to 16", options.boost_power),
             });
         }
+        if let Some(period) = options.schedule_interval
+            && period < Duration::from_millis(1)
+        {
+            // No time unit is finer than a millisecond, so padding more often finds nothing new
+            // to pad and only spins the padding thread (a zero period never parks at all).
+            return Err(UidError::InvalidOption {
+                name: "schedule_interval",
+                reason: format!(
+                    "{period:?} is shorter than a millisecond; use at least 1 ms, or None to pad only when takes ask"
+                ),
+            });
+        }
         let size = usize::try_from(layout.max_sequence())
             .ok()
             .and_then(|max| max.checked_add(1))
@@ -302,6 +316,7 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
 
     /// How many padding runs have happened (start-up, takes below the threshold, schedule).
     pub fn padding_runs(&self) -> u64 {
+        // Relaxed: a monitoring counter; no other memory is read on the strength of it.
         self.shared.padding_runs.load(Ordering::Relaxed)
     }
 
@@ -311,9 +326,33 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
     }
 }
 
+/// Stops the ring when the padding thread ends other than by the generator's request, above all
+/// when it panics (a panicking [`Clock`]): without it, takes on the emptied ring would report
+/// `RingEmpty` or wait out their timeout for padding that can never come.
+struct StopRingOnExit<'a, C: Clock> {
+    shared: &'a Shared<C>,
+}
+
+impl<C: Clock> Drop for StopRingOnExit<'_, C> {
+    fn drop(&mut self) {
+        // A stop the generator asked for needs no reason: nobody can take from the ring after it.
+        if self.shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        // `stop` keeps the first reason, so an error `pad` already reported stays the one shown.
+        let reason = if thread::panicking() {
+            "the padding thread panicked; no more IDs will be padded"
+        } else {
+            "the padding thread exited; no more IDs will be padded"
+        };
+        self.shared.ring.stop(reason);
+    }
+}
+
 /// The padding thread: pad when woken, on schedule, and retry while borrowing is bounded. The
 /// ring is already full when it starts, so it waits first.
 fn padding_loop<C: Clock>(shared: &Shared<C>, interval: Option<Duration>) {
+    let _stop_on_exit = StopRingOnExit { shared };
     let mut retry_soon = false;
     loop {
         if retry_soon {

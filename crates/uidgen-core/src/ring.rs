@@ -186,6 +186,7 @@ impl RingBuffer {
 
     /// How many IDs `put` refused because the ring was full.
     pub fn rejected_puts(&self) -> u64 {
+        // Relaxed: a monitoring counter; no other memory is read on the strength of it.
         self.rejected_puts.load(Ordering::Relaxed)
     }
 
@@ -194,6 +195,7 @@ impl RingBuffer {
         if self.put_batch(&mut std::iter::once(uid)) == 1 {
             return true;
         }
+        // Relaxed: a monitoring counter; atomicity alone keeps concurrent counts exact.
         self.rejected_puts.fetch_add(1, Ordering::Relaxed);
         match &self.reject_put {
             Some(handler) => handler(self, uid),
@@ -348,6 +350,12 @@ impl RingBuffer {
         }
     }
 
+    /// True while padding has been asked for and has not started yet (for monitoring and tests:
+    /// a take that leaves the ring below the threshold sets it before it returns).
+    pub fn padding_requested(&self) -> bool {
+        self.padding_requested.load(Ordering::SeqCst)
+    }
+
     /// Called by the padding as it starts, so takes during and after it can ask again.
     pub fn padding_started(&self) {
         // SeqCst: a take that fills the ring below the threshold after this must see `false`.
@@ -389,6 +397,18 @@ pub mod policy {
     use crate::error::UidError;
 
     /// Baidu's default: an empty ring is an error ([`UidError::RingEmpty`]).
+    ///
+    /// ```
+    /// use uidgen_core::{RingBuffer, ring::policy};
+    /// let ring = RingBuffer::new(4, 50)?.with_reject_take(policy::fail());
+    /// assert!(ring.put(7));
+    /// assert_eq!(ring.take()?, 7);
+    /// assert_eq!(
+    ///     ring.take().unwrap_err().to_string(),
+    ///     "ring buffer is empty: padding has not caught up (tail 0 cursor 0); retry or use the waiting reject-take policy"
+    /// );
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
     pub fn fail() -> RejectTake {
         Arc::new(|ring: &RingBuffer| {
             Err(UidError::RingEmpty(format!(
@@ -401,6 +421,24 @@ pub mod policy {
 
     /// Wait for padding instead of failing: spin briefly, then yield, for up to `timeout`; then
     /// [`UidError::RingEmpty`]. A producer that stopped ends the wait at once with its reason.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use uidgen_core::{RingBuffer, UidError, ring::policy};
+    /// let ring = Arc::new(RingBuffer::new(4, 50)?.with_reject_take(policy::wait(Duration::from_secs(10))));
+    /// // A producer that shows up while the take waits is waited for.
+    /// let producer = {
+    ///     let ring = Arc::clone(&ring);
+    ///     std::thread::spawn(move || ring.put(7))
+    /// };
+    /// assert_eq!(ring.take()?, 7);
+    /// assert!(producer.join().unwrap());
+    /// // A producer that stopped ends the wait at once, with its reason.
+    /// ring.stop("worker lease lost");
+    /// assert_eq!(ring.take(), Err(UidError::GeneratorStopped("worker lease lost".into())));
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
     pub fn wait(timeout: Duration) -> RejectTake {
         Arc::new(move |ring: &RingBuffer| {
             let start = Instant::now();

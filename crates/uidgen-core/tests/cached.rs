@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use common::{assert_no_duplicates, assert_worker, hammer};
 use uidgen_core::ring::policy;
 use uidgen_core::{
-    CachedOptions, CachedUidGenerator, Layout, ManualClock, RingBuffer, SystemClock, UidError,
-    UidGenerator,
+    CachedOptions, CachedUidGenerator, Clock, Layout, ManualClock, RingBuffer, SystemClock,
+    UidError, UidGenerator,
 };
 
 /// Poll `done` until it holds; fails (rather than hangs) after a generous bound. Not a timing
@@ -41,6 +41,28 @@ fn standing_clock(layout: &Layout, seconds_after_epoch: u64) -> ManualClock {
     ManualClock::new(layout.epoch_ms() + seconds_after_epoch * 1000)
 }
 
+/// The cursor moved exactly once per ID handed out: no claim was lost (an ID read twice) or
+/// skipped (a position claimed and never read).
+fn assert_every_claim_was_handed_out(ring: &RingBuffer, taken: usize) {
+    assert_eq!(ring.cursor() + 1, i64::try_from(taken).unwrap());
+}
+
+/// A clock that panics on its `fail_at`-th reading: a bug in a user's `Clock`.
+#[derive(Debug)]
+struct BreakingClock {
+    inner: ManualClock,
+    reads: AtomicU64,
+    fail_at: u64,
+}
+
+impl Clock for BreakingClock {
+    fn now_millis(&self) -> u64 {
+        let read = self.reads.fetch_add(1, Ordering::SeqCst) + 1;
+        assert!(read < self.fail_at, "test clock broke on read {read}");
+        self.inner.now_millis()
+    }
+}
+
 #[test]
 fn cached_generator_is_unique_across_four_threads_a_million_each() {
     let layout = Layout::baidu_default().unwrap();
@@ -50,6 +72,7 @@ fn cached_generator_is_unique_across_four_threads_a_million_each() {
     assert_eq!(ids.len(), 4_000_000);
     assert_no_duplicates(&ids);
     assert_worker(&*generator, &ids, 4_000_000);
+    assert_every_claim_was_handed_out(generator.ring(), ids.len());
 }
 
 #[test]
@@ -78,6 +101,7 @@ fn cached_batches_across_threads_are_unique_and_exact() {
     assert_eq!(ids.len(), 1_000_000);
     assert_no_duplicates(&ids);
     assert_worker(&*generator, &ids, 9);
+    assert_every_claim_was_handed_out(generator.ring(), ids.len());
 }
 
 #[test]
@@ -178,14 +202,18 @@ fn takes_below_the_padding_threshold_wake_the_padding_thread() {
     let runs_at_start = generator.padding_runs();
     let size = generator.ring().buffer_size();
     let threshold = generator.ring().padding_threshold();
-    // Down to exactly the threshold: nothing asks for padding yet.
+    assert!(!generator.ring().padding_requested());
+    // Down to exactly the threshold: nothing asks for padding yet. A take asks before it
+    // returns, and only a run clears the request (after counting itself), so no request now
+    // and no new run means no take asked.
     for _ in 0..size - threshold {
         generator.next_id().unwrap();
     }
-    std::thread::sleep(Duration::from_millis(20));
+    assert!(!generator.ring().padding_requested());
     assert_eq!(generator.padding_runs(), runs_at_start);
-    // One more take leaves fewer than the threshold.
+    // One more take leaves fewer than the threshold: it asks, and the padding thread answers.
     generator.next_id().unwrap();
+    assert!(generator.ring().padding_requested() || generator.padding_runs() > runs_at_start);
     eventually("padding to run", || {
         generator.padding_runs() > runs_at_start
     });
@@ -298,6 +326,10 @@ fn a_clock_past_the_time_range_is_refused_at_construction() {
         ),
         "{err}"
     );
+    assert_eq!(
+        err.to_string(),
+        "timestamp bits exhausted: 16 time units since the epoch exceed the layout's maximum 15; move the epoch forward or widen the time bits"
+    );
 }
 
 #[test]
@@ -333,15 +365,77 @@ fn issued_until_covers_every_padded_second() {
 }
 
 #[test]
-fn dropping_the_generator_stops_its_padding_thread() {
-    let dropped = Arc::new(AtomicU64::new(0));
+fn dropping_the_generator_joins_its_padding_thread() {
     for _ in 0..20 {
-        let generator =
-            CachedUidGenerator::new(small_layout(6), 1, SystemClock, CachedOptions::default())
-                .unwrap();
+        let clock = Arc::new(SystemClock);
+        let generator = CachedUidGenerator::new(
+            small_layout(6),
+            1,
+            Arc::clone(&clock),
+            CachedOptions::default(),
+        )
+        .unwrap();
         generator.next_ids(100).unwrap();
+        assert!(
+            Arc::strong_count(&clock) > 1,
+            "the generator holds the clock"
+        );
         drop(generator); // joins; would hang here if the thread ignored the stop
-        dropped.fetch_add(1, Ordering::SeqCst);
+        // The padding thread held the shared state (and the clock in it) until it ended: only
+        // joined does it give it back.
+        assert_eq!(Arc::strong_count(&clock), 1);
     }
-    assert_eq!(dropped.load(Ordering::SeqCst), 20);
+}
+
+#[test]
+fn a_schedule_interval_below_a_millisecond_is_refused() {
+    for interval in [Duration::ZERO, Duration::from_micros(999)] {
+        let options = CachedOptions {
+            schedule_interval: Some(interval),
+            ..CachedOptions::default()
+        };
+        let err = CachedUidGenerator::new(small_layout(6), 1, SystemClock, options).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "invalid option `schedule_interval`: {interval:?} is shorter than a millisecond; use at least 1 ms, or None to pad only when takes ask"
+            )
+        );
+    }
+    let options = CachedOptions {
+        schedule_interval: Some(Duration::from_millis(1)),
+        ..CachedOptions::default()
+    };
+    assert!(CachedUidGenerator::new(small_layout(6), 1, SystemClock, options).is_ok());
+}
+
+#[test]
+fn a_panicking_padding_thread_stops_the_generator() {
+    let layout = small_layout(6); // 64 IDs a second, ring of 512: 8 clock reads fill it
+    let clock = BreakingClock {
+        inner: standing_clock(&layout, 50),
+        reads: AtomicU64::new(0),
+        // Construction reads it 9 times; the padding thread breaks it a few runs later.
+        fail_at: 20,
+    };
+    // The wait is bounded: without the stop it would end in RingEmpty, not hang.
+    let options = CachedOptions::waiting(Duration::from_secs(10));
+    let generator = CachedUidGenerator::new(layout, 1, clock, options).unwrap();
+    let mut taken = 0usize;
+    let err = loop {
+        match generator.next_id() {
+            Ok(_) => taken += 1,
+            Err(err) => break err,
+        }
+    };
+    assert_eq!(
+        err.to_string(),
+        "ID generation has stopped: the padding thread panicked; no more IDs will be padded"
+    );
+    assert!(taken >= 512, "the first ring was handed out: {taken}");
+    // It stays stopped, and dropping the generator joins the panicked thread without a panic.
+    assert!(matches!(
+        generator.next_id(),
+        Err(UidError::GeneratorStopped(_))
+    ));
 }
