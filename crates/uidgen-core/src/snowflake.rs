@@ -16,6 +16,12 @@ pub const LEAF_RANDOM_START_BOUND: u64 = 100;
 /// anything larger, or a clock still behind after the wait, is
 /// [`UidError::ClockMovedBackwards`](crate::UidError::ClockMovedBackwards).
 ///
+/// Coarser units are accepted on purpose (the server offers this policy with Vesta's seconds and
+/// Sonyflake's 10 ms): the step is still measured in milliseconds, from the start of the last
+/// unit issued. A clock that moves back inside that unit is no step back at all (IDs go on in the
+/// same unit, the sequence still rising); one that falls behind the unit's start by at most the
+/// bound is waited out, which brings it back into the unit.
+///
 /// ```
 /// use uidgen_core::{Layout, ManualClock, SnowflakeGenerator, UidError, UidGenerator};
 /// let clock = ManualClock::auto_advancing(1_700_000_000_000);

@@ -134,12 +134,18 @@ fn a_clock_before_the_epoch_is_refused() {
     let layout = Layout::baidu_default().unwrap();
     let clock = ManualClock::new(layout.epoch_ms() - 1);
     let generator = DefaultUidGenerator::new(layout.clone(), 1, clock).unwrap();
+    let err = generator.next_id().unwrap_err();
     assert_eq!(
-        generator.next_id(),
-        Err(UidError::ClockBeforeEpoch {
+        err,
+        UidError::ClockBeforeEpoch {
             now_ms: layout.epoch_ms() - 1,
             epoch_ms: layout.epoch_ms()
-        })
+        }
+    );
+    // DEFAULT_EPOCH, 2026-01-01T00:00:00Z, is 1767225600000 ms.
+    assert_eq!(
+        err.to_string(),
+        "clock reads 1767225599999 ms, before the layout's epoch 1767225600000 ms; refusing to issue IDs"
     );
 }
 
@@ -192,6 +198,35 @@ fn snowflake_refuses_a_clock_still_behind_after_waiting() {
     assert_eq!(
         generator.next_id(),
         Err(UidError::ClockMovedBackwards { by_ms: 2 })
+    );
+}
+
+#[test]
+fn snowflake_with_a_seconds_layout_measures_backward_steps_from_the_last_unit_start() {
+    // Vesta's max-peak layout counts seconds; both epochs are whole seconds.
+    let layout = Layout::vesta_max_peak().unwrap();
+    let unit_start = 1_700_000_000_000;
+    let unit = (unit_start - layout.epoch_ms()) / 1000;
+    let clock = ManualClock::auto_advancing(unit_start + 600);
+    let generator = SnowflakeGenerator::new(layout, 1, clock.clone()).unwrap();
+    let time_and_sequence = |id| {
+        let parts = generator.parse(id).unwrap().parts;
+        (parts.time, parts.sequence)
+    };
+    assert_eq!(time_and_sequence(generator.next_id().unwrap()), (unit, 0));
+    // Back 500 ms but still inside the unit: not a step back; the sequence goes on.
+    clock.rewind(500);
+    assert_eq!(time_and_sequence(generator.next_id().unwrap()), (unit, 1));
+    // 3 ms before the unit's start: waited out (6 ms), which lands back inside the unit.
+    clock.set(unit_start - 3);
+    assert_eq!(time_and_sequence(generator.next_id().unwrap()), (unit, 2));
+    assert_eq!(clock.now_millis(), unit_start + 3);
+    // 50 ms before it: refused, with the step in milliseconds.
+    clock.set(unit_start - 50);
+    let err = generator.next_id().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "clock moved backwards by 50 ms; refusing to issue IDs"
     );
 }
 
