@@ -57,7 +57,17 @@ pub struct Layout {
     defaults: UidParts,
 }
 
-/// An epoch given either as milliseconds or as a date string.
+/// An epoch given either as milliseconds or as a date string (parsed by
+/// [`calendar::parse_epoch_ms`]).
+///
+/// ```
+/// use uidgen_core::{IntoEpoch, Layout};
+/// assert_eq!("2016-05-20+08:00".into_epoch_ms()?, 1_463_673_600_000);
+/// assert_eq!(1_463_673_600_000u64.into_epoch_ms()?, 1_463_673_600_000);
+/// // Either form works wherever a layout takes an epoch.
+/// assert_eq!(Layout::baidu("2016-05-20+08:00")?, Layout::baidu(1_463_673_600_000)?);
+/// # Ok::<(), uidgen_core::UidError>(())
+/// ```
 pub trait IntoEpoch {
     /// Milliseconds since the Unix epoch.
     fn into_epoch_ms(self) -> Result<u64>;
@@ -443,15 +453,24 @@ mod tests {
             err(&[(Time, 50), (Worker, 0), (Sequence, 14)]),
             "layout field `time` has invalid width 50: time and sequence together may use at most 63 bits"
         );
-        let future = SystemClock.now_millis() + 86_400_000;
-        assert!(matches!(
-            Layout::baidu(future),
-            Err(UidError::EpochInFuture { epoch_ms, .. }) if epoch_ms == future
-        ));
-        assert!(matches!(
-            Layout::baidu("2016-13-01"),
-            Err(UidError::InvalidEpoch { .. })
-        ));
+        let before = SystemClock.now_millis();
+        let err = Layout::baidu("2999-01-01").unwrap_err();
+        // The message carries the system clock's reading: take it from the error, then check it
+        // is that reading and that the whole message is the one promised.
+        let UidError::EpochInFuture { now_ms, .. } = err else {
+            panic!("expected EpochInFuture, got {err:?}");
+        };
+        assert!((before..=SystemClock.now_millis()).contains(&now_ms));
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "epoch 32472144000000 ms lies in the future (now is {now_ms} ms); pick an epoch in the past"
+            )
+        );
+        assert_eq!(
+            Layout::baidu("2016-13-01").unwrap_err().to_string(),
+            "cannot parse epoch \"2016-13-01\": no such calendar date (expected e.g. \"2016-05-20\", \"2016-05-20+08:00\" or \"2016-05-20T00:00:00Z\")"
+        );
         assert!(
             Layout::preset("nope")
                 .unwrap_err()

@@ -16,6 +16,21 @@ pub const VESTA_EPOCH_MS: u64 = 1_420_041_600_000;
 /// Sonyflake's default start time, 2014-09-01 00:00 UTC.
 pub const SONYFLAKE_EPOCH_MS: u64 = 1_409_529_600_000;
 
+/// The presets, by constructor or by name.
+///
+/// ```
+/// use uidgen_core::{FieldKind, Layout, TimeUnit};
+/// let baidu = Layout::baidu("2024-01-01")?;
+/// assert_eq!((baidu.bits(FieldKind::Time), baidu.bits(FieldKind::Worker), baidu.bits(FieldKind::Sequence)), (28, 22, 13));
+/// assert_eq!(baidu.unit(), TimeUnit::Seconds);
+/// let snowflake = Layout::snowflake()?;
+/// assert_eq!(snowflake.max_worker_id(), 1023);
+/// assert_eq!(snowflake.unit(), TimeUnit::Millis);
+/// // The service configuration names presets; the name is the constructor's.
+/// assert_eq!(Layout::preset("sonyflake")?, Layout::sonyflake()?);
+/// assert_eq!(Layout::preset("leaf")?.name(), "leaf");
+/// # Ok::<(), uidgen_core::UidError>(())
+/// ```
 impl Layout {
     /// Baidu uid-generator's layout, 1/28/22/13 in seconds, from the given epoch.
     ///
