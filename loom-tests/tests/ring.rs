@@ -168,3 +168,68 @@ fn takes_below_the_threshold_wake_the_padding_once_per_run() {
         assert_eq!(wakes.load(Ordering::SeqCst), 2);
     });
 }
+
+#[test]
+fn padding_started_during_takes_never_loses_a_wake_up() {
+    loom::model(|| {
+        let wakes = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&wakes);
+        let ring = Arc::new(
+            RingBuffer::new(4, 50)
+                .unwrap()
+                .with_padding_trigger(Box::new(move || {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                })),
+        );
+        // A full ring drained below its threshold (2 of 4): one ID left, padding asked for once.
+        assert_eq!(ring.put_batch(&mut [1u64, 2, 3, 4].into_iter()), 4);
+        for _ in 0..3 {
+            ring.try_take().unwrap();
+        }
+        assert_eq!(wakes.load(Ordering::SeqCst), 1);
+        // The padding thread, woken by that request: it notes the wake-ups so far (an unpark
+        // after this point would make the real thread's next `park` return at once), clears the
+        // request and fills the ring as far as it sees room, as `pad` does.
+        let padder = {
+            let ring = Arc::clone(&ring);
+            let wakes = Arc::clone(&wakes);
+            thread::spawn(move || {
+                let seen = wakes.load(Ordering::SeqCst);
+                ring.padding_started();
+                let put = ring.put_batch(&mut [5u64, 6, 7, 8].into_iter());
+                (seen, put)
+            })
+        };
+        // Takes racing with it, which leave the ring below the threshold before, during or
+        // after the run.
+        let consumers: Vec<_> = (0..2)
+            .map(|_| {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    for _ in 0..2 {
+                        got.extend(ring.try_take());
+                    }
+                    got
+                })
+            })
+            .collect();
+        let (seen, put) = padder.join().unwrap();
+        let taken: Vec<u64> = consumers
+            .into_iter()
+            .flat_map(|c| c.join().unwrap())
+            .collect();
+        // Below the threshold, someone must still be on the hook to pad: either a request is
+        // pending, or the padder was woken after it last started.
+        if ring.len() < ring.padding_threshold() {
+            assert!(
+                ring.padding_requested() || wakes.load(Ordering::SeqCst) > seen,
+                "wake-up lost: {} IDs left, no request pending, no wake since padding started",
+                ring.len()
+            );
+        }
+        let mut all_put = vec![1, 2, 3, 4];
+        all_put.extend([5u64, 6, 7, 8].into_iter().take(put));
+        check(&all_put, [vec![1, 2, 3], taken].concat(), drain(&ring));
+    });
+}
