@@ -1,4 +1,4 @@
-//! Generate a few IDs with the cached (ring buffer) generator and take one apart.
+//! Generate a few IDs with the default (Baidu, lock-free CAS) generator and take one apart.
 //!
 //! Run with `cargo run --release --example quickstart`.
 
