@@ -61,7 +61,10 @@ pub enum StoreError {
         source: sqlx::Error,
     },
 
-    /// A schema migration failed; the database is left at the previous version.
+    /// A schema migration failed. On SQLite and PostgreSQL its transaction rolls back and the
+    /// database stays at the previous version; on MySQL/MariaDB every DDL statement commits
+    /// implicitly, so the migration may be partly applied (the files are idempotent: fix the
+    /// cause and start again, and the rest is applied and recorded).
     #[error("migration {version} ({description}) failed at {url}: {source}")]
     Migration {
         /// The migration's version, e.g. 2.
@@ -73,6 +76,16 @@ pub enum StoreError {
         /// The driver's error.
         #[source]
         source: sqlx::Error,
+    },
+
+    /// The lock that serialises concurrent migrators could not be taken (MySQL/MariaDB's
+    /// `GET_LOCK` timed out or failed); nothing was migrated.
+    #[error("cannot lock the schema for migration at {url}: {reason}")]
+    MigrationLock {
+        /// The URL, password redacted.
+        url: String,
+        /// Why, e.g. "another migrator held the lock for 60 s".
+        reason: String,
     },
 
     /// A disposable worker id does not fit the layout's worker field.

@@ -120,17 +120,26 @@ const RECORD: Sql = Sql {
     postgres: "INSERT INTO uidgen_schema_migrations (version, description) VALUES ($1, $2)",
 };
 
-/// Serialises concurrent migrators: PostgreSQL's advisory lock and MySQL's named lock are held
-/// by one connection; SQLite's `BEGIN IMMEDIATE` takes the file's write lock per migration.
+/// Serialises concurrent migrators of one database; answers 1 once the lock is held.
+///
+/// PostgreSQL's advisory locks are already scoped to the current database. MySQL's named locks
+/// are server-wide, so the name carries the schema (`DATABASE()`): migrators of different
+/// databases (parallel tests) do not wait for each other. Names longer than 64 characters are
+/// refused by MySQL, so a long schema name is cut, which at worst makes two such databases
+/// share a lock. `GET_LOCK` answers 0 on timeout and NULL on error: both are failures (see
+/// [`run`]). SQLite's `BEGIN IMMEDIATE` takes the file's write lock per migration instead.
 const LOCK: Sql = Sql {
     sqlite: "SELECT 1",
-    mysql: "SELECT GET_LOCK('uidgen_schema_migrations', 60)",
-    postgres: "SELECT pg_advisory_lock(7302149117)",
+    mysql: "SELECT GET_LOCK(CONCAT('uidgen_migrate:', LEFT(COALESCE(DATABASE(), ''), 49)), 60)",
+    postgres: "SELECT CAST(1 AS BIGINT) FROM pg_advisory_lock(7302149117)",
 };
+
+/// How long [`LOCK`] waits on MySQL, for the error message.
+const MYSQL_LOCK_WAIT_SECS: u32 = 60;
 
 const UNLOCK: Sql = Sql {
     sqlite: "SELECT 1",
-    mysql: "SELECT RELEASE_LOCK('uidgen_schema_migrations')",
+    mysql: "SELECT RELEASE_LOCK(CONCAT('uidgen_migrate:', LEFT(COALESCE(DATABASE(), ''), 49)))",
     postgres: "SELECT pg_advisory_unlock(7302149117)",
 };
 
@@ -153,9 +162,28 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
             .await
             .map_err(|e| store.err("migrating", e))?;
         // Lock first: even CREATE TABLE IF NOT EXISTS races with itself on PostgreSQL.
-        conn.execute(LOCK.get(dialect))
+        let granted: Option<i64> = sqlx::query_scalar(LOCK.get(dialect))
+            .fetch_one(&mut *conn)
             .await
             .map_err(|e| store.err("locking the schema for migration", e))?;
+        // Migrating unlocked would let two processes run the same DDL at once; refuse instead.
+        match granted {
+            Some(1) => {}
+            Some(_) => {
+                return Err(StoreError::MigrationLock {
+                    url,
+                    reason: format!(
+                        "another migrator held the lock for {MYSQL_LOCK_WAIT_SECS} s; try again once it has finished"
+                    ),
+                });
+            }
+            None => {
+                return Err(StoreError::MigrationLock {
+                    url,
+                    reason: "the server answered NULL to GET_LOCK (out of memory or the thread was killed)".to_owned(),
+                });
+            }
+        }
         let created = conn
             .execute(CREATE_MIGRATIONS_TABLE.get(dialect))
             .await
