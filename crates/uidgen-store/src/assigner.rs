@@ -101,7 +101,8 @@ pub struct DisposableWorkerIdAssigner {
 }
 
 impl DisposableWorkerIdAssigner {
-    /// Describe this process with [`WorkerNode::detect`] on every assignment.
+    /// Describe this process with [`WorkerNode::try_detect`] on every assignment (a half-set
+    /// [`ENV_HOST`](crate::ENV_HOST) / [`ENV_PORT`](crate::ENV_PORT) pair is an error).
     pub fn new(store: Store) -> Self {
         Self { store, node: None }
     }
@@ -118,7 +119,10 @@ impl DisposableWorkerIdAssigner {
 impl WorkerIdAssigner for DisposableWorkerIdAssigner {
     fn assign<'a>(&'a self, layout: &'a Layout) -> BoxFuture<'a, Result<WorkerAssignment>> {
         Box::pin(async move {
-            let node = self.node.clone().unwrap_or_else(WorkerNode::detect);
+            let node = match &self.node {
+                Some(node) => node.clone(),
+                None => WorkerNode::try_detect()?,
+            };
             let id = self.store.insert_worker_node(&node).await?;
             let max = layout.max_worker_id();
             if id > max {

@@ -88,6 +88,18 @@ pub enum StoreError {
         reason: String,
     },
 
+    /// Only one of [`ENV_HOST`](crate::ENV_HOST) / [`ENV_PORT`](crate::ENV_PORT) is set: a
+    /// container must name both, a plain host neither (Baidu rejects the same half-set pair).
+    #[error(
+        "{set} is set but {missing} is not: set both (a container's host and port) or neither (this host's IP is used)"
+    )]
+    IncompleteNodeEnv {
+        /// The variable that is set.
+        set: &'static str,
+        /// The variable that is missing or empty.
+        missing: &'static str,
+    },
+
     /// A disposable worker id does not fit the layout's worker field.
     #[error(
         "worker ids exhausted: {id} exceeds the layout's maximum {max}; widen worker bits or archive worker_node rows"

@@ -61,27 +61,62 @@ pub struct WorkerNode {
 
 impl WorkerNode {
     /// This process: [`ENV_HOST`] / [`ENV_PORT`] when both are set (a container), else the
-    /// first non-loopback IP and `"<millis>-<random>"` (Baidu's rule).
+    /// first non-loopback IP and `"<millis>-<random>"` (Baidu's rule). Lenient: a half-set
+    /// pair is logged and ignored; [`try_detect`](Self::try_detect) refuses it instead.
     pub fn detect() -> Self {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
+    /// As [`detect`](Self::detect), but only one of [`ENV_HOST`] / [`ENV_PORT`] being set is
+    /// [`StoreError::IncompleteNodeEnv`]: a container that forgot its port would otherwise
+    /// register as a plain host without anyone noticing.
+    pub fn try_detect() -> Result<Self> {
+        Self::try_from_lookup(|name| std::env::var(name).ok())
+    }
+
     /// As [`detect`](Self::detect), reading variables through `lookup` (for tests).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        Self::try_from_lookup(&lookup).unwrap_or_else(|error| {
+            tracing::warn!(%error, "ignoring the half-set container address");
+            Self::actual()
+        })
+    }
+
+    /// As [`try_detect`](Self::try_detect), reading variables through `lookup`.
+    ///
+    /// ```
+    /// use uidgen_store::{StoreError, WorkerNode};
+    /// let error = WorkerNode::try_from_lookup(|name| (name == "UIDGEN_HOST").then(|| "10.0.0.7".into()));
+    /// assert!(matches!(error, Err(StoreError::IncompleteNodeEnv { set: "UIDGEN_HOST", missing: "UIDGEN_PORT" })));
+    /// ```
+    pub fn try_from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let non_empty = |name| lookup(name).filter(|v: &String| !v.trim().is_empty());
         match (non_empty(ENV_HOST), non_empty(ENV_PORT)) {
-            (Some(host_name), Some(port)) => Self {
+            (Some(host_name), Some(port)) => Ok(Self {
                 host_name,
                 port,
                 node_type: NodeType::Container,
                 launch_date: None,
-            },
-            _ => Self {
-                host_name: local_ip().map_or_else(|| "127.0.0.1".to_owned(), |ip| ip.to_string()),
-                port: format!("{}-{}", SystemClock.now_millis(), fastrand::u32(0..100_000)),
-                node_type: NodeType::Actual,
-                launch_date: None,
-            },
+            }),
+            (Some(_), None) => Err(StoreError::IncompleteNodeEnv {
+                set: ENV_HOST,
+                missing: ENV_PORT,
+            }),
+            (None, Some(_)) => Err(StoreError::IncompleteNodeEnv {
+                set: ENV_PORT,
+                missing: ENV_HOST,
+            }),
+            (None, None) => Ok(Self::actual()),
+        }
+    }
+
+    /// A plain host: its IP and a port unique to this start.
+    fn actual() -> Self {
+        Self {
+            host_name: local_ip().map_or_else(|| "127.0.0.1".to_owned(), |ip| ip.to_string()),
+            port: format!("{}-{}", SystemClock.now_millis(), fastrand::u32(0..100_000)),
+            node_type: NodeType::Actual,
+            launch_date: None,
         }
     }
 }

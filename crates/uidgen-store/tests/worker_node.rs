@@ -176,3 +176,36 @@ fn container_env_gives_a_container_node_else_an_actual_one() {
     assert!(random.parse::<u32>().unwrap() < 100_000);
     assert_eq!(NodeType::Container.code(), 1);
 }
+
+#[test]
+fn half_set_container_env_is_an_error_naming_the_missing_variable() {
+    let host_only =
+        WorkerNode::try_from_lookup(|k| (k == "UIDGEN_HOST").then(|| "pod-7".to_owned()));
+    assert!(
+        matches!(
+            &host_only,
+            Err(StoreError::IncompleteNodeEnv {
+                set: "UIDGEN_HOST",
+                missing: "UIDGEN_PORT"
+            })
+        ),
+        "{host_only:?}"
+    );
+    // An empty value counts as unset.
+    let port_only = WorkerNode::try_from_lookup(|k| match k {
+        "UIDGEN_HOST" => Some("  ".to_owned()),
+        "UIDGEN_PORT" => Some("9000".to_owned()),
+        _ => None,
+    })
+    .unwrap_err();
+    assert!(
+        port_only
+            .to_string()
+            .starts_with("UIDGEN_PORT is set but UIDGEN_HOST is not"),
+        "{port_only}"
+    );
+    let both = WorkerNode::try_from_lookup(|k| Some(format!("{k}-value"))).unwrap();
+    assert_eq!(both.node_type, NodeType::Container);
+    let neither = WorkerNode::try_from_lookup(|_| None).unwrap();
+    assert_eq!(neither.node_type, NodeType::Actual);
+}
