@@ -8,7 +8,8 @@
 CREATE TABLE IF NOT EXISTS worker_lease (
     -- The leased worker id, 0 to the layout's maximum.
     worker_id      BIGINT       NOT NULL PRIMARY KEY,
-    -- Who holds it: host, pid and a random token; '' when released.
+    -- Who holds it: a name (host and pid by default), "#" and a random per-claim token, so
+    -- renewal and release (which match on it) never touch another claim's lease; '' when released.
     holder         VARCHAR(128) NOT NULL,
     -- Lease expiry, ms since the Unix epoch by the holder's clock; 0 when released.
     expires_at_ms  BIGINT       NOT NULL,

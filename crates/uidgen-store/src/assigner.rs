@@ -6,7 +6,7 @@ use std::pin::Pin;
 use uidgen_core::Layout;
 
 use crate::error::{Result, StoreError};
-use crate::lease::LeaseGuard;
+use crate::lease_guard::LeaseGuard;
 use crate::store::Store;
 use crate::worker_node::WorkerNode;
 
@@ -23,7 +23,9 @@ pub enum AssignmentKind {
     Static,
     /// A lease in `worker_lease`, renewed by a heartbeat.
     Leased,
-    /// The local cache file, because the database was unreachable at start-up.
+    /// The local cache file, because the database was unreachable at start-up: a lease valid
+    /// for one ttl that its renewals claim in the database once it answers (or end, if another
+    /// holder had the id meanwhile).
     LocalCache,
 }
 
@@ -34,8 +36,8 @@ pub struct WorkerAssignment {
     pub worker_id: u64,
     /// How it was obtained.
     pub kind: AssignmentKind,
-    /// For [`AssignmentKind::Leased`]: the lease, whose [`LeaseGuard::check`] must pass before
-    /// issuing; release it on clean shutdown.
+    /// For [`AssignmentKind::Leased`] and [`AssignmentKind::LocalCache`]: the lease, whose
+    /// [`LeaseGuard::check`] must pass before issuing; release it on clean shutdown.
     pub lease: Option<LeaseGuard>,
 }
 

@@ -9,7 +9,7 @@ use uidgen_core::{
 
 use crate::assigner::{WorkerAssignment, WorkerIdAssigner};
 use crate::error::{Result, StoreError};
-use crate::lease::LeaseGuard;
+use crate::lease_guard::LeaseGuard;
 
 /// A generator that refuses to issue once its worker id's lease is lost, and never issues an ID
 /// whose time unit ends after the lease's expiry (the successor's clock may reach it).

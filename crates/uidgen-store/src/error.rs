@@ -131,6 +131,19 @@ pub enum StoreError {
         count: u64,
     },
 
+    /// Every attempt to claim a worker id lost a race to another claimant (free ids exist, but
+    /// others took each one first). Retrying is safe.
+    #[error("lost the race for a worker id {attempts} times to other claimants; retry the claim")]
+    LeaseContention {
+        /// How many rounds were lost.
+        attempts: u32,
+    },
+
+    /// [`LeaseOptions`](crate::LeaseOptions) that cannot keep a lease valid (e.g. a heartbeat
+    /// slower than the ttl).
+    #[error("invalid lease options: {0}")]
+    InvalidLeaseOptions(String),
+
     /// A reused worker id was last used up to a time this clock has not reached, and waiting for
     /// it would take longer than allowed.
     #[error(

@@ -14,19 +14,33 @@
 //!   [`StoreError::ClockBehindLastIssued`]).
 //! - A lease that cannot be renewed stops being valid at its expiry; one taken over is lost at
 //!   once. Either way [`LeaseGuard::check`] fails with [`StoreError::LeaseLost`].
+//! - Every claim writes a holder string of its own (the configured name, `#`, a random token),
+//!   so renewal and release, which match on it, never touch another claim's lease.
+//! - The local cache names the id this host holds and until when; it is deleted whenever the
+//!   id is given up (release, refused takeover, lease lost) and locked while a lease uses it.
+//!   A start on the cache (database unreachable) is itself a lease, valid for one ttl, that
+//!   renewal claims in the database once it answers, or ends if another holder had the id.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
-use uidgen_core::{Clock, Layout, SystemClock, UidGenerator};
+use uidgen_core::{Clock, Layout, SystemClock};
 
 use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
-use crate::cache::{CachedWorker, read_cache, write_cache};
+use crate::cache::{CacheLock, read_cache};
 use crate::error::{Result, StoreError};
+use crate::lease_guard::{LeaseGuard, NewLease};
 use crate::store::Store;
+
+/// The longest configured holder name: the `worker_lease.holder` column holds 128 characters,
+/// and each claim appends `#` and a 16-hex-digit token.
+pub const MAX_HOLDER_NAME_LEN: usize = 128 - 17;
+
+/// How many rounds [`LeasedWorkerIdAssigner::claim`] may lose to other claimants before
+/// giving up with [`StoreError::LeaseContention`].
+const CLAIM_ATTEMPTS: u32 = 8;
 
 /// How a [`LeasedWorkerIdAssigner`] leases.
 ///
@@ -40,17 +54,67 @@ use crate::store::Store;
 pub struct LeaseOptions {
     /// How long a lease lasts without renewal (default 30 s).
     pub ttl: Duration,
-    /// Renew this often from a background task (default 10 s); `None` leaves renewal to the
-    /// caller ([`LeaseGuard::renew`]).
+    /// Renew this often from a background task (default 10 s; must be shorter than `ttl`);
+    /// `None` leaves renewal to the caller ([`LeaseGuard::renew`]).
     pub heartbeat_interval: Option<Duration>,
     /// The longest a new holder waits for its clock to pass the previous holder's last issued
-    /// time before refusing (default 5 s).
+    /// time before refusing (default 5 s; must be shorter than `ttl`, or the lease would lapse
+    /// while waiting).
     pub max_takeover_wait: Duration,
     /// A local file caching the worker id and the time it is used until, for start-up while
     /// the database is unreachable (default none).
     pub cache_path: Option<PathBuf>,
-    /// The holder's name (at most 128 characters); default `<ip>/<pid>/<random>`.
+    /// The holder's name (1 to [`MAX_HOLDER_NAME_LEN`] characters); default `<ip>/<pid>`.
+    /// Each claim appends `#` and a random token, so two processes given the same name
+    /// still hold distinct leases.
     pub holder: Option<String>,
+}
+
+impl LeaseOptions {
+    /// `Ok` when these options can keep a lease: a positive ttl, a heartbeat and a takeover
+    /// wait both shorter than it, and a holder name that fits; else
+    /// [`StoreError::InvalidLeaseOptions`]. [`LeasedWorkerIdAssigner::claim`] checks this
+    /// first.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use uidgen_store::{LeaseOptions, StoreError};
+    /// assert!(LeaseOptions::default().validate().is_ok());
+    /// let slow = LeaseOptions { heartbeat_interval: Some(Duration::from_secs(30)), ..Default::default() };
+    /// assert!(matches!(slow.validate(), Err(StoreError::InvalidLeaseOptions(_))));
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        let invalid = |reason: String| Err(StoreError::InvalidLeaseOptions(reason));
+        let ttl = self.ttl;
+        if duration_ms(ttl) == 0 {
+            return invalid(format!("ttl {ttl:?} must be at least 1 ms"));
+        }
+        if self.max_takeover_wait >= ttl {
+            return invalid(format!(
+                "max_takeover_wait {:?} must be shorter than the ttl {ttl:?}: the lease would lapse while waiting",
+                self.max_takeover_wait
+            ));
+        }
+        if let Some(interval) = self.heartbeat_interval {
+            if interval.is_zero() {
+                return invalid("heartbeat_interval must be positive".to_owned());
+            }
+            if interval >= ttl {
+                return invalid(format!(
+                    "heartbeat_interval {interval:?} must be shorter than the ttl {ttl:?}, or the lease lapses between renewals"
+                ));
+            }
+        }
+        if let Some(holder) = &self.holder {
+            let len = holder.chars().count();
+            if len == 0 || len > MAX_HOLDER_NAME_LEN {
+                return invalid(format!(
+                    "holder {holder:?} must be 1 to {MAX_HOLDER_NAME_LEN} characters (it is {len})"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for LeaseOptions {
@@ -108,20 +172,23 @@ impl LeasedWorkerIdAssigner {
 
     /// Claim a lease from the database (no cache fallback), wait until the clock has passed
     /// the worker id's last issued time, and start the heartbeat if configured.
+    ///
+    /// Errors: [`StoreError::InvalidLeaseOptions`], [`StoreError::NoFreeWorkerId`] when every
+    /// id is held by a live lease, [`StoreError::LeaseContention`] when free ids exist but
+    /// other claimants won each of them [`CLAIM_ATTEMPTS`] times running,
+    /// [`StoreError::ClockBehindLastIssued`], and database errors.
     pub async fn claim(&self, layout: &Layout) -> Result<LeaseGuard> {
-        let holder = match &self.options.holder {
-            Some(holder) => holder.clone(),
-            None => default_holder(),
-        };
-        if holder.is_empty() || holder.chars().count() > 128 {
-            return Err(StoreError::InvalidInput(format!(
-                "lease holder {holder:?} must be 1 to 128 characters"
-            )));
-        }
-        let ttl_ms = duration_ms(self.options.ttl).max(1);
+        self.options.validate()?;
+        let holder = self.new_holder();
+        let ttl_ms = duration_ms(self.options.ttl);
         let max = layout.max_worker_id();
-        // A lost race means someone else won that id; look again a few times.
-        for _ in 0..8 {
+        // A lost race means someone else won that id; look again.
+        for attempt in 0..CLAIM_ATTEMPTS {
+            if attempt > 0 {
+                // Racers that retry in lockstep keep colliding; a short random pause spreads them.
+                let pause = fastrand::u64(1..=5 * u64::from(attempt));
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+            }
             let now = self.clock.now_millis();
             let expires = now.saturating_add(ttl_ms);
             let rows = self.store.lease_rows(max).await?;
@@ -157,10 +224,33 @@ impl LeasedWorkerIdAssigner {
                 }
             }
         }
-        Err(StoreError::NoFreeWorkerId {
-            max,
-            count: max.saturating_add(1),
+        Err(StoreError::LeaseContention {
+            attempts: CLAIM_ATTEMPTS,
         })
+    }
+
+    /// The holder string of a new claim: the configured (or default) name and a random token
+    /// of its own, so renewal and release only ever match this claim's row.
+    fn new_holder(&self) -> String {
+        let name = self.options.holder.clone().unwrap_or_else(default_holder);
+        format!("{name}#{:016x}", fastrand::u64(..))
+    }
+
+    /// The local cache, locked for a lease claimed from the database; `None` (logged) when
+    /// none is configured or another lease already uses it, which then keeps it.
+    fn lock_cache_for_claim(&self) -> Option<CacheLock> {
+        let path = self.options.cache_path.as_deref()?;
+        match CacheLock::try_acquire(path) {
+            Ok(Some(cache)) => Some(cache),
+            Ok(None) => {
+                tracing::warn!(path = %path.display(), "another lease uses the worker id cache; not caching this one");
+                None
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot lock the worker id cache; not caching");
+                None
+            }
+        }
     }
 
     /// We hold `worker_id` until `expires`: wait out the previous holder's last issued time,
@@ -172,20 +262,16 @@ impl LeasedWorkerIdAssigner {
         expires: u64,
         last_issued_ms: u64,
     ) -> Result<LeaseGuard> {
-        let guard = LeaseGuard::new(LeaseState {
+        let guard = LeaseGuard::new(NewLease {
             store: self.store.clone(),
             clock: Arc::clone(&self.clock),
             worker_id,
             holder,
-            ttl_ms: duration_ms(self.options.ttl).max(1),
-            valid_until_ms: AtomicU64::new(expires),
-            issued_until_ms: AtomicU64::new(last_issued_ms),
-            tracked: AtomicBool::new(false),
-            source: Mutex::new(None),
-            ended: Mutex::new(None),
-            last_error: Mutex::new(None),
-            cache_path: self.options.cache_path.clone(),
-            heartbeat: Mutex::new(None),
+            ttl_ms: duration_ms(self.options.ttl),
+            valid_until_ms: expires,
+            last_issued_ms,
+            cache: self.lock_cache_for_claim(),
+            unconfirmed_since_ms: None,
         });
         if let Err(error) = wait_for_clock(
             self.clock.as_ref(),
@@ -195,7 +281,8 @@ impl LeasedWorkerIdAssigner {
         )
         .await
         {
-            // Hand the id back untouched so it does not stay blocked for a whole ttl.
+            // Hand the id back untouched so it does not stay blocked for a whole ttl (this also
+            // forgets any cache naming it: this host did not get it).
             let _ = guard.release_recording(last_issued_ms).await;
             return Err(error);
         }
@@ -207,8 +294,13 @@ impl LeasedWorkerIdAssigner {
         Ok(guard)
     }
 
-    /// The database was unreachable: use the cached worker id if the clock is past the time
-    /// it was used until.
+    /// The database was unreachable: lease the cached worker id locally if the clock is past
+    /// the time it was used until and no other lease uses the cache.
+    ///
+    /// The result is a lease valid for one ttl from now. Its renewals (the heartbeat) claim
+    /// the id in the database once it answers, or end the lease with
+    /// [`StoreError::LeaseLost`] if another holder had the id meanwhile; if the database stays
+    /// away, the lease lapses at its expiry like any unrenewed lease.
     fn assign_from_cache(
         &self,
         layout: &Layout,
@@ -217,38 +309,60 @@ impl LeasedWorkerIdAssigner {
         let Some(path) = &self.options.cache_path else {
             return Err(unreachable);
         };
-        let cached = match read_cache(path) {
-            Ok(cached) => cached,
-            Err(error) => {
-                tracing::warn!(%error, "no usable worker id cache");
-                return Err(unreachable);
-            }
+        let cache_error = |reason: String| StoreError::Cache {
+            path: path.display().to_string(),
+            reason: format!("{unreachable}; {reason}"),
         };
+        if let Err(error) = read_cache(path) {
+            tracing::warn!(%error, "no usable worker id cache");
+            return Err(unreachable);
+        }
+        // Two processes sharing the file must not both start on its id.
+        let Some(cache) = CacheLock::try_acquire(path)? else {
+            return Err(cache_error(
+                "another lease (in this or another process) is using the cache, so its worker id may be live".to_owned(),
+            ));
+        };
+        // Read again under the lock: the holder we waited out may have rewritten it.
+        let cached = read_cache(path).map_err(|e| cache_error(e.to_string()))?;
         let now = self.clock.now_millis();
         if now <= cached.until_ms {
-            return Err(StoreError::Cache {
-                path: path.display().to_string(),
-                reason: format!(
-                    "{unreachable}; the cached worker id {} was in use until {} ms and this clock reads {now} ms, so it cannot be reused yet",
-                    cached.worker_id, cached.until_ms
-                ),
-            });
+            return Err(cache_error(format!(
+                "the cached worker id {} was in use until {} ms and this clock reads {now} ms, so it cannot be reused yet",
+                cached.worker_id, cached.until_ms
+            )));
         }
         let max = layout.max_worker_id();
         if cached.worker_id > max {
-            return Err(StoreError::Cache {
-                path: path.display().to_string(),
-                reason: format!(
-                    "{unreachable}; the cached worker id {} exceeds the layout's maximum {max}",
-                    cached.worker_id
-                ),
-            });
+            return Err(cache_error(format!(
+                "the cached worker id {} exceeds the layout's maximum {max}",
+                cached.worker_id
+            )));
         }
-        tracing::warn!(worker_id = cached.worker_id, %unreachable, "database unreachable; using the cached worker id");
-        Ok(WorkerAssignment::fixed(
-            cached.worker_id,
-            AssignmentKind::LocalCache,
-        ))
+        let ttl_ms = duration_ms(self.options.ttl);
+        let expires = now.saturating_add(ttl_ms);
+        let guard = LeaseGuard::new(NewLease {
+            store: self.store.clone(),
+            clock: Arc::clone(&self.clock),
+            worker_id: cached.worker_id,
+            holder: self.new_holder(),
+            ttl_ms,
+            valid_until_ms: expires,
+            last_issued_ms: cached.until_ms,
+            cache: Some(cache),
+            unconfirmed_since_ms: Some(now),
+        });
+        // A restart must wait out what this lease may stamp.
+        guard.write_cache(expires);
+        if let Some(interval) = self.options.heartbeat_interval {
+            guard.start_heartbeat(interval);
+        }
+        tracing::warn!(worker_id = cached.worker_id, valid_until_ms = expires, %unreachable, "database unreachable; leasing the cached worker id locally until the database answers");
+        Ok(WorkerAssignment {
+            worker_id: cached.worker_id,
+            kind: AssignmentKind::LocalCache,
+            lease: Some(guard),
+        })
     }
 }
 
@@ -303,260 +417,5 @@ fn duration_ms(d: Duration) -> u64 {
 
 fn default_holder() -> String {
     let host = crate::worker_node::WorkerNode::detect().host_name;
-    format!("{host}/{}/{:08x}", std::process::id(), fastrand::u32(..))
-}
-
-/// The shared state of a lease.
-#[derive(Debug)]
-struct LeaseState {
-    store: Store,
-    clock: Arc<dyn Clock>,
-    worker_id: u64,
-    holder: String,
-    ttl_ms: u64,
-    /// The expiry written by our last successful claim or renewal: IDs must end by it.
-    valid_until_ms: AtomicU64,
-    /// The highest issued-until instant known (recorded or read from the generator).
-    issued_until_ms: AtomicU64,
-    /// Whether issued-until is known (a generator is tracked or times were recorded).
-    tracked: AtomicBool,
-    /// The generator whose issued-until the heartbeat records.
-    source: Mutex<Option<Weak<dyn UidGenerator>>>,
-    /// Why the lease ended (released, taken over); `None` while held.
-    ended: Mutex<Option<String>>,
-    /// The last renewal error, for messages.
-    last_error: Mutex<Option<String>>,
-    cache_path: Option<PathBuf>,
-    heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
-}
-
-impl Drop for LeaseState {
-    fn drop(&mut self) {
-        if let Ok(mut slot) = self.heartbeat.lock()
-            && let Some(task) = slot.take()
-        {
-            task.abort();
-        }
-    }
-}
-
-/// A held lease on a worker id. Clones share the lease.
-///
-/// Call [`check`](Self::check) (or use a [`GuardedGenerator`](crate::GuardedGenerator), which
-/// does) before issuing IDs; keep it renewed with the heartbeat; [`release`](Self::release) it
-/// on clean shutdown so the id is free at once.
-#[derive(Debug, Clone)]
-pub struct LeaseGuard {
-    state: Arc<LeaseState>,
-}
-
-impl LeaseGuard {
-    fn new(state: LeaseState) -> Self {
-        Self {
-            state: Arc::new(state),
-        }
-    }
-
-    /// The leased worker id.
-    pub fn worker_id(&self) -> u64 {
-        self.state.worker_id
-    }
-
-    /// Who holds it (this process).
-    pub fn holder(&self) -> &str {
-        &self.state.holder
-    }
-
-    /// The lease's expiry (ms since the Unix epoch): IDs may be stamped up to here.
-    pub fn valid_until_ms(&self) -> u64 {
-        // Relaxed: a monotonic deadline; no other memory depends on it.
-        self.state.valid_until_ms.load(Ordering::Relaxed)
-    }
-
-    /// Whether IDs may be issued now.
-    pub fn is_valid(&self) -> bool {
-        self.check().is_ok()
-    }
-
-    /// `Ok` while the lease is held and unexpired by the clock; else
-    /// [`StoreError::LeaseLost`] saying why.
-    pub fn check(&self) -> Result<()> {
-        let state = &self.state;
-        if let Some(reason) = lock(&state.ended).clone() {
-            return Err(StoreError::LeaseLost {
-                worker_id: state.worker_id,
-                reason,
-            });
-        }
-        let now = state.clock.now_millis();
-        let until = self.valid_until_ms();
-        if now >= until {
-            let cause = lock(&state.last_error)
-                .clone()
-                .unwrap_or_else(|| "no renewal".to_owned());
-            return Err(StoreError::LeaseLost {
-                worker_id: state.worker_id,
-                reason: format!(
-                    "it expired at {until} ms (clock reads {now} ms) without renewal: {cause}"
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    /// Record the generator whose [`issued_until_ms`](UidGenerator::issued_until_ms) the
-    /// heartbeat and [`release`](Self::release) write down. Held weakly.
-    pub fn track<G: UidGenerator + 'static>(&self, generator: &Arc<G>) {
-        let generator: Arc<dyn UidGenerator> = Arc::clone(generator) as Arc<dyn UidGenerator>;
-        *lock(&self.state.source) = Some(Arc::downgrade(&generator));
-        self.state.tracked.store(true, Ordering::Relaxed);
-    }
-
-    /// Record that IDs were issued up to `ms` (for callers that track no generator).
-    pub fn record_issued_until(&self, ms: u64) {
-        self.state.issued_until_ms.fetch_max(ms, Ordering::Relaxed);
-        self.state.tracked.store(true, Ordering::Relaxed);
-    }
-
-    /// The issued-until instant to write down: the tracked generator's, or, when nothing is
-    /// tracked, the lease's expiry (no ID can be stamped past it).
-    fn issued_until(&self) -> u64 {
-        let state = &self.state;
-        let source = lock(&state.source).as_ref().and_then(Weak::upgrade);
-        if let Some(ms) = source.and_then(|g| g.issued_until_ms()) {
-            state.issued_until_ms.fetch_max(ms, Ordering::Relaxed);
-        }
-        let recorded = state.issued_until_ms.load(Ordering::Relaxed);
-        if state.tracked.load(Ordering::Relaxed) {
-            recorded
-        } else {
-            recorded.max(self.valid_until_ms())
-        }
-    }
-
-    /// Whether an ID whose time unit ends at `unit_end_ms` may be issued.
-    pub fn permits(&self, unit_end_ms: u64) -> Result<()> {
-        self.check()?;
-        let until = self.valid_until_ms();
-        if unit_end_ms > until {
-            return Err(StoreError::LeaseLost {
-                worker_id: self.state.worker_id,
-                reason: format!(
-                    "an ID stamped up to {unit_end_ms} ms lies past the lease's expiry at {until} ms"
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    /// Extend the lease by its ttl from now and record the issued-until time. A lease taken
-    /// over by another holder is lost for good ([`StoreError::LeaseLost`]); a database error
-    /// leaves it valid until its current expiry.
-    pub async fn renew(&self) -> Result<()> {
-        let state = &self.state;
-        if lock(&state.ended).is_some() {
-            return self.check();
-        }
-        let issued = self.issued_until();
-        let expires = state.clock.now_millis().saturating_add(state.ttl_ms);
-        match state
-            .store
-            .renew_lease(state.worker_id, &state.holder, expires, issued)
-            .await
-        {
-            Ok(true) => {
-                state.valid_until_ms.fetch_max(expires, Ordering::Relaxed);
-                *lock(&state.last_error) = None;
-                self.write_cache(self.valid_until_ms().max(issued));
-                Ok(())
-            }
-            Ok(false) => {
-                let reason = "taken over by another holder".to_owned();
-                *lock(&state.ended) = Some(reason.clone());
-                tracing::error!(worker_id = state.worker_id, "worker lease lost: {reason}");
-                Err(StoreError::LeaseLost {
-                    worker_id: state.worker_id,
-                    reason,
-                })
-            }
-            Err(error) => {
-                tracing::warn!(worker_id = state.worker_id, %error, "cannot renew the worker lease");
-                *lock(&state.last_error) = Some(error.to_string());
-                Err(error)
-            }
-        }
-    }
-
-    /// Renew every `interval` from a background tokio task until released, lost or dropped.
-    /// Replaces a running heartbeat. Must be called inside a tokio runtime.
-    pub fn start_heartbeat(&self, interval: Duration) {
-        let weak = Arc::downgrade(&self.state);
-        let task = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(interval).await;
-                let Some(state) = weak.upgrade() else { break };
-                let guard = LeaseGuard { state };
-                if lock(&guard.state.ended).is_some() {
-                    break;
-                }
-                if let Err(StoreError::LeaseLost { .. }) = guard.renew().await {
-                    break;
-                }
-            }
-        });
-        if let Some(old) = lock(&self.state.heartbeat).replace(task) {
-            old.abort();
-        }
-    }
-
-    /// Stop the heartbeat; the lease then lapses at its expiry unless renewed by hand.
-    pub fn stop_heartbeat(&self) {
-        if let Some(task) = lock(&self.state.heartbeat).take() {
-            task.abort();
-        }
-    }
-
-    /// Stop issuing, stop the heartbeat and give the lease back, recording the issued-until
-    /// time so the next holder waits for it. Call on clean shutdown.
-    pub async fn release(&self) -> Result<()> {
-        let issued = self.issued_until();
-        self.release_recording(issued).await
-    }
-
-    async fn release_recording(&self, issued: u64) -> Result<()> {
-        let state = &self.state;
-        self.stop_heartbeat();
-        {
-            let mut ended = lock(&state.ended);
-            if ended.is_none() {
-                *ended = Some("released".to_owned());
-            }
-        }
-        self.write_cache(issued);
-        state
-            .store
-            .release_lease(state.worker_id, &state.holder, issued)
-            .await?;
-        tracing::info!(worker_id = state.worker_id, "released the worker lease");
-        Ok(())
-    }
-
-    fn write_cache(&self, until_ms: u64) {
-        if let Some(path) = &self.state.cache_path {
-            let cached = CachedWorker {
-                worker_id: self.state.worker_id,
-                until_ms,
-            };
-            if let Err(error) = write_cache(path, &cached) {
-                tracing::warn!(%error, "cannot write the worker id cache");
-            }
-        }
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding one of these locks leaves plain data behind; keep using it.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    format!("{host}/{}", std::process::id())
 }

@@ -48,6 +48,7 @@ mod cache;
 mod error;
 mod leaf_alloc;
 mod lease;
+mod lease_guard;
 mod migrate;
 mod store;
 #[cfg(feature = "testing")]
@@ -67,7 +68,8 @@ pub use leaf_alloc::{
     LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_step,
     validate_tag,
 };
-pub use lease::{LeaseGuard, LeaseOptions, LeasedWorkerIdAssigner};
+pub use lease::{LeaseOptions, LeasedWorkerIdAssigner, MAX_HOLDER_NAME_LEN};
+pub use lease_guard::LeaseGuard;
 pub use migrate::{Migration, migrations};
 pub use store::{Store, StoreOptions};
 pub use url::{Dialect, redact_url};

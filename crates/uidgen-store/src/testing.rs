@@ -125,6 +125,38 @@ pub async fn run_script(store: &Store, script: &str) -> Result<()> {
     )
 }
 
+/// Every connection of a store's pool, held by a test: while it lives, queries on that store
+/// wait the store's `connect_timeout` for a connection and fail with
+/// [`StoreError::Unreachable`] ("timed out waiting for a connection"), exactly as when the
+/// database is down; dropping it brings the database "back". See [`occupy_pool`].
+pub struct OccupiedPool {
+    _held: Vec<Box<dyn std::any::Any + Send>>,
+}
+
+impl std::fmt::Debug for OccupiedPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OccupiedPool({} connections)", self._held.len())
+    }
+}
+
+/// Take every connection of `store`'s pool (connecting as needed) so the store behaves as if
+/// its database were unreachable until the result is dropped. Use a store with a small pool
+/// and a short `connect_timeout` (e.g. [`Store::connect_lazy`] with one connection and
+/// 200 ms), so that each "unreachable" query fails quickly.
+pub async fn occupy_pool(store: &Store) -> Result<OccupiedPool> {
+    let mut held: Vec<Box<dyn std::any::Any + Send>> = Vec::new();
+    crate::store::with_pool!(store, pool, {
+        for _ in 0..pool.options().get_max_connections() {
+            let conn = pool
+                .acquire()
+                .await
+                .map_err(|e| store.err("occupying the pool", e))?;
+            held.push(Box::new(conn));
+        }
+    });
+    Ok(OccupiedPool { _held: held })
+}
+
 /// Create database `name` on the `server` of `kind`; return its URL.
 async fn server_database(kind: TestDb, server: &str, name: &str) -> Result<String> {
     let server = server.to_owned();
@@ -205,6 +237,7 @@ fn is_stale(name: &str, now_secs: u64) -> bool {
 /// Once per process, delete SQLite test files (and their `-wal`/`-shm`) older than an hour.
 fn drop_stale_files(dir: &std::path::Path, now_secs: u64) {
     static DONE: AtomicBool = AtomicBool::new(false);
+    // Relaxed: a best-effort once-flag; a second sweep would be harmless.
     if DONE.swap(true, Ordering::Relaxed) {
         return;
     }
@@ -227,6 +260,7 @@ fn first_sweep(kind: TestDb) -> bool {
     } else {
         &PG_DONE
     };
+    // Relaxed: a best-effort once-flag; a second sweep would be harmless.
     !done.swap(true, Ordering::Relaxed)
 }
 

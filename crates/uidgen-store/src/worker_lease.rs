@@ -1,6 +1,8 @@
 //! The `worker_lease` table: which holder leases which worker id, until when, and up to which
 //! instant IDs were issued under it. Every change is one conditional statement whose affected
-//! row count says whether it won, so racing processes get exactly one winner.
+//! row count says whether it won, so racing processes get exactly one winner. Renewal and
+//! release match the holder string, which carries a random per-claim token, so two processes
+//! configured with the same holder name never act on each other's lease.
 
 use crate::error::{Result, StoreError};
 use crate::store::{Sql, Store, with_pool};
@@ -10,7 +12,8 @@ use crate::store::{Sql, Store, with_pool};
 pub struct WorkerLeaseRow {
     /// The leased worker id.
     pub worker_id: u64,
-    /// Who holds it; empty when released.
+    /// Who holds it (the configured name, `#`, and a random token unique to the claim); empty
+    /// when released.
     pub holder: String,
     /// Expiry, ms since the Unix epoch (0 when released).
     pub expires_at_ms: u64,
@@ -45,6 +48,17 @@ const TAKE_OVER_LEASE: Sql = Sql {
             WHERE worker_id = ? AND expires_at_ms < ?",
     postgres: "UPDATE worker_lease SET holder = $1, expires_at_ms = $2, updated = CURRENT_TIMESTAMP
                WHERE worker_id = $3 AND expires_at_ms < $4",
+};
+
+/// Take over an expired (or released) lease that nobody used after `since`: how a process that
+/// ran on its local cache while the database was down claims that id afterwards.
+const TAKE_OVER_LEASE_UNUSED_SINCE: Sql = Sql {
+    sqlite: "UPDATE worker_lease SET holder = ?1, expires_at_ms = ?2, updated = CURRENT_TIMESTAMP
+             WHERE worker_id = ?3 AND expires_at_ms < ?4 AND last_issued_ms <= ?5",
+    mysql: "UPDATE worker_lease SET holder = ?, expires_at_ms = ?, updated = CURRENT_TIMESTAMP
+            WHERE worker_id = ? AND expires_at_ms < ? AND last_issued_ms <= ?",
+    postgres: "UPDATE worker_lease SET holder = $1, expires_at_ms = $2, updated = CURRENT_TIMESTAMP
+               WHERE worker_id = $3 AND expires_at_ms < $4 AND last_issued_ms <= $5",
 };
 
 const SELECT_LEASE: Sql = Sql {
@@ -176,6 +190,37 @@ impl Store {
                 .execute(pool)
                 .await
                 .map_err(|e| self.err("taking over a worker lease", e))?
+                .rows_affected()
+        );
+        Ok(done == 1)
+    }
+
+    /// As [`try_take_over_lease`](Self::try_take_over_lease), but only if no ID under
+    /// `worker_id` was recorded as stamped at or after `since_ms`: nobody else used the id
+    /// while this holder ran on its local cache from `since_ms` on.
+    pub async fn try_take_over_lease_unused_since(
+        &self,
+        worker_id: u64,
+        holder: &str,
+        expires_at_ms: u64,
+        now_ms: u64,
+        since_ms: u64,
+    ) -> Result<bool> {
+        let id = to_db("worker id", worker_id)?;
+        let (expires, now) = (to_db("expiry", expires_at_ms)?, to_db("time", now_ms)?);
+        let since = to_db("time", since_ms)?;
+        let done = with_pool!(
+            self,
+            pool,
+            sqlx::query(TAKE_OVER_LEASE_UNUSED_SINCE.get(self.dialect()))
+                .bind(holder)
+                .bind(expires)
+                .bind(id)
+                .bind(now)
+                .bind(since)
+                .execute(pool)
+                .await
+                .map_err(|e| self.err("claiming a cached worker id", e))?
                 .rows_affected()
         );
         Ok(done == 1)

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use common::narrow_layout;
 use uidgen_core::{Clock, ManualClock, SystemClock, UidError, UidGenerator};
-use uidgen_store::testing::{TestDb, fresh_store};
+use uidgen_store::testing::{TestDb, fresh_store, occupy_pool};
 use uidgen_store::{
-    AssignmentKind, GeneratorBuilder, LeaseOptions, LeasedWorkerIdAssigner, Store, StoreError,
-    WorkerIdAssigner, read_cache,
+    AssignmentKind, GeneratorBuilder, LeaseOptions, LeasedWorkerIdAssigner, MAX_HOLDER_NAME_LEN,
+    Store, StoreError, StoreOptions, WorkerIdAssigner, read_cache,
 };
 
 const T0: u64 = 1_800_000_000_000;
@@ -47,7 +47,8 @@ per_db! {
         assert_eq!(lease.valid_until_ms(), T0 + 30_000);
         assert!(lease.is_valid());
         let row = store.lease_row(0).await.unwrap().unwrap();
-        assert_eq!((row.holder.as_str(), row.expires_at_ms), ("a", T0 + 30_000));
+        assert_eq!((row.holder.as_str(), row.expires_at_ms), (lease.holder(), T0 + 30_000));
+        assert!(lease.holder().starts_with("a#"), "{}", lease.holder());
 
         // A second holder gets the next id while the first is live.
         let b = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("b"));
@@ -266,7 +267,11 @@ per_db! {
         let now = SystemClock.now_millis();
         // Stamp units of 1 s: the unit containing the expiry must not be issued.
         let clock = ManualClock::new(now - now % 1000 + 500);
-        let lease_opts = LeaseOptions { ttl: Duration::from_millis(1_200), ..options("x") };
+        let lease_opts = LeaseOptions {
+            ttl: Duration::from_millis(1_200),
+            max_takeover_wait: Duration::from_millis(500),
+            ..options("x")
+        };
         let built = GeneratorBuilder::new(narrow_layout(2))
             .assigner(LeasedWorkerIdAssigner::new(store, clock.clone(), lease_opts))
             .build_default(clock.clone())
@@ -295,6 +300,8 @@ per_db! {
         let lease = with_cache(store.clone(), "a").claim(&layout).await.unwrap();
         assert_eq!(read_cache(&cache).unwrap().until_ms, T0 + 30_000);
         assert_eq!(read_cache(&cache).unwrap().worker_id, lease.worker_id());
+        let worker_id = lease.worker_id();
+        drop(lease); // the process dies without releasing
 
         // Next start: the database is unreachable.
         let down = Store::connect(&url).await.unwrap();
@@ -305,12 +312,252 @@ per_db! {
         clock.set(T0 + 30_001);
         let assignment = with_cache(down.clone(), "b").assign(&layout).await.unwrap();
         assert_eq!(assignment.kind, AssignmentKind::LocalCache);
-        assert_eq!(assignment.worker_id, lease.worker_id());
-        assert!(assignment.lease.is_none());
+        assert_eq!(assignment.worker_id, worker_id);
+        // A local lease for one ttl, cached so that a restart waits it out.
+        let local = assignment.lease.as_ref().unwrap();
+        assert!(local.is_from_local_cache());
+        assert_eq!(local.valid_until_ms(), T0 + 60_001);
+        assert_eq!(read_cache(&cache).unwrap().until_ms, T0 + 60_001);
 
         // Without a cache file the unreachable database is the error.
         std::fs::remove_file(&cache).unwrap();
         let error = with_cache(down, "c").assign(&layout).await.unwrap_err();
         assert!(error.is_unreachable(), "{error:?}");
+    }
+}
+
+/// A store on the same database whose pool can be "cut off": with [`occupy_pool`] held, its
+/// queries time out as if the database were down.
+fn flaky_store(url: &str) -> Store {
+    let options = StoreOptions {
+        max_connections: 1,
+        connect_timeout: Duration::from_millis(200),
+        migrate: false,
+    };
+    Store::connect_lazy(url, options).unwrap()
+}
+
+fn cached_options(holder: &str, cache: &std::path::Path) -> LeaseOptions {
+    LeaseOptions {
+        cache_path: Some(cache.to_owned()),
+        ..options(holder)
+    }
+}
+
+per_db! {
+    async fn cache_is_forgotten_whenever_the_worker_id_is_given_up(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(0);
+        let down = Store::connect(&url).await.unwrap();
+        down.close().await;
+
+        // Released: a later start without the database must not pick the id from the cache.
+        let cache = temp_cache();
+        let released = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), cached_options("a", &cache));
+        released.claim(&layout).await.unwrap().release().await.unwrap();
+        assert!(!cache.exists());
+        clock.set(T0 + 60_000);
+        let error = LeasedWorkerIdAssigner::new(down.clone(), clock.clone(), cached_options("a", &cache))
+            .assign(&layout)
+            .await
+            .unwrap_err();
+        assert!(error.is_unreachable(), "{error:?}");
+
+        // Taken over: the lost lease forgets its cache.
+        let lost_cache = temp_cache();
+        let lost = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), cached_options("b", &lost_cache))
+            .claim(&layout)
+            .await
+            .unwrap();
+        assert_eq!(read_cache(&lost_cache).unwrap().worker_id, 0);
+        clock.set(T0 + 90_001);
+        let winner = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("c"))
+            .claim(&layout)
+            .await
+            .unwrap();
+        assert!(matches!(lost.renew().await, Err(StoreError::LeaseLost { .. })));
+        assert!(!lost_cache.exists());
+
+        // Refused takeover: this host never got the id, so nothing may cache it.
+        winner.record_issued_until(T0 + 200_000);
+        winner.renew().await.unwrap();
+        clock.set(T0 + 120_002);
+        let refused_cache = temp_cache();
+        let error = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), cached_options("d", &refused_cache))
+            .claim(&layout)
+            .await
+            .unwrap_err();
+        assert!(matches!(error, StoreError::ClockBehindLastIssued { .. }), "{error:?}");
+        assert!(!refused_cache.exists());
+    }
+}
+
+per_db! {
+    async fn only_one_user_of_a_cache_file_falls_back_to_it(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(2);
+        let cache = temp_cache();
+        drop(LeasedWorkerIdAssigner::new(store, clock.clone(), cached_options("a", &cache)).claim(&layout).await.unwrap());
+        let down = Store::connect(&url).await.unwrap();
+        down.close().await;
+        clock.set(T0 + 30_001);
+        let assigner = |holder| LeasedWorkerIdAssigner::new(down.clone(), clock.clone(), cached_options(holder, &cache));
+
+        let first = assigner("b").assign(&layout).await.unwrap();
+        assert_eq!(first.kind, AssignmentKind::LocalCache);
+        let error = assigner("c").assign(&layout).await.unwrap_err();
+        assert!(matches!(&error, StoreError::Cache { reason, .. } if reason.contains("another lease")), "{error:?}");
+
+        // Once the first user is gone (and its local lease has run out), the next may.
+        drop(first);
+        clock.set(T0 + 60_002);
+        let next = assigner("c").assign(&layout).await.unwrap();
+        assert_eq!(next.kind, AssignmentKind::LocalCache);
+    }
+}
+
+per_db! {
+    async fn cached_lease_lapses_after_one_ttl_without_the_database(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let cache = temp_cache();
+        drop(LeasedWorkerIdAssigner::new(store, clock.clone(), cached_options("a", &cache)).claim(&narrow_layout(2)).await.unwrap());
+        let down = Store::connect(&url).await.unwrap();
+        down.close().await;
+        clock.set(T0 + 30_001);
+        let built = GeneratorBuilder::new(narrow_layout(2))
+            .assigner(LeasedWorkerIdAssigner::new(down, clock.clone(), cached_options("b", &cache)))
+            .build_default(clock.clone())
+            .await
+            .unwrap();
+        assert_eq!(built.assignment.kind, AssignmentKind::LocalCache);
+        built.generator.next_id().unwrap();
+        let lease = built.assignment.lease.clone().unwrap();
+        assert!(lease.renew().await.unwrap_err().is_unreachable());
+        clock.set(T0 + 60_001);
+        let error = built.generator.next_id().unwrap_err();
+        assert!(matches!(&error, UidError::GeneratorStopped(message) if message.contains("expired")), "{error:?}");
+    }
+}
+
+per_db! {
+    async fn cached_lease_is_claimed_in_the_database_once_it_answers(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(0);
+        let cache = temp_cache();
+        drop(LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), cached_options("a", &cache)).claim(&layout).await.unwrap());
+        clock.set(T0 + 30_001);
+        let flaky = flaky_store(&url);
+        let outage = occupy_pool(&flaky).await.unwrap();
+        let assignment = LeasedWorkerIdAssigner::new(flaky, clock.clone(), cached_options("b", &cache))
+            .assign(&layout)
+            .await
+            .unwrap();
+        assert_eq!(assignment.kind, AssignmentKind::LocalCache);
+        let lease = assignment.lease.unwrap();
+
+        // Still down: the renewal fails, the local lease holds until its expiry.
+        assert!(lease.renew().await.unwrap_err().is_unreachable());
+        assert!(lease.is_valid() && lease.is_from_local_cache());
+
+        // Back (and the id's old lease expired unused since): the renewal claims it.
+        drop(outage);
+        clock.advance(1_000);
+        lease.renew().await.unwrap();
+        assert!(!lease.is_from_local_cache());
+        assert_eq!(lease.valid_until_ms(), T0 + 61_001);
+        let row = store.lease_row(0).await.unwrap().unwrap();
+        assert_eq!((row.holder.as_str(), row.expires_at_ms), (lease.holder(), T0 + 61_001));
+        // Others now see it as held.
+        let other = LeasedWorkerIdAssigner::new(store, clock.clone(), options("c"));
+        assert!(matches!(other.claim(&layout).await, Err(StoreError::NoFreeWorkerId { .. })));
+    }
+}
+
+per_db! {
+    async fn cached_lease_stops_issuing_when_the_database_shows_another_holder(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(0);
+        let cache = temp_cache();
+        drop(LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), cached_options("a", &cache)).claim(&layout).await.unwrap());
+        clock.set(T0 + 30_001);
+        let flaky = flaky_store(&url);
+        let outage = occupy_pool(&flaky).await.unwrap();
+        let built = GeneratorBuilder::new(layout.clone())
+            .assigner(LeasedWorkerIdAssigner::new(flaky, clock.clone(), cached_options("b", &cache)))
+            .build_default(clock.clone())
+            .await
+            .unwrap();
+        assert_eq!(built.assignment.kind, AssignmentKind::LocalCache);
+        built.generator.next_id().unwrap();
+
+        // Meanwhile another process, which can reach the database, takes the expired id.
+        let other = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("c"))
+            .claim(&layout)
+            .await
+            .unwrap();
+
+        drop(outage);
+        let lease = built.assignment.lease.clone().unwrap();
+        let error = lease.renew().await.unwrap_err();
+        assert!(matches!(&error, StoreError::LeaseLost { worker_id: 0, reason } if reason.contains("local cache")), "{error:?}");
+        let error = built.generator.next_id().unwrap_err();
+        assert!(matches!(&error, UidError::GeneratorStopped(message) if message.contains("lease on worker id 0 lost")), "{error:?}");
+        assert!(!cache.exists(), "a lost id must not stay cached");
+        // The other holder is untouched.
+        let row = store.lease_row(0).await.unwrap().unwrap();
+        assert_eq!(row.holder, other.holder());
+        other.renew().await.unwrap();
+    }
+}
+
+per_db! {
+    async fn claims_with_the_same_holder_name_cannot_renew_or_release_each_other(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(0);
+        let assigner = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("same"));
+        let first = assigner.claim(&layout).await.unwrap();
+        clock.set(T0 + 30_001);
+        let second = assigner.claim(&layout).await.unwrap();
+        assert_ne!(first.holder(), second.holder());
+
+        let error = first.renew().await.unwrap_err();
+        assert!(matches!(&error, StoreError::LeaseLost { reason, .. } if reason.contains("taken over")), "{error:?}");
+        first.release().await.unwrap();
+        let row = store.lease_row(0).await.unwrap().unwrap();
+        assert_eq!((row.holder.as_str(), row.expires_at_ms), (second.holder(), T0 + 60_001));
+        second.renew().await.unwrap();
+    }
+}
+
+per_db! {
+    async fn inconsistent_lease_options_are_refused_before_claiming(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(2);
+        let ttl = Duration::from_secs(10);
+        let refused = [
+            LeaseOptions { ttl, heartbeat_interval: Some(ttl), ..options("a") },
+            LeaseOptions { ttl, heartbeat_interval: Some(Duration::ZERO), ..options("a") },
+            LeaseOptions { ttl, max_takeover_wait: ttl, ..options("a") },
+            LeaseOptions { ttl: Duration::ZERO, max_takeover_wait: Duration::ZERO, ..options("a") },
+            options(""),
+            options(&"h".repeat(MAX_HOLDER_NAME_LEN + 1)),
+        ];
+        for bad in refused {
+            let assigner = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), bad.clone());
+            let error = assigner.assign(&layout).await.unwrap_err();
+            assert!(matches!(error, StoreError::InvalidLeaseOptions(_)), "{bad:?}: {error:?}");
+        }
+        assert!(store.lease_rows(3).await.unwrap().is_empty(), "nothing was claimed");
+
+        let longest = options(&"h".repeat(MAX_HOLDER_NAME_LEN));
+        let lease = LeasedWorkerIdAssigner::new(store.clone(), clock, longest).claim(&layout).await.unwrap();
+        assert_eq!(store.lease_row(lease.worker_id()).await.unwrap().unwrap().holder, lease.holder());
     }
 }
