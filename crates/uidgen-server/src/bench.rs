@@ -27,9 +27,9 @@ pub struct BenchArgs {
     /// Ask for batches of this many IDs per request (`/v1/ids?count=N`) instead of single IDs.
     #[arg(long)]
     pub batch: Option<u64>,
-    /// How long to run, in seconds.
-    #[arg(long, default_value_t = 10.0)]
-    pub duration: f64,
+    /// How long to run, in seconds (fractions allowed).
+    #[arg(long, default_value = "10", value_parser = parse_duration)]
+    pub duration: Duration,
     /// Stop after this many requests (or calls, embedded), if reached before the duration.
     #[arg(long)]
     pub requests: Option<u64>,
@@ -39,6 +39,27 @@ pub struct BenchArgs {
     /// Hide the live progress line.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// `--duration`: a positive, finite number of seconds.
+///
+/// ```
+/// use uidgen_server::bench::parse_duration;
+/// assert_eq!(parse_duration("1.5").unwrap().as_millis(), 1500);
+/// assert!(parse_duration("nan").is_err());
+/// assert!(parse_duration("-1").is_err());
+/// ```
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(format!(
+            "{text:?} is not a usable duration: give a positive, finite number of seconds"
+        )),
+    }
 }
 
 /// What a run measured.
@@ -92,31 +113,63 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
 }
 
+/// The live progress line: a bar with the share done when the run is bounded by `--requests`,
+/// else the time elapsed against `--duration`.
 fn progress(
-    quiet: bool,
+    args: &BenchArgs,
     done: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
+    let (quiet, requests, duration) = (args.quiet, args.requests, args.duration);
     std::thread::spawn(move || {
         if quiet {
             return;
         }
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
+        let style = |template: &str| {
+            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar())
+        };
+        let bar = match requests {
+            Some(n) => {
+                let bar = ProgressBar::new(n);
+                bar.set_style(style(
+                    "{elapsed_precise} [{wide_bar}] {percent:>3}% {pos}/{len} {msg}",
+                ));
+                bar
+            }
+            None => {
+                let bar = ProgressBar::new(duration.as_millis().try_into().unwrap_or(u64::MAX));
+                bar.set_style(style("{elapsed_precise} [{wide_bar}] {percent:>3}% {msg}"));
+                bar
+            }
+        };
         let start = Instant::now();
         // Relaxed: a progress display; exact counts are taken after the workers join.
         while !stop.load(Ordering::Relaxed) {
             let n = done.load(Ordering::Relaxed);
             let rate = n as f64 / start.elapsed().as_secs_f64().max(0.001);
-            bar.set_message(format!("{n} requests, {rate:.0}/s"));
-            bar.tick();
+            if requests.is_some() {
+                bar.set_position(n);
+                bar.set_message(format!("{rate:.0}/s"));
+            } else {
+                bar.set_position(start.elapsed().as_millis().try_into().unwrap_or(u64::MAX));
+                bar.set_message(format!("{n} requests, {rate:.0}/s"));
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
         bar.finish_and_clear();
     })
+}
+
+/// Claim up to `want` calls from a shared budget; how many were granted (0: the budget is
+/// spent). Every call of `--requests N` is granted exactly once, whatever the thread count.
+fn claim(budget: &AtomicU64, want: u64) -> u64 {
+    // Relaxed: the budget only needs each claim to be atomic; it orders no other memory.
+    match budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+        (left > 0).then(|| left - left.min(want))
+    }) {
+        Ok(left) => left.min(want),
+        Err(_) => 0,
+    }
 }
 
 /// Measure the embedded generator on `concurrency` threads.
@@ -124,29 +177,31 @@ pub fn run_embedded(
     args: &BenchArgs,
     generator: Arc<dyn UidGenerator>,
 ) -> anyhow::Result<BenchReport> {
-    let deadline = Duration::from_secs_f64(args.duration);
-    let per_thread = args
-        .requests
-        .map(|n| n / u64::try_from(args.concurrency.max(1)).unwrap_or(1));
+    let deadline = args.duration;
+    let budget = Arc::new(AtomicU64::new(args.requests.unwrap_or(u64::MAX)));
     let done = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let bar = progress(args.quiet, done.clone(), stop.clone());
+    let bar = progress(args, done.clone(), stop.clone());
     let batch = args.batch.unwrap_or(1);
     let n_batch = usize::try_from(batch)?;
     let start = Instant::now();
     let workers: Vec<_> = (0..args.concurrency.max(1))
         .map(|_| {
             let generator = generator.clone();
-            let done = done.clone();
+            let (done, budget) = (done.clone(), budget.clone());
             std::thread::spawn(move || -> anyhow::Result<(u64, u64, Histogram<u64>)> {
                 let mut latency = histogram()?;
                 let (mut calls, mut errors) = (0u64, 0u64);
                 let start = Instant::now();
-                while start.elapsed() < deadline && per_thread.is_none_or(|n| calls < n) {
-                    // Time a run of 64 calls: timing each ~10 ns call alone would measure the
-                    // clock, not the generator.
+                while start.elapsed() < deadline {
+                    // Time a run of up to 64 calls: timing each ~10 ns call alone would measure
+                    // the clock, not the generator.
+                    let run = claim(&budget, 64);
+                    if run == 0 {
+                        break;
+                    }
                     let t = Instant::now();
-                    for _ in 0..64 {
+                    for _ in 0..run {
                         let ok = if n_batch == 1 {
                             generator.next_id().is_ok()
                         } else {
@@ -154,10 +209,10 @@ pub fn run_embedded(
                         };
                         errors += u64::from(!ok);
                     }
-                    latency.record(nanos(t.elapsed()) / 64)?;
-                    calls += 64;
+                    latency.record((nanos(t.elapsed()) / run).max(1))?;
+                    calls += run;
                     // Relaxed: progress display only.
-                    done.fetch_add(64, Ordering::Relaxed);
+                    done.fetch_add(run, Ordering::Relaxed);
                 }
                 Ok((calls, errors, latency))
             })
@@ -205,11 +260,11 @@ pub async fn run_http(args: &BenchArgs, base: &str) -> anyhow::Result<BenchRepor
         .with_context(|| format!("cannot reach {url}"))?
         .error_for_status()
         .with_context(|| format!("{url} answered with an error"))?;
-    let deadline = Instant::now() + Duration::from_secs_f64(args.duration);
+    let deadline = Instant::now() + args.duration;
     let budget = Arc::new(AtomicU64::new(args.requests.unwrap_or(u64::MAX)));
     let done = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let bar = progress(args.quiet, done.clone(), stop.clone());
+    let bar = progress(args, done.clone(), stop.clone());
     let batch = args.batch.unwrap_or(1);
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
@@ -219,12 +274,7 @@ pub async fn run_http(args: &BenchArgs, base: &str) -> anyhow::Result<BenchRepor
         tasks.spawn(async move {
             let mut latency = histogram()?;
             let (mut ok, mut errors) = (0u64, 0u64);
-            // Relaxed: the budget only needs each decrement to be atomic.
-            while Instant::now() < deadline
-                && budget
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| b.checked_sub(1))
-                    .is_ok()
-            {
+            while Instant::now() < deadline && claim(&budget, 1) == 1 {
                 let t = Instant::now();
                 let result = match client.get(&url).send().await {
                     Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
@@ -261,4 +311,53 @@ pub async fn run_http(args: &BenchArgs, base: &str) -> anyhow::Result<BenchRepor
     stop.store(true, Ordering::Relaxed);
     let _ = bar.join();
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uidgen_core::{Layout, ManualClock, SnowflakeGenerator};
+
+    fn args(requests: Option<u64>, concurrency: usize) -> BenchArgs {
+        BenchArgs {
+            config: crate::cli::ConfigArgs { config: None },
+            url: None,
+            route: String::new(),
+            batch: None,
+            duration: Duration::from_secs(3600),
+            requests,
+            concurrency,
+            quiet: true,
+        }
+    }
+
+    fn generator() -> Arc<dyn UidGenerator> {
+        let clock = ManualClock::auto_advancing(1_800_000_000_000);
+        Arc::new(SnowflakeGenerator::new(Layout::snowflake().unwrap(), 1, clock).unwrap())
+    }
+
+    #[test]
+    fn embedded_requests_run_exactly_that_many_calls_whatever_the_thread_count() {
+        for (requests, concurrency) in [(5, 32), (1, 1), (100, 3), (1000, 7), (64, 64)] {
+            let report = run_embedded(&args(Some(requests), concurrency), generator()).unwrap();
+            assert_eq!(report.requests, requests, "{requests} over {concurrency}");
+            assert_eq!(report.ids, requests);
+        }
+    }
+
+    #[test]
+    fn durations_that_are_not_positive_and_finite_are_refused() {
+        for bad in ["nan", "inf", "-1", "0", "abc", "1e300"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_duration("0.25").unwrap(), Duration::from_millis(250));
+    }
+
+    #[test]
+    fn claims_never_grant_more_than_the_budget() {
+        let budget = AtomicU64::new(100);
+        assert_eq!(claim(&budget, 64), 64);
+        assert_eq!(claim(&budget, 64), 36);
+        assert_eq!(claim(&budget, 64), 0);
+    }
 }
