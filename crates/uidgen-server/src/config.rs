@@ -181,18 +181,37 @@ pub struct SegmentConfig {
     pub sample_step: u64,
     /// Re-read the tag list this often.
     pub sync_interval_secs: u64,
+    /// Load the next segment once this share of the current one is used (Leaf: 0.1).
+    pub prefetch_ratio: f64,
+    /// How long a request waits for a segment in flight when both are used up (ms).
+    pub wait_timeout_ms: u64,
+    /// Dynamic step never grows above this (Leaf's `MAX_STEP`).
+    pub max_step: i64,
+    /// Size each segment by how fast the last one went (Leaf); off: always the stored step.
+    pub dynamic_step: bool,
+    /// Dynamic step's target lifetime of a segment, in seconds (Leaf's `SEGMENT_DURATION`).
+    pub segment_duration_secs: u64,
 }
 
 impl Default for SegmentConfig {
     fn default() -> Self {
+        let leaf = uidgen_segment::SegmentOptions::default();
         Self {
             enabled: true,
             sample_tag: "leaf-segment-test".into(),
             sample_step: 2000,
             sync_interval_secs: 60,
+            prefetch_ratio: leaf.prefetch_ratio,
+            wait_timeout_ms: u64::try_from(leaf.wait_timeout.as_millis()).unwrap_or(1000),
+            max_step: leaf.max_step,
+            dynamic_step: leaf.dynamic_step,
+            segment_duration_secs: leaf.segment_duration.as_secs(),
         }
     }
 }
+
+/// The longest a request may wait for a segment: past this, a client has long given up.
+pub const MAX_SEGMENT_WAIT_MS: u64 = 60_000;
 
 /// The whole service configuration.
 ///
@@ -243,6 +262,7 @@ impl Default for Config {
 enum Kind {
     Str,
     Int,
+    Float,
     Bool,
 }
 
@@ -323,6 +343,31 @@ const ENV_KEYS: &[(&str, &[&str], Kind)] = &[
         &["segment", "sync_interval_secs"],
         Kind::Int,
     ),
+    (
+        "UIDGEN_SEGMENT_PREFETCH_RATIO",
+        &["segment", "prefetch_ratio"],
+        Kind::Float,
+    ),
+    (
+        "UIDGEN_SEGMENT_WAIT_TIMEOUT_MS",
+        &["segment", "wait_timeout_ms"],
+        Kind::Int,
+    ),
+    (
+        "UIDGEN_SEGMENT_MAX_STEP",
+        &["segment", "max_step"],
+        Kind::Int,
+    ),
+    (
+        "UIDGEN_SEGMENT_DYNAMIC_STEP",
+        &["segment", "dynamic_step"],
+        Kind::Bool,
+    ),
+    (
+        "UIDGEN_SEGMENT_SEGMENT_DURATION_SECS",
+        &["segment", "segment_duration_secs"],
+        Kind::Int,
+    ),
 ];
 
 /// The environment variables that override configuration keys, for `--help` and docs.
@@ -360,6 +405,9 @@ impl Config {
                 Kind::Str => toml::Value::String(value),
                 Kind::Int => toml::Value::Integer(value.trim().parse().map_err(|_| {
                     ConfigError::Parse(format!("{env_name}={value:?} is not an integer"))
+                })?),
+                Kind::Float => toml::Value::Float(value.trim().parse().map_err(|_| {
+                    ConfigError::Parse(format!("{env_name}={value:?} is not a number"))
                 })?),
                 Kind::Bool => toml::Value::Boolean(value.trim().parse().map_err(|_| {
                     ConfigError::Parse(format!("{env_name}={value:?} is not true or false"))
@@ -506,9 +554,42 @@ impl Config {
         if self.segment.enabled && self.segment.sample_step == 0 {
             return Err(invalid("segment.sample_step", "must be greater than 0"));
         }
-        if self.segment.sync_interval_secs == 0 {
+        self.validate_segment()
+    }
+
+    fn validate_segment(&self) -> Result<(), ConfigError> {
+        let s = &self.segment;
+        if s.sync_interval_secs == 0 {
             return Err(invalid(
                 "segment.sync_interval_secs",
+                "must be greater than 0",
+            ));
+        }
+        // Written so NaN fails too.
+        if !(s.prefetch_ratio >= 0.0 && s.prefetch_ratio < 1.0) {
+            return Err(invalid(
+                "segment.prefetch_ratio",
+                format!(
+                    "must be at least 0 and below 1 (the share of a segment used before the next is loaded), got {}",
+                    s.prefetch_ratio
+                ),
+            ));
+        }
+        if s.wait_timeout_ms > MAX_SEGMENT_WAIT_MS {
+            return Err(invalid(
+                "segment.wait_timeout_ms",
+                format!("must be at most {MAX_SEGMENT_WAIT_MS} (a minute)"),
+            ));
+        }
+        if !(1..=uidgen_store::MAX_STEP).contains(&s.max_step) {
+            return Err(invalid(
+                "segment.max_step",
+                format!("must be between 1 and {}", uidgen_store::MAX_STEP),
+            ));
+        }
+        if s.segment_duration_secs == 0 {
+            return Err(invalid(
+                "segment.segment_duration_secs",
                 "must be greater than 0",
             ));
         }
@@ -571,6 +652,41 @@ mod tests {
         assert_eq!(c.listen, "0.0.0.0:9999");
         assert_eq!(c.ring.boost_power, 4);
         assert_eq!(c.generator.kind, GeneratorKind::Snowflake);
+    }
+
+    #[test]
+    fn segment_options_default_to_leaf_and_take_overrides() {
+        let leaf = uidgen_segment::SegmentOptions::default();
+        let d = parse("", &[]).unwrap();
+        let options = crate::serve::segment_options(&d);
+        assert_eq!(
+            (
+                options.prefetch_ratio,
+                options.wait_timeout,
+                options.max_step
+            ),
+            (leaf.prefetch_ratio, leaf.wait_timeout, leaf.max_step)
+        );
+        assert_eq!(
+            (options.dynamic_step, options.segment_duration),
+            (leaf.dynamic_step, leaf.segment_duration)
+        );
+        let c = parse(
+            "[segment]\nprefetch_ratio = 0.25\nmax_step = 5000",
+            &[
+                ("UIDGEN_SEGMENT_WAIT_TIMEOUT_MS", "250"),
+                ("UIDGEN_SEGMENT_DYNAMIC_STEP", "false"),
+                ("UIDGEN_SEGMENT_SEGMENT_DURATION_SECS", "60"),
+            ],
+        )
+        .unwrap();
+        let options = crate::serve::segment_options(&c);
+        assert_eq!(options.prefetch_ratio, 0.25);
+        assert_eq!(options.max_step, 5000);
+        assert_eq!(options.wait_timeout, std::time::Duration::from_millis(250));
+        assert!(!options.dynamic_step);
+        assert_eq!(options.segment_duration, std::time::Duration::from_secs(60));
+        options.validate().unwrap();
     }
 
     #[test]
@@ -651,6 +767,51 @@ mod tests {
                 "[generator]\nkind = \"fast\"",
                 &[],
                 "unknown variant `fast`",
+            ),
+            (
+                "[segment]\nprefetch_ratio = 1.0",
+                &[],
+                "invalid config key `segment.prefetch_ratio`: must be at least 0 and below 1",
+            ),
+            (
+                "",
+                &[("UIDGEN_SEGMENT_PREFETCH_RATIO", "NaN")],
+                "invalid config key `segment.prefetch_ratio`",
+            ),
+            (
+                "",
+                &[("UIDGEN_SEGMENT_PREFETCH_RATIO", "a tenth")],
+                "invalid config: UIDGEN_SEGMENT_PREFETCH_RATIO=\"a tenth\" is not a number",
+            ),
+            (
+                "[segment]\nwait_timeout_ms = 600000",
+                &[],
+                "invalid config key `segment.wait_timeout_ms`: must be at most 60000",
+            ),
+            (
+                "[segment]\nmax_step = 0",
+                &[],
+                "invalid config key `segment.max_step`: must be between 1 and",
+            ),
+            (
+                "",
+                &[("UIDGEN_SEGMENT_MAX_STEP", "-5")],
+                "invalid config key `segment.max_step`",
+            ),
+            (
+                "[segment]\nsegment_duration_secs = 0",
+                &[],
+                "invalid config key `segment.segment_duration_secs`: must be greater than 0",
+            ),
+            (
+                "",
+                &[("UIDGEN_SEGMENT_DYNAMIC_STEP", "sometimes")],
+                "UIDGEN_SEGMENT_DYNAMIC_STEP=\"sometimes\" is not true or false",
+            ),
+            (
+                "[segment]\ndynamic_step = \"no\"",
+                &[],
+                "invalid config key `segment.dynamic_step`",
             ),
         ];
         for (text, env, expected) in cases {

@@ -26,7 +26,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => {
             init_tracing();
-            runtime()?.block_on(serve::serve(&args))
+            let runtime = runtime()?;
+            let served = runtime.block_on(serve::serve(&args));
+            // A request abandoned after the shutdown grace may still be generating on the
+            // blocking pool; its IDs are refused once the lease is released, so do not wait.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            served
         }
         Command::Decode(args) => cli::decode(&args),
         Command::Make(args) => cli::make(&args),

@@ -1,5 +1,6 @@
 //! `uidgen serve`: configuration in, a listening service out, and a clean stop on SIGTERM/SIGINT.
 
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,14 +19,14 @@ use uidgen_store::{
 
 use crate::cli::{GenArgs, MigrateArgs, ServeArgs};
 use crate::config::{AssignerKind, Config, GeneratorKind, RingConfig};
-use crate::http::{AppState, RingSnapshot, app};
+use crate::http::{AppState, NotReady, ReadinessCheck, ReadyRing, app};
 
 /// A generator ready to serve, with a view of its ring buffer when it has one.
 pub struct BuiltGenerator {
     /// The generator.
     pub generator: Arc<dyn UidGenerator>,
-    /// Ring buffer view for metrics.
-    pub ring: Option<Arc<dyn Fn() -> RingSnapshot + Send + Sync>>,
+    /// The same generator's ring buffer: the inline fast path, readiness and metrics.
+    pub ring: Option<Arc<dyn ReadyRing>>,
 }
 
 /// Build the configured kind of generator for `worker_id`. With a `lease`, the generator refuses
@@ -72,15 +73,9 @@ pub fn build_generator(
                 )?,
                 lease,
             );
-            let view = Arc::clone(&cached);
             BuiltGenerator {
-                generator: cached,
-                ring: Some(Arc::new(move || RingSnapshot {
-                    capacity: view.ring().buffer_size() as u64,
-                    available: view.ring().len() as u64,
-                    padding_runs: view.padding_runs(),
-                    borrowed_units: view.borrowed_units(),
-                })),
+                generator: Arc::clone(&cached) as Arc<dyn UidGenerator>,
+                ring: Some(cached),
             }
         }
     })
@@ -185,11 +180,12 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
             runtime.block_on(async {
                 let store = open_store(&config).await?;
                 let (built, assignment) = assign_and_build(&config, layout, &store).await?;
-                let ids = built.generator.next_ids(args.count)?;
+                let ids = built.generator.next_ids(args.count);
+                // Released whether or not the IDs came: the id should not stay held until expiry.
                 if let Some(lease) = &assignment.lease {
                     lease.release().await?;
                 }
-                print_ids(&ids)?;
+                print_ids(&ids?)?;
                 anyhow::Ok(())
             })?;
             return Ok(());
@@ -256,6 +252,21 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// The segment service's options from `[segment]` (validated with the configuration).
+pub fn segment_options(config: &Config) -> SegmentOptions {
+    let segment = &config.segment;
+    SegmentOptions {
+        prefetch_ratio: segment.prefetch_ratio,
+        wait_timeout: Duration::from_millis(segment.wait_timeout_ms),
+        sync_interval: Duration::from_secs(segment.sync_interval_secs),
+        segment_duration: Duration::from_secs(segment.segment_duration_secs),
+        max_step: segment.max_step,
+        dynamic_step: segment.dynamic_step,
+        max_batch: config.batch_cap,
+        ..SegmentOptions::default()
+    }
+}
+
 /// Start Leaf segment mode when enabled, creating the sample tag (Leaf's README example) if the
 /// table does not have it yet; an existing tag is left as its owner set it.
 pub async fn start_segments(
@@ -265,11 +276,7 @@ pub async fn start_segments(
     if !config.segment.enabled {
         return Ok(None);
     }
-    let options = SegmentOptions {
-        sync_interval: Duration::from_secs(config.segment.sync_interval_secs),
-        max_batch: config.batch_cap,
-        ..SegmentOptions::default()
-    };
+    let options = segment_options(config);
     let service = SegmentService::start(store.clone(), options, SystemClock)
         .await
         .context("cannot start segment mode")?;
@@ -286,7 +293,50 @@ pub async fn start_segments(
     Ok(Some(service))
 }
 
+/// How long `/readyz` waits for the store to answer a ping before calling it unready: a
+/// probe that hangs as long as the database does is no probe.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// After a shutdown signal, in-flight requests get this long to finish; then they are
+/// abandoned, and the worker id lease is still released.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// The readiness probe of a served store: the worker lease (if any) still holds, and the store
+/// answers a ping within [`READY_TIMEOUT`]. Failures carry the driver's text for the log only.
+pub fn store_readiness(store: Store, lease: Option<LeaseGuard>) -> ReadinessCheck {
+    Arc::new(move || {
+        let store = store.clone();
+        let lease = lease.clone();
+        Box::pin(async move {
+            if let Some(lease) = &lease {
+                lease.check().map_err(|e| NotReady {
+                    public: "the worker id lease is lost",
+                    detail: e.to_string(),
+                })?;
+            }
+            match tokio::time::timeout(READY_TIMEOUT, store.ping()).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(NotReady {
+                    public: "the store does not answer",
+                    detail: e.to_string(),
+                }),
+                Err(_) => Err(NotReady {
+                    public: "the store does not answer",
+                    detail: format!(
+                        "no answer to a ping within {READY_TIMEOUT:?} from {}",
+                        store.redacted_url()
+                    ),
+                }),
+            }
+        })
+    })
+}
+
 /// Run the service until a shutdown signal.
+///
+/// The listener is bound before a worker id is taken, so a busy port costs no id; once the id
+/// is held, every way out (segment mode failing to start, the server failing, a shutdown that
+/// outlasts [`SHUTDOWN_GRACE`]) goes through the lease release.
 pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let mut config = args.config.load()?;
     if let Some(listen) = &args.listen {
@@ -294,34 +344,59 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     }
     let addr = config.listen_addr()?;
     let layout = config.build_layout()?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
     let store = open_store(&config).await?;
-    let (built, assignment) = assign_and_build(&config, layout.clone(), &store).await?;
-    let worker_id = assignment.worker_id;
+    let (built, assignment) = match assign_and_build(&config, layout.clone(), &store).await {
+        Ok(assigned) => assigned,
+        Err(error) => {
+            store.close().await;
+            return Err(error);
+        }
+    };
     // Kept past the server's end: the lease release records how far this generator issued.
     let generator = Arc::clone(&built.generator);
+    let served = serve_with_worker(&config, &store, listener, built, &assignment).await;
+    if let Some(lease) = &assignment.lease {
+        // Release only after in-flight requests finished (or were abandoned): the lease records
+        // how far we issued, and IDs asked for after the release are refused by the guard.
+        if let Some(until) = generator.issued_until_ms() {
+            lease.record_issued_until(until);
+        }
+        let worker_id = assignment.worker_id;
+        match lease.release().await {
+            Ok(()) => info!(worker_id, "released the worker id lease"),
+            Err(error) => {
+                tracing::warn!(worker_id, %error, "could not release the lease; it will expire")
+            }
+        }
+    }
+    store.close().await;
+    if served.is_ok() {
+        info!("stopped");
+    }
+    served
+}
 
+/// Everything between holding a worker id and giving it back: segment mode, the HTTP server,
+/// and the bounded graceful shutdown.
+async fn serve_with_worker(
+    config: &Config,
+    store: &Store,
+    listener: TcpListener,
+    built: BuiltGenerator,
+    assignment: &WorkerAssignment,
+) -> anyhow::Result<()> {
+    let worker_id = assignment.worker_id;
+    let layout = built.generator.layout().clone();
     let mut state = AppState::embedded(built.generator, worker_id);
     state.ring = built.ring;
     state.batch_cap = config.batch_cap;
     state.admin_token.clone_from(&config.admin_token);
-    let probe = store.clone();
-    let lease = assignment.lease.clone();
-    state.readiness = Arc::new(move || {
-        let probe = probe.clone();
-        let lease = lease.clone();
-        Box::pin(async move {
-            if let Some(lease) = &lease {
-                lease.check().map_err(|e| e.to_string())?;
-            }
-            probe.ping().await.map_err(|e| e.to_string())
-        })
-    });
+    state.readiness = store_readiness(store.clone(), assignment.lease.clone());
+    state.segments = start_segments(config, store).await?;
 
-    state.segments = start_segments(&config, &store).await?;
-
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
     info!(
         listen = %local,
@@ -335,25 +410,32 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         "uidgen serving"
     );
     let segments = state.segments.clone();
-    axum::serve(listener, app(Arc::new(state)))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let (signalled, mut on_signal) = tokio::sync::watch::channel(false);
+    let server = axum::serve(listener, app(Arc::new(state)))
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            let _ = signalled.send(true);
+        })
+        .into_future();
+    let grace_over = async {
+        // The sender only goes away with the server future, which then has already won.
+        if on_signal.wait_for(|&s| s).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    let served = tokio::select! {
+        result = server => result.context("the HTTP server failed"),
+        () = grace_over => {
+            tracing::warn!(
+                grace = ?SHUTDOWN_GRACE,
+                "in-flight requests did not finish in time; abandoning them"
+            );
+            Ok(())
+        }
+    };
     if let Some(segments) = &segments {
         segments.shutdown();
     }
-    if let Some(lease) = &assignment.lease {
-        // Release only after in-flight requests finished: the lease records how far we issued.
-        if let Some(until) = generator.issued_until_ms() {
-            lease.record_issued_until(until);
-        }
-        match lease.release().await {
-            Ok(()) => info!(worker_id, "released the worker id lease"),
-            Err(error) => {
-                tracing::warn!(worker_id, %error, "could not release the lease; it will expire")
-            }
-        }
-    }
-    store.close().await;
-    info!("stopped");
-    Ok(())
+    served
 }

@@ -2,14 +2,17 @@
 //! body and status, and the bad-input table.
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+mod common;
+
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
-use http_body_util::BodyExt;
-use tower::ServiceExt;
-use uidgen_core::{Layout, ManualClock, SnowflakeGenerator, UidGenerator};
-use uidgen_server::http::{AppState, app};
+use axum::http::StatusCode;
+use common::{get, json};
+use uidgen_core::{
+    CachedOptions, CachedUidGenerator, Layout, ManualClock, SnowflakeGenerator, UidError,
+    UidGenerator,
+};
+use uidgen_server::http::{AppState, app, ct_eq};
 
 const NOW_MS: u64 = 1_800_000_000_000;
 
@@ -26,24 +29,7 @@ fn router() -> axum::Router {
 }
 
 async fn call(router: &axum::Router, method: &str, uri: &str, body: &str) -> (StatusCode, String) {
-    let request = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", "application/json")
-        .body(Body::from(body.to_owned()))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8(bytes.to_vec()).unwrap())
-}
-
-async fn get(router: &axum::Router, uri: &str) -> (StatusCode, String) {
-    call(router, "GET", uri, "").await
-}
-
-fn json(body: &str) -> serde_json::Value {
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    common::call(router, method, uri, &[], body).await
 }
 
 #[tokio::test]
@@ -159,157 +145,266 @@ async fn health_readiness_and_metrics_answer() {
 }
 
 #[tokio::test]
-async fn bad_input_gets_the_documented_status_and_message() {
+async fn bad_input_gets_the_documented_status_code_and_message() {
     let r = router();
     let big = "x".repeat(64 * 1024);
-    let cases: Vec<(&str, String, &str, StatusCode, &str)> = vec![
+    let bad = StatusCode::BAD_REQUEST;
+    // (method, uri, body, status, JSON code, part of the message)
+    let cases: Vec<(&str, &str, &str, StatusCode, &str, &str)> = vec![
         (
             "GET",
-            "/v1/ids/abc".into(),
+            "/v1/ids/abc",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "malformed_id",
             "malformed id abc: not a non-negative decimal integer",
         ),
         (
             "GET",
-            "/v1/ids/-5".into(),
+            "/v1/ids/-5",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "malformed_id",
             "malformed id -5: not a non-negative decimal integer",
         ),
         (
             "GET",
-            "/v1/ids/9223372036854775808".into(),
+            "/v1/ids/9223372036854775808",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "malformed_id",
             "the sign bit is set",
         ),
         (
             "GET",
-            "/v1/ids/18446744073709551616".into(),
+            "/v1/ids/18446744073709551616",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "malformed_id",
             "larger than 64 bits",
         ),
         (
             "GET",
-            "/v1/ids?count=0".into(),
+            "/v1/ids/%FF",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
+            "invalid path",
+        ),
+        (
+            "GET",
+            "/v1/ids?count=0",
+            "",
+            bad,
+            "invalid_count",
             "count 0 is out of range; ask for 1 to 1000 IDs",
         ),
         (
             "GET",
-            "/v1/ids?count=1000000000".into(),
+            "/v1/ids?count=1000000000",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_count",
             "count 1000000000 is out of range",
         ),
         (
             "GET",
-            "/v1/ids?count=-1".into(),
+            "/v1/ids?count=-1",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
             "`count` must be a non-negative integer",
         ),
         (
             "GET",
-            "/v1/ids?count=99999999999999999999999".into(),
+            "/v1/ids?count=abc",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
+            "`count` must be a non-negative integer",
+        ),
+        (
+            "GET",
+            "/v1/ids?count=1&count=2",
+            "",
+            bad,
+            "invalid_parameter",
+            "query parameter `count` is given more than once",
+        ),
+        (
+            "GET",
+            "/v1/ids?count=99999999999999999999999",
+            "",
+            bad,
+            "invalid_parameter",
             "`count` is larger than 64 bits",
         ),
         (
             "GET",
-            "/expid".into(),
+            "/v1/segments/t?count=1&count=2",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
+            "`count` is given more than once",
+        ),
+        (
+            "GET",
+            "/expid",
+            "",
+            bad,
+            "invalid_parameter",
             "missing query parameter `id`",
         ),
         (
             "GET",
-            "/makeid?time=1&seq=1".into(),
+            "/makeid?time=1&seq=1",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
             "missing query parameter `machine`",
         ),
         (
             "GET",
-            "/makeid?time=1&seq=1&machine=1024".into(),
+            "/makeid?time=1&seq=1&machine=1024",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
             "worker id 1024 exceeds the layout's maximum 1023",
         ),
         (
             "GET",
-            "/makeid?time=1&seq=4096&machine=1".into(),
+            "/makeid?time=1&seq=4096&machine=1",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
             "sequence value 4096 does not fit in 12 bits",
         ),
         (
             "GET",
-            "/transtime?time=99999999999999".into(),
+            "/transtime?time=99999999999999",
             "",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
             "timestamp bits exhausted",
         ),
         (
             "POST",
-            "/v1/ids/make".into(),
+            "/v1/ids/make",
             "{",
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
             "invalid JSON body",
         ),
         (
             "POST",
-            "/v1/ids/make".into(),
+            "/v1/ids/make",
             r#"{"worker":1,"sequence":1}"#,
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
             "give exactly one of `time`",
         ),
         (
             "POST",
-            "/v1/ids/make".into(),
+            "/v1/ids/make",
             r#"{"timestamp":"yesterday","worker":1,"sequence":1}"#,
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
             "`timestamp` must be ISO-8601",
         ),
         (
             "POST",
-            "/v1/ids/make".into(),
+            "/v1/ids/make",
             r#"{"time":1,"worker":1,"sequence":1,"colour":2}"#,
-            StatusCode::BAD_REQUEST,
+            bad,
+            "invalid_parameter",
             "unknown field `colour`",
         ),
         (
             "POST",
-            "/v1/ids/make".into(),
+            "/v1/ids/make",
             &big,
             StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "larger than 16384 bytes",
+        ),
+        (
+            "POST",
+            "/v1/ids",
             "",
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "does not take that method",
+        ),
+        (
+            "DELETE",
+            "/genid",
+            "",
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "does not take that method",
         ),
         (
             "GET",
-            "/no/such/route".into(),
+            "/v1/ids/make",
+            "",
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "does not take that method",
+        ),
+        (
+            "GET",
+            "/v1/segments/t",
             "",
             StatusCode::NOT_FOUND,
+            "segments_disabled",
+            "segment mode is disabled",
+        ),
+        (
+            "PUT",
+            "/v1/admin/segments/t",
+            "{}",
+            StatusCode::NOT_FOUND,
+            "admin_disabled",
+            "the admin API is disabled",
+        ),
+        (
+            "GET",
+            "/no/such/route",
+            "",
+            StatusCode::NOT_FOUND,
+            "not_found",
             "no such route",
         ),
     ];
-    for (method, uri, body, status, message) in cases {
-        let (got_status, got_body) = call(&r, method, &uri, body).await;
+    for (method, uri, body, status, code, message) in cases {
+        let (got_status, got_body) = call(&r, method, uri, body).await;
         let shown = &uri[..uri.len().min(60)];
         assert_eq!(got_status, status, "{method} {shown}: {got_body}");
-        if !message.is_empty() {
-            let err = json(&got_body);
-            assert!(err["code"].is_string(), "{shown}: {got_body}");
-            let text = err["message"].as_str().unwrap();
-            assert!(
-                text.contains(message),
-                "{method} {shown}: {text:?} lacks {message:?}"
-            );
-        }
+        let err = json(&got_body);
+        assert_eq!(err["code"], code, "{method} {shown}: {got_body}");
+        let text = err["message"].as_str().unwrap();
+        assert!(
+            text.contains(message),
+            "{method} {shown}: {text:?} lacks {message:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn leaf_routes_answer_bad_requests_with_bare_text() {
+    let r = router();
+    for (method, uri, status) in [
+        ("GET", "/api/snowflake/get/%FF", StatusCode::BAD_REQUEST),
+        (
+            "POST",
+            "/api/snowflake/get/key",
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        ("GET", "/api/segment/get/%FF", StatusCode::BAD_REQUEST),
+    ] {
+        let (got, body) = call(&r, method, uri, "").await;
+        assert_eq!(got, status, "{method} {uri}: {body}");
+        assert!(!body.is_empty() && !body.starts_with('{'), "{uri}: {body}");
     }
 }
 
@@ -330,4 +425,115 @@ async fn generation_failures_are_503_with_a_reason() {
         body,
         "clock moved backwards by 1000 ms; refusing to issue IDs"
     );
+}
+
+/// A generator that has stopped, with a reason quoting the database (as a lost lease's does).
+struct Stopped(Layout);
+
+impl UidGenerator for Stopped {
+    fn next_id(&self) -> uidgen_core::Result<u64> {
+        Err(UidError::GeneratorStopped(
+            "worker lease lost: database error at postgres://app:***@db/ids while renewing: error returned from database".into(),
+        ))
+    }
+    fn layout(&self) -> &Layout {
+        &self.0
+    }
+    fn issued_until_ms(&self) -> Option<u64> {
+        None
+    }
+}
+
+#[tokio::test]
+async fn a_stopped_generator_is_503_without_the_database_text() {
+    let r = app(Arc::new(AppState::embedded(
+        Arc::new(Stopped(Layout::snowflake().unwrap())),
+        5,
+    )));
+    for uri in ["/genid", "/v1/ids?count=3", "/api/snowflake/get/k"] {
+        let (status, body) = get(&r, uri).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{uri}: {body}");
+        assert!(body.contains("see the server log"), "{uri}: {body}");
+        assert!(!body.contains("postgres://"), "{uri}: {body}");
+        assert!(
+            !body.contains("error returned from database"),
+            "{uri}: {body}"
+        );
+    }
+}
+
+fn cached_router(batch_cap: usize) -> (Arc<CachedUidGenerator<ManualClock>>, axum::Router) {
+    let clock = ManualClock::auto_advancing(NOW_MS);
+    let options = CachedOptions {
+        boost_power: 0,
+        ..CachedOptions::waiting(std::time::Duration::from_secs(1))
+    };
+    let layout = Layout::baidu(uidgen_core::layout::DEFAULT_EPOCH).unwrap();
+    let generator = Arc::new(CachedUidGenerator::new(layout, 5, clock, options).unwrap());
+    let mut state = AppState::embedded(generator.clone(), 5);
+    state.ring = Some(generator.clone());
+    state.batch_cap = batch_cap;
+    (generator, app(Arc::new(state)))
+}
+
+#[tokio::test]
+async fn cached_generator_serves_single_ids_and_batches_larger_than_its_ring() {
+    let (generator, r) = cached_router(100_000);
+    let capacity = generator.ring().buffer_size();
+    assert!(capacity < 100_000, "the batch must outgrow the ring");
+    let mut ids = Vec::new();
+    for _ in 0..10 {
+        let (status, body) = get(&r, "/genid").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        ids.push(body.parse::<u64>().unwrap());
+    }
+    for uri in ["/v1/ids?count=500", "/v1/ids?count=100000"] {
+        let (status, body) = get(&r, uri).await;
+        assert_eq!(status, StatusCode::OK, "{uri}");
+        ids.extend(
+            json(&body)["ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap()),
+        );
+    }
+    assert_eq!(ids.len(), 10 + 500 + 100_000);
+    common::assert_unique(ids);
+    let (_, metrics) = get(&r, "/metrics").await;
+    assert!(
+        metrics.contains(&format!("uidgen_ring_capacity {capacity}")),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn readyz_reports_a_stopped_ring_without_its_reason() {
+    let (generator, r) = cached_router(1000);
+    assert_eq!(get(&r, "/readyz").await, (StatusCode::OK, "ready".into()));
+    generator
+        .ring()
+        .stop("padding failed: sqlite://secret.db is gone");
+    let (status, body) = get(&r, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(json(&body)["code"], "not_ready");
+    assert!(body.contains("the ID generator has stopped"), "{body}");
+    assert!(!body.contains("sqlite://"), "{body}");
+}
+
+#[test]
+fn token_comparison_needs_every_byte_and_the_length() {
+    let secret = b"an-admin-token-of-some-length";
+    assert!(ct_eq(secret, secret));
+    assert!(!ct_eq(b"an-admin-token-of-some-lengtH", secret));
+    assert!(!ct_eq(b"an-admin-token", secret), "a prefix");
+    assert!(
+        !ct_eq(b"an-admin-token-of-some-length!", secret),
+        "an extension"
+    );
+    let mut padded = secret.to_vec();
+    padded.push(0);
+    assert!(!ct_eq(&padded, secret), "zero padding");
+    assert!(!ct_eq(b"", secret));
+    assert!(ct_eq(b"", b""));
 }

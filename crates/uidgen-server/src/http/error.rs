@@ -1,10 +1,15 @@
 //! How every failure becomes an HTTP response, in one place.
 
 use axum::Json;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use uidgen_core::UidError;
+
+/// What a client is told when the cause is on the server's side (a lost lease, a stopped
+/// generator, a failing store): the details, which may name the database, go to the log.
+pub const SEE_LOG: &str = "see the server log";
 
 /// A failure as the JSON API reports it: `{"code": "...", "message": "..."}` and a status.
 ///
@@ -67,11 +72,81 @@ impl ApiError {
                 "exhausted",
                 err.to_string(),
             ),
+            // A stopped generator's reason can carry a lease's database error: log it, and tell
+            // the client only that the service cannot issue now.
+            UidError::GeneratorStopped(_) => {
+                tracing::warn!(error = %err, "ID generation refused");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "not_ready",
+                    format!("ID generation has stopped on this server; {SEE_LOG}"),
+                )
+            }
             _ => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "not_ready",
                 err.to_string(),
             ),
+        }
+    }
+
+    /// 500: a generation task panicked; the panic is in the log, not the response.
+    pub fn internal(what: &str) -> Self {
+        tracing::error!("{what}");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            format!("internal error; {SEE_LOG}"),
+        )
+    }
+
+    /// 405: the route exists, the method does not.
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "this route does not take that method; see docs/API.md",
+        )
+    }
+
+    /// A path parameter axum could not extract (e.g. invalid UTF-8 such as `%FF`).
+    pub fn from_path(rejection: &PathRejection) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+            format!("invalid path: {}", clip(&rejection.body_text())),
+        )
+    }
+
+    /// A query string axum could not parse.
+    pub fn from_query(rejection: &QueryRejection) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+            format!("invalid query string: {}", clip(&rejection.body_text())),
+        )
+    }
+
+    /// A request body that could not be read: too large (413) or broken off (400).
+    pub fn from_body(rejection: &BytesRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!(
+                    "the request body is larger than {} bytes",
+                    super::MAX_BODY_BYTES
+                ),
+            )
+        } else {
+            Self::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_body",
+                format!(
+                    "cannot read the request body: {}",
+                    clip(&rejection.body_text())
+                ),
+            )
         }
     }
 
@@ -100,6 +175,17 @@ impl IntoResponse for ApiError {
         let mut response = (self.status, Json(body)).into_response();
         response.extensions_mut().insert(ErrorKind(self.code));
         response
+    }
+}
+
+/// Rejection texts can echo client input: keep a message a line long.
+fn clip(text: &str) -> String {
+    const SHOWN: usize = 200;
+    if text.chars().count() <= SHOWN {
+        text.to_owned()
+    } else {
+        let head: String = text.chars().take(SHOWN).collect();
+        format!("{head}…")
     }
 }
 

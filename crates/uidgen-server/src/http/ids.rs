@@ -1,23 +1,20 @@
 //! ID routes: Leaf's snowflake route, Vesta's REST routes, and the JSON API.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use uidgen_core::calendar::{format_iso8601, parse_epoch_ms};
 use uidgen_core::{DecodedUid, FieldKind, Layout, UidParts};
 
-use super::{ApiError, AppState, TextError};
-
-type Params = Query<HashMap<String, String>>;
+use super::extract::{Body, LeafPath, PathParam, QueryParams};
+use super::{ApiError, AppState, TextError, generate};
 
 /// A query parameter as an unsigned integer; `None` when absent.
-fn param_u64(params: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
+fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>, ApiError> {
     let Some(raw) = params.get(name) else {
         return Ok(None);
     };
@@ -33,7 +30,7 @@ fn param_u64(params: &HashMap<String, String>, name: &str) -> Result<Option<u64>
         .map_err(|_| ApiError::bad_parameter(format!("`{name}` is larger than 64 bits")))
 }
 
-fn required_u64(params: &HashMap<String, String>, name: &str) -> Result<u64, ApiError> {
+fn required_u64(params: &QueryParams, name: &str) -> Result<u64, ApiError> {
     param_u64(params, name)?
         .ok_or_else(|| ApiError::bad_parameter(format!("missing query parameter `{name}`")))
 }
@@ -43,8 +40,8 @@ fn truncate(s: &str) -> String {
     s.chars().take(64).collect()
 }
 
-fn one_id(state: &AppState, route: &'static str) -> Result<u64, ApiError> {
-    let id = state.generator.next_id().map_err(ApiError::generation)?;
+async fn one_id(state: &AppState, route: &'static str) -> Result<u64, ApiError> {
+    let id = generate::one(state).await?;
     state.metrics.issued(route, 1);
     Ok(id)
 }
@@ -53,14 +50,16 @@ fn one_id(state: &AppState, route: &'static str) -> Result<u64, ApiError> {
 /// ignores the key; so do we.
 pub async fn leaf_snowflake(
     State(state): State<Arc<AppState>>,
-    Path(_key): Path<String>,
+    _key: LeafPath<String>,
 ) -> Result<String, TextError> {
-    Ok(one_id(&state, "/api/snowflake/get/{key}")?.to_string())
+    Ok(one_id(&state, "/api/snowflake/get/{key}")
+        .await?
+        .to_string())
 }
 
 /// `GET /genid` (Vesta): one ID as a bare decimal.
 pub async fn vesta_genid(State(state): State<Arc<AppState>>) -> Result<String, ApiError> {
-    Ok(one_id(&state, "/genid")?.to_string())
+    Ok(one_id(&state, "/genid").await?.to_string())
 }
 
 /// Vesta's field names for an explained ID.
@@ -84,7 +83,7 @@ fn decode_text(layout: &Layout, text: &str) -> Result<DecodedUid, ApiError> {
 /// `GET /expid?id=` (Vesta): the fields of an ID.
 pub async fn vesta_expid(
     State(state): State<Arc<AppState>>,
-    Query(params): Params,
+    params: QueryParams,
 ) -> Result<Response, ApiError> {
     let text = params
         .get("id")
@@ -112,7 +111,7 @@ fn make_id(layout: &Layout, parts: &UidParts) -> Result<u64, ApiError> {
 /// reports it.
 pub async fn vesta_makeid(
     State(state): State<Arc<AppState>>,
-    Query(params): Params,
+    params: QueryParams,
 ) -> Result<String, ApiError> {
     let layout = state.generator.layout();
     let parts = UidParts {
@@ -129,7 +128,7 @@ pub async fn vesta_makeid(
 /// `GET /transtime?time=` (Vesta): a time field value as readable UTC time.
 pub async fn vesta_transtime(
     State(state): State<Arc<AppState>>,
-    Query(params): Params,
+    params: QueryParams,
 ) -> Result<String, ApiError> {
     let layout = state.generator.layout();
     let time = required_u64(&params, "time")?;
@@ -146,7 +145,7 @@ pub struct IdBatch {
 /// `GET /v1/ids?count=N`: a batch of IDs as JSON (`count` defaults to 1, capped by config).
 pub async fn batch(
     State(state): State<Arc<AppState>>,
-    Query(params): Params,
+    params: QueryParams,
 ) -> Result<Json<IdBatch>, ApiError> {
     let count = param_u64(&params, "count")?.unwrap_or(1);
     let cap = state.batch_cap;
@@ -160,7 +159,7 @@ pub async fn batch(
                 format!("count {count} is out of range; ask for 1 to {cap} IDs"),
             )
         })?;
-    let ids = state.generator.next_ids(n).map_err(ApiError::generation)?;
+    let ids = generate::many(&state, n).await?;
     state.metrics.issued("/v1/ids", count);
     Ok(Json(IdBatch { ids }))
 }
@@ -202,7 +201,7 @@ fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
 /// `GET /v1/ids/{id}`: decode an ID.
 pub async fn decode(
     State(state): State<Arc<AppState>>,
-    Path(text): Path<String>,
+    PathParam(text, _): PathParam<String>,
 ) -> Result<Json<Decoded>, ApiError> {
     let layout = state.generator.layout();
     Ok(Json(decoded(layout, decode_text(layout, &text)?)))
@@ -228,7 +227,7 @@ struct MakeRequest {
 /// `POST /v1/ids/make`: the ID with the given fields, and its decoded form.
 pub async fn make(
     State(state): State<Arc<AppState>>,
-    body: Bytes,
+    Body(body): Body,
 ) -> Result<Json<Decoded>, ApiError> {
     let layout = state.generator.layout();
     let req: MakeRequest = serde_json::from_slice(&body)

@@ -1,6 +1,8 @@
 //! The HTTP API: routing table, shared state, and the metrics layer.
 
 mod error;
+mod extract;
+mod generate;
 mod ids;
 mod ops;
 mod segments;
@@ -17,8 +19,9 @@ use axum::response::Response;
 use axum::routing::{get, post, put};
 use uidgen_core::UidGenerator;
 
-pub use error::{ApiError, ErrorKind, TextError};
-pub use segments::segment_error;
+pub use error::{ApiError, ErrorKind, SEE_LOG, TextError};
+pub use generate::{INLINE_BATCH, ReadyRing};
+pub use segments::{ct_eq, segment_error};
 
 use crate::metrics::Metrics;
 
@@ -38,8 +41,18 @@ pub struct RingSnapshot {
 /// A boxed future, for the readiness probe.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Checks that what the service depends on answers (the store); `Err` names what does not.
-pub type ReadinessCheck = Arc<dyn Fn() -> BoxFuture<Result<(), String>> + Send + Sync>;
+/// Why the service is not ready: a sentence safe for clients, and the details for the log
+/// (which may name the database and quote its driver).
+#[derive(Debug, Clone)]
+pub struct NotReady {
+    /// What the client is told, e.g. "the store does not answer".
+    pub public: &'static str,
+    /// What the log is told.
+    pub detail: String,
+}
+
+/// Checks that what the service depends on answers (the store, the worker lease).
+pub type ReadinessCheck = Arc<dyn Fn() -> BoxFuture<Result<(), NotReady>> + Send + Sync>;
 
 /// Everything a handler needs, shared as one `Arc`.
 pub struct AppState {
@@ -47,8 +60,9 @@ pub struct AppState {
     pub generator: Arc<dyn UidGenerator>,
     /// The worker id the generator stamps.
     pub worker_id: u64,
-    /// Reads the ring buffer's state for metrics, when the generator has one.
-    pub ring: Option<Arc<dyn Fn() -> RingSnapshot + Send + Sync>>,
+    /// The same generator's ring buffer, when it has one: the inline fast path, readiness and
+    /// metrics read it.
+    pub ring: Option<Arc<dyn ReadyRing>>,
     /// The most IDs one request may ask for.
     pub batch_cap: usize,
     /// Bearer token for admin routes; `None` disables them.
@@ -115,6 +129,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .fallback(ops::not_found)
+        // After every route: it applies to the routes registered before it.
+        .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::http::{StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
 
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, SEE_LOG, TextError};
 use crate::metrics::Metrics;
 
 /// `GET /healthz`: the process is up.
@@ -14,11 +14,25 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// `GET /readyz`: the store answers and the generator issues IDs.
+/// `GET /readyz`: the store answers and the generator issues IDs. Why not is logged; the
+/// client gets a fixed sentence, since the reason can name the database.
 pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<&'static str, ApiError> {
-    (state.readiness)()
-        .await
-        .map_err(|why| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_ready", why))?;
+    if let Some(reason) = state.ring.as_ref().and_then(|ring| ring.stop_reason()) {
+        tracing::warn!(%reason, "not ready: the ring buffer's padding has stopped");
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not_ready",
+            format!("the ID generator has stopped; {SEE_LOG}"),
+        ));
+    }
+    if let Err(why) = (state.readiness)().await {
+        tracing::warn!(reason = %why.detail, "not ready: {}", why.public);
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not_ready",
+            format!("{}; {SEE_LOG}", why.public),
+        ));
+    }
     if state.generator.layout().time_at(now_ms()).is_err() {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -37,7 +51,7 @@ fn now_ms() -> u64 {
 /// `GET /metrics`: Prometheus text exposition.
 pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     if let Some(ring) = &state.ring {
-        let s = ring();
+        let s = ring.snapshot();
         Metrics::set(&state.metrics.ring_capacity, s.capacity);
         Metrics::set(&state.metrics.ring_available, s.available);
         Metrics::set(&state.metrics.ring_padding_runs, s.padding_runs);
@@ -60,4 +74,15 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
 /// Anything else: 404 with the JSON error body.
 pub async fn not_found() -> ApiError {
     ApiError::not_found()
+}
+
+/// A route that exists, asked with a method it does not take: 405, as JSON, or as text on
+/// Leaf's routes (whose clients read bare text).
+pub async fn method_not_allowed(uri: Uri) -> Response {
+    let error = ApiError::method_not_allowed();
+    if uri.path().starts_with("/api/") {
+        TextError(error).into_response()
+    } else {
+        error.into_response()
+    }
 }

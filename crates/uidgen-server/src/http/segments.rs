@@ -4,30 +4,83 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::{Deserialize, Serialize};
-use subtle::ConstantTimeEq;
-use uidgen_segment::{SegmentError, SegmentService, TagState};
+use subtle::{Choice, ConstantTimeEq};
+use uidgen_segment::{SegmentError, SegmentService, SegmentState, TagState};
 
-use super::{ApiError, AppState, TextError};
+use super::extract::{Body, LeafPath, PathParam, QueryParams};
+use super::{ApiError, AppState, SEE_LOG, TextError};
+
+/// What a client is told when the segment store fails; the cause goes to the log.
+const STORE_UNAVAILABLE: &str = "segment store unavailable";
+
+/// At most 64 characters of a client's tag in messages.
+fn shown(tag: &str) -> String {
+    tag.chars().take(64).collect()
+}
 
 /// Map a segment failure to a status: the client's fault (400/404) or the service's (503).
+///
+/// The service's failures carry database text (the store URL, the driver's message): that is
+/// logged, and the client gets a fixed sentence. Leaf's clients know its codes (-1 not
+/// initialised, -2 unknown tag, -3 not ready), so every message ends with one.
 pub fn segment_error(err: SegmentError) -> ApiError {
-    let (status, code) = match &err {
-        SegmentError::UnknownTag(_) => (StatusCode::NOT_FOUND, "unknown_tag"),
-        SegmentError::InvalidTag { .. } => (StatusCode::BAD_REQUEST, "invalid_tag"),
-        SegmentError::InvalidCount { .. } => (StatusCode::BAD_REQUEST, "invalid_count"),
-        SegmentError::InvalidStep { .. } => (StatusCode::BAD_REQUEST, "invalid_step"),
-        SegmentError::NotInitialised { .. } => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
-        SegmentError::BothSegmentsNotReady { .. } => {
-            (StatusCode::SERVICE_UNAVAILABLE, "segments_not_ready")
+    let code = err.code();
+    let (status, kind, message) = match &err {
+        SegmentError::UnknownTag(tag) => (
+            StatusCode::NOT_FOUND,
+            "unknown_tag",
+            format!(
+                "unknown biz tag `{}`: create it with `PUT /v1/admin/segments/{{tag}}` (other servers see it after their next tag sync)",
+                shown(tag)
+            ),
+        ),
+        SegmentError::InvalidTag { .. }
+        | SegmentError::InvalidCount { .. }
+        | SegmentError::InvalidStep { .. } => {
+            let kind = match &err {
+                SegmentError::InvalidTag { .. } => "invalid_tag",
+                SegmentError::InvalidCount { .. } => "invalid_count",
+                _ => "invalid_step",
+            };
+            (StatusCode::BAD_REQUEST, kind, err.to_string())
         }
-        _ => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
+        SegmentError::NotInitialised { .. } => {
+            tracing::warn!(error = %err, "segment request refused");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not_ready",
+                format!("segment mode is not initialised: {STORE_UNAVAILABLE}; {SEE_LOG}"),
+            )
+        }
+        SegmentError::BothSegmentsNotReady { tag, .. } => {
+            tracing::warn!(error = %err, "segment request refused");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "segments_not_ready",
+                format!(
+                    "both segments of biz tag `{}` are used up and the next did not load in time; {SEE_LOG}",
+                    shown(tag)
+                ),
+            )
+        }
+        SegmentError::Shutdown => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            err.to_string(),
+        ),
+        _ => {
+            tracing::warn!(error = %err, "segment request failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                format!("{STORE_UNAVAILABLE}; {SEE_LOG}"),
+            )
+        }
     };
-    // Leaf's clients know its codes (-1 not initialised, -2 unknown tag, -3 not ready).
-    ApiError::new(status, code, format!("{err} (leaf code {})", err.code()))
+    ApiError::new(status, kind, format!("{message} (leaf code {code})"))
 }
 
 fn service(state: &AppState) -> Result<&Arc<SegmentService>, ApiError> {
@@ -43,7 +96,7 @@ fn service(state: &AppState) -> Result<&Arc<SegmentService>, ApiError> {
 /// `GET /api/segment/get/{key}` (Leaf): the next ID of a biz tag as a bare decimal.
 pub async fn leaf_segment(
     State(state): State<Arc<AppState>>,
-    Path(tag): Path<String>,
+    PathParam(tag, _): LeafPath<String>,
 ) -> Result<String, TextError> {
     let service = service(&state)?;
     let id = service.get_async(&tag).await.map_err(segment_error)?;
@@ -58,20 +111,14 @@ pub struct SegmentBatch {
     ids: Vec<i64>,
 }
 
-/// `?count=N` for segment batches.
-#[derive(Deserialize)]
-pub struct CountQuery {
-    count: Option<String>,
-}
-
 /// `GET /v1/segments/{tag}?count=N`: a batch of a tag's IDs.
 pub async fn batch(
     State(state): State<Arc<AppState>>,
-    Path(tag): Path<String>,
-    Query(query): Query<CountQuery>,
+    PathParam(tag, _): PathParam<String>,
+    query: QueryParams,
 ) -> Result<Json<SegmentBatch>, ApiError> {
     let service = service(&state)?;
-    let count = match query.count.as_deref().map(str::trim) {
+    let count = match query.get("count").map(|c| c.trim()) {
         None => 1,
         Some(raw) => raw
             .parse::<usize>()
@@ -97,9 +144,46 @@ pub async fn batch(
     Ok(Json(SegmentBatch { tag, ids }))
 }
 
+/// A tag's buffer state as the monitor route shows it: [`TagState`] with the last load error
+/// (database text) replaced by a flag and a fixed sentence; the error itself is in the log.
+#[derive(Serialize)]
+pub struct TagView {
+    tag: String,
+    init: bool,
+    next_ready: bool,
+    loading: bool,
+    pos: usize,
+    step: i64,
+    min_step: i64,
+    segments: [SegmentState; 2],
+    /// The last load failed and no load has succeeded since.
+    load_failing: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_error: Option<String>,
+}
+
+impl From<TagState> for TagView {
+    fn from(t: TagState) -> Self {
+        let load_failing = t.last_error.is_some();
+        Self {
+            tag: t.tag,
+            init: t.init,
+            next_ready: t.next_ready,
+            loading: t.loading,
+            pos: t.pos,
+            step: t.step,
+            min_step: t.min_step,
+            segments: t.segments,
+            load_failing,
+            last_error: load_failing.then(|| format!("{STORE_UNAVAILABLE}; {SEE_LOG}")),
+        }
+    }
+}
+
 /// `GET /v1/segments`: every tag's buffer state (Leaf's `/cache` page).
-pub async fn monitor(State(state): State<Arc<AppState>>) -> Result<Json<Vec<TagState>>, ApiError> {
-    Ok(Json(service(&state)?.monitor()))
+pub async fn monitor(State(state): State<Arc<AppState>>) -> Result<Json<Vec<TagView>>, ApiError> {
+    let tags = service(&state)?.monitor();
+    Ok(Json(tags.into_iter().map(TagView::from).collect()))
 }
 
 /// Body of `PUT /v1/admin/segments/{tag}`.
@@ -141,7 +225,7 @@ fn authorise(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
                 "send the admin token as `Authorization: Bearer <token>`",
             )
         })?;
-    if bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
+    if ct_eq(given.as_bytes(), expected.as_bytes()) {
         Ok(())
     } else {
         Err(ApiError::new(
@@ -152,13 +236,27 @@ fn authorise(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// Whether `given` equals `secret`, in time that depends only on the lengths, never on where
+/// the bytes differ. `subtle`'s slice comparison returns early on a length mismatch, which
+/// tells an attacker the secret's length; here every byte of the secret is compared whatever
+/// was given, and the length difference is folded into the result.
+pub fn ct_eq(given: &[u8], secret: &[u8]) -> bool {
+    let mut equal: Choice = (given.len() as u64).ct_eq(&(secret.len() as u64));
+    for (i, s) in secret.iter().enumerate() {
+        // A shorter `given` is padded with zeros; the length check above already failed it.
+        let g = given.get(i).copied().unwrap_or(0);
+        equal &= g.ct_eq(s);
+    }
+    bool::from(equal)
+}
+
 /// `PUT /v1/admin/segments/{tag}` `{"step": N, "description": "..."}`: create a biz tag or change
 /// its step and description. Usable at once here, and on other servers after their next sync.
 pub async fn upsert_tag(
     State(state): State<Arc<AppState>>,
-    Path(tag): Path<String>,
+    PathParam(tag, _): PathParam<String>,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> Result<Json<TagRow>, ApiError> {
     authorise(&state, &headers)?;
     let service = service(&state)?;

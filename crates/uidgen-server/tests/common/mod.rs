@@ -130,3 +130,39 @@ pub fn assert_unique(mut ids: Vec<u64>) -> Vec<u64> {
     }
     ids
 }
+
+/// Send one request to a router without a socket: (status, body as text).
+pub async fn call(
+    router: &axum::Router,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (axum::http::StatusCode, String) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let mut request = axum::http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request
+        .body(axum::body::Body::from(body.to_owned()))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// `GET uri`.
+pub async fn get(router: &axum::Router, uri: &str) -> (axum::http::StatusCode, String) {
+    call(router, "GET", uri, &[], "").await
+}
+
+/// A body as JSON, failing with the body when it is not.
+pub fn json(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}

@@ -1,0 +1,92 @@
+//! Extractors whose rejections are our errors: axum's own answer malformed paths, query strings
+//! and bodies with plain text, which would break the `{code, message}` contract of the JSON API
+//! (and Leaf's routes answer text on purpose, so they get the text form).
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use super::{ApiError, TextError};
+
+/// How a route reports a rejected request: JSON ([`ApiError`]) or Leaf's bare text
+/// ([`TextError`]).
+pub trait Rejection: From<ApiError> + axum::response::IntoResponse {}
+
+impl Rejection for ApiError {}
+impl Rejection for TextError {}
+
+/// [`Path`], rejecting with `E` (a 400 naming what was wrong, e.g. `%FF` is not UTF-8).
+#[derive(Debug)]
+pub struct PathParam<T, E = ApiError>(pub T, pub(super) PhantomData<E>);
+
+impl<S, T, E> FromRequestParts<S> for PathParam<T, E>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + Send,
+    E: Rejection,
+{
+    type Rejection = E;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, E> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(Self(value, PhantomData)),
+            Err(rejection) => Err(ApiError::from_path(&rejection).into()),
+        }
+    }
+}
+
+/// A path parameter for Leaf's text routes.
+pub type LeafPath<T> = PathParam<T, TextError>;
+
+/// The query string as a map, rejecting (400, JSON) a malformed string or a name given twice:
+/// `?count=1&count=2` is ambiguous, and silently taking one would hide a client's bug.
+#[derive(Debug, Default)]
+pub struct QueryParams(pub HashMap<String, String>);
+
+impl QueryParams {
+    /// The value of `name`, if given.
+    pub fn get(&self, name: &str) -> Option<&String> {
+        self.0.get(name)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
+            .await
+            .map_err(|rejection| ApiError::from_query(&rejection))?;
+        let mut map = HashMap::with_capacity(pairs.len());
+        for (name, value) in pairs {
+            if map.contains_key(&name) {
+                let shown: String = name.chars().take(64).collect();
+                return Err(ApiError::bad_parameter(format!(
+                    "query parameter `{shown}` is given more than once"
+                )));
+            }
+            map.insert(name, value);
+        }
+        Ok(Self(map))
+    }
+}
+
+/// The raw request body, rejecting with JSON: 413 past
+/// [`MAX_BODY_BYTES`](super::MAX_BODY_BYTES), 400 when it cannot be read.
+#[derive(Debug)]
+pub struct Body(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        Bytes::from_request(request, state)
+            .await
+            .map(Self)
+            .map_err(|rejection| ApiError::from_body(&rejection))
+    }
+}
