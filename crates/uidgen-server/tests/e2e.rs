@@ -415,3 +415,33 @@ async fn admin_routes_need_the_token_and_create_usable_tags() {
         .unwrap();
     assert_eq!(response.status().as_u16(), 404);
 }
+
+#[test]
+fn a_port_in_use_stops_start_up_before_a_worker_id_is_leased() {
+    let dir = temp_dir("busy-port");
+    let store = format!("sqlite://{}", dir.join("uidgen.db").display());
+    let envs = [
+        ("UIDGEN_STORE", store.as_str()),
+        ("UIDGEN_WORKER_ASSIGNER", "leased"),
+        ("UIDGEN_LAYOUT", "snowflake"),
+        ("UIDGEN_GENERATOR", "snowflake"),
+    ];
+    let first = Server::start(&[], &envs);
+    let held = worker_id(&first);
+    let addr = first.base.trim_start_matches("http://").to_owned();
+    let (status, _, stderr) = run(&["serve", "--listen", &addr], &envs);
+    assert!(!status.success(), "a second server on {addr} started");
+    assert!(stderr.contains("cannot listen on"), "{stderr}");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let leased: Vec<u64> = runtime.block_on(async {
+        let store = uidgen_store::Store::connect(&store).await.unwrap();
+        let mut leased = Vec::new();
+        for id in 0..32 {
+            if store.lease_row(id).await.unwrap().is_some() {
+                leased.push(id);
+            }
+        }
+        leased
+    });
+    assert_eq!(leased, vec![held], "only the first server's lease exists");
+}
