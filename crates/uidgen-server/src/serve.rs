@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
-use tracing::info;
+use tracing::{info, warn};
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, SnowflakeGenerator,
     SystemClock, UidGenerator,
@@ -14,7 +14,7 @@ use uidgen_core::{
 use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_store::{
     DisposableWorkerIdAssigner, GuardedGenerator, LeaseGuard, LeaseOptions, LeasedWorkerIdAssigner,
-    StaticWorkerIdAssigner, Store, WorkerAssignment, WorkerIdAssigner,
+    StaticWorkerIdAssigner, Store, StoreOptions, WorkerAssignment, WorkerIdAssigner,
 };
 
 use crate::cli::{GenArgs, MigrateArgs, ServeArgs};
@@ -82,13 +82,33 @@ pub fn build_generator(
 }
 
 /// Open the configured store (creating a SQLite file if needed) and apply its migrations.
+///
+/// A leased assigner with a local cache file may start while the database is down (it then
+/// runs on the cached worker id, under a lease it claims once the database answers): for it,
+/// a store that cannot be reached is opened lazily instead of stopping start-up.
 pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
-    Store::connect(&config.store).await.with_context(|| {
+    let context = || {
         format!(
             "cannot open the store `store = {:?}`",
             redacted(&config.store)
         )
-    })
+    };
+    match Store::connect(&config.store).await {
+        Ok(store) => Ok(store),
+        Err(error)
+            if config.worker.assigner == AssignerKind::Leased
+                && config.worker.cache_file.is_some()
+                && error.is_unreachable() =>
+        {
+            warn!(%error, "store unreachable at start; the leased worker id may come from the local cache");
+            let options = StoreOptions {
+                migrate: false,
+                ..StoreOptions::default()
+            };
+            Store::connect_lazy(&config.store, options).with_context(context)
+        }
+        Err(error) => Err(error).with_context(context),
+    }
 }
 
 fn redacted(url: &str) -> String {
@@ -113,6 +133,8 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
                     ttl,
                     // Three heartbeats per lease: one lost renewal does not lose the lease.
                     heartbeat_interval: Some(ttl / 3),
+                    // The lease must outlast a takeover's wait for the previous holder's time.
+                    max_takeover_wait: (ttl / 2).min(Duration::from_secs(5)),
                     cache_path: config.worker.cache_file.clone(),
                     ..LeaseOptions::default()
                 },

@@ -445,3 +445,53 @@ fn a_port_in_use_stops_start_up_before_a_worker_id_is_leased() {
     });
     assert_eq!(leased, vec![held], "only the first server's lease exists");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leased_worker_id_survives_a_database_outage_at_start_through_the_cache_file() {
+    let store = fresh_url(TestDb::Postgres).await.unwrap();
+    let cache = temp_dir("cache").join("worker.cache");
+    let cache_path = cache.to_str().unwrap();
+    let common = [
+        ("UIDGEN_WORKER_ASSIGNER", "leased"),
+        ("UIDGEN_WORKER_CACHE_FILE", cache_path),
+        ("UIDGEN_LAYOUT", "snowflake"),
+        ("UIDGEN_GENERATOR", "snowflake"),
+        ("UIDGEN_SEGMENT_ENABLED", "false"),
+        ("UIDGEN_WORKER_LEASE_TTL_SECS", "3"),
+    ];
+    let client = reqwest::Client::new();
+    // First life: the database is up; the worker id is leased and cached, then the process dies
+    // without releasing it (Drop sends SIGKILL).
+    let first = {
+        let mut envs = common.to_vec();
+        envs.push(("UIDGEN_STORE", &store));
+        let server = Server::start(&[], &envs);
+        let (status, body) = get(&client, &server.url("/api/snowflake/get/x")).await;
+        assert_eq!(status, 200, "{body}");
+        (worker_id(&server), body.parse::<u64>().unwrap())
+    };
+    assert!(cache.exists(), "the lease was not cached");
+    // A crash leaves no record of how far the id issued: the cache is only good once the
+    // lease it recorded has run out.
+    std::thread::sleep(std::time::Duration::from_millis(3_500));
+    // Second life: the database is unreachable; the cached id is used, and IDs come after the
+    // first life's.
+    let mut envs = common.to_vec();
+    envs.push(("UIDGEN_STORE", "postgres://postgres@127.0.0.1:1/gone"));
+    let server = Server::start(&[], &envs);
+    assert_eq!(worker_id(&server), first.0, "{}", server.log());
+    let (status, body) = get(&client, &server.url("/api/snowflake/get/x")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.parse::<u64>().unwrap() > first.1);
+    // Without a cache file the same outage stops start-up, naming the store.
+    let (status, _, stderr) = run(
+        &["serve", "--listen", "127.0.0.1:0"],
+        &[
+            ("UIDGEN_WORKER_ASSIGNER", "leased"),
+            ("UIDGEN_SEGMENT_ENABLED", "false"),
+            ("UIDGEN_STORE", "postgres://postgres@127.0.0.1:1/gone"),
+        ],
+    );
+    assert!(!status.success());
+    assert!(stderr.contains("127.0.0.1:1/gone"), "{stderr}");
+}
