@@ -29,7 +29,7 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
@@ -38,77 +38,12 @@ use tokio::sync::Notify;
 
 use crate::error::{Result, SegmentError};
 use crate::service::Shared;
-use crate::state::{SegmentState, TagState};
-use crate::step::next_step;
+use crate::slot::Slot;
+use crate::state::TagState;
 
-/// One segment slot. The cursor is written by every taker; the bounds are written once per load,
-/// so they sit on their own cache line and stay shared (read-only) between cores.
-#[derive(Debug)]
-struct Slot {
-    /// The next ID to hand out. Only raised (`fetch_add`, `fetch_max`), so never repeats.
-    cursor: CachePadded<AtomicI64>,
-    /// The loaded segment.
-    bounds: CachePadded<Bounds>,
-}
+mod load;
 
-#[derive(Debug)]
-struct Bounds {
-    /// First ID of the segment.
-    start: AtomicI64,
-    /// Exclusive end of the segment (the claimed `max_id`); stored last, with Release.
-    max: AtomicI64,
-    /// The segment's length.
-    step: AtomicI64,
-    /// Once the cursor passes this, the next segment is loaded in the background.
-    prefetch_at: AtomicI64,
-}
-
-impl Slot {
-    fn empty() -> Self {
-        Self {
-            // Far below any segment, so attempts before the first load waste none of it.
-            cursor: CachePadded::new(AtomicI64::new(i64::MIN)),
-            // (MAX, MIN) is an empty range, and any real `start` is >= MIN: the ordering argument
-            // in the module docs holds from the first load on.
-            bounds: CachePadded::new(Bounds {
-                start: AtomicI64::new(i64::MAX),
-                max: AtomicI64::new(i64::MIN),
-                step: AtomicI64::new(0),
-                prefetch_at: AtomicI64::new(i64::MAX),
-            }),
-        }
-    }
-
-    /// Whether the cursor is still below the end (slow path only).
-    fn has_room(&self) -> bool {
-        // Acquire/Relaxed as in `try_take`: a stale view only costs a retry or a wait.
-        let max = self.bounds.max.load(Ordering::Acquire);
-        // Relaxed: a hint; `try_take`'s atomic add decides.
-        self.cursor.load(Ordering::Relaxed) < max
-    }
-
-    fn state(&self) -> SegmentState {
-        // Relaxed: a monitoring snapshot; fields may be from neighbouring loads.
-        let start = self.bounds.start.load(Ordering::Relaxed);
-        let max = self.bounds.max.load(Ordering::Relaxed);
-        let step = self.bounds.step.load(Ordering::Relaxed);
-        if max == i64::MIN {
-            return SegmentState {
-                value: 0,
-                max: 0,
-                step: 0,
-                idle: 0,
-            };
-        }
-        let value = self.cursor.load(Ordering::Relaxed).clamp(start, max);
-        SegmentState {
-            value,
-            max,
-            step,
-            idle: max - value,
-        }
-    }
-}
+use load::{FailureKind, LoadFailure, LoadKind};
 
 /// What the slow path decided, under the control lock.
 enum Advance {
@@ -116,15 +51,6 @@ enum Advance {
     Retry,
     /// A load is in flight: wait for it.
     Wait,
-}
-
-/// Which slot a load fills.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LoadKind {
-    /// The first segment, into the current slot.
-    Init,
-    /// The next segment, into the other slot.
-    Next,
 }
 
 /// Everything outside the hot path, behind one mutex.
@@ -136,20 +62,31 @@ struct Control {
     loading: bool,
     /// The non-current slot holds a fresh segment.
     next_ready: bool,
-    /// Why the last load failed; cleared by a successful one.
-    last_error: Option<String>,
-    /// The last failure was "no such tag".
-    unknown_tag: bool,
-    /// No background load before this time (clock ms), after a failure.
-    retry_at_ms: u64,
+    /// Why the last load failed; cleared by a successful one, an upsert of the tag, and (for an
+    /// unknown tag) a tag sync that lists it.
+    failure: Option<LoadFailure>,
     /// The step of the latest segment (Leaf's `buffer.step`).
     step: i64,
     /// The step stored in the table (Leaf's `minStep`).
     min_step: i64,
     /// When the previous segment was loaded (Leaf's `updateTimestamp`), clock ms.
     update_timestamp: Option<u64>,
-    /// The highest `max_id` served so far: a claim starting below it is refused.
+    /// The highest `max_id` served so far: a claim starting below it is refused. Seeded from the
+    /// tag's previous buffer when a deleted tag comes back, so a re-created row (which restarts
+    /// at `max_id` 1) cannot make this service repeat IDs.
     served_max: i64,
+    /// Segments loaded.
+    loads: u64,
+    /// Loads that failed (including timeouts).
+    load_failures: u64,
+}
+
+impl Control {
+    /// Loads finished so far, successful or not: a waiter that sees it change knows the load
+    /// it waited for has ended.
+    fn attempts(&self) -> u64 {
+        self.loads.wrapping_add(self.load_failures)
+    }
 }
 
 /// Flags read on the hot path, on their own cache line.
@@ -161,6 +98,11 @@ struct Hot {
     next_pending: AtomicBool,
     /// The tag was deleted (or the service shut down): serve no new segments.
     evicted: AtomicBool,
+    /// After a failed load, no background load before this time (clock ms); 0 after a success
+    /// (0 also when a failure's back-off ends at clock 0: either way, no waiting).
+    /// Written under the control lock, read without it by `prefetch`, so that during an outage
+    /// takers past the prefetch point do not all contend for the lock.
+    retry_at_ms: AtomicU64,
 }
 
 /// One biz tag's pair of segments.
@@ -181,26 +123,29 @@ pub struct SegmentBuffer {
 }
 
 impl SegmentBuffer {
-    pub(crate) fn new(tag: &str, shared: Arc<Shared>) -> Self {
+    /// A buffer with no segment yet; it refuses any claim starting below `served_max` (pass
+    /// `i64::MIN` for a tag this service has never served).
+    pub(crate) fn new(tag: &str, shared: Arc<Shared>, served_max: i64) -> Self {
         Self {
             tag: tag.into(),
             hot: CachePadded::new(Hot {
                 current: AtomicUsize::new(0),
                 next_pending: AtomicBool::new(false),
                 evicted: AtomicBool::new(false),
+                retry_at_ms: AtomicU64::new(0),
             }),
             slots: [Slot::empty(), Slot::empty()],
             control: Mutex::new(Control {
                 init: false,
                 loading: false,
                 next_ready: false,
-                last_error: None,
-                unknown_tag: false,
-                retry_at_ms: 0,
+                failure: None,
                 step: 0,
                 min_step: 1,
                 update_timestamp: None,
-                served_max: i64::MIN,
+                served_max,
+                loads: 0,
+                load_failures: 0,
             }),
             loaded: Condvar::new(),
             loaded_async: Notify::new(),
@@ -315,8 +260,9 @@ impl SegmentBuffer {
     fn advance_blocking(self: &Arc<Self>, idx: usize) -> Result<()> {
         let deadline = Instant::now() + self.shared.options.wait_timeout;
         let mut control = self.control.lock();
+        let entered = control.attempts();
         loop {
-            match self.advance_locked(&mut control, idx)? {
+            match self.advance_locked(&mut control, idx, entered)? {
                 Advance::Retry => return Ok(()),
                 Advance::Wait => {
                     if self.loaded.wait_until(&mut control, deadline).timed_out() {
@@ -330,6 +276,7 @@ impl SegmentBuffer {
     /// [`advance_blocking`](Self::advance_blocking) for async callers.
     async fn advance_async(self: &Arc<Self>, idx: usize) -> Result<()> {
         let deadline = tokio::time::Instant::now() + self.shared.options.wait_timeout;
+        let entered = self.control.lock().attempts();
         loop {
             let notified = self.loaded_async.notified();
             let mut notified = std::pin::pin!(notified);
@@ -337,7 +284,7 @@ impl SegmentBuffer {
             notified.as_mut().enable();
             {
                 let mut control = self.control.lock();
-                match self.advance_locked(&mut control, idx)? {
+                match self.advance_locked(&mut control, idx, entered)? {
                     Advance::Retry => return Ok(()),
                     Advance::Wait => {}
                 }
@@ -348,13 +295,19 @@ impl SegmentBuffer {
         }
     }
 
-    fn advance_locked(self: &Arc<Self>, control: &mut Control, idx: usize) -> Result<Advance> {
+    /// The slow path's decision, under the control lock. `entered` is `Control::attempts` when
+    /// the caller arrived: a load that failed since then is this caller's answer.
+    fn advance_locked(
+        self: &Arc<Self>,
+        control: &mut Control,
+        idx: usize,
+        entered: u64,
+    ) -> Result<Advance> {
         if self.shared.is_shut_down() {
             return Err(SegmentError::Shutdown);
         }
-        // Relaxed: set under the service's tag-map lock; a late view serves one more segment
-        // at most, which the tag owned anyway.
-        if self.hot.evicted.load(Ordering::Relaxed) || control.unknown_tag {
+        // Relaxed: stored before `evict` takes the control lock, which we hold.
+        if self.hot.evicted.load(Ordering::Relaxed) {
             return Err(SegmentError::UnknownTag(self.tag.to_string()));
         }
         // Relaxed: `current` only changes under the control lock, which we hold.
@@ -371,14 +324,13 @@ impl SegmentBuffer {
         if control.loading {
             return Ok(Advance::Wait);
         }
-        if let Some(reason) = &control.last_error
-            && self.shared.clock.now_millis() < control.retry_at_ms
+        if let Some(failure) = &control.failure
+            && (control.attempts() != entered || self.backing_off())
         {
-            // The database failed a moment ago: answer at once rather than hammer it.
-            return Err(SegmentError::BothSegmentsNotReady {
-                tag: self.tag.to_string(),
-                reason: format!("loading a segment failed: {reason}"),
-            });
+            // The load this caller waited for failed, or one failed a moment ago: answer at
+            // once (typed: unknown tag, exhausted, or -3) rather than hammer the database.
+            // After the back-off the next caller retries, whatever the failure was.
+            return Err(failure.to_error(&self.tag));
         }
         let kind = if control.init {
             LoadKind::Next
@@ -387,6 +339,14 @@ impl SegmentBuffer {
         };
         self.start_load(control, kind);
         Ok(Advance::Wait)
+    }
+
+    /// Whether a failed load's back-off is still running. Reads the clock only after a failure.
+    fn backing_off(&self) -> bool {
+        // Relaxed: written under the control lock; a stale value at most starts a load one
+        // back-off early or late, and `start_load` itself runs under the lock.
+        let retry_at = self.hot.retry_at_ms.load(Ordering::Relaxed);
+        retry_at != 0 && self.shared.clock.now_millis() < retry_at
     }
 
     /// Make the other slot current (under the control lock).
@@ -400,9 +360,14 @@ impl SegmentBuffer {
     }
 
     /// The cursor passed the prefetch point and no next segment is on its way: start loading
-    /// it, unless another caller is already doing so.
+    /// it, unless another caller is already doing so or a failed load's back-off is running.
     #[cold]
     fn prefetch(self: &Arc<Self>) {
+        // Checked before the lock: during an outage every taker past the prefetch point comes
+        // here, and should cost one atomic load and a clock read, not a contended try_lock.
+        if self.backing_off() {
+            return;
+        }
         // try_lock: a taker never waits here; whoever holds the lock will see the same state.
         let Some(mut control) = self.control.try_lock() else {
             return;
@@ -411,154 +376,76 @@ impl SegmentBuffer {
             || control.loading
             || control.next_ready
             || self.shared.is_shut_down()
-            || self.shared.clock.now_millis() < control.retry_at_ms
+            // Relaxed: stored before `evict` takes the control lock, which we hold.
+            || self.hot.evicted.load(Ordering::Relaxed)
+            || self.backing_off()
         {
             return;
         }
         self.start_load(&mut control, LoadKind::Next);
     }
 
-    /// Spawn the one load task (under the control lock).
-    fn start_load(self: &Arc<Self>, control: &mut Control, kind: LoadKind) {
-        control.loading = true;
-        // Relaxed: a hint for the hot path; the control lock is the truth.
-        self.hot.next_pending.store(true, Ordering::Relaxed);
-        // Relaxed: `current` only changes under the control lock, which we hold.
-        let current = self.hot.current.load(Ordering::Relaxed);
-        let target = match kind {
-            LoadKind::Init => current,
-            LoadKind::Next => 1 - current,
-        };
-        let buffer = Arc::clone(self);
-        self.shared.runtime.spawn(async move {
-            buffer.load(target, kind).await;
-        });
-    }
-
-    /// Claim a segment and install it in slot `target`.
-    async fn load(self: Arc<Self>, target: usize, kind: LoadKind) {
-        let now = self.shared.clock.now_millis();
-        let options = &self.shared.options;
-        let step = {
-            let control = self.control.lock();
-            match (kind, control.update_timestamp) {
-                // Leaf: the first two loads use the table's step; the second starts the clock.
-                (LoadKind::Init, _) | (LoadKind::Next, None) => None,
-                (LoadKind::Next, Some(_)) if !options.dynamic_step => None,
-                (LoadKind::Next, Some(previous)) => Some(next_step(
-                    control.step,
-                    control.min_step,
-                    options.max_step,
-                    now.saturating_sub(previous),
-                    options.segment_duration_ms(),
-                )),
-            }
-        };
-        let claimed = self.shared.source.claim(&self.tag, step).await;
-        let mut control = self.control.lock();
-        let outcome = claimed.and_then(|claim| {
-            let start = claim
-                .max_id
-                .checked_sub(claim.step)
-                .filter(|_| claim.step > 0);
-            match start {
-                Some(start) if start >= control.served_max => Ok((start, claim)),
-                _ => Err(SegmentError::MaxIdWentBackwards {
-                    tag: self.tag.to_string(),
-                    start: start.unwrap_or(i64::MIN),
-                    end: claim.max_id,
-                    served_max: control.served_max,
-                }),
-            }
-        });
-        match outcome {
-            Ok((start, claim)) => {
-                self.install(target, start, claim.max_id, claim.step);
-                control.served_max = claim.max_id;
-                control.step = claim.step;
-                if let Some(table_step) = claim.table_step {
-                    control.min_step = table_step;
-                }
-                match kind {
-                    LoadKind::Init => {
-                        control.init = true;
-                        // Relaxed: see `start_load`; the next segment is not on its way.
-                        self.hot.next_pending.store(false, Ordering::Relaxed);
-                    }
-                    LoadKind::Next => {
-                        control.next_ready = true;
-                        control.update_timestamp = Some(now);
-                    }
-                }
-                control.last_error = None;
-                control.unknown_tag = false;
-                tracing::debug!(tag = %self.tag, start, end = claim.max_id, step = claim.step, "loaded segment");
-            }
-            Err(error) => {
-                tracing::warn!(tag = %self.tag, %error, "loading a segment failed");
-                control.unknown_tag = matches!(error, SegmentError::UnknownTag(_));
-                control.last_error = Some(error.to_string());
-                control.retry_at_ms = self
-                    .shared
-                    .clock
-                    .now_millis()
-                    .saturating_add(options.retry_backoff_ms());
-                // Relaxed: see `start_load`; lets the hot path trigger a retry later.
-                self.hot.next_pending.store(false, Ordering::Relaxed);
-            }
-        }
-        control.loading = false;
-        drop(control);
+    fn wake_waiters(&self) {
         self.loaded.notify_all();
         self.loaded_async.notify_waiters();
     }
 
-    /// Publish a claimed segment in slot `idx` (see the module docs for the order).
-    fn install(&self, idx: usize, start: i64, max: i64, step: i64) {
-        let slot = &self.slots[idx];
-        let ratio = self.shared.options.prefetch_ratio;
-        // Leaf: prefetch once more than `ratio` of the segment is used. f64 holds any step up to
-        // 2^53 exactly; the product is below `step`, so the conversion back cannot overflow.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
-        let used = (step as f64 * ratio) as i64;
-        // Relaxed: published by the Release store of `max` below.
-        slot.bounds.start.store(start, Ordering::Relaxed);
-        // Relaxed: published by the Release store of `max` below.
-        slot.bounds.step.store(step, Ordering::Relaxed);
-        // Relaxed: published by the Release store of `max` below.
-        slot.bounds
-            .prefetch_at
-            .store(start.saturating_add(used), Ordering::Relaxed);
-        // Release: a reader that sees this `max` sees the `start` above (module docs).
-        slot.bounds.max.store(max, Ordering::Release);
-        // Relaxed: a single-counter RMW; raising (never lowering) the cursor keeps every ID
-        // it ever returned distinct.
-        slot.cursor.fetch_max(start, Ordering::Relaxed);
-    }
-
-    /// The tag was deleted or the service is stopping: serve no new segment, wake waiters.
-    pub(crate) fn evict(&self) {
-        // Relaxed: read in the slow path under the control lock, taken just below.
+    /// The tag was deleted or the service is stopping: serve no new ID, wake waiters. Returns
+    /// the highest `max_id` served, for a later buffer of the same tag.
+    ///
+    /// Both slots are fenced (their cursors raised to their ends), so even takers that skip the
+    /// tag lookup ([`TagHandle`](crate::TagHandle), the per-thread cache) fall into the slow
+    /// path, which reports [`Shutdown`](SegmentError::Shutdown) or
+    /// [`UnknownTag`](SegmentError::UnknownTag).
+    pub(crate) fn evict(&self) -> i64 {
+        // Relaxed: read under the control lock (slow path, `load`), taken just below.
         self.hot.evicted.store(true, Ordering::Relaxed);
-        drop(self.control.lock());
-        self.loaded.notify_all();
-        self.loaded_async.notify_waiters();
+        let control = self.control.lock();
+        for slot in &self.slots {
+            slot.fence();
+        }
+        let served_max = control.served_max;
+        drop(control);
+        self.wake_waiters();
+        served_max
     }
 
-    /// An admin changed the stored step: the dynamic step never goes below it.
-    pub(crate) fn set_table_step(&self, step: i64) {
-        self.control.lock().min_step = step;
+    /// An admin created or changed the tag: the dynamic step never goes below the stored
+    /// step, and a remembered failure (e.g. "unknown tag") is retried at once.
+    pub(crate) fn tag_upserted(&self, step: i64) {
+        let mut control = self.control.lock();
+        control.min_step = step;
+        self.forget_failure(&mut control);
+    }
+
+    /// A tag sync found the tag's row: a remembered "unknown tag" no longer holds.
+    pub(crate) fn tag_listed(&self) {
+        let mut control = self.control.lock();
+        if control
+            .failure
+            .as_ref()
+            .is_some_and(|f| f.kind == FailureKind::UnknownTag)
+        {
+            self.forget_failure(&mut control);
+        }
+    }
+
+    fn forget_failure(&self, control: &mut Control) {
+        control.failure = None;
+        // Relaxed: written under the control lock, which we hold; a hint for `prefetch`.
+        self.hot.retry_at_ms.store(0, Ordering::Relaxed);
     }
 
     fn still_loading(&self, control: &Control) -> SegmentError {
-        let waited = self.shared.options.wait_timeout.as_millis();
-        let reason = match &control.last_error {
-            Some(error) => format!("loading a segment failed: {error}"),
-            None => format!("the next segment is still loading after {waited} ms"),
-        };
-        SegmentError::BothSegmentsNotReady {
-            tag: self.tag.to_string(),
-            reason,
+        match &control.failure {
+            Some(failure) => failure.to_error(&self.tag),
+            None => SegmentError::BothSegmentsNotReady {
+                tag: self.tag.to_string(),
+                reason: format!(
+                    "the next segment is still loading after {} ms",
+                    self.shared.options.wait_timeout.as_millis()
+                ),
+            },
         }
     }
 
@@ -576,7 +463,9 @@ impl SegmentBuffer {
             step: control.step,
             min_step: control.min_step,
             segments: [self.slots[0].state(), self.slots[1].state()],
-            last_error: control.last_error.clone(),
+            last_error: control.failure.as_ref().map(|f| f.message.clone()),
+            loads: control.loads,
+            load_failures: control.load_failures,
         }
     }
 }

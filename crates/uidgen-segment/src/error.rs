@@ -94,6 +94,30 @@ pub enum SegmentError {
         served_max: i64,
     },
 
+    /// The tag's next segment would pass the largest 64-bit ID: it can hand out no more.
+    #[error(
+        "biz tag `{tag}` is exhausted: its next segment would pass the largest 64-bit ID (max_id {max_id}); use a new tag"
+    )]
+    TagExhausted {
+        /// The tag.
+        tag: String,
+        /// The tag's stored `max_id`.
+        max_id: i64,
+    },
+
+    /// The database did not answer within
+    /// [`load_timeout`](crate::SegmentOptions::load_timeout). Nothing from the abandoned call
+    /// is used.
+    #[error(
+        "the database did not answer within {waited_ms} ms while {action}; is it paused or unreachable? (load_timeout)"
+    )]
+    TimedOut {
+        /// What the service was doing, e.g. "claiming a segment".
+        action: &'static str,
+        /// How long it waited.
+        waited_ms: u64,
+    },
+
     /// The service was shut down.
     #[error("segment service is shut down")]
     Shutdown,
@@ -127,6 +151,7 @@ impl SegmentError {
 pub(crate) fn from_store(tag: &str, error: StoreError) -> SegmentError {
     match error {
         StoreError::UnknownTag(tag) => SegmentError::UnknownTag(tag),
+        StoreError::TagExhausted { tag, max_id, .. } => SegmentError::TagExhausted { tag, max_id },
         StoreError::InvalidInput(reason) if reason.contains("biz tag") => {
             SegmentError::InvalidTag {
                 tag: display_tag(tag),

@@ -27,6 +27,7 @@ mod buffer;
 mod error;
 mod options;
 mod service;
+mod slot;
 mod source;
 mod state;
 mod step;

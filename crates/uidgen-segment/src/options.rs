@@ -12,6 +12,7 @@ use crate::error::{Result, SegmentError};
 /// let options = SegmentOptions { max_step: 10_000_000, ..SegmentOptions::default() };
 /// assert_eq!(options.prefetch_ratio, 0.1);
 /// assert_eq!(options.segment_duration, Duration::from_secs(15 * 60));
+/// assert_eq!(options.load_timeout, Duration::from_secs(5));
 /// options.validate().unwrap();
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +42,12 @@ pub struct SegmentOptions {
     pub dynamic_step: bool,
     /// Largest `get_batch` (default 10,000).
     pub max_batch: usize,
+    /// How long one database call (claiming a segment, listing or upserting tags) may take
+    /// before it is abandoned (default 5 s). A database that stops answering without closing
+    /// the connection (paused, or packets dropped) would otherwise hold a load, or the tag
+    /// sync, forever. A timed-out claim counts as a failed load and is retried after
+    /// `retry_backoff`; nothing it might have claimed is served.
+    pub load_timeout: Duration,
 }
 
 impl Default for SegmentOptions {
@@ -55,6 +62,7 @@ impl Default for SegmentOptions {
             max_step: 1_000_000,
             dynamic_step: true,
             max_batch: 10_000,
+            load_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -81,6 +89,9 @@ impl SegmentOptions {
         if !(1..=uidgen_store::MAX_STEP).contains(&self.max_step) {
             return bad(&format!("max_step must be 1 to {}", uidgen_store::MAX_STEP));
         }
+        if self.load_timeout.is_zero() {
+            return bad("load_timeout must be above zero");
+        }
         if self.max_batch == 0 {
             return bad("max_batch must be at least 1");
         }
@@ -90,6 +101,11 @@ impl SegmentOptions {
     /// `segment_duration` in milliseconds, saturating.
     pub(crate) fn segment_duration_ms(&self) -> u64 {
         u64::try_from(self.segment_duration.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// `load_timeout` in milliseconds, saturating.
+    pub(crate) fn load_timeout_ms(&self) -> u64 {
+        u64::try_from(self.load_timeout.as_millis()).unwrap_or(u64::MAX)
     }
 
     /// `retry_backoff` in milliseconds, saturating.

@@ -3,6 +3,7 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -33,6 +34,23 @@ impl Shared {
         // Relaxed: a flag checked on the slow path; a late view serves at most one more
         // already-claimed segment.
         self.shut_down.load(Ordering::Relaxed)
+    }
+
+    /// Run one database call, abandoning it after
+    /// [`load_timeout`](SegmentOptions::load_timeout) (dropping the future rolls back its
+    /// transaction, or leaves a commit whose result nobody uses).
+    pub(crate) async fn timed<T>(
+        &self,
+        action: &'static str,
+        call: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        match tokio::time::timeout(self.options.load_timeout, call).await {
+            Ok(result) => result,
+            Err(_) => Err(SegmentError::TimedOut {
+                action,
+                waited_ms: self.options.load_timeout_ms(),
+            }),
+        }
     }
 }
 
@@ -91,13 +109,23 @@ pub struct SegmentService {
     /// Why the tag list could not be loaded, while not initialised.
     init_error: Mutex<String>,
     /// Serialises tag syncs with `upsert_tag`, so a sync that read the list before an upsert
-    /// does not evict the new tag.
+    /// does not evict the new tag. Held across one database call at most, which `load_timeout`
+    /// bounds.
     sync_lock: tokio::sync::Mutex<()>,
+    /// The highest `max_id` served of each evicted tag, to seed the buffer of the tag if it
+    /// comes back: a re-created row restarts at `max_id` 1, and this service must not repeat
+    /// what it served before the deletion.
+    evicted: Mutex<HashMap<Box<str>, i64>>,
     sync_task: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// A handle on one biz tag's buffer, for callers that take many IDs from one tag: it skips the
 /// tag lookup of [`SegmentService::get`].
+///
+/// A handle stays on the buffer it was made from: after the tag is deleted (and evicted by a
+/// sync) it answers [`UnknownTag`](SegmentError::UnknownTag) even if the tag is created again,
+/// and after [`shutdown`](SegmentService::shutdown) it answers
+/// [`Shutdown`](SegmentError::Shutdown). Take a new handle in either case.
 ///
 /// ```no_run
 /// # fn demo(service: &uidgen_segment::SegmentService) -> uidgen_segment::Result<()> {
@@ -188,6 +216,7 @@ impl SegmentService {
             initialised: AtomicBool::new(false),
             init_error: Mutex::new("not loaded yet".to_owned()),
             sync_lock: tokio::sync::Mutex::new(()),
+            evicted: Mutex::new(HashMap::new()),
             sync_task: Mutex::new(None),
         });
         if let Err(error) = service.sync_tags().await {
@@ -295,15 +324,19 @@ impl SegmentService {
             });
         }
         let _sync = self.sync_lock.lock().await;
-        let row = self.shared.source.upsert(tag, step, description).await?;
+        let upsert = self.shared.source.upsert(tag, step, description);
+        let row = self
+            .shared
+            .timed("creating or updating a biz tag", upsert)
+            .await?;
         if self.shared.is_shut_down() {
             return Ok(row);
         }
         let mut tags = self.tags.write();
         match tags.get(tag) {
-            Some(buffer) => buffer.set_table_step(row.step),
+            Some(buffer) => buffer.tag_upserted(row.step),
             None => {
-                let buffer = SegmentBuffer::new(tag, Arc::clone(&self.shared));
+                let buffer = self.new_buffer(tag);
                 tags.insert(tag.into(), Arc::new(buffer));
                 self.changed();
             }
@@ -315,7 +348,8 @@ impl SegmentService {
     /// tags, evict deleted ones.
     pub async fn sync_tags(&self) -> Result<()> {
         let _sync = self.sync_lock.lock().await;
-        let names = match self.shared.source.list_tags().await {
+        let list = self.shared.source.list_tags();
+        let names = match self.shared.timed("listing biz tags", list).await {
             Ok(names) => names,
             Err(error) => {
                 if !self.is_initialised() {
@@ -331,15 +365,18 @@ impl SegmentService {
         let mut tags = self.tags.write();
         tags.retain(|tag, buffer| {
             let keep = wanted.contains(&**tag);
-            if !keep {
+            if keep {
+                buffer.tag_listed();
+            } else {
                 tracing::info!(tag = %tag, "biz tag deleted; evicted");
-                buffer.evict();
+                let served_max = buffer.evict();
+                self.evicted.lock().insert(tag.clone(), served_max);
             }
             keep
         });
         for name in &names {
             if !tags.contains_key(name.as_str()) {
-                let buffer = SegmentBuffer::new(name, Arc::clone(&self.shared));
+                let buffer = self.new_buffer(name);
                 tags.insert(name.as_str().into(), Arc::new(buffer));
             }
         }
@@ -380,8 +417,8 @@ impl SegmentService {
     }
 
     /// Stop: end the tag sync, serve no more IDs (calls fail with
-    /// [`Shutdown`](SegmentError::Shutdown)), wake every waiter. A load in flight finishes in
-    /// the background; its segment is skipped, never served.
+    /// [`Shutdown`](SegmentError::Shutdown), through [`TagHandle`]s too), wake every waiter. A
+    /// load in flight finishes in the background; its segment is skipped, never served.
     pub fn shutdown(&self) {
         // Relaxed: every reader re-checks under a lock taken below (map or buffer control).
         self.shared.shut_down.store(true, Ordering::Relaxed);
@@ -394,6 +431,12 @@ impl SegmentService {
         }
         tags.clear();
         self.changed();
+    }
+
+    /// A buffer for `tag`, refusing segments below anything served before an eviction.
+    fn new_buffer(&self, tag: &str) -> SegmentBuffer {
+        let served_max = self.evicted.lock().remove(tag).unwrap_or(i64::MIN);
+        SegmentBuffer::new(tag, Arc::clone(&self.shared), served_max)
     }
 
     /// The error for a tag not in the map.

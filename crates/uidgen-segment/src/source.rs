@@ -20,8 +20,9 @@ pub(crate) struct Claimed {
     pub(crate) max_id: i64,
     /// The segment's length.
     pub(crate) step: i64,
-    /// The step stored in the table, when known (the dynamic step never goes below it).
-    pub(crate) table_step: Option<i64>,
+    /// The step stored in the table, read by the claim itself (the dynamic step never goes
+    /// below it).
+    pub(crate) table_step: i64,
 }
 
 /// The database operations the segment service needs.
@@ -45,33 +46,16 @@ pub(crate) trait SegmentSource: Send + Sync + std::fmt::Debug + 'static {
 impl SegmentSource for Store {
     fn claim<'a>(&'a self, tag: &'a str, step: Option<i64>) -> BoxFuture<'a, Result<Claimed>> {
         Box::pin(async move {
-            match step {
-                None => {
-                    let claim = self
-                        .claim_segment(tag)
-                        .await
-                        .map_err(|e| from_store(tag, e))?;
-                    Ok(Claimed {
-                        max_id: claim.max_id,
-                        step: claim.step,
-                        table_step: Some(claim.step),
-                    })
-                }
-                Some(step) => {
-                    let claim = self
-                        .claim_segment_with_step(tag, step)
-                        .await
-                        .map_err(|e| from_store(tag, e))?;
-                    // The claim is committed; learning the stored step is best effort (a failure
-                    // here must not throw away a segment we own).
-                    let table_step = self.get_tag(tag).await.ok().flatten().map(|row| row.step);
-                    Ok(Claimed {
-                        max_id: claim.max_id,
-                        step: claim.step,
-                        table_step,
-                    })
-                }
+            let claim = match step {
+                None => self.claim_segment(tag).await,
+                Some(step) => self.claim_segment_with_step(tag, step).await,
             }
+            .map_err(|e| from_store(tag, e))?;
+            Ok(Claimed {
+                max_id: claim.max_id,
+                step: claim.step,
+                table_step: claim.stored_step,
+            })
         })
     }
 
@@ -118,6 +102,8 @@ pub(crate) mod memory {
         pub(crate) claim_count: AtomicUsize,
         /// When set, claims wait for a permit (tests release them one by one).
         pub(crate) gate: Mutex<Option<Arc<Semaphore>>>,
+        /// When set, listing and upserting tags never answer (a database that went silent).
+        pub(crate) silent_admin: AtomicBool,
     }
 
     impl MemorySource {
@@ -137,6 +123,19 @@ pub(crate) mod memory {
                 .entry(tag.to_owned())
                 .or_insert((1, step))
                 .1 = step;
+        }
+
+        /// Delete and re-create `tag`: a new row at `max_id` 1, as `upsert_tag` after
+        /// `delete_tag` makes it.
+        pub(crate) fn recreate(&self, tag: &str, step: i64) {
+            self.rows.lock().insert(tag.to_owned(), (1, step));
+        }
+
+        /// Never answer until `silent_admin` is cleared (checked every millisecond).
+        async fn stall_if_silent(&self) {
+            while self.silent_admin.load(Ordering::SeqCst) {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
         }
 
         /// Move `max_id` by hand, as a careless admin might.
@@ -167,20 +166,24 @@ pub(crate) mod memory {
                     .get_mut(tag)
                     .ok_or_else(|| SegmentError::UnknownTag(tag.to_owned()))?;
                 let used = step.unwrap_or(row.1);
-                row.0 += used;
+                row.0 = row.0.checked_add(used).ok_or(SegmentError::TagExhausted {
+                    tag: tag.to_owned(),
+                    max_id: row.0,
+                })?;
                 self.claims
                     .lock()
                     .push((tag.to_owned(), row.0 - used, row.0));
                 Ok(Claimed {
                     max_id: row.0,
                     step: used,
-                    table_step: Some(row.1),
+                    table_step: row.1,
                 })
             })
         }
 
         fn list_tags(&self) -> BoxFuture<'_, Result<Vec<String>>> {
             Box::pin(async move {
+                self.stall_if_silent().await;
                 if self.fail.load(Ordering::SeqCst) {
                     return Err(outage());
                 }
@@ -195,6 +198,7 @@ pub(crate) mod memory {
             description: Option<&'a str>,
         ) -> BoxFuture<'a, Result<LeafAlloc>> {
             Box::pin(async move {
+                self.stall_if_silent().await;
                 let mut rows = self.rows.lock();
                 let row = rows.entry(tag.to_owned()).or_insert((1, step));
                 row.1 = step;

@@ -10,6 +10,7 @@ use serde::Serialize;
 /// let state = TagState {
 ///     tag: "order".into(), init: false, next_ready: false, loading: false, pos: 0,
 ///     step: 0, min_step: 1, segments: [empty.clone(), empty], last_error: None,
+///     loads: 0, load_failures: 0,
 /// };
 /// let json = serde_json::to_string(&state).unwrap();
 /// assert!(json.starts_with(r#"{"tag":"order","init":false,"next_ready":false"#));
@@ -34,6 +35,11 @@ pub struct TagState {
     pub segments: [SegmentState; 2],
     /// Why the last load failed, until a load succeeds.
     pub last_error: Option<String>,
+    /// Segments loaded from the database since the tag's buffer was created.
+    pub loads: u64,
+    /// Segment loads that failed (database error or timeout, unknown or exhausted tag, a
+    /// `max_id` moved backwards) since the tag's buffer was created.
+    pub load_failures: u64,
 }
 
 /// One segment of a [`TagState`]; all zero before the slot is first loaded.

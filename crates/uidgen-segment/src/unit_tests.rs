@@ -14,6 +14,8 @@ use uidgen_core::ManualClock;
 use crate::source::memory::MemorySource;
 use crate::{SegmentError, SegmentOptions, SegmentService};
 
+mod failures;
+
 const MINUTE: u64 = 60_000;
 
 /// Fixed steps (the dynamic-step tests turn it on), short waits, no backoff.
@@ -71,6 +73,7 @@ async fn ids_run_on_across_segment_switches_and_the_next_segment_is_prefetched()
     let state = &service.monitor()[0];
     assert!(state.init);
     assert_eq!(state.segments[state.pos].value, 36);
+    assert_eq!((state.loads, state.load_failures), (5, 0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

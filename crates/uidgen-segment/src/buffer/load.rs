@@ -1,0 +1,181 @@
+//! Loading a segment: the one background task per tag that claims the next segment from the
+//! database (bounded by `load_timeout`), checks it against what was served, installs it, and
+//! records success or failure for the slow path and for monitoring.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::{Control, SegmentBuffer};
+use crate::error::SegmentError;
+use crate::step::next_step;
+
+/// Which slot a load fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LoadKind {
+    /// The first segment, into the current slot.
+    Init,
+    /// The next segment, into the other slot.
+    Next,
+}
+
+/// Why the last load failed, kept until a load succeeds; callers who find both segments used up
+/// get it back as a typed error.
+#[derive(Debug, Clone)]
+pub(super) struct LoadFailure {
+    pub(super) kind: FailureKind,
+    /// The error's message, for monitoring (`TagState::last_error`).
+    pub(super) message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FailureKind {
+    /// The tag has no row (Leaf's -2).
+    UnknownTag,
+    /// The tag's next segment would pass `i64::MAX`.
+    Exhausted { max_id: i64 },
+    /// Anything else (database down or slow, `max_id` moved backwards): Leaf's -3.
+    Other,
+}
+
+impl LoadFailure {
+    pub(super) fn new(error: &SegmentError) -> Self {
+        let kind = match error {
+            SegmentError::UnknownTag(_) => FailureKind::UnknownTag,
+            SegmentError::TagExhausted { max_id, .. } => FailureKind::Exhausted { max_id: *max_id },
+            _ => FailureKind::Other,
+        };
+        Self {
+            kind,
+            message: error.to_string(),
+        }
+    }
+
+    pub(super) fn to_error(&self, tag: &str) -> SegmentError {
+        match self.kind {
+            FailureKind::UnknownTag => SegmentError::UnknownTag(tag.to_owned()),
+            FailureKind::Exhausted { max_id } => SegmentError::TagExhausted {
+                tag: tag.to_owned(),
+                max_id,
+            },
+            FailureKind::Other => SegmentError::BothSegmentsNotReady {
+                tag: tag.to_owned(),
+                reason: format!("loading a segment failed: {}", self.message),
+            },
+        }
+    }
+}
+
+impl SegmentBuffer {
+    /// Spawn the one load task (under the control lock).
+    pub(super) fn start_load(self: &Arc<Self>, control: &mut Control, kind: LoadKind) {
+        control.loading = true;
+        // Relaxed: a hint for the hot path; the control lock is the truth.
+        self.hot.next_pending.store(true, Ordering::Relaxed);
+        // Relaxed: `current` only changes under the control lock, which we hold.
+        let current = self.hot.current.load(Ordering::Relaxed);
+        let target = match kind {
+            LoadKind::Init => current,
+            LoadKind::Next => 1 - current,
+        };
+        let buffer = Arc::clone(self);
+        self.shared.runtime.spawn(async move {
+            buffer.load(target, kind).await;
+        });
+    }
+
+    /// Claim a segment and install it in slot `target`.
+    ///
+    /// The claim is bounded by [`load_timeout`](crate::SegmentOptions::load_timeout): a database
+    /// that stops answering without closing the connection would otherwise leave the load in
+    /// flight, and every caller waiting, forever. A timeout counts as a failed load; that is
+    /// safe because nothing of that claim is served (if it did commit, its IDs are skipped).
+    async fn load(self: Arc<Self>, target: usize, kind: LoadKind) {
+        let now = self.shared.clock.now_millis();
+        let options = &self.shared.options;
+        let step = {
+            let control = self.control.lock();
+            match (kind, control.update_timestamp) {
+                // Leaf: the first two loads use the table's step; the second starts the clock.
+                (LoadKind::Init, _) | (LoadKind::Next, None) => None,
+                (LoadKind::Next, Some(_)) if !options.dynamic_step => None,
+                (LoadKind::Next, Some(previous)) => Some(next_step(
+                    control.step,
+                    control.min_step,
+                    options.max_step,
+                    now.saturating_sub(previous),
+                    options.segment_duration_ms(),
+                )),
+            }
+        };
+        let claim = self.shared.source.claim(&self.tag, step);
+        let claimed = self.shared.timed("claiming a segment", claim).await;
+        let mut control = self.control.lock();
+        // Relaxed: stored before `evict` takes the control lock, which we hold.
+        if self.hot.evicted.load(Ordering::Relaxed) || self.shared.is_shut_down() {
+            // The tag is gone or the service is stopping: the segment is skipped, never served
+            // (`evict` fenced both slots; installing now would reopen one).
+            control.loading = false;
+            drop(control);
+            self.wake_waiters();
+            return;
+        }
+        let outcome = claimed.and_then(|claim| {
+            let start = claim
+                .max_id
+                .checked_sub(claim.step)
+                .filter(|_| claim.step > 0);
+            match start {
+                // Also what keeps a re-created tag (max_id back at 1) from repeating IDs.
+                Some(start) if start >= control.served_max => Ok((start, claim)),
+                _ => Err(SegmentError::MaxIdWentBackwards {
+                    tag: self.tag.to_string(),
+                    start: start.unwrap_or(i64::MIN),
+                    end: claim.max_id,
+                    served_max: control.served_max,
+                }),
+            }
+        });
+        match outcome {
+            Ok((start, claim)) => {
+                let ratio = options.prefetch_ratio;
+                self.slots[target].install(start, claim.max_id, claim.step, ratio);
+                control.served_max = claim.max_id;
+                control.step = claim.step;
+                control.min_step = claim.table_step;
+                match kind {
+                    LoadKind::Init => {
+                        control.init = true;
+                        // Relaxed: see `start_load`; the next segment is not on its way.
+                        self.hot.next_pending.store(false, Ordering::Relaxed);
+                    }
+                    LoadKind::Next => {
+                        control.next_ready = true;
+                        control.update_timestamp = Some(now);
+                    }
+                }
+                control.loads += 1;
+                control.failure = None;
+                // Relaxed: read as a hint by `prefetch`; the lock orders it for the slow path.
+                self.hot.retry_at_ms.store(0, Ordering::Relaxed);
+                tracing::debug!(tag = %self.tag, start, end = claim.max_id, step = claim.step, "loaded segment");
+            }
+            Err(error) => {
+                tracing::warn!(tag = %self.tag, %error, "loading a segment failed");
+                control.load_failures += 1;
+                control.failure = Some(LoadFailure::new(&error));
+                let retry_at = self
+                    .shared
+                    .clock
+                    .now_millis()
+                    .saturating_add(options.retry_backoff_ms());
+                // Relaxed: see the success arm.
+                self.hot.retry_at_ms.store(retry_at, Ordering::Relaxed);
+                // Relaxed: see `start_load`; lets the hot path trigger a retry later.
+                self.hot.next_pending.store(false, Ordering::Relaxed);
+            }
+        }
+        control.loading = false;
+        drop(control);
+        self.wake_waiters();
+    }
+}
