@@ -1,9 +1,10 @@
 //! Database outage: the service keeps serving what is buffered, then answers the typed error,
 //! then recovers on its own, without a duplicate.
 //!
-//! MariaDB and PostgreSQL are reached through a TCP proxy the test cuts (the shared servers stay
-//! up). SQLite has no server to lose; its outage is the database being locked by another
-//! process (`BEGIN EXCLUSIVE`), which blocks every claim until released.
+//! MariaDB and PostgreSQL are reached through a TCP proxy the test cuts, or turns into a black
+//! hole that keeps connections open but forwards nothing (the shared servers stay up). SQLite has
+//! no server to lose; its outage is the database being locked by another process
+//! (`BEGIN EXCLUSIVE`), which blocks every claim until released.
 
 #![allow(clippy::unwrap_used)]
 
@@ -62,19 +63,19 @@ impl Outage<'_> {
     }
 }
 
-async fn serve_through_outage(
-    db: TestDb,
-    service: &Arc<SegmentService>,
-    outage: &Outage<'_>,
-) -> Vec<i64> {
+/// Take IDs until the next segment is claimed, and return them.
+async fn fill_both_segments(service: &SegmentService) -> Vec<i64> {
     // Past 10% of the first segment, the second is claimed.
     let mut ids = Vec::new();
     for _ in 0..20 {
         ids.push(service.get_async("t").await.unwrap());
     }
     common::eventually("next segment", 10, || service.monitor()[0].next_ready).await;
-    outage.begin().await;
-    // Everything buffered (the rest of the current segment and all of the next) is served.
+    ids
+}
+
+/// Take everything buffered (the rest of the current segment and all of the next).
+async fn drain_buffered(db: TestDb, service: &SegmentService, ids: &mut Vec<i64>) {
     let buffered = {
         let state = &service.monitor()[0];
         state.segments[state.pos].idle + state.segments[1 - state.pos].idle
@@ -83,22 +84,10 @@ async fn serve_through_outage(
     for _ in 0..buffered {
         ids.push(service.get_async("t").await.unwrap());
     }
-    // Then the typed error (Leaf's -3), naming the tag.
-    let error = service.get_async("t").await.unwrap_err();
-    assert!(
-        matches!(error, SegmentError::BothSegmentsNotReady { ref tag, .. } if tag == "t"),
-        "{db:?}: {error}"
-    );
-    assert_eq!(error.code(), -3);
-    // The blocking API gives the same answer.
-    let blocking = Arc::clone(service);
-    let error = tokio::task::spawn_blocking(move || blocking.get("t"))
-        .await
-        .unwrap()
-        .unwrap_err();
-    assert_eq!(error.code(), -3, "{db:?}: {error}");
-    outage.end().await;
-    // Recovery needs nothing but callers: the next load after the back-off succeeds.
+}
+
+/// After an outage ended: callers get -3 until a load succeeds, then IDs again.
+async fn recover(db: TestDb, service: &SegmentService, ids: &mut Vec<i64>) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         match service.get_async("t").await {
@@ -117,7 +106,46 @@ async fn serve_through_outage(
         }
     }
     ids.extend(service.get_batch_async("t", 1_000).await.unwrap());
+}
+
+async fn serve_through_outage(
+    db: TestDb,
+    service: &Arc<SegmentService>,
+    outage: &Outage<'_>,
+) -> Vec<i64> {
+    let mut ids = fill_both_segments(service).await;
+    outage.begin().await;
+    drain_buffered(db, service, &mut ids).await;
+    // Then the typed error (Leaf's -3), naming the tag.
+    let error = service.get_async("t").await.unwrap_err();
+    assert!(
+        matches!(error, SegmentError::BothSegmentsNotReady { ref tag, .. } if tag == "t"),
+        "{db:?}: {error}"
+    );
+    assert_eq!(error.code(), -3);
+    // The blocking API gives the same answer.
+    let blocking = Arc::clone(service);
+    let error = tokio::task::spawn_blocking(move || blocking.get("t"))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.code(), -3, "{db:?}: {error}");
+    outage.end().await;
+    // Recovery needs nothing but callers: the next load after the back-off succeeds.
+    recover(db, service, &mut ids).await;
     ids
+}
+
+/// A proxied store that gives up on connecting after 1 s.
+async fn proxied_store(url: &str, proxy: &Proxy) -> Store {
+    let store_options = StoreOptions {
+        connect_timeout: Duration::from_secs(1),
+        max_connections: 2,
+        migrate: false,
+    };
+    Store::connect_with(&with_addr(url, proxy.addr), store_options)
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,14 +154,7 @@ async fn a_networked_database_outage_is_ridden_out_and_recovered_from() {
         let (direct, url) = fresh(db).await;
         direct.upsert_tag("t", STEP, None).await.unwrap();
         let proxy = Proxy::start(server_addr(&url)).await;
-        let store_options = StoreOptions {
-            connect_timeout: Duration::from_secs(1),
-            max_connections: 2,
-            migrate: false,
-        };
-        let store = Store::connect_with(&with_addr(&url, proxy.addr), store_options)
-            .await
-            .unwrap();
+        let store = proxied_store(&url, &proxy).await;
         let service = common::service(store, options(), SystemClock).await;
         let mut ids = serve_through_outage(db, &service, &Outage::Proxy(&proxy)).await;
         assert_unique(&mut ids, &format!("{db:?}"));
@@ -152,4 +173,62 @@ async fn a_locked_sqlite_database_is_ridden_out_and_recovered_from() {
     let mut ids = serve_through_outage(TestDb::Sqlite, &service, &outage).await;
     assert_unique(&mut ids, "Sqlite");
     assert!(*ids.last().unwrap() < max_id(&store, "t").await);
+}
+
+/// A database that goes silent (paused, packets dropped) sends no error: without a bound on the
+/// claim, the load would stay in flight and every caller would get -3 forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_database_times_out_the_load_then_recovers_without_a_duplicate() {
+    for db in [TestDb::MySql, TestDb::Postgres] {
+        let (direct, url) = fresh(db).await;
+        direct.upsert_tag("t", STEP, None).await.unwrap();
+        let proxy = Proxy::start(server_addr(&url)).await;
+        let store = proxied_store(&url, &proxy).await;
+        // Shorter than the store's 1 s connect timeout, so the load timeout is what fires.
+        let options = SegmentOptions {
+            load_timeout: Duration::from_millis(500),
+            wait_timeout: Duration::from_millis(200),
+            ..options()
+        };
+        let service = common::service(store, options, SystemClock).await;
+        let mut ids = fill_both_segments(&service).await;
+        proxy.black_hole();
+        drain_buffered(db, &service, &mut ids).await;
+        let error = service.get_async("t").await.unwrap_err();
+        assert_eq!(error.code(), -3, "{db:?}: {error}");
+        // The load in flight is abandoned: a failed load, not one in flight for ever.
+        common::eventually("the silent claim to time out", 30, || {
+            let state = &service.monitor()[0];
+            !state.loading && state.load_failures > 0
+        })
+        .await;
+        let state = service.monitor().remove(0);
+        assert!(
+            state
+                .last_error
+                .as_deref()
+                .unwrap()
+                .contains("did not answer"),
+            "{db:?}: {state:?}"
+        );
+        let error = service.get_async("t").await.unwrap_err();
+        assert_eq!(error.code(), -3, "{db:?}: {error}");
+        // Admin calls are bounded too, rather than holding the sync lock for ever.
+        let error = service.upsert_tag("other", 10, None).await.unwrap_err();
+        assert!(
+            matches!(error, SegmentError::TimedOut { .. }),
+            "{db:?}: {error}"
+        );
+        let error = service.sync_tags().await.unwrap_err();
+        assert!(
+            matches!(error, SegmentError::TimedOut { .. }),
+            "{db:?}: {error}"
+        );
+        proxy.resume();
+        recover(db, &service, &mut ids).await;
+        assert_unique(&mut ids, &format!("{db:?}"));
+        assert!(*ids.last().unwrap() < max_id(&direct, "t").await);
+        assert!(service.monitor()[0].loads >= 3, "{db:?}");
+        service.shutdown();
+    }
 }

@@ -11,8 +11,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::{all_dbs, assert_unique, fresh, max_id, service};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::sync::Barrier;
 use uidgen_core::SystemClock;
 use uidgen_segment::SegmentOptions;
 
@@ -43,23 +44,79 @@ fn segments(ids: &[i64]) -> HashSet<i64> {
     ids.iter().map(|id| (id - 1) / STEP).collect()
 }
 
+/// A worker in `forever` mode, killed when dropped.
+fn spawn_forever(url: &str, tag: &str) -> Child {
+    Command::new(WORKER)
+        .args([url, tag, "forever"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// Read `count` IDs from a worker's stdout, reporting the moment of its first line.
+async fn read_ids(
+    lines: &mut Lines<BufReader<ChildStdout>>,
+    count: usize,
+    started: &Barrier,
+) -> Vec<i64> {
+    let mut ids = Vec::with_capacity(count);
+    while ids.len() < count {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("worker ended early");
+        ids.push(line.parse::<i64>().unwrap());
+        if ids.len() == 1 {
+            // Both workers have started serving before either is read further.
+            started.wait().await;
+        }
+    }
+    ids
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_processes_on_one_tag_share_no_id_and_no_segment() {
+async fn two_concurrent_processes_on_one_tag_share_no_id_and_no_segment() {
+    const EACH: usize = 150_000;
     for db in all_dbs() {
         let (store, url) = fresh(db).await;
         store.upsert_tag("shared", STEP, None).await.unwrap();
-        let (a, b) = tokio::join!(
-            run_worker(&url, "shared", 150_000),
-            run_worker(&url, "shared", 150_000)
-        );
-        assert_eq!((a.len(), b.len()), (150_000, 150_000));
-        let (sa, sb) = (segments(&a), segments(&b));
+        let (mut a, mut b) = (spawn_forever(&url, "shared"), spawn_forever(&url, "shared"));
+        let mut a_lines = BufReader::new(a.stdout.take().unwrap()).lines();
+        let mut b_lines = BufReader::new(b.stdout.take().unwrap()).lines();
+        // Each worker blocks on its full pipe while unread, so neither can run far ahead of the
+        // other before both have started; then both are read at once.
+        let started = Barrier::new(2);
+        let read = async {
+            tokio::join!(
+                read_ids(&mut a_lines, EACH, &started),
+                read_ids(&mut b_lines, EACH, &started)
+            )
+        };
+        let (ids_a, ids_b) = tokio::time::timeout(Duration::from_secs(120), read)
+            .await
+            .unwrap_or_else(|_| panic!("{db:?}: workers too slow or stuck"));
+        for child in [&mut a, &mut b] {
+            child.start_kill().unwrap();
+            child.wait().await.unwrap();
+        }
+        let (sa, sb) = (segments(&ids_a), segments(&ids_b));
         assert!(
             sa.is_disjoint(&sb),
             "{db:?}: segments overlap: {:?}",
             sa.intersection(&sb).collect::<Vec<_>>()
         );
-        let mut union: Vec<i64> = a.into_iter().chain(b).collect();
+        // They really ran side by side: their segments interleave in the table, rather than one
+        // process claiming everything before the other started.
+        let span = |s: &HashSet<i64>| (*s.iter().min().unwrap(), *s.iter().max().unwrap());
+        let ((a_lo, a_hi), (b_lo, b_hi)) = (span(&sa), span(&sb));
+        assert!(
+            a_lo < b_hi && b_lo < a_hi,
+            "{db:?}: no overlap in time: A claimed segments {a_lo}..={a_hi}, B {b_lo}..={b_hi}"
+        );
+        let mut union: Vec<i64> = ids_a.into_iter().chain(ids_b).collect();
         assert_unique(&mut union, &format!("{db:?}"));
         assert!(*union.last().unwrap() < max_id(&store, "shared").await);
     }

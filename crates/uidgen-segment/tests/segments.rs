@@ -8,18 +8,50 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{all_dbs, assert_unique, fresh, max_id, service};
+use common::{TestDb, all_dbs, assert_unique, fresh, max_id, service};
 use uidgen_core::{ManualClock, SystemClock};
-use uidgen_segment::{SegmentError, SegmentOptions};
+use uidgen_segment::{SegmentError, SegmentOptions, SegmentService};
+use uidgen_store::Store;
+use uidgen_store::testing::run_script;
 
 const MINUTE: u64 = 60_000;
 
+/// Small segments and no dynamic step, so the threads switch segments thousands of times.
+const SMALL_STEP: i64 = 1_000;
+
+fn fixed_small_steps() -> SegmentOptions {
+    SegmentOptions {
+        dynamic_step: false,
+        // Loads are quick, but the machine may be busy: a slow claim must not fail the test.
+        wait_timeout: Duration::from_secs(10),
+        ..SegmentOptions::default()
+    }
+}
+
+/// After a run in which only `service` claimed: no duplicate, every ID inside `[1, max_id)`,
+/// and every claim accounted for by the service's loads (so every range was claimed by it).
+async fn check_run(db: TestDb, store: &Store, service: &SegmentService, ids: &mut [i64]) -> u64 {
+    assert_unique(ids, &format!("{db:?}"));
+    // A prefetch may still be on its way: let it land, so it is both claimed and counted.
+    common::eventually("loads to settle", 10, || !service.monitor()[0].loading).await;
+    let claimed_end = max_id(store, "busy").await;
+    assert!(ids[0] >= 1 && *ids.last().unwrap() < claimed_end, "{db:?}");
+    let state = service.monitor().remove(0);
+    assert_eq!(state.load_failures, 0, "{db:?}: {state:?}");
+    assert_eq!(
+        claimed_end - 1,
+        i64::try_from(state.loads).unwrap() * SMALL_STEP,
+        "{db:?}: {state:?}"
+    );
+    state.loads
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_threads_take_a_million_ids_each_without_a_duplicate() {
+async fn four_threads_take_a_million_ids_each_across_thousands_of_switches_without_a_duplicate() {
     for db in all_dbs() {
         let (store, _) = fresh(db).await;
-        store.upsert_tag("busy", 500_000, None).await.unwrap();
-        let service = service(store.clone(), SegmentOptions::default(), SystemClock).await;
+        store.upsert_tag("busy", SMALL_STEP, None).await.unwrap();
+        let service = service(store.clone(), fixed_small_steps(), SystemClock).await;
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 let service = service.clone();
@@ -35,10 +67,94 @@ async fn four_threads_take_a_million_ids_each_without_a_duplicate() {
             .flat_map(|t| t.join().unwrap())
             .collect();
         assert_eq!(ids.len(), 4_000_000);
-        assert_unique(&mut ids, &format!("{db:?}"));
-        // Only this service claimed: everything in [1, max_id) was claimed by it.
-        let claimed_end = max_id(&store, "busy").await;
-        assert!(ids[0] >= 1 && *ids.last().unwrap() < claimed_end, "{db:?}");
+        let loads = check_run(db, &store, &service, &mut ids).await;
+        assert!(loads >= 4_000, "{db:?}: only {loads} segments");
+        service.shutdown();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_batches_spanning_switches_never_share_an_id() {
+    for db in all_dbs() {
+        let (store, _) = fresh(db).await;
+        store.upsert_tag("busy", SMALL_STEP, None).await.unwrap();
+        let service = service(store.clone(), fixed_small_steps(), SystemClock).await;
+        let threads: Vec<_> = (0..4_usize)
+            .map(|t| {
+                let service = service.clone();
+                std::thread::spawn(move || {
+                    let handle = service.tag("busy").unwrap();
+                    let mut ids = Vec::new();
+                    for i in 0..300_usize {
+                        // 1 to 2,500: many batches span one or two segment switches.
+                        let n = (i * 7_919 + t * 104_729) % 2_500 + 1;
+                        let batch = if i % 2 == 0 {
+                            service.get_batch("busy", n).unwrap()
+                        } else {
+                            handle.get_batch(n).unwrap()
+                        };
+                        assert_eq!(batch.len(), n);
+                        assert!(batch.windows(2).all(|w| w[0] < w[1]));
+                        ids.extend(batch);
+                    }
+                    ids
+                })
+            })
+            .collect();
+        let mut ids: Vec<i64> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        let loads = check_run(db, &store, &service, &mut ids).await;
+        assert!(loads >= 1_000, "{db:?}: only {loads} segments");
+        service.shutdown();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tag_near_i64_max_serves_its_last_id_then_reports_exhaustion() {
+    for db in all_dbs() {
+        let (store, _) = fresh(db).await;
+        store.upsert_tag("top", 100, None).await.unwrap();
+        let near = i64::MAX - 200;
+        run_script(
+            &store,
+            &format!("UPDATE leaf_alloc SET max_id = {near} WHERE biz_tag = 'top'"),
+        )
+        .await
+        .unwrap();
+        let options = SegmentOptions {
+            dynamic_step: false,
+            ..SegmentOptions::default()
+        };
+        let service = service(store.clone(), options, SystemClock).await;
+        let ids = service.get_batch_async("top", 200).await.unwrap();
+        assert_eq!(ids, (near..i64::MAX).collect::<Vec<_>>(), "{db:?}");
+        // Callers that keep asking push the cursor past i64::MAX: each must get the typed
+        // error, none may spin.
+        let errors = common::on_thread_or_fail("callers after exhaustion", 30, {
+            let service = service.clone();
+            move || {
+                (0..300)
+                    .map(|i| {
+                        if i % 3 == 0 {
+                            service.get_batch("top", 3).unwrap_err()
+                        } else {
+                            service.get("top").unwrap_err()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            }
+        });
+        for error in errors {
+            assert!(
+                matches!(&error, SegmentError::TagExhausted { tag, max_id: i64::MAX } if tag == "top"),
+                "{db:?}: {error}"
+            );
+        }
+        // The row is intact: still the largest ID, as an integer (SQLite would have gone float).
+        assert_eq!(max_id(&store, "top").await, i64::MAX, "{db:?}");
+        assert!(service.monitor()[0].load_failures > 0, "{db:?}");
         service.shutdown();
     }
 }

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use uidgen_core::Clock;
@@ -74,13 +76,32 @@ pub fn with_addr(url: &str, addr: SocketAddr) -> String {
     format!("{scheme}{user}{addr}{}", &tail[path_at..])
 }
 
-/// A TCP proxy in front of a database server that a test can cut and restore: cutting closes
-/// every connection and refuses new ones, as a network partition would; the server itself keeps
-/// running for the other tests.
+/// Run `f` on a plain thread and fail (rather than hang the suite) if it does not finish in
+/// `secs`: the bugs this guards against are callers that spin or wait forever.
+pub fn on_thread_or_fail<T: Send + 'static>(
+    what: &str,
+    secs: u64,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(f()));
+    result
+        .recv_timeout(Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("{what}: still running after {secs} s"))
+}
+
+/// A TCP proxy in front of a database server that a test can break in two ways, while the server
+/// itself keeps running for the other tests:
+/// - [`cut`](Self::cut) closes every connection and refuses new ones, as a crashed server or a
+///   firewall that rejects would;
+/// - [`black_hole`](Self::black_hole) keeps every connection open but forwards nothing, as a
+///   paused server or a network that silently drops packets would: the client sees no error,
+///   only silence. [`resume`](Self::resume) delivers what was held back.
 pub struct Proxy {
     pub addr: SocketAddr,
     cut: Arc<AtomicBool>,
     generation: watch::Sender<u64>,
+    paused: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -90,12 +111,14 @@ impl Proxy {
         let addr = listener.local_addr().unwrap();
         let cut = Arc::new(AtomicBool::new(false));
         let (generation, _) = watch::channel(0_u64);
+        let (paused, _) = watch::channel(false);
         let task = {
             let cut = cut.clone();
             let generation = generation.clone();
+            let paused = paused.clone();
             tokio::spawn(async move {
                 loop {
-                    let Ok((mut client, _)) = listener.accept().await else {
+                    let Ok((client, _)) = listener.accept().await else {
                         return;
                     };
                     if cut.load(Ordering::SeqCst) {
@@ -103,12 +126,16 @@ impl Proxy {
                         continue;
                     }
                     let mut cancelled = generation.subscribe();
+                    let paused = paused.subscribe();
                     tokio::spawn(async move {
-                        let Ok(mut server) = TcpStream::connect(target).await else {
+                        let Ok(server) = TcpStream::connect(target).await else {
                             return;
                         };
+                        let (client_read, client_write) = client.into_split();
+                        let (server_read, server_write) = server.into_split();
                         tokio::select! {
-                            _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                            _ = pump(client_read, server_write, paused.clone()) => {}
+                            _ = pump(server_read, client_write, paused) => {}
                             _ = cancelled.changed() => {}
                         }
                     });
@@ -119,6 +146,7 @@ impl Proxy {
             addr,
             cut,
             generation,
+            paused,
             task,
         }
     }
@@ -132,6 +160,37 @@ impl Proxy {
     /// Let connections through again.
     pub fn restore(&self) {
         self.cut.store(false, Ordering::SeqCst);
+    }
+
+    /// Stop forwarding in both directions without closing anything; new connections are
+    /// accepted and then hear nothing.
+    pub fn black_hole(&self) {
+        self.paused.send_replace(true);
+    }
+
+    /// Forward again, starting with whatever was held back.
+    pub fn resume(&self) {
+        self.paused.send_replace(false);
+    }
+}
+
+/// Copy `from` to `to` while not paused; a read made before a pause is held until it ends.
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut paused: watch::Receiver<bool>) {
+    let mut buf = vec![0_u8; 16 * 1024];
+    loop {
+        if paused.wait_for(|p| !*p).await.is_err() {
+            return;
+        }
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if paused.wait_for(|p| !*p).await.is_err() {
+            return;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
     }
 }
 
