@@ -25,6 +25,7 @@
 
 mod buffer;
 mod error;
+mod handle;
 mod options;
 mod service;
 mod slot;
@@ -36,7 +37,8 @@ mod unit_tests;
 
 pub use buffer::SegmentBuffer;
 pub use error::{Result, SegmentError};
+pub use handle::TagHandle;
 pub use options::SegmentOptions;
-pub use service::{SegmentService, TagHandle, validate_tag};
+pub use service::{SegmentService, validate_tag};
 pub use state::{SegmentState, TagState};
 pub use step::next_step;

@@ -14,6 +14,7 @@ use uidgen_store::{LeafAlloc, Store};
 
 use crate::buffer::SegmentBuffer;
 use crate::error::{Result, SegmentError, display_tag};
+use crate::handle::{TagHandle, check_count};
 use crate::options::SegmentOptions;
 use crate::source::SegmentSource;
 use crate::state::TagState;
@@ -117,64 +118,6 @@ pub struct SegmentService {
     /// what it served before the deletion.
     evicted: Mutex<HashMap<Box<str>, i64>>,
     sync_task: Mutex<Option<JoinHandle<()>>>,
-}
-
-/// A handle on one biz tag's buffer, for callers that take many IDs from one tag: it skips the
-/// tag lookup of [`SegmentService::get`].
-///
-/// A handle stays on the buffer it was made from: after the tag is deleted (and evicted by a
-/// sync) it answers [`UnknownTag`](SegmentError::UnknownTag) even if the tag is created again,
-/// and after [`shutdown`](SegmentService::shutdown) it answers
-/// [`Shutdown`](SegmentError::Shutdown). Take a new handle in either case.
-///
-/// ```no_run
-/// # fn demo(service: &uidgen_segment::SegmentService) -> uidgen_segment::Result<()> {
-/// let orders = service.tag("order")?;
-/// let a = orders.get()?;
-/// let b = orders.get()?;
-/// assert!(b > a);
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone)]
-pub struct TagHandle {
-    buffer: Arc<SegmentBuffer>,
-}
-
-impl TagHandle {
-    /// The biz tag.
-    pub fn tag(&self) -> &str {
-        self.buffer.tag()
-    }
-
-    /// The next ID; blocks up to the wait timeout only when both segments are used up.
-    #[inline]
-    pub fn get(&self) -> Result<i64> {
-        match self.buffer.try_take(1) {
-            Ok(range) => Ok(range.start),
-            Err(_) => self.buffer.next_id(),
-        }
-    }
-
-    /// The next ID, awaiting instead of blocking when both segments are used up.
-    pub async fn get_async(&self) -> Result<i64> {
-        self.buffer.next_id_async().await
-    }
-
-    /// `n` IDs (1 to `max_batch`), possibly spanning a segment switch.
-    pub fn get_batch(&self, n: usize) -> Result<Vec<i64>> {
-        check_count(n, self.buffer_max_batch())?;
-        self.buffer.next_batch(n)
-    }
-
-    /// [`get_batch`](Self::get_batch), awaiting instead of blocking.
-    pub async fn get_batch_async(&self, n: usize) -> Result<Vec<i64>> {
-        check_count(n, self.buffer_max_batch())?;
-        self.buffer.next_batch_async(n).await
-    }
-
-    fn buffer_max_batch(&self) -> usize {
-        self.buffer.max_batch()
-    }
 }
 
 impl SegmentService {
@@ -302,9 +245,7 @@ impl SegmentService {
     /// A handle on `tag`'s buffer, to take many IDs without the tag lookup.
     pub fn tag(&self, tag: &str) -> Result<TagHandle> {
         let buffer = self.tags.read().get(tag).cloned();
-        buffer
-            .map(|buffer| TagHandle { buffer })
-            .ok_or_else(|| self.missing(tag))
+        buffer.map(TagHandle::new).ok_or_else(|| self.missing(tag))
     }
 
     /// Create `tag` or change its step (and description, when `Some`); the tag is usable at
@@ -485,14 +426,6 @@ async fn sync_loop(service: Weak<SegmentService>) {
             tracing::warn!(%error, "syncing biz tags failed; keeping the known ones");
         }
     }
-}
-
-/// Check a batch size.
-fn check_count(n: usize, max: usize) -> Result<()> {
-    if n == 0 || n > max {
-        return Err(SegmentError::InvalidCount { count: n, max });
-    }
-    Ok(())
 }
 
 /// Check a biz tag with the store's rules, reporting [`SegmentError::InvalidTag`].
