@@ -185,6 +185,9 @@ pub struct SegmentConfig {
     pub prefetch_ratio: f64,
     /// How long a request waits for a segment in flight when both are used up (ms).
     pub wait_timeout_ms: u64,
+    /// How long one database step (claim, tag list, upsert) may take before it counts as
+    /// failed (ms): a paused database must not hold a tag's load forever.
+    pub load_timeout_ms: u64,
     /// Dynamic step never grows above this (Leaf's `MAX_STEP`).
     pub max_step: i64,
     /// Size each segment by how fast the last one went (Leaf); off: always the stored step.
@@ -203,6 +206,7 @@ impl Default for SegmentConfig {
             sync_interval_secs: 60,
             prefetch_ratio: leaf.prefetch_ratio,
             wait_timeout_ms: u64::try_from(leaf.wait_timeout.as_millis()).unwrap_or(1000),
+            load_timeout_ms: u64::try_from(leaf.load_timeout.as_millis()).unwrap_or(5000),
             max_step: leaf.max_step,
             dynamic_step: leaf.dynamic_step,
             segment_duration_secs: leaf.segment_duration.as_secs(),
@@ -351,6 +355,11 @@ const ENV_KEYS: &[(&str, &[&str], Kind)] = &[
     (
         "UIDGEN_SEGMENT_WAIT_TIMEOUT_MS",
         &["segment", "wait_timeout_ms"],
+        Kind::Int,
+    ),
+    (
+        "UIDGEN_SEGMENT_LOAD_TIMEOUT_MS",
+        &["segment", "load_timeout_ms"],
         Kind::Int,
     ),
     (
@@ -581,6 +590,12 @@ impl Config {
                 format!("must be at most {MAX_SEGMENT_WAIT_MS} (a minute)"),
             ));
         }
+        if !(1..=MAX_SEGMENT_WAIT_MS).contains(&s.load_timeout_ms) {
+            return Err(invalid(
+                "segment.load_timeout_ms",
+                format!("must be between 1 and {MAX_SEGMENT_WAIT_MS} (a minute)"),
+            ));
+        }
         if !(1..=uidgen_store::MAX_STEP).contains(&s.max_step) {
             return Err(invalid(
                 "segment.max_step",
@@ -671,10 +686,12 @@ mod tests {
             (options.dynamic_step, options.segment_duration),
             (leaf.dynamic_step, leaf.segment_duration)
         );
+        assert_eq!(options.load_timeout, leaf.load_timeout);
         let c = parse(
             "[segment]\nprefetch_ratio = 0.25\nmax_step = 5000",
             &[
                 ("UIDGEN_SEGMENT_WAIT_TIMEOUT_MS", "250"),
+                ("UIDGEN_SEGMENT_LOAD_TIMEOUT_MS", "1500"),
                 ("UIDGEN_SEGMENT_DYNAMIC_STEP", "false"),
                 ("UIDGEN_SEGMENT_SEGMENT_DURATION_SECS", "60"),
             ],
@@ -684,6 +701,7 @@ mod tests {
         assert_eq!(options.prefetch_ratio, 0.25);
         assert_eq!(options.max_step, 5000);
         assert_eq!(options.wait_timeout, std::time::Duration::from_millis(250));
+        assert_eq!(options.load_timeout, std::time::Duration::from_millis(1500));
         assert!(!options.dynamic_step);
         assert_eq!(options.segment_duration, std::time::Duration::from_secs(60));
         options.validate().unwrap();
@@ -787,6 +805,11 @@ mod tests {
                 "[segment]\nwait_timeout_ms = 600000",
                 &[],
                 "invalid config key `segment.wait_timeout_ms`: must be at most 60000",
+            ),
+            (
+                "[segment]\nload_timeout_ms = 0",
+                &[],
+                "invalid config key `segment.load_timeout_ms`: must be between 1 and 60000",
             ),
             (
                 "[segment]\nmax_step = 0",

@@ -55,6 +55,10 @@ pub struct Metrics {
     pub segment_idle: Family<TagLabel, Gauge>,
     /// Current step per tag.
     pub segment_step: Family<TagLabel, Gauge>,
+    /// Segments loaded from the database per tag (a count read from the buffer when scraped).
+    pub segment_loads: Family<TagLabel, Gauge>,
+    /// Failed segment loads per tag.
+    pub segment_load_failures: Family<TagLabel, Gauge>,
 }
 
 impl Default for Metrics {
@@ -76,6 +80,8 @@ impl Metrics {
         let ring_borrowed_units = Gauge::default();
         let segment_idle = Family::<TagLabel, Gauge>::default();
         let segment_step = Family::<TagLabel, Gauge>::default();
+        let segment_loads = Family::<TagLabel, Gauge>::default();
+        let segment_load_failures = Family::<TagLabel, Gauge>::default();
         registry.register("ids_issued", "IDs handed out, by route", ids_issued.clone());
         registry.register("errors", "Error responses, by kind", errors.clone());
         registry.register(
@@ -113,6 +119,18 @@ impl Metrics {
             "Current segment step, by tag",
             segment_step.clone(),
         );
+        // Gauges, not counters: the buffer owns the count and a scrape copies it; a tag evicted
+        // and re-created starts again at zero, which a counter may not do.
+        registry.register(
+            "segment_loads",
+            "Segments loaded from the database, by tag",
+            segment_loads.clone(),
+        );
+        registry.register(
+            "segment_load_failures",
+            "Segment loads that failed (database error, timeout, exhausted tag), by tag",
+            segment_load_failures.clone(),
+        );
         Self {
             registry,
             ids_issued,
@@ -124,6 +142,8 @@ impl Metrics {
             ring_borrowed_units,
             segment_idle,
             segment_step,
+            segment_loads,
+            segment_load_failures,
         }
     }
 
@@ -160,6 +180,11 @@ impl Metrics {
         self.segment_step.get_or_create(&label).set(state.step);
         let current = &state.segments[state.pos.min(1)];
         self.segment_idle.get_or_create(&label).set(current.idle);
+        Self::set(&self.segment_loads.get_or_create(&label), state.loads);
+        Self::set(
+            &self.segment_load_failures.get_or_create(&label),
+            state.load_failures,
+        );
     }
 
     /// Set a gauge from an unsigned value, saturating at `i64::MAX`.

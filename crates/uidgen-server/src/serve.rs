@@ -280,6 +280,7 @@ pub fn segment_options(config: &Config) -> SegmentOptions {
     SegmentOptions {
         prefetch_ratio: segment.prefetch_ratio,
         wait_timeout: Duration::from_millis(segment.wait_timeout_ms),
+        load_timeout: Duration::from_millis(segment.load_timeout_ms),
         sync_interval: Duration::from_secs(segment.sync_interval_secs),
         segment_duration: Duration::from_secs(segment.segment_duration_secs),
         max_step: segment.max_step,

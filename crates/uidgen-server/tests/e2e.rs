@@ -141,6 +141,15 @@ async fn tour(server: &Server) {
     let (_, metrics) = get(&client, &server.url("/metrics")).await;
     assert!(metrics.contains("uidgen_ids_issued_total"), "{metrics}");
     assert!(metrics.contains("uidgen_ring_capacity 65536"), "{metrics}");
+    // A segment ID from the sample tag makes its buffer load at least one segment.
+    let (status, _) = get(&client, &server.url("/api/segment/get/leaf-segment-test")).await;
+    assert_eq!(status, 200);
+    let (_, metrics) = get(&client, &server.url("/metrics")).await;
+    let loads = metrics
+        .lines()
+        .find(|l| l.starts_with("uidgen_segment_loads{tag=\"leaf-segment-test\"}"))
+        .unwrap_or_else(|| panic!("no segment_loads for the sample tag: {metrics}"));
+    assert!(!loads.ends_with(" 0"), "{loads}");
 
     let (status, body) = get(&client, &server.url("/no/such/route")).await;
     assert_eq!(status, 404, "{body}");

@@ -66,6 +66,17 @@ pub fn segment_error(err: SegmentError) -> ApiError {
                 ),
             )
         }
+        SegmentError::TagExhausted { tag, .. } => {
+            tracing::warn!(error = %err, "segment tag exhausted");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "tag_exhausted",
+                format!(
+                    "biz tag `{}` has used up the 63-bit ID range; no further segment can be claimed",
+                    shown(tag)
+                ),
+            )
+        }
         SegmentError::Shutdown => (
             StatusCode::SERVICE_UNAVAILABLE,
             "shutting_down",
