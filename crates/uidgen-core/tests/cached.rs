@@ -439,3 +439,45 @@ fn a_panicking_padding_thread_stops_the_generator() {
         Err(UidError::GeneratorStopped(_))
     ));
 }
+
+#[test]
+fn padded_ids_are_exactly_what_the_layout_composes_for_every_preset() {
+    // Padding builds each unit's IDs from its sequence-0 ID with the sequence or-ed in; this
+    // pins that shortcut to `Layout::compose` on layouts where the sequence is not the lowest
+    // field (Vesta puts the machine there, Sonyflake too).
+    for name in [
+        "baidu",
+        "snowflake",
+        "leaf",
+        "vesta_max_peak",
+        "vesta_min_granularity",
+        "sonyflake",
+    ] {
+        let layout = Layout::preset(name).unwrap();
+        let worker = layout.max_worker_id().min(5);
+        // A clock that stands still, so padding borrows and crosses unit boundaries.
+        let clock = ManualClock::new(SystemClock.now_millis());
+        let options = CachedOptions {
+            boost_power: 0,
+            ..waiting()
+        };
+        let generator = CachedUidGenerator::new(layout.clone(), worker, clock, options).unwrap();
+        let per_unit = usize::try_from(layout.max_sequence() + 1).unwrap();
+        let n = (2 * per_unit + 3).min(100_000);
+        let ids = generator.next_ids(n).unwrap();
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "{name}: not increasing"
+        );
+        for (i, &id) in ids.iter().enumerate() {
+            let parts = layout.decompose(id).unwrap();
+            assert_eq!(layout.compose(&parts).unwrap(), id, "{name}: id {id}");
+            assert_eq!(parts.worker, worker, "{name}: id {id}");
+            assert_eq!(
+                usize::try_from(parts.sequence).unwrap(),
+                i % per_unit,
+                "{name}: id {id}"
+            );
+        }
+    }
+}
