@@ -10,41 +10,16 @@
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+mod common;
+
+use common::run_shared;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use uidgen::core::{
     CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, SnowflakeGenerator,
     SystemClock, UidGenerator,
 };
-
-/// Run `iters` calls of `f` split across `threads` threads and return the wall time of the
-/// slowest thread, so the figure is the throughput of the shared generator, not of one thread.
-fn run_shared(threads: u64, iters: u64, f: &(dyn Fn() -> u64 + Sync)) -> Duration {
-    let barrier = std::sync::Barrier::new(usize::try_from(threads).unwrap());
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let barrier = &barrier;
-                // Spread the remainder so exactly `iters` calls are made.
-                let n = iters / threads + u64::from(t < iters % threads);
-                s.spawn(move || {
-                    barrier.wait();
-                    let start = Instant::now();
-                    for _ in 0..n {
-                        black_box(f());
-                    }
-                    start.elapsed()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .max()
-            .unwrap()
-    })
-}
 
 struct SnowdonParams;
 impl snowdon::Epoch for SnowdonParams {

@@ -8,41 +8,17 @@
 //! Run: `cargo bench --bench segment -- --warm-up-time 1 --measurement-time 3`.
 #![allow(missing_docs, clippy::unwrap_used)] // a bench binary: a panic is the failure report
 
-use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+mod common;
+
+use common::run_shared;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use uidgen::core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidGenerator};
 use uidgen::segment::{SegmentOptions, SegmentService};
 
 const STEP: i64 = 10_000_000;
-
-/// Run `iters` calls of `f` split across `threads` threads; the wall time of the slowest.
-fn run_shared(threads: u64, iters: u64, f: &(dyn Fn() -> u64 + Sync)) -> Duration {
-    let barrier = std::sync::Barrier::new(usize::try_from(threads).unwrap());
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let barrier = &barrier;
-                let n = iters / threads + u64::from(t < iters % threads);
-                s.spawn(move || {
-                    barrier.wait();
-                    let start = Instant::now();
-                    for _ in 0..n {
-                        black_box(f());
-                    }
-                    start.elapsed()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .max()
-            .unwrap()
-    })
-}
 
 fn segment(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
