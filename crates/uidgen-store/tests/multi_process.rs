@@ -53,3 +53,66 @@ per_db! {
         eprintln!("{db:?}: {PROCESSES} x {IDS_PER_PROCESS} ids in {:?}", started.elapsed());
     }
 }
+
+const LEASE_PROCESSES: usize = 6;
+const IDS_PER_LEASE: usize = 200_000;
+
+per_db! {
+    async fn processes_racing_for_two_leased_worker_ids_never_share_one(db: TestDb) {
+        let (_store, url) = fresh_store(db).await.unwrap();
+        let dir = std::env::temp_dir().join("uidgen-store-tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let outputs: Vec<_> = (0..LEASE_PROCESSES)
+            .map(|i| dir.join(format!("leased-{}-{:08x}-{i}.bin", std::process::id(), fastrand::u32(..))))
+            .collect();
+        // All at once: six processes, a layout with two worker ids.
+        let children: Vec<_> = outputs
+            .iter()
+            .map(|out| {
+                tokio::process::Command::new(env!("CARGO_BIN_EXE_uidgen-store-worker"))
+                    .arg("--leased")
+                    .arg(&url)
+                    .arg(IDS_PER_LEASE.to_string())
+                    .arg(out)
+                    .output()
+            })
+            .collect();
+        let (mut winners, mut refused) = (Vec::new(), 0);
+        for (child, out) in children.into_iter().zip(&outputs) {
+            let output = child.await.unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            match output.status.code() {
+                Some(0) => {
+                    let worker: u64 = String::from_utf8_lossy(&output.stdout).trim().parse().unwrap();
+                    assert!(worker <= 1, "worker id {worker} outside the layout");
+                    winners.push((worker, std::fs::read(out).unwrap()));
+                    std::fs::remove_file(out).unwrap();
+                }
+                // No id to be had: every id leased, a lost race, or a successor that would have
+                // to wait for the previous holder's borrowed seconds.
+                Some(3) => {
+                    assert!(
+                        ["no free worker id", "lost the race", "was used until"]
+                            .iter()
+                            .any(|m| stderr.contains(m)),
+                        "{stderr}"
+                    );
+                    refused += 1;
+                }
+                _ => panic!("worker failed: {stderr}"),
+            }
+        }
+        assert!(!winners.is_empty(), "no process got a worker id");
+        assert_eq!(winners.len() + refused, LEASE_PROCESSES);
+        // Two holders of one id at the same time would issue the same IDs from the same second.
+        let mut ids: Vec<u64> = winners
+            .iter()
+            .flat_map(|(_, bytes)| bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())))
+            .collect();
+        assert_eq!(ids.len(), winners.len() * IDS_PER_LEASE);
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), winners.len() * IDS_PER_LEASE, "duplicates across leased processes");
+        eprintln!("{db:?}: {} winners {:?}, {refused} refused", winners.len(), winners.iter().map(|w| w.0).collect::<Vec<_>>());
+    }
+}
