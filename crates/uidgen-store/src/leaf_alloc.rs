@@ -5,7 +5,7 @@
 //! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
 
 use crate::error::{Result, StoreError};
-use crate::store::{DbPool, Sql, Store, with_pool};
+use crate::store::{Sql, Store, with_pool, with_pool_returning};
 use crate::url::Dialect;
 use crate::worker_node::check_len;
 
@@ -199,8 +199,9 @@ impl Store {
         let begin = begin_statement(dialect);
         // `Err(row)`: nothing was updated; `row` is the row as it stands, if any. Every early
         // return drops the transaction, which rolls it back.
-        let claimed: std::result::Result<(i64, i64, i64), Option<(i64, i64)>> = match &self.pool {
-            DbPool::MySql(pool) => {
+        type Claimed = std::result::Result<(i64, i64, i64), Option<(i64, i64)>>;
+        let claimed: Claimed = with_pool_returning!(self, pool,
+            mysql => {
                 let mut tx = pool
                     .begin_with(begin)
                     .await
@@ -227,15 +228,15 @@ impl Store {
                     }
                     row => Err(row),
                 }
-            }
-            DbPool::Sqlite(pool) => {
+            },
+            returning => {
                 let mut tx = pool
                     .begin_with(begin)
                     .await
                     .map_err(|e| self.err(action, e))?;
                 let row: Option<(i64, i64, i64)> = match step {
-                    None => sqlx::query_as(CLAIM.sqlite).bind(biz_tag),
-                    Some(step) => sqlx::query_as(CLAIM_WITH_STEP.sqlite)
+                    None => sqlx::query_as(CLAIM.get(dialect)).bind(biz_tag),
+                    Some(step) => sqlx::query_as(CLAIM_WITH_STEP.get(dialect))
                         .bind(biz_tag)
                         .bind(step),
                 }
@@ -247,40 +248,14 @@ impl Store {
                         tx.commit().await.map_err(|e| self.err(action, e))?;
                         Ok(row)
                     }
-                    None => Err(sqlx::query_as(READ_CLAIM_ROW.sqlite)
+                    None => Err(sqlx::query_as(READ_CLAIM_ROW.get(dialect))
                         .bind(biz_tag)
                         .fetch_optional(&mut *tx)
                         .await
                         .map_err(|e| self.err(action, e))?),
                 }
             }
-            DbPool::Postgres(pool) => {
-                let mut tx = pool
-                    .begin_with(begin)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let row: Option<(i64, i64, i64)> = match step {
-                    None => sqlx::query_as(CLAIM.postgres).bind(biz_tag),
-                    Some(step) => sqlx::query_as(CLAIM_WITH_STEP.postgres)
-                        .bind(biz_tag)
-                        .bind(step),
-                }
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(|e| self.err(action, e))?;
-                match row {
-                    Some(row) => {
-                        tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok(row)
-                    }
-                    None => Err(sqlx::query_as(READ_CLAIM_ROW.postgres)
-                        .bind(biz_tag)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(|e| self.err(action, e))?),
-                }
-            }
-        };
+        );
         match claimed {
             Ok((max_id, step, stored_step)) => Ok(SegmentClaim {
                 max_id,

@@ -29,59 +29,39 @@ pub struct Migration {
     pub sql: &'static str,
 }
 
-const SQLITE: &[Migration] = &[
-    Migration {
-        version: 1,
-        description: "worker_node",
-        sql: include_str!("../../../sql/sqlite/0001_worker_node.sql"),
-    },
-    Migration {
-        version: 2,
-        description: "worker_lease",
-        sql: include_str!("../../../sql/sqlite/0002_worker_lease.sql"),
-    },
-    Migration {
-        version: 3,
-        description: "leaf_alloc",
-        sql: include_str!("../../../sql/sqlite/0003_leaf_alloc.sql"),
-    },
-];
+/// Every dialect's migrations, from `sql/<dialect>/NNNN_<description>.sql`: one list, so a new
+/// migration is one line here plus its three files.
+macro_rules! migrations_in {
+    ($dialect:literal) => {
+        &[
+            migration!($dialect, 1, "0001", "worker_node"),
+            migration!($dialect, 2, "0002", "worker_lease"),
+            migration!($dialect, 3, "0003", "leaf_alloc"),
+        ]
+    };
+}
 
-const MYSQL: &[Migration] = &[
-    Migration {
-        version: 1,
-        description: "worker_node",
-        sql: include_str!("../../../sql/mysql/0001_worker_node.sql"),
-    },
-    Migration {
-        version: 2,
-        description: "worker_lease",
-        sql: include_str!("../../../sql/mysql/0002_worker_lease.sql"),
-    },
-    Migration {
-        version: 3,
-        description: "leaf_alloc",
-        sql: include_str!("../../../sql/mysql/0003_leaf_alloc.sql"),
-    },
-];
+macro_rules! migration {
+    ($dialect:literal, $version:literal, $prefix:literal, $description:literal) => {
+        Migration {
+            version: $version,
+            description: $description,
+            sql: include_str!(concat!(
+                "../../../sql/",
+                $dialect,
+                "/",
+                $prefix,
+                "_",
+                $description,
+                ".sql"
+            )),
+        }
+    };
+}
 
-const POSTGRES: &[Migration] = &[
-    Migration {
-        version: 1,
-        description: "worker_node",
-        sql: include_str!("../../../sql/postgres/0001_worker_node.sql"),
-    },
-    Migration {
-        version: 2,
-        description: "worker_lease",
-        sql: include_str!("../../../sql/postgres/0002_worker_lease.sql"),
-    },
-    Migration {
-        version: 3,
-        description: "leaf_alloc",
-        sql: include_str!("../../../sql/postgres/0003_leaf_alloc.sql"),
-    },
-];
+const SQLITE: &[Migration] = migrations_in!("sqlite");
+const MYSQL: &[Migration] = migrations_in!("mysql");
+const POSTGRES: &[Migration] = migrations_in!("postgres");
 
 /// The embedded migrations of a dialect, in the order they apply.
 pub fn migrations(dialect: Dialect) -> &'static [Migration] {

@@ -68,6 +68,19 @@ macro_rules! with_pool {
 }
 pub(crate) use with_pool;
 
+/// Like [`with_pool!`], for queries that read their result back with `RETURNING` on SQLite and
+/// PostgreSQL (one body, their pools differ only in type) and another way on MySQL.
+macro_rules! with_pool_returning {
+    ($store:expr, $pool:ident, mysql => $mysql:expr, returning => $returning:expr) => {
+        match &$store.pool {
+            $crate::store::DbPool::MySql($pool) => $mysql,
+            $crate::store::DbPool::Sqlite($pool) => $returning,
+            $crate::store::DbPool::Postgres($pool) => $returning,
+        }
+    };
+}
+pub(crate) use with_pool_returning;
+
 /// SQL text that differs by dialect; each query names what it does.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Sql {

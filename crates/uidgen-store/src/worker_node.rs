@@ -5,7 +5,7 @@ use std::net::{IpAddr, UdpSocket};
 use uidgen_core::{Clock, SystemClock};
 
 use crate::error::{Result, StoreError};
-use crate::store::{Sql, Store, with_pool};
+use crate::store::{Sql, Store, with_pool, with_pool_returning};
 
 /// Environment variable naming the host of a containerised process (Baidu: `JPaaS_HOST`).
 pub const ENV_HOST: &str = "UIDGEN_HOST";
@@ -162,8 +162,8 @@ impl Store {
         check_len("port", &node.port, 64)?;
         let sql = INSERT_WORKER_NODE.get(self.dialect());
         let action = "inserting a worker_node row";
-        let id: i64 = match &self.pool {
-            crate::store::DbPool::MySql(pool) => {
+        let id: i64 = with_pool_returning!(self, pool,
+            mysql => {
                 let done = sqlx::query(sql)
                     .bind(&node.host_name)
                     .bind(&node.port)
@@ -173,24 +173,16 @@ impl Store {
                     .await
                     .map_err(|e| self.err(action, e))?;
                 return Ok(done.last_insert_id());
-            }
-            crate::store::DbPool::Sqlite(pool) => sqlx::query_scalar(sql)
+            },
+            returning => sqlx::query_scalar(sql)
                 .bind(&node.host_name)
                 .bind(&node.port)
                 .bind(node.node_type.code())
                 .bind(node.launch_date.as_deref())
                 .fetch_one(pool)
                 .await
-                .map_err(|e| self.err(action, e))?,
-            crate::store::DbPool::Postgres(pool) => sqlx::query_scalar(sql)
-                .bind(&node.host_name)
-                .bind(&node.port)
-                .bind(node.node_type.code())
-                .bind(node.launch_date.as_deref())
-                .fetch_one(pool)
-                .await
-                .map_err(|e| self.err(action, e))?,
-        };
+                .map_err(|e| self.err(action, e))?
+        );
         u64::try_from(id)
             .map_err(|_| StoreError::InvalidInput(format!("worker_node id {id} is negative")))
     }
