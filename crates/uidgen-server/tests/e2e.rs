@@ -34,6 +34,16 @@ fn worker_id(server: &Server) -> u64 {
         .unwrap()
 }
 
+/// A leased worker id with Leaf's 10-bit snowflake layout and generator, on `store`.
+fn leased_snowflake(store: &str) -> [(&'static str, &str); 4] {
+    [
+        ("UIDGEN_STORE", store),
+        ("UIDGEN_WORKER_ASSIGNER", "leased"),
+        ("UIDGEN_LAYOUT", "snowflake"),
+        ("UIDGEN_GENERATOR", "snowflake"),
+    ]
+}
+
 async fn get(client: &reqwest::Client, url: &str) -> (u16, String) {
     let response = client.get(url).send().await.unwrap();
     let status = response.status().as_u16();
@@ -224,12 +234,7 @@ fn a_second_serve_on_the_same_store_gets_a_new_worker_id() {
 fn leased_worker_id_is_released_on_sigterm_recording_how_far_it_issued() {
     let dir = temp_dir("lease");
     let store = format!("sqlite://{}", dir.join("uidgen.db").display());
-    let envs = [
-        ("UIDGEN_STORE", store.as_str()),
-        ("UIDGEN_WORKER_ASSIGNER", "leased"),
-        ("UIDGEN_LAYOUT", "snowflake"),
-        ("UIDGEN_GENERATOR", "snowflake"),
-    ];
+    let envs = leased_snowflake(&store);
     let server = Server::start(&[], &envs);
     let id = worker_id(&server);
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -429,12 +434,7 @@ async fn admin_routes_need_the_token_and_create_usable_tags() {
 fn a_port_in_use_stops_start_up_before_a_worker_id_is_leased() {
     let dir = temp_dir("busy-port");
     let store = format!("sqlite://{}", dir.join("uidgen.db").display());
-    let envs = [
-        ("UIDGEN_STORE", store.as_str()),
-        ("UIDGEN_WORKER_ASSIGNER", "leased"),
-        ("UIDGEN_LAYOUT", "snowflake"),
-        ("UIDGEN_GENERATOR", "snowflake"),
-    ];
+    let envs = leased_snowflake(&store);
     let first = Server::start(&[], &envs);
     let held = worker_id(&first);
     let addr = first.base.trim_start_matches("http://").to_owned();
