@@ -135,18 +135,22 @@ fn batch_takes_claim_disjoint_runs() {
     });
 }
 
+/// A ring of `size` slots (padding below half) whose trigger counts the wake-ups it sends.
+fn counting_ring(size: usize) -> (Arc<RingBuffer>, Arc<AtomicUsize>) {
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&wakes);
+    let ring = RingBuffer::new(size, 50)
+        .unwrap()
+        .with_padding_trigger(Box::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }));
+    (Arc::new(ring), wakes)
+}
+
 #[test]
 fn takes_below_the_threshold_wake_the_padding_once_per_run() {
     loom::model(|| {
-        let wakes = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&wakes);
-        let ring = Arc::new(
-            RingBuffer::new(4, 50)
-                .unwrap()
-                .with_padding_trigger(Box::new(move || {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                })),
-        );
+        let (ring, wakes) = counting_ring(4);
         assert_eq!(ring.put_batch(&mut [1u64, 2, 3, 4].into_iter()), 4);
         let consumers: Vec<_> = (0..2)
             .map(|_| {
@@ -172,15 +176,7 @@ fn takes_below_the_threshold_wake_the_padding_once_per_run() {
 #[test]
 fn padding_started_during_takes_never_loses_a_wake_up() {
     loom::model(|| {
-        let wakes = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&wakes);
-        let ring = Arc::new(
-            RingBuffer::new(4, 50)
-                .unwrap()
-                .with_padding_trigger(Box::new(move || {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                })),
-        );
+        let (ring, wakes) = counting_ring(4);
         // A full ring drained below its threshold (2 of 4): one ID left, padding asked for once.
         assert_eq!(ring.put_batch(&mut [1u64, 2, 3, 4].into_iter()), 4);
         for _ in 0..3 {
