@@ -4,10 +4,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, UidError};
+use crate::fence::{FenceRefusal, TimeFence, admit};
 use crate::generator::{UidGenerator, check_count};
 use crate::layout::{FieldKind, Layout};
 use crate::ring::{RejectPut, RejectTake, RingBuffer, policy};
@@ -35,6 +36,10 @@ pub struct CachedOptions {
     pub reject_put: Option<RejectPut>,
     /// What an empty ring returns (default: [`UidError::RingEmpty`], Baidu's policy).
     pub reject_take: Option<RejectTake>,
+    /// For a reused worker id (leased, static): padding never puts a unit that does not end
+    /// within the fence, and waits for it to rise instead; its
+    /// [`max_borrow_ms`](TimeFence::max_borrow_ms) also bounds borrowing.
+    pub fence: Option<Arc<dyn TimeFence>>,
 }
 
 impl Default for CachedOptions {
@@ -46,6 +51,7 @@ impl Default for CachedOptions {
             max_borrow_units: None,
             reject_put: None,
             reject_take: None,
+            fence: None,
         }
     }
 }
@@ -59,6 +65,7 @@ impl std::fmt::Debug for CachedOptions {
             .field("max_borrow_units", &self.max_borrow_units)
             .field("reject_put", &self.reject_put.is_some())
             .field("reject_take", &self.reject_take.is_some())
+            .field("fence", &self.fence)
             .finish()
     }
 }
@@ -86,7 +93,7 @@ struct PadState {
 enum Padded {
     /// The ring is full (or another run is filling it).
     Full,
-    /// Padding may not borrow further ahead of the clock yet.
+    /// Padding may not borrow further ahead of the clock (or past the fence) yet.
     BorrowLimit,
 }
 
@@ -101,6 +108,7 @@ struct Shared<C> {
     last_second: AtomicU64,
     pad: Mutex<PadState>,
     max_borrow_units: Option<u64>,
+    fence: Option<Arc<dyn TimeFence>>,
     /// Where the sequence field starts (bit 0 in Baidu's layout, above the machine in Vesta's).
     sequence_shift: u32,
     stopping: AtomicBool,
@@ -151,9 +159,23 @@ impl<C: Clock> Shared<C> {
                         return Ok(Padded::BorrowLimit);
                     }
                     if let Err(error) = self.layout.check_time(next) {
-                        // Baidu went on and spilled into the sign bit (#100, #52); stop instead.
-                        self.ring.stop(error.to_string());
+                        // Baidu went on and spilled into the sign bit (#100, #52); stop instead,
+                        // and keep the error typed so takes report the exhaustion as such.
+                        self.ring.stop_with(error.clone());
                         return Err(error);
+                    }
+                    if let Some(fence) = &self.fence {
+                        let unit_end = self.layout.millis_of(next + 1);
+                        match admit(fence.as_ref(), unit_end) {
+                            Ok(()) => {}
+                            // The ring keeps what it has; takes wait (or fail) until it rises.
+                            Err(FenceRefusal::NotYet { .. }) => return Ok(Padded::BorrowLimit),
+                            Err(refusal) => {
+                                let error = refusal.into_error(self.worker_id, unit_end);
+                                self.ring.stop_with(error.clone());
+                                return Err(error);
+                            }
+                        }
                     }
                     // Release: readers of `issued_until_ms` see a unit at least this late.
                     self.last_second.store(next, Ordering::Release);
@@ -237,10 +259,13 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
                 ),
             });
         }
+        // checked_shl only refuses shifts of 64 or more, not bits shifted out: multiply instead
+        // (a 62-bit sequence with boost 3 must not wrap to a 2-slot ring).
         let size = usize::try_from(layout.max_sequence())
             .ok()
             .and_then(|max| max.checked_add(1))
-            .and_then(|n| n.checked_shl(options.boost_power))
+            .zip(1usize.checked_shl(options.boost_power))
+            .and_then(|(units, boost)| units.checked_mul(boost))
             .filter(|&n| n <= RingBuffer::MAX_SIZE)
             .ok_or_else(|| UidError::InvalidOption {
                 name: "boost_power",
@@ -253,6 +278,7 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
         // A ring needs at least two slots; a 0-bit sequence with no boost would have one.
         let size = size.max(2);
         let now = layout.time_at(clock.now_millis())?;
+        let max_borrow_units = borrow_bound(&layout, &options);
 
         let waker: Arc<OnceLock<Thread>> = Arc::new(OnceLock::new());
         let wake = Arc::clone(&waker);
@@ -278,7 +304,8 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
             // The first unit padded is `max(last + 1, now)`: now itself.
             last_second: AtomicU64::new(now.saturating_sub(1)),
             pad: Mutex::new(PadState::default()),
-            max_borrow_units: options.max_borrow_units,
+            max_borrow_units,
+            fence: options.fence,
             sequence_shift: layout_sequence_shift,
             stopping: AtomicBool::new(false),
             padding_runs: AtomicU64::new(0),
@@ -330,6 +357,20 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
     /// The clock the generator reads.
     pub fn clock(&self) -> &C {
         &self.shared.clock
+    }
+}
+
+/// The borrowing bound in time units: the options' own, tightened by the fence's (whole units,
+/// at least one, so padding can always reach the unit after the clock's).
+fn borrow_bound(layout: &Layout, options: &CachedOptions) -> Option<u64> {
+    let fence_units = options
+        .fence
+        .as_ref()
+        .and_then(|fence| fence.max_borrow_ms())
+        .map(|ms| (ms / layout.unit().millis()).max(1));
+    match (options.max_borrow_units, fence_units) {
+        (Some(own), Some(fence)) => Some(own.min(fence)),
+        (own, fence) => own.or(fence),
     }
 }
 
@@ -394,6 +435,16 @@ impl<C: Clock + 'static> Drop for CachedUidGenerator<C> {
     }
 }
 
+impl<C: Clock + 'static> CachedUidGenerator<C> {
+    /// How long a batch waits for padding that delivers nothing before it gives up: padding
+    /// adds at least one unit per unit of clock time unless something stops it (a fence that
+    /// does not rise), so two units and a few seconds of silence mean it is stuck.
+    fn batch_stall_limit(&self) -> Duration {
+        let unit = Duration::from_millis(self.shared.layout.unit().millis());
+        unit * 2 + Duration::from_secs(5)
+    }
+}
+
 impl<C: Clock + 'static> UidGenerator for CachedUidGenerator<C> {
     #[inline]
     fn next_id(&self) -> Result<u64> {
@@ -403,11 +454,31 @@ impl<C: Clock + 'static> UidGenerator for CachedUidGenerator<C> {
     fn next_ids(&self, n: usize) -> Result<Vec<u64>> {
         check_count(n)?;
         let mut ids = Vec::with_capacity(n);
+        let mut progress = (0, Instant::now());
         while ids.len() < n {
             let wanted = n - ids.len();
-            if self.shared.ring.take_batch(&mut ids, wanted) == 0 {
-                // Empty: the policy decides (wait, or fail).
-                ids.push(self.shared.ring.take()?);
+            if self.shared.ring.take_batch(&mut ids, wanted) > 0 {
+                continue;
+            }
+            // Empty: the policy decides (wait, or fail). A batch may be larger than the ring,
+            // and the trait promises up to MAX_BATCH, so a policy that fails fast does not end
+            // it while padding keeps delivering: dropping what was taken would only waste IDs.
+            match self.shared.ring.take() {
+                Ok(id) => ids.push(id),
+                Err(UidError::RingEmpty(reason)) => {
+                    if ids.len() > progress.0 {
+                        progress = (ids.len(), Instant::now());
+                    }
+                    let stalled = progress.1.elapsed();
+                    if stalled >= self.batch_stall_limit() {
+                        return Err(UidError::RingEmpty(format!(
+                            "{reason}; no ID padded for {stalled:?} with {} of {n} taken",
+                            ids.len()
+                        )));
+                    }
+                    thread::sleep(Duration::from_micros(200));
+                }
+                Err(error) => return Err(error),
             }
         }
         Ok(ids)

@@ -1,7 +1,10 @@
 //! Baidu's `DefaultUidGenerator`: time + sequence computed on every call.
 
+use std::sync::Arc;
+
 use crate::clock::{Clock, SystemClock};
 use crate::error::Result;
+use crate::fence::TimeFence;
 use crate::generator::UidGenerator;
 use crate::layout::Layout;
 use crate::sequencer::{BackwardPolicy, Sequencer};
@@ -34,6 +37,17 @@ impl<C: Clock> DefaultUidGenerator<C> {
         Ok(Self {
             sequencer: Sequencer::new(layout, worker_id, clock, BackwardPolicy::Refuse)?,
         })
+    }
+
+    /// Stamp only time units that end within `fence` (a lease or a reserved-until mark):
+    /// how a reused worker id keeps its IDs apart from its other holders'. A unit past the
+    /// limit is [`UidError::BeyondFence`](crate::UidError::BeyondFence), or
+    /// [`UidError::GeneratorStopped`](crate::UidError::GeneratorStopped) once the fence is
+    /// closed for good.
+    #[must_use]
+    pub fn fenced(mut self, fence: Arc<dyn TimeFence>) -> Self {
+        self.sequencer.set_fence(fence);
+        self
     }
 
     /// The worker id this generator stamps into IDs.

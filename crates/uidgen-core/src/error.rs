@@ -123,6 +123,21 @@ pub enum UidError {
         "ring buffer is empty: padding has not caught up ({0}); retry or use the waiting reject-take policy"
     )]
     RingEmpty(String),
+    /// The worker id may not stamp this time unit yet: its lease or reserved-until mark (a
+    /// [`TimeFence`](crate::TimeFence)) ends before the unit does.
+    #[error(
+        "worker id {worker_id} may stamp IDs only up to {limit_ms} ms, but this time unit ends at {unit_end_ms} ms: {reason}"
+    )]
+    BeyondFence {
+        /// The worker id.
+        worker_id: u64,
+        /// The end of the time unit that was to be stamped (ms since the Unix epoch).
+        unit_end_ms: u64,
+        /// The fence's limit (ms since the Unix epoch).
+        limit_ms: u64,
+        /// Why the limit is not higher.
+        reason: String,
+    },
     /// The padding thread stopped and the generator can issue no more IDs.
     #[error("ID generation has stopped: {0}")]
     GeneratorStopped(String),

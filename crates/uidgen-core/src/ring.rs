@@ -62,8 +62,9 @@ pub struct RingBuffer {
     padding_requested: CachePadded<AtomicBool>,
     /// Set once when the producer can never put again; `take` on an empty ring then reports it.
     stopped: AtomicBool,
-    /// Why the producer stopped.
-    stop_reason: Mutex<Option<String>>,
+    /// Why the producer stopped: the error every take on the empty ring reports from then on
+    /// (typed, so an exhausted time field stays `TimestampExhausted` for callers and alerts).
+    stop_error: Mutex<Option<UidError>>,
     /// IDs refused by a full ring (through `put`).
     rejected_puts: AtomicU64,
     reject_put: Option<RejectPut>,
@@ -120,7 +121,7 @@ impl RingBuffer {
             producer: Mutex::new(()),
             padding_requested: CachePadded::new(AtomicBool::new(false)),
             stopped: AtomicBool::new(false),
-            stop_reason: Mutex::new(None),
+            stop_error: Mutex::new(None),
             rejected_puts: AtomicU64::new(0),
             reject_put: None,
             reject_take: None,
@@ -247,8 +248,8 @@ impl RingBuffer {
         if let Some(uid) = self.try_take() {
             return Ok(uid);
         }
-        if let Some(reason) = self.stop_reason() {
-            return Err(UidError::GeneratorStopped(reason));
+        if let Some(error) = self.stop_error() {
+            return Err(error);
         }
         match &self.reject_take {
             Some(handler) => handler(self),
@@ -362,21 +363,36 @@ impl RingBuffer {
         self.padding_requested.store(false, Ordering::SeqCst);
     }
 
-    /// Mark the producer as stopped for good; takes on an empty ring then report `reason`.
+    /// Mark the producer as stopped for good; takes on an empty ring then report
+    /// [`UidError::GeneratorStopped`] with `reason`.
     pub fn stop(&self, reason: impl Into<String>) {
-        let mut slot = sync::lock(&self.stop_reason);
+        self.stop_with(UidError::GeneratorStopped(reason.into()));
+    }
+
+    /// Mark the producer as stopped for good by `error`, which takes on an empty ring then
+    /// report as it is (the first error sticks).
+    pub fn stop_with(&self, error: UidError) {
+        let mut slot = sync::lock(&self.stop_error);
         if slot.is_none() {
-            *slot = Some(reason.into());
+            *slot = Some(error);
         }
         self.stopped.store(true, Ordering::SeqCst);
     }
 
-    /// Why the producer stopped, if it did.
-    pub fn stop_reason(&self) -> Option<String> {
+    /// The error takes report once the producer stopped, if it did.
+    pub fn stop_error(&self) -> Option<UidError> {
         if !self.stopped.load(Ordering::SeqCst) {
             return None;
         }
-        sync::lock(&self.stop_reason).clone()
+        sync::lock(&self.stop_error).clone()
+    }
+
+    /// Why the producer stopped, if it did, as text.
+    pub fn stop_reason(&self) -> Option<String> {
+        self.stop_error().map(|error| match error {
+            UidError::GeneratorStopped(reason) => reason,
+            other => other.to_string(),
+        })
     }
 
     #[inline]
@@ -447,8 +463,8 @@ pub mod policy {
                 if let Some(uid) = ring.try_take() {
                     return Ok(uid);
                 }
-                if let Some(reason) = ring.stop_reason() {
-                    return Err(UidError::GeneratorStopped(reason));
+                if let Some(error) = ring.stop_error() {
+                    return Err(error);
                 }
                 if spins < 64 {
                     spins += 1;

@@ -6,10 +6,12 @@
 //! [`SnowflakeGenerator`]: crate::SnowflakeGenerator
 
 use std::hash::{BuildHasher, RandomState};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::Clock;
 use crate::error::{Result, UidError};
+use crate::fence::{TimeFence, admit};
 use crate::layout::{FieldKind, Layout};
 
 /// No ID issued yet. Never a packed state: time and sequence use at most 63 bits together.
@@ -37,6 +39,8 @@ pub(crate) struct Sequencer<C> {
     /// low-traffic services do not hand out only even IDs, which skews `id % n` sharding.
     random_start_below: u64,
     random: RandomState,
+    /// Every unit is checked against it before an ID of it is stamped (reused worker ids).
+    fence: Option<Arc<dyn TimeFence>>,
 }
 
 impl<C: Clock> Sequencer<C> {
@@ -56,11 +60,16 @@ impl<C: Clock> Sequencer<C> {
             policy,
             random_start_below: 0,
             random: RandomState::new(),
+            fence: None,
         })
     }
 
     pub(crate) fn set_random_start_below(&mut self, bound: u64) {
         self.random_start_below = bound.min(self.layout.max_sequence() + 1);
+    }
+
+    pub(crate) fn set_fence(&mut self, fence: Arc<dyn TimeFence>) {
+        self.fence = Some(fence);
     }
 
     pub(crate) fn layout(&self) -> &Layout {
@@ -127,6 +136,12 @@ impl<C: Clock> Sequencer<C> {
                     }
                 }
             };
+            if let Some(fence) = &self.fence {
+                // Checked before the compare-exchange: an ID is only made once its unit passed.
+                let unit_end = self.layout.millis_of(time + 1);
+                admit(fence.as_ref(), unit_end)
+                    .map_err(|refusal| refusal.into_error(self.worker_id, unit_end))?;
+            }
             let next = (time << self.seq_bits) | sequence;
             // Uniqueness comes from the atomicity of this compare-exchange alone. Release
             // publishes our clock reading to the next loader (see above); on failure we start

@@ -1,7 +1,10 @@
 //! Snowflake with Meituan Leaf's clock policy.
 
+use std::sync::Arc;
+
 use crate::clock::{Clock, SystemClock};
 use crate::error::Result;
+use crate::fence::TimeFence;
 use crate::generator::UidGenerator;
 use crate::layout::Layout;
 use crate::sequencer::{BackwardPolicy, Sequencer};
@@ -66,6 +69,17 @@ impl<C: Clock> SnowflakeGenerator<C> {
     pub fn random_sequence_start(mut self, on: bool) -> Self {
         let bound = if on { LEAF_RANDOM_START_BOUND } else { 0 };
         self.sequencer.set_random_start_below(bound);
+        self
+    }
+
+    /// Stamp only time units that end within `fence` (a lease or a reserved-until mark):
+    /// how a reused worker id keeps its IDs apart from its other holders'. A unit past the
+    /// limit is [`UidError::BeyondFence`](crate::UidError::BeyondFence), or
+    /// [`UidError::GeneratorStopped`](crate::UidError::GeneratorStopped) once the fence is
+    /// closed for good.
+    #[must_use]
+    pub fn fenced(mut self, fence: Arc<dyn TimeFence>) -> Self {
+        self.sequencer.set_fence(fence);
         self
     }
 

@@ -302,10 +302,18 @@ fn exhausted_timestamp_bits_stop_the_cached_generator_with_a_typed_error() {
     let ids = generator.next_ids(2 * 8192).unwrap();
     let last = generator.parse(*ids.last().unwrap()).unwrap().parts;
     assert_eq!((last.time, last.sequence), (15, 8191));
+    // Typed, so callers (and the service's `exhausted` alerts) can tell it from a stop.
     let err = generator.next_id().unwrap_err();
     assert_eq!(
+        err,
+        UidError::TimestampExhausted {
+            elapsed: 16,
+            max: 15
+        }
+    );
+    assert_eq!(
         err.to_string(),
-        "ID generation has stopped: timestamp bits exhausted: 16 time units since the epoch exceed the layout's maximum 15; move the epoch forward or widen the time bits"
+        "timestamp bits exhausted: 16 time units since the epoch exceed the layout's maximum 15; move the epoch forward or widen the time bits"
     );
     // The sign bit is never reached: every ID issued decodes.
     assert!(ids.iter().all(|&id| id >> 63 == 0));
