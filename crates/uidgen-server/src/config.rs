@@ -3,9 +3,11 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use uidgen_core::{Layout, MAX_BATCH};
+use uidgen_store::LeaseOptions;
 
 /// A configuration problem, naming the key and the reason.
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +133,21 @@ pub struct WorkerConfig {
     pub lease_ttl_secs: u64,
     /// Local cache file for the leased assigner.
     pub cache_file: Option<PathBuf>,
+    /// With `cache_file`: how long past its expiry a lease stays recorded, the window in
+    /// which this host may restart on the cached id while the database is unreachable.
+    pub cache_reserve_secs: u64,
+    /// The static assigner's state file, holding its reserved-until mark (default
+    /// `uidgen-worker-{id}.state` in the working directory).
+    pub state_file: Option<PathBuf>,
+}
+
+impl WorkerConfig {
+    /// The static assigner's state file for worker id `id`.
+    pub fn state_file_for(&self, id: u64) -> PathBuf {
+        self.state_file
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("uidgen-worker-{id}.state")))
+    }
 }
 
 impl Default for WorkerConfig {
@@ -140,6 +157,8 @@ impl Default for WorkerConfig {
             id: None,
             lease_ttl_secs: 30,
             cache_file: None,
+            cache_reserve_secs: LeaseOptions::default().cache_reserve.as_secs(),
+            state_file: None,
         }
     }
 }
@@ -252,7 +271,7 @@ impl Default for Config {
             listen: "127.0.0.1:8080".into(),
             store: "sqlite://uidgen.db".into(),
             admin_token: None,
-            batch_cap: 100_000,
+            batch_cap: crate::http::DEFAULT_BATCH_CAP,
             layout: LayoutConfig::default(),
             generator: GeneratorConfig::default(),
             worker: WorkerConfig::default(),
@@ -305,6 +324,16 @@ const ENV_KEYS: &[(&str, &[&str], Kind)] = &[
     (
         "UIDGEN_WORKER_CACHE_FILE",
         &["worker", "cache_file"],
+        Kind::Str,
+    ),
+    (
+        "UIDGEN_WORKER_CACHE_RESERVE_SECS",
+        &["worker", "cache_reserve_secs"],
+        Kind::Int,
+    ),
+    (
+        "UIDGEN_WORKER_STATE_FILE",
+        &["worker", "state_file"],
         Kind::Str,
     ),
     (
@@ -559,6 +588,23 @@ impl Config {
                 "worker.lease_ttl_secs",
                 "must be at least 3 seconds",
             ));
+        }
+        // The library checks the rest of the lease options (bounds included); this only names
+        // the key.
+        let lease = LeaseOptions {
+            ttl: Duration::from_secs(self.worker.lease_ttl_secs),
+            heartbeat_interval: None,
+            max_takeover_wait: Duration::ZERO,
+            cache_reserve: Duration::from_secs(self.worker.cache_reserve_secs),
+            ..LeaseOptions::default()
+        };
+        if let Err(error) = lease.validate() {
+            let key = if lease.cache_reserve > uidgen_store::MAX_LEASE_TTL {
+                "worker.cache_reserve_secs"
+            } else {
+                "worker.lease_ttl_secs"
+            };
+            return Err(invalid(key, error.to_string()));
         }
         if self.segment.enabled && self.segment.sample_step == 0 {
             return Err(invalid("segment.sample_step", "must be greater than 0"));

@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 use tracing::{info, warn};
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, SnowflakeGenerator,
-    SystemClock, UidGenerator,
+    SystemClock, TimeFence, UidGenerator,
 };
 use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_store::{
@@ -29,13 +29,14 @@ pub struct BuiltGenerator {
     pub ring: Option<Arc<dyn ReadyRing>>,
 }
 
-/// Build the configured kind of generator for `worker_id`. With a `lease`, the generator refuses
-/// to issue once the lease is lost, and the lease's heartbeat records how far it has issued.
+/// Build the configured kind of generator for an assignment. A reused worker id's fence (its
+/// lease or reserved-until mark) bounds what the generator stamps; with a lease, the generator
+/// also refuses to issue once the lease is lost, and the lease's heartbeat records how far it
+/// has issued.
 pub fn build_generator(
     config: &Config,
     layout: Layout,
-    worker_id: u64,
-    lease: Option<LeaseGuard>,
+    assignment: &WorkerAssignment,
 ) -> anyhow::Result<BuiltGenerator> {
     fn guard<G: UidGenerator + 'static>(
         generator: G,
@@ -47,30 +48,52 @@ pub fn build_generator(
         }
         guarded
     }
+    fn fenced<G>(
+        generator: G,
+        fence: Option<Arc<dyn TimeFence>>,
+        with: fn(G, Arc<dyn TimeFence>) -> G,
+    ) -> G {
+        match fence {
+            Some(fence) => with(generator, fence),
+            None => generator,
+        }
+    }
+    let (worker_id, lease, fence) = (
+        assignment.worker_id,
+        assignment.lease.clone(),
+        assignment.fence.clone(),
+    );
     Ok(match config.generator.kind {
         GeneratorKind::Default => BuiltGenerator {
             generator: guard(
-                DefaultUidGenerator::new(layout, worker_id, SystemClock)?,
+                fenced(
+                    DefaultUidGenerator::new(layout, worker_id, SystemClock)?,
+                    fence,
+                    DefaultUidGenerator::fenced,
+                ),
                 lease,
             ),
             ring: None,
         },
         GeneratorKind::Snowflake => BuiltGenerator {
             generator: guard(
-                SnowflakeGenerator::new(layout, worker_id, SystemClock)?
-                    .random_sequence_start(config.generator.random_sequence_start),
+                fenced(
+                    SnowflakeGenerator::new(layout, worker_id, SystemClock)?
+                        .random_sequence_start(config.generator.random_sequence_start),
+                    fence,
+                    SnowflakeGenerator::fenced,
+                ),
                 lease,
             ),
             ring: None,
         },
         GeneratorKind::Cached => {
+            let options = CachedOptions {
+                fence,
+                ..cached_options(&config.ring, &layout)
+            };
             let cached = guard(
-                CachedUidGenerator::new(
-                    layout,
-                    worker_id,
-                    SystemClock,
-                    cached_options(&config.ring),
-                )?,
+                CachedUidGenerator::new(layout, worker_id, SystemClock, options)?,
                 lease,
             );
             BuiltGenerator {
@@ -119,11 +142,7 @@ fn redacted(url: &str) -> String {
 pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn WorkerIdAssigner>> {
     Ok(match config.worker.assigner {
         AssignerKind::Disposable => Arc::new(DisposableWorkerIdAssigner::new(store.clone())),
-        AssignerKind::Static => {
-            Arc::new(StaticWorkerIdAssigner::new(config.worker.id.context(
-                "invalid config key `worker.id`: the static assigner needs a worker id",
-            )?))
-        }
+        AssignerKind::Static => Arc::new(static_assigner(config)?),
         AssignerKind::Leased => {
             let ttl = Duration::from_secs(config.worker.lease_ttl_secs);
             Arc::new(LeasedWorkerIdAssigner::new(
@@ -136,11 +155,24 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
                     // The lease must outlast a takeover's wait for the previous holder's time.
                     max_takeover_wait: (ttl / 2).min(Duration::from_secs(5)),
                     cache_path: config.worker.cache_file.clone(),
+                    cache_reserve: Duration::from_secs(config.worker.cache_reserve_secs),
                     ..LeaseOptions::default()
                 },
             ))
         }
     })
+}
+
+/// The static assigner for `worker.id`, keeping its mark in `worker.state_file`.
+fn static_assigner(config: &Config) -> anyhow::Result<StaticWorkerIdAssigner> {
+    let id = config
+        .worker
+        .id
+        .context("invalid config key `worker.id`: the static assigner needs a worker id")?;
+    Ok(StaticWorkerIdAssigner::new(
+        id,
+        config.worker.state_file_for(id),
+    ))
 }
 
 /// Obtain a worker id and build the configured generator with it.
@@ -154,12 +186,7 @@ pub async fn assign_and_build(
         .assign(&layout)
         .await
         .context("cannot obtain a worker id")?;
-    match build_generator(
-        config,
-        layout,
-        assignment.worker_id,
-        assignment.lease.clone(),
-    ) {
+    match build_generator(config, layout, &assignment) {
         Ok(built) => Ok((built, assignment)),
         Err(error) => {
             if let Some(lease) = &assignment.lease {
@@ -173,19 +200,25 @@ pub async fn assign_and_build(
 
 /// The ring options a service runs with: the configured sizes, and a reject-take policy that
 /// waits for padding (up to a second) rather than failing a request the next refill would serve.
-pub fn cached_options(ring: &RingConfig) -> CachedOptions {
+/// `ring.max_borrow_seconds` is converted to the layout's time units (whole units, at least
+/// one: padding must always reach the unit after the clock's).
+pub fn cached_options(ring: &RingConfig, layout: &Layout) -> CachedOptions {
+    let unit_ms = layout.unit().millis();
     CachedOptions {
         boost_power: ring.boost_power,
         padding_factor: ring.padding_factor,
         schedule_interval: (ring.schedule_interval_secs > 0)
             .then(|| Duration::from_secs(ring.schedule_interval_secs)),
-        max_borrow_units: ring.max_borrow_seconds,
+        max_borrow_units: ring
+            .max_borrow_seconds
+            .map(|secs| (secs.saturating_mul(1000) / unit_ms).max(1)),
         ..CachedOptions::waiting(Duration::from_secs(1))
     }
 }
 
 /// `uidgen gen`: print IDs from an embedded generator. The worker id comes from the store (a
-/// fresh disposable id by default), unless `--worker` names one.
+/// fresh disposable id by default), unless `--worker` names one: that is a static worker id,
+/// kept apart from earlier runs with the same id by its state file (`worker.state_file`).
 pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
     let mut config = args.config.load()?;
     let layout = args.layout.apply(&mut config)?;
@@ -193,27 +226,35 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
     if let Some(store) = &args.store {
         config.store.clone_from(store);
     }
-    let built = match args.worker {
-        Some(worker_id) => build_generator(&config, layout, worker_id, None)?,
-        None => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            runtime.block_on(async {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let (built, assignment) = match args.worker {
+            Some(worker_id) => {
+                config.worker.assigner = AssignerKind::Static;
+                config.worker.id = Some(worker_id);
+                let assignment = static_assigner(&config)?
+                    .assign(&layout)
+                    .await
+                    .context("cannot use the worker id")?;
+                (build_generator(&config, layout, &assignment)?, assignment)
+            }
+            None => {
                 let store = open_store(&config).await?;
-                let (built, assignment) = assign_and_build(&config, layout, &store).await?;
-                let ids = built.generator.next_ids(args.count);
-                // Released whether or not the IDs came: the id should not stay held until expiry.
-                if let Some(lease) = &assignment.lease {
-                    lease.release().await?;
-                }
-                print_ids(&ids?)?;
-                anyhow::Ok(())
-            })?;
-            return Ok(());
+                assign_and_build(&config, layout, &store).await?
+            }
+        };
+        // On the blocking pool: a large batch may wait for the clock (a bounded borrow).
+        let generator = Arc::clone(&built.generator);
+        let count = args.count;
+        let ids = tokio::task::spawn_blocking(move || generator.next_ids(count)).await?;
+        // Released whether or not the IDs came: the id should not stay held until expiry.
+        if let Some(lease) = &assignment.lease {
+            lease.release().await?;
         }
-    };
-    print_ids(&built.generator.next_ids(args.count)?)
+        print_ids(&ids?)
+    })
 }
 
 fn print_ids(ids: &[u64]) -> anyhow::Result<()> {
@@ -249,7 +290,8 @@ pub fn bench_generator(
 ) -> anyhow::Result<Arc<dyn UidGenerator>> {
     let config = config_args.load()?;
     let layout = config.build_layout()?;
-    Ok(build_generator(&config, layout, 0, None)?.generator)
+    let assignment = WorkerAssignment::fixed(0, uidgen_store::AssignmentKind::Static);
+    Ok(build_generator(&config, layout, &assignment)?.generator)
 }
 
 /// Resolve when SIGINT (Ctrl-C) or SIGTERM arrives.

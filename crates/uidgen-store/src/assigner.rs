@@ -1,12 +1,18 @@
 //! Worker-id assigners: how a process gets the worker id its generator stamps into IDs.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
-use uidgen_core::Layout;
+use uidgen_core::{Clock, Layout, SystemClock, TimeFence};
 
+use crate::cache::CacheLock;
 use crate::error::{Result, StoreError};
+use crate::lease::wait_for_clock;
 use crate::lease_guard::LeaseGuard;
+use crate::mark::{LocalMark, MarkFence, mark_step_ms};
 use crate::store::Store;
 use crate::worker_node::WorkerNode;
 
@@ -19,7 +25,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum AssignmentKind {
     /// A fresh `worker_node` row (Baidu's disposable worker id).
     Disposable,
-    /// A configured number.
+    /// A configured number, kept apart from its earlier lives by a local reserved-until mark.
     Static,
     /// A lease in `worker_lease`, renewed by a heartbeat.
     Leased,
@@ -39,15 +45,30 @@ pub struct WorkerAssignment {
     /// For [`AssignmentKind::Leased`] and [`AssignmentKind::LocalCache`]: the lease, whose
     /// [`LeaseGuard::check`] must pass before issuing; release it on clean shutdown.
     pub lease: Option<LeaseGuard>,
+    /// For a worker id that is reused (leased, static): the bound on the time units its
+    /// generator may stamp. Give it to the generator ([`GeneratorBuilder`](crate::GeneratorBuilder)
+    /// does); a generator without it may repeat another holder's IDs.
+    pub fence: Option<Arc<dyn TimeFence>>,
 }
 
 impl WorkerAssignment {
-    /// An assignment that needs no upkeep.
+    /// An assignment that needs no upkeep and no fence: a worker id nobody else ever uses.
     pub fn fixed(worker_id: u64, kind: AssignmentKind) -> Self {
         Self {
             worker_id,
             kind,
             lease: None,
+            fence: None,
+        }
+    }
+
+    /// An assignment kept by `lease`, which is also its fence.
+    pub fn leased(lease: LeaseGuard, kind: AssignmentKind) -> Self {
+        Self {
+            worker_id: lease.worker_id(),
+            kind,
+            fence: Some(Arc::new(lease.clone())),
+            lease: Some(lease),
         }
     }
 
@@ -65,7 +86,9 @@ impl WorkerAssignment {
 /// use std::sync::Arc;
 /// use uidgen_core::Layout;
 /// use uidgen_store::{StaticWorkerIdAssigner, WorkerIdAssigner};
-/// let assigner: Arc<dyn WorkerIdAssigner> = Arc::new(StaticWorkerIdAssigner::new(7));
+/// let dir = tempfile::tempdir().expect("a temporary directory");
+/// let assigner: Arc<dyn WorkerIdAssigner> =
+///     Arc::new(StaticWorkerIdAssigner::new(7, dir.path().join("worker-7.state")));
 /// let assignment = assigner.assign(&Layout::snowflake()?).await?;
 /// assert_eq!(assignment.worker_id, 7);
 /// # Ok(()) }
@@ -137,40 +160,121 @@ impl WorkerIdAssigner for DisposableWorkerIdAssigner {
 }
 
 /// A configured worker id, range-checked against the layout. The operator guarantees that no
-/// two live processes share it.
+/// two live processes share it; the assigner guarantees that no two *lives* of this process
+/// stamp the same time unit with it.
+///
+/// It keeps a local state file (locked while in use, so a second process on the host is
+/// refused) with a reserved-until mark: no ID at or past the mark is issued before the mark
+/// is synced to disk, a background thread keeps it a step ahead of the clock, and a start
+/// waits until its clock has passed the previous life's mark (up to
+/// [`max_start_wait`](Self::max_start_wait), else [`StoreError::ClockBehindLastIssued`]). Its
+/// assignment carries the mark as the generator's fence; a cached generator's borrowing is
+/// bounded by [`max_borrow`](Self::max_borrow), which is also about the longest a restart
+/// waits.
 ///
 /// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
 /// use uidgen_core::Layout;
 /// use uidgen_store::{StaticWorkerIdAssigner, StoreError, WorkerIdAssigner};
+/// let dir = tempfile::tempdir().map_err(|e| StoreError::InvalidInput(e.to_string()))?;
 /// let layout = Layout::snowflake()?;
-/// assert_eq!(StaticWorkerIdAssigner::new(1023).assign_blocking(&layout)?.worker_id, 1023);
+/// let assigner = StaticWorkerIdAssigner::new(1023, dir.path().join("worker-1023.state"));
+/// let assignment = assigner.assign(&layout).await?;
+/// assert_eq!(assignment.worker_id, 1023);
+/// assert!(assignment.fence.is_some());
 /// assert!(matches!(
-///     StaticWorkerIdAssigner::new(1024).assign_blocking(&layout),
+///     StaticWorkerIdAssigner::new(1024, dir.path().join("w.state")).assign(&layout).await,
 ///     Err(StoreError::WorkerIdOutOfRange { id: 1024, max: 1023 })
 /// ));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # Ok(()) }
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct StaticWorkerIdAssigner {
     worker_id: u64,
+    state_path: PathBuf,
+    clock: Arc<dyn Clock>,
+    max_start_wait: Duration,
+    max_borrow: Duration,
 }
 
 impl StaticWorkerIdAssigner {
-    /// Always assign `worker_id`.
-    pub fn new(worker_id: u64) -> Self {
-        Self { worker_id }
+    /// The longest a start waits for its clock to pass the previous life's mark, by default.
+    pub const DEFAULT_MAX_START_WAIT: Duration = Duration::from_secs(15);
+    /// How far ahead of the clock a cached generator may borrow, by default.
+    pub const DEFAULT_MAX_BORROW: Duration = Duration::from_secs(10);
+
+    /// Always assign `worker_id`, keeping its reserved-until mark in `state_path` (one file
+    /// per worker id; its directory is created).
+    pub fn new(worker_id: u64, state_path: impl Into<PathBuf>) -> Self {
+        Self {
+            worker_id,
+            state_path: state_path.into(),
+            clock: Arc::new(SystemClock),
+            max_start_wait: Self::DEFAULT_MAX_START_WAIT,
+            max_borrow: Self::DEFAULT_MAX_BORROW,
+        }
+    }
+
+    /// Read time from `clock` (the one the generator reads).
+    #[must_use]
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The longest a start waits for its clock to pass the previous life's mark.
+    #[must_use]
+    pub fn max_start_wait(mut self, wait: Duration) -> Self {
+        self.max_start_wait = wait;
+        self
+    }
+
+    /// How far ahead of the clock a cached generator may borrow.
+    #[must_use]
+    pub fn max_borrow(mut self, borrow: Duration) -> Self {
+        self.max_borrow = borrow;
+        self
     }
 }
 
 impl WorkerIdAssigner for StaticWorkerIdAssigner {
     fn assign<'a>(&'a self, layout: &'a Layout) -> BoxFuture<'a, Result<WorkerAssignment>> {
-        let max = layout.max_worker_id();
-        let id = self.worker_id;
         Box::pin(async move {
+            let (id, max) = (self.worker_id, layout.max_worker_id());
             if id > max {
                 return Err(StoreError::WorkerIdOutOfRange { id, max });
             }
-            Ok(WorkerAssignment::fixed(id, AssignmentKind::Static))
+            let path = &self.state_path;
+            let Some(cache) = CacheLock::try_acquire(path)? else {
+                return Err(StoreError::Cache {
+                    path: path.display().to_string(),
+                    reason: format!(
+                        "another process on this host uses it, so static worker id {id} is live here already"
+                    ),
+                });
+            };
+            let clock = Arc::clone(&self.clock);
+            let (mark, previous) = LocalMark::acquire(cache, id, clock, mark_step_ms(layout))?;
+            if let Some(previous) = &previous {
+                wait_for_clock(
+                    self.clock.as_ref(),
+                    id,
+                    previous.until_ms,
+                    self.max_start_wait,
+                )
+                .await?;
+            }
+            mark.begin(None, None)?;
+            mark.start_refresher()?;
+            tracing::info!(worker_id = id, state = %path.display(), "static worker id; its reserved-until mark is kept in the state file");
+            let fence = MarkFence {
+                mark,
+                max_borrow_ms: Some(crate::lease::duration_ms(self.max_borrow)),
+            };
+            Ok(WorkerAssignment {
+                fence: Some(Arc::new(fence)),
+                ..WorkerAssignment::fixed(id, AssignmentKind::Static)
+            })
         })
     }
 }

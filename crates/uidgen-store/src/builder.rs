@@ -4,16 +4,20 @@ use std::sync::Arc;
 
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, Clock, DecodedUid, DefaultUidGenerator, Layout,
-    SnowflakeGenerator, UidError, UidGenerator,
+    SnowflakeGenerator, TimeFence, UidError, UidGenerator,
 };
 
 use crate::assigner::{WorkerAssignment, WorkerIdAssigner};
 use crate::error::{Result, StoreError};
 use crate::lease_guard::LeaseGuard;
 
-/// A generator that refuses to issue once its worker id's lease is lost, and never issues an ID
-/// whose time unit ends after the lease's expiry (the successor's clock may reach it).
-/// Without a lease it passes straight through.
+/// A generator that refuses to let an ID out once its worker id's lease ended (released, or
+/// taken over), and reports a lapsed lease as the reason it cannot issue. Without a lease it
+/// passes straight through.
+///
+/// How far ahead the generator may stamp is not checked here but by the generator itself,
+/// through the assignment's [`TimeFence`] (the lease): it never makes an ID the lease would
+/// refuse, so none is taken and then dropped.
 ///
 /// Refusals are [`UidError::GeneratorStopped`] carrying the [`StoreError::LeaseLost`] message.
 #[derive(Debug)]
@@ -38,11 +42,43 @@ impl<G: UidGenerator> GuardedGenerator<G> {
         self.lease.as_ref()
     }
 
-    fn admit(&self, lease: &LeaseGuard, id: u64) -> uidgen_core::Result<()> {
-        let layout = self.inner.layout();
-        let time = layout.decompose(id)?.time;
-        let unit_end = layout.millis_of(time.saturating_add(1));
-        lease.permits(unit_end).map_err(stopped)
+    /// Call after an ID was made and before letting it out: `Ok` unless the lease ended.
+    ///
+    /// [`LeaseGuard::release`] ends the lease and then reads how far the generator issued;
+    /// with a SeqCst fence on both sides, either this sees the end or the release sees the ID.
+    #[inline]
+    pub fn check_issued(&self) -> uidgen_core::Result<()> {
+        let Some(lease) = &self.lease else {
+            return Ok(());
+        };
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        if lease.is_ended() {
+            return Err(self.lease_error(lease));
+        }
+        Ok(())
+    }
+
+    /// An error from the generator, told as the lease's when the lease is why: an empty ring
+    /// or a unit past the fence means nothing while the lease is lost or lapsed.
+    #[cold]
+    pub fn explain(&self, error: UidError) -> UidError {
+        match (&self.lease, &error) {
+            (
+                Some(lease),
+                UidError::RingEmpty(_)
+                | UidError::BeyondFence { .. }
+                | UidError::GeneratorStopped(_),
+            ) => lease.check().err().map_or(error, stopped),
+            _ => error,
+        }
+    }
+
+    #[cold]
+    fn lease_error(&self, lease: &LeaseGuard) -> UidError {
+        lease.check().err().map_or_else(
+            || UidError::GeneratorStopped("the worker lease ended".to_owned()),
+            stopped,
+        )
     }
 }
 
@@ -59,24 +95,14 @@ impl<G> std::ops::Deref for GuardedGenerator<G> {
 
 impl<G: UidGenerator> UidGenerator for GuardedGenerator<G> {
     fn next_id(&self) -> uidgen_core::Result<u64> {
-        let Some(lease) = &self.lease else {
-            return self.inner.next_id();
-        };
-        lease.check().map_err(stopped)?;
-        let id = self.inner.next_id()?;
-        self.admit(lease, id)?;
+        let id = self.inner.next_id().map_err(|e| self.explain(e))?;
+        self.check_issued()?;
         Ok(id)
     }
 
     fn next_ids(&self, n: usize) -> uidgen_core::Result<Vec<u64>> {
-        let Some(lease) = &self.lease else {
-            return self.inner.next_ids(n);
-        };
-        lease.check().map_err(stopped)?;
-        let ids = self.inner.next_ids(n)?;
-        for &id in &ids {
-            self.admit(lease, id)?;
-        }
+        let ids = self.inner.next_ids(n).map_err(|e| self.explain(e))?;
+        self.check_issued()?;
         Ok(ids)
     }
 
@@ -115,8 +141,9 @@ impl<G> Built<G> {
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
 /// use uidgen_core::{Layout, SystemClock, UidGenerator};
 /// use uidgen_store::{GeneratorBuilder, StaticWorkerIdAssigner};
+/// let dir = tempfile::tempdir().expect("a temporary directory");
 /// let built = GeneratorBuilder::new(Layout::snowflake()?)
-///     .assigner(StaticWorkerIdAssigner::new(3))
+///     .assigner(StaticWorkerIdAssigner::new(3, dir.path().join("worker-3.state")))
 ///     .build_snowflake(SystemClock)
 ///     .await?;
 /// let id = built.generator.next_id()?;
@@ -164,9 +191,9 @@ impl GeneratorBuilder {
 
     async fn finish<G: UidGenerator + 'static>(
         assignment: WorkerAssignment,
-        make: impl FnOnce(u64) -> uidgen_core::Result<G>,
+        make: impl FnOnce(u64, Option<Arc<dyn TimeFence>>) -> uidgen_core::Result<G>,
     ) -> Result<Built<G>> {
-        let generator = match make(assignment.worker_id) {
+        let generator = match make(assignment.worker_id, assignment.fence.clone()) {
             Ok(generator) => generator,
             Err(error) => {
                 if let Some(lease) = &assignment.lease {
@@ -193,7 +220,11 @@ impl GeneratorBuilder {
     ) -> Result<Built<CachedUidGenerator<C>>> {
         let assignment = self.assign().await?;
         let layout = self.layout.clone();
-        Self::finish(assignment, move |id| {
+        Self::finish(assignment, move |id, fence| {
+            let options = CachedOptions {
+                fence: fence.or(options.fence.clone()),
+                ..options
+            };
             CachedUidGenerator::new(layout, id, clock, options)
         })
         .await
@@ -206,8 +237,12 @@ impl GeneratorBuilder {
     ) -> Result<Built<DefaultUidGenerator<C>>> {
         let assignment = self.assign().await?;
         let layout = self.layout.clone();
-        Self::finish(assignment, move |id| {
-            DefaultUidGenerator::new(layout, id, clock)
+        Self::finish(assignment, move |id, fence| {
+            let generator = DefaultUidGenerator::new(layout, id, clock)?;
+            Ok(match fence {
+                Some(fence) => generator.fenced(fence),
+                None => generator,
+            })
         })
         .await
     }
@@ -219,8 +254,12 @@ impl GeneratorBuilder {
     ) -> Result<Built<SnowflakeGenerator<C>>> {
         let assignment = self.assign().await?;
         let layout = self.layout.clone();
-        Self::finish(assignment, move |id| {
-            SnowflakeGenerator::new(layout, id, clock)
+        Self::finish(assignment, move |id, fence| {
+            let generator = SnowflakeGenerator::new(layout, id, clock)?;
+            Ok(match fence {
+                Some(fence) => generator.fenced(fence),
+                None => generator,
+            })
         })
         .await
     }

@@ -1,33 +1,56 @@
-//! The local worker-id cache of a lease: which worker id this host last held and until when,
-//! for starting while the database is unreachable.
+//! The local worker-id state file: which worker id this host uses, the instant before which
+//! every ID it stamped lies (its reserved-until mark), and, for a lease, the holder string and
+//! the expiry the database was last told. A static worker id restarts after the mark; a leased
+//! one may restart from it while the database is unreachable (see `lease.rs`).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StoreError};
 
-/// The local cache: a worker id and the time (ms since the Unix epoch) it is used until.
+/// The local state of a worker id.
 ///
-/// The file is two `key=value` lines:
+/// The file is `key=value` lines; `holder` and `lease_expires_ms` only for a lease:
 ///
 /// ```text
 /// worker_id=5
 /// until_ms=1767225600000
+/// holder=api-1/4242#00ab34cd56ef7890
+/// lease_expires_ms=1767225660000
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CachedWorker {
     /// The worker id.
     pub worker_id: u64,
-    /// No ID stamped at or after this instant was issued with it.
+    /// The reserved-until mark: no ID stamped at or after this instant was issued with it.
     pub until_ms: u64,
+    /// For a lease: the holder string of the claim in `worker_lease`.
+    pub holder: Option<String>,
+    /// For a lease: an expiry the database recorded for that claim (it only ever rises), so
+    /// nobody else can have taken the id before this instant.
+    pub lease_expires_ms: Option<u64>,
 }
 
-/// Read a cache file written by a lease.
+impl CachedWorker {
+    /// A worker id's state with no lease.
+    pub fn new(worker_id: u64, until_ms: u64) -> Self {
+        Self {
+            worker_id,
+            until_ms,
+            holder: None,
+            lease_expires_ms: None,
+        }
+    }
+}
+
+/// Read a state file.
 ///
 /// ```
 /// use uidgen_store::{CachedWorker, read_cache, write_cache};
 /// let path = std::env::temp_dir().join(format!("uidgen-cache-doc-{}", std::process::id()));
-/// write_cache(&path, &CachedWorker { worker_id: 5, until_ms: 42 })?;
-/// assert_eq!(read_cache(&path)?, CachedWorker { worker_id: 5, until_ms: 42 });
+/// write_cache(&path, &CachedWorker::new(5, 42))?;
+/// assert_eq!(read_cache(&path)?, CachedWorker::new(5, 42));
+/// # std::fs::remove_file(&path).ok();
 /// # Ok::<(), uidgen_store::StoreError>(())
 /// ```
 pub fn read_cache(path: &Path) -> Result<CachedWorker> {
@@ -36,18 +59,19 @@ pub fn read_cache(path: &Path) -> Result<CachedWorker> {
         reason,
     };
     let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-    let (mut worker_id, mut until_ms) = (None, None);
+    let (mut worker_id, mut until_ms, mut holder, mut lease_expires_ms) = (None, None, None, None);
     for line in text.lines().map(str::trim).filter(|l| !l.starts_with('#')) {
         let Some((key, value)) = line.split_once('=') else {
             continue;
         };
-        let value: u64 = value
-            .trim()
-            .parse()
-            .map_err(|e| error(format!("`{line}`: {e}")))?;
+        let value = value.trim();
+        let number =
+            || -> Result<u64> { value.parse().map_err(|e| error(format!("`{line}`: {e}"))) };
         match key.trim() {
-            "worker_id" => worker_id = Some(value),
-            "until_ms" => until_ms = Some(value),
+            "worker_id" => worker_id = Some(number()?),
+            "until_ms" => until_ms = Some(number()?),
+            "holder" => holder = Some(value.to_owned()),
+            "lease_expires_ms" => lease_expires_ms = Some(number()?),
             _ => {}
         }
     }
@@ -55,31 +79,48 @@ pub fn read_cache(path: &Path) -> Result<CachedWorker> {
         (Some(worker_id), Some(until_ms)) => Ok(CachedWorker {
             worker_id,
             until_ms,
+            holder,
+            lease_expires_ms,
         }),
         _ => Err(error("missing worker_id or until_ms".to_owned())),
     }
 }
 
-/// Write a cache file atomically (a temporary file renamed over it).
+/// Write a state file durably: a temporary file, synced, renamed over it, and the directory
+/// synced, so that after a crash or power loss the file holds either the old or the new state,
+/// and the new one once this returns. A restart trusts it to know what was issued.
 pub fn write_cache(path: &Path, cached: &CachedWorker) -> Result<()> {
     let error = |e: std::io::Error| StoreError::Cache {
         path: path.display().to_string(),
         reason: e.to_string(),
     };
-    if let Some(parent) = path.parent()
-        && !parent.as_os_str().is_empty()
-    {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent {
         std::fs::create_dir_all(parent).map_err(error)?;
     }
-    let text = format!(
-        "# uidgen worker id cache: the worker id and the time (ms) it is used until\nworker_id={}\nuntil_ms={}\n",
+    let mut text = format!(
+        "# uidgen worker id state: the worker id, the instant (ms) before which all its IDs lie,\n# and for a lease its holder and an expiry the database recorded\nworker_id={}\nuntil_ms={}\n",
         cached.worker_id, cached.until_ms
     );
+    if let Some(holder) = &cached.holder {
+        text.push_str(&format!("holder={holder}\n"));
+    }
+    if let Some(expires) = cached.lease_expires_ms {
+        text.push_str(&format!("lease_expires_ms={expires}\n"));
+    }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".{}.tmp", std::process::id()));
     let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text).map_err(error)?;
-    std::fs::rename(&tmp, path).map_err(error)
+    let mut file = std::fs::File::create(&tmp).map_err(error)?;
+    file.write_all(text.as_bytes()).map_err(error)?;
+    file.sync_all().map_err(error)?;
+    drop(file);
+    std::fs::rename(&tmp, path).map_err(error)?;
+    // The rename is only durable once the directory entry is.
+    let dir = parent.unwrap_or(Path::new("."));
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(error)
 }
 
 /// Exclusive use of a cache file by one lease, for as long as the lease lives: an advisory
@@ -133,15 +174,9 @@ impl CacheLock {
         &self.path
     }
 
-    /// Record that `worker_id` is used until `until_ms`.
-    pub(crate) fn write(&self, worker_id: u64, until_ms: u64) -> Result<()> {
-        write_cache(
-            &self.path,
-            &CachedWorker {
-                worker_id,
-                until_ms,
-            },
-        )
+    /// Record `state` durably.
+    pub(crate) fn write(&self, state: &CachedWorker) -> Result<()> {
+        write_cache(&self.path, state)
     }
 
     /// Delete the cache if it names `worker_id` (or cannot be read): this host gave that id up,

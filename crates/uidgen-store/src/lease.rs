@@ -6,9 +6,11 @@
 //! - A lease is claimed by one conditional statement (an `INSERT` for a never-used id, an
 //!   `UPDATE ... WHERE expires_at_ms < now` for an expired one); the affected-row count picks
 //!   exactly one winner among racing processes.
-//! - The holder only issues IDs whose whole time unit ends by the lease's expiry
-//!   ([`GuardedGenerator`](crate::GuardedGenerator) checks each one), so a successor, which may
-//!   only take over once its clock is past that expiry, cannot stamp the same unit.
+//! - The holder's generator is fenced by the lease ([`uidgen_core::TimeFence`]): it stamps only
+//!   time units that end by the lease's own expiry, `valid_until`. The database row's
+//!   `expires_at_ms` is `valid_until + reserve` and never falls (renewal writes the greater of
+//!   the two), so a successor, which takes over only once its clock is past the row's expiry,
+//!   cannot stamp the same unit, whatever this holder's clock did meanwhile.
 //! - The heartbeat records the generator's [`issued_until_ms`](uidgen_core::UidGenerator::issued_until_ms);
 //!   a new holder waits until its clock has passed the recorded time (up to a bound, else
 //!   [`StoreError::ClockBehindLastIssued`]).
@@ -16,10 +18,15 @@
 //!   once. Either way [`LeaseGuard::check`] fails with [`StoreError::LeaseLost`].
 //! - Every claim writes a holder string of its own (the configured name, `#`, a random token),
 //!   so renewal and release, which match on it, never touch another claim's lease.
-//! - The local cache names the id this host holds and until when; it is deleted whenever the
-//!   id is given up (release, refused takeover, lease lost) and locked while a lease uses it.
-//!   A start on the cache (database unreachable) is itself a lease, valid for one ttl, that
-//!   renewal claims in the database once it answers, or ends if another holder had the id.
+//! - The local cache (optional) is the worker id's state file: the holder string, the row's
+//!   expiry as last accepted, and a reserved-until mark that is synced to disk before any ID
+//!   past it is stamped. While the database is unreachable, a restart on this host may run on
+//!   the cached id only after its clock passed the mark and only until the recorded expiry,
+//!   which is at most `reserve` past the crashed holder's `valid_until`: the window no other
+//!   process can enter, because the row says the lease still holds. Its renewal matches the
+//!   recorded holder string, so it succeeds only if nobody took the id over (which anyone
+//!   could do only after that expiry); otherwise the lease is lost. Without a cache the
+//!   reserve is zero. The file is deleted before a release, and locked while a lease uses it.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -32,11 +39,16 @@ use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssig
 use crate::cache::{CacheLock, read_cache};
 use crate::error::{Result, StoreError};
 use crate::lease_guard::{LeaseGuard, NewLease};
+use crate::mark::{LocalMark, mark_step_ms};
 use crate::store::Store;
 
 /// The longest configured holder name: the `worker_lease.holder` column holds 128 characters,
 /// and each claim appends `#` and a 16-hex-digit token.
 pub const MAX_HOLDER_NAME_LEN: usize = 128 - 17;
+
+/// The longest lease ttl (and cache reserve) accepted: a day. Longer values gain nothing and
+/// would overflow the database's BIGINT columns near the end of time.
+pub const MAX_LEASE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// How many rounds [`LeasedWorkerIdAssigner::claim`] may lose to other claimants before
 /// giving up with [`StoreError::LeaseContention`].
@@ -61,9 +73,14 @@ pub struct LeaseOptions {
     /// time before refusing (default 5 s; must be shorter than `ttl`, or the lease would lapse
     /// while waiting).
     pub max_takeover_wait: Duration,
-    /// A local file caching the worker id and the time it is used until, for start-up while
-    /// the database is unreachable (default none).
+    /// A local file caching the worker id, its holder string, the lease's expiry and a
+    /// reserved-until mark, for start-up while the database is unreachable (default none).
     pub cache_path: Option<PathBuf>,
+    /// With a cache: how long past its own expiry a lease stays recorded in the database, the
+    /// window in which this host may restart on the cached id while the database is
+    /// unreachable. Other processes wait that much longer to take over a crashed holder's id
+    /// (default 60 s; ignored without a cache).
+    pub cache_reserve: Duration,
     /// The holder's name (1 to [`MAX_HOLDER_NAME_LEN`] characters); default `<ip>/<pid>`.
     /// Each claim appends `#` and a random token, so two processes given the same name
     /// still hold distinct leases.
@@ -88,6 +105,17 @@ impl LeaseOptions {
         let ttl = self.ttl;
         if duration_ms(ttl) == 0 {
             return invalid(format!("ttl {ttl:?} must be at least 1 ms"));
+        }
+        if ttl > MAX_LEASE_TTL {
+            return invalid(format!(
+                "ttl {ttl:?} is longer than the longest accepted, {MAX_LEASE_TTL:?}"
+            ));
+        }
+        if self.cache_reserve > MAX_LEASE_TTL {
+            return invalid(format!(
+                "cache_reserve {:?} is longer than the longest accepted, {MAX_LEASE_TTL:?}",
+                self.cache_reserve
+            ));
         }
         if self.max_takeover_wait >= ttl {
             return invalid(format!(
@@ -124,6 +152,7 @@ impl Default for LeaseOptions {
             heartbeat_interval: Some(Duration::from_secs(10)),
             max_takeover_wait: Duration::from_secs(5),
             cache_path: None,
+            cache_reserve: Duration::from_secs(60),
             holder: None,
         }
     }
@@ -170,6 +199,16 @@ impl LeasedWorkerIdAssigner {
         &self.options
     }
 
+    /// How far past a holder's own expiry its row's expiry lies: the cache reserve, or zero
+    /// without a cache (nothing can restart on the id from a file then).
+    fn reserve_ms(&self) -> u64 {
+        if self.options.cache_path.is_some() {
+            duration_ms(self.options.cache_reserve)
+        } else {
+            0
+        }
+    }
+
     /// Claim a lease from the database (no cache fallback), wait until the clock has passed
     /// the worker id's last issued time, and start the heartbeat if configured.
     ///
@@ -190,7 +229,8 @@ impl LeasedWorkerIdAssigner {
                 tokio::time::sleep(Duration::from_millis(pause)).await;
             }
             let now = self.clock.now_millis();
-            let expires = now.saturating_add(ttl_ms);
+            let valid_until = now.saturating_add(ttl_ms);
+            let expires = valid_until.saturating_add(self.reserve_ms());
             let rows = self.store.lease_rows(max).await?;
             let used: HashSet<u64> = rows.iter().map(|r| r.worker_id).collect();
             let mut expired: Vec<_> = rows.iter().filter(|r| r.expires_at_ms < now).collect();
@@ -204,7 +244,9 @@ impl LeasedWorkerIdAssigner {
             if let Some(fresh) = (0..=max).find(|id| !used.contains(id))
                 && self.store.try_insert_lease(fresh, &holder, expires).await?
             {
-                return self.finish(fresh, holder, expires, 0).await;
+                return self
+                    .finish(layout, fresh, holder, (valid_until, expires), 0)
+                    .await;
             }
             expired.sort_by_key(|r| r.last_issued_ms);
             for row in expired {
@@ -220,7 +262,9 @@ impl LeasedWorkerIdAssigner {
                         .await?
                         .map_or(row.last_issued_ms, |r| r.last_issued_ms);
                     tracing::info!(worker_id = row.worker_id, previous = %row.holder, "took over an expired worker lease");
-                    return self.finish(row.worker_id, holder, expires, last).await;
+                    return self
+                        .finish(layout, row.worker_id, holder, (valid_until, expires), last)
+                        .await;
                 }
             }
         }
@@ -236,42 +280,62 @@ impl LeasedWorkerIdAssigner {
         format!("{name}#{:016x}", fastrand::u64(..))
     }
 
-    /// The local cache, locked for a lease claimed from the database; `None` (logged) when
-    /// none is configured or another lease already uses it, which then keeps it.
-    fn lock_cache_for_claim(&self) -> Option<CacheLock> {
+    /// The local state file for a lease claimed from the database, recording its holder and
+    /// expiry; `None` (logged) when none is configured, another lease uses it, or it cannot be
+    /// written. A file left by this host for another worker id is replaced: that id's row in
+    /// the database still guards it until its expiry.
+    fn open_mark_for_claim(
+        &self,
+        layout: &Layout,
+        worker_id: u64,
+        holder: &str,
+        expires: u64,
+    ) -> Option<LocalMark> {
         let path = self.options.cache_path.as_deref()?;
-        match CacheLock::try_acquire(path) {
-            Ok(Some(cache)) => Some(cache),
-            Ok(None) => {
+        let opened = (|| -> Result<Option<LocalMark>> {
+            let Some(cache) = CacheLock::try_acquire(path)? else {
                 tracing::warn!(path = %path.display(), "another lease uses the worker id cache; not caching this one");
-                None
+                return Ok(None);
+            };
+            if let Ok(previous) = read_cache(path)
+                && previous.worker_id != worker_id
+            {
+                cache.forget(previous.worker_id)?;
             }
-            Err(error) => {
-                tracing::warn!(%error, "cannot lock the worker id cache; not caching");
-                None
-            }
-        }
+            let clock = Arc::clone(&self.clock);
+            let (mark, _) = LocalMark::acquire(cache, worker_id, clock, mark_step_ms(layout))?;
+            mark.begin(Some(holder), Some(expires))?;
+            mark.start_refresher()?;
+            Ok(Some(mark))
+        })();
+        opened.unwrap_or_else(|error| {
+            tracing::warn!(%error, "cannot keep the worker id cache; not caching");
+            None
+        })
     }
 
-    /// We hold `worker_id` until `expires`: wait out the previous holder's last issued time,
-    /// then hand out the guard.
+    /// We hold `worker_id` until `valid_until` (the row says `expires`): wait out the
+    /// previous holder's last issued time, then hand out the guard.
     async fn finish(
         &self,
+        layout: &Layout,
         worker_id: u64,
         holder: String,
-        expires: u64,
+        (valid_until, expires): (u64, u64),
         last_issued_ms: u64,
     ) -> Result<LeaseGuard> {
+        let mark = self.open_mark_for_claim(layout, worker_id, &holder, expires);
         let guard = LeaseGuard::new(NewLease {
             store: self.store.clone(),
             clock: Arc::clone(&self.clock),
             worker_id,
             holder,
             ttl_ms: duration_ms(self.options.ttl),
-            valid_until_ms: expires,
+            reserve_ms: self.reserve_ms(),
+            valid_until_ms: valid_until,
             last_issued_ms,
-            cache: self.lock_cache_for_claim(),
-            unconfirmed_since_ms: None,
+            mark,
+            confirmed: true,
         });
         if let Err(error) = wait_for_clock(
             self.clock.as_ref(),
@@ -282,11 +346,10 @@ impl LeasedWorkerIdAssigner {
         .await
         {
             // Hand the id back untouched so it does not stay blocked for a whole ttl (this also
-            // forgets any cache naming it: this host did not get it).
+            // forgets the state file: this host did not get it).
             let _ = guard.release_recording(last_issued_ms).await;
             return Err(error);
         }
-        guard.write_cache(expires);
         if let Some(interval) = self.options.heartbeat_interval {
             guard.start_heartbeat(interval);
         }
@@ -294,14 +357,12 @@ impl LeasedWorkerIdAssigner {
         Ok(guard)
     }
 
-    /// The database was unreachable: lease the cached worker id locally if the clock is past
-    /// the time it was used until and no other lease uses the cache.
-    ///
-    /// The result is a lease valid for one ttl from now. Its renewals (the heartbeat) claim
-    /// the id in the database once it answers, or end the lease with
-    /// [`StoreError::LeaseLost`] if another holder had the id meanwhile; if the database stays
-    /// away, the lease lapses at its expiry like any unrenewed lease.
-    fn assign_from_cache(
+    /// The database was unreachable: restart on the cached worker id, as the lease the cache
+    /// records, if the clock is past the cache's mark and the lease's recorded expiry has not
+    /// passed. Until that expiry nobody else can have taken the id over; renewal (the
+    /// heartbeat) continues that very lease once the database answers, or ends with
+    /// [`StoreError::LeaseLost`] if it was taken over or released meanwhile.
+    async fn assign_from_cache(
         &self,
         layout: &Layout,
         unreachable: StoreError,
@@ -313,10 +374,13 @@ impl LeasedWorkerIdAssigner {
             path: path.display().to_string(),
             reason: format!("{unreachable}; {reason}"),
         };
-        if let Err(error) = read_cache(path) {
-            tracing::warn!(%error, "no usable worker id cache");
-            return Err(unreachable);
-        }
+        let cached = match read_cache(path) {
+            Ok(cached) => cached,
+            Err(error) => {
+                tracing::warn!(%error, "no usable worker id cache");
+                return Err(unreachable);
+            }
+        };
         // Two processes sharing the file must not both start on its id.
         let Some(cache) = CacheLock::try_acquire(path)? else {
             return Err(cache_error(
@@ -324,45 +388,66 @@ impl LeasedWorkerIdAssigner {
             ));
         };
         // Read again under the lock: the holder we waited out may have rewritten it.
-        let cached = read_cache(path).map_err(|e| cache_error(e.to_string()))?;
-        let now = self.clock.now_millis();
-        if now <= cached.until_ms {
-            return Err(cache_error(format!(
-                "the cached worker id {} was in use until {} ms and this clock reads {now} ms, so it cannot be reused yet",
-                cached.worker_id, cached.until_ms
-            )));
-        }
+        let clock = Arc::clone(&self.clock);
+        let (mark, previous) =
+            LocalMark::acquire(cache, cached.worker_id, clock, mark_step_ms(layout))
+                .map_err(|e| cache_error(e.to_string()))?;
+        let Some(previous) = previous else {
+            return Err(cache_error("the file is gone".to_owned()));
+        };
+        let (Some(holder), Some(expires)) = (previous.holder.clone(), previous.lease_expires_ms)
+        else {
+            return Err(cache_error(
+                "it records no lease (holder and lease_expires_ms), so nothing says the worker id is still this host's".to_owned(),
+            ));
+        };
+        let worker_id = previous.worker_id;
         let max = layout.max_worker_id();
-        if cached.worker_id > max {
+        if worker_id > max {
             return Err(cache_error(format!(
-                "the cached worker id {} exceeds the layout's maximum {max}",
-                cached.worker_id
+                "the cached worker id {worker_id} exceeds the layout's maximum {max}"
             )));
         }
-        let ttl_ms = duration_ms(self.options.ttl);
-        let expires = now.saturating_add(ttl_ms);
+        let expired = |now: u64| {
+            cache_error(format!(
+                "the lease it records on worker id {worker_id} expired at {expires} ms, reserve included, and the clock reads {now} ms: another process may hold the id by now"
+            ))
+        };
+        let now = self.clock.now_millis();
+        if now >= expires {
+            return Err(expired(now));
+        }
+        // What the crashed process stamped lies before the mark.
+        wait_for_clock(
+            self.clock.as_ref(),
+            worker_id,
+            previous.until_ms,
+            self.options.max_takeover_wait,
+        )
+        .await
+        .map_err(|e| cache_error(e.to_string()))?;
+        let now = self.clock.now_millis();
+        if now >= expires {
+            return Err(expired(now));
+        }
         let guard = LeaseGuard::new(NewLease {
             store: self.store.clone(),
             clock: Arc::clone(&self.clock),
-            worker_id: cached.worker_id,
-            holder: self.new_holder(),
-            ttl_ms,
+            worker_id,
+            holder,
+            ttl_ms: duration_ms(self.options.ttl),
+            reserve_ms: self.reserve_ms(),
             valid_until_ms: expires,
-            last_issued_ms: cached.until_ms,
-            cache: Some(cache),
-            unconfirmed_since_ms: Some(now),
+            last_issued_ms: previous.until_ms,
+            mark: Some(mark.clone()),
+            confirmed: false,
         });
-        // A restart must wait out what this lease may stamp.
-        guard.write_cache(expires);
+        mark.start_refresher()?;
         if let Some(interval) = self.options.heartbeat_interval {
             guard.start_heartbeat(interval);
         }
-        tracing::warn!(worker_id = cached.worker_id, valid_until_ms = expires, %unreachable, "database unreachable; leasing the cached worker id locally until the database answers");
-        Ok(WorkerAssignment {
-            worker_id: cached.worker_id,
-            kind: AssignmentKind::LocalCache,
-            lease: Some(guard),
-        })
+        tracing::warn!(worker_id, valid_until_ms = expires, %unreachable, "database unreachable; running on the cached worker lease until the database answers or the lease expires");
+        Ok(WorkerAssignment::leased(guard, AssignmentKind::LocalCache))
     }
 }
 
@@ -370,12 +455,8 @@ impl WorkerIdAssigner for LeasedWorkerIdAssigner {
     fn assign<'a>(&'a self, layout: &'a Layout) -> BoxFuture<'a, Result<WorkerAssignment>> {
         Box::pin(async move {
             match self.claim(layout).await {
-                Ok(lease) => Ok(WorkerAssignment {
-                    worker_id: lease.worker_id(),
-                    kind: AssignmentKind::Leased,
-                    lease: Some(lease),
-                }),
-                Err(error) if error.is_unreachable() => self.assign_from_cache(layout, error),
+                Ok(lease) => Ok(WorkerAssignment::leased(lease, AssignmentKind::Leased)),
+                Err(error) if error.is_unreachable() => self.assign_from_cache(layout, error).await,
                 Err(error) => Err(error),
             }
         })
@@ -384,7 +465,7 @@ impl WorkerIdAssigner for LeasedWorkerIdAssigner {
 
 /// Wait until `clock` reads past `until_ms`, polling (a test clock is moved by someone else);
 /// refuse when that is further than `max_wait` away or does not happen within it.
-async fn wait_for_clock(
+pub(crate) async fn wait_for_clock(
     clock: &dyn Clock,
     worker_id: u64,
     until_ms: u64,
@@ -411,7 +492,7 @@ async fn wait_for_clock(
     }
 }
 
-fn duration_ms(d: Duration) -> u64 {
+pub(crate) fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 

@@ -1,17 +1,21 @@
 //! [`LeaseGuard`]: a held lease on a worker id, kept by renewal (the heartbeat) and given back
 //! by release. How a lease is obtained is [`LeasedWorkerIdAssigner`](crate::LeasedWorkerIdAssigner)'s
 //! business (`lease.rs`).
+//!
+//! Invariant: the lease's own expiry (`valid_until_ms`, up to which its generator may stamp)
+//! never exceeds the `expires_at_ms` the database holds for it, which only ever rises while
+//! the holder keeps it. Every claim and renewal writes `valid_until + reserve` and moves the
+//! in-memory expiry to `valid_until` only after the database accepted it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use uidgen_core::{Clock, UidGenerator};
+use uidgen_core::{Clock, FenceRefusal, TimeFence, UidGenerator};
 
-use crate::cache::CacheLock;
 use crate::error::{Result, StoreError};
+use crate::mark::LocalMark;
 use crate::store::Store;
-use crate::worker_lease::WorkerLeaseRow;
 
 /// What a new [`LeaseGuard`] starts from.
 pub(crate) struct NewLease {
@@ -21,14 +25,18 @@ pub(crate) struct NewLease {
     /// The holder string written to `worker_lease.holder` (name, `#`, claim token).
     pub(crate) holder: String,
     pub(crate) ttl_ms: u64,
+    /// How far past `valid_until_ms` the database's expiry is written: the window in which a
+    /// crashed holder may restart from its local cache while the database is down.
+    pub(crate) reserve_ms: u64,
     /// IDs may be stamped up to here.
     pub(crate) valid_until_ms: u64,
     /// The previous holder's (or the cache's) issued-until instant.
     pub(crate) last_issued_ms: u64,
-    /// The locked local cache, when this lease owns it.
-    pub(crate) cache: Option<CacheLock>,
-    /// For a lease taken from the local cache: when this process started using the id.
-    pub(crate) unconfirmed_since_ms: Option<u64>,
+    /// The local state file's mark, when this lease keeps one.
+    pub(crate) mark: Option<LocalMark>,
+    /// Whether the database has accepted this process's claim (false for a start from the
+    /// local cache until its first renewal).
+    pub(crate) confirmed: bool,
 }
 
 /// The shared state of a lease.
@@ -39,7 +47,8 @@ struct LeaseState {
     worker_id: u64,
     holder: String,
     ttl_ms: u64,
-    /// The expiry written by our last successful claim or renewal: IDs must end by it.
+    reserve_ms: u64,
+    /// The expiry of our last accepted claim or renewal, less the reserve: IDs must end by it.
     valid_until_ms: AtomicU64,
     /// The highest issued-until instant known (recorded or read from the generator).
     issued_until_ms: AtomicU64,
@@ -47,17 +56,17 @@ struct LeaseState {
     tracked: AtomicBool,
     /// The generator whose issued-until the heartbeat records.
     source: Mutex<Option<Weak<dyn UidGenerator>>>,
-    /// `Some(since)` while the lease rests on the local cache alone: the database does not
-    /// record it, and this process has used the id from `since` (ms) on. The next renewal
-    /// claims the id in the database or ends the lease.
-    unconfirmed_since_ms: Mutex<Option<u64>>,
-    /// Why the lease ended (released, taken over); `None` while held.
+    /// Whether the database has accepted this process's claim (see [`NewLease::confirmed`]).
+    confirmed: AtomicBool,
+    /// Set once the lease ended (released, taken over): read on every issued ID.
+    ended_flag: AtomicBool,
+    /// Why the lease ended; `None` while held.
     ended: Mutex<Option<String>>,
     /// The last renewal error, for messages.
     last_error: Mutex<Option<String>>,
-    /// The local cache, locked for this lease; `None` when not configured or another lease
-    /// holds it.
-    cache: Option<CacheLock>,
+    /// The local state file's mark: IDs also stay under it, so a restart from the file knows
+    /// how far this process stamped.
+    mark: Option<LocalMark>,
     heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -90,14 +99,16 @@ impl LeaseGuard {
                 worker_id: lease.worker_id,
                 holder: lease.holder,
                 ttl_ms: lease.ttl_ms,
+                reserve_ms: lease.reserve_ms,
                 valid_until_ms: AtomicU64::new(lease.valid_until_ms),
                 issued_until_ms: AtomicU64::new(lease.last_issued_ms),
                 tracked: AtomicBool::new(false),
                 source: Mutex::new(None),
-                unconfirmed_since_ms: Mutex::new(lease.unconfirmed_since_ms),
+                confirmed: AtomicBool::new(lease.confirmed),
+                ended_flag: AtomicBool::new(false),
                 ended: Mutex::new(None),
                 last_error: Mutex::new(None),
-                cache: lease.cache,
+                mark: lease.mark,
                 heartbeat: Mutex::new(None),
             }),
         }
@@ -115,14 +126,21 @@ impl LeaseGuard {
 
     /// The lease's expiry (ms since the Unix epoch): IDs may be stamped up to here.
     pub fn valid_until_ms(&self) -> u64 {
-        // Relaxed: a monotonic deadline; no other memory depends on it.
-        self.state.valid_until_ms.load(Ordering::Relaxed)
+        // SeqCst: raised only after the database accepted it; stamping under it must not be
+        // ordered before that.
+        self.state.valid_until_ms.load(Ordering::SeqCst)
     }
 
     /// Whether the lease rests on the local cache alone (the database was unreachable at
-    /// start-up and no renewal has claimed the id there yet).
+    /// start-up and no renewal has reached it yet).
     pub fn is_from_local_cache(&self) -> bool {
-        lock(&self.state.unconfirmed_since_ms).is_some()
+        !self.state.confirmed.load(Ordering::SeqCst)
+    }
+
+    /// Whether the lease ended (released or lost): no ID may be let out after this.
+    pub fn is_ended(&self) -> bool {
+        // SeqCst: pairs with the store in `end`; see `release` for why the order matters.
+        self.state.ended_flag.load(Ordering::SeqCst)
     }
 
     /// Whether IDs may be issued now.
@@ -134,7 +152,9 @@ impl LeaseGuard {
     /// [`StoreError::LeaseLost`] saying why.
     pub fn check(&self) -> Result<()> {
         let state = &self.state;
-        if let Some(reason) = lock(&state.ended).clone() {
+        if self.is_ended()
+            && let Some(reason) = lock(&state.ended).clone()
+        {
             return Err(StoreError::LeaseLost {
                 worker_id: state.worker_id,
                 reason,
@@ -192,88 +212,56 @@ impl LeaseGuard {
         }
     }
 
-    /// Whether an ID whose time unit ends at `unit_end_ms` may be issued.
-    pub fn permits(&self, unit_end_ms: u64) -> Result<()> {
-        self.check()?;
-        let until = self.valid_until_ms();
-        if unit_end_ms > until {
-            return Err(StoreError::LeaseLost {
-                worker_id: self.state.worker_id,
-                reason: format!(
-                    "an ID stamped up to {unit_end_ms} ms lies past the lease's expiry at {until} ms"
-                ),
-            });
-        }
-        Ok(())
-    }
-
     /// Extend the lease by its ttl from now and record the issued-until time. A lease taken
     /// over by another holder is lost for good ([`StoreError::LeaseLost`]); a database error
     /// leaves it valid until its current expiry.
     ///
-    /// A lease taken from the local cache is first claimed in the database: inserted if the
-    /// id has no row, taken over if its row expired and records no use since this process
-    /// started on the cache, else lost (another holder had it meanwhile).
+    /// The database's expiry never falls (a clock that stepped back writes a lower value,
+    /// which the database ignores), and the in-memory expiry only rises to what the database
+    /// accepted, so the two never disagree in the direction that matters: a successor waits
+    /// for the database's. A lease started from the local cache renews under the holder string
+    /// the cache recorded, so this succeeds only if nobody took the id over meanwhile.
+    ///
+    /// Cancel safety: dropping the future after the database accepted leaves the database's
+    /// expiry higher than ours, which only delays a successor.
     pub async fn renew(&self) -> Result<()> {
         let state = &self.state;
-        if lock(&state.ended).is_some() {
+        if self.is_ended() {
             return self.check();
         }
-        let unconfirmed = *lock(&state.unconfirmed_since_ms);
-        if let Some(since) = unconfirmed {
-            self.claim_cached_id(since).await?;
-        }
         let issued = self.issued_until();
-        let expires = state.clock.now_millis().saturating_add(state.ttl_ms);
+        let valid_until = state.clock.now_millis().saturating_add(state.ttl_ms);
+        let expires = valid_until.saturating_add(state.reserve_ms);
         match state
             .store
             .renew_lease(state.worker_id, &state.holder, expires, issued)
             .await
         {
             Ok(true) => {
-                // Relaxed: see valid_until_ms().
-                state.valid_until_ms.fetch_max(expires, Ordering::Relaxed);
+                if let Some(mark) = &state.mark
+                    && let Err(error) = mark.record_lease_expiry(expires)
+                {
+                    // Only shortens how long a restart may run from the file.
+                    tracing::warn!(%error, "cannot record the lease's expiry in the local state file");
+                }
+                // SeqCst: see valid_until_ms().
+                state.valid_until_ms.fetch_max(valid_until, Ordering::SeqCst);
                 *lock(&state.last_error) = None;
-                self.write_cache(self.valid_until_ms().max(issued));
+                if !state.confirmed.swap(true, Ordering::SeqCst) {
+                    tracing::info!(
+                        worker_id = state.worker_id,
+                        "the database is back: renewed the worker lease started from the local cache"
+                    );
+                }
                 Ok(())
             }
-            Ok(false) => Err(self.lose("taken over by another holder".to_owned())),
+            Ok(false) => Err(self.lose(if state.confirmed.load(Ordering::SeqCst) {
+                "taken over by another holder".to_owned()
+            } else {
+                "while this process ran on its local cache, the lease recorded there was taken over or released".to_owned()
+            })),
             Err(error) => Err(self.renewal_failed(error)),
         }
-    }
-
-    /// Claim in the database the worker id this process has used from its local cache since
-    /// `since_ms`.
-    async fn claim_cached_id(&self, since_ms: u64) -> Result<()> {
-        let state = &self.state;
-        let (id, holder) = (state.worker_id, state.holder.as_str());
-        let now = state.clock.now_millis();
-        let expires = now.saturating_add(state.ttl_ms);
-        let attempt = async {
-            let row = state.store.lease_row(id).await?;
-            let won = match &row {
-                None => state.store.try_insert_lease(id, holder, expires).await?,
-                Some(row) if row.holder == holder => true,
-                Some(row) if row.expires_at_ms < now && row.last_issued_ms <= since_ms => {
-                    state
-                        .store
-                        .try_take_over_lease_unused_since(id, holder, expires, now, since_ms)
-                        .await?
-                }
-                Some(_) => false,
-            };
-            Ok::<_, StoreError>((won, row))
-        };
-        let (won, row) = attempt.await.map_err(|error| self.renewal_failed(error))?;
-        if !won {
-            return Err(self.lose(why_cached_id_is_lost(row.as_ref(), now, since_ms)));
-        }
-        *lock(&state.unconfirmed_since_ms) = None;
-        tracing::info!(
-            worker_id = id,
-            "the database is back: claimed the worker id used from the local cache"
-        );
-        Ok(())
     }
 
     fn renewal_failed(&self, error: StoreError) -> StoreError {
@@ -283,11 +271,16 @@ impl LeaseGuard {
     }
 
     /// The lease is gone for good (another holder has the id): stop issuing, and forget the
-    /// cache so a start without the database does not pick the id again.
+    /// local state file so a start without the database does not pick the id again.
     fn lose(&self, reason: String) -> StoreError {
         let state = &self.state;
         self.end(&reason);
-        self.forget_cache();
+        if let Some(mark) = &state.mark
+            && let Err(error) = mark.forget()
+        {
+            // Harmless: the file's lease expiry lies before the new holder's claim.
+            tracing::warn!(%error, "cannot delete the local worker id state file");
+        }
         tracing::error!(worker_id = state.worker_id, "worker lease lost: {reason}");
         StoreError::LeaseLost {
             worker_id: state.worker_id,
@@ -295,12 +288,15 @@ impl LeaseGuard {
         }
     }
 
-    /// Mark the lease ended (the first reason sticks): from now on `check` fails.
+    /// Mark the lease ended (the first reason sticks): from now on `check` fails, and no ID
+    /// is let out.
     fn end(&self, reason: &str) {
         let mut ended = lock(&self.state.ended);
         if ended.is_none() {
             *ended = Some(reason.to_owned());
         }
+        // SeqCst: see `release`.
+        self.state.ended_flag.store(true, Ordering::SeqCst);
     }
 
     /// Renew every `interval` from a background tokio task until released, lost or dropped.
@@ -312,7 +308,7 @@ impl LeaseGuard {
                 tokio::time::sleep(interval).await;
                 let Some(state) = weak.upgrade() else { break };
                 let guard = LeaseGuard { state };
-                if lock(&guard.state.ended).is_some() {
+                if guard.is_ended() {
                     break;
                 }
                 if let Err(StoreError::LeaseLost { .. }) = guard.renew().await {
@@ -333,15 +329,19 @@ impl LeaseGuard {
     }
 
     /// Stop issuing, stop the heartbeat and give the lease back, recording the issued-until
-    /// time so the next holder waits for it, and forget the local cache. Call on clean
+    /// time so the next holder waits for it, and forget the local state file. Call on clean
     /// shutdown.
+    ///
+    /// Cancel safety: once it returns `Pending` the lease has ended in this process; dropping
+    /// the future leaves the database row to expire as an unrenewed lease would.
     pub async fn release(&self) -> Result<()> {
-        // End first, then read issued-until. A GuardedGenerator checks the lease again after
-        // stamping each ID, so every ID it lets out passed that check before this end, and its
-        // stamp (made before the check) is visible to the read below through the `ended`
-        // mutex. Read first, and an ID stamped between the read and the end would be let out
-        // with last_issued_ms recorded below it: the next holder could stamp the same unit.
+        // End first, then read issued-until. A GuardedGenerator checks `is_ended` after each
+        // ID is stamped (behind a SeqCst fence), so either it sees the end and drops the ID,
+        // or its stamp is visible to the read below: the Dekker pattern, with a SeqCst fence on
+        // both sides. Read first, and an ID stamped between the read and the end would be let
+        // out with last_issued_ms recorded below it: the next holder could stamp its unit.
         self.end("released");
+        std::sync::atomic::fence(Ordering::SeqCst);
         let issued = self.issued_until();
         self.release_recording(issued).await
     }
@@ -351,8 +351,12 @@ impl LeaseGuard {
         let state = &self.state;
         self.stop_heartbeat();
         self.end("released");
-        // The id is given up: a start without the database must not take it from the cache.
-        self.forget_cache();
+        // The id is given up: a start without the database must not take it from the file.
+        // Releasing lets the next holder in at once, before the reserve a restart from the
+        // file counts on, so a file that cannot be deleted keeps the row until it expires.
+        if let Some(mark) = &state.mark {
+            mark.forget()?;
+        }
         state
             .store
             .release_lease(state.worker_id, &state.holder, issued)
@@ -361,36 +365,59 @@ impl LeaseGuard {
         Ok(())
     }
 
-    /// Record in the local cache (if this lease owns it) that the id is used until `until_ms`.
-    pub(crate) fn write_cache(&self, until_ms: u64) {
-        if let Some(cache) = &self.state.cache
-            && let Err(error) = cache.write(self.state.worker_id, until_ms)
-        {
-            tracing::warn!(%error, "cannot write the worker id cache");
-        }
-    }
-
-    fn forget_cache(&self) {
-        if let Some(cache) = &self.state.cache
-            && let Err(error) = cache.forget(self.state.worker_id)
-        {
-            tracing::warn!(%error, path = %cache.path().display(), "cannot forget the worker id cache");
-        }
+    /// Why the fence stops below `until_ms`: the lease's expiry and its last renewal error.
+    #[cold]
+    fn why_limited(&self, valid_until: u64) -> String {
+        let cause = lock(&self.state.last_error)
+            .clone()
+            .unwrap_or_else(|| "not renewed that far yet".to_owned());
+        format!(
+            "the lease on worker id {} runs until {valid_until} ms ({cause})",
+            self.state.worker_id
+        )
     }
 }
 
-/// Why a worker id used from the local cache cannot be claimed in the database.
-fn why_cached_id_is_lost(row: Option<&WorkerLeaseRow>, now_ms: u64, since_ms: u64) -> String {
-    match row {
-        Some(row) if row.expires_at_ms >= now_ms && !row.holder.is_empty() => format!(
-            "while this process ran on its local cache, {} leased it (until {} ms)",
-            row.holder, row.expires_at_ms
-        ),
-        Some(row) if row.last_issued_ms > since_ms => format!(
-            "while this process ran on its local cache (from {since_ms} ms), another holder issued IDs with it up to {} ms",
-            row.last_issued_ms
-        ),
-        _ => "another holder claimed it first once the database was back".to_owned(),
+/// A lease is its generator's fence: IDs only up to its expiry (and under the local state
+/// file's mark, when it keeps one), nothing once it ended.
+impl TimeFence for LeaseGuard {
+    fn limit_ms(&self) -> u64 {
+        if self.is_ended() {
+            return 0;
+        }
+        let until = self.valid_until_ms();
+        self.state
+            .mark
+            .as_ref()
+            .map_or(until, |mark| until.min(mark.limit_ms()))
+    }
+
+    fn extend(&self, until_ms: u64) -> std::result::Result<u64, FenceRefusal> {
+        if let Err(error) = self.check()
+            && self.is_ended()
+        {
+            return Err(FenceRefusal::Closed(error.to_string()));
+        }
+        let valid_until = self.valid_until_ms();
+        if until_ms > valid_until {
+            return Err(FenceRefusal::NotYet {
+                limit_ms: self.limit_ms(),
+                reason: self.why_limited(valid_until),
+            });
+        }
+        if let Some(mark) = &self.state.mark {
+            mark.reserve(until_ms)
+                .map_err(|error| FenceRefusal::NotYet {
+                    limit_ms: self.limit_ms(),
+                    reason: format!("cannot record the reserved-until mark: {error}"),
+                })?;
+        }
+        Ok(self.limit_ms())
+    }
+
+    fn max_borrow_ms(&self) -> Option<u64> {
+        // Well inside the ttl: a burst waits for the clock, never for a renewal.
+        Some(self.state.ttl_ms / 3)
     }
 }
 

@@ -49,6 +49,7 @@ mod error;
 mod leaf_alloc;
 mod lease;
 mod lease_guard;
+mod mark;
 mod migrate;
 mod store;
 #[cfg(feature = "testing")]
@@ -68,8 +69,9 @@ pub use leaf_alloc::{
     LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_step,
     validate_tag,
 };
-pub use lease::{LeaseOptions, LeasedWorkerIdAssigner, MAX_HOLDER_NAME_LEN};
+pub use lease::{LeaseOptions, LeasedWorkerIdAssigner, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 pub use lease_guard::LeaseGuard;
+pub use mark::LocalMark;
 pub use migrate::{Migration, migrations};
 pub use store::{Store, StoreOptions};
 pub use url::{Dialect, redact_url};

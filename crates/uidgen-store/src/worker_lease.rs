@@ -50,32 +50,24 @@ const TAKE_OVER_LEASE: Sql = Sql {
                WHERE worker_id = $3 AND expires_at_ms < $4",
 };
 
-/// Take over an expired (or released) lease that nobody used after `since`: how a process that
-/// ran on its local cache while the database was down claims that id afterwards.
-const TAKE_OVER_LEASE_UNUSED_SINCE: Sql = Sql {
-    sqlite: "UPDATE worker_lease SET holder = ?1, expires_at_ms = ?2, updated = CURRENT_TIMESTAMP
-             WHERE worker_id = ?3 AND expires_at_ms < ?4 AND last_issued_ms <= ?5",
-    mysql: "UPDATE worker_lease SET holder = ?, expires_at_ms = ?, updated = CURRENT_TIMESTAMP
-            WHERE worker_id = ? AND expires_at_ms < ? AND last_issued_ms <= ?",
-    postgres: "UPDATE worker_lease SET holder = $1, expires_at_ms = $2, updated = CURRENT_TIMESTAMP
-               WHERE worker_id = $3 AND expires_at_ms < $4 AND last_issued_ms <= $5",
-};
-
 const SELECT_LEASE: Sql = Sql {
     sqlite: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE worker_id = ?1",
     mysql: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE worker_id = ?",
     postgres: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE worker_id = $1",
 };
 
-/// Extend our own lease and record the issued-until instant (never moving it backwards).
+/// Extend our own lease and record the issued-until instant. Neither ever moves backwards: a
+/// holder whose clock stepped back must not shorten the expiry a successor waits for, while its
+/// generator still stamps up to the expiry written before.
 const RENEW_LEASE: Sql = Sql {
-    sqlite: "UPDATE worker_lease SET expires_at_ms = ?1, last_issued_ms = MAX(last_issued_ms, ?2),
+    sqlite: "UPDATE worker_lease SET expires_at_ms = MAX(expires_at_ms, ?1),
+             last_issued_ms = MAX(last_issued_ms, ?2),
              updated = CURRENT_TIMESTAMP WHERE worker_id = ?3 AND holder = ?4",
-    mysql:
-        "UPDATE worker_lease SET expires_at_ms = ?, last_issued_ms = GREATEST(last_issued_ms, ?),
+    mysql: "UPDATE worker_lease SET expires_at_ms = GREATEST(expires_at_ms, ?),
+            last_issued_ms = GREATEST(last_issued_ms, ?),
             updated = CURRENT_TIMESTAMP WHERE worker_id = ? AND holder = ?",
-    postgres:
-        "UPDATE worker_lease SET expires_at_ms = $1, last_issued_ms = GREATEST(last_issued_ms, $2),
+    postgres: "UPDATE worker_lease SET expires_at_ms = GREATEST(expires_at_ms, $1),
+               last_issued_ms = GREATEST(last_issued_ms, $2),
                updated = CURRENT_TIMESTAMP WHERE worker_id = $3 AND holder = $4",
 };
 
@@ -195,39 +187,8 @@ impl Store {
         Ok(done == 1)
     }
 
-    /// As [`try_take_over_lease`](Self::try_take_over_lease), but only if no ID under
-    /// `worker_id` was recorded as stamped at or after `since_ms`: nobody else used the id
-    /// while this holder ran on its local cache from `since_ms` on.
-    pub async fn try_take_over_lease_unused_since(
-        &self,
-        worker_id: u64,
-        holder: &str,
-        expires_at_ms: u64,
-        now_ms: u64,
-        since_ms: u64,
-    ) -> Result<bool> {
-        let id = to_db("worker id", worker_id)?;
-        let (expires, now) = (to_db("expiry", expires_at_ms)?, to_db("time", now_ms)?);
-        let since = to_db("time", since_ms)?;
-        let done = with_pool!(
-            self,
-            pool,
-            sqlx::query(TAKE_OVER_LEASE_UNUSED_SINCE.get(self.dialect()))
-                .bind(holder)
-                .bind(expires)
-                .bind(id)
-                .bind(now)
-                .bind(since)
-                .execute(pool)
-                .await
-                .map_err(|e| self.err("claiming a cached worker id", e))?
-                .rows_affected()
-        );
-        Ok(done == 1)
-    }
-
-    /// Extend `holder`'s lease to `expires_at_ms` and record `issued_until_ms`; `false` when
-    /// `holder` no longer holds it.
+    /// Extend `holder`'s lease to at least `expires_at_ms` (an expiry already higher stays)
+    /// and record `issued_until_ms`; `false` when `holder` no longer holds it.
     pub async fn renew_lease(
         &self,
         worker_id: u64,

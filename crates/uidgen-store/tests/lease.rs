@@ -22,6 +22,7 @@ fn options(holder: &str) -> LeaseOptions {
         heartbeat_interval: None,
         max_takeover_wait: Duration::from_secs(5),
         cache_path: None,
+        cache_reserve: Duration::from_secs(60),
         holder: Some(holder.to_owned()),
     }
 }
@@ -280,49 +281,10 @@ per_db! {
         built.generator.next_id().unwrap(); // unit ends 500 ms from now, before expiry
         clock.advance(600); // next unit ends 1 500 ms after the claim, past the 1 200 ms expiry
         let error = built.generator.next_id().unwrap_err();
-        assert!(error.to_string().contains("past the lease's expiry"), "{error}");
-    }
-}
-
-per_db! {
-    async fn local_cache_is_used_only_once_the_clock_is_past_it(db: TestDb) {
-        let (store, url) = fresh_store(db).await.unwrap();
-        let clock = ManualClock::new(T0);
-        let layout = narrow_layout(2);
-        let cache = temp_cache();
-        let with_cache = |store: Store, holder: &str| {
-            LeasedWorkerIdAssigner::new(
-                store,
-                clock.clone(),
-                LeaseOptions { cache_path: Some(cache.clone()), ..options(holder) },
-            )
-        };
-        let lease = with_cache(store.clone(), "a").claim(&layout).await.unwrap();
-        assert_eq!(read_cache(&cache).unwrap().until_ms, T0 + 30_000);
-        assert_eq!(read_cache(&cache).unwrap().worker_id, lease.worker_id());
-        let worker_id = lease.worker_id();
-        drop(lease); // the process dies without releasing
-
-        // Next start: the database is unreachable.
-        let down = Store::connect(&url).await.unwrap();
-        down.close().await;
-        clock.set(T0 + 10_000);
-        let error = with_cache(down.clone(), "b").assign(&layout).await.unwrap_err();
-        assert!(matches!(&error, StoreError::Cache { reason, .. } if reason.contains("cannot be reused yet")), "{error:?}");
-        clock.set(T0 + 30_001);
-        let assignment = with_cache(down.clone(), "b").assign(&layout).await.unwrap();
-        assert_eq!(assignment.kind, AssignmentKind::LocalCache);
-        assert_eq!(assignment.worker_id, worker_id);
-        // A local lease for one ttl, cached so that a restart waits it out.
-        let local = assignment.lease.as_ref().unwrap();
-        assert!(local.is_from_local_cache());
-        assert_eq!(local.valid_until_ms(), T0 + 60_001);
-        assert_eq!(read_cache(&cache).unwrap().until_ms, T0 + 60_001);
-
-        // Without a cache file the unreachable database is the error.
-        std::fs::remove_file(&cache).unwrap();
-        let error = with_cache(down, "c").assign(&layout).await.unwrap_err();
-        assert!(error.is_unreachable(), "{error:?}");
+        assert!(
+            matches!(&error, UidError::BeyondFence { reason, .. } if reason.contains("the lease on worker id")),
+            "{error:?}"
+        );
     }
 }
 
@@ -337,10 +299,178 @@ fn flaky_store(url: &str) -> Store {
     Store::connect_lazy(url, options).unwrap()
 }
 
+/// A store whose database is "down": closed, so every query is unreachable at once.
+async fn down_store(url: &str) -> Store {
+    let down = Store::connect(url).await.unwrap();
+    down.close().await;
+    down
+}
+
 fn cached_options(holder: &str, cache: &std::path::Path) -> LeaseOptions {
     LeaseOptions {
         cache_path: Some(cache.to_owned()),
         ..options(holder)
+    }
+}
+
+/// Claim with a cache and stamp one ID, then "crash" (drop without release): the cache
+/// records the holder, the row's expiry (ttl 30 s + reserve 60 s) and the mark.
+async fn crash_holding(
+    store: &Store,
+    clock: &ManualClock,
+    cache: &std::path::Path,
+    layout: &uidgen_core::Layout,
+) -> (u64, String) {
+    let built = GeneratorBuilder::new(layout.clone())
+        .assigner(LeasedWorkerIdAssigner::new(
+            store.clone(),
+            clock.clone(),
+            cached_options("a", cache),
+        ))
+        .build_default(clock.clone())
+        .await
+        .unwrap();
+    built.generator.next_id().unwrap();
+    let lease = built.assignment.lease.clone().unwrap();
+    (lease.worker_id(), lease.holder().to_owned())
+}
+
+per_db! {
+    async fn a_restart_on_the_cache_runs_only_between_its_mark_and_the_recorded_expiry(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        let clock = ManualClock::new(T0);
+        let layout = narrow_layout(2);
+        let cache = temp_cache();
+        let (worker_id, holder) = crash_holding(&store, &clock, &cache, &layout).await;
+        let cached = read_cache(&cache).unwrap();
+        assert_eq!((cached.worker_id, cached.holder.as_deref()), (worker_id, Some(holder.as_str())));
+        assert_eq!(cached.lease_expires_ms, Some(T0 + 90_000));
+        // The mark covers the unit stamped (it ends at T0 + 1 s on this clock) and a step more.
+        assert!(cached.until_ms >= T0 + 1_000 && cached.until_ms <= T0 + 4_000, "{cached:?}");
+        let row = store.lease_row(worker_id).await.unwrap().unwrap();
+        assert_eq!(row.expires_at_ms, T0 + 90_000);
+
+        let down = down_store(&url).await;
+        let restart = |options: LeaseOptions| LeasedWorkerIdAssigner::new(down.clone(), clock.clone(), options);
+        // Before the mark: the crashed life may have stamped up to it.
+        let impatient = LeaseOptions { max_takeover_wait: Duration::ZERO, ..cached_options("b", &cache) };
+        let error = restart(impatient).assign(&layout).await.unwrap_err();
+        assert!(matches!(&error, StoreError::Cache { reason, .. } if reason.contains("clock")), "{error:?}");
+
+        // Past the mark, inside the reserve: the same lease, until the recorded expiry.
+        clock.set(T0 + 31_000);
+        let assignment = restart(cached_options("b", &cache)).assign(&layout).await.unwrap();
+        assert_eq!((assignment.kind, assignment.worker_id), (AssignmentKind::LocalCache, worker_id));
+        let local = assignment.lease.clone().unwrap();
+        assert!(local.is_from_local_cache());
+        assert_eq!((local.holder(), local.valid_until_ms()), (holder.as_str(), T0 + 90_000));
+        drop((assignment, local));
+
+        // Past the recorded expiry the id may belong to someone else: refused.
+        clock.set(T0 + 90_000);
+        let error = restart(cached_options("b", &cache)).assign(&layout).await.unwrap_err();
+        assert!(matches!(&error, StoreError::Cache { reason, .. } if reason.contains("another process may hold")), "{error:?}");
+
+        // Without a cache file the unreachable database is the error.
+        std::fs::remove_file(&cache).unwrap();
+        let error = restart(cached_options("c", &cache)).assign(&layout).await.unwrap_err();
+        assert!(error.is_unreachable(), "{error:?}");
+    }
+}
+
+per_db! {
+    /// Issue #8, case 1: A crashes holding a cached lease; B, which reaches the database,
+    /// and A's restart, which does not, must never hold the id at once.
+    async fn a_database_takeover_and_a_cache_restart_never_overlap(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        let layout = narrow_layout(0); // one worker id
+        let cache = temp_cache();
+        let clock_a = ManualClock::new(T0);
+        let clock_b = ManualClock::new(T0);
+        let (worker_id, _) = crash_holding(&store, &clock_a, &cache, &layout).await;
+
+        // Past A's own expiry (30 s), inside its reserve: B is refused, A's restart runs.
+        clock_b.set(T0 + 31_000);
+        let b = LeasedWorkerIdAssigner::new(store.clone(), clock_b.clone(), options("b"));
+        assert!(matches!(b.claim(&layout).await, Err(StoreError::NoFreeWorkerId { .. })));
+        clock_a.set(T0 + 31_000);
+        let a2 = GeneratorBuilder::new(layout.clone())
+            .assigner(LeasedWorkerIdAssigner::new(down_store(&url).await, clock_a.clone(), cached_options("a", &cache)))
+            .build_default(clock_a.clone())
+            .await
+            .unwrap();
+        assert_eq!(a2.assignment.kind, AssignmentKind::LocalCache);
+        let mut a_ids = vec![a2.generator.next_id().unwrap()];
+        clock_a.set(T0 + 89_000);
+        a_ids.push(a2.generator.next_id().unwrap());
+        clock_a.set(T0 + 89_500); // the unit [89 s, 90 s) still ends by the expiry
+        a_ids.push(a2.generator.next_id().unwrap());
+        clock_a.set(T0 + 90_000);
+        let error = a2.generator.next_id().unwrap_err();
+        assert!(matches!(error, UidError::BeyondFence { .. } | UidError::GeneratorStopped(_)), "{error:?}");
+
+        // Past the reserve B takes the id over and stamps from there on.
+        clock_b.set(T0 + 90_001);
+        let b = GeneratorBuilder::new(layout.clone())
+            .assigner(LeasedWorkerIdAssigner::new(store.clone(), clock_b.clone(), options("b")))
+            .build_default(clock_b.clone())
+            .await
+            .unwrap();
+        assert_eq!(b.worker_id(), worker_id);
+        clock_b.set(T0 + 90_500);
+        let b_ids = [b.generator.next_id().unwrap()];
+
+        // And A restarting on its cache now is refused, even though the database is down.
+        drop(a2);
+        let error = LeasedWorkerIdAssigner::new(down_store(&url).await, clock_a.clone(), cached_options("a", &cache))
+            .assign(&layout)
+            .await
+            .unwrap_err();
+        assert!(matches!(&error, StoreError::Cache { reason, .. } if reason.contains("another process may hold")), "{error:?}");
+
+        let a_last = a_ids.iter().map(|&id| layout.decompose(id).unwrap().time).max().unwrap();
+        let b_first = b_ids.iter().map(|&id| layout.decompose(id).unwrap().time).min().unwrap();
+        assert!(a_last < b_first, "A stamped unit {a_last}, B unit {b_first}");
+    }
+}
+
+per_db! {
+    /// Issue #8, case 2: a renewal after the holder's clock stepped back must not lower the
+    /// expiry the database shows to a successor.
+    async fn a_renewal_after_the_clock_stepped_back_never_lowers_the_expiry(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let layout = narrow_layout(0);
+        let clock_a = ManualClock::new(T0);
+        let built = GeneratorBuilder::new(layout.clone())
+            .assigner(LeasedWorkerIdAssigner::new(store.clone(), clock_a.clone(), options("a")))
+            .build_default(clock_a.clone())
+            .await
+            .unwrap();
+        let lease = built.assignment.lease.clone().unwrap();
+        assert_eq!(lease.valid_until_ms(), T0 + 30_000);
+
+        clock_a.rewind(20_000);
+        lease.renew().await.unwrap();
+        let row = store.lease_row(0).await.unwrap().unwrap();
+        assert_eq!(row.expires_at_ms, T0 + 30_000, "the database keeps the higher expiry");
+        assert_eq!(lease.valid_until_ms(), T0 + 30_000);
+
+        // A loses the database but keeps serving up to its expiry; its clock catches up.
+        clock_a.set(T0 + 15_000);
+        let a_id = built.generator.next_id().unwrap();
+
+        // B, on a correct clock, cannot take over at T0 + 11 s (the database said T0 + 10 s before).
+        let clock_b = ManualClock::new(T0 + 11_000);
+        let b = LeasedWorkerIdAssigner::new(store.clone(), clock_b.clone(), options("b"));
+        assert!(matches!(b.claim(&layout).await, Err(StoreError::NoFreeWorkerId { .. })));
+        clock_b.set(T0 + 30_001);
+        let b = GeneratorBuilder::new(layout.clone())
+            .assigner(LeasedWorkerIdAssigner::new(store.clone(), clock_b.clone(), options("b")))
+            .build_default(clock_b.clone())
+            .await
+            .unwrap();
+        let b_id = b.generator.next_id().unwrap();
+        assert!(layout.decompose(a_id).unwrap().time < layout.decompose(b_id).unwrap().time);
     }
 }
 
@@ -349,8 +479,7 @@ per_db! {
         let (store, url) = fresh_store(db).await.unwrap();
         let clock = ManualClock::new(T0);
         let layout = narrow_layout(0);
-        let down = Store::connect(&url).await.unwrap();
-        down.close().await;
+        let down = down_store(&url).await;
 
         // Released: a later start without the database must not pick the id from the cache.
         let cache = temp_cache();
@@ -371,7 +500,7 @@ per_db! {
             .await
             .unwrap();
         assert_eq!(read_cache(&lost_cache).unwrap().worker_id, 0);
-        clock.set(T0 + 90_001);
+        clock.set(T0 + 150_001); // past its ttl and reserve
         let winner = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("c"))
             .claim(&layout)
             .await
@@ -380,9 +509,9 @@ per_db! {
         assert!(!lost_cache.exists());
 
         // Refused takeover: this host never got the id, so nothing may cache it.
-        winner.record_issued_until(T0 + 200_000);
+        winner.record_issued_until(T0 + 300_000);
         winner.renew().await.unwrap();
-        clock.set(T0 + 120_002);
+        clock.set(T0 + 180_002);
         let refused_cache = temp_cache();
         let error = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), cached_options("d", &refused_cache))
             .claim(&layout)
@@ -399,9 +528,8 @@ per_db! {
         let clock = ManualClock::new(T0);
         let layout = narrow_layout(2);
         let cache = temp_cache();
-        drop(LeasedWorkerIdAssigner::new(store, clock.clone(), cached_options("a", &cache)).claim(&layout).await.unwrap());
-        let down = Store::connect(&url).await.unwrap();
-        down.close().await;
+        crash_holding(&store, &clock, &cache, &layout).await;
+        let down = down_store(&url).await;
         clock.set(T0 + 30_001);
         let assigner = |holder| LeasedWorkerIdAssigner::new(down.clone(), clock.clone(), cached_options(holder, &cache));
 
@@ -410,25 +538,23 @@ per_db! {
         let error = assigner("c").assign(&layout).await.unwrap_err();
         assert!(matches!(&error, StoreError::Cache { reason, .. } if reason.contains("another lease")), "{error:?}");
 
-        // Once the first user is gone (and its local lease has run out), the next may.
+        // Once the first user is gone, the next may, after its mark.
         drop(first);
-        clock.set(T0 + 60_002);
+        clock.set(T0 + 40_000);
         let next = assigner("c").assign(&layout).await.unwrap();
         assert_eq!(next.kind, AssignmentKind::LocalCache);
     }
 }
 
 per_db! {
-    async fn cached_lease_lapses_after_one_ttl_without_the_database(db: TestDb) {
+    async fn cached_lease_lapses_at_the_recorded_expiry_without_the_database(db: TestDb) {
         let (store, url) = fresh_store(db).await.unwrap();
         let clock = ManualClock::new(T0);
         let cache = temp_cache();
-        drop(LeasedWorkerIdAssigner::new(store, clock.clone(), cached_options("a", &cache)).claim(&narrow_layout(2)).await.unwrap());
-        let down = Store::connect(&url).await.unwrap();
-        down.close().await;
+        crash_holding(&store, &clock, &cache, &narrow_layout(2)).await;
         clock.set(T0 + 30_001);
         let built = GeneratorBuilder::new(narrow_layout(2))
-            .assigner(LeasedWorkerIdAssigner::new(down, clock.clone(), cached_options("b", &cache)))
+            .assigner(LeasedWorkerIdAssigner::new(down_store(&url).await, clock.clone(), cached_options("b", &cache)))
             .build_default(clock.clone())
             .await
             .unwrap();
@@ -436,19 +562,19 @@ per_db! {
         built.generator.next_id().unwrap();
         let lease = built.assignment.lease.clone().unwrap();
         assert!(lease.renew().await.unwrap_err().is_unreachable());
-        clock.set(T0 + 60_001);
+        clock.set(T0 + 90_000);
         let error = built.generator.next_id().unwrap_err();
         assert!(matches!(&error, UidError::GeneratorStopped(message) if message.contains("expired")), "{error:?}");
     }
 }
 
 per_db! {
-    async fn cached_lease_is_claimed_in_the_database_once_it_answers(db: TestDb) {
+    async fn cached_lease_continues_in_the_database_once_it_answers(db: TestDb) {
         let (store, url) = fresh_store(db).await.unwrap();
         let clock = ManualClock::new(T0);
         let layout = narrow_layout(0);
         let cache = temp_cache();
-        drop(LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), cached_options("a", &cache)).claim(&layout).await.unwrap());
+        let (_, holder) = crash_holding(&store, &clock, &cache, &layout).await;
         clock.set(T0 + 30_001);
         let flaky = flaky_store(&url);
         let outage = occupy_pool(&flaky).await.unwrap();
@@ -459,18 +585,19 @@ per_db! {
         assert_eq!(assignment.kind, AssignmentKind::LocalCache);
         let lease = assignment.lease.unwrap();
 
-        // Still down: the renewal fails, the local lease holds until its expiry.
+        // Still down: the renewal fails, the lease holds until its recorded expiry.
         assert!(lease.renew().await.unwrap_err().is_unreachable());
         assert!(lease.is_valid() && lease.is_from_local_cache());
 
-        // Back (and the id's old lease expired unused since): the renewal claims it.
+        // Back, and nobody took the id over: the renewal continues the recorded lease.
         drop(outage);
         clock.advance(1_000);
         lease.renew().await.unwrap();
         assert!(!lease.is_from_local_cache());
-        assert_eq!(lease.valid_until_ms(), T0 + 61_001);
+        assert_eq!(lease.valid_until_ms(), T0 + 90_000, "never lowered");
         let row = store.lease_row(0).await.unwrap().unwrap();
-        assert_eq!((row.holder.as_str(), row.expires_at_ms), (lease.holder(), T0 + 61_001));
+        assert_eq!((row.holder.as_str(), row.expires_at_ms), (holder.as_str(), T0 + 121_001));
+        assert_eq!(read_cache(&cache).unwrap().lease_expires_ms, Some(T0 + 121_001));
         // Others now see it as held.
         let other = LeasedWorkerIdAssigner::new(store, clock.clone(), options("c"));
         assert!(matches!(other.claim(&layout).await, Err(StoreError::NoFreeWorkerId { .. })));
@@ -483,7 +610,7 @@ per_db! {
         let clock = ManualClock::new(T0);
         let layout = narrow_layout(0);
         let cache = temp_cache();
-        drop(LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), cached_options("a", &cache)).claim(&layout).await.unwrap());
+        crash_holding(&store, &clock, &cache, &layout).await;
         clock.set(T0 + 30_001);
         let flaky = flaky_store(&url);
         let outage = occupy_pool(&flaky).await.unwrap();
@@ -495,7 +622,8 @@ per_db! {
         assert_eq!(built.assignment.kind, AssignmentKind::LocalCache);
         built.generator.next_id().unwrap();
 
-        // Meanwhile another process, which can reach the database, takes the expired id.
+        // The lease runs out while the database is away; another process takes the id over.
+        clock.set(T0 + 90_001);
         let other = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("c"))
             .claim(&layout)
             .await

@@ -109,18 +109,25 @@ per_db! {
     }
 }
 
+/// A fresh state file for a static worker id, in a directory that lives as long as the test
+/// process (the assigner keeps it locked).
+fn state_file() -> std::path::PathBuf {
+    let dir = tempfile::tempdir().unwrap().keep();
+    dir.join("worker.state")
+}
+
 #[tokio::test]
 async fn static_assigner_is_range_checked() {
     let layout = narrow_layout(2);
     assert_eq!(
-        StaticWorkerIdAssigner::new(3)
+        StaticWorkerIdAssigner::new(3, state_file())
             .assign(&layout)
             .await
             .unwrap()
             .worker_id,
         3
     );
-    let error = StaticWorkerIdAssigner::new(4)
+    let error = StaticWorkerIdAssigner::new(4, state_file())
         .assign(&layout)
         .await
         .unwrap_err();
@@ -138,17 +145,18 @@ async fn static_assigner_is_range_checked() {
 #[test]
 fn blocking_builder_works_outside_a_runtime() {
     let built = GeneratorBuilder::new(Layout::snowflake().unwrap())
-        .assigner(StaticWorkerIdAssigner::new(9))
+        .assigner(StaticWorkerIdAssigner::new(9, state_file()))
         .build_snowflake_blocking(SystemClock)
         .unwrap();
     assert_eq!(built.worker_id(), 9);
-    let assignment = StaticWorkerIdAssigner::new(1).assign_blocking(&Layout::snowflake().unwrap());
+    let assignment =
+        StaticWorkerIdAssigner::new(1, state_file()).assign_blocking(&Layout::snowflake().unwrap());
     assert_eq!(assignment.unwrap().worker_id, 1);
 }
 
 #[tokio::test]
 async fn blocking_calls_inside_a_runtime_are_refused() {
-    let error = StaticWorkerIdAssigner::new(1)
+    let error = StaticWorkerIdAssigner::new(1, state_file())
         .assign_blocking(&Layout::snowflake().unwrap())
         .unwrap_err();
     assert!(

@@ -9,14 +9,15 @@
 
 use std::sync::Arc;
 
-use uidgen_core::{CachedUidGenerator, Clock, UidError, UidGenerator};
+use uidgen_core::{CachedUidGenerator, Clock, UidGenerator};
 use uidgen_store::GuardedGenerator;
 
 use super::{ApiError, AppState, RingSnapshot};
 
 /// Batches up to this many IDs are taken inline when the ring holds them: copying a thousand
-/// ready IDs is a few microseconds. Larger batches may have to wait for padding (a 100,000-ID
-/// batch is more than the default 65,536-slot ring), so they go to the blocking pool.
+/// ready IDs is a few microseconds. Larger batches may have to wait for padding (a batch of
+/// [`DEFAULT_BATCH_CAP`](super::DEFAULT_BATCH_CAP) IDs is more than the default 65,536-slot
+/// ring), so they go to the blocking pool.
 pub const INLINE_BATCH: usize = 1024;
 
 /// What the HTTP layer needs from a generator with a ring buffer (the cached generator): IDs
@@ -65,37 +66,23 @@ impl<C: Clock + 'static> ReadyRing for CachedUidGenerator<C> {
     }
 }
 
-/// With a lease, an ID is admitted as [`GuardedGenerator`] admits it: the lease holds, and the
-/// ID's time unit ends before the lease's expiry (a successor's clock may reach it after).
-fn admit<C: Clock + 'static>(
-    guarded: &GuardedGenerator<CachedUidGenerator<C>>,
-    id: u64,
-) -> uidgen_core::Result<()> {
-    let Some(lease) = guarded.lease() else {
-        return Ok(());
-    };
-    let layout = guarded.inner().layout();
-    let unit_end = layout.millis_of(layout.decompose(id)?.time.saturating_add(1));
-    lease
-        .permits(unit_end)
-        .map_err(|e| UidError::GeneratorStopped(e.to_string()))
-}
-
 impl<C: Clock + 'static> ReadyRing for GuardedGenerator<CachedUidGenerator<C>> {
     #[inline]
     fn take_one(&self) -> uidgen_core::Result<Option<u64>> {
         let Some(id) = self.inner().ring().try_take() else {
             return Ok(None);
         };
-        admit(self, id)?;
+        // The ring only holds IDs inside the lease (the generator is fenced by it); what is
+        // left to check is that the lease has not ended since.
+        self.check_issued()?;
         Ok(Some(id))
     }
 
     fn take_ready(&self, out: &mut Vec<u64>, max: usize) -> uidgen_core::Result<usize> {
         let before = out.len();
         let taken = self.inner().ring().take_batch(out, max);
-        if let Some(refused) = out[before..].iter().find_map(|&id| admit(self, id).err()) {
-            // The lease refuses these IDs; they are dropped, as GuardedGenerator drops them.
+        if let Err(refused) = self.check_issued() {
+            // The lease ended: these IDs are dropped, as GuardedGenerator drops them.
             out.truncate(before);
             return Err(refused);
         }
@@ -119,7 +106,7 @@ async fn blocking<T: Send + 'static>(
     let generator = Arc::clone(generator);
     tokio::task::spawn_blocking(move || call(generator.as_ref()))
         .await
-        .map_err(|e| ApiError::internal(&format!("ID generation task failed: {e}")))?
+        .map_err(|e| ApiError::internal(format!("ID generation task failed: {e}")))?
         .map_err(ApiError::generation)
 }
 

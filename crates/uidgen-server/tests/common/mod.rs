@@ -12,9 +12,24 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_uidgen")
 }
 
-/// Run `uidgen <args>` to completion: (exit status, stdout, stderr).
+/// A fresh, empty working directory for one run: files the binary creates by default (the
+/// SQLite store, a static worker id's state file) stay out of the source tree and apart from
+/// other tests running at the same time.
+pub fn fresh_cwd() -> std::path::PathBuf {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir()
+        .join("uidgen-e2e-cwd")
+        .join(format!("{}-{run}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create a working directory");
+    dir
+}
+
+/// Run `uidgen <args>` to completion, in a fresh working directory: (exit status, stdout,
+/// stderr).
 pub fn run(args: &[&str], envs: &[(&str, &str)]) -> (ExitStatus, String, String) {
     let out = Command::new(binary())
+        .current_dir(fresh_cwd())
         .args(args)
         .envs(envs.iter().copied())
         .env("NO_COLOR", "1")

@@ -17,7 +17,8 @@ use uidgen_store::{
     StoreError,
 };
 
-#[tokio::main(flavor = "current_thread")]
+// Multi-threaded: the lease heartbeat must keep running while IDs are taken.
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let leased = args.first().is_some_and(|a| a == "--leased");
@@ -59,15 +60,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .build_cached(SystemClock, CachedOptions::waiting(Duration::from_secs(10)))
             .await?
     };
-    let mut bytes = Vec::with_capacity(count * 8);
-    let mut left = count;
-    while left > 0 {
-        let batch = left.min(100_000);
-        for id in built.generator.next_ids(batch)? {
-            bytes.extend_from_slice(&id.to_le_bytes());
+    let generator = std::sync::Arc::clone(&built.generator);
+    // Off the runtime: a leased generator's batch may wait for the clock (bounded borrowing).
+    let bytes = tokio::task::spawn_blocking(move || -> uidgen_core::Result<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(count * 8);
+        let mut left = count;
+        while left > 0 {
+            let batch = left.min(100_000);
+            for id in generator.next_ids(batch)? {
+                bytes.extend_from_slice(&id.to_le_bytes());
+            }
+            left -= batch;
         }
-        left -= batch;
-    }
+        Ok(bytes)
+    })
+    .await??;
     std::fs::File::create(out)?.write_all(&bytes)?;
     if let Some(lease) = &built.assignment.lease {
         lease.release().await?;
