@@ -74,6 +74,12 @@ pub enum SegmentError {
         max: i64,
     },
 
+    /// The store refused an argument before reaching the database, e.g. a description longer
+    /// than [`MAX_DESCRIPTION_LEN`](uidgen_store::MAX_DESCRIPTION_LEN). The reason names the
+    /// field and its limit ("description is 300 characters long; at most 256 fit").
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+
     /// Options that cannot work (e.g. a prefetch ratio outside 0..1).
     #[error("invalid segment options: {0}")]
     InvalidOptions(String),
@@ -146,18 +152,24 @@ impl SegmentError {
     }
 }
 
-/// Map the store's own unknown-tag and invalid-input errors onto ours, so callers match one
-/// variant whichever layer noticed.
+/// Map the store's own unknown-tag, exhausted-tag and invalid-input errors onto ours, so callers
+/// match one variant whichever layer noticed.
+///
+/// Every [`StoreError::InvalidInput`] is the caller's mistake, never the database's: it becomes
+/// [`SegmentError::InvalidTag`] when `tag` itself breaks the store's tag rule, else
+/// [`SegmentError::InvalidInput`] (a step, a description), never [`SegmentError::Store`], which
+/// callers read as "the database failed".
 pub(crate) fn from_store(tag: &str, error: StoreError) -> SegmentError {
     match error {
         StoreError::UnknownTag(tag) => SegmentError::UnknownTag(tag),
         StoreError::TagExhausted { tag, max_id, .. } => SegmentError::TagExhausted { tag, max_id },
-        StoreError::InvalidInput(reason) if reason.contains("biz tag") => {
+        StoreError::InvalidInput(reason) if uidgen_store::validate_tag(tag).is_err() => {
             SegmentError::InvalidTag {
                 tag: display_tag(tag),
                 reason,
             }
         }
+        StoreError::InvalidInput(reason) => SegmentError::InvalidInput(reason),
         other => SegmentError::Store(other),
     }
 }
@@ -170,5 +182,42 @@ pub(crate) fn display_tag(tag: &str) -> String {
     } else {
         let head: String = tag.chars().take(SHOWN).collect();
         format!("{head}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use uidgen_store::StoreError;
+
+    use super::{SegmentError, from_store};
+
+    #[test]
+    fn store_input_errors_stay_input_errors_naming_the_field() {
+        let refused = StoreError::InvalidInput(
+            "description is 257 characters long; at most 256 fit".to_owned(),
+        );
+        let error = from_store("order", refused);
+        assert!(matches!(error, SegmentError::InvalidInput(_)), "{error:?}");
+        assert_eq!(error.code(), -4);
+        assert_eq!(
+            error.to_string(),
+            "invalid input: description is 257 characters long; at most 256 fit"
+        );
+    }
+
+    #[test]
+    fn store_input_errors_about_a_bad_tag_are_invalid_tag() {
+        let refused = StoreError::InvalidInput("biz tag is empty".to_owned());
+        let error = from_store("", refused);
+        assert!(
+            matches!(error, SegmentError::InvalidTag { .. }),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn other_store_errors_stay_store_errors() {
+        let error = from_store("order", StoreError::LeaseContention { attempts: 3 });
+        assert!(matches!(error, SegmentError::Store(_)), "{error:?}");
     }
 }

@@ -12,7 +12,9 @@ use uidgen_core::{
     CachedOptions, CachedUidGenerator, Layout, ManualClock, SnowflakeGenerator, UidError,
     UidGenerator,
 };
+use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_server::http::{AppState, app, ct_eq};
+use uidgen_store::testing::{TestDb, fresh_store};
 
 const NOW_MS: u64 = 1_800_000_000_000;
 
@@ -462,6 +464,59 @@ async fn a_stopped_generator_is_503_without_the_database_text() {
     }
 }
 
+/// Log lines written by the tracing subscriber of the current thread.
+#[derive(Clone, Default)]
+struct CapturedLog(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl CapturedLog {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl std::io::Write for CapturedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CapturedLog {
+    type Writer = Self;
+    fn make_writer(&'a self) -> Self {
+        self.clone()
+    }
+}
+
+// A current-thread runtime: the subscriber set for this thread sees the middleware run.
+#[tokio::test]
+async fn the_middleware_logs_the_cause_the_client_is_not_told_with_its_route() {
+    let log = CapturedLog::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(log.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let r = app(Arc::new(AppState::embedded(
+        Arc::new(Stopped(Layout::snowflake().unwrap())),
+        5,
+    )));
+    let (status, body) = get(&r, "/v1/ids?count=3").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(!body.contains("postgres://"), "{body}");
+    let text = log.text();
+    assert_eq!(text.lines().count(), 1, "logged once: {text}");
+    for part in ["WARN", "/v1/ids", "not_ready", "postgres://app:***@db/ids"] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    let (status, _) = get(&r, "/v1/ids/abc").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(log.text(), text, "a client's mistake has no cause to log");
+}
+
 fn cached_router(batch_cap: usize) -> (Arc<CachedUidGenerator<ManualClock>>, axum::Router) {
     let clock = ManualClock::auto_advancing(NOW_MS);
     let options = CachedOptions {
@@ -519,6 +574,121 @@ async fn readyz_reports_a_stopped_ring_without_its_reason() {
     assert_eq!(json(&body)["code"], "not_ready");
     assert!(body.contains("the ID generator has stopped"), "{body}");
     assert!(!body.contains("sqlite://"), "{body}");
+}
+
+const TOKEN: &str = "an-admin-token-of-some-length";
+
+/// A router with segment mode on a fresh SQLite store and the admin API enabled.
+async fn segment_router() -> (Arc<SegmentService>, axum::Router) {
+    let (store, _) = fresh_store(TestDb::Sqlite).await.unwrap();
+    let segments =
+        SegmentService::start(store, SegmentOptions::default(), uidgen_core::SystemClock)
+            .await
+            .unwrap();
+    let generator = SnowflakeGenerator::new(
+        Layout::snowflake().unwrap(),
+        5,
+        ManualClock::auto_advancing(NOW_MS),
+    )
+    .unwrap();
+    let mut state = AppState::embedded(Arc::new(generator), 5);
+    state.segments = Some(segments.clone());
+    state.admin_token = Some(TOKEN.into());
+    (segments, app(Arc::new(state)))
+}
+
+async fn put_tag(
+    r: &axum::Router,
+    tag: &str,
+    auth: Option<&str>,
+    body: &str,
+) -> (StatusCode, String) {
+    let uri = format!("/v1/admin/segments/{tag}");
+    let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
+    common::call(r, "PUT", &uri, &headers, body).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_description_over_256_characters_is_a_400_naming_the_field() {
+    let (segments, r) = segment_router().await;
+    let auth = format!("Bearer {TOKEN}");
+    let body = |len: usize| format!(r#"{{"step": 10, "description": "{}"}}"#, "d".repeat(len));
+    let (status, reply) = put_tag(&r, "order", Some(&auth), &body(256)).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+
+    let (status, reply) = put_tag(&r, "order", Some(&auth), &body(257)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{reply}");
+    let error = json(&reply);
+    assert_eq!(error["code"], "invalid_parameter", "{reply}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("description"), "{message}");
+    assert!(message.contains("at most 256"), "{message}");
+    segments.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_token_is_checked_before_the_request_is_read() {
+    let (segments, r) = segment_router().await;
+    let wrong = "Bearer not-the-token-at-all";
+    // A body that would be a 400 once read: without the right token it is never read.
+    for (auth, status, code) in [
+        (None, StatusCode::UNAUTHORIZED, "unauthorized"),
+        (Some(wrong), StatusCode::FORBIDDEN, "forbidden"),
+    ] {
+        let (got, reply) = put_tag(&r, "order", auth, "{").await;
+        assert_eq!(got, status, "{auth:?}: {reply}");
+        assert_eq!(json(&reply)["code"], code, "{auth:?}: {reply}");
+    }
+    let auth = format!("Bearer {TOKEN}");
+    let (status, reply) = put_tag(&r, "order", Some(&auth), "{").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{reply}");
+    let (status, reply) = call(&r, "GET", "/v1/admin/segments/order", "").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{reply}");
+    let (_, metrics) = get(&r, "/metrics").await;
+    for kind in [
+        "unauthorized",
+        "forbidden",
+        "invalid_parameter",
+        "method_not_allowed",
+    ] {
+        assert!(
+            metrics.contains(&format!(r#"uidgen_errors_total{{kind="{kind}"}} 1"#)),
+            "{kind}: {metrics}"
+        );
+    }
+    segments.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issued_ids_are_counted_under_the_route_pattern_not_the_path() {
+    let (segments, r) = segment_router().await;
+    let auth = format!("Bearer {TOKEN}");
+    for tag in ["order", "invoice"] {
+        let (status, reply) = put_tag(&r, tag, Some(&auth), r#"{"step": 100}"#).await;
+        assert_eq!(status, StatusCode::OK, "{reply}");
+        let (status, reply) = get(&r, &format!("/v1/segments/{tag}?count=3")).await;
+        assert_eq!(status, StatusCode::OK, "{reply}");
+        let (status, reply) = get(&r, &format!("/api/segment/get/{tag}")).await;
+        assert_eq!(status, StatusCode::OK, "{reply}");
+    }
+    get(&r, "/genid").await;
+    get(&r, "/api/snowflake/get/k").await;
+    let (_, metrics) = get(&r, "/metrics").await;
+    for (route, count) in [
+        ("/v1/segments/{tag}", 6),
+        ("/api/segment/get/{key}", 2),
+        ("/genid", 1),
+        ("/api/snowflake/get/{key}", 1),
+    ] {
+        assert!(
+            metrics.contains(&format!(
+                r#"uidgen_ids_issued_total{{route="{route}"}} {count}"#
+            )),
+            "{route}: {metrics}"
+        );
+    }
+    assert!(!metrics.contains("/v1/segments/order"), "{metrics}");
+    segments.shutdown();
 }
 
 #[test]

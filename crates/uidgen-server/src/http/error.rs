@@ -1,4 +1,11 @@
 //! How every failure becomes an HTTP response, in one place.
+//!
+//! Building an [`ApiError`] or turning it into a response has no side effects: a cause that
+//! belongs in the server log rides along in the response's [`ErrorReport`] extension, and the
+//! `observe` middleware logs it (axum's `examples/error-handling`), so each failure is logged once,
+//! with its route, whichever handler or extractor produced it.
+
+use std::borrow::Cow;
 
 use axum::Json;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
@@ -11,10 +18,19 @@ use uidgen_core::UidError;
 /// generator, a failing store): the details, which may name the database, go to the log.
 pub const SEE_LOG: &str = "see the server log";
 
+/// At most this many characters of a client's value (a tag, a query parameter) are echoed in a
+/// message: a 10 kB tag should not become a 10 kB response or log line.
+pub(super) const ECHO_CHARS: usize = 64;
+
+/// At most this many characters of axum's rejection text, which quotes the input inside a
+/// sentence of its own.
+const REJECTION_CHARS: usize = 200;
+
 /// A failure as the JSON API reports it: `{"code": "...", "message": "..."}` and a status.
 ///
 /// Messages are safe to show a client: they say what was wrong with the request or why the
-/// service cannot answer now, never database internals.
+/// service cannot answer now, never database internals. Those go in the
+/// [`cause`](Self::cause), which only the log sees.
 #[derive(Debug, Clone)]
 pub struct ApiError {
     /// HTTP status.
@@ -23,6 +39,9 @@ pub struct ApiError {
     pub code: &'static str,
     /// A sentence for a person.
     pub message: String,
+    /// What the server log is told when the client gets only a fixed sentence: the underlying
+    /// error, which may name the database. Never sent to the client.
+    pub cause: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -38,7 +57,14 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            cause: None,
         }
+    }
+
+    /// The same error, with `cause` for the log (the `observe` middleware writes it).
+    pub fn with_cause(mut self, cause: impl Into<String>) -> Self {
+        self.cause = Some(cause.into());
+        self
     }
 
     /// 400: a request parameter is missing or malformed.
@@ -74,14 +100,12 @@ impl ApiError {
             ),
             // A stopped generator's reason can carry a lease's database error: log it, and tell
             // the client only that the service cannot issue now.
-            UidError::GeneratorStopped(_) => {
-                tracing::warn!(error = %err, "ID generation refused");
-                Self::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "not_ready",
-                    format!("ID generation has stopped on this server; {SEE_LOG}"),
-                )
-            }
+            UidError::GeneratorStopped(_) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not_ready",
+                format!("ID generation has stopped on this server; {SEE_LOG}"),
+            )
+            .with_cause(format!("ID generation refused: {err}")),
             _ => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "not_ready",
@@ -90,14 +114,14 @@ impl ApiError {
         }
     }
 
-    /// 500: a generation task panicked; the panic is in the log, not the response.
-    pub fn internal(what: &str) -> Self {
-        tracing::error!("{what}");
+    /// 500: a generation task panicked; `what` happened goes to the log, not the response.
+    pub fn internal(what: impl Into<String>) -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal_error",
             format!("internal error; {SEE_LOG}"),
         )
+        .with_cause(what)
     }
 
     /// 405: the route exists, the method does not.
@@ -114,7 +138,10 @@ impl ApiError {
         Self::new(
             StatusCode::BAD_REQUEST,
             "invalid_parameter",
-            format!("invalid path: {}", clip(&rejection.body_text())),
+            format!(
+                "invalid path: {}",
+                clip(&rejection.body_text(), REJECTION_CHARS)
+            ),
         )
     }
 
@@ -123,7 +150,10 @@ impl ApiError {
         Self::new(
             StatusCode::BAD_REQUEST,
             "invalid_parameter",
-            format!("invalid query string: {}", clip(&rejection.body_text())),
+            format!(
+                "invalid query string: {}",
+                clip(&rejection.body_text(), REJECTION_CHARS)
+            ),
         )
     }
 
@@ -144,7 +174,7 @@ impl ApiError {
                 "invalid_body",
                 format!(
                     "cannot read the request body: {}",
-                    clip(&rejection.body_text())
+                    clip(&rejection.body_text(), REJECTION_CHARS)
                 ),
             )
         }
@@ -173,25 +203,32 @@ impl IntoResponse for ApiError {
             message: &self.message,
         };
         let mut response = (self.status, Json(body)).into_response();
-        response.extensions_mut().insert(ErrorKind(self.code));
+        response.extensions_mut().insert(ErrorReport {
+            kind: self.code,
+            cause: self.cause,
+        });
         response
     }
 }
 
-/// Rejection texts can echo client input: keep a message a line long.
-fn clip(text: &str) -> String {
-    const SHOWN: usize = 200;
-    if text.chars().count() <= SHOWN {
-        text.to_owned()
-    } else {
-        let head: String = text.chars().take(SHOWN).collect();
-        format!("{head}…")
+/// `text` cut to at most `max` characters, with `…` where it was cut: messages echo client input,
+/// and must stay a line long whatever the client sent. Borrows when nothing is cut.
+pub(super) fn clip(text: &str, max: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => Cow::Borrowed(text),
+        Some((end, _)) => Cow::Owned(format!("{}…", &text[..end])),
     }
 }
 
-/// Marks a response as an error of this kind, for the metrics layer.
-#[derive(Debug, Clone, Copy)]
-pub struct ErrorKind(pub &'static str);
+/// What an error response carries for the `observe` middleware, never for the client: its kind,
+/// counted in `uidgen_errors_total{kind}`, and the cause to log, if any.
+#[derive(Debug, Clone)]
+pub struct ErrorReport {
+    /// The error code, e.g. `store_unavailable`.
+    pub kind: &'static str,
+    /// The underlying error, for the log ([`ApiError::cause`]).
+    pub cause: Option<String>,
+}
 
 /// Leaf's routes answer errors with a bare text body, as Leaf's clients expect.
 #[derive(Debug)]
@@ -199,8 +236,16 @@ pub struct TextError(pub ApiError);
 
 impl IntoResponse for TextError {
     fn into_response(self) -> Response {
-        let mut response = (self.0.status, self.0.message).into_response();
-        response.extensions_mut().insert(ErrorKind(self.0.code));
+        let ApiError {
+            status,
+            code,
+            message,
+            cause,
+        } = self.0;
+        let mut response = (status, message).into_response();
+        response
+            .extensions_mut()
+            .insert(ErrorReport { kind: code, cause });
         response
     }
 }
@@ -208,5 +253,19 @@ impl IntoResponse for TextError {
 impl From<ApiError> for TextError {
     fn from(e: ApiError) -> Self {
         Self(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::clip;
+
+    #[test]
+    fn clip_borrows_short_text_and_cuts_long_text_at_a_character() {
+        assert!(matches!(clip("order", 5), Cow::Borrowed("order")));
+        assert_eq!(clip("orders", 5), "order…");
+        assert_eq!(clip("äöüßé-tag", 3), "äöü…", "counts characters, not bytes");
     }
 }

@@ -10,6 +10,7 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
+use super::error::{ECHO_CHARS, clip};
 use super::{ApiError, TextError};
 
 /// How a route reports a rejected request: JSON ([`ApiError`]) or Leaf's bare text
@@ -64,9 +65,9 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
         let mut map = HashMap::with_capacity(pairs.len());
         for (name, value) in pairs {
             if map.contains_key(&name) {
-                let shown: String = name.chars().take(64).collect();
                 return Err(ApiError::bad_parameter(format!(
-                    "query parameter `{shown}` is given more than once"
+                    "query parameter `{}` is given more than once",
+                    clip(&name, ECHO_CHARS)
                 )));
             }
             map.insert(name, value);

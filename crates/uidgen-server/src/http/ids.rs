@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::calendar::{format_iso8601, parse_epoch_ms};
 use uidgen_core::{DecodedUid, FieldKind, Layout, UidParts};
 
+use super::error::{ECHO_CHARS, clip};
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
+use super::observe::Issued;
 use super::{ApiError, AppState, TextError, generate};
 
 /// A query parameter as an unsigned integer; `None` when absent.
@@ -22,7 +24,7 @@ fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>, ApiError> 
     if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
         return Err(ApiError::bad_parameter(format!(
             "`{name}` must be a non-negative integer, got {:?}",
-            truncate(raw)
+            clip(raw, ECHO_CHARS)
         )));
     }
     raw.parse()
@@ -35,15 +37,10 @@ fn required_u64(params: &QueryParams, name: &str) -> Result<u64, ApiError> {
         .ok_or_else(|| ApiError::bad_parameter(format!("missing query parameter `{name}`")))
 }
 
-/// Echo at most 64 characters of client input in messages.
-fn truncate(s: &str) -> String {
-    s.chars().take(64).collect()
-}
-
-async fn one_id(state: &AppState, route: &'static str) -> Result<u64, ApiError> {
+/// One new ID as a bare decimal, as Leaf's and Vesta's routes answer it.
+async fn one_id(state: &AppState) -> Result<Issued<String>, ApiError> {
     let id = generate::one(state).await?;
-    state.metrics.issued(route, 1);
-    Ok(id)
+    Ok(Issued(1, id.to_string()))
 }
 
 /// `GET /api/snowflake/get/{key}` (Leaf): one ID as a bare decimal. Leaf's snowflake mode
@@ -51,15 +48,13 @@ async fn one_id(state: &AppState, route: &'static str) -> Result<u64, ApiError> 
 pub async fn leaf_snowflake(
     State(state): State<Arc<AppState>>,
     _key: LeafPath<String>,
-) -> Result<String, TextError> {
-    Ok(one_id(&state, "/api/snowflake/get/{key}")
-        .await?
-        .to_string())
+) -> Result<Issued<String>, TextError> {
+    Ok(one_id(&state).await?)
 }
 
 /// `GET /genid` (Vesta): one ID as a bare decimal.
-pub async fn vesta_genid(State(state): State<Arc<AppState>>) -> Result<String, ApiError> {
-    Ok(one_id(&state, "/genid").await?.to_string())
+pub async fn vesta_genid(State(state): State<Arc<AppState>>) -> Result<Issued<String>, ApiError> {
+    one_id(&state).await
 }
 
 /// Vesta's field names for an explained ID.
@@ -146,7 +141,7 @@ pub struct IdBatch {
 pub async fn batch(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
-) -> Result<Json<IdBatch>, ApiError> {
+) -> Result<Issued<Json<IdBatch>>, ApiError> {
     let count = param_u64(&params, "count")?.unwrap_or(1);
     let cap = state.batch_cap;
     let n = usize::try_from(count)
@@ -160,8 +155,7 @@ pub async fn batch(
             )
         })?;
     let ids = generate::many(&state, n).await?;
-    state.metrics.issued("/v1/ids", count);
-    Ok(Json(IdBatch { ids }))
+    Ok(Issued(count, Json(IdBatch { ids })))
 }
 
 /// An ID taken apart, as the JSON API reports it.

@@ -1,27 +1,29 @@
-//! The HTTP API: routing table, shared state, and the metrics layer.
+//! The HTTP API: routing table, shared state, and the layers around the routes (admin
+//! authentication, metrics and logging).
 
+mod auth;
 mod error;
 mod extract;
 mod generate;
 mod ids;
+mod observe;
 mod ops;
 mod segments;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
-use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware;
 use axum::routing::{get, post, put};
 use uidgen_core::UidGenerator;
 
-pub use error::{ApiError, ErrorKind, SEE_LOG, TextError};
+pub use auth::ct_eq;
+pub use error::{ApiError, ErrorReport, SEE_LOG, TextError};
 pub use generate::{INLINE_BATCH, ReadyRing};
-pub use segments::{ct_eq, segment_error};
+pub use segments::segment_error;
 
 use crate::metrics::Metrics;
 
@@ -93,7 +95,7 @@ impl AppState {
             generator,
             worker_id,
             ring: None,
-            batch_cap: 100_000,
+            batch_cap: DEFAULT_BATCH_CAP,
             admin_token: None,
             metrics: Metrics::new(),
             readiness: Arc::new(|| Box::pin(async { Ok(()) })),
@@ -101,6 +103,9 @@ impl AppState {
         }
     }
 }
+
+/// The most IDs one batch request may ask for unless `batch_cap` says otherwise.
+pub const DEFAULT_BATCH_CAP: usize = 100_000;
 
 /// Requests larger than this are refused (413): no route takes more than a small JSON body.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -122,8 +127,16 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/ids/{id}", get(ids::decode))
         .route("/v1/segments", get(segments::monitor))
         .route("/v1/segments/{tag}", get(segments::batch))
-        // Admin (bearer token).
-        .route("/v1/admin/segments/{tag}", put(segments::upsert_tag))
+        // Admin: a sub-router behind the bearer-token check, which runs before the route's
+        // extractors. A route layer, so a wrong method still gets the 405 every route gives.
+        .merge(
+            Router::new()
+                .route("/v1/admin/segments/{tag}", put(segments::upsert_tag))
+                .route_layer(middleware::from_fn_with_state(
+                    state.clone(),
+                    auth::require_admin,
+                )),
+        )
         // Operations.
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
@@ -131,26 +144,10 @@ pub fn app(state: Arc<AppState>) -> Router {
         .fallback(ops::not_found)
         // After every route: it applies to the routes registered before it.
         .method_not_allowed_fallback(ops::method_not_allowed)
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            observe::observe,
+        ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
-}
-
-/// Record latency by route and count error responses by kind.
-async fn observe(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let start = Instant::now();
-    let response = next.run(request).await;
-    state
-        .metrics
-        .observe_latency(route, start.elapsed().as_secs_f64());
-    if let Some(ErrorKind(kind)) = response.extensions().get::<ErrorKind>() {
-        state.metrics.error(kind);
-    } else if !response.status().is_success() {
-        state.metrics.error(response.status().as_str());
-    }
-    response
 }

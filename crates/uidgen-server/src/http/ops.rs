@@ -18,20 +18,22 @@ pub async fn healthz() -> &'static str {
 /// client gets a fixed sentence, since the reason can name the database.
 pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<&'static str, ApiError> {
     if let Some(reason) = state.ring.as_ref().and_then(|ring| ring.stop_reason()) {
-        tracing::warn!(%reason, "not ready: the ring buffer's padding has stopped");
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "not_ready",
             format!("the ID generator has stopped; {SEE_LOG}"),
-        ));
+        )
+        .with_cause(format!(
+            "not ready: the ring buffer's padding has stopped: {reason}"
+        )));
     }
     if let Err(why) = (state.readiness)().await {
-        tracing::warn!(reason = %why.detail, "not ready: {}", why.public);
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "not_ready",
             format!("{}; {SEE_LOG}", why.public),
-        ));
+        )
+        .with_cause(format!("not ready: {}: {}", why.public, why.detail)));
     }
     if state.generator.layout().time_at(now_ms()).is_err() {
         return Err(ApiError::new(

@@ -5,50 +5,52 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use subtle::{Choice, ConstantTimeEq};
 use uidgen_segment::{SegmentError, SegmentService, SegmentState, TagState};
 
+use super::error::{ECHO_CHARS, clip};
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
+use super::observe::Issued;
 use super::{ApiError, AppState, SEE_LOG, TextError};
 
 /// What a client is told when the segment store fails; the cause goes to the log.
 const STORE_UNAVAILABLE: &str = "segment store unavailable";
 
-/// At most 64 characters of a client's tag in messages.
-fn shown(tag: &str) -> String {
-    tag.chars().take(64).collect()
-}
-
 /// Map a segment failure to a status: the client's fault (400/404) or the service's (503).
 ///
 /// The service's failures carry database text (the store URL, the driver's message): that is
-/// logged, and the client gets a fixed sentence. Leaf's clients know its codes (-1 not
-/// initialised, -2 unknown tag, -3 not ready), so every message ends with one.
+/// the error's cause, for the log, and the client gets a fixed sentence. Input the store refused
+/// is the client's fault and its message names the field ("description is 300 characters long;
+/// at most 256 fit"). Leaf's clients know its codes (-1 not initialised, -2 unknown tag, -3 not
+/// ready), so every message ends with one.
 pub fn segment_error(err: SegmentError) -> ApiError {
     let code = err.code();
+    // The service's own failures, whose text (database URL, driver message) only the log sees.
+    let mut log_cause = false;
     let (status, kind, message) = match &err {
         SegmentError::UnknownTag(tag) => (
             StatusCode::NOT_FOUND,
             "unknown_tag",
             format!(
                 "unknown biz tag `{}`: create it with `PUT /v1/admin/segments/{{tag}}` (other servers see it after their next tag sync)",
-                shown(tag)
+                clip(tag, ECHO_CHARS)
             ),
         ),
         SegmentError::InvalidTag { .. }
         | SegmentError::InvalidCount { .. }
-        | SegmentError::InvalidStep { .. } => {
+        | SegmentError::InvalidStep { .. }
+        | SegmentError::InvalidInput(_) => {
             let kind = match &err {
                 SegmentError::InvalidTag { .. } => "invalid_tag",
                 SegmentError::InvalidCount { .. } => "invalid_count",
-                _ => "invalid_step",
+                SegmentError::InvalidStep { .. } => "invalid_step",
+                _ => "invalid_parameter",
             };
             (StatusCode::BAD_REQUEST, kind, err.to_string())
         }
         SegmentError::NotInitialised { .. } => {
-            tracing::warn!(error = %err, "segment request refused");
+            log_cause = true;
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "not_ready",
@@ -56,24 +58,24 @@ pub fn segment_error(err: SegmentError) -> ApiError {
             )
         }
         SegmentError::BothSegmentsNotReady { tag, .. } => {
-            tracing::warn!(error = %err, "segment request refused");
+            log_cause = true;
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "segments_not_ready",
                 format!(
                     "both segments of biz tag `{}` are used up and the next did not load in time; {SEE_LOG}",
-                    shown(tag)
+                    clip(tag, ECHO_CHARS)
                 ),
             )
         }
         SegmentError::TagExhausted { tag, .. } => {
-            tracing::warn!(error = %err, "segment tag exhausted");
+            log_cause = true;
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "tag_exhausted",
                 format!(
                     "biz tag `{}` has used up the 63-bit ID range; no further segment can be claimed",
-                    shown(tag)
+                    clip(tag, ECHO_CHARS)
                 ),
             )
         }
@@ -83,7 +85,7 @@ pub fn segment_error(err: SegmentError) -> ApiError {
             err.to_string(),
         ),
         _ => {
-            tracing::warn!(error = %err, "segment request failed");
+            log_cause = true;
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "store_unavailable",
@@ -91,7 +93,12 @@ pub fn segment_error(err: SegmentError) -> ApiError {
             )
         }
     };
-    ApiError::new(status, kind, format!("{message} (leaf code {code})"))
+    let error = ApiError::new(status, kind, format!("{message} (leaf code {code})"));
+    if log_cause {
+        error.with_cause(err.to_string())
+    } else {
+        error
+    }
 }
 
 fn service(state: &AppState) -> Result<&Arc<SegmentService>, ApiError> {
@@ -108,11 +115,10 @@ fn service(state: &AppState) -> Result<&Arc<SegmentService>, ApiError> {
 pub async fn leaf_segment(
     State(state): State<Arc<AppState>>,
     PathParam(tag, _): LeafPath<String>,
-) -> Result<String, TextError> {
+) -> Result<Issued<String>, TextError> {
     let service = service(&state)?;
     let id = service.get_async(&tag).await.map_err(segment_error)?;
-    state.metrics.issued("/api/segment/get/{key}", 1);
-    Ok(id.to_string())
+    Ok(Issued(1, id.to_string()))
 }
 
 /// `{"tag": ..., "ids": [...]}`.
@@ -127,7 +133,7 @@ pub async fn batch(
     State(state): State<Arc<AppState>>,
     PathParam(tag, _): PathParam<String>,
     query: QueryParams,
-) -> Result<Json<SegmentBatch>, ApiError> {
+) -> Result<Issued<Json<SegmentBatch>>, ApiError> {
     let service = service(&state)?;
     let count = match query.get("count").map(|c| c.trim()) {
         None => 1,
@@ -141,7 +147,7 @@ pub async fn batch(
                     "invalid_count",
                     format!(
                         "count {:?} is out of range; ask for 1 to {} IDs",
-                        raw.chars().take(32).collect::<String>(),
+                        clip(raw, ECHO_CHARS),
                         state.batch_cap
                     ),
                 )
@@ -151,8 +157,7 @@ pub async fn batch(
         .get_batch_async(&tag, count)
         .await
         .map_err(segment_error)?;
-    state.metrics.issued("/v1/segments/{tag}", ids.len() as u64);
-    Ok(Json(SegmentBatch { tag, ids }))
+    Ok(Issued(ids.len() as u64, Json(SegmentBatch { tag, ids })))
 }
 
 /// A tag's buffer state as the monitor route shows it: [`TagState`] with the last load error
@@ -214,62 +219,14 @@ pub struct TagRow {
     description: Option<String>,
 }
 
-/// Check `Authorization: Bearer <token>` against the configured admin token in constant time:
-/// 404 when no token is configured (the admin API does not exist), 401 without credentials, 403
-/// with wrong ones.
-fn authorise(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(expected) = &state.admin_token else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "admin_disabled",
-            "the admin API is disabled; set admin_token to enable it",
-        ));
-    };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "send the admin token as `Authorization: Bearer <token>`",
-            )
-        })?;
-    if ct_eq(given.as_bytes(), expected.as_bytes()) {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "the admin token is wrong",
-        ))
-    }
-}
-
-/// Whether `given` equals `secret`, in time that depends only on the lengths, never on where
-/// the bytes differ. `subtle`'s slice comparison returns early on a length mismatch, which
-/// tells an attacker the secret's length; here every byte of the secret is compared whatever
-/// was given, and the length difference is folded into the result.
-pub fn ct_eq(given: &[u8], secret: &[u8]) -> bool {
-    let mut equal: Choice = (given.len() as u64).ct_eq(&(secret.len() as u64));
-    for (i, s) in secret.iter().enumerate() {
-        // A shorter `given` is padded with zeros; the length check above already failed it.
-        let g = given.get(i).copied().unwrap_or(0);
-        equal &= g.ct_eq(s);
-    }
-    bool::from(equal)
-}
-
 /// `PUT /v1/admin/segments/{tag}` `{"step": N, "description": "..."}`: create a biz tag or change
 /// its step and description. Usable at once here, and on other servers after their next sync.
+/// Reached only with the admin token (the admin sub-router's layer checks it).
 pub async fn upsert_tag(
     State(state): State<Arc<AppState>>,
     PathParam(tag, _): PathParam<String>,
-    headers: HeaderMap,
     Body(body): Body,
 ) -> Result<Json<TagRow>, ApiError> {
-    authorise(&state, &headers)?;
     let service = service(&state)?;
     let update: TagUpdate = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_parameter(format!("invalid JSON body: {e}")))?;
