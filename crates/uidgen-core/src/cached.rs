@@ -1,17 +1,17 @@
 //! Baidu's `CachedUidGenerator`: IDs made ahead of demand by a padding thread and handed out
 //! from a [`RingBuffer`].
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, UidError};
-use crate::fence::{FenceRefusal, TimeFence, admit};
+use crate::fence::{FenceRefusal, TimeFence, admit, first_unit_from};
 use crate::generator::{UidGenerator, check_count};
 use crate::layout::{FieldKind, Layout};
 use crate::ring::{RejectPut, RejectTake, RingBuffer, policy};
+use crate::sync::{self, AtomicBool, AtomicU64, Mutex, Ordering};
 
 /// Options of a [`CachedUidGenerator`]; `Default` gives Baidu's defaults.
 ///
@@ -133,10 +133,8 @@ impl<C: Clock> Shared<C> {
     fn pad(&self) -> Result<Padded> {
         // One run at a time; the guard unlocks on every exit path, errors included (Baidu's
         // `running` flag stayed set when a put threw).
-        let mut state = match self.pad.try_lock() {
-            Ok(guard) => guard,
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return Ok(Padded::Full),
+        let Some(mut state) = sync::try_lock(&self.pad) else {
+            return Ok(Padded::Full);
         };
         // Relaxed: a monitoring counter; it is counted before `padding_started` so that its SeqCst
         // store publishes the count to whoever sees the request cleared.
@@ -187,8 +185,9 @@ impl<C: Clock> Shared<C> {
             // is what caps sustained throughput, see docs/BENCHMARKS.md).
             let base = self.layout.compose_unchecked(unit, self.worker_id, 0);
             let mut uids = (sequence..=max_sequence).map(|s| base | (s << self.sequence_shift));
-            let put = u64::try_from(self.ring.put_batch(&mut uids)).unwrap_or(0);
-            if sequence + put > max_sequence {
+            // At most the ring size, which fits a u64.
+            let put = u64::try_from(self.ring.put_batch(&mut uids)).unwrap_or(u64::MAX);
+            if sequence.saturating_add(put) > max_sequence {
                 state.pending = None;
             } else {
                 state.pending = Some((unit, sequence + put));
@@ -279,6 +278,10 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
         let size = size.max(2);
         let now = layout.time_at(clock.now_millis())?;
         let max_borrow_units = borrow_bound(&layout, &options);
+        let floor_unit = options
+            .fence
+            .as_ref()
+            .map_or(0, |fence| first_unit_from(&layout, fence.floor_ms()));
 
         let waker: Arc<OnceLock<Thread>> = Arc::new(OnceLock::new());
         let wake = Arc::clone(&waker);
@@ -295,14 +298,21 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
         if let Some(handler) = options.reject_take {
             ring = ring.with_reject_take(handler);
         }
-        let layout_sequence_shift = layout.shift(FieldKind::Sequence).unwrap_or(0);
+        // Every layout has a sequence field (construction refuses one without).
+        let layout_sequence_shift =
+            layout
+                .shift(FieldKind::Sequence)
+                .ok_or(UidError::MalformedLayout(
+                    "the layout has no sequence field",
+                ))?;
         let shared = Arc::new(Shared {
             layout,
             worker_id,
             clock,
             ring,
-            // The first unit padded is `max(last + 1, now)`: now itself.
-            last_second: AtomicU64::new(now.saturating_sub(1)),
+            // The first unit padded is `max(last + 1, now)`: now itself, or the fence's floor
+            // when the worker id's earlier holder stamped up to a later instant.
+            last_second: AtomicU64::new(now.saturating_sub(1).max(floor_unit.saturating_sub(1))),
             pad: Mutex::new(PadState::default()),
             max_borrow_units,
             fence: options.fence,

@@ -58,7 +58,7 @@ impl Clock for SystemClock {
         // A clock before 1970 reads as 0; generators then report `ClockBeforeEpoch`.
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .map_or(0, saturating_millis)
     }
 
     fn sleep_millis(&self, ms: u64) {
@@ -153,4 +153,17 @@ impl Clock for ManualClock {
             std::thread::yield_now();
         }
     }
+}
+
+/// A duration in whole milliseconds, saturating at `u64::MAX` (585 million years) instead of
+/// failing: the one conversion every option and deadline in uidgen uses.
+///
+/// ```
+/// use std::time::Duration;
+/// use uidgen_core::clock::saturating_millis;
+/// assert_eq!(saturating_millis(Duration::from_micros(2_500)), 2);
+/// assert_eq!(saturating_millis(Duration::MAX), u64::MAX);
+/// ```
+pub fn saturating_millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

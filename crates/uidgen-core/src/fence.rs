@@ -15,6 +15,7 @@
 use std::fmt;
 
 use crate::error::UidError;
+use crate::layout::Layout;
 
 /// Why a [`TimeFence`] did not let a time unit through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +82,23 @@ pub trait TimeFence: Send + Sync + fmt::Debug {
     /// restart's wait short. `None` (the default) leaves the generator's own bound.
     fn max_borrow_ms(&self) -> Option<u64> {
         None
+    }
+
+    /// The instant (ms since the Unix epoch) before which this holder must not stamp: where
+    /// the worker id's earlier holders (or lives) stopped. Every time unit stamped starts at or
+    /// after it, whatever the clock reads, so the IDs of the two never share a unit even if
+    /// this host's clock steps back right after it took the id over. Default 0.
+    fn floor_ms(&self) -> u64 {
+        0
+    }
+}
+
+/// The first time unit of `layout` that starts at or after `floor_ms` (0 for a floor at or
+/// before the epoch).
+pub(crate) fn first_unit_from(layout: &Layout, floor_ms: u64) -> u64 {
+    match floor_ms.checked_sub(layout.epoch_ms()) {
+        Some(after) if after > 0 => after.div_ceil(layout.unit().millis()),
+        _ => 0,
     }
 }
 

@@ -154,7 +154,9 @@ impl RingBuffer {
 
     /// Fewer ready IDs than this asks for padding.
     pub fn padding_threshold(&self) -> usize {
-        usize::try_from(self.padding_threshold).unwrap_or(0)
+        // Built from a percentage of a usize ring size: non-negative and within usize.
+        debug_assert!(self.padding_threshold >= 0);
+        usize::try_from(self.padding_threshold).unwrap_or(usize::MAX)
     }
 
     /// Last position the producer published (-1 before the first).
@@ -172,7 +174,10 @@ impl RingBuffer {
     /// IDs ready to take right now (a snapshot).
     pub fn len(&self) -> usize {
         let cursor = self.cursor();
-        usize::try_from(self.tail() - cursor).unwrap_or(0)
+        // The cursor is read first and only ever moves up to the tail it saw, so a snapshot can
+        // be negative only if the tail is read stale; count that moment as empty, by name.
+        let ready = self.tail() - cursor;
+        usize::try_from(ready.max(0)).unwrap_or(usize::MAX)
     }
 
     /// True when no ID is ready.
@@ -239,7 +244,9 @@ impl RingBuffer {
             // Release: a consumer that sees the new tail sees every flag set above.
             self.tail.store(tail + put, Ordering::Release);
         }
-        usize::try_from(put).unwrap_or(0)
+        // Counted up from 0, and at most the ring size, a usize.
+        debug_assert!(put >= 0);
+        usize::try_from(put).unwrap_or(usize::MAX)
     }
 
     /// Take one ID. An empty ring reports a stopped producer's reason, else defers to the
@@ -253,12 +260,14 @@ impl RingBuffer {
         }
         match &self.reject_take {
             Some(handler) => handler(self),
-            None => Err(UidError::RingEmpty(format!(
-                "tail {} cursor {}",
-                self.tail(),
-                self.cursor()
-            ))),
+            None => Err(self.empty_error()),
         }
+    }
+
+    /// The default policy's error, built off the hot path.
+    #[cold]
+    fn empty_error(&self) -> UidError {
+        UidError::RingEmpty(format!("tail {} cursor {}", self.tail(), self.cursor()))
     }
 
     /// Take one ID if one is ready, without calling any policy.
@@ -273,11 +282,14 @@ impl RingBuffer {
         let Some((first, count)) = self.claim(max) else {
             return 0;
         };
-        out.reserve(usize::try_from(count).unwrap_or(0));
+        // A claim is at least one position and at most `max`, a usize.
+        debug_assert!(count > 0);
+        let taken = usize::try_from(count).unwrap_or(max);
+        out.reserve(taken);
         for position in first..first + count {
             out.push(self.read_slot(position));
         }
-        usize::try_from(count).unwrap_or(0)
+        taken
     }
 
     /// Claim up to `max` positions: one CAS loop from a single load, so a consumer owns exactly
@@ -397,9 +409,12 @@ impl RingBuffer {
 
     #[inline]
     fn index(&self, position: i64) -> usize {
-        // Positions are non-negative here, and masking keeps the index inside the ring.
-        let masked = u64::try_from(position).unwrap_or(0) & self.mask;
-        usize::try_from(masked).unwrap_or(0)
+        // Positions start at 0 (tail and cursor start at -1 and only the next one is indexed),
+        // and the mask keeps the index below the ring size, a usize.
+        debug_assert!(position >= 0, "negative ring position {position}");
+        let masked = position.cast_unsigned() & self.mask;
+        debug_assert!(masked < self.mask + 1);
+        usize::try_from(masked).unwrap_or(usize::MAX)
     }
 }
 
@@ -426,13 +441,7 @@ pub mod policy {
     /// # Ok::<(), uidgen_core::UidError>(())
     /// ```
     pub fn fail() -> RejectTake {
-        Arc::new(|ring: &RingBuffer| {
-            Err(UidError::RingEmpty(format!(
-                "tail {} cursor {}",
-                ring.tail(),
-                ring.cursor()
-            )))
-        })
+        Arc::new(|ring: &RingBuffer| Err(ring.empty_error()))
     }
 
     /// Wait for padding instead of failing: spin briefly, then yield, for up to `timeout`; then
@@ -458,7 +467,9 @@ pub mod policy {
     pub fn wait(timeout: Duration) -> RejectTake {
         Arc::new(move |ring: &RingBuffer| {
             let start = Instant::now();
-            let mut spins = 0u32;
+            // Not modelled by loom (the models use the fail policy), so crossbeam's backoff:
+            // spin briefly, then yield.
+            let backoff = crossbeam_utils::Backoff::new();
             loop {
                 if let Some(uid) = ring.try_take() {
                     return Ok(uid);
@@ -466,9 +477,8 @@ pub mod policy {
                 if let Some(error) = ring.stop_error() {
                     return Err(error);
                 }
-                if spins < 64 {
-                    spins += 1;
-                    std::hint::spin_loop();
+                if !backoff.is_completed() {
+                    backoff.snooze();
                 } else {
                     if start.elapsed() >= timeout {
                         return Err(UidError::RingEmpty(format!(

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::Clock;
 use crate::error::{Result, UidError};
-use crate::fence::{TimeFence, admit};
+use crate::fence::{TimeFence, admit, first_unit_from};
 use crate::layout::{FieldKind, Layout};
 
 /// No ID issued yet. Never a packed state: time and sequence use at most 63 bits together.
@@ -69,6 +69,14 @@ impl<C: Clock> Sequencer<C> {
     }
 
     pub(crate) fn set_fence(&mut self, fence: Arc<dyn TimeFence>) {
+        let first = first_unit_from(&self.layout, fence.floor_ms());
+        if first > 0 {
+            // As if the unit before the floor had been used up: a clock below the floor then
+            // reads as a clock behind the last issued unit (refused, or waited out), and a
+            // clock in that unit waits for the next one.
+            let last = (first - 1).min(self.layout.max_time());
+            self.state = AtomicU64::new((last << self.seq_bits) | self.layout.max_sequence());
+        }
         self.fence = Some(fence);
     }
 

@@ -23,6 +23,16 @@ pub(crate) fn spin_loop() {
     std::hint::spin_loop();
 }
 
+/// Try to lock a mutex without waiting: `None` when another thread holds it. A poisoned lock
+/// is recovered, as [`lock`] does.
+pub(crate) fn try_lock<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match mutex.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
 /// Lock a mutex, recovering the guard if a previous holder panicked: the state it protects is
 /// only ever updated in whole steps, so a poisoned lock holds consistent data.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
