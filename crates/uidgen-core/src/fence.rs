@@ -84,22 +84,21 @@ pub trait TimeFence: Send + Sync + fmt::Debug {
         None
     }
 
-    /// The instant (ms since the Unix epoch) before which this holder must not stamp: where
-    /// the worker id's earlier holders (or lives) stopped. Every time unit stamped starts at or
-    /// after it, whatever the clock reads, so the IDs of the two never share a unit even if
+    /// Where the worker id's earlier holders (or lives) stopped (ms since the Unix epoch):
+    /// every unit they stamped ended at or before it, so every unit this holder stamps must end
+    /// after it, whatever the clock reads. The IDs of the two then never share a unit, even if
     /// this host's clock steps back right after it took the id over. Default 0.
     fn floor_ms(&self) -> u64 {
         0
     }
 }
 
-/// The first time unit of `layout` that starts at or after `floor_ms` (0 for a floor at or
-/// before the epoch).
+/// The first time unit of `layout` that ends after `floor_ms`: the one containing it (0 for a
+/// floor before the epoch).
 pub(crate) fn first_unit_from(layout: &Layout, floor_ms: u64) -> u64 {
-    match floor_ms.checked_sub(layout.epoch_ms()) {
-        Some(after) if after > 0 => after.div_ceil(layout.unit().millis()),
-        _ => 0,
-    }
+    floor_ms
+        .checked_sub(layout.epoch_ms())
+        .map_or(0, |after| after / layout.unit().millis())
 }
 
 /// Whether a unit ending at `unit_end_ms` may be stamped: the hot path reads the limit; only a

@@ -268,4 +268,18 @@ fn nothing_is_stamped_below_the_floor_even_when_the_clock_steps_back_after_a_tak
             .unwrap();
     let id = cached.next_id().unwrap();
     assert_eq!(layout.millis_of(layout.decompose(id).unwrap().time), floor);
+
+    // A floor inside a unit (a takeover mid-second): that unit ends after it, so it is usable;
+    // the one before is not.
+    let clock = ManualClock::new(floor - 1_500);
+    let mid = DefaultUidGenerator::new(layout.clone(), 1, clock.clone())
+        .unwrap()
+        .fenced(fence(floor + 400));
+    assert!(matches!(
+        mid.next_id(),
+        Err(UidError::ClockMovedBackwards { .. })
+    ));
+    clock.set(floor + 400);
+    let id = mid.next_id().unwrap();
+    assert_eq!(layout.millis_of(layout.decompose(id).unwrap().time), floor);
 }
