@@ -105,7 +105,24 @@ async fn recover(db: TestDb, service: &SegmentService, ids: &mut Vec<i64>) {
             }
         }
     }
-    ids.extend(service.get_batch_async("t", 1_000).await.unwrap());
+    // The batch may need the next segment, whose load can still be under way on a busy
+    // machine: retry on "not ready" (code -3) until the deadline, as the single get does.
+    loop {
+        match service.get_batch_async("t", 1_000).await {
+            Ok(batch) => {
+                ids.extend(batch);
+                return;
+            }
+            Err(error) => {
+                assert_eq!(error.code(), -3, "{db:?}: {error}");
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "{db:?}: no recovery: {error}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
 }
 
 async fn serve_through_outage(

@@ -15,6 +15,7 @@ use crate::lease_guard::LeaseGuard;
 use crate::mark::{LocalMark, MarkFence, mark_step_ms};
 use crate::store::Store;
 use crate::worker_node::WorkerNode;
+use crate::worker_range::WorkerIdRange;
 
 /// A boxed, `Send` future: what [`WorkerIdAssigner::assign`] returns, so that assigners can
 /// be held as `Arc<dyn WorkerIdAssigner>`.
@@ -33,6 +34,14 @@ pub enum AssignmentKind {
     /// for one ttl that its renewals claim in the database once it answers (or end, if another
     /// holder had the id meanwhile).
     LocalCache,
+    /// A forever node in ZooKeeper (uidgen-zk), kept by a report every few seconds; or that
+    /// node's id from the local cache, when ZooKeeper was unreachable at start-up.
+    ZooKeeper,
+    /// A machine part from the host's MAC addresses and a process part from the process id
+    /// (the `machine` assigner): unique among the processes sharing its state directory, only
+    /// probably unique across hosts; kept apart from earlier holders on the host by a
+    /// reserved-until mark, as a static id is.
+    Machine,
 }
 
 /// The worker id a process may use, and what keeps it valid.
@@ -104,11 +113,16 @@ pub trait WorkerIdAssigner: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// Baidu's `DisposableWorkerIdAssigner`: every start inserts a `worker_node` row and its id is
-/// the worker id, so a restarted process never reuses its earlier life's id (which is what lets
-/// a cached generator borrow future seconds safely).
+/// Baidu's `DisposableWorkerIdAssigner`: every start inserts a `worker_node` row and its id
+/// picks the worker id, so a restarted process never reuses its earlier life's id (which is
+/// what lets a cached generator borrow future seconds safely).
 ///
-/// An id wider than the layout's worker field is [`StoreError::WorkerIdsExhausted`].
+/// The worker id is `range.low + (row id - 1)` within its [range](Self::with_range), by
+/// default `1-max` (1 to the layout's maximum), where the worker id is the row id as in
+/// Baidu's. The range is registered in the store first (see [`Store::register_worker_range`]),
+/// so another assigner on the same store cannot hand out the same ids. An id past the range is
+/// [`StoreError::WorkerIdsExhausted`] (or [`StoreError::WorkerRangeExhausted`] for a range
+/// that ends below the layout's maximum).
 ///
 /// ```no_run
 /// # async fn demo() -> uidgen_store::Result<()> {
@@ -123,13 +137,21 @@ pub trait WorkerIdAssigner: Send + Sync + std::fmt::Debug {
 pub struct DisposableWorkerIdAssigner {
     store: Store,
     node: Option<WorkerNode>,
+    range: Option<WorkerIdRange>,
 }
 
 impl DisposableWorkerIdAssigner {
+    /// The name its range is recorded under in `worker_id_range`.
+    pub const REGISTRY_NAME: &'static str = "disposable";
+
     /// Describe this process with [`WorkerNode::try_detect`] on every assignment (a half-set
     /// [`ENV_HOST`](crate::ENV_HOST) / [`ENV_PORT`](crate::ENV_PORT) pair is an error).
     pub fn new(store: Store) -> Self {
-        Self { store, node: None }
+        Self {
+            store,
+            node: None,
+            range: None,
+        }
     }
 
     /// Describe this process with a given node.
@@ -137,23 +159,66 @@ impl DisposableWorkerIdAssigner {
         Self {
             store,
             node: Some(node),
+            range: None,
         }
+    }
+
+    /// Hand out worker ids from `range` only: row 1 gets `range.low()`, row 2 the next id, and
+    /// so on. Every disposable service on one store must use the same range.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+    /// use uidgen_core::Layout;
+    /// use uidgen_store::{DisposableWorkerIdAssigner, WorkerIdAssigner, WorkerIdRange};
+    /// let range: WorkerIdRange = "1000-max".parse()?;
+    /// let assigner = DisposableWorkerIdAssigner::new(store).with_range(range);
+    /// assert!(assigner.assign(&Layout::baidu_default()?).await?.worker_id >= 1000);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn with_range(mut self, range: WorkerIdRange) -> Self {
+        self.range = Some(range);
+        self
+    }
+
+    /// The range to register: the configured one, or `1-max` (worker_node ids start at 1).
+    fn registered_range(&self) -> WorkerIdRange {
+        self.range.unwrap_or_else(|| WorkerIdRange::from_low(1))
     }
 }
 
 impl WorkerIdAssigner for DisposableWorkerIdAssigner {
     fn assign<'a>(&'a self, layout: &'a Layout) -> BoxFuture<'a, Result<WorkerAssignment>> {
         Box::pin(async move {
+            let registered = self.registered_range();
+            let max = layout.max_worker_id();
+            let range = registered
+                .within(layout)
+                .map_err(|error| match self.range {
+                    Some(_) => error,
+                    // Without worker bits not even the first row fits.
+                    None => StoreError::WorkerIdsExhausted { id: 1, max },
+                })?;
             let node = match &self.node {
                 Some(node) => node.clone(),
                 None => WorkerNode::try_detect()?,
             };
-            let id = self.store.insert_worker_node(&node).await?;
-            let max = layout.max_worker_id();
-            if id > max {
-                return Err(StoreError::WorkerIdsExhausted { id, max });
+            self.store
+                .register_worker_range(Self::REGISTRY_NAME, registered)
+                .await?;
+            let row = self.store.insert_worker_node(&node).await?;
+            debug_assert!(row >= 1, "worker_node ids start at 1");
+            // Row 1 takes the range's lowest id: the default range 1-max keeps worker id ==
+            // row id (Baidu's rule), and row ids never repeat, so neither do worker ids.
+            let id = range.low().saturating_add(row.saturating_sub(1));
+            if !range.contains(id) {
+                return Err(if range.high() == max {
+                    StoreError::WorkerIdsExhausted { id, max }
+                } else {
+                    StoreError::WorkerRangeExhausted { id, range }
+                });
             }
-            tracing::info!(worker_id = id, host = %node.host_name, port = %node.port, "assigned a disposable worker id");
+            tracing::info!(worker_id = id, worker_node = row, %range, host = %node.host_name, port = %node.port, "assigned a disposable worker id");
             Ok(WorkerAssignment::fixed(id, AssignmentKind::Disposable))
         })
     }
@@ -171,6 +236,12 @@ impl WorkerIdAssigner for DisposableWorkerIdAssigner {
 /// assignment carries the mark as the generator's fence; a cached generator's borrowing is
 /// bounded by [`max_borrow`](Self::max_borrow), which is also about the longest a restart
 /// waits.
+///
+/// [Registered in a store](Self::registered_in), it records its range (by default `0-max`,
+/// every id of the layout; see [`with_range`](Self::with_range)) before anything else, so that a
+/// disposable or leased assigner on the same store cannot hand out ids in it, and refuses a
+/// worker id outside the range ([`StoreError::WorkerIdNotInRange`]). Without a store it
+/// records nothing.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
@@ -195,6 +266,8 @@ pub struct StaticWorkerIdAssigner {
     clock: Arc<dyn Clock>,
     max_start_wait: Duration,
     max_borrow: Duration,
+    store: Option<Store>,
+    range: Option<WorkerIdRange>,
 }
 
 impl StaticWorkerIdAssigner {
@@ -202,6 +275,9 @@ impl StaticWorkerIdAssigner {
     pub const DEFAULT_MAX_START_WAIT: Duration = Duration::from_secs(15);
     /// How far ahead of the clock a cached generator may borrow, by default.
     pub const DEFAULT_MAX_BORROW: Duration = Duration::from_secs(10);
+
+    /// The name its range is recorded under in `worker_id_range`.
+    pub const REGISTRY_NAME: &'static str = "static";
 
     /// Always assign `worker_id`, keeping its reserved-until mark in `state_path` (one file
     /// per worker id; its directory is created).
@@ -212,7 +288,36 @@ impl StaticWorkerIdAssigner {
             clock: Arc::new(SystemClock),
             max_start_wait: Self::DEFAULT_MAX_START_WAIT,
             max_borrow: Self::DEFAULT_MAX_BORROW,
+            store: None,
+            range: None,
         }
+    }
+
+    /// Register the static range in `store` at every assignment, so that the other assigners
+    /// sharing it keep out of that range (and a range overlapping theirs is refused).
+    ///
+    /// ```no_run
+    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+    /// use uidgen_core::Layout;
+    /// use uidgen_store::{StaticWorkerIdAssigner, WorkerIdAssigner, WorkerIdRange};
+    /// let assigner = StaticWorkerIdAssigner::new(1000, "/var/lib/uidgen/worker-1000.state")
+    ///     .registered_in(store)
+    ///     .with_range(WorkerIdRange::new(1000, 1023)?);
+    /// assert_eq!(assigner.assign(&Layout::snowflake()?).await?.worker_id, 1000);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn registered_in(mut self, store: Store) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The range static worker ids come from on this store (default `0-max`: every id of the
+    /// layout); the configured worker id must lie in it. Checked even without a store.
+    #[must_use]
+    pub fn with_range(mut self, range: WorkerIdRange) -> Self {
+        self.range = Some(range);
+        self
     }
 
     /// Read time from `clock` (the one the generator reads).
@@ -244,6 +349,21 @@ impl WorkerIdAssigner for StaticWorkerIdAssigner {
             if id > max {
                 return Err(StoreError::WorkerIdOutOfRange { id, max });
             }
+            if self.store.is_some() || self.range.is_some() {
+                let registered = self.range.unwrap_or_else(|| WorkerIdRange::from_low(0));
+                if !registered.within(layout)?.contains(id) {
+                    return Err(StoreError::WorkerIdNotInRange {
+                        id,
+                        range: registered,
+                    });
+                }
+                // Before the state file is taken: a refused range takes nothing.
+                if let Some(store) = &self.store {
+                    store
+                        .register_worker_range(Self::REGISTRY_NAME, registered)
+                        .await?;
+                }
+            }
             let path = &self.state_path;
             let Some(cache) = CacheLock::try_acquire(path)? else {
                 return Err(StoreError::Cache {
@@ -270,6 +390,7 @@ impl WorkerIdAssigner for StaticWorkerIdAssigner {
             let fence = MarkFence {
                 mark,
                 max_borrow_ms: Some(crate::lease::duration_ms(self.max_borrow)),
+                floor_ms: previous.as_ref().map_or(0, |p| p.until_ms),
             };
             Ok(WorkerAssignment {
                 fence: Some(Arc::new(fence)),

@@ -2,6 +2,8 @@
 
 use uidgen_core::UidError;
 
+use crate::worker_range::WorkerIdRange;
+
 /// `Result` with [`StoreError`] as the default error.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -100,7 +102,9 @@ pub enum StoreError {
         missing: &'static str,
     },
 
-    /// A disposable worker id does not fit the layout's worker field.
+    /// A disposable worker id does not fit the layout's worker field (the top of the disposable
+    /// range, unless `worker.range` ends lower: then it is
+    /// [`StoreError::WorkerRangeExhausted`]).
     #[error(
         "worker ids exhausted: {id} exceeds the layout's maximum {max}; widen worker bits or archive worker_node rows"
     )]
@@ -120,14 +124,38 @@ pub enum StoreError {
         max: u64,
     },
 
-    /// Every worker id of the layout is held by a live lease.
+    /// A disposable worker id past the top of the assigner's configured range, which ends
+    /// below the layout's maximum (at the maximum it is [`StoreError::WorkerIdsExhausted`]).
     #[error(
-        "no free worker id: all {count} worker ids (0 to {max}) are leased by live holders; wait for a lease to expire or widen worker bits"
+        "worker ids exhausted: {id} is past the disposable range {range}; widen `worker.range` (the same for every disposable service on this store) or archive worker_node rows"
+    )]
+    WorkerRangeExhausted {
+        /// The worker id the new `worker_node` row maps to.
+        id: u64,
+        /// The disposable assigner's range.
+        range: WorkerIdRange,
+    },
+
+    /// A configured (static) worker id outside the static assigner's range.
+    #[error(
+        "worker id {id} is outside the static range {range}: configure a worker id within {range}, or change `worker.range`"
+    )]
+    WorkerIdNotInRange {
+        /// The configured id.
+        id: u64,
+        /// The static assigner's range.
+        range: WorkerIdRange,
+    },
+
+    /// Every worker id of the assigner's range is held by a live lease.
+    #[error(
+        "no free worker id: all {count} worker ids ({} to {max}) are leased by live holders; wait for a lease to expire, or widen `worker.range` or the worker bits",
+        first_of(.max, .count)
     )]
     NoFreeWorkerId {
-        /// The layout's largest worker id.
+        /// The largest worker id of the range (the layout's, by default).
         max: u64,
-        /// How many ids the layout has.
+        /// How many ids the range has.
         count: u64,
     },
 
@@ -199,6 +227,123 @@ pub enum StoreError {
         step: i64,
     },
 
+    /// No `id_alloc` row for this app and shard (the app was never created, or its rows were
+    /// deleted).
+    #[error(
+        "no id_alloc row for app {app_id} shard {shard_id}: create the app first (its 64 shards are created with it)"
+    )]
+    UnknownAppShard {
+        /// The app id.
+        app_id: u8,
+        /// The shard.
+        shard_id: u8,
+    },
+
+    /// An `id_alloc` shard whose next segment would start above its ceiling: `max_limit_id`,
+    /// the largest index the caller can represent, or what fits below `i64::MAX`. The row is
+    /// left unchanged.
+    #[error(
+        "app {app_id} shard {shard_id} is exhausted: its next index {max_id} is above the largest allowed, {ceiling}; raise max_limit_id or move to a new app id"
+    )]
+    AppShardExhausted {
+        /// The app id.
+        app_id: u8,
+        /// The shard.
+        shard_id: u8,
+        /// The stored `max_id` (the next segment's first index).
+        max_id: i64,
+        /// The largest index the shard may hand out.
+        ceiling: i64,
+    },
+
+    /// Text or numbers that are not a worker id range (`LO-HI` with `LO <= HI`), or a
+    /// `worker_id_range` row edited into one.
+    #[error("invalid worker id range `{input}`: {reason}")]
+    InvalidWorkerRange {
+        /// What was given, e.g. `"199-100"`.
+        input: String,
+        /// What is wrong and how to write it.
+        reason: String,
+    },
+
+    /// A worker id range reaching past the layout's worker field.
+    #[error(
+        "worker id range {range} does not fit the layout, whose worker ids go up to {max}: set `worker.range` within 0-{max}, or widen the worker bits"
+    )]
+    WorkerRangeOutsideLayout {
+        /// The range.
+        range: WorkerIdRange,
+        /// The layout's largest worker id.
+        max: u64,
+    },
+
+    /// An assigner's worker id range overlaps the range another assigner recorded on the same
+    /// store: both could hand out one worker id. Nothing was recorded.
+    #[error(
+        "worker id range {range} of the {assigner} assigner overlaps {other_range}, recorded on this store for the {other} assigner: both could hand out the same worker id; set `worker.range` so that the ranges are disjoint (every {assigner} service on this store alike)"
+    )]
+    WorkerRangeConflict {
+        /// The assigner that asked, e.g. `"leased"`.
+        assigner: String,
+        /// The range it asked for.
+        range: WorkerIdRange,
+        /// The assigner whose recorded range it overlaps.
+        other: String,
+        /// That assigner's recorded range.
+        other_range: WorkerIdRange,
+    },
+
+    /// An assigner asked for another range than the one recorded for it on this store: all
+    /// its services must use one range (a disposable id maps to `low + row - 1`, so two ranges
+    /// could map two rows to one worker id).
+    #[error(
+        "the {assigner} assigner's worker id range is recorded on this store as {recorded}, but this service asks for {requested}: every {assigner} service on one store must use the same range. Set `worker.range = \"{recorded}\"`; or, to change the range, reconfigure every {assigner} service, then update the row by hand (UPDATE worker_id_range SET low = {}, high = {} WHERE assigner = '{assigner}') and restart them",
+        .requested.low(),
+        .requested.high()
+    )]
+    WorkerRangeChanged {
+        /// The assigner, e.g. `"disposable"`.
+        assigner: String,
+        /// The range recorded for it.
+        recorded: WorkerIdRange,
+        /// The range this service asked for.
+        requested: WorkerIdRange,
+    },
+
+    /// The lock that serialises worker id range registrations could not be taken
+    /// (MySQL/MariaDB's `GET_LOCK` timed out or failed); nothing was recorded.
+    #[error("cannot lock worker_id_range at {url} to register a worker id range: {reason}")]
+    WorkerRangeLock {
+        /// The URL, password redacted.
+        url: String,
+        /// Why, e.g. "another registration held it for 30 s".
+        reason: String,
+    },
+
+    /// The `machine` assigner found every process value of this host's machine part locked
+    /// by other live processes sharing its state directory.
+    #[error(
+        "all {count} process values of machine part {machine} are in use by other processes sharing the state directory {state_dir}: stop one of them, or give this process another assigner (a separate `worker.state_dir` would let two processes on this host take the same worker id)"
+    )]
+    MachineProcessValuesTaken {
+        /// The host's machine part.
+        machine: u64,
+        /// How many process values there are (32).
+        count: u64,
+        /// The shared state directory.
+        state_dir: String,
+    },
+
+    /// A layout whose worker field cannot hold the `machine` assigner's worker ids
+    /// (`machine << 5 | process`, 0 to 1023), or splits it otherwise.
+    #[error("the machine assigner cannot serve layout `{layout}`: {reason}")]
+    MachineLayoutUnfit {
+        /// The layout's name.
+        layout: String,
+        /// What does not fit, and which preset would.
+        reason: String,
+    },
+
     /// An argument was rejected before reaching the database.
     #[error("invalid input: {0}")]
     InvalidInput(String),
@@ -206,6 +351,12 @@ pub enum StoreError {
     /// A generator could not be built.
     #[error(transparent)]
     Generator(#[from] UidError),
+
+    /// A worker-id assigner that lives in another crate (uidgen-zk's ZooKeeper assigner)
+    /// failed: its own typed error, which callers may downcast (`source.downcast_ref`), since
+    /// the [`WorkerIdAssigner`](crate::WorkerIdAssigner) trait speaks this crate's error.
+    #[error(transparent)]
+    Assigner(Box<dyn std::error::Error + Send + Sync + 'static>),
 
     /// A test database could not be set up (see [`testing`](crate#testing)).
     #[error("{0}")]
@@ -224,6 +375,11 @@ impl StoreError {
     pub fn is_unreachable(&self) -> bool {
         matches!(self, Self::Unreachable { .. })
     }
+}
+
+/// The lowest id of a range of `count` ids ending at `max`, for [`StoreError::NoFreeWorkerId`].
+fn first_of(max: &u64, count: &u64) -> u64 {
+    max.saturating_add(1).saturating_sub(*count)
 }
 
 /// Whether a driver error means "could not talk to the database".

@@ -41,6 +41,7 @@ use crate::error::{Result, StoreError};
 use crate::lease_guard::{LeaseGuard, NewLease};
 use crate::mark::{LocalMark, mark_step_ms};
 use crate::store::Store;
+use crate::worker_range::WorkerIdRange;
 
 /// The longest configured holder name: the `worker_lease.holder` column holds 128 characters,
 /// and each claim appends `#` and a 16-hex-digit token.
@@ -85,6 +86,10 @@ pub struct LeaseOptions {
     /// Each claim appends `#` and a random token, so two processes given the same name
     /// still hold distinct leases.
     pub holder: Option<String>,
+    /// The worker ids to lease from (default `None`: `0-max`, every id of the layout).
+    /// Registered in the store before a claim, so that other assigners on the same store keep
+    /// out of it; every leased service on one store must use the same range.
+    pub range: Option<WorkerIdRange>,
 }
 
 impl LeaseOptions {
@@ -154,11 +159,13 @@ impl Default for LeaseOptions {
             cache_path: None,
             cache_reserve: Duration::from_secs(60),
             holder: None,
+            range: None,
         }
     }
 }
 
-/// Leases a worker id in `0..=layout.max_worker_id()` from the `worker_lease` table.
+/// Leases a worker id in `0..=layout.max_worker_id()` (or in [`LeaseOptions::range`]) from the
+/// `worker_lease` table.
 ///
 /// ```no_run
 /// # async fn demo() -> uidgen_store::Result<()> {
@@ -180,6 +187,9 @@ pub struct LeasedWorkerIdAssigner {
 }
 
 impl LeasedWorkerIdAssigner {
+    /// The name its range is recorded under in `worker_id_range`.
+    pub const REGISTRY_NAME: &'static str = "leased";
+
     /// An assigner over `store`, reading time from `clock`.
     pub fn new(store: Store, clock: impl Clock + 'static, options: LeaseOptions) -> Self {
         Self {
@@ -194,9 +204,33 @@ impl LeasedWorkerIdAssigner {
         Self::new(store, SystemClock, LeaseOptions::default())
     }
 
+    /// Lease worker ids from `range` only (sets [`LeaseOptions::range`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
+    /// use uidgen_store::{LeasedWorkerIdAssigner, Store, StoreOptions, WorkerIdRange};
+    /// let store = Store::connect_lazy("sqlite://uidgen.db", StoreOptions::default())?;
+    /// let range = WorkerIdRange::new(0, 511)?;
+    /// let assigner = LeasedWorkerIdAssigner::with_defaults(store).with_range(range);
+    /// assert_eq!(assigner.options().range, Some(range));
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn with_range(mut self, range: WorkerIdRange) -> Self {
+        self.options.range = Some(range);
+        self
+    }
+
     /// The options.
     pub fn options(&self) -> &LeaseOptions {
         &self.options
+    }
+
+    /// The range to register: the configured one, or `0-max`.
+    fn registered_range(&self) -> WorkerIdRange {
+        self.options
+            .range
+            .unwrap_or_else(|| WorkerIdRange::from_low(0))
     }
 
     /// How far past a holder's own expiry its row's expiry lies: the cache reserve, or zero
@@ -212,15 +246,27 @@ impl LeasedWorkerIdAssigner {
     /// Claim a lease from the database (no cache fallback), wait until the clock has passed
     /// the worker id's last issued time, and start the heartbeat if configured.
     ///
-    /// Errors: [`StoreError::InvalidLeaseOptions`], [`StoreError::NoFreeWorkerId`] when every
-    /// id is held by a live lease, [`StoreError::LeaseContention`] when free ids exist but
-    /// other claimants won each of them [`CLAIM_ATTEMPTS`] times running,
-    /// [`StoreError::ClockBehindLastIssued`], and database errors.
+    /// Only ids of the [range](LeaseOptions::range) are considered; the range is registered
+    /// in the store first ([`Store::register_worker_range`]).
+    ///
+    /// Errors: [`StoreError::InvalidLeaseOptions`], [`StoreError::WorkerRangeOutsideLayout`],
+    /// [`StoreError::WorkerRangeConflict`] and [`StoreError::WorkerRangeChanged`] from the
+    /// registration, [`StoreError::NoFreeWorkerId`] when every id of the range is held by a
+    /// live lease, [`StoreError::LeaseContention`] when free ids exist but other claimants won
+    /// each of them [`CLAIM_ATTEMPTS`] times running, [`StoreError::ClockBehindLastIssued`],
+    /// and database errors.
     pub async fn claim(&self, layout: &Layout) -> Result<LeaseGuard> {
         self.options.validate()?;
+        let registered = self.registered_range();
+        let range = registered.within(layout)?;
+        // Before any id is taken. Unreachable here is unreachable for `assign` too, which then
+        // falls back to the cache as for an unreachable claim.
+        self.store
+            .register_worker_range(Self::REGISTRY_NAME, registered)
+            .await?;
         let holder = self.new_holder();
         let ttl_ms = duration_ms(self.options.ttl);
-        let max = layout.max_worker_id();
+        let (low, max) = (range.low(), range.high());
         // A lost race means someone else won that id; look again.
         for attempt in 0..CLAIM_ATTEMPTS {
             if attempt > 0 {
@@ -231,17 +277,19 @@ impl LeasedWorkerIdAssigner {
             let now = self.clock.now_millis();
             let valid_until = now.saturating_add(ttl_ms);
             let expires = valid_until.saturating_add(self.reserve_ms());
-            let rows = self.store.lease_rows(max).await?;
+            let mut rows = self.store.lease_rows(max).await?;
+            rows.retain(|r| range.contains(r.worker_id));
             let used: HashSet<u64> = rows.iter().map(|r| r.worker_id).collect();
             let mut expired: Vec<_> = rows.iter().filter(|r| r.expires_at_ms < now).collect();
-            if u64::try_from(used.len()).map_or(true, |n| n > max) && expired.is_empty() {
+            if u64::try_from(used.len()).map_or(true, |n| n >= range.count()) && expired.is_empty()
+            {
                 return Err(StoreError::NoFreeWorkerId {
                     max,
-                    count: max.saturating_add(1),
+                    count: range.count(),
                 });
             }
             // A never-used id needs no wait; among expired ones, the least recently used first.
-            if let Some(fresh) = (0..=max).find(|id| !used.contains(id))
+            if let Some(fresh) = (low..=max).find(|id| !used.contains(id))
                 && self.store.try_insert_lease(fresh, &holder, expires).await?
             {
                 return self
@@ -290,6 +338,7 @@ impl LeasedWorkerIdAssigner {
         worker_id: u64,
         holder: &str,
         expires: u64,
+        floor: u64,
     ) -> Option<LocalMark> {
         let path = self.options.cache_path.as_deref()?;
         let opened = (|| -> Result<Option<LocalMark>> {
@@ -304,7 +353,7 @@ impl LeasedWorkerIdAssigner {
             }
             let clock = Arc::clone(&self.clock);
             let (mark, _) = LocalMark::acquire(cache, worker_id, clock, mark_step_ms(layout))?;
-            mark.begin(Some(holder), Some(expires))?;
+            mark.begin_from(Some(holder), Some(expires), floor)?;
             mark.start_refresher()?;
             Ok(Some(mark))
         })();
@@ -324,7 +373,12 @@ impl LeasedWorkerIdAssigner {
         (valid_until, expires): (u64, u64),
         last_issued_ms: u64,
     ) -> Result<LeaseGuard> {
-        let mark = self.open_mark_for_claim(layout, worker_id, &holder, expires);
+        // Earlier holders stamped only before the expiry our claim replaced, which was below
+        // the clock at the claim, and before their recorded issued-until time.
+        let floor = valid_until
+            .saturating_sub(duration_ms(self.options.ttl))
+            .max(last_issued_ms);
+        let mark = self.open_mark_for_claim(layout, worker_id, &holder, expires, floor);
         let guard = LeaseGuard::new(NewLease {
             store: self.store.clone(),
             clock: Arc::clone(&self.clock),
@@ -336,6 +390,7 @@ impl LeasedWorkerIdAssigner {
             last_issued_ms,
             mark,
             confirmed: true,
+            floor_ms: floor,
         });
         if let Err(error) = wait_for_clock(
             self.clock.as_ref(),
@@ -408,6 +463,13 @@ impl LeasedWorkerIdAssigner {
                 "the cached worker id {worker_id} exceeds the layout's maximum {max}"
             )));
         }
+        // The range cannot be registered now; at least keep to the configured one.
+        let range = self.registered_range().within(layout)?;
+        if !range.contains(worker_id) {
+            return Err(cache_error(format!(
+                "the cached worker id {worker_id} is outside the configured range {range}"
+            )));
+        }
         let expired = |now: u64| {
             cache_error(format!(
                 "the lease it records on worker id {worker_id} expired at {expires} ms, reserve included, and the clock reads {now} ms: another process may hold the id by now"
@@ -441,6 +503,8 @@ impl LeasedWorkerIdAssigner {
             last_issued_ms: previous.until_ms,
             mark: Some(mark.clone()),
             confirmed: false,
+            // The crashed life stamped only before its mark.
+            floor_ms: previous.until_ms,
         });
         mark.start_refresher()?;
         if let Some(interval) = self.options.heartbeat_interval {

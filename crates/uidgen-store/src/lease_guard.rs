@@ -37,6 +37,8 @@ pub(crate) struct NewLease {
     /// Whether the database has accepted this process's claim (false for a start from the
     /// local cache until its first renewal).
     pub(crate) confirmed: bool,
+    /// Where earlier holders of the id stopped: this lease stamps no unit starting before it.
+    pub(crate) floor_ms: u64,
 }
 
 /// The shared state of a lease.
@@ -48,6 +50,8 @@ struct LeaseState {
     holder: String,
     ttl_ms: u64,
     reserve_ms: u64,
+    /// See [`NewLease::floor_ms`].
+    floor_ms: u64,
     /// The expiry of our last accepted claim or renewal, less the reserve: IDs must end by it.
     valid_until_ms: AtomicU64,
     /// The highest issued-until instant known (recorded or read from the generator).
@@ -100,6 +104,7 @@ impl LeaseGuard {
                 holder: lease.holder,
                 ttl_ms: lease.ttl_ms,
                 reserve_ms: lease.reserve_ms,
+                floor_ms: lease.floor_ms,
                 valid_until_ms: AtomicU64::new(lease.valid_until_ms),
                 issued_until_ms: AtomicU64::new(lease.last_issued_ms),
                 tracked: AtomicBool::new(false),
@@ -418,6 +423,10 @@ impl TimeFence for LeaseGuard {
     fn max_borrow_ms(&self) -> Option<u64> {
         // Well inside the ttl: a burst waits for the clock, never for a renewal.
         Some(self.state.ttl_ms / 3)
+    }
+
+    fn floor_ms(&self) -> u64 {
+        self.state.floor_ms
     }
 }
 

@@ -99,6 +99,50 @@ impl LocalMark {
         Ok((mark, previous))
     }
 
+    /// Lock and open the state file at `path` for `worker_id` with the step `layout` needs:
+    /// the door for assigners outside this crate (uidgen-zk keeps its ZooKeeper worker id's
+    /// mark and last accepted report here), which cannot reach the crate's lock type.
+    /// `Ok(None)` when another process holds the file. Returns the mark, starting at what the
+    /// file said, and the file's previous contents, as [`acquire`](Self::acquire) does.
+    ///
+    /// A file that names another worker id is an error, unless `replace_other` is set: then it
+    /// is deleted first. Only do that when whatever that id's mark protected is guarded
+    /// elsewhere (uidgen-zk: by the id's ZooKeeper node), since its mark is lost.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use uidgen_core::{Layout, SystemClock};
+    /// use uidgen_store::LocalMark;
+    /// let dir = tempfile::tempdir().expect("a temporary directory");
+    /// let path = dir.path().join("worker.state");
+    /// let layout = Layout::snowflake()?;
+    /// let (mark, previous) = LocalMark::open(&path, 5, Arc::new(SystemClock), &layout, false)?
+    ///     .expect("nobody else holds the file");
+    /// assert!(previous.is_none());
+    /// mark.begin(Some("zk:demo/10.0.0.7:8080"), Some(1_000))?;
+    /// // A second holder in this process (or another) is refused while the first lives.
+    /// assert!(LocalMark::open(&path, 5, Arc::new(SystemClock), &layout, false)?.is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(
+        path: &std::path::Path,
+        worker_id: u64,
+        clock: Arc<dyn Clock>,
+        layout: &Layout,
+        replace_other: bool,
+    ) -> Result<Option<(Self, Option<CachedWorker>)>> {
+        let Some(cache) = CacheLock::try_acquire(path)? else {
+            return Ok(None);
+        };
+        if replace_other
+            && let Ok(previous) = read_cache(path)
+            && previous.worker_id != worker_id
+        {
+            cache.forget(previous.worker_id)?;
+        }
+        Self::acquire(cache, worker_id, clock, mark_step_ms(layout)).map(Some)
+    }
+
     /// The state file.
     pub fn path(&self) -> &std::path::Path {
         self.inner.cache.path()
@@ -132,8 +176,24 @@ impl LocalMark {
         Ok(mark)
     }
 
-    /// Start the file (when there was none) at `until_ms` with the lease fields given.
-    pub(crate) fn begin(&self, holder: Option<&str>, lease_expires_ms: Option<u64>) -> Result<()> {
+    /// Write the file now (starting it at the mark when there was none) with the claim this
+    /// mark belongs to: a holder string and an expiry its authority (the database, ZooKeeper)
+    /// accepted. Call once, before [`start_refresher`](Self::start_refresher); later claims go
+    /// through [`record_claim`](Self::record_claim), which refuses a forgotten file.
+    pub fn begin(&self, holder: Option<&str>, lease_expires_ms: Option<u64>) -> Result<()> {
+        self.begin_from(holder, lease_expires_ms, 0)
+    }
+
+    /// [`begin`](Self::begin), with the mark raised to at least `floor_ms` in the same write:
+    /// for a holder whose floor came from elsewhere (a claim in the database), so that a
+    /// restart from the file, which takes the file's mark as its floor, starts no lower than
+    /// this life did, even if it crashes before issuing anything.
+    pub fn begin_from(
+        &self,
+        holder: Option<&str>,
+        lease_expires_ms: Option<u64>,
+        floor_ms: u64,
+    ) -> Result<()> {
         let inner = &self.inner;
         let mut state = lock(&inner.state);
         let mut next = state
@@ -142,7 +202,10 @@ impl LocalMark {
             .unwrap_or_else(|| CachedWorker::new(inner.worker_id, self.limit_ms()));
         next.holder = holder.map(str::to_owned);
         next.lease_expires_ms = lease_expires_ms;
+        next.until_ms = next.until_ms.max(floor_ms);
         inner.cache.write(&next)?;
+        // SeqCst: as in `reserve`, raised only once the file says so.
+        inner.limit_ms.fetch_max(next.until_ms, Ordering::SeqCst);
         state.written = Some(next);
         Ok(())
     }
@@ -163,9 +226,32 @@ impl LocalMark {
         Ok(())
     }
 
+    /// Record a newer claim the authority accepted: its holder string and an expiry, which
+    /// never moves down. Refused once the file was [forgotten](Self::forget), so a report that
+    /// finishes after the id was given up does not write the file back.
+    pub fn record_claim(&self, holder: &str, expires_ms: u64) -> Result<()> {
+        let mut state = lock(&self.inner.state);
+        let Some(written) = &state.written else {
+            return Err(self.forgotten());
+        };
+        let mut next = written.clone();
+        next.holder = Some(holder.to_owned());
+        next.lease_expires_ms = Some(
+            written
+                .lease_expires_ms
+                .map_or(expires_ms, |e| e.max(expires_ms)),
+        );
+        if next == *written {
+            return Ok(());
+        }
+        self.inner.cache.write(&next)?;
+        state.written = Some(next);
+        Ok(())
+    }
+
     /// Delete the file (the worker id was given up: nothing may restart on it from here) and
     /// stop writing it. The mark stays readable, so nothing past it is issued.
-    pub(crate) fn forget(&self) -> Result<()> {
+    pub fn forget(&self) -> Result<()> {
         let inner = &self.inner;
         let mut state = lock(&inner.state);
         inner.closed.store(true, Ordering::SeqCst);
@@ -177,7 +263,7 @@ impl LocalMark {
 
     /// Keep the mark `step` ahead of the clock from a background thread, checking four times
     /// per step, until forgotten or dropped.
-    pub(crate) fn start_refresher(&self) -> Result<()> {
+    pub fn start_refresher(&self) -> Result<()> {
         let weak: Weak<MarkInner> = Arc::downgrade(&self.inner);
         let period = Duration::from_millis((self.inner.step_ms / 4).max(1));
         thread::Builder::new()
@@ -221,6 +307,8 @@ impl LocalMark {
 pub(crate) struct MarkFence {
     pub(crate) mark: LocalMark,
     pub(crate) max_borrow_ms: Option<u64>,
+    /// The previous life's mark: nothing is stamped before it.
+    pub(crate) floor_ms: u64,
 }
 
 impl TimeFence for MarkFence {
@@ -240,6 +328,10 @@ impl TimeFence for MarkFence {
     fn max_borrow_ms(&self) -> Option<u64> {
         self.max_borrow_ms
     }
+
+    fn floor_ms(&self) -> u64 {
+        self.floor_ms
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -247,4 +339,64 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use uidgen_core::ManualClock;
+
+    fn mark_at(path: &std::path::Path, clock: &ManualClock) -> LocalMark {
+        let cache = CacheLock::try_acquire(path).unwrap().unwrap();
+        let (mark, _) = LocalMark::acquire(cache, 3, Arc::new(clock.clone()), 1_000).unwrap();
+        mark.begin(Some("host#token"), Some(5_000)).unwrap();
+        mark
+    }
+
+    #[test]
+    fn the_mark_is_on_disk_before_it_rises() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state");
+        let mark = mark_at(&path, &ManualClock::new(1_000));
+        assert_eq!(mark.reserve(2_500).unwrap(), 3_500);
+        let on_disk = read_cache(&path).unwrap();
+        assert_eq!(on_disk.until_ms, mark.limit_ms());
+        assert_eq!(on_disk.holder.as_deref(), Some("host#token"));
+        // Below the mark nothing is written again.
+        assert_eq!(mark.reserve(3_000).unwrap(), 3_500);
+    }
+
+    /// Issue #8, case 6: a renewal that finishes after a concurrent release must not write the
+    /// file back, or a start without the database would take a released id.
+    #[test]
+    fn nothing_writes_the_file_back_once_it_was_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state");
+        let mark = mark_at(&path, &ManualClock::new(1_000));
+        mark.forget().unwrap();
+        assert!(!path.exists());
+        assert!(mark.record_lease_expiry(9_000).is_err());
+        assert!(mark.reserve(9_000).is_err());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn the_refresher_keeps_the_mark_a_step_ahead_of_the_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state");
+        let clock = ManualClock::new(10_000);
+        let mark = mark_at(&path, &clock);
+        mark.start_refresher().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while mark.limit_ms() < 11_000 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the refresher never moved the mark"
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(read_cache(&path).unwrap().until_ms, mark.limit_ms());
+    }
 }

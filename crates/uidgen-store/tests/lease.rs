@@ -24,6 +24,7 @@ fn options(holder: &str) -> LeaseOptions {
         cache_path: None,
         cache_reserve: Duration::from_secs(60),
         holder: Some(holder.to_owned()),
+        range: None,
     }
 }
 
