@@ -32,6 +32,8 @@ pub use default_gen::DefaultUidGenerator;
 pub use error::{Result, UidError};
 pub use fence::{FenceRefusal, TimeFence};
 pub use generator::{MAX_BATCH, UidGenerator, check_count};
-pub use layout::{DecodedUid, FieldKind, IntoEpoch, Layout, TimeUnit, UidParts};
+pub use layout::{
+    DecodedUid, FieldKind, IntoEpoch, Layout, TimeUnit, UidParts, WorkerParts, WorkerSplit,
+};
 pub use ring::{RejectPut, RejectTake, RingBuffer};
 pub use snowflake::SnowflakeGenerator;

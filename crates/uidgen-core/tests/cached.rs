@@ -460,6 +460,7 @@ fn padded_ids_are_exactly_what_the_layout_composes_for_every_preset() {
         "vesta_max_peak",
         "vesta_min_granularity",
         "sonyflake",
+        "keyworker",
     ] {
         let layout = Layout::preset(name).unwrap();
         let worker = layout.max_worker_id().min(5);

@@ -288,6 +288,7 @@ fn every_preset_generates_ids_that_decode_to_their_parts() {
         "vesta_max_peak",
         "vesta_min_granularity",
         "sonyflake",
+        "keyworker",
     ] {
         let layout = Layout::preset(name).unwrap();
         let clock = ManualClock::new(SystemClock.now_millis());

@@ -4,15 +4,8 @@
 use proptest::prelude::*;
 use uidgen_core::{FieldKind, Layout, UidParts};
 
-const PRESETS: [&str; 7] = [
-    "baidu",
-    "baidu_legacy",
-    "snowflake",
-    "leaf",
-    "vesta_max_peak",
-    "vesta_min_granularity",
-    "sonyflake",
-];
+/// Every preset, `keyworker` included.
+const PRESETS: [&str; 8] = uidgen_core::layout::PRESET_NAMES;
 
 fn in_range(layout: &Layout, raw: [u64; 6]) -> UidParts {
     let fit = |kind: FieldKind, v: u64| match layout.max(kind) {
@@ -67,5 +60,28 @@ proptest! {
             _ => parts.method = value,
         }
         prop_assert!(layout.compose(&parts).is_err());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// A keyworker ID decodes to a machine and a process part that join back into its worker,
+    /// and the bits are Snowflake's: the split only changes how the worker is shown.
+    #[test]
+    fn keyworker_decodes_machine_and_process_that_make_up_the_worker(
+        time in any::<u64>(), machine in 0..32u64, process in 0..32u64, sequence in 0..4096u64,
+    ) {
+        let layout = Layout::keyworker().unwrap();
+        let split = layout.worker_split().unwrap();
+        let time = time % (layout.max_time() + 1);
+        let worker = split.join(machine, process).unwrap();
+        let id = layout.compose(&layout.parts(time, worker, sequence)).unwrap();
+        let decoded = layout.decode(id).unwrap();
+        prop_assert_eq!(decoded.parts.worker, worker);
+        let parts = decoded.worker_parts.unwrap();
+        prop_assert_eq!((parts.machine, parts.process), (machine, process));
+        let snowflake = Layout::snowflake().unwrap();
+        prop_assert_eq!(snowflake.compose(&snowflake.parts(time, worker, sequence)).unwrap(), id);
     }
 }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use super::WorkerParts;
 use crate::calendar;
 
 /// What a run of bits in an ID means.
@@ -149,6 +150,9 @@ pub struct DecodedUid {
     pub timestamp_ms: u64,
     /// The name of the layout that decoded it.
     pub layout: String,
+    /// The worker's machine and process parts, for a layout that splits its worker field
+    /// (`keyworker`); `None` for every other layout.
+    pub worker_parts: Option<WorkerParts>,
 }
 
 impl DecodedUid {
@@ -168,10 +172,27 @@ impl DecodedUid {
     ///     format!(r#"{{"UID":"{id}","timestamp":"2016-05-20 00:00:03","workerId":"2","sequence":"1"}}"#)
     /// );
     /// ```
+    ///
+    /// A `keyworker` ID also names its worker's parts, `machineId` and `processId`, after
+    /// `workerId` (Baidu's shape has no such keys, so its readers skip them):
+    ///
+    /// ```
+    /// use uidgen_core::Layout;
+    /// let layout = Layout::keyworker()?;
+    /// let id = layout.compose(&layout.parts(0, (3 << 5) | 17, 0))?;
+    /// assert!(layout.decode(id)?.to_baidu_json().contains(r#""workerId":"113","machineId":"3","processId":"17","sequence":"0""#));
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
     pub fn to_baidu_json(&self) -> String {
         // Every value is a number or a fixed-format date, so nothing needs escaping.
+        let parts = self.worker_parts.map_or_else(String::new, |p| {
+            format!(
+                r#","machineId":"{}","processId":"{}""#,
+                p.machine, p.process
+            )
+        });
         format!(
-            r#"{{"UID":"{}","timestamp":"{}","workerId":"{}","sequence":"{}"}}"#,
+            r#"{{"UID":"{}","timestamp":"{}","workerId":"{}"{parts},"sequence":"{}"}}"#,
             self.id,
             calendar::format_baidu(self.timestamp_ms),
             self.parts.worker,

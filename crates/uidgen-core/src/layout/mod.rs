@@ -2,11 +2,14 @@
 
 mod fields;
 mod presets;
+mod split;
 
 pub use fields::{DecodedUid, FieldKind, TimeUnit, UidParts};
 pub use presets::{
-    BAIDU_LEGACY_EPOCH_MS, DEFAULT_EPOCH, SONYFLAKE_EPOCH_MS, TWITTER_EPOCH_MS, VESTA_EPOCH_MS,
+    BAIDU_LEGACY_EPOCH_MS, DEFAULT_EPOCH, PRESET_NAMES, SONYFLAKE_EPOCH_MS, TWITTER_EPOCH_MS,
+    VESTA_EPOCH_MS,
 };
+pub use split::{WorkerParts, WorkerSplit};
 
 use crate::calendar;
 use crate::clock::{Clock, SystemClock};
@@ -55,6 +58,9 @@ pub struct Layout {
     unit: TimeUnit,
     epoch_ms: u64,
     defaults: UidParts,
+    /// How decoding reads the worker field as machine and process parts (`keyworker`); it
+    /// changes no bit of any ID.
+    worker_split: Option<WorkerSplit>,
 }
 
 /// An epoch given either as milliseconds or as a date string (parsed by
@@ -163,7 +169,43 @@ impl Layout {
             unit,
             epoch_ms,
             defaults: UidParts::default(),
+            worker_split: None,
         })
+    }
+
+    /// The same layout counting time from another epoch, checked as [`Layout::new`] checks it
+    /// (not in the future). A Leaf or Snowflake deployment that set its own `twepoch` keeps
+    /// its ID space this way.
+    ///
+    /// ```
+    /// use uidgen_core::{Layout, UidError};
+    /// let twepoch = 1_500_000_000_000; // 2017-07-14, a Leaf user's own
+    /// let leaf = Layout::leaf()?.with_epoch(twepoch)?;
+    /// assert_eq!((leaf.name(), leaf.epoch_ms()), ("leaf", twepoch));
+    /// assert_eq!(leaf.fields(), Layout::leaf()?.fields());
+    /// assert!(matches!(Layout::leaf()?.with_epoch("2999-01-01"), Err(UidError::EpochInFuture { .. })));
+    /// # Ok::<(), UidError>(())
+    /// ```
+    pub fn with_epoch(mut self, epoch: impl IntoEpoch) -> Result<Self> {
+        let epoch_ms = epoch.into_epoch_ms()?;
+        let now_ms = SystemClock.now_millis();
+        if epoch_ms > now_ms {
+            return Err(UidError::EpochInFuture { epoch_ms, now_ms });
+        }
+        self.epoch_ms = epoch_ms;
+        Ok(self)
+    }
+
+    /// Read the worker field as a machine part above a `process_bits`-wide process part when
+    /// decoding (see [`WorkerSplit`]). Both parts need at least one bit.
+    pub fn with_worker_split(mut self, process_bits: u32) -> Result<Self> {
+        self.worker_split = Some(WorkerSplit::new(self.bits(Worker), process_bits)?);
+        Ok(self)
+    }
+
+    /// How the worker field divides into machine and process parts, if the layout says so.
+    pub fn worker_split(&self) -> Option<WorkerSplit> {
+        self.worker_split
     }
 
     /// Rename the layout (the name shows in decoded IDs).
@@ -381,6 +423,7 @@ impl Layout {
             parts,
             timestamp_ms: self.millis_of(parts.time),
             layout: self.name.clone(),
+            worker_parts: self.worker_split.map(|s| s.split(parts.worker)),
         })
     }
 

@@ -1,4 +1,5 @@
-//! The preset layouts of the ID schemes uidgen speaks: Baidu, Snowflake, Leaf, Vesta, Sonyflake.
+//! The preset layouts of the ID schemes uidgen speaks: Baidu, Snowflake, Leaf, Vesta, Sonyflake,
+//! and the machine+process Snowflake variant (`keyworker`).
 
 use super::FieldKind::{Method, Sequence, Sign, Time, Type, Version, Worker};
 use super::{IntoEpoch, Layout, TimeUnit};
@@ -15,6 +16,18 @@ pub const BAIDU_LEGACY_EPOCH_MS: u64 = 1_463_673_600_000;
 pub const VESTA_EPOCH_MS: u64 = 1_420_041_600_000;
 /// Sonyflake's default start time, 2014-09-01 00:00 UTC.
 pub const SONYFLAKE_EPOCH_MS: u64 = 1_409_529_600_000;
+
+/// Every preset name [`Layout::preset`] knows, in the order the docs list them.
+pub const PRESET_NAMES: [&str; 8] = [
+    "baidu",
+    "baidu_legacy",
+    "snowflake",
+    "leaf",
+    "vesta_max_peak",
+    "vesta_min_granularity",
+    "sonyflake",
+    "keyworker",
+];
 
 /// The presets, by constructor or by name.
 ///
@@ -133,8 +146,45 @@ impl Layout {
         )
     }
 
+    /// The Snowflake variant with a machine and a process part (the "keyworker" write-up):
+    /// 1 sign bit, 41 bits of milliseconds, a 10-bit worker read as a 5-bit machine part above
+    /// a 5-bit process part, and 12 bits of sequence. Its IDs have Snowflake's bit positions;
+    /// only decoding differs, showing both parts ([`DecodedUid::worker_parts`](super::DecodedUid::worker_parts)).
+    /// The `machine` worker-id assigner of `uidgen-store` fills the two parts from the host's
+    /// MAC addresses and the process id.
+    ///
+    /// Two corrections to the write-up, both so that IDs stay positive 64-bit numbers:
+    /// - it counts "42 bits" of time because its `(timestamp - twepoch) << 22` is not masked and
+    ///   so also fills the sign bit; 1 + 42 + 5 + 5 + 12 would be 65 bits, so the time gets the
+    ///   41 bits under the sign, as in every other preset (enough until 2080);
+    /// - its epoch constant `12888349746579` is Twitter's `1288834974657` with a digit too many:
+    ///   ten times Twitter's, in the year 2378, so every time difference would be negative.
+    ///   This preset uses Twitter's epoch, [`TWITTER_EPOCH_MS`] (a deployment that really used
+    ///   another sets `layout.epoch`).
+    ///
+    /// ```
+    /// use uidgen_core::layout::TWITTER_EPOCH_MS;
+    /// use uidgen_core::{FieldKind, Layout};
+    /// let layout = Layout::keyworker()?;
+    /// assert_eq!(layout.epoch_ms(), TWITTER_EPOCH_MS);
+    /// assert_eq!((layout.bits(FieldKind::Time), layout.bits(FieldKind::Worker), layout.bits(FieldKind::Sequence)), (41, 10, 12));
+    /// let id = layout.compose(&layout.parts(1_000, (7 << 5) | 30, 9))?;
+    /// let parts = layout.decode(id)?.worker_parts.expect("both parts are shown");
+    /// assert_eq!((parts.machine, parts.process), (7, 30));
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn keyworker() -> Result<Self> {
+        Self::new(
+            "keyworker",
+            &[(Sign, 1), (Time, 41), (Worker, 10), (Sequence, 12)],
+            TimeUnit::Millis,
+            TWITTER_EPOCH_MS,
+        )?
+        .with_worker_split(5)
+    }
+
     /// Look a preset up by name: `baidu` (with [`DEFAULT_EPOCH`]), `baidu_legacy`, `snowflake`,
-    /// `leaf`, `vesta_max_peak`, `vesta_min_granularity`, `sonyflake`.
+    /// `leaf`, `vesta_max_peak`, `vesta_min_granularity`, `sonyflake`, `keyworker`.
     pub fn preset(name: &str) -> Result<Self> {
         match name {
             "baidu" => Self::baidu_default(),
@@ -144,13 +194,47 @@ impl Layout {
             "vesta_max_peak" => Self::vesta_max_peak(),
             "vesta_min_granularity" => Self::vesta_min_granularity(),
             "sonyflake" => Self::sonyflake(),
+            "keyworker" => Self::keyworker(),
             _ => Err(UidError::InvalidOption {
                 name: "layout",
                 reason: format!(
-                    "unknown preset {name:?}; expected one of baidu, baidu_legacy, snowflake, leaf, vesta_max_peak, vesta_min_granularity, sonyflake"
+                    "unknown preset {name:?}; expected one of {}",
+                    PRESET_NAMES.join(", ")
                 ),
             }),
         }
+    }
+
+    /// A preset by name counting time from `epoch` instead of its scheme's own, so that a
+    /// deployment that changed its epoch (Leaf's `twepoch`, Sonyflake's start time, Baidu's
+    /// `epochStr`) continues its ID space; `None` keeps the preset's epoch. `baidu_legacy`
+    /// exists only for its fixed 2016 epoch and takes none (use `baidu` with that epoch).
+    ///
+    /// ```
+    /// use uidgen_core::{Layout, UidError};
+    /// let snowflake = Layout::preset_with_epoch("snowflake", Some("2020-01-01"))?;
+    /// assert_eq!(snowflake.epoch_ms(), 1_577_836_800_000);
+    /// assert_eq!(Layout::preset_with_epoch("leaf", None::<u64>)?, Layout::leaf()?);
+    /// assert!(matches!(
+    ///     Layout::preset_with_epoch("baidu_legacy", Some(0u64)),
+    ///     Err(UidError::InvalidOption { name: "epoch", .. })
+    /// ));
+    /// # Ok::<(), UidError>(())
+    /// ```
+    pub fn preset_with_epoch(name: &str, epoch: Option<impl IntoEpoch>) -> Result<Self> {
+        let Some(epoch) = epoch else {
+            return Self::preset(name);
+        };
+        if name == "baidu_legacy" {
+            return Err(UidError::InvalidOption {
+                name: "epoch",
+                reason: "baidu_legacy is Baidu's layout with its 2016 epoch, kept to decode old IDs; use the baidu preset to choose an epoch".to_owned(),
+            });
+        }
+        // Parsed before the preset is built, so a bad epoch is reported as one even when the
+        // name is unknown too.
+        let epoch_ms = epoch.into_epoch_ms()?;
+        Self::preset(name)?.with_epoch(epoch_ms)
     }
 }
 
@@ -229,5 +313,69 @@ mod tests {
         assert_eq!(Layout::sonyflake().unwrap().unit().millis(), 10);
         let legacy = Layout::baidu_legacy().unwrap();
         assert_eq!(legacy.epoch_ms(), 1_463_673_600_000);
+        let keyworker = Layout::keyworker().unwrap();
+        assert_eq!(
+            positions(&keyworker),
+            [
+                (Sign, 63, 1),
+                (Time, 22, 41),
+                (Worker, 12, 10),
+                (Sequence, 0, 12)
+            ]
+        );
+        assert_eq!(keyworker.epoch_ms(), TWITTER_EPOCH_MS);
+    }
+
+    #[test]
+    fn only_keyworker_splits_its_worker_field() {
+        for name in PRESET_NAMES {
+            let layout = Layout::preset(name).unwrap();
+            assert_eq!(layout.name(), name);
+            assert_eq!(
+                layout.worker_split().is_some(),
+                name == "keyworker",
+                "{name}"
+            );
+            let id = layout.compose(&layout.parts(1, 5, 1)).unwrap();
+            assert_eq!(
+                layout.decode(id).unwrap().worker_parts.is_some(),
+                name == "keyworker",
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_preset_but_baidu_legacy_takes_an_epoch() {
+        let twepoch = 1_500_000_000_000u64;
+        for name in PRESET_NAMES {
+            let custom = Layout::preset_with_epoch(name, Some(twepoch));
+            if name == "baidu_legacy" {
+                assert!(custom.is_err());
+                continue;
+            }
+            let custom = custom.unwrap();
+            let preset = Layout::preset(name).unwrap();
+            assert_eq!(custom.epoch_ms(), twepoch, "{name}");
+            assert_eq!(
+                (
+                    custom.fields(),
+                    custom.unit(),
+                    custom.name(),
+                    custom.worker_split()
+                ),
+                (
+                    preset.fields(),
+                    preset.unit(),
+                    preset.name(),
+                    preset.worker_split()
+                ),
+                "{name}: only the epoch changes"
+            );
+        }
+        assert_eq!(
+            Layout::preset_with_epoch("baidu", Some("2024-01-01")).unwrap(),
+            Layout::baidu("2024-01-01").unwrap()
+        );
     }
 }
