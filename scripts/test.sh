@@ -61,17 +61,41 @@ ensure_mariadb() {
 }
 
 ensure_redis() {
+  # The sharded mode's fault tests start private redis-server processes (to flush, kill and
+  # restore them without disturbing the shared one), so the binary must be here either way.
+  command -v redis-server >/dev/null || apt_install redis-server
   port_open 6379 && return 0
   log "starting Redis"
-  command -v redis-server >/dev/null || apt_install redis-server
   redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
   wait_port Redis 6379
+}
+
+# ZooKeeper answers `srvr` (the one four-letter word 3.5+ allows by default; `ruok` is not).
+zk_answers() {
+  (exec 3<>/dev/tcp/127.0.0.1/2181 && printf srvr >&3 && timeout 2 cat <&3) 2>/dev/null \
+    | grep -q 'Zookeeper version'
+}
+
+ensure_zookeeper() {
+  zk_answers && return 0
+  log "starting ZooKeeper"
+  [ -x /usr/share/zookeeper/bin/zkServer.sh ] || apt_install zookeeperd
+  # No systemd here: the package's own script starts the server in the background. Debian's
+  # zkEnv.sh points the log at /var/log/zookeeper; give it a writable one either way. The
+  # uidgen-zk tests also run private servers with `java` and this package's classpath.
+  local logdir=${ZOO_LOG_DIR:-/tmp/zklog}
+  mkdir -p "$logdir" /var/log/zookeeper 2>/dev/null || true
+  ZOO_LOG_DIR=$logdir /usr/share/zookeeper/bin/zkServer.sh start >/dev/null 2>&1 || true
+  for _ in $(seq 1 120); do zk_answers && return 0; sleep 0.5; done
+  echo "error: ZooKeeper does not answer srvr on 127.0.0.1:2181 (see $logdir and /var/log/zookeeper)" >&2
+  return 1
 }
 
 if [ -z "${UIDGEN_SKIP_SERVICES:-}" ]; then
   ensure_postgres
   ensure_mariadb
   ensure_redis
+  ensure_zookeeper
 fi
 
 # --- checks -----------------------------------------------------------------------------------

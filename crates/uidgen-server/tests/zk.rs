@@ -1,0 +1,174 @@
+//! `uidgen serve` with its worker id from ZooKeeper (`UIDGEN_TEST_ZK`, default 127.0.0.1:2181;
+//! never skipped), and `uidgen zk reclaim`.
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod common;
+
+use common::{Server, run};
+use uidgen_core::Layout;
+use uidgen_zk::testing::{test_connect, unique};
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(unique(&format!("uidgen-zk-e2e-{name}")));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Leaf's layout and generator, the worker id from ZooKeeper under `connect`.
+fn zk_env(connect: &str, dir: &std::path::Path, n: u32) -> Vec<(String, String)> {
+    [
+        (
+            "UIDGEN_STORE",
+            format!("sqlite://{}", dir.join("uidgen.db").display()),
+        ),
+        ("UIDGEN_WORKER_ASSIGNER", "zookeeper".to_owned()),
+        ("UIDGEN_ZK_CONNECT", connect.to_owned()),
+        ("UIDGEN_ZK_NAME", "leaf-e2e".to_owned()),
+        (
+            "UIDGEN_ZK_CACHE_FILE",
+            dir.join(format!("zk-{n}.state")).display().to_string(),
+        ),
+        ("UIDGEN_LAYOUT", "leaf".to_owned()),
+        ("UIDGEN_GENERATOR", "snowflake".to_owned()),
+        ("UIDGEN_SEGMENT_ENABLED", "false".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+fn start(env: &[(String, String)]) -> Server {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Server::start(&[], &env)
+}
+
+async fn get(url: &str) -> (u16, String) {
+    let response = reqwest::get(url).await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_takes_its_worker_id_from_zookeeper_and_leafs_route_stamps_it() {
+    let connect = test_connect();
+    let dir = temp_dir("serve");
+    let first = start(&zk_env(&connect, &dir, 1));
+    let second = start(&zk_env(&connect, &dir, 2));
+    let layout = Layout::leaf().unwrap();
+    let mut workers = Vec::new();
+    for server in [&first, &second] {
+        let (status, body) = get(&server.url("/api/snowflake/get/order")).await;
+        assert_eq!(status, 200, "{body}");
+        let id: u64 = body.trim().parse().unwrap();
+        workers.push(layout.decompose(id).unwrap().worker);
+        let (status, body) = get(&server.url("/readyz")).await;
+        assert_eq!((status, body.as_str()), (200, "ready"));
+        let (_, metrics) = get(&server.url("/metrics")).await;
+        assert!(metrics.contains("uidgen_zk_connected 1"), "{metrics}");
+        assert!(
+            metrics.contains("uidgen_zk_report_failures_total 0"),
+            "{metrics}"
+        );
+        assert!(metrics.contains("uidgen_zk_issuing 1"), "{metrics}");
+    }
+    // Vesta's server range on Leaf's 10-bit worker field: 924 up.
+    workers.sort_unstable();
+    assert_eq!(workers, vec![924, 925]);
+    let (status, log) = first.terminate();
+    assert!(status.success(), "{log}");
+    assert!(log.contains("holding a ZooKeeper worker id"), "{log}");
+}
+
+#[test]
+fn zk_reclaim_refuses_a_threshold_below_the_outage_allowance_and_lists_in_a_dry_run() {
+    let connect = test_connect();
+    let env = [
+        ("UIDGEN_ZK_CONNECT", connect.as_str()),
+        ("UIDGEN_ZK_NAME", "reclaim-e2e"),
+    ];
+    let (status, _, stderr) = run(&["zk", "reclaim", "--older-than", "1h"], &env);
+    assert!(!status.success());
+    assert!(stderr.contains("below the outage allowance"), "{stderr}");
+    let (status, stdout, stderr) = run(&["zk", "reclaim", "--older-than", "7d", "--dry-run"], &env);
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stdout.contains("0 of 0 dead forever nodes (dry run: nothing freed)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn zookeeper_keys_are_checked_naming_the_key() {
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (
+            &[
+                ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
+                ("UIDGEN_LAYOUT", "leaf"),
+                ("UIDGEN_WORKER_FALLBACK_STATIC", "1000"),
+            ],
+            "invalid config key `worker.fallback_static`: 1000 lies in the ZooKeeper range 924-1023",
+        ),
+        (
+            &[
+                ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
+                ("UIDGEN_ZK_AUTO_RECLAIM_AFTER_SECS", "60"),
+            ],
+            "invalid config key `zookeeper.auto_reclaim_after_secs`",
+        ),
+        (
+            &[
+                ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
+                ("UIDGEN_ZK_REPORT_INTERVAL_MS", "0"),
+            ],
+            "invalid config key `zookeeper.report_interval_ms`",
+        ),
+        (
+            &[("UIDGEN_WORKER_FALLBACK_STATIC", "3")],
+            "invalid config key `worker.fallback_static`: only the zookeeper assigner",
+        ),
+    ];
+    for (env, expected) in cases {
+        let (status, _, stderr) = run(&["serve", "--listen", "127.0.0.1:0"], env);
+        assert!(!status.success());
+        assert!(stderr.contains(expected), "{env:?}: {stderr}");
+    }
+}
+
+#[test]
+fn worker_range_takes_rusts_inclusive_form_and_reads_id_range_as_the_same_key() {
+    use uidgen_server::config::Config;
+    let parse = |text: &str, env: &[(&str, &str)]| {
+        Config::from_toml_str(
+            text,
+            env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        )
+    };
+    let range = |c: Config| c.worker.id_range().unwrap().unwrap().to_string();
+    let c = parse(
+        "[layout]\npreset = \"leaf\"\n[worker]\nrange = \"924..=1023\"",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(range(c), "924-1023");
+    let c = parse("[worker]\nid_range = \"5-9\"", &[]).unwrap();
+    assert_eq!(range(c), "5-9");
+    let c = parse(
+        "[worker]\nid_range = \"5-9\"",
+        &[("UIDGEN_WORKER_RANGE", "7..=8")],
+    )
+    .unwrap();
+    assert_eq!(range(c), "7-8");
+    let both = parse("[worker]\nid_range = \"5-9\"\nrange = \"1-2\"", &[]).unwrap_err();
+    assert!(both.to_string().contains("one key"), "{both}");
+    // Vesta's default for the service: the server range on a 10-bit worker field.
+    let c = parse(
+        "[layout]\npreset = \"leaf\"\n[worker]\nassigner = \"zookeeper\"",
+        &[],
+    )
+    .unwrap();
+    let layout = c.build_layout().unwrap();
+    let options = uidgen_server::zk::options(&c, &layout).unwrap();
+    assert_eq!(
+        options.range.map(|r| r.to_string()).as_deref(),
+        Some("924-1023")
+    );
+}

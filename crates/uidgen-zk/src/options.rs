@@ -1,0 +1,253 @@
+//! [`ZkOptions`]: where the ensemble is, which namespace, how often to report, and the bounds
+//! that keep a reused worker id safe.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use uidgen_core::Layout;
+use uidgen_store::WorkerIdRange;
+
+use crate::error::{Result, ZkError};
+
+/// Leaf reports its time every 3 s (`SnowflakeZookeeperHolder.scheduledUploadData`).
+pub const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(3);
+
+/// The longest a holder keeps issuing without a report ZooKeeper accepted, by default: a day.
+pub const DEFAULT_MAX_OUTAGE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The most a clock may be off from the other live holders' average, by default.
+pub const DEFAULT_MAX_PEER_SKEW: Duration = Duration::from_secs(5);
+
+/// The session timeout asked of ZooKeeper, by default (the server clamps it to 2 to 20 ticks).
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest a start waits for its clock to pass where the id was last used, by default: a
+/// fast restart's few seconds.
+pub const DEFAULT_MAX_START_WAIT: Duration = Duration::from_secs(5);
+
+/// The longest outage allowance accepted: 30 days. Longer only delays every reclaim.
+pub const MAX_OUTAGE_LIMIT: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+/// Vesta's split of a 10-bit machine id between its release modes: the embedded library and
+/// CLI take 0–923, the server (HTTP/RPC) 924–1023.
+pub const VESTA_SERVER_RANGE: (u64, u64) = (924, 1023);
+
+/// Which of Vesta's release modes a process runs in: it picks the default machine-id range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseMode {
+    /// The library or the command line, in the caller's process: ids 0–923 on a 10-bit field.
+    Embedded,
+    /// The HTTP/RPC service: ids 924–1023 on a 10-bit field.
+    Server,
+}
+
+impl ReleaseMode {
+    /// Vesta's default range for this mode on `layout`: the split above when the layout has
+    /// exactly 10 worker bits (1,024 ids), every id of the layout otherwise.
+    ///
+    /// ```
+    /// use uidgen_core::Layout;
+    /// use uidgen_zk::ReleaseMode;
+    /// let leaf = Layout::leaf()?;
+    /// assert_eq!(ReleaseMode::Server.default_range(&leaf).to_string(), "924-1023");
+    /// assert_eq!(ReleaseMode::Embedded.default_range(&leaf).to_string(), "0-923");
+    /// assert_eq!(ReleaseMode::Server.default_range(&Layout::baidu_default()?).to_string(), "0-4194303");
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn default_range(self, layout: &Layout) -> WorkerIdRange {
+        let full = WorkerIdRange::full(layout);
+        let (server_low, server_high) = VESTA_SERVER_RANGE;
+        if layout.max_worker_id() != server_high {
+            return full;
+        }
+        let split = match self {
+            Self::Embedded => WorkerIdRange::new(0, server_low - 1),
+            Self::Server => WorkerIdRange::new(server_low, server_high),
+        };
+        split.unwrap_or(full)
+    }
+}
+
+/// A static worker id to fall back on when ZooKeeper is unreachable at start-up and no usable
+/// local cache exists (Vesta's fallback chain). It must lie outside the ZooKeeper range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticFallback {
+    /// The worker id.
+    pub worker_id: u64,
+    /// Its own state file (the static assigner's reserved-until mark).
+    pub state_file: PathBuf,
+}
+
+/// How a [`ZooKeeperWorkerIdAssigner`](crate::ZooKeeperWorkerIdAssigner) takes and keeps a
+/// worker id.
+///
+/// ```
+/// use uidgen_zk::ZkOptions;
+/// let options = ZkOptions::new("127.0.0.1:2181", "order", "10.0.0.7", "8080");
+/// assert_eq!(options.root(), "/snowflake/order");
+/// assert_eq!(options.cache_file.to_str(), Some("uidgen-zk-order-8080.state"));
+/// options.validate()?;
+/// # Ok::<(), uidgen_zk::ZkError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZkOptions {
+    /// The ensemble, with an optional chroot: `zk1:2181,zk2:2181/uidgen`. A missing chroot
+    /// node is created.
+    pub connect: String,
+    /// Leaf's `leaf.name`: the namespace, `/snowflake/{name}`.
+    pub name: String,
+    /// This process's IP as written into its forever node (Leaf: the first non-loopback IPv4).
+    pub ip: String,
+    /// This process's port as written into its forever node (Leaf: the HTTP port). A restart
+    /// with the same ip:port keeps its worker id.
+    pub port: String,
+    /// The session timeout asked of ZooKeeper; a start that cannot connect gives up after it.
+    pub session_timeout: Duration,
+    /// How often the holder reports its time (Leaf: 3 s).
+    pub report_interval: Duration,
+    /// The most this clock may differ from the other live holders' average report at
+    /// start-up, beyond the staleness of their reports.
+    pub max_peer_skew: Duration,
+    /// How long a holder keeps issuing without a report ZooKeeper accepted; then its fence
+    /// stops it. No id is reclaimed before its holder's allowance has run out.
+    pub max_outage: Duration,
+    /// The longest a start waits for its clock to pass where the id was last used.
+    pub max_start_wait: Duration,
+    /// Free dead holders' ids in the background after this long without a report (opt-in;
+    /// at least `max_outage`).
+    pub auto_reclaim_after: Option<Duration>,
+    /// The local state file: the worker id, its last accepted report and the reserved-until
+    /// mark, synced before any ID past the mark is issued.
+    pub cache_file: PathBuf,
+    /// The worker ids to take (default: [`ReleaseMode::Embedded`]'s range of the layout).
+    pub range: Option<WorkerIdRange>,
+    /// A static worker id for a start without ZooKeeper and without a usable cache.
+    pub fallback_static: Option<StaticFallback>,
+}
+
+impl ZkOptions {
+    /// Options with the defaults: reports every 3 s, a day's outage allowance, a 5 s peer
+    /// skew, the cache file `uidgen-zk-{name}-{port}.state` in the working directory.
+    pub fn new(
+        connect: impl Into<String>,
+        name: impl Into<String>,
+        ip: impl Into<String>,
+        port: impl Into<String>,
+    ) -> Self {
+        let (name, port) = (name.into(), port.into());
+        Self {
+            connect: connect.into(),
+            cache_file: PathBuf::from(format!("uidgen-zk-{name}-{port}.state")),
+            name,
+            ip: ip.into(),
+            port,
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            report_interval: DEFAULT_REPORT_INTERVAL,
+            max_peer_skew: DEFAULT_MAX_PEER_SKEW,
+            max_outage: DEFAULT_MAX_OUTAGE,
+            max_start_wait: DEFAULT_MAX_START_WAIT,
+            auto_reclaim_after: None,
+            range: None,
+            fallback_static: None,
+        }
+    }
+
+    /// The namespace's root: `/snowflake/{name}` (relative to the connect string's chroot).
+    pub fn root(&self) -> String {
+        format!("/snowflake/{}", self.name)
+    }
+
+    /// This process's forever-node prefix, `{ip}:{port}` (Leaf's `listenAddress`).
+    pub fn listen_address(&self) -> String {
+        format!("{}:{}", self.ip, self.port)
+    }
+
+    /// `Ok` when these options can keep a worker id; else [`ZkError::InvalidOptions`] (or
+    /// [`ZkError::ReclaimThreshold`]) saying which and why.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use uidgen_zk::{ZkError, ZkOptions};
+    /// let mut options = ZkOptions::new("127.0.0.1:2181", "order", "10.0.0.7", "8080");
+    /// options.auto_reclaim_after = Some(Duration::from_secs(3600)); // below a day's outage
+    /// assert!(matches!(options.validate(), Err(ZkError::ReclaimThreshold { .. })));
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        let invalid = |reason: String| Err(ZkError::InvalidOptions(reason));
+        if self.connect.trim().is_empty() {
+            return invalid(
+                "the connect string is empty: give host:port[,host:port][/chroot]".into(),
+            );
+        }
+        for (what, value) in [("name", &self.name), ("ip", &self.ip), ("port", &self.port)] {
+            if value.is_empty() || value.contains('/') || value.chars().any(char::is_whitespace) {
+                return invalid(format!(
+                    "{what} {value:?} must be non-empty, without `/` or spaces (it is part of a node path)"
+                ));
+            }
+        }
+        if self.report_interval.is_zero() {
+            return invalid("the report interval must be positive".into());
+        }
+        if self.session_timeout < Duration::from_secs(1) {
+            return invalid(format!(
+                "session timeout {:?} is below a second",
+                self.session_timeout
+            ));
+        }
+        if self.max_outage > MAX_OUTAGE_LIMIT {
+            return invalid(format!(
+                "max_outage {:?} is longer than the longest accepted, {MAX_OUTAGE_LIMIT:?}",
+                self.max_outage
+            ));
+        }
+        // A holder must get at least two chances to report inside its allowance, or a single
+        // lost report stops it.
+        if self.max_outage < self.report_interval.saturating_mul(2) {
+            return invalid(format!(
+                "max_outage {:?} must be at least twice the report interval {:?}",
+                self.max_outage, self.report_interval
+            ));
+        }
+        if self.max_peer_skew.is_zero() {
+            return invalid("max_peer_skew must be positive".into());
+        }
+        if let Some(threshold) = self.auto_reclaim_after {
+            check_threshold(threshold, self.max_outage)?;
+        }
+        if let (Some(fallback), Some(range)) = (&self.fallback_static, self.range)
+            && range.contains(fallback.worker_id)
+        {
+            return invalid(format!(
+                "fallback_static {} lies in the ZooKeeper range {range}: ZooKeeper may hand that id to another process; pick one outside it",
+                fallback.worker_id
+            ));
+        }
+        Ok(())
+    }
+
+    /// The range this assigner takes ids from on `layout`: [`range`](Self::range), or the
+    /// embedded default ([`ReleaseMode::Embedded`]), checked against the layout.
+    pub fn range_for(&self, layout: &Layout) -> Result<WorkerIdRange> {
+        let range = self
+            .range
+            .unwrap_or_else(|| ReleaseMode::Embedded.default_range(layout));
+        Ok(range.within(layout)?)
+    }
+}
+
+/// A reclaim threshold must cover the outage allowance (see `reclaim.rs` for why).
+pub(crate) fn check_threshold(threshold: Duration, max_outage: Duration) -> Result<()> {
+    if threshold < max_outage {
+        return Err(ZkError::ReclaimThreshold {
+            threshold_secs: threshold.as_secs(),
+            max_outage_secs: max_outage.as_secs(),
+        });
+    }
+    Ok(())
+}
+
+/// Milliseconds of a duration, saturating (the durations here are bounded well below).
+pub(crate) fn ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

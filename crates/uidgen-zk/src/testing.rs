@@ -1,0 +1,167 @@
+//! Test support (cargo feature `testing`): a chroot per test on the shared ZooKeeper, and a
+//! private ZooKeeper server a test may stop and start.
+//!
+//! Tests never skip a missing ZooKeeper: they fail with a message naming [`ENV_TEST_ZK`].
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The variable naming the test ensemble (default `127.0.0.1:2181`).
+pub const ENV_TEST_ZK: &str = "UIDGEN_TEST_ZK";
+
+/// The classpath of Debian's `zookeeperd` (what `zkServer.sh` runs), overridable with
+/// `UIDGEN_TEST_ZK_CLASSPATH`.
+pub const DEBIAN_CLASSPATH: &str = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar";
+
+/// The test ensemble's address: `UIDGEN_TEST_ZK` or `127.0.0.1:2181`.
+pub fn test_zk() -> String {
+    std::env::var(ENV_TEST_ZK).unwrap_or_else(|_| "127.0.0.1:2181".to_owned())
+}
+
+/// Whether a ZooKeeper server answers the `srvr` four-letter word at `address` (host:port).
+pub fn answers_srvr(address: &str) -> bool {
+    let Ok(addr) = address.parse() else {
+        return false;
+    };
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream.write_all(b"srvr").is_err() {
+        return false;
+    }
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    reply.contains("Zookeeper version")
+}
+
+/// A connect string with a chroot of its own (`{zk}/uidgen-tests/{unique}`), after checking
+/// that the test ensemble answers; panics naming [`ENV_TEST_ZK`] when it does not.
+pub fn test_connect() -> String {
+    let zk = test_zk();
+    let first = zk.split(',').next().unwrap_or_default().to_owned();
+    assert!(
+        answers_srvr(&first),
+        "ZooKeeper does not answer at {first}: start it (scripts/test.sh does) or point {ENV_TEST_ZK} at one"
+    );
+    format!("{zk}/uidgen-tests/{}", unique("t"))
+}
+
+/// A name unique to this process and call: `{prefix}-{pid}-{n}-{nanos}`.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    // Relaxed: only uniqueness within the process matters.
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{prefix}-{}-{n}-{nanos}", std::process::id())
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released: good enough for a test's own server).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A ZooKeeper server of this test alone, on its own port and data directory, started with
+/// `java` and Debian's classpath (as `zkServer.sh` does), so a test can stop the process and
+/// start it again. Killed when dropped.
+#[derive(Debug)]
+pub struct PrivateZooKeeper {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl PrivateZooKeeper {
+    /// Start one and wait until it answers; panics with what is missing otherwise.
+    pub fn start() -> Self {
+        let dir = std::env::temp_dir().join(unique("uidgen-zk-server"));
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let port = free_port();
+        let config = format!(
+            "tickTime=500\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\nminSessionTimeout=1000\nmaxSessionTimeout=20000\n",
+            dir.join("data").display()
+        );
+        std::fs::write(dir.join("zoo.cfg"), config).unwrap();
+        let mut server = Self {
+            port,
+            dir,
+            child: None,
+        };
+        server.resume();
+        server
+    }
+
+    /// The connect string (no chroot).
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Kill the server process (SIGKILL: no goodbye to its clients).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while answers_srvr(&self.address()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Start the process again on the same port and data, and wait until it answers.
+    pub fn resume(&mut self) {
+        let classpath = std::env::var("UIDGEN_TEST_ZK_CLASSPATH")
+            .unwrap_or_else(|_| DEBIAN_CLASSPATH.to_owned());
+        let log = std::fs::File::create(self.dir.join("server.log")).unwrap();
+        let child = Command::new("java")
+            .arg(format!("-Dzookeeper.log.dir={}", self.dir.display()))
+            .arg("-Dzookeeper.log.file=zookeeper.log")
+            .arg("-Xmx256m")
+            .arg("-cp")
+            .arg(&classpath)
+            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+            .arg(self.dir.join("zoo.cfg"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot run `java` for a private ZooKeeper ({e}); install zookeeperd (scripts/test.sh does)")
+            });
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !answers_srvr(&self.address()) {
+            assert!(
+                Instant::now() < deadline,
+                "the private ZooKeeper on port {} did not answer within 60 s; see {}",
+                self.port,
+                self.dir.join("server.log").display()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Its directory (data, configuration and log).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for PrivateZooKeeper {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,624 @@
+//! The ZooKeeper assigner against a real ZooKeeper (`UIDGEN_TEST_ZK`, default 127.0.0.1:2181;
+//! never skipped). Each test works under a chroot of its own, so they run in parallel; the
+//! outage test runs a private server it can kill.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use uidgen_core::{
+    Clock, Layout, ManualClock, SnowflakeGenerator, SystemClock, UidError, UidGenerator,
+};
+use uidgen_store::WorkerIdRange;
+use uidgen_zk::testing::{PrivateZooKeeper, free_port, test_connect, unique};
+use uidgen_zk::{
+    StaticFallback, ZkAssignment, ZkError, ZkOptions, ZkSource, ZooKeeperWorkerIdAssigner,
+};
+use zookeeper_client as zk;
+
+const DAY_MS: u64 = 24 * 60 * 60 * 1000;
+
+fn options(connect: &str, port: u16, dir: &Path) -> ZkOptions {
+    let mut options = ZkOptions::new(connect, "orders", "127.0.0.1", port.to_string());
+    options.cache_file = dir.join(format!("cache-{port}.state"));
+    options.report_interval = Duration::from_millis(200);
+    options.session_timeout = Duration::from_secs(4);
+    options
+}
+
+async fn start(options: &ZkOptions) -> Result<ZkAssignment, ZkError> {
+    ZooKeeperWorkerIdAssigner::new(options.clone())
+        .start(&Layout::leaf().unwrap())
+        .await
+}
+
+async fn start_on(options: &ZkOptions, clock: &ManualClock) -> Result<ZkAssignment, ZkError> {
+    ZooKeeperWorkerIdAssigner::new(options.clone())
+        .with_clock(clock.clone())
+        .start(&Layout::leaf().unwrap())
+        .await
+}
+
+fn stop(assigned: &ZkAssignment) {
+    if let Some(holder) = &assigned.holder {
+        holder.shutdown();
+    }
+}
+
+fn now() -> u64 {
+    SystemClock.now_millis()
+}
+
+fn generator<C: Clock + 'static>(assigned: &ZkAssignment, clock: C) -> SnowflakeGenerator<C> {
+    let generator = SnowflakeGenerator::new(
+        Layout::leaf().unwrap(),
+        assigned.assignment.worker_id,
+        clock,
+    )
+    .unwrap();
+    generator.fenced(
+        assigned
+            .assignment
+            .fence
+            .clone()
+            .expect("a ZooKeeper id is fenced"),
+    )
+}
+
+/// A client on the test's chroot, to look at the tree the way an operator would.
+async fn client(connect: &str) -> zk::Client {
+    zk::Client::connect(connect).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn twenty_processes_started_at_once_get_distinct_worker_ids_and_issue_no_duplicate() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    let mut children = Vec::new();
+    for i in 0..20u16 {
+        let out = dir.path().join(format!("ids-{i}"));
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_uidgen-zk-worker"))
+            .args([
+                "--connect",
+                &connect,
+                "--name",
+                "crowd",
+                "--port",
+                &(9000 + i).to_string(),
+            ])
+            .arg("--cache")
+            .arg(dir.path().join(format!("cache-{i}")))
+            .arg("--out")
+            .arg(&out)
+            .args(["--secs", "2", "--max-count", "300000", "--range", "0-1023"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        children.push((child, out));
+    }
+    let mut worker_ids = HashSet::new();
+    let mut ids = Vec::new();
+    for (child, out) in children {
+        let output = child.wait_with_output().await.unwrap();
+        assert!(
+            output.status.success(),
+            "a worker failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let worker_id: u64 = String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            worker_ids.insert(worker_id),
+            "worker id {worker_id} was handed out twice"
+        );
+        let bytes = std::fs::read(out).unwrap();
+        ids.extend(
+            bytes
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap())),
+        );
+    }
+    assert_eq!(worker_ids.len(), 20);
+    let total = ids.len();
+    assert!(total > 20_000, "only {total} IDs were taken");
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), total, "duplicate IDs among {total}");
+}
+
+#[tokio::test]
+async fn a_restart_with_the_same_address_keeps_its_worker_id_and_another_port_gets_a_new_one() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    let first = options(&connect, 8080, dir.path());
+    let a = start(&first).await.unwrap();
+    assert_eq!(a.source, ZkSource::ZooKeeper);
+    let id = a.assignment.worker_id;
+    let issued = generator(&a, SystemClock).next_ids(1000).unwrap();
+    stop(&a);
+    drop(a); // the process ends: its cache file is unlocked
+    // The same ip:port (and its cache): Leaf's rule, the same worker id, above what it issued.
+    let again = start(&first).await.unwrap();
+    assert_eq!(again.assignment.worker_id, id);
+    let later = generator(&again, SystemClock).next_id().unwrap();
+    assert!(later > *issued.iter().max().unwrap());
+    // Another port: another id.
+    let other = start(&options(&connect, 8081, dir.path())).await.unwrap();
+    assert_ne!(other.assignment.worker_id, id);
+    stop(&again);
+    stop(&other);
+}
+
+#[tokio::test]
+async fn a_restart_without_its_cache_leaves_a_reserved_id_alone_and_claims_another() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    let first = options(&connect, 8080, dir.path());
+    let a = start(&first).await.unwrap();
+    let a_id = a.assignment.worker_id;
+    stop(&a);
+    drop(a);
+    std::fs::remove_file(&first.cache_file).unwrap();
+    // Nothing proves how far the last life issued but its reservation (a day ahead).
+    let b = start(&first).await.unwrap();
+    assert_ne!(b.assignment.worker_id, a_id);
+    stop(&b);
+}
+
+#[tokio::test]
+async fn a_node_reporting_a_time_ahead_of_the_clock_refuses_the_start() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    let first = options(&connect, 8080, dir.path());
+    let a = start(&first).await.unwrap();
+    stop(&a);
+    drop(a);
+    // The clock went back a minute across the restart (Leaf refuses this too).
+    let behind = ManualClock::new(now() - 60_000);
+    let error = start_on(&first, &behind).await.unwrap_err();
+    assert!(
+        matches!(error, ZkError::ClockBehind { what, .. } if what.contains("forever node")),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn the_peer_average_check_refuses_a_skewed_clock() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    let a = start(&options(&connect, 1, dir.path())).await.unwrap();
+    let b = start(&options(&connect, 2, dir.path())).await.unwrap();
+    for skew in [60_000i64, -60_000] {
+        let clock = ManualClock::new(now().checked_add_signed(skew).unwrap());
+        let error = start_on(&options(&connect, 3, dir.path()), &clock)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, ZkError::PeerSkew { peers: 2, .. }),
+            "{error}"
+        );
+    }
+    // A clock within the bound starts.
+    let fine = start(&options(&connect, 3, dir.path())).await.unwrap();
+    for held in [&a, &b, &fine] {
+        stop(held);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn zookeeper_killed_mid_run_keeps_ids_flowing_and_reports_resume_when_it_returns() {
+    let mut server = PrivateZooKeeper::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&format!("{}/outage", server.address()), 7000, dir.path());
+    opts.session_timeout = Duration::from_secs(2);
+    let held = start(&opts).await.unwrap();
+    let holder = held.holder.clone().unwrap();
+    let generator = Arc::new(generator(&held, SystemClock));
+    let first_session = live_owner(&server.address(), holder.worker_id())
+        .await
+        .unwrap();
+    let mut ids = generator.next_ids(1000).unwrap();
+
+    server.stop();
+    let stopped_at = now();
+    // Past the session timeout (the client declares the session expired): IDs keep coming.
+    let until = Instant::now() + Duration::from_secs(4);
+    while Instant::now() < until {
+        ids.extend(generator.next_ids(100).unwrap());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = holder.status();
+    assert!(!status.connected, "{status:?}");
+    assert!(status.report_failures > 0, "{status:?}");
+    assert!(
+        status.outage_since_ms.is_some() && status.issuing(now()),
+        "{status:?}"
+    );
+    holder.check().unwrap();
+
+    server.resume();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = holder.status();
+        if status.connected && status.last_report_ms.is_some_and(|t| t > stopped_at) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "reports did not resume: {status:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The client gave the session up after 7/5 of its timeout: the live node comes back
+    // under a new one.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match live_owner(&server.address(), holder.worker_id()).await {
+            Some(owner) if owner != first_session => break,
+            owner => assert!(
+                Instant::now() < deadline,
+                "live node owner {owner:?}, first session {first_session}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    ids.extend(generator.next_ids(1000).unwrap());
+    let total = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), total);
+    holder.shutdown();
+}
+
+/// The session that owns the id's live node, if any.
+async fn live_owner(address: &str, worker_id: u64) -> Option<i64> {
+    let client = client(&format!("{address}/outage")).await;
+    let stat = client
+        .check_stat(&format!("/snowflake/orders/live/{worker_id}"))
+        .await
+        .ok()??;
+    Some(stat.ephemeral_owner)
+}
+
+#[tokio::test]
+async fn zookeeper_down_at_start_up_runs_on_the_cache_and_refuses_a_cache_ahead_of_the_clock() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    let up = options(&connect, 8080, dir.path());
+    let a = start(&up).await.unwrap();
+    let id = a.assignment.worker_id;
+    let issued = generator(&a, SystemClock).next_ids(1000).unwrap();
+    stop(&a);
+    drop(a);
+
+    let mut down = up.clone();
+    down.connect = format!("127.0.0.1:{}", free_port());
+    down.session_timeout = Duration::from_secs(1);
+    // The cache: the same id, above everything its last life issued.
+    let cached = start(&down).await.unwrap();
+    assert_eq!(
+        (cached.source, cached.assignment.worker_id),
+        (ZkSource::LocalCache, id)
+    );
+    let next = generator(&cached, SystemClock).next_id().unwrap();
+    assert!(next > *issued.iter().max().unwrap());
+    assert!(!cached.holder.as_ref().unwrap().status().connected);
+    stop(&cached);
+    drop(cached);
+
+    // A clock behind the cache's mark is refused.
+    let behind = ManualClock::new(now() - 60_000);
+    let error = start_on(&down, &behind).await.unwrap_err();
+    assert!(
+        matches!(error, ZkError::ClockBehind { what, .. } if what.contains("cache")),
+        "{error}"
+    );
+
+    // No cache: refused, naming both; with a static fallback outside the range: that id.
+    let mut no_cache = down.clone();
+    no_cache.cache_file = dir.path().join("missing.state");
+    let error = start(&no_cache).await.unwrap_err();
+    assert!(matches!(error, ZkError::NoUsableCache { .. }), "{error}");
+    no_cache.range = Some(WorkerIdRange::new(0, 923).unwrap());
+    no_cache.fallback_static = Some(StaticFallback {
+        worker_id: 1000,
+        state_file: dir.path().join("static-1000.state"),
+    });
+    let fallback = start(&no_cache).await.unwrap();
+    assert_eq!(
+        (fallback.source, fallback.assignment.worker_id),
+        (ZkSource::StaticFallback, 1000)
+    );
+}
+
+#[tokio::test]
+async fn reclaim_frees_dead_holders_ids_but_never_a_live_nodes() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    // Both last reported ten days ago by their own clocks.
+    let old = ManualClock::new(now() - 10 * DAY_MS);
+    let live = start_on(&options(&connect, 1, dir.path()), &old)
+        .await
+        .unwrap();
+    let dead = start_on(&options(&connect, 2, dir.path()), &old)
+        .await
+        .unwrap();
+    stop(&dead);
+    let live_id = live.assignment.worker_id;
+    let reclaimer = ZooKeeperWorkerIdAssigner::new(options(&connect, 3, dir.path()));
+    let week = Duration::from_secs(7 * 24 * 3600);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    // The dead one's live node goes with its session.
+    let freed = loop {
+        let freed = reclaimer.reclaim(week, false).await.unwrap();
+        if !freed.is_empty() || Instant::now() > deadline {
+            break freed;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        freed.iter().map(|c| c.worker_id).collect::<Vec<_>>(),
+        vec![dead.assignment.worker_id]
+    );
+    assert!(freed[0].freed);
+    assert!(reclaimer.nodes().await.unwrap().contains_key(&live_id));
+    // A threshold below the outage allowance is refused.
+    let error = reclaimer
+        .reclaim(Duration::from_secs(3600), true)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ZkError::ReclaimThreshold { .. }), "{error}");
+    stop(&live);
+}
+
+#[tokio::test]
+async fn a_reclaimed_id_never_issues_in_a_time_unit_its_old_holder_used() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    let only = Some(WorkerIdRange::new(5, 5).unwrap());
+    // The old holder, ten days ago by its clock, issues IDs and dies.
+    let t0 = now() - 10 * DAY_MS;
+    let old_clock = ManualClock::new(t0);
+    let mut old_opts = options(&connect, 1, dir.path());
+    old_opts.range = only;
+    let old = start_on(&old_opts, &old_clock).await.unwrap();
+    let old_gen = generator(&old, old_clock.clone());
+    let mut old_ids = Vec::new();
+    for _ in 0..50 {
+        old_ids.extend(old_gen.next_ids(100).unwrap());
+        old_clock.advance(1);
+    }
+    let reserved = old.holder.as_ref().unwrap().status().reserved_until_ms;
+    stop(&old);
+    let layout = Layout::leaf().unwrap();
+    let old_last = old_ids
+        .iter()
+        .map(|&id| layout.decompose(id).unwrap().time)
+        .max()
+        .unwrap();
+
+    let mut new_opts = options(&connect, 2, dir.path());
+    new_opts.range = only;
+    let reclaimer = ZooKeeperWorkerIdAssigner::new(new_opts.clone());
+    let week = Duration::from_secs(7 * 24 * 3600);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let freed = loop {
+        let freed = reclaimer.reclaim(week, false).await.unwrap();
+        if freed.iter().any(|c| c.freed) || Instant::now() > deadline {
+            break freed;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(freed[0].freed && freed[0].floor_ms >= reserved, "{freed:?}");
+
+    // A new holder whose clock reads a unit the old holder used: refused, not overlapping.
+    let skewed = ManualClock::new(t0 + 10);
+    let error = start_on(&new_opts, &skewed).await.unwrap_err();
+    assert!(matches!(error, ZkError::ClockBehind { .. }), "{error}");
+    // Past the floor: it takes the id, and its units lie above every unit the old one used.
+    let clock = ManualClock::new(freed[0].floor_ms + 1);
+    let new = start_on(&new_opts, &clock).await.unwrap();
+    assert_eq!(new.assignment.worker_id, 5);
+    let new_gen = generator(&new, clock.clone());
+    let new_first = layout.decompose(new_gen.next_id().unwrap()).unwrap().time;
+    assert!(new_first > old_last, "{new_first} <= {old_last}");
+    // And a clock that steps back below the floor is refused, not served from used units.
+    clock.set(t0 + 10);
+    assert!(matches!(
+        new_gen.next_id(),
+        Err(UidError::ClockMovedBackwards { .. } | UidError::BeyondFence { .. })
+    ));
+    stop(&new);
+}
+
+#[tokio::test]
+async fn a_used_up_range_is_a_typed_error_naming_it() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    let range = Some(WorkerIdRange::new(7, 8).unwrap());
+    let mut held = Vec::new();
+    for port in 1..=2 {
+        let mut opts = options(&connect, port, dir.path());
+        opts.range = range;
+        held.push(start(&opts).await.unwrap());
+    }
+    let mut third = options(&connect, 3, dir.path());
+    third.range = range;
+    let error = start(&third).await.unwrap_err();
+    assert!(matches!(error, ZkError::RangeUsedUp { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("range used up: every worker id of 7-8"),
+        "{error}"
+    );
+    // Through the store's trait the error keeps its type.
+    let via_trait = uidgen_store::WorkerIdAssigner::assign(
+        &ZooKeeperWorkerIdAssigner::new(third),
+        &Layout::leaf().unwrap(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&via_trait, uidgen_store::StoreError::Assigner(e) if e.downcast_ref::<ZkError>().is_some())
+    );
+    // A node outside the configured range refuses the start (Vesta).
+    let mut moved = options(&connect, 1, dir.path());
+    moved.range = Some(WorkerIdRange::new(100, 200).unwrap());
+    held[0].holder.as_ref().unwrap().shutdown();
+    let error = start(&moved).await.unwrap_err();
+    assert!(
+        matches!(error, ZkError::OutsideRange { id: 7, .. }),
+        "{error}"
+    );
+    for h in &held {
+        stop(h);
+    }
+}
+
+#[tokio::test]
+async fn java_leaf_nodes_count_as_used_and_their_address_keeps_its_id() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    // What Java Leaf leaves: a persistent sequential node, no `ids` claim, no live node.
+    let raw = client(&connect).await;
+    let (_, chroot) = connect.split_once('/').unwrap();
+    let root = raw.clone().chroot("/").unwrap();
+    root.mkdir(
+        &format!("/{chroot}"),
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let options_ = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    raw.mkdir("/snowflake/orders/forever", &options_)
+        .await
+        .unwrap();
+    let leaf_time = now() - 60_000;
+    let data = format!(r#"{{"ip":"127.0.0.1","port":"9999","timestamp":{leaf_time}}}"#);
+    raw.create(
+        "/snowflake/orders/forever/127.0.0.1:9999-0000000000",
+        data.as_bytes(),
+        &options_,
+    )
+    .await
+    .unwrap();
+    let mut fresh = options(&connect, 1, dir.path());
+    fresh.range = Some(WorkerIdRange::new(0, 3).unwrap());
+    let a = start(&fresh).await.unwrap();
+    assert_eq!(a.assignment.worker_id, 1);
+    let mut leaf = options(&connect, 9999, dir.path());
+    leaf.range = fresh.range;
+    let b = start(&leaf).await.unwrap();
+    assert_eq!(b.assignment.worker_id, 0);
+    // Taken over: the node now carries our reservation as well.
+    let (bytes, _) = raw
+        .get_data("/snowflake/orders/forever/127.0.0.1:9999-0000000000")
+        .await
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bytes).contains("reserved_until"));
+    stop(&a);
+    stop(&b);
+}
+
+#[tokio::test]
+async fn automatic_reclaim_frees_a_dead_holders_id_after_the_threshold() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    let short = |port| {
+        let mut o = options(&connect, port, dir.path());
+        o.max_outage = Duration::from_secs(1);
+        o
+    };
+    let dead = start(&short(1)).await.unwrap();
+    stop(&dead);
+    let mut reclaiming = short(2);
+    reclaiming.auto_reclaim_after = Some(Duration::from_secs(1));
+    let held = start(&reclaiming).await.unwrap();
+    let holder = held.holder.clone().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while holder.status().reclaimed == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "nothing reclaimed: {:?}",
+            holder.status()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let nodes = ZooKeeperWorkerIdAssigner::new(short(3))
+        .nodes()
+        .await
+        .unwrap();
+    assert!(!nodes.contains_key(&dead.assignment.worker_id));
+    assert!(unique("x") != unique("x"));
+    holder.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_written_meanwhile()
+{
+    let mut server = PrivateZooKeeper::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&format!("{}/cached", server.address()), 7100, dir.path());
+    opts.session_timeout = Duration::from_secs(2);
+    let first = start(&opts).await.unwrap();
+    let id = first.assignment.worker_id;
+    stop(&first);
+    drop(first);
+
+    // Down at start: the cache; back: the node is still at the write the cache saw.
+    server.stop();
+    let cached = start(&opts).await.unwrap();
+    assert_eq!(
+        (cached.source, cached.assignment.worker_id),
+        (ZkSource::LocalCache, id)
+    );
+    let holder = cached.holder.clone().unwrap();
+    server.resume();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !holder.status().connected {
+        assert!(
+            Instant::now() < deadline,
+            "no report after ZooKeeper returned: {:?}",
+            holder.status()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(holder.status().lost, None);
+    holder.check().unwrap();
+    stop(&cached);
+    drop((cached, holder));
+
+    // Someone else writes the node while this host is away: its cache start loses the id.
+    let raw = client(&format!("{}/cached", server.address())).await;
+    let node = format!("/snowflake/orders/forever/127.0.0.1:7100-{id:010}");
+    let (bytes, _) = raw.get_data(&node).await.unwrap();
+    raw.set_data(&node, &bytes, None).await.unwrap();
+    drop(raw);
+    server.stop();
+    let cached = start(&opts).await.unwrap();
+    assert_eq!(cached.source, ZkSource::LocalCache);
+    let holder = cached.holder.clone().unwrap();
+    let gen_ = generator(&cached, SystemClock);
+    gen_.next_id().unwrap();
+    server.resume();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while holder.status().lost.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the id was not given up: {:?}",
+            holder.status()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(matches!(holder.check(), Err(ZkError::Lost { .. })));
+    assert!(gen_.next_id().is_err());
+    // The cache is forgotten: a later start while ZooKeeper is down cannot take the id.
+    assert!(!opts.cache_file.exists());
+}
