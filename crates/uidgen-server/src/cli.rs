@@ -38,6 +38,8 @@ pub enum Command {
     Migrate(MigrateArgs),
     /// Measure a running server or the embedded generator.
     Bench(crate::bench::BenchArgs),
+    /// ZooKeeper worker ids: `uidgen zk reclaim --older-than 7d [--dry-run]`.
+    Zk(crate::zk::ZkArgs),
 }
 
 /// Options shared by commands that read the configuration.
@@ -59,10 +61,11 @@ impl ConfigArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LayoutArgs {
     /// Layout preset: baidu, baidu_legacy, snowflake, leaf, vesta_max_peak,
-    /// vesta_min_granularity, sonyflake.
+    /// vesta_min_granularity, sonyflake, keyworker.
     #[arg(long)]
     pub layout: Option<String>,
-    /// Epoch for the baidu preset (`2026-01-01`, `2026-01-01+08:00`, or milliseconds).
+    /// Epoch for any preset but baidu_legacy, e.g. a Leaf twepoch (`2026-01-01`,
+    /// `2026-01-01+08:00`, or milliseconds).
     #[arg(long)]
     pub epoch: Option<String>,
 }
@@ -147,11 +150,20 @@ pub struct MakeArgs {
     #[arg(long)]
     pub units: Option<u64>,
     /// Worker (machine) id.
-    #[arg(long)]
-    pub worker: u64,
+    #[arg(long, required_unless_present = "index")]
+    pub worker: Option<u64>,
     /// Sequence.
-    #[arg(long)]
-    pub seq: u64,
+    #[arg(long, required_unless_present = "index")]
+    pub seq: Option<u64>,
+    /// `--layout sharded`: the app id (0 to 255).
+    #[arg(long, requires = "index")]
+    pub app: Option<u8>,
+    /// `--layout sharded`: the shard (0 to 63).
+    #[arg(long, requires = "index")]
+    pub shard: Option<u8>,
+    /// `--layout sharded`: the index (the number popped from the shard's list).
+    #[arg(long, requires_all = ["app", "shard"], conflicts_with_all = ["worker", "seq", "time", "units"])]
+    pub index: Option<u64>,
 }
 
 /// `uidgen migrate`.
@@ -167,6 +179,9 @@ pub struct MigrateArgs {
 
 /// `uidgen decode`: one line per ID (or JSON), failing on the first malformed one.
 pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
+    if args.layout.layout.as_deref() == Some(crate::sharded::LAYOUT) {
+        return crate::sharded::decode_cli(&args.ids, args.json);
+    }
     let mut config = args.config.load()?;
     let layout = args.layout.apply(&mut config)?;
     for text in &args.ids {
@@ -174,8 +189,12 @@ pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
         if args.json {
             println!("{}", d.to_baidu_json());
         } else {
+            // keyworker splits its worker into machine and process parts: show both.
+            let parts = d.worker_parts.map_or_else(String::new, |p| {
+                format!(" machine={} process={}", p.machine, p.process)
+            });
             println!(
-                "{} time={} worker={} sequence={} layout={}",
+                "{} time={} worker={}{parts} sequence={} layout={}",
                 d.id,
                 d.timestamp_iso8601(),
                 d.parts.worker,
@@ -189,6 +208,14 @@ pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
 
 /// `uidgen make`: print the ID with the given fields.
 pub fn make(args: &MakeArgs) -> anyhow::Result<()> {
+    let sharded = args.layout.layout.as_deref() == Some(crate::sharded::LAYOUT);
+    match (sharded, args.index) {
+        (true, index) => return crate::sharded::make_cli(args.app, args.shard, index),
+        (false, Some(_)) => {
+            bail!("--app, --shard and --index make sharded IDs: add --layout sharded")
+        }
+        (false, None) => {}
+    }
     let mut config = args.config.load()?;
     let layout = args.layout.apply(&mut config)?;
     let time = match (&args.time, args.units) {
@@ -201,8 +228,8 @@ pub fn make(args: &MakeArgs) -> anyhow::Result<()> {
     };
     let id = layout.compose(&UidParts {
         time,
-        worker: args.worker,
-        sequence: args.seq,
+        worker: args.worker.context("give --worker")?,
+        sequence: args.seq.context("give --seq")?,
         ..layout.parts(0, 0, 0)
     })?;
     println!("{id}");

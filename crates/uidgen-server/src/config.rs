@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use uidgen_core::{Layout, MAX_BATCH};
-use uidgen_store::LeaseOptions;
+use uidgen_store::{LeaseOptions, WorkerIdRange};
 
 /// A configuration problem, naming the key and the reason.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +71,12 @@ pub enum AssignerKind {
     Leased,
     /// A configured number (`worker.id`).
     Static,
+    /// Zero-config: a machine part hashed from the host's MAC addresses above a process part
+    /// from the process id, distinct among the processes sharing `worker.state_dir`; only
+    /// probably unique across hosts.
+    Machine,
+    /// A forever node in ZooKeeper (`[zookeeper]`), Leaf's snowflake mode.
+    Zookeeper,
 }
 
 /// `[layout]`: the bit layout of IDs.
@@ -78,9 +84,10 @@ pub enum AssignerKind {
 #[serde(deny_unknown_fields, default)]
 pub struct LayoutConfig {
     /// A preset name: baidu, baidu_legacy, snowflake, leaf, vesta_max_peak, vesta_min_granularity,
-    /// sonyflake.
+    /// sonyflake, keyworker.
     pub preset: String,
-    /// Epoch override for the `baidu` preset: `"2026-01-01"`, `"2026-01-01+08:00"` or ms.
+    /// Epoch override for any preset but `baidu_legacy` (a Leaf `twepoch`, a Sonyflake start
+    /// time): `"2026-01-01"`, `"2026-01-01+08:00"` or ms.
     pub epoch: Option<String>,
     /// Custom Baidu-style widths (all three or none): time bits (seconds).
     pub time_bits: Option<u32>,
@@ -139,6 +146,18 @@ pub struct WorkerConfig {
     /// The static assigner's state file, holding its reserved-until mark (default
     /// `uidgen-worker-{id}.state` in the working directory).
     pub state_file: Option<PathBuf>,
+    /// The machine assigner's directory of lock and state files, one per worker id; every
+    /// process on a host must share it (default `uidgen-machine` in the system temp dir).
+    pub state_dir: Option<PathBuf>,
+    /// `"LO-HI"` (or `"LO..=HI"`): the worker ids this assigner hands out on the store,
+    /// recorded there so that assigners sharing it keep to disjoint ranges (default: the whole
+    /// layout, from 1 for disposable; Vesta's server range 924-1023 for zookeeper on a 10-bit
+    /// worker field). The key is `worker.range`; `worker.id_range` is read as the same key.
+    #[serde(rename = "range", alias = "id_range")]
+    pub id_range: Option<String>,
+    /// zookeeper: a static worker id to run on when ZooKeeper is unreachable at start-up and
+    /// no usable local cache exists (Vesta's fallback chain); outside the ZooKeeper range.
+    pub fallback_static: Option<u64>,
 }
 
 impl WorkerConfig {
@@ -147,6 +166,24 @@ impl WorkerConfig {
         self.state_file
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("uidgen-worker-{id}.state")))
+    }
+
+    /// The machine assigner's state directory.
+    pub fn machine_state_dir(&self) -> PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(uidgen_store::MachineWorkerIdAssigner::default_state_dir)
+    }
+
+    /// `id_range`, parsed; `None` when unset (the assigner's default range).
+    pub fn id_range(&self) -> Result<Option<WorkerIdRange>, ConfigError> {
+        let Some(text) = &self.id_range else {
+            return Ok(None);
+        };
+        let range: uidgen_store::Result<WorkerIdRange> = text.parse();
+        range
+            .map(Some)
+            .map_err(|e| invalid("worker.range", e.to_string()))
     }
 }
 
@@ -159,6 +196,9 @@ impl Default for WorkerConfig {
             cache_file: None,
             cache_reserve_secs: LeaseOptions::default().cache_reserve.as_secs(),
             state_file: None,
+            state_dir: None,
+            id_range: None,
+            fallback_static: None,
         }
     }
 }
@@ -263,6 +303,12 @@ pub struct Config {
     pub ring: RingConfig,
     /// `[segment]`.
     pub segment: SegmentConfig,
+    /// `[redis]`: the sharded mode's Redis.
+    pub redis: crate::sharded::RedisConfig,
+    /// `[sharded]`: the sharded mode (off by default).
+    pub sharded: crate::sharded::ShardedConfig,
+    /// `[zookeeper]`: the ZooKeeper worker-id assigner (`worker.assigner = "zookeeper"`).
+    pub zookeeper: crate::zk::ZookeeperConfig,
 }
 
 impl Default for Config {
@@ -277,6 +323,9 @@ impl Default for Config {
             worker: WorkerConfig::default(),
             ring: RingConfig::default(),
             segment: SegmentConfig::default(),
+            redis: crate::sharded::RedisConfig::default(),
+            sharded: crate::sharded::ShardedConfig::default(),
+            zookeeper: crate::zk::ZookeeperConfig::default(),
         }
     }
 }
@@ -334,6 +383,51 @@ const ENV_KEYS: &[(&str, &[&str], Kind)] = &[
     (
         "UIDGEN_WORKER_STATE_FILE",
         &["worker", "state_file"],
+        Kind::Str,
+    ),
+    (
+        "UIDGEN_WORKER_STATE_DIR",
+        &["worker", "state_dir"],
+        Kind::Str,
+    ),
+    ("UIDGEN_WORKER_RANGE", &["worker", "range"], Kind::Str),
+    // The key's earlier name, kept for deployments that set it.
+    ("UIDGEN_WORKER_ID_RANGE", &["worker", "range"], Kind::Str),
+    (
+        "UIDGEN_WORKER_FALLBACK_STATIC",
+        &["worker", "fallback_static"],
+        Kind::Int,
+    ),
+    ("UIDGEN_ZK_CONNECT", &["zookeeper", "connect"], Kind::Str),
+    ("UIDGEN_ZK_NAME", &["zookeeper", "name"], Kind::Str),
+    (
+        "UIDGEN_ZK_SESSION_TIMEOUT_MS",
+        &["zookeeper", "session_timeout_ms"],
+        Kind::Int,
+    ),
+    (
+        "UIDGEN_ZK_REPORT_INTERVAL_MS",
+        &["zookeeper", "report_interval_ms"],
+        Kind::Int,
+    ),
+    (
+        "UIDGEN_ZK_MAX_PEER_SKEW_MS",
+        &["zookeeper", "max_peer_skew_ms"],
+        Kind::Int,
+    ),
+    (
+        "UIDGEN_ZK_MAX_OUTAGE_SECS",
+        &["zookeeper", "max_outage_secs"],
+        Kind::Int,
+    ),
+    (
+        "UIDGEN_ZK_AUTO_RECLAIM_AFTER_SECS",
+        &["zookeeper", "auto_reclaim_after_secs"],
+        Kind::Int,
+    ),
+    (
+        "UIDGEN_ZK_CACHE_FILE",
+        &["zookeeper", "cache_file"],
         Kind::Str,
     ),
     (
@@ -406,6 +500,37 @@ const ENV_KEYS: &[(&str, &[&str], Kind)] = &[
         &["segment", "segment_duration_secs"],
         Kind::Int,
     ),
+    ("UIDGEN_REDIS_URL", &["redis", "url"], Kind::Str),
+    (
+        "UIDGEN_SHARDED_ENABLED",
+        &["sharded", "enabled"],
+        Kind::Bool,
+    ),
+    (
+        "UIDGEN_SHARDED_KEY_PREFIX",
+        &["sharded", "key_prefix"],
+        Kind::Str,
+    ),
+    (
+        "UIDGEN_SHARDED_REFILL_RATIO",
+        &["sharded", "refill_ratio"],
+        Kind::Float,
+    ),
+    (
+        "UIDGEN_SHARDED_REFILL_INTERVAL_SECS",
+        &["sharded", "refill_interval_secs"],
+        Kind::Int,
+    ),
+    (
+        "UIDGEN_SHARDED_LOCK_TTL_MS",
+        &["sharded", "lock_ttl_ms"],
+        Kind::Int,
+    ),
+    (
+        "UIDGEN_SHARDED_SYNC_INTERVAL_SECS",
+        &["sharded", "sync_interval_secs"],
+        Kind::Int,
+    ),
 ];
 
 /// The environment variables that override configuration keys, for `--help` and docs.
@@ -435,6 +560,7 @@ impl Config {
         let mut table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
+        rename_old_keys(&mut table)?;
         for (name, value) in env {
             let Some((env_name, path, kind)) = ENV_KEYS.iter().find(|(n, _, _)| *n == name) else {
                 continue;
@@ -486,16 +612,9 @@ impl Config {
     pub fn build_layout(&self) -> Result<Layout, ConfigError> {
         let l = &self.layout;
         let result = match (l.time_bits, l.worker_bits, l.seq_bits) {
-            (None, None, None) => match (l.preset.as_str(), &l.epoch) {
-                ("baidu", Some(epoch)) => Layout::baidu(epoch),
-                (_, Some(_)) => {
-                    return Err(invalid(
-                        "layout.epoch",
-                        "only the baidu preset takes an epoch; the others have their scheme's own",
-                    ));
-                }
-                (name, None) => Layout::preset(name),
-            },
+            // Every preset takes an epoch (but baidu_legacy, whose epoch is its point), so a
+            // deployment that set its own (Leaf's twepoch) continues its ID space.
+            (None, None, None) => Layout::preset_with_epoch(&l.preset, l.epoch.as_ref()),
             (Some(t), Some(w), Some(s)) => {
                 if l.preset != "baidu" {
                     return Err(invalid(
@@ -517,9 +636,12 @@ impl Config {
             }
         };
         result.map_err(|e| {
-            let key = if matches!(e, uidgen_core::UidError::InvalidEpoch { .. })
-                || matches!(e, uidgen_core::UidError::EpochInFuture { .. })
-            {
+            let key = if matches!(
+                e,
+                uidgen_core::UidError::InvalidEpoch { .. }
+                    | uidgen_core::UidError::EpochInFuture { .. }
+                    | uidgen_core::UidError::InvalidOption { name: "epoch", .. }
+            ) {
                 "layout.epoch"
             } else if l.time_bits.is_some() {
                 "layout.time_bits"
@@ -583,6 +705,14 @@ impl Config {
             }
             _ => {}
         }
+        if let Some(range) = self.worker.id_range()? {
+            range
+                .check_layout(&self.build_layout()?)
+                .map_err(|e| invalid("worker.range", e.to_string()))?;
+        }
+        if self.worker.assigner == AssignerKind::Machine {
+            self.validate_machine()?;
+        }
         if self.worker.lease_ttl_secs < 3 {
             return Err(invalid(
                 "worker.lease_ttl_secs",
@@ -609,7 +739,22 @@ impl Config {
         if self.segment.enabled && self.segment.sample_step == 0 {
             return Err(invalid("segment.sample_step", "must be greater than 0"));
         }
-        self.validate_segment()
+        self.validate_segment()?;
+        crate::sharded::validate(self)?;
+        crate::zk::validate(self)
+    }
+
+    /// The machine assigner's ids are `machine << 5 | process`: the layout must hold them, and
+    /// they cannot be moved into a configured range.
+    fn validate_machine(&self) -> Result<(), ConfigError> {
+        if self.worker.id_range.is_some() {
+            return Err(invalid(
+                "worker.range",
+                "the machine assigner's worker ids are machine << 5 | process, always 0-1023 (recorded as such in the store); unset it, and give other assigners on the store ranges above 1023",
+            ));
+        }
+        uidgen_store::MachineWorkerIdAssigner::check_layout(&self.build_layout()?)
+            .map_err(|e| invalid("worker.assigner", e.to_string()))
     }
 
     fn validate_segment(&self) -> Result<(), ConfigError> {
@@ -656,6 +801,24 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// Read a key's earlier name as the key (`worker.id_range` is now `worker.range`), before the
+/// environment overrides it, so that a variable beats the file whichever name the file uses.
+fn rename_old_keys(table: &mut toml::Table) -> Result<(), ConfigError> {
+    let Some(toml::Value::Table(worker)) = table.get_mut("worker") else {
+        return Ok(());
+    };
+    if let Some(old) = worker.remove("id_range") {
+        if worker.contains_key("range") {
+            return Err(ConfigError::Parse(
+                "`worker.range` and `worker.id_range` are one key: set only `worker.range`"
+                    .to_owned(),
+            ));
+        }
+        worker.insert("range".to_owned(), old);
+    }
+    Ok(())
 }
 
 fn set_path(table: &mut toml::Table, path: &[&str], value: toml::Value) -> Result<(), ConfigError> {
@@ -713,6 +876,80 @@ mod tests {
         assert_eq!(c.listen, "0.0.0.0:9999");
         assert_eq!(c.ring.boost_power, 4);
         assert_eq!(c.generator.kind, GeneratorKind::Snowflake);
+    }
+
+    #[test]
+    fn worker_id_range_is_parsed_from_the_file_or_the_environment() {
+        assert_eq!(parse("", &[]).unwrap().worker.id_range().unwrap(), None);
+        let c = parse("[worker]\nid_range = \" 100 - 199 \"", &[]).unwrap();
+        let range = c.worker.id_range().unwrap().unwrap();
+        assert_eq!((range.low(), range.high()), (100, 199));
+        let c = parse(
+            "[worker]\nid_range = \"1-2\"",
+            &[("UIDGEN_WORKER_ID_RANGE", "7")],
+        )
+        .unwrap();
+        assert_eq!(
+            c.worker.id_range().unwrap().map(|r| r.to_string()),
+            Some("7-7".to_owned())
+        );
+    }
+
+    #[test]
+    fn every_preset_but_baidu_legacy_takes_an_epoch_from_the_file_or_the_environment() {
+        // A Leaf deployment whose twepoch was 2017-07-14T02:40:00Z continues its ID space.
+        let twepoch = 1_500_000_000_000u64;
+        for preset in uidgen_core::layout::PRESET_NAMES {
+            if preset == "baidu_legacy" {
+                continue;
+            }
+            let text = format!("[layout]\npreset = \"{preset}\"\nepoch = \"{twepoch}\"");
+            let layout = parse(&text, &[]).unwrap().build_layout().unwrap();
+            assert_eq!((layout.name(), layout.epoch_ms()), (preset, twepoch));
+            let from_env = parse(
+                "",
+                &[
+                    ("UIDGEN_LAYOUT", preset),
+                    ("UIDGEN_LAYOUT_EPOCH", "2017-07-14T02:40:00Z"),
+                ],
+            )
+            .unwrap()
+            .build_layout()
+            .unwrap();
+            assert_eq!(from_env, layout, "{preset}");
+        }
+        let leaf = parse("[layout]\npreset = \"leaf\"", &[]).unwrap();
+        assert_eq!(
+            leaf.build_layout().unwrap().epoch_ms(),
+            uidgen_core::layout::TWITTER_EPOCH_MS,
+            "without an epoch, the scheme's own"
+        );
+    }
+
+    #[test]
+    fn the_machine_assigner_shares_a_state_dir_by_default() {
+        let c = parse(
+            "[worker]\nassigner = \"machine\"",
+            &[("UIDGEN_LAYOUT", "keyworker")],
+        )
+        .unwrap();
+        assert_eq!(c.worker.assigner, AssignerKind::Machine);
+        assert_eq!(
+            c.worker.machine_state_dir(),
+            std::env::temp_dir().join("uidgen-machine")
+        );
+        let c = parse(
+            "",
+            &[
+                ("UIDGEN_WORKER_ASSIGNER", "machine"),
+                ("UIDGEN_WORKER_STATE_DIR", "/var/lib/uidgen/machine"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            c.worker.machine_state_dir(),
+            PathBuf::from("/var/lib/uidgen/machine")
+        );
     }
 
     #[test]
@@ -798,9 +1035,55 @@ mod tests {
                 "invalid config key `worker.id`: worker id 5000000 exceeds the layout's maximum 4194303; widen the worker bits or use a smaller id",
             ),
             (
-                "[layout]\npreset = \"snowflake\"\nepoch = \"2020-01-01\"",
+                "[worker]\nid_range = \"200-100\"",
                 &[],
-                "invalid config key `layout.epoch`: only the baidu preset takes an epoch; the others have their scheme's own",
+                "invalid config key `worker.range`: invalid worker id range `200-100`: the low end is above the high end",
+            ),
+            (
+                "",
+                &[
+                    ("UIDGEN_LAYOUT", "snowflake"),
+                    ("UIDGEN_WORKER_ID_RANGE", "512-1024"),
+                ],
+                "invalid config key `worker.range`: worker id range 512-1024 does not fit the layout, whose worker ids go up to 1023",
+            ),
+            (
+                "[layout]\npreset = \"baidu_legacy\"\nepoch = \"2020-01-01\"",
+                &[],
+                "invalid config key `layout.epoch`: invalid option `epoch`: baidu_legacy is Baidu's layout with its 2016 epoch",
+            ),
+            (
+                "[layout]\npreset = \"leaf\"\nepoch = \"2999-01-01\"",
+                &[],
+                "invalid config key `layout.epoch`: epoch 32472144000000 ms lies in the future",
+            ),
+            (
+                "",
+                &[
+                    ("UIDGEN_LAYOUT", "sonyflake"),
+                    ("UIDGEN_LAYOUT_EPOCH", "last tuesday"),
+                ],
+                "invalid config key `layout.epoch`: cannot parse epoch \"last tuesday\"",
+            ),
+            (
+                "[layout]\npreset = \"snowflake\"\nepoch = \"2017-02-30\"",
+                &[],
+                "invalid config key `layout.epoch`: cannot parse epoch \"2017-02-30\": no such calendar date",
+            ),
+            (
+                "[worker]\nassigner = \"machine\"\nid_range = \"0-1023\"",
+                &[("UIDGEN_LAYOUT", "keyworker")],
+                "invalid config key `worker.range`: the machine assigner's worker ids are machine << 5 | process",
+            ),
+            (
+                "[worker]\nassigner = \"machine\"\n[layout]\ntime_bits = 31\nworker_bits = 9\nseq_bits = 23",
+                &[],
+                "invalid config key `worker.assigner`: the machine assigner cannot serve layout `baidu`: its worker field has 9 bits",
+            ),
+            (
+                "[worker]\nassigner = \"machine\"\nid = 3",
+                &[],
+                "invalid config key `worker.id`: only the static assigner takes a fixed worker id",
             ),
             (
                 "[layout]\nepoch = \"2999-01-01\"",

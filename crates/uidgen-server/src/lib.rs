@@ -21,3 +21,5 @@ pub mod config;
 pub mod http;
 pub mod metrics;
 pub mod serve;
+pub mod sharded;
+pub mod zk;

@@ -37,6 +37,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Make(args) => cli::make(&args),
         Command::Gen(args) => serve::gen_ids(&args),
         Command::Migrate(args) => runtime()?.block_on(serve::migrate(&args)),
+        Command::Zk(args) => {
+            init_tracing();
+            runtime()?.block_on(uidgen_server::zk::run(&args))
+        }
         Command::Bench(args) => match &args.url {
             Some(url) => {
                 let report = runtime()?.block_on(bench::run_http(&args, url))?;

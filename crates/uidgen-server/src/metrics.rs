@@ -29,6 +29,13 @@ pub struct TagLabel {
     pub tag: String,
 }
 
+/// Label set naming a sharded-mode event: one of a fixed list, never client input.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventLabel {
+    /// The event, e.g. `refills`.
+    pub event: &'static str,
+}
+
 type HistogramFamily = Family<RouteLabel, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -59,6 +66,24 @@ pub struct Metrics {
     pub segment_loads: Family<TagLabel, Gauge>,
     /// Failed segment loads per tag.
     pub segment_load_failures: Family<TagLabel, Gauge>,
+    /// What the sharded mode did, by event (copied from its counters when scraped).
+    pub sharded: Family<EventLabel, Gauge>,
+    /// The ZooKeeper holder's figures, registered only when the worker id comes from it (so
+    /// other deployments do not export a permanent "disconnected").
+    pub zk: Option<ZkMetrics>,
+}
+
+/// The ZooKeeper holder's figures, read from its status when scraped.
+#[derive(Debug, Default)]
+pub struct ZkMetrics {
+    /// 1 while the last report reached ZooKeeper, 0 during an outage.
+    pub connected: Gauge,
+    /// Reports that failed since start (the holder's own count, copied in).
+    pub report_failures: Counter,
+    /// Seconds since the last accepted report.
+    pub last_report_age_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// 1 while the worker id may issue IDs (held, inside the outage allowance).
+    pub issuing: Gauge,
 }
 
 impl Default for Metrics {
@@ -82,6 +107,7 @@ impl Metrics {
         let segment_step = Family::<TagLabel, Gauge>::default();
         let segment_loads = Family::<TagLabel, Gauge>::default();
         let segment_load_failures = Family::<TagLabel, Gauge>::default();
+        let sharded = Family::<EventLabel, Gauge>::default();
         registry.register("ids_issued", "IDs handed out, by route", ids_issued.clone());
         registry.register("errors", "Error responses, by kind", errors.clone());
         registry.register(
@@ -131,6 +157,12 @@ impl Metrics {
             "Segment loads that failed (database error, timeout, exhausted tag), by tag",
             segment_load_failures.clone(),
         );
+        // Gauges for the same reason: the sharded service owns its counters.
+        registry.register(
+            "sharded",
+            "Sharded mode since start, by event: pops, ids_popped, empty_pops, refills, numbers_pushed, refill_failures, lock_busy, reconnects, purges, removed_lists, corrupt_entries",
+            sharded.clone(),
+        );
         Self {
             registry,
             ids_issued,
@@ -144,7 +176,54 @@ impl Metrics {
             segment_step,
             segment_loads,
             segment_load_failures,
+            sharded,
+            zk: None,
         }
+    }
+
+    /// Register the ZooKeeper holder's metrics (`uidgen_zk_*`).
+    pub fn register_zk(&mut self) {
+        let zk = ZkMetrics::default();
+        self.registry.register(
+            "zk_connected",
+            "1 while the worker id's last time report reached ZooKeeper",
+            zk.connected.clone(),
+        );
+        // A counter: the registry adds the `_total` suffix.
+        self.registry.register(
+            "zk_report_failures",
+            "Time reports to ZooKeeper that failed since start",
+            zk.report_failures.clone(),
+        );
+        self.registry.register(
+            "zk_last_report_age_seconds",
+            "Seconds since ZooKeeper last accepted a time report",
+            zk.last_report_age_seconds.clone(),
+        );
+        self.registry.register(
+            "zk_issuing",
+            "1 while the ZooKeeper worker id may issue IDs (held, inside the outage allowance)",
+            zk.issuing.clone(),
+        );
+        self.zk = Some(zk);
+    }
+
+    /// Publish a ZooKeeper holder's status (read when scraped).
+    pub fn zk_status(&self, status: &uidgen_zk::ZkStatus) {
+        let Some(zk) = &self.zk else {
+            return;
+        };
+        zk.connected.set(i64::from(status.connected));
+        // The holder owns the count; fetch_max copies it in without double counting when two
+        // scrapes race. Relaxed: a monotonic figure, nothing is ordered by it.
+        zk.report_failures
+            .inner()
+            .fetch_max(status.report_failures, std::sync::atomic::Ordering::Relaxed);
+        let now = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
+        let age_ms = status.last_report_age_ms.unwrap_or(0);
+        #[allow(clippy::cast_precision_loss)] // milliseconds well below 2^52
+        zk.last_report_age_seconds.set(age_ms as f64 / 1000.0);
+        zk.issuing.set(i64::from(status.issuing(now)));
     }
 
     /// Count `n` IDs issued on `route`.
@@ -185,6 +264,26 @@ impl Metrics {
             &self.segment_load_failures.get_or_create(&label),
             state.load_failures,
         );
+    }
+
+    /// Publish the sharded mode's counters (read when scraped).
+    pub fn sharded_stats(&self, stats: &uidgen_sharded::StatsSnapshot) {
+        let events = [
+            ("pops", stats.pops),
+            ("ids_popped", stats.ids_popped),
+            ("empty_pops", stats.empty_pops),
+            ("refills", stats.refills),
+            ("numbers_pushed", stats.numbers_pushed),
+            ("refill_failures", stats.refill_failures),
+            ("lock_busy", stats.lock_busy),
+            ("reconnects", stats.reconnects),
+            ("purges", stats.purges),
+            ("removed_lists", stats.removed_lists),
+            ("corrupt_entries", stats.corrupt_entries),
+        ];
+        for (event, value) in events {
+            Self::set(&self.sharded.get_or_create(&EventLabel { event }), value);
+        }
     }
 
     /// Set a gauge from an unsigned value, saturating at `i64::MAX`.

@@ -138,11 +138,19 @@ fn redacted(url: &str) -> String {
     uidgen_store::redact_url(url)
 }
 
-/// The configured worker-id assigner.
+/// The configured worker-id assigner. Each registers its range (`worker.range`, or its
+/// default) in the store before taking an id, so assigners sharing the store stay disjoint.
 pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn WorkerIdAssigner>> {
+    let range = config.worker.id_range()?;
     Ok(match config.worker.assigner {
-        AssignerKind::Disposable => Arc::new(DisposableWorkerIdAssigner::new(store.clone())),
-        AssignerKind::Static => Arc::new(static_assigner(config)?),
+        AssignerKind::Disposable => {
+            let disposable = DisposableWorkerIdAssigner::new(store.clone());
+            Arc::new(match range {
+                Some(range) => disposable.with_range(range),
+                None => disposable,
+            })
+        }
+        AssignerKind::Static => Arc::new(static_assigner(config)?.registered_in(store.clone())),
         AssignerKind::Leased => {
             let ttl = Duration::from_secs(config.worker.lease_ttl_secs);
             Arc::new(LeasedWorkerIdAssigner::new(
@@ -156,23 +164,38 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
                     max_takeover_wait: (ttl / 2).min(Duration::from_secs(5)),
                     cache_path: config.worker.cache_file.clone(),
                     cache_reserve: Duration::from_secs(config.worker.cache_reserve_secs),
+                    range,
                     ..LeaseOptions::default()
                 },
             ))
         }
+        // Needs no configuration: the state directory only keeps the processes of one host
+        // apart (and their restarts); its fixed range 0-1023 is recorded in the store.
+        // The trait's way in (no status for readiness); `serve` goes through
+        // `assign_and_build_holding`, which also records the range in the store.
+        AssignerKind::Zookeeper => Arc::new(uidgen_zk::ZooKeeperWorkerIdAssigner::new(
+            crate::zk::options(config, &config.build_layout()?)?,
+        )),
+        AssignerKind::Machine => Arc::new(
+            uidgen_store::MachineWorkerIdAssigner::new(config.worker.machine_state_dir())
+                .registered_in(store.clone()),
+        ),
     })
 }
 
-/// The static assigner for `worker.id`, keeping its mark in `worker.state_file`.
+/// The static assigner for `worker.id`, keeping its mark in `worker.state_file`, limited to
+/// `worker.range` when set. Not registered in a store: [`assigner`] adds that, while
+/// `gen --worker N` runs without one.
 fn static_assigner(config: &Config) -> anyhow::Result<StaticWorkerIdAssigner> {
     let id = config
         .worker
         .id
         .context("invalid config key `worker.id`: the static assigner needs a worker id")?;
-    Ok(StaticWorkerIdAssigner::new(
-        id,
-        config.worker.state_file_for(id),
-    ))
+    let assigner = StaticWorkerIdAssigner::new(id, config.worker.state_file_for(id));
+    Ok(match config.worker.id_range()? {
+        Some(range) => assigner.with_range(range),
+        None => assigner,
+    })
 }
 
 /// Obtain a worker id and build the configured generator with it.
@@ -181,13 +204,33 @@ pub async fn assign_and_build(
     layout: Layout,
     store: &Store,
 ) -> anyhow::Result<(BuiltGenerator, WorkerAssignment)> {
-    let assigner = assigner(config, store)?;
-    let assignment = assigner
-        .assign(&layout)
-        .await
-        .context("cannot obtain a worker id")?;
+    // A ZooKeeper holder keeps reporting while its generator (which holds its fence) lives.
+    let (built, assignment, _zk) = assign_and_build_holding(config, layout, store).await?;
+    Ok((built, assignment))
+}
+
+/// [`assign_and_build`], also returning the ZooKeeper holder (its status feeds `/readyz` and
+/// `/metrics`) when the worker id comes from ZooKeeper.
+pub async fn assign_and_build_holding(
+    config: &Config,
+    layout: Layout,
+    store: &Store,
+) -> anyhow::Result<(
+    BuiltGenerator,
+    WorkerAssignment,
+    Option<uidgen_zk::ZkHolder>,
+)> {
+    let (assignment, zk) = if config.worker.assigner == AssignerKind::Zookeeper {
+        crate::zk::assign(config, &layout, store).await?
+    } else {
+        let assignment = assigner(config, store)?
+            .assign(&layout)
+            .await
+            .context("cannot obtain a worker id")?;
+        (assignment, None)
+    };
     match build_generator(config, layout, &assignment) {
-        Ok(built) => Ok((built, assignment)),
+        Ok(built) => Ok((built, assignment, zk)),
         Err(error) => {
             if let Some(lease) = &assignment.lease {
                 // Hand the id back at once rather than leaving it held until the lease expires.
@@ -412,17 +455,24 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
+    // The bound address, port 0 resolved: a ZooKeeper worker id is named after it.
+    config.listen = listener.local_addr()?.to_string();
     let store = open_store(&config).await?;
-    let (built, assignment) = match assign_and_build(&config, layout.clone(), &store).await {
-        Ok(assigned) => assigned,
-        Err(error) => {
-            store.close().await;
-            return Err(error);
-        }
-    };
+    let (built, assignment, zk) =
+        match assign_and_build_holding(&config, layout.clone(), &store).await {
+            Ok(assigned) => assigned,
+            Err(error) => {
+                store.close().await;
+                return Err(error);
+            }
+        };
     // Kept past the server's end: the lease release records how far this generator issued.
     let generator = Arc::clone(&built.generator);
-    let served = serve_with_worker(&config, &store, listener, built, &assignment).await;
+    let served = serve_with_worker(&config, &store, listener, built, &assignment, zk.clone()).await;
+    if let Some(holder) = &zk {
+        // The forever node and the cache stay: a restart with this ip:port continues them.
+        holder.shutdown();
+    }
     if let Some(lease) = &assignment.lease {
         // Release only after in-flight requests finished (or were abandoned): the lease records
         // how far we issued, and IDs asked for after the release are refused by the guard.
@@ -452,6 +502,7 @@ async fn serve_with_worker(
     listener: TcpListener,
     built: BuiltGenerator,
     assignment: &WorkerAssignment,
+    zk: Option<uidgen_zk::ZkHolder>,
 ) -> anyhow::Result<()> {
     let worker_id = assignment.worker_id;
     let layout = built.generator.layout().clone();
@@ -461,6 +512,11 @@ async fn serve_with_worker(
     state.admin_token.clone_from(&config.admin_token);
     state.readiness = store_readiness(store.clone(), assignment.lease.clone());
     state.segments = start_segments(config, store).await?;
+    state.sharded = crate::sharded::start_sharded(config, store).await?;
+    if zk.is_some() {
+        state.metrics.register_zk();
+    }
+    state.zk = zk;
 
     let local = listener.local_addr()?;
     info!(
@@ -475,6 +531,7 @@ async fn serve_with_worker(
         "uidgen serving"
     );
     let segments = state.segments.clone();
+    let sharded = state.sharded.clone();
     let (signalled, mut on_signal) = tokio::sync::watch::channel(false);
     let server = axum::serve(listener, app(Arc::new(state)))
         .with_graceful_shutdown(async move {
@@ -501,6 +558,9 @@ async fn serve_with_worker(
     };
     if let Some(segments) = &segments {
         segments.shutdown();
+    }
+    if let Some(sharded) = &sharded {
+        sharded.shutdown();
     }
     served
 }

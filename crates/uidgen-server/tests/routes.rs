@@ -563,6 +563,29 @@ async fn cached_generator_serves_single_ids_and_batches_larger_than_its_ring() {
 }
 
 #[tokio::test]
+async fn a_cached_generator_out_of_time_bits_answers_exhausted() {
+    // Four bits of seconds, standing at the last one: one second of IDs, then the end.
+    let layout = Layout::baidu_bits(4, 46, 13, "2026-01-01").unwrap();
+    let clock = ManualClock::new(layout.epoch_ms() + 15_000);
+    let options = CachedOptions {
+        boost_power: 0,
+        ..CachedOptions::default()
+    };
+    let generator = Arc::new(CachedUidGenerator::new(layout, 5, clock, options).unwrap());
+    let mut state = AppState::embedded(generator.clone(), 5);
+    state.ring = Some(generator.clone());
+    let r = app(Arc::new(state));
+    let (status, _) = get(&r, "/v1/ids?count=8192").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = get(&r, "/v1/ids").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    // What the `uidgen_errors_total{kind="exhausted"}` alert in docs/OPERATIONS.md counts.
+    assert_eq!(json(&body)["code"], "exhausted", "{body}");
+    let (_, metrics) = get(&r, "/metrics").await;
+    assert!(metrics.contains("kind=\"exhausted\""), "{metrics}");
+}
+
+#[tokio::test]
 async fn readyz_reports_a_stopped_ring_without_its_reason() {
     let (generator, r) = cached_router(1000);
     assert_eq!(get(&r, "/readyz").await, (StatusCode::OK, "ready".into()));

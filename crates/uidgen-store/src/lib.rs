@@ -2,11 +2,17 @@
 //! PostgreSQL through sqlx.
 //!
 //! It is for obtaining the worker id a generator stamps into IDs (Baidu's disposable
-//! `worker_node` rows, leases on narrow layouts, or a configured number), for claiming Leaf
-//! segments from `leaf_alloc`, and for creating those tables (migrations from `sql/`). It is not
+//! `worker_node` rows, leases on narrow layouts, a configured number, or the zero-config
+//! machine+process id of [`MachineWorkerIdAssigner`]), for claiming Leaf
+//! segments from `leaf_alloc` and the sharded mode's per-app, per-shard segments from
+//! `id_alloc`, and for creating those tables (migrations from `sql/`). It is not
 //! for generating IDs (that is `uidgen-core`, which this crate wires up in
 //! [`GeneratorBuilder`]), nor for the per-tag segment buffers (`uidgen-segment`) or HTTP
-//! (`uidgen-server`).
+//! (`uidgen-server`), nor for the Redis lists of the sharded mode (`uidgen-sharded`).
+//!
+//! Assigners that share a store draw from one worker-id space, so each records the
+//! [`WorkerIdRange`] it hands ids from in `worker_id_range` before taking one; overlapping or
+//! inconsistent ranges are refused at start-up ([`Store::register_worker_range`]).
 //!
 //! One [`Store`] API over three databases, chosen by URL: `sqlite://PATH` (the embedded
 //! default, WAL mode, shareable between processes), `mysql://` / `mariadb://`, `postgres://` /
@@ -46,9 +52,11 @@ pub mod blocking;
 mod builder;
 mod cache;
 mod error;
+mod id_alloc;
 mod leaf_alloc;
 mod lease;
 mod lease_guard;
+mod machine;
 mod mark;
 mod migrate;
 mod store;
@@ -57,6 +65,7 @@ pub mod testing;
 mod url;
 mod worker_lease;
 mod worker_node;
+mod worker_range;
 
 pub use assigner::{
     AssignmentKind, BoxFuture, DisposableWorkerIdAssigner, StaticWorkerIdAssigner,
@@ -65,15 +74,23 @@ pub use assigner::{
 pub use builder::{Built, GeneratorBuilder, GuardedGenerator};
 pub use cache::{CachedWorker, read_cache, write_cache};
 pub use error::{Result, StoreError};
+pub use id_alloc::{
+    AppShard, AppSpec, DEFAULT_ID_ALLOC_STEP, ID_ALLOC_SHARDS, IdAllocApp, IdSegment,
+    MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP,
+};
 pub use leaf_alloc::{
     LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_step,
     validate_tag,
 };
 pub use lease::{LeaseOptions, LeasedWorkerIdAssigner, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 pub use lease_guard::LeaseGuard;
+pub use machine::{
+    MACHINE_BITS, MachinePart, MachineSource, MachineWorkerIdAssigner, PROCESS_BITS, fnv1a_64,
+};
 pub use mark::LocalMark;
 pub use migrate::{Migration, migrations};
 pub use store::{Store, StoreOptions};
 pub use url::{Dialect, redact_url};
 pub use worker_lease::WorkerLeaseRow;
 pub use worker_node::{ENV_HOST, ENV_PORT, NodeType, WorkerNode};
+pub use worker_range::{WorkerIdRange, WorkerRangeRow};

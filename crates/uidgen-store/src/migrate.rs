@@ -37,6 +37,8 @@ macro_rules! migrations_in {
             migration!($dialect, 1, "0001", "worker_node"),
             migration!($dialect, 2, "0002", "worker_lease"),
             migration!($dialect, 3, "0003", "leaf_alloc"),
+            migration!($dialect, 4, "0004", "worker_id_range"),
+            migration!($dialect, 5, "0005", "id_alloc"),
         ]
     };
 }

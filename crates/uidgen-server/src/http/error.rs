@@ -98,9 +98,10 @@ impl ApiError {
                 "exhausted",
                 err.to_string(),
             ),
-            // A stopped generator's reason can carry a lease's database error: log it, and tell
-            // the client only that the service cannot issue now.
-            UidError::GeneratorStopped(_) => Self::new(
+            // A stopped generator's reason, or a lease's expiry that has not been renewed, can
+            // carry a database error: log it, and tell the client only that the service cannot
+            // issue now.
+            UidError::GeneratorStopped(_) | UidError::BeyondFence { .. } => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "not_ready",
                 format!("ID generation has stopped on this server; {SEE_LOG}"),

@@ -57,12 +57,16 @@ pub async fn vesta_genid(State(state): State<Arc<AppState>>) -> Result<Issued<St
     one_id(&state).await
 }
 
-/// Vesta's field names for an explained ID.
+/// Vesta's field names for an explained ID. On a layout that splits its worker field
+/// (`keyworker`), `machine` is the machine part and `process` the process part; elsewhere
+/// `machine` is the whole worker field, as in Vesta.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct VestaExplained {
     gen_method: u64,
     machine: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    process: Option<u64>,
     seq: u64,
     time: u64,
     #[serde(rename = "type")]
@@ -86,7 +90,8 @@ pub async fn vesta_expid(
     let d = decode_text(state.generator.layout(), text)?;
     Ok(Json(VestaExplained {
         gen_method: d.parts.method,
-        machine: d.parts.worker,
+        machine: d.worker_parts.map_or(d.parts.worker, |p| p.machine),
+        process: d.worker_parts.map(|p| p.process),
         seq: d.parts.sequence,
         time: d.parts.time,
         kind: d.parts.kind,
@@ -103,16 +108,24 @@ fn make_id(layout: &Layout, parts: &UidParts) -> Result<u64, ApiError> {
 
 /// `GET /makeid?time=&seq=&machine=[&genMethod=&type=&version=]` (Vesta): the ID with these
 /// fields, as a bare decimal. `time` is in the layout's units since its epoch, as `/expid`
-/// reports it.
+/// reports it. On a layout that splits its worker field (`keyworker`), `machine` is the machine
+/// part and `process=` is required too, as `/expid` reports them.
 pub async fn vesta_makeid(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
 ) -> Result<String, ApiError> {
     let layout = state.generator.layout();
+    let machine = required_u64(&params, "machine")?;
+    let worker = match layout.worker_split() {
+        Some(split) => split
+            .join(machine, required_u64(&params, "process")?)
+            .map_err(ApiError::input)?,
+        None => machine,
+    };
     let parts = UidParts {
         time: required_u64(&params, "time")?,
         sequence: required_u64(&params, "seq")?,
-        worker: required_u64(&params, "machine")?,
+        worker,
         method: param_u64(&params, "genMethod")?.unwrap_or(0),
         kind: param_u64(&params, "type")?.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
         version: param_u64(&params, "version")?.unwrap_or(0),
@@ -167,6 +180,12 @@ pub struct Decoded {
     timestamp_ms: u64,
     time: u64,
     worker: u64,
+    /// The worker's machine part, on a layout that splits it (`keyworker`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    machine: Option<u64>,
+    /// The worker's process part, on a layout that splits it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    process: Option<u64>,
     sequence: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     version: Option<u64>,
@@ -184,6 +203,8 @@ fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
         timestamp_ms: d.timestamp_ms,
         time: d.parts.time,
         worker: d.parts.worker,
+        machine: d.worker_parts.map(|p| p.machine),
+        process: d.worker_parts.map(|p| p.process),
         sequence: d.parts.sequence,
         version: has(FieldKind::Version).then_some(d.parts.version),
         kind: has(FieldKind::Type).then_some(d.parts.kind),
@@ -192,13 +213,23 @@ fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
     }
 }
 
-/// `GET /v1/ids/{id}`: decode an ID.
+/// `GET /v1/ids/{id}[?layout=sharded]`: decode an ID with the configured layout, or as a
+/// sharded-mode ID (app id, shard, index).
 pub async fn decode(
     State(state): State<Arc<AppState>>,
     PathParam(text, _): PathParam<String>,
-) -> Result<Json<Decoded>, ApiError> {
+    params: QueryParams,
+) -> Result<Response, ApiError> {
     let layout = state.generator.layout();
-    Ok(Json(decoded(layout, decode_text(layout, &text)?)))
+    match params.get("layout").map(String::as_str) {
+        Some("sharded") => Ok(super::sharded::decode(&text)?.into_response()),
+        Some(name) if name != layout.name() => Err(ApiError::bad_parameter(format!(
+            "layout {:?} is not served here; use `sharded`, `{}`, or leave it out",
+            clip(name, ECHO_CHARS),
+            layout.name()
+        ))),
+        _ => Ok(Json(decoded(layout, decode_text(layout, &text)?)).into_response()),
+    }
 }
 
 /// `POST /v1/ids/make` body: give either `time` (units since the epoch) or `timestamp`

@@ -9,6 +9,7 @@ mod ids;
 mod observe;
 mod ops;
 mod segments;
+mod sharded;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -24,6 +25,7 @@ pub use auth::ct_eq;
 pub use error::{ApiError, ErrorReport, SEE_LOG, TextError};
 pub use generate::{INLINE_BATCH, ReadyRing};
 pub use segments::segment_error;
+pub use sharded::sharded_error;
 
 use crate::metrics::Metrics;
 
@@ -75,6 +77,11 @@ pub struct AppState {
     pub readiness: ReadinessCheck,
     /// Leaf segment mode, when enabled.
     pub segments: Option<Arc<uidgen_segment::SegmentService>>,
+    /// The sharded mode (IDs with app id and shard inside, from Redis lists), when enabled.
+    pub sharded: Option<Arc<uidgen_sharded::ShardedService>>,
+    /// The ZooKeeper holder of the worker id, when it comes from ZooKeeper: readiness and
+    /// metrics read its status.
+    pub zk: Option<uidgen_zk::ZkHolder>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -100,6 +107,8 @@ impl AppState {
             metrics: Metrics::new(),
             readiness: Arc::new(|| Box::pin(async { Ok(()) })),
             segments: None,
+            sharded: None,
+            zk: None,
         }
     }
 }
@@ -127,11 +136,16 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/ids/{id}", get(ids::decode))
         .route("/v1/segments", get(segments::monitor))
         .route("/v1/segments/{tag}", get(segments::batch))
+        // Sharded mode: the original service's text route, and JSON.
+        .route("/api/shard/get/{app_id}", get(sharded::original_get))
+        .route("/v1/apps", get(sharded::list_apps))
+        .route("/v1/apps/{app_id}/ids", get(sharded::batch))
         // Admin: a sub-router behind the bearer-token check, which runs before the route's
         // extractors. A route layer, so a wrong method still gets the 405 every route gives.
         .merge(
             Router::new()
                 .route("/v1/admin/segments/{tag}", put(segments::upsert_tag))
+                .route("/v1/admin/apps/{app_id}", put(sharded::upsert_app))
                 .route_layer(middleware::from_fn_with_state(
                     state.clone(),
                     auth::require_admin,

@@ -16,7 +16,11 @@ pub async fn healthz() -> &'static str {
 
 /// `GET /readyz`: the store answers and the generator issues IDs. Why not is logged; the
 /// client gets a fixed sentence, since the reason can name the database.
-pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<&'static str, ApiError> {
+///
+/// A ZooKeeper worker id whose ensemble is away is *degraded but ready*: the held id still
+/// issues (until the outage allowance ends), so a load balancer keeps the instance, and the
+/// body says `ready (degraded: …)`. It turns 503 once the id is lost or the allowance ran out.
+pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<String, ApiError> {
     if let Some(reason) = state.ring.as_ref().and_then(|ring| ring.stop_reason()) {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -35,6 +39,18 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<&'static str, 
         )
         .with_cause(format!("not ready: {}: {}", why.public, why.detail)));
     }
+    let degraded = match state.zk.as_ref().map(crate::zk::readiness) {
+        Some(Err(why)) => {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not_ready",
+                format!("the ZooKeeper worker id can no longer issue IDs; {SEE_LOG}"),
+            )
+            .with_cause(format!("not ready: {why}")));
+        }
+        Some(Ok(degraded)) => degraded,
+        None => None,
+    };
     if state.generator.layout().time_at(now_ms()).is_err() {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -42,7 +58,10 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<&'static str, 
             "the layout's time bits cannot represent the current time",
         ));
     }
-    Ok("ready")
+    Ok(degraded.map_or_else(
+        || "ready".to_owned(),
+        |why| format!("ready (degraded: {why})"),
+    ))
 }
 
 fn now_ms() -> u64 {
@@ -63,6 +82,12 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
         for tag in segments.monitor() {
             state.metrics.segment_state(&tag);
         }
+    }
+    if let Some(zk) = &state.zk {
+        state.metrics.zk_status(&crate::zk::status(zk));
+    }
+    if let Some(sharded) = &state.sharded {
+        state.metrics.sharded_stats(&sharded.stats());
     }
     (
         [(

@@ -1,0 +1,113 @@
+//! [`RedisLock`]: a lock that only its holder can release, and that frees itself when the
+//! holder dies.
+//!
+//! The original service took its refill lock with `SETNX key` plus a separate 60 s `EXPIRE`,
+//! and deleted the key in a `finally` block whether or not it had got the lock: a server that
+//! lost the race deleted the winner's lock, so a third server could refill at the same time.
+//! Here:
+//! - taking the lock is one command, `SET key token NX PX ttl`: the key and its expiry are set
+//!   together (a crash between `SETNX` and `EXPIRE` would leave a lock that never expires);
+//! - only a [`RedisLock`] value can release, and only `acquire` makes one, when the `SET`
+//!   succeeded: a caller that did not get the lock has nothing to release;
+//! - release is a compare-and-delete script that deletes the key only while it still holds
+//!   our token: a holder whose lock expired (it was slow) and was taken by another server
+//!   cannot delete the new holder's lock;
+//! - a holder that dies never releases; its lock expires after `ttl`.
+//!
+//! The lock is advisory here: it keeps servers from claiming segments for the same list at
+//! once, which would overfill it. Uniqueness never depends on it (every push is a freshly
+//! claimed segment; see the crate doc).
+
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use redis::RedisResult;
+use redis::aio::ConnectionLike;
+
+/// Deletes `KEYS[1]` only while it holds `ARGV[1]`: 1 when deleted, 0 when the key was gone
+/// or held another token.
+static RELEASE: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
+    )
+});
+
+/// Makes tokens unique within the process even if the random part repeated.
+static TOKENS: AtomicU64 = AtomicU64::new(0);
+
+/// A held lock: the key and the token only this holder knows.
+///
+/// ```no_run
+/// # async fn demo(mut conn: redis::aio::MultiplexedConnection) -> redis::RedisResult<()> {
+/// use std::time::Duration;
+/// use uidgen_sharded::RedisLock;
+/// if let Some(lock) = RedisLock::acquire(&mut conn, "id.gen.lock.refill_7_3", Duration::from_secs(10)).await? {
+///     // ... refill ...
+///     lock.release(&mut conn).await?;
+/// } // not acquired: nothing to release
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a lock that is neither kept nor released blocks others until its ttl ends"]
+pub struct RedisLock {
+    key: String,
+    token: String,
+}
+
+impl RedisLock {
+    /// `SET key token NX PX ttl`: the lock if nobody holds it, else `None`.
+    pub async fn acquire(
+        conn: &mut impl ConnectionLike,
+        key: &str,
+        ttl: Duration,
+    ) -> RedisResult<Option<Self>> {
+        let token = new_token();
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let set: Option<String> = redis::cmd("SET")
+            .arg(key)
+            .arg(&token)
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl_ms)
+            .query_async(conn)
+            .await?;
+        Ok(set.map(|_| Self {
+            key: key.to_owned(),
+            token,
+        }))
+    }
+
+    /// Delete the lock if it still holds our token; `true` when it did. `false` means the
+    /// lock had expired (and maybe been taken by someone else, whose lock is left alone).
+    pub async fn release(self, conn: &mut impl ConnectionLike) -> RedisResult<bool> {
+        let deleted: i64 = RELEASE
+            .key(&self.key)
+            .arg(&self.token)
+            .invoke_async(conn)
+            .await?;
+        Ok(deleted == 1)
+    }
+
+    /// The lock's key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The token stored under the key while we hold it.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+}
+
+/// A token no other holder has: this process's id, a per-process counter and 128 random bits.
+fn new_token() -> String {
+    // Relaxed: the counter only has to hand out distinct values; nothing else is ordered by it.
+    let n = TOKENS.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{}-{n}-{:016x}{:016x}",
+        std::process::id(),
+        fastrand::u64(..),
+        fastrand::u64(..)
+    )
+}

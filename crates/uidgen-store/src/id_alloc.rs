@@ -1,0 +1,564 @@
+//! The `id_alloc` table (the sharded mode): one row per app and shard; a claim moves `max_id`
+//! forward by the row's step and hands the caller the indexes it skipped, exactly as a
+//! `leaf_alloc` claim does.
+//!
+//! Invariants:
+//! - An app is all 64 of its shard rows: [`Store::create_or_update_app`] writes them in one
+//!   transaction, so no reader sees half an app.
+//! - A claim is one `UPDATE ... SET max_id = max_id + step` read back in the same transaction,
+//!   so concurrent claimers (threads, processes, servers) get disjoint segments.
+//! - A claim never starts above the shard's ceiling (`max_limit_id`, the caller's largest
+//!   representable index, and `i64::MAX`): such a claim is refused with the row unchanged,
+//!   rather than handing out indexes that would have to be wrapped or cut.
+//!
+//! Every value reaches the database as a bind parameter, never spliced into SQL text.
+
+use crate::error::{Result, StoreError};
+use crate::store::{Sql, Store, with_pool, with_pool_returning};
+use crate::url::Dialect;
+use crate::worker_node::check_len;
+
+/// Shards per app: each app has one `id_alloc` row for each shard `0..ID_ALLOC_SHARDS`.
+pub const ID_ALLOC_SHARDS: u8 = 64;
+/// The step an app gets unless told otherwise (the original service's default).
+pub const DEFAULT_ID_ALLOC_STEP: i64 = 1000;
+/// The largest step of an app. A segment is pushed to Redis in one command and every shard of
+/// every app holds up to about one step in memory there: 64 shards × 100,000 numbers is a few
+/// hundred MB per app at most.
+pub const MAX_ID_ALLOC_STEP: i64 = 100_000;
+/// The longest app name, in characters (`VARCHAR(128)`).
+pub const MAX_APP_NAME_LEN: usize = 128;
+
+/// What [`Store::create_or_update_app`] writes to each of an app's 64 rows.
+///
+/// ```
+/// let spec = uidgen_store::AppSpec::new(7, "orders");
+/// assert_eq!((spec.step, spec.max_limit_id), (1000, 0));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppSpec {
+    /// The app id, the low 8 bits of its IDs.
+    pub app_id: u8,
+    /// A name for people: 1 to 128 characters.
+    pub name: String,
+    /// How many indexes one claim takes: 1 to [`MAX_ID_ALLOC_STEP`].
+    pub step: i64,
+    /// The largest index a shard may hand out; 0 for no limit but the caller's.
+    pub max_limit_id: i64,
+    /// Free text; `None` keeps what an existing app has.
+    pub description: Option<String>,
+}
+
+impl AppSpec {
+    /// An app with the default step and no limit.
+    pub fn new(app_id: u8, name: impl Into<String>) -> Self {
+        Self {
+            app_id,
+            name: name.into(),
+            step: DEFAULT_ID_ALLOC_STEP,
+            max_limit_id: 0,
+            description: None,
+        }
+    }
+
+    /// Check the name, step and limit; [`StoreError::InvalidInput`] names the field.
+    pub fn validate(&self) -> Result<()> {
+        if self.name.trim().is_empty() {
+            return Err(StoreError::InvalidInput("app name is empty".to_owned()));
+        }
+        check_len("app name", &self.name, MAX_APP_NAME_LEN)?;
+        if self.name.chars().any(char::is_control) {
+            return Err(StoreError::InvalidInput(
+                "app name has control characters".to_owned(),
+            ));
+        }
+        if !(1..=MAX_ID_ALLOC_STEP).contains(&self.step) {
+            return Err(StoreError::InvalidInput(format!(
+                "step {} is out of range; use 1 to {MAX_ID_ALLOC_STEP}",
+                self.step
+            )));
+        }
+        if self.max_limit_id < 0 {
+            return Err(StoreError::InvalidInput(format!(
+                "max_limit_id {} is negative; use 0 for no limit, or the largest index to hand out",
+                self.max_limit_id
+            )));
+        }
+        if let Some(description) = &self.description {
+            check_len("description", description, crate::MAX_DESCRIPTION_LEN)?;
+        }
+        Ok(())
+    }
+}
+
+/// One shard's row of an app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppShard {
+    /// The shard, `0..64`.
+    pub shard_id: u8,
+    /// The next segment starts here; indexes below it have been handed out.
+    pub max_id: i64,
+    /// How far one claim moves `max_id`.
+    pub step: i64,
+    /// The largest index this shard may hand out; 0: no limit.
+    pub max_limit_id: i64,
+}
+
+/// An app as stored: its shared fields and its shard rows (normally all 64).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdAllocApp {
+    /// The app id.
+    pub app_id: u8,
+    /// The app's name.
+    pub app_name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// When the app was created, ms since the Unix epoch (its oldest row).
+    pub create_time_ms: Option<i64>,
+    /// When a row of the app last changed, ms since the Unix epoch.
+    pub update_time_ms: Option<i64>,
+    /// The shard rows, by shard id.
+    pub shards: Vec<AppShard>,
+}
+
+/// A claimed segment of one shard: the caller owns the indexes `[start, end)` and may hand out
+/// those in [`range`](Self::range), which stops at the shard's ceiling.
+///
+/// ```
+/// let segment = uidgen_store::IdSegment { start: 1001, end: 2001, ceiling: 1500 };
+/// assert_eq!(segment.range(), 1001..1501);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdSegment {
+    /// The first index of the segment (`max_id` before the claim).
+    pub start: i64,
+    /// One past the last index (`max_id` after the claim).
+    pub end: i64,
+    /// The largest index the shard may hand out: `max_limit_id` when set, else the caller's
+    /// ceiling, whichever is lower. Indexes of the segment above it are skipped, never wrapped.
+    pub ceiling: i64,
+}
+
+impl IdSegment {
+    /// The indexes to hand out: the segment, cut at the ceiling.
+    pub fn range(&self) -> std::ops::Range<i64> {
+        self.start..self.end.min(self.ceiling.saturating_add(1))
+    }
+}
+
+/// The lowest of the caller's ceiling and the row's `max_limit_id` (when set).
+fn effective_ceiling(caller: i64, max_limit_id: i64) -> i64 {
+    if max_limit_id > 0 {
+        caller.min(max_limit_id)
+    } else {
+        caller
+    }
+}
+
+// The claim refuses rows whose next segment would start above the ceiling (the caller's and
+// `max_limit_id`) or whose `max_id + step` would pass i64::MAX (see leaf_alloc's CLAIM).
+const CLAIM: Sql = Sql {
+    sqlite: "UPDATE id_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
+             WHERE app_id = ?1 AND shard_id = ?2 AND max_id <= ?3
+               AND (max_limit_id <= 0 OR max_id <= max_limit_id)
+               AND max_id <= 9223372036854775807 - step
+             RETURNING max_id, step, max_limit_id",
+    mysql: "UPDATE id_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
+            WHERE app_id = ? AND shard_id = ? AND max_id <= ?
+              AND (max_limit_id <= 0 OR max_id <= max_limit_id)
+              AND max_id <= 9223372036854775807 - step",
+    postgres: "UPDATE id_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
+               WHERE app_id = $1 AND shard_id = $2 AND max_id <= $3
+                 AND (max_limit_id <= 0 OR max_id <= max_limit_id)
+                 AND max_id <= 9223372036854775807 - step
+               RETURNING max_id, CAST(step AS BIGINT) AS step, max_limit_id",
+};
+
+/// The row as it stands: read back after a MySQL claim (no `RETURNING` there; the UPDATE's row
+/// lock keeps it ours), and after a claim that updated nothing, to tell a missing row from an
+/// exhausted one.
+const READ_CLAIM_ROW: Sql = Sql {
+    sqlite: "SELECT max_id, step, max_limit_id FROM id_alloc WHERE app_id = ?1 AND shard_id = ?2",
+    mysql: "SELECT max_id, CAST(step AS SIGNED) AS step, max_limit_id FROM id_alloc
+            WHERE app_id = ? AND shard_id = ?",
+    postgres: "SELECT max_id, CAST(step AS BIGINT) AS step, max_limit_id FROM id_alloc
+               WHERE app_id = $1 AND shard_id = $2",
+};
+
+/// Create a shard row with `max_id` 1, or change the app-wide fields of an existing one
+/// (its `max_id` is never touched: lowering it would repeat indexes).
+const UPSERT_SHARD: Sql = Sql {
+    sqlite: "INSERT INTO id_alloc (app_id, shard_id, app_name, max_id, step, description,
+                                   max_limit_id, create_time, update_time)
+             VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+             ON CONFLICT (app_id, shard_id) DO UPDATE SET app_name = excluded.app_name,
+                 step = excluded.step,
+                 description = COALESCE(excluded.description, id_alloc.description),
+                 max_limit_id = excluded.max_limit_id,
+                 update_time = CURRENT_TIMESTAMP",
+    mysql: "INSERT INTO id_alloc (app_id, shard_id, app_name, max_id, step, description,
+                                  max_limit_id, create_time, update_time)
+            VALUES (?, ?, ?, 1, ?, ?, ?, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+            ON DUPLICATE KEY UPDATE app_name = VALUES(app_name), step = VALUES(step),
+                description = COALESCE(VALUES(description), description),
+                max_limit_id = VALUES(max_limit_id),
+                update_time = CURRENT_TIMESTAMP",
+    postgres: "INSERT INTO id_alloc (app_id, shard_id, app_name, max_id, step, description,
+                                     max_limit_id, create_time, update_time)
+               VALUES ($1, $2, $3, 1, $4, $5, $6, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+               ON CONFLICT (app_id, shard_id) DO UPDATE SET app_name = EXCLUDED.app_name,
+                   step = EXCLUDED.step,
+                   description = COALESCE(EXCLUDED.description, id_alloc.description),
+                   max_limit_id = EXCLUDED.max_limit_id,
+                   update_time = CURRENT_TIMESTAMP",
+};
+
+/// Every row an app id and shard id of the layout can name (hand-made rows outside 0-255 /
+/// 0-63 are ignored), ordered by app and shard.
+const LIST_ROWS: Sql = Sql {
+    sqlite: "SELECT app_id, shard_id, app_name, max_id, step, max_limit_id, description,
+                    CAST(strftime('%s', create_time) AS INTEGER) * 1000 AS create_time_ms,
+                    CAST(strftime('%s', update_time) AS INTEGER) * 1000 AS update_time_ms
+             FROM id_alloc
+             WHERE app_id BETWEEN 0 AND 255 AND shard_id BETWEEN 0 AND 63
+               AND (?1 < 0 OR app_id = ?1)
+             ORDER BY app_id, shard_id",
+    mysql: "SELECT CAST(app_id AS SIGNED), CAST(shard_id AS SIGNED), app_name, max_id,
+                   CAST(step AS SIGNED), max_limit_id, description,
+                   CAST(UNIX_TIMESTAMP(create_time) * 1000 AS SIGNED) AS create_time_ms,
+                   CAST(UNIX_TIMESTAMP(update_time) * 1000 AS SIGNED) AS update_time_ms
+            FROM id_alloc
+            WHERE app_id BETWEEN 0 AND 255 AND shard_id BETWEEN 0 AND 63
+              AND (? < 0 OR app_id = ?)
+            ORDER BY app_id, shard_id",
+    postgres: "SELECT CAST(app_id AS BIGINT), CAST(shard_id AS BIGINT), app_name, max_id,
+                      CAST(step AS BIGINT), max_limit_id, description,
+                      CAST(EXTRACT(EPOCH FROM create_time) * 1000 AS BIGINT) AS create_time_ms,
+                      CAST(EXTRACT(EPOCH FROM update_time) * 1000 AS BIGINT) AS update_time_ms
+               FROM id_alloc
+               WHERE app_id BETWEEN 0 AND 255 AND shard_id BETWEEN 0 AND 63
+                 AND (CAST($1 AS BIGINT) < 0 OR app_id = $1)
+               ORDER BY app_id, shard_id",
+};
+
+const DELETE_APP: Sql = Sql {
+    sqlite: "DELETE FROM id_alloc WHERE app_id = ?1",
+    mysql: "DELETE FROM id_alloc WHERE app_id = ?",
+    postgres: "DELETE FROM id_alloc WHERE app_id = $1",
+};
+
+fn begin_statement(dialect: Dialect) -> &'static str {
+    match dialect {
+        // Take SQLite's write lock at once; concurrent claimers queue on the busy timeout.
+        Dialect::Sqlite => "BEGIN IMMEDIATE",
+        Dialect::MySql | Dialect::Postgres => "BEGIN",
+    }
+}
+
+/// A row as selected by `LIST_ROWS`.
+type RowTuple = (
+    i64,
+    i64,
+    String,
+    i64,
+    i64,
+    i64,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+);
+
+/// Group rows (ordered by app, then shard) into apps.
+fn group_rows(rows: Vec<RowTuple>) -> Result<Vec<IdAllocApp>> {
+    let mut apps: Vec<IdAllocApp> = Vec::new();
+    for (app_id, shard_id, app_name, max_id, step, max_limit_id, description, created, updated) in
+        rows
+    {
+        // The query keeps both within 0-255 and 0-63; a row outside would be a broken query.
+        let (Ok(app_id), Ok(shard_id)) = (u8::try_from(app_id), u8::try_from(shard_id)) else {
+            return Err(StoreError::InvalidInput(format!(
+                "id_alloc row with app_id {app_id} and shard_id {shard_id} is out of range"
+            )));
+        };
+        let shard = AppShard {
+            shard_id,
+            max_id,
+            step,
+            max_limit_id,
+        };
+        match apps.last_mut() {
+            Some(app) if app.app_id == app_id => {
+                app.create_time_ms = min_some(app.create_time_ms, created);
+                app.update_time_ms = app.update_time_ms.max(updated);
+                app.shards.push(shard);
+            }
+            _ => apps.push(IdAllocApp {
+                app_id,
+                app_name,
+                description,
+                create_time_ms: created,
+                update_time_ms: updated,
+                shards: vec![shard],
+            }),
+        }
+    }
+    Ok(apps)
+}
+
+fn min_some(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl Store {
+    /// Create app `spec.app_id` with its 64 shard rows (each at `max_id` 1), or change the
+    /// name, step, limit and (when `Some`) description of every row of an existing app, in one
+    /// transaction; shards' `max_id` are never changed. Returns the app as stored.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+    /// use uidgen_store::AppSpec;
+    /// let app = store.create_or_update_app(&AppSpec { step: 500, ..AppSpec::new(7, "orders") }).await?;
+    /// assert_eq!(app.shards.len(), 64);
+    /// assert_eq!((app.shards[0].max_id, app.shards[0].step), (1, 500));
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_or_update_app(&self, spec: &AppSpec) -> Result<IdAllocApp> {
+        spec.validate()?;
+        let dialect = self.dialect();
+        let action = "creating or updating an app";
+        let app_id = i32::from(spec.app_id);
+        with_pool!(self, pool, {
+            let mut tx = pool
+                .begin_with(begin_statement(dialect))
+                .await
+                .map_err(|e| self.err(action, e))?;
+            for shard_id in 0..ID_ALLOC_SHARDS {
+                sqlx::query(UPSERT_SHARD.get(dialect))
+                    .bind(app_id)
+                    .bind(i32::from(shard_id))
+                    .bind(spec.name.as_str())
+                    .bind(spec.step)
+                    .bind(spec.description.as_deref())
+                    .bind(spec.max_limit_id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+            }
+            tx.commit().await.map_err(|e| self.err(action, e))?;
+        });
+        self.app(spec.app_id)
+            .await?
+            .ok_or(StoreError::UnknownAppShard {
+                app_id: spec.app_id,
+                shard_id: 0,
+            })
+    }
+
+    /// Every app with its shard rows, by app id.
+    pub async fn apps(&self) -> Result<Vec<IdAllocApp>> {
+        self.app_rows(-1).await
+    }
+
+    /// One app with its shard rows, if it exists.
+    pub async fn app(&self, app_id: u8) -> Result<Option<IdAllocApp>> {
+        Ok(self.app_rows(i64::from(app_id)).await?.into_iter().next())
+    }
+
+    /// The rows of `app_id`, or of every app when it is negative.
+    async fn app_rows(&self, app_id: i64) -> Result<Vec<IdAllocApp>> {
+        let dialect = self.dialect();
+        let rows: Vec<RowTuple> = with_pool!(self, pool, {
+            let query = sqlx::query_as(LIST_ROWS.get(dialect)).bind(app_id);
+            // MySQL's positional `?` needs the value once per occurrence.
+            let query = if dialect == Dialect::MySql {
+                query.bind(app_id)
+            } else {
+                query
+            };
+            query
+                .fetch_all(pool)
+                .await
+                .map_err(|e| self.err("reading id_alloc apps", e))?
+        });
+        group_rows(rows)
+    }
+
+    /// Delete every row of `app_id`; how many were deleted.
+    ///
+    /// Deleting forgets the shards' `max_id`: an app created again with the same id starts at
+    /// index 1 and would repeat IDs the old one handed out. Do not re-create an app whose IDs
+    /// are still in use, or raise its `max_id` above the old one by hand first.
+    pub async fn delete_app(&self, app_id: u8) -> Result<u64> {
+        let affected = with_pool!(
+            self,
+            pool,
+            sqlx::query(DELETE_APP.get(self.dialect()))
+                .bind(i32::from(app_id))
+                .execute(pool)
+                .await
+                .map_err(|e| self.err("deleting an app", e))?
+                .rows_affected()
+        );
+        Ok(affected)
+    }
+
+    /// Claim the next segment of one shard: `max_id += step` and the row read back, in one
+    /// transaction. The caller owns `[start, end)` and hands out [`IdSegment::range`], which
+    /// stops at the lowest of `ceiling` (the largest index the caller can represent) and the
+    /// row's `max_limit_id`.
+    ///
+    /// A shard whose next segment would start above that ceiling (or pass `i64::MAX`) is
+    /// [`StoreError::AppShardExhausted`] and is left unchanged; a missing row is
+    /// [`StoreError::UnknownAppShard`].
+    ///
+    /// Cancel safety: dropping the future before it finishes rolls the transaction back, or,
+    /// if the commit already happened, skips the segment; either way no index is handed out
+    /// twice.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+    /// use uidgen_store::AppSpec;
+    /// store.create_or_update_app(&AppSpec::new(7, "orders")).await?;
+    /// let first = store.claim_id_segment(7, 0, (1 << 49) - 1).await?;
+    /// let second = store.claim_id_segment(7, 0, (1 << 49) - 1).await?;
+    /// assert_eq!((first.range(), second.range()), (1..1001, 1001..2001));
+    /// # Ok(()) }
+    /// ```
+    pub async fn claim_id_segment(
+        &self,
+        app_id: u8,
+        shard_id: u8,
+        ceiling: i64,
+    ) -> Result<IdSegment> {
+        let dialect = self.dialect();
+        let action = "claiming an id_alloc segment";
+        let begin = begin_statement(dialect);
+        let (app, shard) = (i32::from(app_id), i32::from(shard_id));
+        // `Err(row)`: nothing was updated; `row` is the row as it stands, if any. Every early
+        // return drops the transaction, which rolls it back.
+        type Claimed = std::result::Result<(i64, i64, i64), Option<(i64, i64, i64)>>;
+        let claimed: Claimed = with_pool_returning!(self, pool,
+            mysql => {
+                let mut tx = pool.begin_with(begin).await.map_err(|e| self.err(action, e))?;
+                let updated = sqlx::query(CLAIM.mysql)
+                    .bind(app)
+                    .bind(shard)
+                    .bind(ceiling)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                let row: Option<(i64, i64, i64)> = sqlx::query_as(READ_CLAIM_ROW.mysql)
+                    .bind(app)
+                    .bind(shard)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                match row {
+                    Some(row) if updated.rows_affected() > 0 => {
+                        tx.commit().await.map_err(|e| self.err(action, e))?;
+                        Ok(row)
+                    }
+                    row => Err(row),
+                }
+            },
+            returning => {
+                let mut tx = pool.begin_with(begin).await.map_err(|e| self.err(action, e))?;
+                let row: Option<(i64, i64, i64)> = sqlx::query_as(CLAIM.get(dialect))
+                    .bind(app)
+                    .bind(shard)
+                    .bind(ceiling)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                match row {
+                    Some(row) => {
+                        tx.commit().await.map_err(|e| self.err(action, e))?;
+                        Ok(row)
+                    }
+                    None => Err(sqlx::query_as(READ_CLAIM_ROW.get(dialect))
+                        .bind(app)
+                        .bind(shard)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?),
+                }
+            }
+        );
+        match claimed {
+            Ok((end, step, max_limit_id)) => Ok(IdSegment {
+                start: end - step,
+                end,
+                ceiling: effective_ceiling(ceiling, max_limit_id),
+            }),
+            Err(Some((max_id, step, max_limit_id))) => Err(StoreError::AppShardExhausted {
+                app_id,
+                shard_id,
+                max_id,
+                ceiling: effective_ceiling(ceiling, max_limit_id)
+                    .min(i64::MAX.saturating_sub(step)),
+            }),
+            Err(None) => Err(StoreError::UnknownAppShard { app_id, shard_id }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AppSpec, IdSegment, effective_ceiling};
+
+    #[test]
+    fn a_segment_is_cut_at_its_ceiling_never_wrapped() {
+        let whole = IdSegment {
+            start: 1,
+            end: 1001,
+            ceiling: i64::MAX,
+        };
+        assert_eq!(whole.range(), 1..1001);
+        let cut = IdSegment {
+            ceiling: 10,
+            ..whole
+        };
+        assert_eq!(cut.range(), 1..11);
+        assert_eq!(effective_ceiling(1 << 49, 0), 1 << 49, "0 is no limit");
+        assert_eq!(effective_ceiling(1 << 49, 500), 500);
+        assert_eq!(effective_ceiling(100, 500), 100);
+    }
+
+    #[test]
+    fn app_specs_are_checked_field_by_field() {
+        let good = AppSpec::new(1, "orders");
+        good.validate().unwrap_or_else(|e| panic!("{e}"));
+        let cases = [
+            (AppSpec::new(1, " "), "app name is empty"),
+            (
+                AppSpec {
+                    step: 0,
+                    ..good.clone()
+                },
+                "step 0 is out of range; use 1 to 100000",
+            ),
+            (
+                AppSpec {
+                    max_limit_id: -1,
+                    ..good.clone()
+                },
+                "max_limit_id -1 is negative",
+            ),
+            (
+                AppSpec::new(1, "x".repeat(129)),
+                "app name is 129 characters",
+            ),
+        ];
+        for (spec, expected) in cases {
+            let error = spec
+                .validate()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(error.contains(expected), "{spec:?}: {error}");
+        }
+    }
+}

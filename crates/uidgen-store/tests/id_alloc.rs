@@ -1,0 +1,176 @@
+#![allow(clippy::unwrap_used)]
+//! The id_alloc DAO: apps with their 64 shards, segment claims, ceilings, validation.
+
+mod common;
+
+use uidgen_store::testing::{TestDb, fresh_store};
+use uidgen_store::{AppSpec, IdSegment, StoreError};
+
+/// The sharded layout's 49-bit index ceiling, as `uidgen-sharded` passes it.
+const CEILING: i64 = (1 << 49) - 1;
+
+per_db! {
+    async fn creating_an_app_creates_its_64_shards_and_claims_are_consecutive(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let app = store
+            .create_or_update_app(&AppSpec {
+                description: Some("order numbers".into()),
+                ..AppSpec::new(7, "orders")
+            })
+            .await
+            .unwrap();
+        assert_eq!((app.app_id, app.app_name.as_str()), (7, "orders"));
+        assert_eq!(app.description.as_deref(), Some("order numbers"));
+        assert_eq!(app.shards.len(), 64);
+        assert!(app.shards.iter().enumerate().all(|(i, s)| usize::from(s.shard_id) == i
+            && s.max_id == 1
+            && s.step == 1000
+            && s.max_limit_id == 0));
+        assert!(app.create_time_ms.unwrap() > 1_600_000_000_000);
+
+        let first = store.claim_id_segment(7, 63, CEILING).await.unwrap();
+        let second = store.claim_id_segment(7, 63, CEILING).await.unwrap();
+        assert_eq!(first, IdSegment { start: 1, end: 1001, ceiling: CEILING });
+        assert_eq!(second.range(), 1001..2001);
+        // Shards are independent counters.
+        assert_eq!(store.claim_id_segment(7, 0, CEILING).await.unwrap().range(), 1..1001);
+    }
+}
+
+per_db! {
+    async fn updating_an_app_changes_its_fields_but_never_max_id(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        store
+            .create_or_update_app(&AppSpec {
+                description: Some("first".into()),
+                ..AppSpec::new(3, "a")
+            })
+            .await
+            .unwrap();
+        store.claim_id_segment(3, 5, CEILING).await.unwrap();
+        let app = store
+            .create_or_update_app(&AppSpec {
+                step: 10,
+                max_limit_id: 5000,
+                ..AppSpec::new(3, "b")
+            })
+            .await
+            .unwrap();
+        assert_eq!(app.app_name, "b");
+        assert_eq!(app.description.as_deref(), Some("first"), "None keeps the description");
+        let shard = &app.shards[5];
+        assert_eq!((shard.max_id, shard.step, shard.max_limit_id), (1001, 10, 5000));
+        assert_eq!(store.claim_id_segment(3, 5, CEILING).await.unwrap().range(), 1001..1011);
+        assert_eq!(store.apps().await.unwrap().len(), 1);
+    }
+}
+
+per_db! {
+    async fn concurrent_claims_of_one_shard_are_disjoint(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        store
+            .create_or_update_app(&AppSpec { step: 100, ..AppSpec::new(1, "burst") })
+            .await
+            .unwrap();
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move { store.claim_id_segment(1, 9, CEILING).await })
+            })
+            .collect();
+        let mut ranges = Vec::new();
+        for task in tasks {
+            ranges.push(task.await.unwrap().unwrap().range());
+        }
+        ranges.sort_by_key(|r| r.start);
+        for pair in ranges.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start, "{ranges:?}");
+        }
+        assert_eq!((ranges[0].start, ranges[15].end), (1, 1601));
+    }
+}
+
+per_db! {
+    async fn max_limit_id_is_a_ceiling_that_cuts_and_then_refuses(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        store
+            .create_or_update_app(&AppSpec { max_limit_id: 2500, ..AppSpec::new(2, "small") })
+            .await
+            .unwrap();
+        assert_eq!(store.claim_id_segment(2, 1, CEILING).await.unwrap().range(), 1..1001);
+        assert_eq!(store.claim_id_segment(2, 1, CEILING).await.unwrap().range(), 1001..2001);
+        // The third segment holds 2001..3001 in the database, but only up to the limit is usable.
+        let third = store.claim_id_segment(2, 1, CEILING).await.unwrap();
+        assert_eq!((third.start, third.end, third.range()), (2001, 3001, 2001..2501));
+        let error = store.claim_id_segment(2, 1, CEILING).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                StoreError::AppShardExhausted { app_id: 2, shard_id: 1, max_id: 3001, ceiling: 2500 }
+            ),
+            "{error:?}"
+        );
+        // The refused claim left the row alone.
+        assert_eq!(store.app(2).await.unwrap().unwrap().shards[1].max_id, 3001);
+        // Raising the limit lets the shard go on, from where it stood.
+        store
+            .create_or_update_app(&AppSpec { max_limit_id: 0, ..AppSpec::new(2, "small") })
+            .await
+            .unwrap();
+        assert_eq!(store.claim_id_segment(2, 1, CEILING).await.unwrap().range(), 3001..4001);
+    }
+}
+
+per_db! {
+    async fn the_callers_ceiling_is_a_ceiling_too(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        store.create_or_update_app(&AppSpec::new(4, "narrow")).await.unwrap();
+        assert_eq!(store.claim_id_segment(4, 0, 1500).await.unwrap().range(), 1..1001);
+        assert_eq!(store.claim_id_segment(4, 0, 1500).await.unwrap().range(), 1001..1501);
+        let error = store.claim_id_segment(4, 0, 1500).await.unwrap_err();
+        assert!(matches!(error, StoreError::AppShardExhausted { ceiling: 1500, .. }), "{error:?}");
+        assert!(error.to_string().contains("raise max_limit_id"), "{error}");
+    }
+}
+
+per_db! {
+    async fn unknown_apps_and_shards_are_errors_and_apps_can_be_deleted(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let error = store.claim_id_segment(9, 0, CEILING).await.unwrap_err();
+        assert!(matches!(error, StoreError::UnknownAppShard { app_id: 9, shard_id: 0 }), "{error:?}");
+        assert!(store.app(9).await.unwrap().is_none());
+        store.create_or_update_app(&AppSpec::new(9, "x")).await.unwrap();
+        store.create_or_update_app(&AppSpec::new(255, "last")).await.unwrap();
+        store.create_or_update_app(&AppSpec::new(0, "first")).await.unwrap();
+        let ids: Vec<u8> = store.apps().await.unwrap().iter().map(|a| a.app_id).collect();
+        assert_eq!(ids, [0, 9, 255]);
+        assert_eq!(store.delete_app(9).await.unwrap(), 64);
+        assert_eq!(store.delete_app(9).await.unwrap(), 0);
+        assert!(matches!(
+            store.claim_id_segment(9, 3, CEILING).await,
+            Err(StoreError::UnknownAppShard { .. })
+        ));
+    }
+}
+
+per_db! {
+    async fn invalid_apps_are_refused_before_the_database(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        for spec in [
+            AppSpec::new(1, ""),
+            AppSpec { step: 100_001, ..AppSpec::new(1, "a") },
+            AppSpec { max_limit_id: -5, ..AppSpec::new(1, "a") },
+            AppSpec { description: Some("d".repeat(300)), ..AppSpec::new(1, "a") },
+        ] {
+            let error = store.create_or_update_app(&spec).await.unwrap_err();
+            assert!(matches!(error, StoreError::InvalidInput(_)), "{spec:?}: {error:?}");
+        }
+        assert!(store.apps().await.unwrap().is_empty());
+        // Names are data, not SQL.
+        let app = store
+            .create_or_update_app(&AppSpec::new(1, "x'); DROP TABLE id_alloc; --"))
+            .await
+            .unwrap();
+        assert_eq!(app.app_name, "x'); DROP TABLE id_alloc; --");
+    }
+}
