@@ -86,7 +86,35 @@ impl ShardedService {
     /// Refill one shard under its lock. With `keep` above 0 (a caller whose pop found the list
     /// empty), the list counts as short only when empty, and the caller keeps up to `keep`
     /// indexes from the front of the new segment; the rest is pushed.
+    ///
+    /// The refill runs as a task of its own: a caller that goes away (an HTTP client that
+    /// disconnects drops its request) must not cancel it between taking the lock and releasing
+    /// it, which would block the list's refills until the lock expired. If the caller is gone,
+    /// the numbers it would have kept are skipped.
     pub(crate) async fn refill_shard(
+        &self,
+        app_id: u8,
+        shard: u8,
+        entry: ShardEntry,
+        keep: usize,
+    ) -> Result<Refill> {
+        let Some(service) = self.me.upgrade() else {
+            return Err(ShardedError::Shutdown);
+        };
+        let task =
+            tokio::spawn(
+                async move { service.refill_under_lock(app_id, shard, entry, keep).await },
+            );
+        match task.await {
+            Ok(refill) => refill,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(_) => Err(ShardedError::Shutdown),
+        }
+    }
+
+    /// Take the list's refill lock, refill, release. Callers run it in a task of its own (see
+    /// [`refill_shard`](Self::refill_shard)).
+    pub(crate) async fn refill_under_lock(
         &self,
         app_id: u8,
         shard: u8,
@@ -280,7 +308,7 @@ impl ShardedService {
         };
         tokio::spawn(async move {
             // Errors are counted and logged by `refill_shard`.
-            let _ = service.refill_shard(app_id, shard, entry, 0).await;
+            let _ = service.refill_under_lock(app_id, shard, entry, 0).await;
             // Relaxed: see above.
             service.refilling[flag].store(false, Ordering::Relaxed);
         });

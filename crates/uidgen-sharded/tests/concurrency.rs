@@ -27,7 +27,7 @@ per_db! {
             let service = Arc::clone(service);
             tasks.push(tokio::spawn(async move {
                 let mut ids = Vec::new();
-                for i in 0..300_usize {
+                for i in 0..150_usize {
                     // Few users, so the 16 tasks fight over the same shards.
                     let user = format!("user{}", (n + i) % 8);
                     let batch = if i.is_multiple_of(3) {
@@ -48,7 +48,7 @@ per_db! {
         for task in tasks {
             ids.extend(task.await.unwrap());
         }
-        assert_eq!(ids.len(), 16 * (100 * 20 + 200));
+        assert_eq!(ids.len(), 16 * (50 * 20 + 100));
         assert_unique(&mut ids, "two services");
         let (sa, sb) = (a.stats(), b.stats());
         assert!(sa.refills > 0 && sb.refills > 0, "both refilled: {sa:?} {sb:?}");

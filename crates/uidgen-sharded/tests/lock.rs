@@ -129,3 +129,39 @@ async fn a_dead_holders_lock_expires() {
     ));
     service.shutdown();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_goes_away_mid_refill_leaves_no_lock_behind() {
+    // An HTTP client that disconnects drops its request wherever it is, here at every point of
+    // the first refills of 64 shards. The refills finish and release their locks anyway: none
+    // is left to block its list until the lock's ttl (10 s) ends.
+    let keys = Keyspace::shared("lock-cancel").await;
+    let service = service(store(TestDb::Sqlite).await, keys.options()).await;
+    app(&service, 8, 100).await;
+    for shard in 0..64_u8 {
+        let wait = Duration::from_micros(100 * u64::from(shard));
+        let _ = tokio::time::timeout(wait, service.get_in_shard(8, shard)).await;
+    }
+    let mut conn = keys.raw().await;
+    let pattern = format!("{}lock.*", keys.prefix);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        let locks: Vec<String> = redis::cmd("KEYS")
+            .arg(&pattern)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if locks.is_empty() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "left behind: {locks:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for shard in 0..64_u8 {
+        service.get_in_shard(8, shard).await.unwrap();
+    }
+    service.shutdown();
+}
