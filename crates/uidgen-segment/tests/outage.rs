@@ -89,30 +89,22 @@ async fn drain_buffered(db: TestDb, service: &SegmentService, ids: &mut Vec<i64>
 /// After an outage ended: callers get -3 until a load succeeds, then IDs again.
 async fn recover(db: TestDb, service: &SegmentService, ids: &mut Vec<i64>) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        match service.get_async("t").await {
-            Ok(id) => {
-                ids.push(id);
-                break;
-            }
-            Err(error) => {
-                assert_eq!(error.code(), -3, "{db:?}: {error}");
-                assert!(
-                    tokio::time::Instant::now() < deadline,
-                    "{db:?}: no recovery: {error}"
-                );
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
+    ids.push(until_ready(db, deadline, || service.get_async("t")).await);
     // The batch may need the next segment, whose load can still be under way on a busy
-    // machine: retry on "not ready" (code -3) until the deadline, as the single get does.
+    // machine: it retries on "not ready" as the single get does.
+    ids.extend(until_ready(db, deadline, || service.get_batch_async("t", 1_000)).await);
+}
+
+/// Call `get` until it stops answering "not ready" (code -3), failing past `deadline` or on
+/// any other error.
+async fn until_ready<T, F: std::future::Future<Output = uidgen_segment::Result<T>>>(
+    db: TestDb,
+    deadline: tokio::time::Instant,
+    mut get: impl FnMut() -> F,
+) -> T {
     loop {
-        match service.get_batch_async("t", 1_000).await {
-            Ok(batch) => {
-                ids.extend(batch);
-                return;
-            }
+        match get().await {
+            Ok(value) => return value,
             Err(error) => {
                 assert_eq!(error.code(), -3, "{db:?}: {error}");
                 assert!(
