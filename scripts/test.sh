@@ -91,6 +91,14 @@ ensure_zookeeper() {
   return 1
 }
 
+# The gRPC code (crates/uidgen-proto) is generated at build time by protoc.
+ensure_protoc() {
+  [ -n "${PROTOC:-}" ] && return 0
+  command -v protoc >/dev/null || { log "installing protoc"; apt_install protobuf-compiler; }
+}
+
+ensure_protoc
+
 if [ -z "${UIDGEN_SKIP_SERVICES:-}" ]; then
   ensure_postgres
   ensure_mariadb
