@@ -61,6 +61,17 @@ pub enum GeneratorKind {
     Snowflake,
 }
 
+impl GeneratorKind {
+    /// The kind's name, as the configuration spells it (`GET /v1/status` reports it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cached => "cached",
+            Self::Default => "default",
+            Self::Snowflake => "snowflake",
+        }
+    }
+}
+
 /// How the worker id is obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -50,6 +50,9 @@ pub struct Metrics {
     ids_issued: Family<RouteLabel, Counter>,
     errors: Family<KindLabel, Counter>,
     latency: HistogramFamily,
+    /// Every route's IDs together, for the console's IDs-per-second chart (not exported: the
+    /// per-route family sums to it).
+    issued_total: Counter,
     /// Slots in the ring buffer.
     pub ring_capacity: Gauge,
     /// IDs ready to take in the ring buffer.
@@ -168,6 +171,7 @@ impl Metrics {
             ids_issued,
             errors,
             latency,
+            issued_total: Counter::default(),
             ring_capacity,
             ring_available,
             ring_padding_runs,
@@ -233,6 +237,12 @@ impl Metrics {
                 route: route.to_owned(),
             })
             .inc_by(n);
+        self.issued_total.inc_by(n);
+    }
+
+    /// IDs handed out since start, every route together.
+    pub fn issued_total(&self) -> u64 {
+        self.issued_total.get()
     }
 
     /// Count one error response of `kind`.

@@ -509,6 +509,8 @@ async fn serve_with_worker(
     let mut state = AppState::embedded(built.generator, worker_id);
     state.ring = built.ring;
     state.batch_cap = config.batch_cap;
+    state.generator_kind = Some(config.generator.kind.name());
+    state.assigner = Some(assignment.kind.name());
     state.admin_token.clone_from(&config.admin_token);
     state.readiness = store_readiness(store.clone(), assignment.lease.clone());
     state.segments = start_segments(config, store).await?;

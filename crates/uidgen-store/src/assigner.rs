@@ -44,6 +44,25 @@ pub enum AssignmentKind {
     Machine,
 }
 
+impl AssignmentKind {
+    /// The kind's name as the service reports it (`GET /v1/status`).
+    ///
+    /// ```
+    /// use uidgen_store::AssignmentKind;
+    /// assert_eq!(AssignmentKind::LocalCache.name(), "local_cache");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Disposable => "disposable",
+            Self::Static => "static",
+            Self::Leased => "leased",
+            Self::LocalCache => "local_cache",
+            Self::ZooKeeper => "zookeeper",
+            Self::Machine => "machine",
+        }
+    }
+}
+
 /// The worker id a process may use, and what keeps it valid.
 #[derive(Debug, Clone)]
 pub struct WorkerAssignment {

@@ -6,6 +6,7 @@
 //! with its route, whichever handler or extractor produced it.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
@@ -13,6 +14,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use uidgen_core::UidError;
+use utoipa::ToSchema;
 
 /// What a client is told when the cause is on the server's side (a lost lease, a stopped
 /// generator, a failing store): the details, which may name the database, go to the log.
@@ -42,12 +44,29 @@ pub struct ApiError {
     /// What the server log is told when the client gets only a fixed sentence: the underlying
     /// error, which may name the database. Never sent to the client.
     pub cause: Option<String>,
+    /// Which fields of the request were wrong, each with its own sentence (the make route
+    /// reports every bad field at once, so a form can mark each). Boxed: errors are rare, and
+    /// `Result<_, ApiError>` stays small on the hot path.
+    pub fields: Option<Box<FieldErrors>>,
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
+/// Request fields and what was wrong with each, by field name.
+pub type FieldErrors = BTreeMap<String, String>;
+
+/// Every error response of the JSON API has this body.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Error)]
+pub struct ErrorBody<'a> {
+    /// Stable, machine-readable code, e.g. `malformed_id`, `not_found`, `method_not_allowed`.
+    #[schema(value_type = String, example = "invalid_parameter")]
     code: &'a str,
+    /// A sentence for a person, safe to show (no database internals).
+    #[schema(value_type = String, example = "worker id 5000 exceeds the maximum 1023")]
     message: &'a str,
+    /// For a request with bad fields (`POST /v1/ids/make`): each bad field with its own message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
+    fields: Option<&'a FieldErrors>,
 }
 
 impl ApiError {
@@ -58,7 +77,20 @@ impl ApiError {
             code,
             message: message.into(),
             cause: None,
+            fields: None,
         }
+    }
+
+    /// 400 naming each bad field of the request; the message lists them all.
+    pub fn bad_fields(fields: FieldErrors) -> Self {
+        let message = fields
+            .iter()
+            .map(|(name, why)| format!("`{name}`: {why}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let mut error = Self::bad_parameter(message);
+        error.fields = Some(Box::new(fields));
+        error
     }
 
     /// The same error, with `cause` for the log (the `observe` middleware writes it).
@@ -199,9 +231,10 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Body {
+        let body = ErrorBody {
             code: self.code,
             message: &self.message,
+            fields: self.fields.as_deref(),
         };
         let mut response = (self.status, Json(body)).into_response();
         response.extensions_mut().insert(ErrorReport {
@@ -242,6 +275,7 @@ impl IntoResponse for TextError {
             code,
             message,
             cause,
+            fields: _,
         } = self.0;
         let mut response = (status, message).into_response();
         response

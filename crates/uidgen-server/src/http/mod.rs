@@ -2,6 +2,7 @@
 //! authentication, metrics and logging).
 
 mod auth;
+mod console;
 mod error;
 mod extract;
 mod generate;
@@ -10,6 +11,7 @@ mod observe;
 mod ops;
 mod segments;
 mod sharded;
+mod status;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,7 +24,7 @@ use axum::routing::{get, post, put};
 use uidgen_core::UidGenerator;
 
 pub use auth::ct_eq;
-pub use error::{ApiError, ErrorReport, SEE_LOG, TextError};
+pub use error::{ApiError, ErrorBody, ErrorReport, FieldErrors, SEE_LOG, TextError};
 pub use generate::{INLINE_BATCH, ReadyRing};
 pub use segments::segment_error;
 pub use sharded::sharded_error;
@@ -82,6 +84,14 @@ pub struct AppState {
     /// The ZooKeeper holder of the worker id, when it comes from ZooKeeper: readiness and
     /// metrics read its status.
     pub zk: Option<uidgen_zk::ZkHolder>,
+    /// When the state was made, for the uptime `/v1/status` reports.
+    pub started: std::time::Instant,
+    /// The configured generator kind (`cached`, `default`, `snowflake`), for `/v1/status`;
+    /// `None` when embedded.
+    pub generator_kind: Option<&'static str>,
+    /// How the worker id was assigned (`leased`, `zookeeper`, ...), for `/v1/status`; `None`
+    /// when embedded.
+    pub assigner: Option<&'static str>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -109,6 +119,9 @@ impl AppState {
             segments: None,
             sharded: None,
             zk: None,
+            started: std::time::Instant::now(),
+            generator_kind: None,
+            assigner: None,
         }
     }
 }
@@ -122,6 +135,13 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024;
 /// The routing table.
 pub fn app(state: Arc<AppState>) -> Router {
     Router::new()
+        // The web console.
+        .route("/", get(console::index))
+        .route("/ui", get(console::ui))
+        .route("/console/console.js", get(console::script))
+        .route("/console/console.css", get(console::style))
+        .route("/v1/status", get(status::status))
+        .route("/v1/layouts", get(status::layouts))
         // Leaf-compatible: bare decimal IDs as text/plain.
         .route("/api/segment/get/{key}", get(segments::leaf_segment))
         .route("/api/snowflake/get/{key}", get(ids::leaf_snowflake))

@@ -8,6 +8,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use uidgen_segment::{SegmentError, SegmentService, SegmentState, TagState};
+use utoipa::ToSchema;
 
 use super::error::{ECHO_CHARS, clip};
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
@@ -122,7 +123,7 @@ pub async fn leaf_segment(
 }
 
 /// `{"tag": ..., "ids": [...]}`.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct SegmentBatch {
     tag: String,
     ids: Vec<i64>,
@@ -162,7 +163,7 @@ pub async fn batch(
 
 /// A tag's buffer state as the monitor route shows it: [`TagState`] with the last load error
 /// (database text) replaced by a flag and a fixed sentence; the error itself is in the log.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct TagView {
     tag: String,
     init: bool,
@@ -171,11 +172,28 @@ pub struct TagView {
     pos: usize,
     step: i64,
     min_step: i64,
+    /// Both segments of the double buffer, indexed as `pos` (Leaf's `segments`).
+    #[schema(value_type = Vec<SegmentView>, min_items = 2, max_items = 2)]
     segments: [SegmentState; 2],
     /// The last load failed and no load has succeeded since.
     load_failing: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     last_error: Option<String>,
+}
+
+/// One segment of a tag's double buffer (uidgen-segment's `SegmentState`, described here for
+/// the OpenAPI document); all zero before the slot is first loaded.
+#[derive(ToSchema)]
+#[allow(dead_code)] // Only its schema is used: the response serialises `SegmentState` itself.
+pub struct SegmentView {
+    /// The next ID this segment would hand out (`max` once used up).
+    value: i64,
+    /// Exclusive end of the segment.
+    max: i64,
+    /// The segment's length.
+    step: i64,
+    /// IDs left (`max - value`).
+    idle: i64,
 }
 
 impl From<TagState> for TagView {
@@ -203,15 +221,15 @@ pub async fn monitor(State(state): State<Arc<AppState>>) -> Result<Json<Vec<TagV
 }
 
 /// Body of `PUT /v1/admin/segments/{tag}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct TagUpdate {
+pub struct TagUpdate {
     step: i64,
     description: Option<String>,
 }
 
 /// A tag's row as stored.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct TagRow {
     tag: String,
     max_id: i64,

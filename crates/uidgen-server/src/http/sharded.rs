@@ -14,6 +14,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use uidgen_sharded::{AppInfo, ShardedError, ShardedId, ShardedService, shard_of};
 use uidgen_store::AppSpec;
+use utoipa::ToSchema;
 
 use super::error::{ECHO_CHARS, clip};
 use super::extract::{Body, PathParam, QueryParams};
@@ -146,7 +147,7 @@ pub async fn original_get(
 }
 
 /// `{"app_id": 7, "shard": 61, "ids": [...]}`.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct ShardedBatch {
     app_id: u8,
     shard: u8,
@@ -193,7 +194,7 @@ pub async fn batch(
 }
 
 /// An app as the JSON API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct AppView {
     app_id: u8,
     name: String,
@@ -227,9 +228,9 @@ pub async fn list_apps(State(state): State<Arc<AppState>>) -> Result<Json<Vec<Ap
 }
 
 /// Body of `PUT /v1/admin/apps/{app_id}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct AppUpdate {
+pub struct AppUpdate {
     name: String,
     step: Option<i64>,
     max_limit_id: Option<i64>,
@@ -262,7 +263,7 @@ pub async fn upsert_app(
 }
 
 /// A sharded ID taken apart.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct DecodedSharded {
     id: u64,
     layout: &'static str,
