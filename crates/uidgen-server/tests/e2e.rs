@@ -6,22 +6,8 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{Server, assert_unique, run};
+use common::{Server, assert_unique, run, sqlite_url, temp_dir};
 use uidgen_store::testing::{TestDb, fresh_url};
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "uidgen-e2e-{name}-{}-{}",
-        std::process::id(),
-        fastrand::u64(..)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn sqlite_url(name: &str) -> String {
-    format!("sqlite://{}", temp_dir(name).join("uidgen.db").display())
-}
 
 /// The worker id a server logged at start.
 fn worker_id(server: &Server) -> u64 {

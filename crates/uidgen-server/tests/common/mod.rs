@@ -25,6 +25,22 @@ pub fn fresh_cwd() -> std::path::PathBuf {
     dir
 }
 
+/// A fresh directory for one test's files (a SQLite store, screenshots).
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "uidgen-e2e-{name}-{}-{}",
+        std::process::id(),
+        fastrand::u64(..)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A SQLite store in a fresh directory.
+pub fn sqlite_url(name: &str) -> String {
+    format!("sqlite://{}", temp_dir(name).join("uidgen.db").display())
+}
+
 /// Run `uidgen <args>` to completion, in a fresh working directory: (exit status, stdout,
 /// stderr).
 pub fn run(args: &[&str], envs: &[(&str, &str)]) -> (ExitStatus, String, String) {

@@ -1,0 +1,410 @@
+//! The web console in a real browser: headless Chromium driven through chromedriver (WebDriver,
+//! `fantoccini`) against a real `uidgen serve`. It decodes an ID, makes one, sees bad fields
+//! rejected with the server's messages, sees the live numbers move, uses an admin token, sees
+//! the server go away, and saves a screenshot.
+//!
+//! Needs Debian's `chromium` and `chromium-driver` (scripts/test.sh installs them); other paths
+//! through `UIDGEN_CHROMEDRIVER` and `UIDGEN_CHROMIUM`. `UIDGEN_CONSOLE_SCREENSHOT=<file.png>`
+//! also writes the screenshot there (how docs/console.png is made).
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{Server, sqlite_url, temp_dir};
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "console-test-admin-token";
+/// How long the page gets to show what it is waiting for; a bound on a hang, not a timing claim.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A chromedriver process this test started; killed when dropped.
+struct Chromedriver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Chromedriver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tool(var: &str, default: &str) -> String {
+    let path = std::env::var(var).unwrap_or_else(|_| default.to_owned());
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "{path} not found: the console test drives headless Chromium through chromedriver. \
+         Install Debian's `chromium` and `chromium-driver` (scripts/test.sh does, in ensure_chromium), \
+         or point {var} at the binary"
+    );
+    path
+}
+
+async fn start_chromedriver() -> Chromedriver {
+    let path = tool("UIDGEN_CHROMEDRIVER", "/usr/bin/chromedriver");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(&path)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start chromedriver {path} (UIDGEN_CHROMEDRIVER): {e}"));
+    let driver = Chromedriver {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let status = format!("{}/status", driver.url);
+    let http = reqwest::Client::new();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while http.get(&status).send().await.is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "chromedriver {path} did not answer on {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    driver
+}
+
+async fn browser(driver: &Chromedriver) -> Client {
+    let chromium = tool("UIDGEN_CHROMIUM", "/usr/bin/chromium");
+    let capabilities = json!({
+        "goog:chromeOptions": {
+            "binary": chromium,
+            // Root in a container: no sandbox; /dev/shm is small there.
+            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,2200"],
+        }
+    });
+    let Value::Object(capabilities) = capabilities else {
+        unreachable!()
+    };
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&driver.url)
+        .await
+        .unwrap_or_else(|e| {
+            panic!("chromedriver could not start {chromium} (UIDGEN_CHROMIUM): {e}")
+        })
+}
+
+/// Poll `check` until it gives a value; fail naming `what` once [`PATIENCE`] is over.
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the console never showed {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn text(c: &Client, css: &str) -> Option<String> {
+    c.find(Locator::Css(css)).await.ok()?.text().await.ok()
+}
+
+async fn input(c: &Client, css: &str) -> Element {
+    c.find(Locator::Css(css)).await.unwrap()
+}
+
+async fn fill(c: &Client, css: &str, value: &str) {
+    let field = input(c, css).await;
+    field.clear().await.unwrap();
+    field.send_keys(value).await.unwrap();
+}
+
+async fn click(c: &Client, css: &str) {
+    input(c, css).await.click().await.unwrap();
+}
+
+async fn displayed(c: &Client, css: &str) -> bool {
+    match c.find(Locator::Css(css)).await {
+        Ok(e) => e.is_displayed().await.unwrap(),
+        Err(_) => false,
+    }
+}
+
+/// What the JSON API answers, for comparing with what the page shows.
+async fn api(method: reqwest::Method, url: String, body: Option<&str>) -> Value {
+    let mut request = reqwest::Client::new().request(method, url);
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+    }
+    let text = request.send().await.unwrap().text().await.unwrap();
+    common::json(&text)
+}
+
+fn number(text: &str) -> u64 {
+    text.replace(',', "")
+        .parse()
+        .unwrap_or_else(|e| panic!("{e}: {text:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromium() {
+    let driver = start_chromedriver().await;
+    let server = Server::start(
+        &[],
+        &[
+            ("UIDGEN_STORE", &sqlite_url("console")),
+            ("UIDGEN_ADMIN_TOKEN", TOKEN),
+        ],
+    );
+    let c = browser(&driver).await;
+    c.goto(&server.url("/")).await.unwrap();
+
+    // Live: the first status arrives and names the worker id the server logged.
+    let status = api(reqwest::Method::GET, server.url("/v1/status"), None).await;
+    let worker = status["worker_id"].as_u64().unwrap();
+    eventually("the worker id", || async {
+        text(&c, "#live-worker")
+            .await
+            .filter(|t| *t == worker.to_string())
+    })
+    .await;
+    assert_eq!(
+        text(&c, "#live-assigner").await.unwrap(),
+        "assigned: disposable"
+    );
+    assert!(text(&c, "#live-ring-fill").await.unwrap().ends_with('%'));
+
+    // Decode: an ID the server issued, with its 64 bits and both times.
+    let issued = api(reqwest::Method::GET, server.url("/v1/ids?count=3"), None).await;
+    let id = issued["ids"][0].as_u64().unwrap();
+    let expected = api(
+        reqwest::Method::GET,
+        server.url(&format!("/v1/ids/{id}")),
+        None,
+    )
+    .await;
+    fill(&c, "#decode-input", &format!("{id}, 12x")).await;
+    click(&c, "#decode-btn").await;
+    let card = "#decode-results .card.decoded";
+    eventually("the decoded card", || async {
+        text(&c, &format!("{card} .id")).await
+    })
+    .await;
+    assert_eq!(
+        text(&c, &format!("{card} .id")).await.unwrap(),
+        id.to_string()
+    );
+    assert_eq!(
+        number(&text(&c, &format!("{card} .field-worker")).await.unwrap()),
+        worker
+    );
+    assert_eq!(
+        text(&c, &format!("{card} .time-utc")).await.unwrap(),
+        expected["timestamp"].as_str().unwrap()
+    );
+    assert!(
+        !text(&c, &format!("{card} .time-local"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let bits = c
+        .find_all(Locator::Css(&format!("{card} .bits span")))
+        .await
+        .unwrap();
+    let mut shown = String::new();
+    for bit in &bits {
+        shown.push_str(&bit.text().await.unwrap());
+    }
+    assert_eq!(
+        shown,
+        format!("{id:064b}"),
+        "the 64 bits, most significant first"
+    );
+    let time_bits = c
+        .find_all(Locator::Css(&format!("{card} .bits span.f-time")))
+        .await
+        .unwrap();
+    assert_eq!(
+        time_bits.len(),
+        28,
+        "baidu's time field is coloured as time"
+    );
+    // The second, malformed ID gets the server's own message.
+    let malformed = api(reqwest::Method::GET, server.url("/v1/ids/12x"), None).await;
+    assert_eq!(
+        text(&c, "#decode-results .card.failed .error")
+            .await
+            .unwrap(),
+        malformed["message"].as_str().unwrap()
+    );
+    // Another preset decodes the same bits differently.
+    input(&c, "#decode-layout")
+        .await
+        .select_by_value("snowflake")
+        .await
+        .unwrap();
+    fill(&c, "#decode-input", &id.to_string()).await;
+    click(&c, "#decode-btn").await;
+    let snowflake = api(
+        reqwest::Method::GET,
+        server.url(&format!("/v1/ids/{id}?layout=snowflake")),
+        None,
+    )
+    .await;
+    eventually("the snowflake decoding", || async {
+        text(&c, &format!("{card} .time-utc"))
+            .await
+            .filter(|t| t == snowflake["timestamp"].as_str().unwrap())
+    })
+    .await;
+
+    // Make: fields in, the server's ID out.
+    let body = r#"{"timestamp":"2026-06-01T12:00:00Z","worker":7,"sequence":3}"#;
+    let made = api(
+        reqwest::Method::POST,
+        server.url("/v1/ids/make"),
+        Some(body),
+    )
+    .await;
+    fill(&c, "#make-timestamp", "2026-06-01T12:00:00Z").await;
+    fill(&c, "#make-worker", "7").await;
+    fill(&c, "#make-sequence", "3").await;
+    click(&c, "#make-btn").await;
+    eventually("the made ID", || async {
+        text(&c, "#make-result .id")
+            .await
+            .filter(|t| *t == made["id"].to_string())
+    })
+    .await;
+
+    // Bad fields: each marked with the server's own message.
+    let bad = r#"{"timestamp":"2026-06-01T12:00:00Z","worker":99999999,"sequence":99999}"#;
+    let rejected = api(reqwest::Method::POST, server.url("/v1/ids/make"), Some(bad)).await;
+    fill(&c, "#make-worker", "99999999").await;
+    fill(&c, "#make-sequence", "99999").await;
+    click(&c, "#make-btn").await;
+    for field in ["worker", "sequence"] {
+        let message = rejected["fields"][field].as_str().unwrap().to_owned();
+        eventually(&format!("the {field} field's error"), || async {
+            text(&c, &format!("#make-{field}-error"))
+                .await
+                .filter(|t| *t == message)
+        })
+        .await;
+        let class = input(&c, &format!("#make-{field}"))
+            .await
+            .attr("class")
+            .await
+            .unwrap();
+        assert_eq!(class.as_deref(), Some("invalid"));
+    }
+    assert!(text(&c, "#make-result").await.unwrap().is_empty());
+
+    // Live numbers move: IDs issued elsewhere show up in the count and the rate.
+    let before = eventually("a count of issued IDs", || async {
+        text(&c, "#live-issued").await.filter(|t| t != "–")
+    })
+    .await;
+    api(reqwest::Method::GET, server.url("/v1/ids?count=5000"), None).await;
+    eventually("the issued count rising by 5000", || async {
+        text(&c, "#live-issued")
+            .await
+            .filter(|t| number(t) >= number(&before) + 5000)
+    })
+    .await;
+    eventually("a rate of IDs per second", || async {
+        text(&c, "#live-rate")
+            .await
+            .filter(|t| t.chars().next().is_some_and(|ch| ch.is_ascii_digit()))
+    })
+    .await;
+    // The chart draws a line once two samples exist.
+    eventually("the chart", || async {
+        let d = input(&c, "#chart-line").await.attr("d").await.ok()??;
+        (!d.is_empty()).then_some(())
+    })
+    .await;
+    // Leaf's sample tag, drawn as two bars once it has loaded a segment.
+    api(
+        reqwest::Method::GET,
+        server.url("/v1/segments/leaf-segment-test?count=700"),
+        None,
+    )
+    .await;
+    eventually("the segment tag's double buffer", || async {
+        let rows = c
+            .find_all(Locator::Css("#segment-table tbody tr"))
+            .await
+            .ok()?;
+        let row = rows.first()?;
+        let bars = row.find_all(Locator::Css(".seg")).await.ok()?;
+        let text = row.text().await.ok()?;
+        (text.contains("leaf-segment-test") && text.contains("left") && bars.len() == 2)
+            .then_some(())
+    })
+    .await;
+
+    // Admin: nothing to do without a token; with it, a tag is created through a bearer header.
+    assert!(!displayed(&c, "#admin-actions").await);
+    fill(&c, "#admin-token", TOKEN).await;
+    click(&c, "#token-btn").await;
+    assert!(displayed(&c, "#admin-actions").await);
+    assert!(
+        !c.current_url().await.unwrap().as_str().contains(TOKEN),
+        "the token never goes into a URL"
+    );
+    fill(&c, "#tag-name", "console-tag").await;
+    fill(&c, "#tag-step", "500").await;
+    click(&c, "#tag-btn").await;
+    eventually("the saved tag", || async {
+        text(&c, "#tag-result")
+            .await
+            .filter(|t| t.starts_with("saved console-tag"))
+    })
+    .await;
+    let from_tag = reqwest::get(server.url("/api/segment/get/console-tag"))
+        .await
+        .unwrap();
+    assert!(
+        from_tag.status().is_success(),
+        "the console created the tag"
+    );
+
+    let shot = c.screenshot().await.unwrap();
+    assert!(shot.starts_with(b"\x89PNG"), "a PNG screenshot");
+    let path = temp_dir("console").join("console.png");
+    std::fs::write(&path, &shot).unwrap();
+    eprintln!("screenshot: {}", path.display());
+    if let Ok(extra) = std::env::var("UIDGEN_CONSOLE_SCREENSHOT") {
+        std::fs::write(extra, &shot).unwrap();
+    }
+
+    // The server goes away: the page says so instead of showing stale figures as live.
+    let _ = server.terminate();
+    eventually("the unreachable banner", || async {
+        displayed(&c, "#offline").await.then_some(())
+    })
+    .await;
+    assert!(
+        text(&c, "#offline")
+            .await
+            .unwrap()
+            .contains("The server does not answer")
+    );
+    assert_eq!(text(&c, "#conn").await.unwrap(), "unreachable");
+    c.close().await.unwrap();
+}
