@@ -311,7 +311,7 @@ async fn bad_input_gets_the_documented_status_code_and_message() {
             r#"{"timestamp":"yesterday","worker":1,"sequence":1}"#,
             bad,
             "invalid_parameter",
-            "`timestamp` must be ISO-8601",
+            "`timestamp`: must be ISO-8601",
         ),
         (
             "POST",

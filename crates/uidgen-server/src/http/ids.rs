@@ -11,8 +11,7 @@ use uidgen_core::calendar::{format_iso8601, parse_epoch_ms};
 use uidgen_core::{DecodedUid, FieldKind, Layout, UidParts};
 use utoipa::ToSchema;
 
-use super::error::{ECHO_CHARS, clip};
-use super::error::{ErrorBody, FieldErrors};
+use super::error::{ECHO_CHARS, ErrorBody, FieldErrors, clip};
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
 use super::observe::Issued;
 use super::{ApiError, AppState, TextError, generate};
@@ -47,6 +46,16 @@ async fn one_id(state: &AppState) -> Result<Issued<String>, ApiError> {
 
 /// `GET /api/snowflake/get/{key}` (Leaf): one ID as a bare decimal. Leaf's snowflake mode
 /// ignores the key; so do we.
+#[utoipa::path(
+    get,
+    path = "/api/snowflake/get/{key}",
+    tag = "leaf",
+    params(("key" = String, Path, description = "Ignored, as Leaf ignores it")),
+    responses(
+        (status = 200, description = "One ID as a bare decimal", content_type = "text/plain", body = String, example = "967194852301217792"),
+        (status = 503, description = "The generator cannot issue now (bare text)", content_type = "text/plain", body = String),
+    )
+)]
 pub async fn leaf_snowflake(
     State(state): State<Arc<AppState>>,
     _key: LeafPath<String>,
@@ -55,6 +64,15 @@ pub async fn leaf_snowflake(
 }
 
 /// `GET /genid` (Vesta): one ID as a bare decimal.
+#[utoipa::path(
+    get,
+    path = "/genid",
+    tag = "vesta",
+    responses(
+        (status = 200, description = "One ID as a bare decimal", content_type = "text/plain", body = String, example = "968010208892690432"),
+        (status = 503, description = "The generator cannot issue now", body = ErrorBody),
+    )
+)]
 pub async fn vesta_genid(State(state): State<Arc<AppState>>) -> Result<Issued<String>, ApiError> {
     one_id(&state).await
 }
@@ -82,6 +100,16 @@ fn decode_text(layout: &Layout, text: &str) -> Result<DecodedUid, ApiError> {
 }
 
 /// `GET /expid?id=` (Vesta): the fields of an ID.
+#[utoipa::path(
+    get,
+    path = "/expid",
+    tag = "vesta",
+    params(("id" = String, Query, description = "The ID to explain, decimal")),
+    responses(
+        (status = 200, description = "The ID's fields, with Vesta's names", body = VestaExplained),
+        (status = 400, description = "Missing or malformed ID", body = ErrorBody),
+    )
+)]
 pub async fn vesta_expid(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
@@ -112,6 +140,24 @@ fn make_id(layout: &Layout, parts: &UidParts) -> Result<u64, ApiError> {
 /// fields, as a bare decimal. `time` is in the layout's units since its epoch, as `/expid`
 /// reports it. On a layout that splits its worker field (`keyworker`), `machine` is the machine
 /// part and `process=` is required too, as `/expid` reports them.
+#[utoipa::path(
+    get,
+    path = "/makeid",
+    tag = "vesta",
+    params(
+        ("time" = u64, Query, description = "Time units since the layout's epoch, as `/expid` reports it"),
+        ("seq" = u64, Query, description = "Sequence"),
+        ("machine" = u64, Query, description = "Worker id, or its machine part on a layout that splits it"),
+        ("process" = Option<u64>, Query, description = "The worker's process part: required on a layout that splits its worker field (`keyworker`)"),
+        ("genMethod" = Option<u64>, Query, description = "Vesta's genMethod; 0 when absent"),
+        ("type" = Option<u64>, Query, description = "Vesta's type bit; the layout's own when absent"),
+        ("version" = Option<u64>, Query, description = "Vesta's version bit; 0 when absent"),
+    ),
+    responses(
+        (status = 200, description = "The ID as a bare decimal", content_type = "text/plain", body = String),
+        (status = 400, description = "A missing or out-of-range field", body = ErrorBody),
+    )
+)]
 pub async fn vesta_makeid(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
@@ -136,6 +182,16 @@ pub async fn vesta_makeid(
 }
 
 /// `GET /transtime?time=` (Vesta): a time field value as readable UTC time.
+#[utoipa::path(
+    get,
+    path = "/transtime",
+    tag = "vesta",
+    params(("time" = u64, Query, description = "A time field value (units since the layout's epoch)")),
+    responses(
+        (status = 200, description = "The time in ISO-8601 UTC", content_type = "text/plain", body = String, example = "2026-11-23T01:46:45.000Z"),
+        (status = 400, description = "Missing or out of range", body = ErrorBody),
+    )
+)]
 pub async fn vesta_transtime(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
@@ -153,6 +209,18 @@ pub struct IdBatch {
 }
 
 /// `GET /v1/ids?count=N`: a batch of IDs as JSON (`count` defaults to 1, capped by config).
+#[utoipa::path(
+    get,
+    operation_id = "id_batch",
+    path = "/v1/ids",
+    tag = "ids",
+    params(("count" = Option<u64>, Query, description = "How many IDs: 1 (default) to `batch_cap`")),
+    responses(
+        (status = 200, description = "A batch of IDs", body = IdBatch),
+        (status = 400, description = "`count` out of range (`invalid_count`) or malformed", body = ErrorBody),
+        (status = 503, description = "The generator cannot issue now", body = ErrorBody),
+    )
+)]
 pub async fn batch(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
@@ -197,6 +265,18 @@ pub struct Decoded {
     method: Option<u64>,
 }
 
+/// What the decode route answers: a layout's fields, or a sharded ID's parts (for the OpenAPI
+/// document; the handler serialises either directly).
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum DecodedAny {
+    /// Decoded with the served layout or a preset.
+    Layout(Decoded),
+    /// Decoded with `layout=sharded`.
+    Sharded(super::sharded::DecodedSharded),
+}
+
 fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
     let has = |k| layout.bits(k) > 0;
     Decoded {
@@ -217,6 +297,19 @@ fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
 
 /// `GET /v1/ids/{id}[?layout=<name>]`: decode an ID with the served layout, with any preset
 /// (`GET /v1/layouts` lists them), or as a sharded-mode ID (app id, shard, index).
+#[utoipa::path(
+    get,
+    path = "/v1/ids/{id}",
+    tag = "ids",
+    params(
+        ("id" = String, Path, description = "The ID, decimal"),
+        ("layout" = Option<String>, Query, description = "`sharded`, the served layout's name, or any preset (`GET /v1/layouts`); the served layout when absent"),
+    ),
+    responses(
+        (status = 200, description = "The ID's fields: `Decoded`, or `DecodedSharded` for `layout=sharded`", body = DecodedAny),
+        (status = 400, description = "A malformed ID (`malformed_id`) or an unknown layout", body = ErrorBody),
+    )
+)]
 pub async fn decode(
     State(state): State<Arc<AppState>>,
     PathParam(text, _): PathParam<String>,
@@ -309,7 +402,8 @@ pub async fn make(
             .map_err(|e| {
                 let field = e.path().to_string();
                 let error = e.into_inner();
-                if field == "." {
+                // `.` is the whole body; `?` a place serde could not name (a cut-off body).
+                if field == "." || field.starts_with('?') {
                     ApiError::bad_parameter(format!("invalid JSON body: {error}"))
                 } else {
                     ApiError::bad_fields(FieldErrors::from([(field, error.to_string())]))

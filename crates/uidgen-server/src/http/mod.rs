@@ -8,6 +8,7 @@ mod extract;
 mod generate;
 mod ids;
 mod observe;
+mod openapi;
 mod ops;
 mod segments;
 mod sharded;
@@ -20,8 +21,10 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
-use axum::routing::{get, post, put};
 use uidgen_core::UidGenerator;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use auth::ct_eq;
 pub use error::{ApiError, ErrorBody, ErrorReport, FieldErrors, SEE_LOG, TextError};
@@ -132,49 +135,11 @@ pub const DEFAULT_BATCH_CAP: usize = 100_000;
 /// Requests larger than this are refused (413): no route takes more than a small JSON body.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
-/// The routing table.
+/// The service: the routing table, then the fallbacks and the layers around every route.
 pub fn app(state: Arc<AppState>) -> Router {
-    Router::new()
-        // The web console.
-        .route("/", get(console::index))
-        .route("/ui", get(console::ui))
-        .route("/console/console.js", get(console::script))
-        .route("/console/console.css", get(console::style))
-        .route("/v1/status", get(status::status))
-        .route("/v1/layouts", get(status::layouts))
-        // Leaf-compatible: bare decimal IDs as text/plain.
-        .route("/api/segment/get/{key}", get(segments::leaf_segment))
-        .route("/api/snowflake/get/{key}", get(ids::leaf_snowflake))
-        // Vesta-compatible.
-        .route("/genid", get(ids::vesta_genid))
-        .route("/expid", get(ids::vesta_expid))
-        .route("/makeid", get(ids::vesta_makeid))
-        .route("/transtime", get(ids::vesta_transtime))
-        // JSON API.
-        .route("/v1/ids", get(ids::batch))
-        .route("/v1/ids/make", post(ids::make))
-        .route("/v1/ids/{id}", get(ids::decode))
-        .route("/v1/segments", get(segments::monitor))
-        .route("/v1/segments/{tag}", get(segments::batch))
-        // Sharded mode: the original service's text route, and JSON.
-        .route("/api/shard/get/{app_id}", get(sharded::original_get))
-        .route("/v1/apps", get(sharded::list_apps))
-        .route("/v1/apps/{app_id}/ids", get(sharded::batch))
-        // Admin: a sub-router behind the bearer-token check, which runs before the route's
-        // extractors. A route layer, so a wrong method still gets the 405 every route gives.
-        .merge(
-            Router::new()
-                .route("/v1/admin/segments/{tag}", put(segments::upsert_tag))
-                .route("/v1/admin/apps/{app_id}", put(sharded::upsert_app))
-                .route_layer(middleware::from_fn_with_state(
-                    state.clone(),
-                    auth::require_admin,
-                )),
-        )
-        // Operations.
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
+    let (router, document) = routes(&state).split_for_parts();
+    openapi::publish(&document);
+    router
         .fallback(ops::not_found)
         // After every route: it applies to the routes registered before it.
         .method_not_allowed_fallback(ops::method_not_allowed)
@@ -184,4 +149,52 @@ pub fn app(state: Arc<AppState>) -> Router {
         ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
+}
+
+/// The routing table. Each route comes with its OpenAPI description (`routes!` reads the
+/// handler's `#[utoipa::path]`, path and method included), so none can go undescribed: add
+/// routes here only through `routes!` (a test rejects any other way in).
+fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        // The web console and this API's description.
+        .routes(routes!(console::index))
+        .routes(routes!(console::ui))
+        .routes(routes!(console::script))
+        .routes(routes!(console::style))
+        .routes(routes!(openapi::document))
+        // Leaf-compatible: bare decimal IDs as text/plain.
+        .routes(routes!(segments::leaf_segment))
+        .routes(routes!(ids::leaf_snowflake))
+        // Vesta-compatible.
+        .routes(routes!(ids::vesta_genid))
+        .routes(routes!(ids::vesta_expid))
+        .routes(routes!(ids::vesta_makeid))
+        .routes(routes!(ids::vesta_transtime))
+        // JSON API.
+        .routes(routes!(ids::batch))
+        .routes(routes!(ids::make))
+        .routes(routes!(ids::decode))
+        .routes(routes!(status::layouts))
+        .routes(routes!(segments::monitor))
+        .routes(routes!(segments::batch))
+        // Sharded mode: the original service's text route, and JSON.
+        .routes(routes!(sharded::original_get))
+        .routes(routes!(sharded::list_apps))
+        .routes(routes!(sharded::batch))
+        // Admin: a sub-router behind the bearer-token check, which runs before the route's
+        // extractors. A route layer, so a wrong method still gets the 405 every route gives.
+        .merge(
+            OpenApiRouter::new()
+                .routes(routes!(segments::upsert_tag))
+                .routes(routes!(sharded::upsert_app))
+                .route_layer(middleware::from_fn_with_state(
+                    state.clone(),
+                    auth::require_admin,
+                )),
+        )
+        // Operations.
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::readyz))
+        .routes(routes!(ops::metrics))
+        .routes(routes!(status::status))
 }

@@ -6,10 +6,17 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
+use super::error::ErrorBody;
 use super::{ApiError, AppState, SEE_LOG, TextError};
 use crate::metrics::Metrics;
 
 /// `GET /healthz`: the process is up.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    responses((status = 200, description = "The process is up", content_type = "text/plain", body = String, example = "ok"))
+)]
 pub async fn healthz() -> &'static str {
     "ok"
 }
@@ -20,6 +27,15 @@ pub async fn healthz() -> &'static str {
 /// A ZooKeeper worker id whose ensemble is away is *degraded but ready*: the held id still
 /// issues (until the outage allowance ends), so a load balancer keeps the instance, and the
 /// body says `ready (degraded: …)`. It turns 503 once the id is lost or the allowance ran out.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "operations",
+    responses(
+        (status = 200, description = "`ready`, or `ready (degraded: …)` while a ZooKeeper outage is within its allowance", content_type = "text/plain", body = String, example = "ready"),
+        (status = 503, description = "Not ready: the store, the lease, ZooKeeper or the generator", body = ErrorBody),
+    )
+)]
 pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<String, ApiError> {
     if let Some(reason) = state.ring.as_ref().and_then(|ring| ring.stop_reason()) {
         return Err(ApiError::new(
@@ -70,6 +86,12 @@ fn now_ms() -> u64 {
 }
 
 /// `GET /metrics`: Prometheus text exposition.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    responses((status = 200, description = "Prometheus metrics, OpenMetrics text", content_type = "application/openmetrics-text", body = String))
+)]
 pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     if let Some(ring) = &state.ring {
         let s = ring.snapshot();

@@ -16,7 +16,7 @@ use uidgen_sharded::{AppInfo, ShardedError, ShardedId, ShardedService, shard_of}
 use uidgen_store::AppSpec;
 use utoipa::ToSchema;
 
-use super::error::{ECHO_CHARS, clip};
+use super::error::{ECHO_CHARS, ErrorBody, clip};
 use super::extract::{Body, PathParam, QueryParams};
 use super::observe::Issued;
 use super::{ApiError, AppState, SEE_LOG};
@@ -131,6 +131,21 @@ fn gate_pass<'a>(query: &'a QueryParams, name: &str) -> Result<&'a str, ApiError
 
 /// `GET /api/shard/get/{app_id}?gatePass=…` (the original service's route): one ID of the app,
 /// in the gate pass's shard, as a bare decimal.
+#[utoipa::path(
+    get,
+    path = "/api/shard/get/{app_id}",
+    tag = "sharded",
+    params(
+        ("app_id" = u8, Path, description = "The app id, 0 to 255"),
+        ("gatePass" = String, Query, description = "User name, phone number or e-mail: picks the shard"),
+    ),
+    responses(
+        (status = 200, description = "One ID as a bare decimal", content_type = "text/plain", body = String),
+        (status = 400, description = "A bad app id or gate pass", body = ErrorBody),
+        (status = 404, description = "Unknown app, or sharded mode off", body = ErrorBody),
+        (status = 503, description = "Queues empty, Redis or the database down, or the app exhausted", body = ErrorBody),
+    )
+)]
 pub async fn original_get(
     State(state): State<Arc<AppState>>,
     PathParam(raw_app, _): PathParam<String>,
@@ -156,6 +171,23 @@ pub struct ShardedBatch {
 
 /// `GET /v1/apps/{app_id}/ids?gate_pass=…&count=N`: `N` IDs (default 1, at most `batch_cap`)
 /// of the app in the gate pass's shard, popped with one `LPOP key N`.
+#[utoipa::path(
+    get,
+    operation_id = "sharded_batch",
+    path = "/v1/apps/{app_id}/ids",
+    tag = "sharded",
+    params(
+        ("app_id" = u8, Path, description = "The app id, 0 to 255"),
+        ("gate_pass" = String, Query, description = "User name, phone number or e-mail: picks the shard"),
+        ("count" = Option<u64>, Query, description = "How many IDs: 1 (default) to `batch_cap`"),
+    ),
+    responses(
+        (status = 200, description = "A batch of the app's IDs from one shard", body = ShardedBatch),
+        (status = 400, description = "A bad app id, gate pass or count", body = ErrorBody),
+        (status = 404, description = "Unknown app, or sharded mode off", body = ErrorBody),
+        (status = 503, description = "Queues empty, Redis or the database down, or the app exhausted", body = ErrorBody),
+    )
+)]
 pub async fn batch(
     State(state): State<Arc<AppState>>,
     PathParam(raw_app, _): PathParam<String>,
@@ -222,6 +254,16 @@ impl From<AppInfo> for AppView {
 }
 
 /// `GET /v1/apps`: every app, as stored.
+#[utoipa::path(
+    get,
+    path = "/v1/apps",
+    tag = "sharded",
+    responses(
+        (status = 200, description = "Every app", body = Vec<AppView>),
+        (status = 404, description = "Sharded mode off (`sharded_disabled`)", body = ErrorBody),
+        (status = 503, description = "The database is down", body = ErrorBody),
+    )
+)]
 pub async fn list_apps(State(state): State<Arc<AppState>>) -> Result<Json<Vec<AppView>>, ApiError> {
     let apps = service(&state)?.apps().await.map_err(sharded_error)?;
     Ok(Json(apps.into_iter().map(AppView::from).collect()))
@@ -241,6 +283,22 @@ pub struct AppUpdate {
 /// app with its 64 shards, or change its name, step, limit and description. Answers the app
 /// with the largest index its limit allows. Reached only with the admin token (the admin
 /// sub-router's layer checks it).
+#[utoipa::path(
+    put,
+    path = "/v1/admin/apps/{app_id}",
+    tag = "admin",
+    security(("admin_token" = [])),
+    params(("app_id" = u8, Path, description = "The app id, 0 to 255")),
+    request_body = AppUpdate,
+    responses(
+        (status = 200, description = "The app as stored", body = AppView),
+        (status = 400, description = "A bad app id or body", body = ErrorBody),
+        (status = 401, description = "No bearer token", body = ErrorBody),
+        (status = 403, description = "A wrong token", body = ErrorBody),
+        (status = 404, description = "No admin token configured, or sharded mode off", body = ErrorBody),
+        (status = 503, description = "The database is down", body = ErrorBody),
+    )
+)]
 pub async fn upsert_app(
     State(state): State<Arc<AppState>>,
     PathParam(raw_app, _): PathParam<String>,
