@@ -97,7 +97,16 @@ ensure_protoc() {
   command -v protoc >/dev/null || { log "installing protoc"; apt_install protobuf-compiler; }
 }
 
+# The web console's test (crates/uidgen-server/tests/console.rs) drives headless Chromium
+# through chromedriver; UIDGEN_CHROMEDRIVER / UIDGEN_CHROMIUM point elsewhere.
+ensure_chromium() {
+  [ -x "${UIDGEN_CHROMEDRIVER:-/usr/bin/chromedriver}" ] && [ -x "${UIDGEN_CHROMIUM:-/usr/bin/chromium}" ] && return 0
+  log "installing chromium and chromium-driver"
+  apt_install chromium chromium-driver
+}
+
 ensure_protoc
+ensure_chromium
 
 if [ -z "${UIDGEN_SKIP_SERVICES:-}" ]; then
   ensure_postgres

@@ -82,7 +82,7 @@ async fn browser(driver: &Chromedriver) -> Client {
         "goog:chromeOptions": {
             "binary": chromium,
             // Root in a container: no sandbox; /dev/shm is small there.
-            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,2200"],
+            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1320"],
         }
     });
     let Value::Object(capabilities) = capabilities else {

@@ -1,0 +1,208 @@
+//! `GET /openapi.json` against the router it describes: every described operation is served,
+//! every route is described, and the described error body is what errors really look like.
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use common::{call, get, json};
+use serde_json::Value;
+use uidgen_core::{DefaultUidGenerator, Layout, SystemClock};
+use uidgen_server::http::{AppState, app};
+
+fn router() -> axum::Router {
+    let layout = Layout::baidu("2024-01-01").unwrap();
+    let generator = DefaultUidGenerator::new(layout, 5, SystemClock).unwrap();
+    app(Arc::new(AppState::embedded(Arc::new(generator), 5)))
+}
+
+async fn document(r: &axum::Router) -> Value {
+    let (status, body) = get(r, "/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    json(&body)
+}
+
+/// A concrete path for a described one: each `{param}` filled with a value of its kind.
+fn concrete(path: &str) -> String {
+    path.replace("{id}", "1")
+        .replace("{key}", "k")
+        .replace("{tag}", "t")
+        .replace("{app_id}", "1")
+}
+
+#[tokio::test]
+async fn every_described_operation_is_served() {
+    let r = router();
+    let doc = document(&r).await;
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    let mut operations = 0;
+    for (path, item) in paths {
+        assert!(
+            !concrete(path).contains('{'),
+            "{path}: a path parameter the test cannot fill"
+        );
+        for method in item.as_object().unwrap().keys() {
+            let uri = concrete(path);
+            let (status, body) = call(&r, &method.to_uppercase(), &uri, &[], "{}").await;
+            // The router's own fallbacks: no route for the path, or none for the method. A
+            // route may answer 404 for its own reasons (a mode that is off), with its own code.
+            let fallback = ["\"code\":\"not_found\"", "\"code\":\"method_not_allowed\""];
+            assert!(
+                !fallback.iter().any(|f| body.contains(f)),
+                "{method} {path} is described but not served: {status} {body}"
+            );
+            operations += 1;
+        }
+    }
+    assert!(operations >= 26, "only {operations} operations described");
+}
+
+#[tokio::test]
+async fn the_routing_table_has_no_way_in_but_described_routes() {
+    // `routes!(handler)` adds a route with its description; `route`, `route_service`, `nest`
+    // and `nest_service` would add one without. The table must not use them.
+    let table = include_str!("../src/http/mod.rs");
+    for undescribed in [".route(", ".route_service(", ".nest(", ".nest_service("] {
+        assert!(
+            !table.contains(undescribed),
+            "src/http/mod.rs adds a route with `{undescribed}`: add it with `.routes(routes!(handler))` and a #[utoipa::path] instead, so /openapi.json describes it"
+        );
+    }
+    // The router's routes can only come from `app`, and `app` only from `routes`.
+    assert!(table.contains("routes(&state).split_for_parts()"));
+}
+
+#[tokio::test]
+async fn operation_ids_are_unique_and_every_operation_names_its_responses() {
+    let doc = document(&router()).await;
+    let mut seen = std::collections::HashSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let id = op["operationId"].as_str().unwrap();
+            assert!(seen.insert(id.to_owned()), "operationId {id} is used twice");
+            let responses = op["responses"].as_object().unwrap();
+            assert!(responses.contains_key("200"), "{method} {path}: no 200");
+            // Every JSON error response points at the one Error schema.
+            for (status, response) in responses {
+                if status.starts_with('2') {
+                    continue;
+                }
+                if let Some(schema) = response["content"]["application/json"]["schema"].get("$ref")
+                {
+                    assert_eq!(
+                        schema, "#/components/schemas/Error",
+                        "{method} {path} {status}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Check a JSON value against a (small) JSON schema: its type, its required properties, and
+/// no property the schema does not name.
+fn conforms(value: &Value, schema: &Value, what: &str) {
+    let types: Vec<&str> = match &schema["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().map(|t| t.as_str().unwrap()).collect(),
+        other => panic!("{what}: schema without a type: {other}"),
+    };
+    let kind = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    assert!(
+        types.contains(&kind) || (kind == "integer" && types.contains(&"number")),
+        "{what}: {kind} where the schema says {types:?}"
+    );
+    let Value::Object(object) = value else {
+        return;
+    };
+    for required in schema["required"].as_array().into_iter().flatten() {
+        let name = required.as_str().unwrap();
+        assert!(object.contains_key(name), "{what}: lacks required `{name}`");
+    }
+    let properties = schema["properties"].as_object();
+    for (name, field) in object {
+        match (
+            properties.and_then(|p| p.get(name)),
+            schema.get("additionalProperties"),
+        ) {
+            (Some(sub), _) => conforms(field, sub, &format!("{what}.{name}")),
+            (None, Some(extra)) if extra.is_object() => {
+                conforms(field, extra, &format!("{what}.{name}"))
+            }
+            _ => panic!("{what}: property `{name}` is not in the schema"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_described_error_body_is_what_real_errors_carry() {
+    let r = router();
+    let doc = document(&r).await;
+    let schema = &doc["components"]["schemas"]["Error"];
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(required, ["code", "message"]);
+    let cases = [
+        ("GET", "/v1/ids/12x", "", StatusCode::BAD_REQUEST),
+        (
+            "POST",
+            "/v1/ids/make",
+            r#"{"time":1,"worker":99999999,"sequence":99999}"#,
+            StatusCode::BAD_REQUEST,
+        ),
+        ("GET", "/no/such/route", "", StatusCode::NOT_FOUND),
+        ("GET", "/v1/segments", "", StatusCode::NOT_FOUND),
+        ("DELETE", "/v1/ids", "", StatusCode::METHOD_NOT_ALLOWED),
+        ("PUT", "/v1/admin/segments/t", "{}", StatusCode::NOT_FOUND),
+    ];
+    for (method, uri, body, expected) in cases {
+        let (status, text) = call(&r, method, uri, &[], body).await;
+        assert_eq!(status, expected, "{method} {uri}: {text}");
+        let error = json(&text);
+        conforms(&error, schema, &format!("{method} {uri}"));
+        // And the operation that answered describes this status with that schema.
+        let path = if uri == "/v1/ids/12x" {
+            "/v1/ids/{id}"
+        } else {
+            uri
+        };
+        if let Some(op) = doc["paths"][path].get(method.to_lowercase()) {
+            assert_eq!(
+                op["responses"][status.as_str()]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/Error",
+                "{method} {path} does not describe its {status}"
+            );
+        }
+    }
+    // The make route names each bad field, as the schema's `fields` says.
+    let (_, text) = call(
+        &r,
+        "POST",
+        "/v1/ids/make",
+        &[],
+        r#"{"time":1,"worker":99999999,"sequence":99999}"#,
+    )
+    .await;
+    let error = json(&text);
+    let fields = error["fields"].as_object().unwrap();
+    assert_eq!(
+        fields.keys().collect::<Vec<_>>(),
+        ["sequence", "worker"],
+        "{text}"
+    );
+}
