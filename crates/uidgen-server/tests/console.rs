@@ -280,6 +280,7 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
         Some(body),
     )
     .await;
+    let made_id = made["id"].to_string();
     fill(&c, "#make-timestamp", "2026-06-01T12:00:00Z").await;
     fill(&c, "#make-worker", "7").await;
     fill(&c, "#make-sequence", "3").await;
@@ -287,7 +288,7 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
     eventually("the made ID", || async {
         text(&c, "#make-result .id")
             .await
-            .filter(|t| *t == made["id"].to_string())
+            .filter(|t| *t == made_id)
     })
     .await;
 
