@@ -286,9 +286,7 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
     fill(&c, "#make-sequence", "3").await;
     click(&c, "#make-btn").await;
     eventually("the made ID", || async {
-        text(&c, "#make-result .id")
-            .await
-            .filter(|t| *t == made_id)
+        text(&c, "#make-result .id").await.filter(|t| *t == made_id)
     })
     .await;
 

@@ -119,6 +119,13 @@ async fn sharded_routes_hand_out_ids_batches_and_decode_them() {
     let (status, body) = get(&r, "/v1/apps").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(json(&body)[0]["name"], "orders");
+
+    // The console's status shows the mode's counters.
+    let (status, body) = get(&r, "/v1/status").await;
+    assert_eq!(status, StatusCode::OK);
+    let sharded = &json(&body)["sharded"];
+    assert!(sharded["ids_popped"].as_u64().unwrap() >= 151, "{body}");
+    assert!(sharded["refills"].as_u64().unwrap() >= 1, "{body}");
     service.shutdown();
     delete_prefix(&redis, &prefix).await;
 }

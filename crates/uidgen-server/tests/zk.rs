@@ -69,6 +69,20 @@ async fn serve_takes_its_worker_id_from_zookeeper_and_leafs_route_stamps_it() {
             "{metrics}"
         );
         assert!(metrics.contains("uidgen_zk_issuing 1"), "{metrics}");
+        // The console's status: the assigner and the holder's state.
+        let (_, body) = get(&server.url("/v1/status")).await;
+        let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(status["assigner"], "zookeeper", "{body}");
+        let zk = &status["zookeeper"];
+        assert_eq!(
+            (
+                zk["connected"].as_bool(),
+                zk["issuing"].as_bool(),
+                zk["lost"].as_bool()
+            ),
+            (Some(true), Some(true), Some(false)),
+            "{body}"
+        );
     }
     // Vesta's server range on Leaf's 10-bit worker field: 924 up.
     workers.sort_unstable();
