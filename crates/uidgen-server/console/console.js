@@ -172,9 +172,15 @@ function makeInputs(layout) {
 
 function buildMakeForm(layout) {
   const box = $('make-fields');
+  // Keep what the operator typed when the form is rebuilt (after a reconnect).
+  const typed = Object.fromEntries([...box.querySelectorAll('input')].map((i) => [i.name, i.value]));
   box.replaceChildren(...makeInputs(layout).map(([name, label, value]) =>
-    el('label', {}, label, el('input', { id: `make-${name}`, name, value, autocomplete: 'off', spellcheck: 'false' }),
+    el('label', {}, label, el('input', { id: `make-${name}`, name, value: typed[name] ?? value, autocomplete: 'off', spellcheck: 'false' }),
       el('span', { class: 'field-error', id: `make-${name}-error` }))));
+  // `time` and `timestamp` are alternatives: typing one clears the other.
+  const [time, stamp] = [$('make-time'), $('make-timestamp')];
+  time.addEventListener('input', () => { if (time.value) stamp.value = ''; });
+  stamp.addEventListener('input', () => { if (stamp.value) time.value = ''; });
 }
 
 // The body as JSON text: digits go in as numbers written verbatim (exact beyond 2^53), anything
@@ -261,7 +267,11 @@ const conn = { downSince: null, failures: 0, polls: 0 };
 function setOnline(ok, message) {
   const badge = $('conn');
   if (ok) {
-    if (conn.downSince !== null) $('offline').hidden = true;
+    if (conn.downSince !== null) {
+      $('offline').hidden = true;
+      // It may have come back as another configuration (layout, epoch): ask again.
+      loadLayouts().catch(() => {});
+    }
     conn.downSince = null; conn.failures = 0;
     badge.className = 'conn ok'; badge.textContent = 'connected';
     $('live').classList.remove('stale');
@@ -470,6 +480,10 @@ async function saveTag(event) {
 
 document.addEventListener('DOMContentLoaded', () => {
   $('decode-form').addEventListener('submit', decode);
+  // Enter decodes; Shift+Enter starts a new line for another ID.
+  $('decode-input').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); $('decode-form').requestSubmit(); }
+  });
   $('make-form').addEventListener('submit', make);
   $('token-form').addEventListener('submit', useToken);
   $('token-forget').addEventListener('click', forgetToken);

@@ -392,6 +392,15 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
         std::fs::write(extra, &shot).unwrap();
     }
 
+    // However long the page stays open, the chart holds 10 minutes of samples, no more.
+    let kept = c
+        .execute(
+            "for (let i = 0; i < 5000; i++) pushRate(i % 7); return chart.rates.length;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept.as_u64(), Some(600), "the chart's samples are bounded");
     // The server goes away: the page says so instead of showing stale figures as live.
     let _ = server.terminate();
     eventually("the unreachable banner", || async {
