@@ -476,6 +476,42 @@ async function saveTag(event) {
   }
 }
 
+// ---------------------------------------------------------------- API reference
+
+// A schema's name or type, for one line of text.
+function schemaName(schema) {
+  if (!schema) return '';
+  if (schema.$ref) return schema.$ref.split('/').pop();
+  if (schema.type === 'array') return `[${schemaName(schema.items)}]`;
+  return Array.isArray(schema.type) ? schema.type.join('|') : (schema.type || 'object');
+}
+
+// Every operation of /openapi.json: method, path, summary, parameters, body, responses.
+async function renderApi() {
+  const body = $('api-body');
+  let doc;
+  try { doc = await api('/openapi.json'); } catch (e) { body.replaceChildren(el('p', { class: 'error', text: e.message })); return; }
+  const ops = [];
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      const lines = [];
+      for (const p of op.parameters || []) {
+        lines.push(el('li', {}, `${p.in} `, el('code', { text: p.name }), `${p.required ? '' : ' (optional)'}: ${p.description || ''}`));
+      }
+      const req = op.requestBody && op.requestBody.content && op.requestBody.content['application/json'];
+      if (req) lines.push(el('li', {}, 'body ', el('code', { text: schemaName(req.schema) })));
+      for (const [status, r] of Object.entries(op.responses || {})) {
+        const content = r.content ? Object.entries(r.content)[0] : null;
+        lines.push(el('li', {}, el('code', { text: status }), ` ${r.description}`,
+          content ? el('code', { text: ` ${content[0]} ${schemaName(content[1].schema)}` }) : ''));
+      }
+      ops.push(el('div', { class: 'op' }, el('span', { class: 'method', text: method }), el('span', { class: 'path', text: path }),
+        el('div', { class: 'muted', text: (op.summary || '').split('\n')[0] }), el('ul', {}, ...lines)));
+    }
+  }
+  body.replaceChildren(el('p', { class: 'muted', text: `${doc.info.title} ${doc.info.version}: ${ops.length} operations` }), ...ops);
+}
+
 // ---------------------------------------------------------------- start
 
 document.addEventListener('DOMContentLoaded', () => {
@@ -488,6 +524,7 @@ document.addEventListener('DOMContentLoaded', () => {
   $('token-form').addEventListener('submit', useToken);
   $('token-forget').addEventListener('click', forgetToken);
   $('tag-form').addEventListener('submit', saveTag);
+  $('api').addEventListener('toggle', () => { if ($('api').open) renderApi(); });
   loadLayouts().catch((e) => setOnline(false, e.message));
   poll();
   setInterval(poll, POLL_MS);

@@ -392,6 +392,23 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
         std::fs::write(extra, &shot).unwrap();
     }
 
+    // The API reference, rendered in the page from /openapi.json: every operation.
+    let doc = api(reqwest::Method::GET, server.url("/openapi.json"), None).await;
+    let operations: usize = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|item| item.as_object().unwrap().len())
+        .sum();
+    click(&c, "#api summary").await;
+    eventually("every operation in the API reference", || async {
+        let ops = c.find_all(Locator::Css("#api-body .op")).await.ok()?;
+        (ops.len() == operations).then_some(())
+    })
+    .await;
+    let make_op = text(&c, "#api-body").await.unwrap();
+    assert!(make_op.contains("/v1/ids/make") && make_op.contains("MakeRequest"));
+
     // However long the page stays open, the chart holds 10 minutes of samples, no more.
     let kept = c
         .execute(
