@@ -7,6 +7,7 @@ mod error;
 mod extract;
 mod generate;
 mod ids;
+mod make;
 mod observe;
 mod openapi;
 mod ops;
@@ -172,7 +173,7 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(ids::vesta_transtime))
         // JSON API.
         .routes(routes!(ids::batch))
-        .routes(routes!(ids::make))
+        .routes(routes!(make::make))
         .routes(routes!(ids::decode))
         .routes(routes!(status::layouts))
         .routes(routes!(segments::monitor))

@@ -1,0 +1,180 @@
+//! `POST /v1/ids/make`: an ID from its fields, every bad field named at once so a form (the
+//! console's Make panel) can mark each with its own message.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use serde::Deserialize;
+use uidgen_core::calendar::parse_epoch_ms;
+use uidgen_core::{Layout, UidParts};
+use utoipa::ToSchema;
+
+use super::error::{ErrorBody, FieldErrors};
+use super::extract::Body;
+use super::ids::{Decoded, decoded, make_id};
+use super::{ApiError, AppState};
+
+/// `POST /v1/ids/make` body: give either `time` (units since the epoch) or `timestamp`
+/// (ISO-8601 or milliseconds since the Unix epoch), and the worker and sequence.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MakeRequest {
+    /// Time units since the layout's epoch (give this or `timestamp`).
+    time: Option<u64>,
+    /// ISO-8601 text (`"2026-01-01T00:00:00Z"`) or milliseconds since the Unix epoch (give this
+    /// or `time`).
+    #[schema(value_type = Option<Object>, example = "2026-06-01T12:00:00Z")]
+    timestamp: Option<serde_json::Value>,
+    /// The worker id (required).
+    worker: Option<u64>,
+    /// The sequence within the time unit (required).
+    sequence: Option<u64>,
+    /// Vesta's version bit; 0 when absent.
+    #[serde(default)]
+    version: u64,
+    /// Vesta's type bit; the layout's own when absent.
+    #[serde(rename = "type")]
+    kind: Option<u64>,
+    /// Vesta's genMethod; 0 when absent.
+    #[serde(default)]
+    method: u64,
+}
+
+/// The time field a make request asks for, or why not.
+fn make_time(layout: &Layout, req: &MakeRequest) -> Result<u64, (&'static str, String)> {
+    match (req.time, &req.timestamp) {
+        (Some(t), None) => Ok(t),
+        (None, Some(ts)) => {
+            let ms = match ts {
+                serde_json::Value::Number(n) => n.as_u64(),
+                serde_json::Value::String(s) => parse_epoch_ms(s).ok(),
+                _ => None,
+            }
+            .ok_or_else(|| {
+                (
+                    "timestamp",
+                    "must be ISO-8601 (\"2026-01-01T00:00:00Z\") or milliseconds".to_owned(),
+                )
+            })?;
+            layout.time_at(ms).map_err(|e| ("timestamp", e.to_string()))
+        }
+        _ => Err((
+            "time",
+            "give exactly one of `time` (units since the epoch) or `timestamp`".to_owned(),
+        )),
+    }
+}
+
+/// `POST /v1/ids/make`: the ID with the given fields, and its decoded form. Every bad field is
+/// reported at once, each with its own message, in the error's `fields`.
+#[utoipa::path(
+    post,
+    path = "/v1/ids/make",
+    tag = "ids",
+    request_body = MakeRequest,
+    responses(
+        (status = 200, description = "The ID and its fields", body = Decoded),
+        (status = 400, description = "A bad body or field; `fields` names each bad field", body = ErrorBody),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+    )
+)]
+pub async fn make(
+    State(state): State<Arc<AppState>>,
+    Body(body): Body,
+) -> Result<Json<Decoded>, ApiError> {
+    let layout = state.generator.layout();
+    let req: MakeRequest =
+        serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&body))
+            .map_err(|e| {
+                let field = e.path().to_string();
+                let error = e.into_inner();
+                // `.` is the whole body; `?` a place serde could not name (a cut-off body).
+                if field == "." || field.starts_with('?') {
+                    ApiError::bad_parameter(format!("invalid JSON body: {error}"))
+                } else {
+                    ApiError::bad_fields(FieldErrors::from([(field, error.to_string())]))
+                }
+            })?;
+    let mut bad = FieldErrors::new();
+    let mut need = |name: &str, value: Option<u64>| {
+        if value.is_none() {
+            bad.insert(
+                name.to_owned(),
+                "missing: this field is required".to_owned(),
+            );
+        }
+        value.unwrap_or(0)
+    };
+    let worker = need("worker", req.worker);
+    let sequence = need("sequence", req.sequence);
+    let time = make_time(layout, &req).unwrap_or_else(|(field, why)| {
+        bad.insert(field.to_owned(), why);
+        0
+    });
+    let parts = UidParts {
+        time,
+        worker,
+        sequence,
+        version: req.version,
+        kind: req.kind.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
+        method: req.method,
+    };
+    // Each field alone, the others zero: every field that does not fit is named, not just the
+    // first one `compose` meets.
+    let alone: [(&str, UidParts); 6] = [
+        (
+            "time",
+            UidParts {
+                time,
+                ..UidParts::default()
+            },
+        ),
+        (
+            "worker",
+            UidParts {
+                worker,
+                ..UidParts::default()
+            },
+        ),
+        (
+            "sequence",
+            UidParts {
+                sequence,
+                ..UidParts::default()
+            },
+        ),
+        (
+            "version",
+            UidParts {
+                version: parts.version,
+                ..UidParts::default()
+            },
+        ),
+        (
+            "type",
+            UidParts {
+                kind: parts.kind,
+                ..UidParts::default()
+            },
+        ),
+        (
+            "method",
+            UidParts {
+                method: parts.method,
+                ..UidParts::default()
+            },
+        ),
+    ];
+    for (name, single) in alone {
+        if let Err(e) = layout.compose(&single) {
+            bad.entry(name.to_owned()).or_insert_with(|| e.to_string());
+        }
+    }
+    if !bad.is_empty() {
+        return Err(ApiError::bad_fields(bad));
+    }
+    let id = make_id(layout, &parts)?;
+    let d = layout.decode(id).map_err(ApiError::input)?;
+    Ok(Json(decoded(layout, d)))
+}
