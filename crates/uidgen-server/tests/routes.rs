@@ -730,3 +730,86 @@ fn token_comparison_needs_every_byte_and_the_length() {
     assert!(!ct_eq(b"", secret));
     assert!(ct_eq(b"", b""));
 }
+
+#[tokio::test]
+async fn layouts_lists_every_preset_with_its_bits_and_decode_takes_each() {
+    let r = router();
+    let (status, body) = get(&r, "/v1/layouts").await;
+    assert_eq!(status, StatusCode::OK);
+    let layouts = json(&body);
+    let layouts = layouts.as_array().unwrap();
+    assert_eq!(layouts[0]["name"], "snowflake");
+    assert_eq!(layouts[0]["served"], true);
+    let names: Vec<&str> = layouts
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    for preset in uidgen_core::layout::PRESET_NAMES {
+        assert_eq!(
+            names.iter().filter(|&&n| n == preset).count(),
+            1,
+            "{preset} once in {names:?}"
+        );
+    }
+    assert_eq!(names.last(), Some(&"sharded"));
+    // Fields tile the 64 bits from the top down.
+    for layout in layouts {
+        let mut top = 64;
+        for field in layout["fields"].as_array().unwrap() {
+            let (bits, shift) = (
+                field["bits"].as_u64().unwrap(),
+                field["shift"].as_u64().unwrap(),
+            );
+            assert_eq!(shift + bits, top, "{layout}");
+            top = shift;
+        }
+        assert_eq!(top, 0, "{layout}");
+    }
+    // Every preset decodes what it composed.
+    for preset in uidgen_core::layout::PRESET_NAMES {
+        let layout = Layout::preset(preset).unwrap();
+        let parts = layout.parts(12_345, 3, 9);
+        let id = layout.compose(&parts).unwrap();
+        let (status, body) = get(&r, &format!("/v1/ids/{id}?layout={preset}")).await;
+        assert_eq!(status, StatusCode::OK, "{preset}: {body}");
+        let d = json(&body);
+        assert_eq!(d["layout"], preset);
+        assert_eq!(
+            (
+                d["time"].as_u64(),
+                d["worker"].as_u64(),
+                d["sequence"].as_u64()
+            ),
+            (Some(12_345), Some(3), Some(9)),
+            "{preset}: {body}"
+        );
+    }
+    let (status, body) = get(&r, "/v1/ids/1?layout=nope").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let message = json(&body)["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("unknown layout \"nope\"") && message.contains("sonyflake"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn status_reports_the_worker_and_counts_issued_ids() {
+    let r = router();
+    let (status, body) = get(&r, "/v1/status").await;
+    assert_eq!(status, StatusCode::OK);
+    let before = json(&body);
+    assert_eq!(before["worker_id"], 5);
+    assert_eq!(before["layout"], "snowflake");
+    assert_eq!(before["ring"], serde_json::Value::Null, "no ring: {body}");
+    assert_eq!(before["segments_enabled"], false);
+    assert_eq!(before["admin_enabled"], false);
+    get(&r, "/v1/ids?count=7").await;
+    get(&r, "/genid").await;
+    let (_, body) = get(&r, "/v1/status").await;
+    let after = json(&body);
+    assert_eq!(
+        after["ids_issued"].as_u64().unwrap() - before["ids_issued"].as_u64().unwrap(),
+        8
+    );
+}
