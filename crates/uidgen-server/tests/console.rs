@@ -171,6 +171,13 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
     );
     let c = browser(&driver).await;
     c.goto(&server.url("/")).await.unwrap();
+    // Whatever the page renders from here on must pass its own Content-Security-Policy.
+    c.execute(
+        "window.cspViolations = []; document.addEventListener('securitypolicyviolation', (e) => cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));",
+        vec![],
+    )
+    .await
+    .unwrap();
 
     // Live: the first status arrives and names the worker id the server logged.
     let status = api(reqwest::Method::GET, server.url("/v1/status"), None).await;
@@ -381,6 +388,20 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
     assert!(
         from_tag.status().is_success(),
         "the console created the tag"
+    );
+
+    let violations = c.execute("return cspViolations;", vec![]).await.unwrap();
+    assert_eq!(violations, json!([]), "the page broke its own CSP");
+    // The page asked for nothing the server does not have (no 404s: no icon, no missing file).
+    let metrics = reqwest::get(server.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !metrics.contains("kind=\"not_found\""),
+        "the console requested a missing path: {metrics}"
     );
 
     let shot = c.screenshot().await.unwrap();
