@@ -48,11 +48,7 @@ fn tool(var: &str, default: &str) -> String {
 
 async fn start_chromedriver() -> Chromedriver {
     let path = tool("UIDGEN_CHROMEDRIVER", "/usr/bin/chromedriver");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = uidgen_zk::testing::free_port();
     let child = Command::new(&path)
         .arg(format!("--port={port}"))
         .stdout(Stdio::null())
@@ -453,4 +449,90 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
     );
     assert_eq!(text(&c, "#conn").await.unwrap(), "unreachable");
     c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_shows_the_zookeeper_holder_and_the_sharded_mode() {
+    let connect = uidgen_zk::testing::test_connect();
+    let redis = uidgen_sharded::testing::redis_url();
+    uidgen_sharded::testing::check_redis(&redis).await.unwrap();
+    let prefix = uidgen_sharded::testing::unique_prefix("console");
+    let dir = temp_dir("console-modes");
+    let store = format!("sqlite://{}", dir.join("uidgen.db").display());
+    let app = uidgen_store::AppSpec {
+        step: 100,
+        ..uidgen_store::AppSpec::new(9, "console-app")
+    };
+    let db = uidgen_store::Store::connect(&store).await.unwrap();
+    db.create_or_update_app(&app).await.unwrap();
+    db.close().await;
+    let cache = dir.join("zk.state").display().to_string();
+    let driver = start_chromedriver().await;
+    let server = Server::start(
+        &[],
+        &[
+            ("UIDGEN_STORE", &store),
+            ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
+            ("UIDGEN_ZK_CONNECT", &connect),
+            ("UIDGEN_ZK_NAME", "console"),
+            ("UIDGEN_ZK_CACHE_FILE", &cache),
+            ("UIDGEN_LAYOUT", "leaf"),
+            ("UIDGEN_GENERATOR", "snowflake"),
+            ("UIDGEN_SEGMENT_ENABLED", "false"),
+            ("UIDGEN_SHARDED_ENABLED", "true"),
+            ("UIDGEN_REDIS_URL", &redis),
+            ("UIDGEN_SHARDED_KEY_PREFIX", &prefix),
+        ],
+    );
+    let c = browser(&driver).await;
+    c.goto(&server.url("/")).await.unwrap();
+
+    eventually("the ZooKeeper holder", || async {
+        let shown = text(&c, "#zk-list").await?;
+        (shown.contains("connected\nyes") && shown.contains("issuing\nyes")).then_some(())
+    })
+    .await;
+    assert_eq!(
+        text(&c, "#live-assigner").await.unwrap(),
+        "assigned: zookeeper"
+    );
+    assert_eq!(text(&c, "#live-ring-fill").await.unwrap(), "no ring");
+    assert!(!displayed(&c, "#segments").await, "segment mode is off");
+
+    // Sharded: the app list, and the counters moving with what is popped.
+    let batch = api(
+        reqwest::Method::GET,
+        server.url("/v1/apps/9/ids?gate_pass=alice&count=10"),
+        None,
+    )
+    .await;
+    let id = batch["ids"][0].as_u64().unwrap();
+    eventually("the sharded app and its popped IDs", || async {
+        let apps = text(&c, "#apps").await?;
+        let counters = text(&c, "#sharded-list").await?;
+        (apps.contains("console-app") && counters.contains("ids popped\n10")).then_some(())
+    })
+    .await;
+    // A sharded ID decodes as app, shard and index, coloured by those fields.
+    input(&c, "#decode-layout")
+        .await
+        .select_by_value("sharded")
+        .await
+        .unwrap();
+    fill(&c, "#decode-input", &id.to_string()).await;
+    click(&c, "#decode-btn").await;
+    eventually("the sharded decoding", || async {
+        text(&c, "#decode-results .card.decoded .field-app_id")
+            .await
+            .filter(|t| t == "9")
+    })
+    .await;
+    let app_bits = c
+        .find_all(Locator::Css("#decode-results .bits span.f-app_id"))
+        .await
+        .unwrap();
+    assert_eq!(app_bits.len(), 8);
+    c.close().await.unwrap();
+    drop(server);
+    uidgen_sharded::testing::delete_prefix(&redis, &prefix).await;
 }
