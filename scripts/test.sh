@@ -97,7 +97,7 @@ ensure_protoc() {
   command -v protoc >/dev/null || { log "installing protoc"; apt_install protobuf-compiler; }
 }
 
-# The web console's test (crates/uidgen-server/tests/console.rs) drives headless Chromium
+# The web console's test (crates/uidgen-server/tests/console/main.rs) drives headless Chromium
 # through chromedriver; UIDGEN_CHROMEDRIVER / UIDGEN_CHROMIUM point elsewhere.
 ensure_chromium() {
   [ -x "${UIDGEN_CHROMEDRIVER:-/usr/bin/chromedriver}" ] && [ -x "${UIDGEN_CHROMIUM:-/usr/bin/chromium}" ] && return 0

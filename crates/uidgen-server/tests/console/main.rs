@@ -8,134 +8,16 @@
 //! also writes the screenshot there (how docs/console.png is made).
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+mod browser;
+#[path = "../common/mod.rs"]
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
+use browser::{browser, click, displayed, eventually, fill, input, start_chromedriver, text};
 use common::{Server, sqlite_url, temp_dir};
-use fantoccini::elements::Element;
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::Locator;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "console-test-admin-token";
-/// How long the page gets to show what it is waiting for; a bound on a hang, not a timing claim.
-const PATIENCE: Duration = Duration::from_secs(30);
-
-/// A chromedriver process this test started; killed when dropped.
-struct Chromedriver {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Chromedriver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn tool(var: &str, default: &str) -> String {
-    let path = std::env::var(var).unwrap_or_else(|_| default.to_owned());
-    assert!(
-        std::path::Path::new(&path).exists(),
-        "{path} not found: the console test drives headless Chromium through chromedriver. \
-         Install Debian's `chromium` and `chromium-driver` (scripts/test.sh does, in ensure_chromium), \
-         or point {var} at the binary"
-    );
-    path
-}
-
-async fn start_chromedriver() -> Chromedriver {
-    let path = tool("UIDGEN_CHROMEDRIVER", "/usr/bin/chromedriver");
-    let port = uidgen_zk::testing::free_port();
-    let child = Command::new(&path)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start chromedriver {path} (UIDGEN_CHROMEDRIVER): {e}"));
-    let driver = Chromedriver {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-    };
-    let status = format!("{}/status", driver.url);
-    let http = reqwest::Client::new();
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while http.get(&status).send().await.is_err() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "chromedriver {path} did not answer on {status}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    driver
-}
-
-async fn browser(driver: &Chromedriver) -> Client {
-    let chromium = tool("UIDGEN_CHROMIUM", "/usr/bin/chromium");
-    let capabilities = json!({
-        "goog:chromeOptions": {
-            "binary": chromium,
-            // Root in a container: no sandbox; /dev/shm is small there.
-            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1320"],
-        }
-    });
-    let Value::Object(capabilities) = capabilities else {
-        unreachable!()
-    };
-    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(capabilities)
-        .connect(&driver.url)
-        .await
-        .unwrap_or_else(|e| {
-            panic!("chromedriver could not start {chromium} (UIDGEN_CHROMIUM): {e}")
-        })
-}
-
-/// Poll `check` until it gives a value; fail naming `what` once [`PATIENCE`] is over.
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the console never showed {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-async fn text(c: &Client, css: &str) -> Option<String> {
-    c.find(Locator::Css(css)).await.ok()?.text().await.ok()
-}
-
-async fn input(c: &Client, css: &str) -> Element {
-    c.find(Locator::Css(css)).await.unwrap()
-}
-
-async fn fill(c: &Client, css: &str, value: &str) {
-    let field = input(c, css).await;
-    field.clear().await.unwrap();
-    field.send_keys(value).await.unwrap();
-}
-
-async fn click(c: &Client, css: &str) {
-    input(c, css).await.click().await.unwrap();
-}
-
-async fn displayed(c: &Client, css: &str) -> bool {
-    match c.find(Locator::Css(css)).await {
-        Ok(e) => e.is_displayed().await.unwrap(),
-        Err(_) => false,
-    }
-}
 
 /// What the JSON API answers, for comparing with what the page shows.
 async fn api(method: reqwest::Method, url: String, body: Option<&str>) -> Value {
