@@ -410,13 +410,13 @@ async function poll() {
   polling = true;
   try {
     const status = await api('/v1/status');
+    setOnline(true);
     showStatus(status);
     const jobs = [];
     if (status.segments_enabled) jobs.push(pollSegments()); else $('segments').hidden = true;
     if (conn.polls % READY_EVERY === 0 || conn.downSince !== null) jobs.push(pollReady());
     if (status.sharded && conn.polls % APPS_EVERY === 0) jobs.push(pollApps());
     await Promise.all(jobs);
-    setOnline(true);
     if (layouts.length === 0) await loadLayouts();
   } catch (e) {
     if (e.status === 0) {
