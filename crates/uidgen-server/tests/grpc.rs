@@ -3,6 +3,8 @@
 //! reflection, and the streaming call's ends. PostgreSQL comes from `UIDGEN_TEST_POSTGRES_URL`
 //! (default `postgres://postgres@127.0.0.1:5432/test`).
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 mod common;
 
 use std::collections::BTreeSet;

@@ -2,7 +2,6 @@
 //! (`grpc.health.v1.Health`) and server reflection (v1 and v1alpha, so `grpcurl` and older
 //! tools list and call the API without the `.proto` file).
 
-use std::future::Future;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -61,14 +60,12 @@ pub async fn serve(
 
 /// Resolves when `stopping` turns true (or its sender goes away), after telling health
 /// checkers that the service no longer serves.
-fn stopped(
+async fn stopped(
     mut stopping: watch::Receiver<bool>,
     health: tonic_health::server::HealthReporter,
-) -> impl Future<Output = ()> {
-    async move {
-        let _ = stopping.wait_for(|&s| s).await;
-        health
-            .set_not_serving::<IdServiceServer<GrpcService>>()
-            .await;
-    }
+) {
+    let _ = stopping.wait_for(|&s| s).await;
+    health
+        .set_not_serving::<IdServiceServer<GrpcService>>()
+        .await;
 }
