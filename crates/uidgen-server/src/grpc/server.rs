@@ -53,7 +53,12 @@ pub async fn serve(
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(IdServiceServer::new(service))
-        .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown)
+        // TCP_NODELAY: an answer must not wait for the client's delayed ACK (Nagle's
+        // algorithm held batch answers back some 40 ms each without it).
+        .serve_with_incoming_shutdown(
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            shutdown,
+        )
         .await
         .context("the gRPC server failed")
 }
