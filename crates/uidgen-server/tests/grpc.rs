@@ -75,82 +75,117 @@ async fn errors_carry_the_http_status_as_a_grpc_code_and_the_same_message() {
         ],
     );
     let mut client = grpc(&server).await;
-    let get = reqwest::Method::GET;
-    let post = reqwest::Method::POST;
-
-    for count in [0, 1001] {
-        let status = client.next_ids(NextIdsRequest { count }).await.unwrap_err();
-        assert_eq!(status.code(), Code::InvalidArgument, "count {count}");
-        let http = http_error(&server, get.clone(), &format!("/v1/ids?count={count}"), 400).await;
-        assert_eq!(status.message(), http);
+    let (get, post) = (reqwest::Method::GET, reqwest::Method::POST);
+    // (gRPC answer, expected code, the HTTP request that fails the same way, its status)
+    let cases = [
+        (
+            client.next_ids(NextIdsRequest { count: 0 }).await.map(drop),
+            Code::InvalidArgument,
+            (get.clone(), "/v1/ids?count=0".to_owned(), 400),
+        ),
+        (
+            client
+                .next_ids(NextIdsRequest { count: 1001 })
+                .await
+                .map(drop),
+            Code::InvalidArgument,
+            (get.clone(), "/v1/ids?count=1001".to_owned(), 400),
+        ),
+        (
+            client
+                .stream_ids(StreamIdsRequest {
+                    batch_size: 0,
+                    max_ids: 10,
+                })
+                .await
+                .map(drop),
+            Code::InvalidArgument,
+            (get.clone(), "/v1/ids?count=0".to_owned(), 400),
+        ),
+        (
+            client
+                .segment_ids(SegmentIdsRequest {
+                    tag: "no-such-tag".into(),
+                    count: 1,
+                })
+                .await
+                .map(drop),
+            Code::NotFound,
+            (
+                get.clone(),
+                "/v1/segments/no-such-tag?count=1".to_owned(),
+                404,
+            ),
+        ),
+        (
+            client
+                .explain_id(ExplainIdRequest { id: "12x".into() })
+                .await
+                .map(drop),
+            Code::InvalidArgument,
+            (get.clone(), "/v1/ids/12x".to_owned(), 400),
+        ),
+        (
+            client
+                .lease_segment(LeaseSegmentRequest {
+                    tag: TAG.into(),
+                    size: 0,
+                })
+                .await
+                .map(drop),
+            Code::InvalidArgument,
+            (
+                post.clone(),
+                format!("/v1/segments/{TAG}/lease?size=0"),
+                400,
+            ),
+        ),
+        (
+            client
+                .lease_segment(LeaseSegmentRequest {
+                    tag: TAG.into(),
+                    size: 5001,
+                })
+                .await
+                .map(drop),
+            Code::InvalidArgument,
+            (
+                post.clone(),
+                format!("/v1/segments/{TAG}/lease?size=5001"),
+                400,
+            ),
+        ),
+        (
+            client
+                .lease_segment(LeaseSegmentRequest {
+                    tag: "no-such-tag".into(),
+                    size: 10,
+                })
+                .await
+                .map(drop),
+            Code::NotFound,
+            (
+                post,
+                "/v1/segments/no-such-tag/lease?size=10".to_owned(),
+                404,
+            ),
+        ),
+    ];
+    for (answer, code, (method, path, http_status)) in cases {
+        let status = answer.expect_err(&path);
+        assert_eq!(status.code(), code, "{path}: {status:?}");
+        let http = http_error(&server, method, &path, http_status).await;
+        assert_eq!(status.message(), http, "{path}");
     }
-    let status = client
-        .stream_ids(StreamIdsRequest {
-            batch_size: 0,
-            max_ids: 10,
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), Code::InvalidArgument);
-
-    let status = client
-        .segment_ids(SegmentIdsRequest {
-            tag: "no-such-tag".into(),
-            count: 1,
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), Code::NotFound);
-    let http = http_error(
-        &server,
-        get.clone(),
-        "/v1/segments/no-such-tag?count=1",
-        404,
-    )
-    .await;
-    assert_eq!(status.message(), http);
-
-    let status = client
-        .explain_id(ExplainIdRequest { id: "12x".into() })
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), Code::InvalidArgument);
-    let http = http_error(&server, get.clone(), "/v1/ids/12x", 400).await;
-    assert_eq!(status.message(), http);
-    assert!(http.contains("malformed id"), "{http}");
-
-    for (size, path) in [
-        (0, format!("/v1/segments/{TAG}/lease?size=0")),
-        (5001, format!("/v1/segments/{TAG}/lease?size=5001")),
-    ] {
-        let status = client
-            .lease_segment(LeaseSegmentRequest {
-                tag: TAG.into(),
-                size,
-            })
-            .await
-            .unwrap_err();
-        assert_eq!(status.code(), Code::InvalidArgument, "size {size}");
-        assert_eq!(
-            status.message(),
-            http_error(&server, post.clone(), &path, 400).await
-        );
-    }
-    let status = client
-        .lease_segment(LeaseSegmentRequest {
-            tag: "no-such-tag".into(),
-            size: 10,
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), Code::NotFound);
-    let http = http_error(&server, post, "/v1/segments/no-such-tag/lease?size=10", 404).await;
-    assert_eq!(status.message(), http);
 
     // Counted by method and code.
     let (_, metrics) = http_get(&server, "/metrics").await;
     assert!(
         metrics.contains(r#"uidgen_grpc_calls_total{method="NextIds",code="invalid_argument"} 2"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"uidgen_grpc_calls_total{method="LeaseSegment",code="not_found"} 1"#),
         "{metrics}"
     );
 }
