@@ -17,7 +17,7 @@ use super::observe::Issued;
 use super::{ApiError, AppState, TextError, generate};
 
 /// A query parameter as an unsigned integer; `None` when absent.
-fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>, ApiError> {
+pub(super) fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>, ApiError> {
     let Some(raw) = params.get(name) else {
         return Ok(None);
     };
@@ -80,18 +80,22 @@ pub async fn vesta_genid(State(state): State<Arc<AppState>>) -> Result<Issued<St
 /// Vesta's field names for an explained ID. On a layout that splits its worker field
 /// (`keyworker`), `machine` is the machine part and `process` the process part; elsewhere
 /// `machine` is the whole worker field, as in Vesta.
+/// `genMethod`, `type` and `version` appear only on layouts that have them (the Vesta presets),
+/// under Vesta's names.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct VestaExplained {
-    gen_method: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gen_method: Option<u64>,
     machine: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     process: Option<u64>,
     seq: u64,
     time: u64,
-    #[serde(rename = "type")]
-    kind: u64,
-    version: u64,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u64>,
     timestamp: String,
 }
 
@@ -117,15 +121,17 @@ pub async fn vesta_expid(
     let text = params
         .get("id")
         .ok_or_else(|| ApiError::bad_parameter("missing query parameter `id`"))?;
-    let d = decode_text(state.generator.layout(), text)?;
+    let layout = state.generator.layout();
+    let d = decode_text(layout, text)?;
+    let has = |k| layout.has(k);
     Ok(Json(VestaExplained {
-        gen_method: d.parts.method,
+        gen_method: has(FieldKind::Method).then_some(d.parts.method),
         machine: d.worker_parts.map_or(d.parts.worker, |p| p.machine),
         process: d.worker_parts.map(|p| p.process),
         seq: d.parts.sequence,
         time: d.parts.time,
-        kind: d.parts.kind,
-        version: d.parts.version,
+        kind: has(FieldKind::Type).then_some(d.parts.kind),
+        version: has(FieldKind::Version).then_some(d.parts.version),
         timestamp: d.timestamp_iso8601(),
     })
     .into_response())
@@ -208,6 +214,20 @@ pub struct IdBatch {
     ids: Vec<u64>,
 }
 
+/// `count` as a batch size, 1 to `cap` (HTTP's `count`, gRPC's `count` and `batch_size`).
+pub(crate) fn batch_count(count: u64, cap: usize) -> Result<usize, ApiError> {
+    usize::try_from(count)
+        .ok()
+        .filter(|&n| (1..=cap).contains(&n))
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_count",
+                format!("count {count} is out of range; ask for 1 to {cap} IDs"),
+            )
+        })
+}
+
 /// `GET /v1/ids?count=N`: a batch of IDs as JSON (`count` defaults to 1, capped by config).
 #[utoipa::path(
     get,
@@ -226,17 +246,7 @@ pub async fn batch(
     params: QueryParams,
 ) -> Result<Issued<Json<IdBatch>>, ApiError> {
     let count = param_u64(&params, "count")?.unwrap_or(1);
-    let cap = state.batch_cap;
-    let n = usize::try_from(count)
-        .ok()
-        .filter(|&n| (1..=cap).contains(&n))
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_count",
-                format!("count {count} is out of range; ask for 1 to {cap} IDs"),
-            )
-        })?;
+    let n = batch_count(count, state.batch_cap)?;
     let ids = generate::many(&state, n).await?;
     Ok(Issued(count, Json(IdBatch { ids })))
 }
@@ -278,7 +288,7 @@ pub enum DecodedAny {
 }
 
 pub(super) fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
-    let has = |k| layout.bits(k) > 0;
+    let has = |k| layout.has(k);
     Decoded {
         id: d.id,
         timestamp: d.timestamp_iso8601(),

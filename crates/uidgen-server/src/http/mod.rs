@@ -7,6 +7,7 @@ mod error;
 mod extract;
 mod generate;
 mod ids;
+mod lease;
 mod make;
 mod observe;
 mod openapi;
@@ -29,8 +30,12 @@ use utoipa_axum::routes;
 
 pub use auth::ct_eq;
 pub use error::{ApiError, ErrorBody, ErrorReport, FieldErrors, SEE_LOG, TextError};
-pub use generate::{INLINE_BATCH, ReadyRing};
+pub use generate::{INLINE_BATCH, ReadyRing, many_as, one_as};
+pub(crate) use ids::batch_count;
+pub use lease::SegmentLease;
+pub(crate) use lease::lease;
 pub use segments::segment_error;
+pub(crate) use segments::{segment_count, service as segment_service};
 pub use sharded::sharded_error;
 
 use crate::metrics::Metrics;
@@ -178,6 +183,7 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(status::layouts))
         .routes(routes!(segments::monitor))
         .routes(routes!(segments::batch))
+        .routes(routes!(lease::lease_route))
         // Sharded mode: the original service's text route, and JSON.
         .routes(routes!(sharded::original_get))
         .routes(routes!(sharded::list_apps))
