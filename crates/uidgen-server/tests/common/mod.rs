@@ -54,9 +54,15 @@ pub struct Server {
 impl Server {
     /// Start `uidgen serve --listen 127.0.0.1:0 <args>` and wait for its "uidgen serving" line.
     pub fn start(args: &[&str], envs: &[(&str, &str)]) -> Server {
+        Self::start_listening("127.0.0.1:0", args, envs)
+    }
+
+    /// [`start`](Self::start) on a given address, so that a restarted server comes back where
+    /// its clients look for it.
+    pub fn start_listening(listen: &str, args: &[&str], envs: &[(&str, &str)]) -> Server {
         let mut child = Command::new(binary())
             .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--listen", listen])
             .args(args)
             .envs(envs.iter().copied())
             .env("NO_COLOR", "1")
@@ -128,6 +134,21 @@ impl Server {
         std::thread::sleep(Duration::from_millis(200));
         (status, self.log())
     }
+}
+
+impl Server {
+    /// `kill -9`: the process ends at once, with no shutdown of any kind.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port nobody listens on right now (the OS's choice for an ephemeral bind), for a server
+/// that must come back on the same address after a restart.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local address").port()
 }
 
 impl Drop for Server {
