@@ -185,7 +185,7 @@ async fn client_rides_out_kill_and_sigterm_without_errors_or_duplicates() {
             let mut i = 0u64;
             while Instant::now() < deadline {
                 i += 1;
-                let result = if (task + i) % 4 == 0 {
+                let result = if (task + i).is_multiple_of(4) {
                     segment.next().await.map(|n| numbers.push(n))
                 } else {
                     client.next_id().await.map(|id| ids.push(id))
@@ -193,7 +193,7 @@ async fn client_rides_out_kill_and_sigterm_without_errors_or_duplicates() {
                 if let Err(error) = result {
                     errors.lock().unwrap().push(error.to_string());
                 }
-                if i % 256 == 0 {
+                if i.is_multiple_of(256) {
                     tokio::task::yield_now().await;
                 }
             }
