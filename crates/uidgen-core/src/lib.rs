@@ -33,7 +33,8 @@ pub use error::{Result, UidError};
 pub use fence::{FenceRefusal, TimeFence};
 pub use generator::{MAX_BATCH, UidGenerator, check_count};
 pub use layout::{
-    DecodedUid, FieldKind, IntoEpoch, Layout, TimeUnit, UidParts, WorkerParts, WorkerSplit,
+    DecodedUid, FieldKind, GenMethod, IntoEpoch, Layout, TimeUnit, UidParts, WorkerParts,
+    WorkerSplit,
 };
 pub use ring::{RejectPut, RejectTake, RingBuffer};
 pub use snowflake::SnowflakeGenerator;

@@ -65,6 +65,15 @@ pub enum SegmentError {
         max: usize,
     },
 
+    /// A lease size of zero or above the configured maximum.
+    #[error("invalid lease size {size}: lease 1 to {max} IDs")]
+    InvalidLeaseSize {
+        /// The requested size.
+        size: u64,
+        /// The configured maximum ([`max_lease_size`](crate::SegmentOptions::max_lease_size)).
+        max: i64,
+    },
+
     /// A step outside the range the store accepts.
     #[error("invalid step {step}: use 1 to {max}")]
     InvalidStep {

@@ -48,6 +48,10 @@ pub struct SegmentOptions {
     /// sync, forever. A timed-out claim counts as a failed load and is retried after
     /// `retry_backoff`; nothing it might have claimed is served.
     pub load_timeout: Duration,
+    /// Largest [`lease`](crate::SegmentService::lease) (default 1,000,000): a range handed to a
+    /// caller whole (Tinyid's client-side segment). A typo of a few zeros should not burn a
+    /// tag's range.
+    pub max_lease_size: i64,
 }
 
 impl Default for SegmentOptions {
@@ -63,6 +67,7 @@ impl Default for SegmentOptions {
             dynamic_step: true,
             max_batch: 10_000,
             load_timeout: Duration::from_secs(5),
+            max_lease_size: 1_000_000,
         }
     }
 }
@@ -91,6 +96,12 @@ impl SegmentOptions {
         }
         if self.load_timeout.is_zero() {
             return bad("load_timeout must be above zero");
+        }
+        if !(1..=uidgen_store::MAX_STEP).contains(&self.max_lease_size) {
+            return bad(&format!(
+                "max_lease_size must be 1 to {}",
+                uidgen_store::MAX_STEP
+            ));
         }
         if self.max_batch == 0 {
             return bad("max_batch must be at least 1");

@@ -242,6 +242,45 @@ impl SegmentService {
         self.tag(tag)?.get_batch_async(n).await
     }
 
+    /// Lease `size` numbers of `tag` to the caller alone: the range `[start, end)`, claimed in
+    /// the database as one segment of `size` (Tinyid's client-side segments: the caller then
+    /// issues from it in its own process, with no call per ID).
+    ///
+    /// The claim is the same atomic `max_id += size` that loads this service's own segments
+    /// (committed before this returns), so a leased range never overlaps a segment any
+    /// service has buffered or will buffer, nor another lease, across processes and restarts.
+    /// The tag need not be in this service's list yet: the database decides whether it exists.
+    /// The stored step is not changed.
+    ///
+    /// Errors: [`InvalidLeaseSize`](SegmentError::InvalidLeaseSize) for 0 or more than
+    /// [`max_lease_size`](SegmentOptions::max_lease_size), [`InvalidTag`](SegmentError::InvalidTag),
+    /// [`UnknownTag`](SegmentError::UnknownTag), [`TagExhausted`](SegmentError::TagExhausted),
+    /// [`TimedOut`](SegmentError::TimedOut) or [`Store`](SegmentError::Store) when the database
+    /// fails, [`Shutdown`](SegmentError::Shutdown).
+    ///
+    /// ```no_run
+    /// # async fn demo(service: &uidgen_segment::SegmentService) -> uidgen_segment::Result<()> {
+    /// let range = service.lease("order", 10_000).await?;
+    /// assert_eq!(range.end - range.start, 10_000);
+    /// assert!(service.get("order")? < range.start || service.get("order")? >= range.end);
+    /// # Ok(()) }
+    /// ```
+    pub async fn lease(&self, tag: &str, size: u64) -> Result<std::ops::Range<i64>> {
+        if self.shared.is_shut_down() {
+            return Err(SegmentError::Shutdown);
+        }
+        validate_tag(tag)?;
+        let max = self.shared.options.max_lease_size;
+        let step = i64::try_from(size)
+            .ok()
+            .filter(|s| (1..=max).contains(s))
+            .ok_or(SegmentError::InvalidLeaseSize { size, max })?;
+        let claim = self.shared.source.claim(tag, Some(step));
+        let claimed = self.shared.timed("leasing a segment", claim).await?;
+        debug_assert_eq!(claimed.step, step, "a claim with a step uses that step");
+        Ok(claimed.max_id - claimed.step..claimed.max_id)
+    }
+
     /// A handle on `tag`'s buffer, to take many IDs without the tag lookup.
     pub fn tag(&self, tag: &str) -> Result<TagHandle> {
         let buffer = self.tags.read().get(tag).cloned();

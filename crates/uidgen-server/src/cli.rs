@@ -95,6 +95,10 @@ pub struct ServeArgs {
     /// Listen address, over the configuration (`UIDGEN_LISTEN`).
     #[arg(long)]
     pub listen: Option<String>,
+    /// gRPC listen address, over the configuration (`UIDGEN_GRPC_LISTEN`); empty turns gRPC
+    /// off.
+    #[arg(long)]
+    pub grpc_listen: Option<String>,
 }
 
 /// `uidgen gen`.

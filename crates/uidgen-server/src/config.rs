@@ -95,6 +95,12 @@ pub struct LayoutConfig {
     pub worker_bits: Option<u32>,
     /// Custom sequence bits.
     pub seq_bits: Option<u32>,
+    /// Vesta's version bit, stamped on every ID of a layout with the field (default 0).
+    pub version: Option<u64>,
+    /// Vesta's type bit, stamped on every ID of a layout with the field (default: the
+    /// preset's own, 0 max-peak, 1 min-granularity).
+    #[serde(rename = "type")]
+    pub kind: Option<u64>,
 }
 
 impl Default for LayoutConfig {
@@ -105,6 +111,8 @@ impl Default for LayoutConfig {
             time_bits: None,
             worker_bits: None,
             seq_bits: None,
+            version: None,
+            kind: None,
         }
     }
 }
@@ -253,6 +261,9 @@ pub struct SegmentConfig {
     pub dynamic_step: bool,
     /// Dynamic step's target lifetime of a segment, in seconds (Leaf's `SEGMENT_DURATION`).
     pub segment_duration_secs: u64,
+    /// The largest range one segment lease may take (`POST /v1/segments/{tag}/lease`, gRPC
+    /// `LeaseSegment`).
+    pub max_lease_size: i64,
 }
 
 impl Default for SegmentConfig {
@@ -269,6 +280,7 @@ impl Default for SegmentConfig {
             max_step: leaf.max_step,
             dynamic_step: leaf.dynamic_step,
             segment_duration_secs: leaf.segment_duration.as_secs(),
+            max_lease_size: leaf.max_lease_size,
         }
     }
 }
@@ -287,6 +299,8 @@ pub const MAX_SEGMENT_WAIT_MS: u64 = 60_000;
 pub struct Config {
     /// Address to listen on.
     pub listen: String,
+    /// Address of the gRPC center server; empty turns it off.
+    pub grpc_listen: String,
     /// Store URL: `sqlite://path`, `mysql://…`, `postgres://…`.
     pub store: String,
     /// Bearer token for the admin routes; unset disables them.
@@ -315,6 +329,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             listen: "127.0.0.1:8080".into(),
+            grpc_listen: "127.0.0.1:9090".into(),
             store: "sqlite://uidgen.db".into(),
             admin_token: None,
             batch_cap: crate::http::DEFAULT_BATCH_CAP,
@@ -341,6 +356,7 @@ enum Kind {
 /// Environment variables that override keys, with the key's path and type.
 const ENV_KEYS: &[(&str, &[&str], Kind)] = &[
     ("UIDGEN_LISTEN", &["listen"], Kind::Str),
+    ("UIDGEN_GRPC_LISTEN", &["grpc_listen"], Kind::Str),
     ("UIDGEN_STORE", &["store"], Kind::Str),
     ("UIDGEN_ADMIN_TOKEN", &["admin_token"], Kind::Str),
     ("UIDGEN_BATCH_CAP", &["batch_cap"], Kind::Int),
@@ -357,6 +373,8 @@ const ENV_KEYS: &[(&str, &[&str], Kind)] = &[
         Kind::Int,
     ),
     ("UIDGEN_LAYOUT_SEQ_BITS", &["layout", "seq_bits"], Kind::Int),
+    ("UIDGEN_LAYOUT_VERSION", &["layout", "version"], Kind::Int),
+    ("UIDGEN_LAYOUT_TYPE", &["layout", "type"], Kind::Int),
     ("UIDGEN_GENERATOR", &["generator", "kind"], Kind::Str),
     (
         "UIDGEN_GENERATOR_RANDOM_SEQUENCE_START",
@@ -486,6 +504,11 @@ const ENV_KEYS: &[(&str, &[&str], Kind)] = &[
         Kind::Int,
     ),
     (
+        "UIDGEN_SEGMENT_MAX_LEASE_SIZE",
+        &["segment", "max_lease_size"],
+        Kind::Int,
+    ),
+    (
         "UIDGEN_SEGMENT_MAX_STEP",
         &["segment", "max_step"],
         Kind::Int,
@@ -608,6 +631,23 @@ impl Config {
         })
     }
 
+    /// The gRPC address, parsed; `None` when `grpc_listen` is empty (gRPC off).
+    pub fn grpc_listen_addr(&self) -> Result<Option<SocketAddr>, ConfigError> {
+        let text = self.grpc_listen.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        text.parse().map(Some).map_err(|_| {
+            invalid(
+                "grpc_listen",
+                format!(
+                    "{:?} is not an address like 127.0.0.1:9090 (empty turns gRPC off)",
+                    self.grpc_listen
+                ),
+            )
+        })
+    }
+
     /// The layout the configuration describes.
     pub fn build_layout(&self) -> Result<Layout, ConfigError> {
         let l = &self.layout;
@@ -635,6 +675,22 @@ impl Config {
                 ));
             }
         };
+        let result = result.and_then(|layout| {
+            if l.version.is_none() && l.kind.is_none() {
+                return Ok(layout);
+            }
+            let preset = layout.parts(0, 0, 0);
+            layout
+                .with_defaults(
+                    l.version.unwrap_or(preset.version),
+                    l.kind.unwrap_or(preset.kind),
+                    preset.method,
+                )
+                .map_err(|e| uidgen_core::UidError::InvalidOption {
+                    name: "version/type",
+                    reason: format!("{e}; only the Vesta presets have these fields"),
+                })
+        });
         result.map_err(|e| {
             let key = if matches!(
                 e,
@@ -643,6 +699,18 @@ impl Config {
                     | uidgen_core::UidError::InvalidOption { name: "epoch", .. }
             ) {
                 "layout.epoch"
+            } else if matches!(
+                e,
+                uidgen_core::UidError::InvalidOption {
+                    name: "version/type",
+                    ..
+                }
+            ) {
+                if l.version.is_some() {
+                    "layout.version"
+                } else {
+                    "layout.type"
+                }
             } else if l.time_bits.is_some() {
                 "layout.time_bits"
             } else {
@@ -654,6 +722,7 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         self.listen_addr()?;
+        self.grpc_listen_addr()?;
         self.build_layout()?;
         if !(self.store.starts_with("sqlite:")
             || self.store.starts_with("mysql://")
@@ -793,6 +862,13 @@ impl Config {
                 format!("must be between 1 and {}", uidgen_store::MAX_STEP),
             ));
         }
+        // The rule lives in the segment library; this only names the key.
+        uidgen_segment::SegmentOptions {
+            max_lease_size: s.max_lease_size,
+            ..uidgen_segment::SegmentOptions::default()
+        }
+        .validate()
+        .map_err(|e| invalid("segment.max_lease_size", e.to_string()))?;
         if s.segment_duration_secs == 0 {
             return Err(invalid(
                 "segment.segment_duration_secs",

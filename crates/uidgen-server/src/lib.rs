@@ -18,6 +18,7 @@
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod serve;

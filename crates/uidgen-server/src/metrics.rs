@@ -36,6 +36,22 @@ pub struct EventLabel {
     pub event: &'static str,
 }
 
+/// Label set of one gRPC call's outcome: the method and its status code, both from fixed lists.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GrpcCallLabel {
+    /// The method, e.g. `NextId`.
+    pub method: &'static str,
+    /// The status code's name, e.g. `ok`, `invalid_argument`.
+    pub code: &'static str,
+}
+
+/// Label set naming the channel a segment lease went through: `http` or `grpc`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ChannelLabel {
+    /// `http` or `grpc`.
+    pub channel: &'static str,
+}
+
 type HistogramFamily = Family<RouteLabel, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -50,6 +66,9 @@ pub struct Metrics {
     ids_issued: Family<RouteLabel, Counter>,
     errors: Family<KindLabel, Counter>,
     latency: HistogramFamily,
+    grpc_calls: Family<GrpcCallLabel, Counter>,
+    segment_leases: Family<ChannelLabel, Counter>,
+    segment_leased_ids: Family<ChannelLabel, Counter>,
     /// Slots in the ring buffer.
     pub ring_capacity: Gauge,
     /// IDs ready to take in the ring buffer.
@@ -99,6 +118,9 @@ impl Metrics {
         let ids_issued = Family::<RouteLabel, Counter>::default();
         let errors = Family::<KindLabel, Counter>::default();
         let latency: HistogramFamily = Family::new_with_constructor(latency_histogram);
+        let grpc_calls = Family::<GrpcCallLabel, Counter>::default();
+        let segment_leases = Family::<ChannelLabel, Counter>::default();
+        let segment_leased_ids = Family::<ChannelLabel, Counter>::default();
         let ring_capacity = Gauge::default();
         let ring_available = Gauge::default();
         let ring_padding_runs = Gauge::default();
@@ -114,6 +136,21 @@ impl Metrics {
             "http_request_duration_seconds",
             "Request latency, by route",
             latency.clone(),
+        );
+        registry.register(
+            "grpc_calls",
+            "gRPC calls answered, by method and status code",
+            grpc_calls.clone(),
+        );
+        registry.register(
+            "segment_leases",
+            "Segment ranges leased to callers, by channel (http, grpc)",
+            segment_leases.clone(),
+        );
+        registry.register(
+            "segment_leased_ids",
+            "Numbers in the segment ranges leased to callers, by channel (http, grpc)",
+            segment_leased_ids.clone(),
         );
         registry.register(
             "ring_capacity",
@@ -168,6 +205,9 @@ impl Metrics {
             ids_issued,
             errors,
             latency,
+            grpc_calls,
+            segment_leases,
+            segment_leased_ids,
             ring_capacity,
             ring_available,
             ring_padding_runs,
@@ -242,6 +282,20 @@ impl Metrics {
                 kind: kind.to_owned(),
             })
             .inc();
+    }
+
+    /// Count one gRPC call of `method` answered with `code` (a status code's name).
+    pub fn grpc_call(&self, method: &'static str, code: &'static str) {
+        self.grpc_calls
+            .get_or_create(&GrpcCallLabel { method, code })
+            .inc();
+    }
+
+    /// Count one segment lease of `size` numbers handed out through `channel`.
+    pub fn segment_lease(&self, channel: &'static str, size: u64) {
+        let label = ChannelLabel { channel };
+        self.segment_leases.get_or_create(&label).inc();
+        self.segment_leased_ids.get_or_create(&label).inc_by(size);
     }
 
     /// Record one request's latency.

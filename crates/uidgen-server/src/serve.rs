@@ -371,6 +371,7 @@ pub fn segment_options(config: &Config) -> SegmentOptions {
         max_step: segment.max_step,
         dynamic_step: segment.dynamic_step,
         max_batch: config.batch_cap,
+        max_lease_size: segment.max_lease_size,
         ..SegmentOptions::default()
     }
 }
@@ -450,6 +451,9 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     if let Some(listen) = &args.listen {
         config.listen.clone_from(listen);
     }
+    if let Some(grpc_listen) = &args.grpc_listen {
+        config.grpc_listen.clone_from(grpc_listen);
+    }
     let addr = config.listen_addr()?;
     let layout = config.build_layout()?;
     let listener = TcpListener::bind(addr)
@@ -457,6 +461,14 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {addr}"))?;
     // The bound address, port 0 resolved: a ZooKeeper worker id is named after it.
     config.listen = listener.local_addr()?.to_string();
+    let grpc_listener = match config.grpc_listen_addr()? {
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen for gRPC on {addr}"))?,
+        ),
+        None => None,
+    };
     let store = open_store(&config).await?;
     let (built, assignment, zk) =
         match assign_and_build_holding(&config, layout.clone(), &store).await {
@@ -468,7 +480,12 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         };
     // Kept past the server's end: the lease release records how far this generator issued.
     let generator = Arc::clone(&built.generator);
-    let served = serve_with_worker(&config, &store, listener, built, &assignment, zk.clone()).await;
+    let listeners = Listeners {
+        http: listener,
+        grpc: grpc_listener,
+    };
+    let served =
+        serve_with_worker(&config, &store, listeners, built, &assignment, zk.clone()).await;
     if let Some(holder) = &zk {
         // The forever node and the cache stay: a restart with this ip:port continues them.
         holder.shutdown();
@@ -494,12 +511,18 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     served
 }
 
-/// Everything between holding a worker id and giving it back: segment mode, the HTTP server,
-/// and the bounded graceful shutdown.
+/// The bound sockets: HTTP, and gRPC unless `grpc_listen` is empty.
+struct Listeners {
+    http: TcpListener,
+    grpc: Option<TcpListener>,
+}
+
+/// Everything between holding a worker id and giving it back: segment mode, the HTTP and gRPC
+/// servers, and the bounded graceful shutdown of both.
 async fn serve_with_worker(
     config: &Config,
     store: &Store,
-    listener: TcpListener,
+    listeners: Listeners,
     built: BuiltGenerator,
     assignment: &WorkerAssignment,
     zk: Option<uidgen_zk::ZkHolder>,
@@ -518,9 +541,14 @@ async fn serve_with_worker(
     }
     state.zk = zk;
 
-    let local = listener.local_addr()?;
+    let local = listeners.http.local_addr()?;
+    let grpc_local = match &listeners.grpc {
+        Some(grpc) => grpc.local_addr()?.to_string(),
+        None => "off".to_owned(),
+    };
     info!(
         listen = %local,
+        grpc_listen = %grpc_local,
         segments = state.segments.as_ref().map_or(0, |s| s.tags().len()),
         store = store.redacted_url(),
         layout = layout.name(),
@@ -532,22 +560,38 @@ async fn serve_with_worker(
     );
     let segments = state.segments.clone();
     let sharded = state.sharded.clone();
-    let (signalled, mut on_signal) = tokio::sync::watch::channel(false);
-    let server = axum::serve(listener, app(Arc::new(state)))
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            let _ = signalled.send(true);
-        })
-        .into_future();
+    let state = Arc::new(state);
+    let (signalled, on_signal) = tokio::sync::watch::channel(false);
+    let mut grace_signal = on_signal.clone();
+    let http = async {
+        axum::serve(listeners.http, app(Arc::clone(&state)))
+            .with_graceful_shutdown(async move {
+                shutdown_signal().await;
+                let _ = signalled.send(true);
+            })
+            .into_future()
+            .await
+            .context("the HTTP server failed")
+    };
+    let grpc = async {
+        match listeners.grpc {
+            Some(grpc) => {
+                let max_lease = u64::try_from(config.segment.max_lease_size).unwrap_or(0);
+                crate::grpc::serve(Arc::clone(&state), grpc, max_lease, on_signal).await
+            }
+            None => Ok(()),
+        }
+    };
     let grace_over = async {
-        // The sender only goes away with the server future, which then has already won.
-        if on_signal.wait_for(|&s| s).await.is_err() {
+        // The sender only goes away with the HTTP server future, which then has already won.
+        if grace_signal.wait_for(|&s| s).await.is_err() {
             std::future::pending::<()>().await;
         }
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
     let served = tokio::select! {
-        result = server => result.context("the HTTP server failed"),
+        // Either server failing stops both: a half-served process is worse than a restart.
+        result = async { tokio::try_join!(http, grpc).map(|_| ()) } => result,
         () = grace_over => {
             tracing::warn!(
                 grace = ?SHUTDOWN_GRACE,

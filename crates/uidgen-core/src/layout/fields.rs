@@ -5,6 +5,36 @@ use std::fmt;
 use super::WorkerParts;
 use crate::calendar;
 
+/// How an ID was issued, as Vesta's genMethod field records it on the layouts that have one.
+///
+/// ```
+/// use uidgen_core::GenMethod;
+/// assert_eq!(GenMethod::Embedded.value(), 0);
+/// assert_eq!(GenMethod::CenterServer.value(), 1);
+/// assert_eq!(GenMethod::Rest.value(), 2);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GenMethod {
+    /// The library in the caller's process, and the `uidgen` CLI (0).
+    Embedded,
+    /// The gRPC center server (1).
+    CenterServer,
+    /// The HTTP (REST) API (2).
+    Rest,
+}
+
+impl GenMethod {
+    /// The value the method field holds.
+    pub fn value(self) -> u64 {
+        match self {
+            GenMethod::Embedded => 0,
+            GenMethod::CenterServer => 1,
+            GenMethod::Rest => 2,
+        }
+    }
+}
+
 /// What a run of bits in an ID means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -114,7 +144,15 @@ pub struct UidParts {
 }
 
 impl UidParts {
-    pub(super) fn get(&self, kind: FieldKind) -> u64 {
+    /// The value of one field (the sign is always 0).
+    ///
+    /// ```
+    /// use uidgen_core::{FieldKind, UidParts};
+    /// let parts = UidParts { time: 5, method: 2, ..Default::default() };
+    /// assert_eq!(parts.get(FieldKind::Time), 5);
+    /// assert_eq!(parts.get(FieldKind::Method), 2);
+    /// ```
+    pub fn get(&self, kind: FieldKind) -> u64 {
         match kind {
             FieldKind::Sign => 0,
             FieldKind::Version => self.version,

@@ -4,7 +4,7 @@ mod fields;
 mod presets;
 mod split;
 
-pub use fields::{DecodedUid, FieldKind, TimeUnit, UidParts};
+pub use fields::{DecodedUid, FieldKind, GenMethod, TimeUnit, UidParts};
 pub use presets::{
     BAIDU_LEGACY_EPOCH_MS, DEFAULT_EPOCH, PRESET_NAMES, SONYFLAKE_EPOCH_MS, TWITTER_EPOCH_MS,
     VESTA_EPOCH_MS,
@@ -371,6 +371,57 @@ impl Layout {
             }
         }
         Ok(id)
+    }
+
+    /// `id` with its generation-method field (Vesta's genMethod) set to `method`; on a layout
+    /// without that field, `id` unchanged.
+    ///
+    /// This is how a channel says how it issued an ID (Vesta: 0 embedded, 1 center server,
+    /// 2 REST; see [`GenMethod`]) while every channel shares one generator. Uniqueness survives
+    /// the rewrite: two IDs of one generator already differ in time, worker or sequence, and
+    /// those bits are left alone, so two IDs that differ only in their method bits can only
+    /// come from two channels stamping the same issued ID, which the generator never hands out
+    /// twice.
+    ///
+    /// ```
+    /// use uidgen_core::{FieldKind, GenMethod, Layout, UidError};
+    /// let vesta = Layout::vesta_max_peak()?;
+    /// let id = vesta.compose(&vesta.parts(1_000, 7, 3))?;
+    /// let rest = vesta.with_method(id, GenMethod::Rest.value())?;
+    /// assert_eq!(vesta.decompose(rest)?.method, 2);
+    /// assert_eq!(vesta.decompose(rest)?.sequence, 3);
+    /// assert!(matches!(vesta.with_method(id, 4), Err(UidError::FieldOverflow { field: FieldKind::Method, .. })));
+    /// // Layouts without the field keep their IDs as they are.
+    /// let baidu = Layout::baidu_default()?;
+    /// assert_eq!(baidu.with_method(12_345, GenMethod::Rest.value())?, 12_345);
+    /// # Ok::<(), UidError>(())
+    /// ```
+    pub fn with_method(&self, id: u64, method: u64) -> Result<u64> {
+        let Some(slot) = self.slots[Method.index()].filter(|s| s.bits > 0) else {
+            return Ok(id);
+        };
+        if method > slot.max() {
+            return Err(UidError::FieldOverflow {
+                field: Method,
+                value: method,
+                bits: slot.bits,
+                max: slot.max(),
+            });
+        }
+        let mask = slot.max() << slot.shift;
+        Ok((id & !mask) | (method << slot.shift))
+    }
+
+    /// Whether the layout has a field of this kind with at least one bit: what decoders show.
+    ///
+    /// ```
+    /// use uidgen_core::{FieldKind, Layout};
+    /// assert!(Layout::vesta_max_peak()?.has(FieldKind::Method));
+    /// assert!(!Layout::baidu_default()?.has(FieldKind::Method));
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn has(&self, kind: FieldKind) -> bool {
+        self.bits(kind) > 0
     }
 
     /// Pack time, worker and sequence with the layout's defaults, skipping the range checks.

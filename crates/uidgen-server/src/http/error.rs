@@ -107,6 +107,12 @@ impl ApiError {
                 format!("ID generation has stopped on this server; {SEE_LOG}"),
             )
             .with_cause(format!("ID generation refused: {err}")),
+            // Padding has not caught up: the next request shortly will likely be served.
+            UidError::RingEmpty(_) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ring_empty",
+                err.to_string(),
+            ),
             _ => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "not_ready",

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use uidgen_core::{CachedUidGenerator, Clock, UidGenerator};
+use uidgen_core::{CachedUidGenerator, Clock, FieldKind, GenMethod, UidGenerator};
 use uidgen_store::GuardedGenerator;
 
 use super::{ApiError, AppState, RingSnapshot};
@@ -110,33 +110,65 @@ async fn blocking<T: Send + 'static>(
         .map_err(ApiError::generation)
 }
 
-/// One new ID: from the ring inline when it holds one, else on the blocking pool.
+/// One new ID for HTTP (genMethod 2, REST, on layouts with the field): see [`one_as`].
 pub async fn one(state: &AppState) -> Result<u64, ApiError> {
+    one_as(state, GenMethod::Rest).await
+}
+
+/// `n` new IDs for HTTP (genMethod 2, REST): see [`many_as`].
+pub async fn many(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
+    many_as(state, n, GenMethod::Rest).await
+}
+
+/// One new ID issued through `channel`: from the ring inline when it holds one, else on the
+/// blocking pool. On a layout with a genMethod field the ID says which channel issued it
+/// ([`Layout::with_method`](uidgen_core::Layout::with_method)); this and [`many_as`] are the
+/// only places a served ID gets its method, whichever channel serves it.
+pub async fn one_as(state: &AppState, channel: GenMethod) -> Result<u64, ApiError> {
     if let Some(ring) = &state.ring
         && let Some(id) = ring.take_one().map_err(ApiError::generation)?
     {
-        return Ok(id);
+        return stamp(state, id, channel);
     }
-    blocking(&state.generator, |g| g.next_id()).await
+    let id = blocking(&state.generator, |g| g.next_id()).await?;
+    stamp(state, id, channel)
 }
 
-/// `n` new IDs (`n` already checked against the batch cap): inline when the ring holds them and
-/// the batch is small, the rest on the blocking pool.
-pub async fn many(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
+/// `n` new IDs issued through `channel` (`n` already checked against the batch cap): inline
+/// when the ring holds them and the batch is small, the rest on the blocking pool.
+pub async fn many_as(state: &AppState, n: usize, channel: GenMethod) -> Result<Vec<u64>, ApiError> {
     let mut ids = Vec::new();
     if n <= INLINE_BATCH
         && let Some(ring) = &state.ring
     {
         ring.take_ready(&mut ids, n).map_err(ApiError::generation)?;
-        if ids.len() == n {
-            return Ok(ids);
+    }
+    if ids.len() < n {
+        let rest = n - ids.len();
+        let more = blocking(&state.generator, move |g| g.next_ids(rest)).await?;
+        if ids.is_empty() {
+            ids = more;
+        } else {
+            ids.extend(more);
         }
     }
-    let rest = n - ids.len();
-    let more = blocking(&state.generator, move |g| g.next_ids(rest)).await?;
-    if ids.is_empty() {
-        return Ok(more);
+    let layout = state.generator.layout();
+    if layout.has(FieldKind::Method) {
+        for id in &mut ids {
+            *id = stamp(state, *id, channel)?;
+        }
     }
-    ids.extend(more);
     Ok(ids)
+}
+
+/// `id` with `channel` in its genMethod field, if the layout has one.
+#[inline]
+fn stamp(state: &AppState, id: u64, channel: GenMethod) -> Result<u64, ApiError> {
+    state
+        .generator
+        .layout()
+        .with_method(id, channel.value())
+        // The field is at least 2 bits on every layout that has it; a 1-bit custom field
+        // cannot hold REST's 2, and says so rather than issuing a wrong method.
+        .map_err(|e| ApiError::internal(format!("cannot stamp genMethod: {e}")))
 }

@@ -16,7 +16,7 @@ use super::observe::Issued;
 use super::{ApiError, AppState, TextError, generate};
 
 /// A query parameter as an unsigned integer; `None` when absent.
-fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>, ApiError> {
+pub(super) fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>, ApiError> {
     let Some(raw) = params.get(name) else {
         return Ok(None);
     };
@@ -150,14 +150,9 @@ pub struct IdBatch {
     ids: Vec<u64>,
 }
 
-/// `GET /v1/ids?count=N`: a batch of IDs as JSON (`count` defaults to 1, capped by config).
-pub async fn batch(
-    State(state): State<Arc<AppState>>,
-    params: QueryParams,
-) -> Result<Issued<Json<IdBatch>>, ApiError> {
-    let count = param_u64(&params, "count")?.unwrap_or(1);
-    let cap = state.batch_cap;
-    let n = usize::try_from(count)
+/// `count` as a batch size, 1 to `cap` (HTTP's `count`, gRPC's `count` and `batch_size`).
+pub(crate) fn batch_count(count: u64, cap: usize) -> Result<usize, ApiError> {
+    usize::try_from(count)
         .ok()
         .filter(|&n| (1..=cap).contains(&n))
         .ok_or_else(|| {
@@ -166,7 +161,16 @@ pub async fn batch(
                 "invalid_count",
                 format!("count {count} is out of range; ask for 1 to {cap} IDs"),
             )
-        })?;
+        })
+}
+
+/// `GET /v1/ids?count=N`: a batch of IDs as JSON (`count` defaults to 1, capped by config).
+pub async fn batch(
+    State(state): State<Arc<AppState>>,
+    params: QueryParams,
+) -> Result<Issued<Json<IdBatch>>, ApiError> {
+    let count = param_u64(&params, "count")?.unwrap_or(1);
+    let n = batch_count(count, state.batch_cap)?;
     let ids = generate::many(&state, n).await?;
     Ok(Issued(count, Json(IdBatch { ids })))
 }

@@ -6,6 +6,7 @@ mod error;
 mod extract;
 mod generate;
 mod ids;
+mod lease;
 mod observe;
 mod ops;
 mod segments;
@@ -23,8 +24,12 @@ use uidgen_core::UidGenerator;
 
 pub use auth::ct_eq;
 pub use error::{ApiError, ErrorReport, SEE_LOG, TextError};
-pub use generate::{INLINE_BATCH, ReadyRing};
+pub use generate::{INLINE_BATCH, ReadyRing, many_as, one_as};
+pub(crate) use ids::batch_count;
+pub use lease::SegmentLease;
+pub(crate) use lease::lease;
 pub use segments::segment_error;
+pub(crate) use segments::{segment_count, service as segment_service};
 pub use sharded::sharded_error;
 
 use crate::metrics::Metrics;
@@ -136,6 +141,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/ids/{id}", get(ids::decode))
         .route("/v1/segments", get(segments::monitor))
         .route("/v1/segments/{tag}", get(segments::batch))
+        .route("/v1/segments/{tag}/lease", post(lease::lease_route))
         // Sharded mode: the original service's text route, and JSON.
         .route("/api/shard/get/{app_id}", get(sharded::original_get))
         .route("/v1/apps", get(sharded::list_apps))

@@ -40,10 +40,12 @@ pub fn segment_error(err: SegmentError) -> ApiError {
         SegmentError::InvalidTag { .. }
         | SegmentError::InvalidCount { .. }
         | SegmentError::InvalidStep { .. }
+        | SegmentError::InvalidLeaseSize { .. }
         | SegmentError::InvalidInput(_) => {
             let kind = match &err {
                 SegmentError::InvalidTag { .. } => "invalid_tag",
                 SegmentError::InvalidCount { .. } => "invalid_count",
+                SegmentError::InvalidLeaseSize { .. } => "invalid_size",
                 SegmentError::InvalidStep { .. } => "invalid_step",
                 _ => "invalid_parameter",
             };
@@ -101,7 +103,7 @@ pub fn segment_error(err: SegmentError) -> ApiError {
     }
 }
 
-fn service(state: &AppState) -> Result<&Arc<SegmentService>, ApiError> {
+pub(crate) fn service(state: &AppState) -> Result<&Arc<SegmentService>, ApiError> {
     state.segments.as_ref().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -128,6 +130,24 @@ pub struct SegmentBatch {
     ids: Vec<i64>,
 }
 
+/// A segment batch size from its text, 1 to `cap` (HTTP's `count` query parameter, gRPC's
+/// `count` field written out), with the same sentence for both.
+pub(crate) fn segment_count(raw: &str, cap: usize) -> Result<usize, ApiError> {
+    raw.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=cap).contains(n))
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_count",
+                format!(
+                    "count {:?} is out of range; ask for 1 to {cap} IDs",
+                    clip(raw, ECHO_CHARS),
+                ),
+            )
+        })
+}
+
 /// `GET /v1/segments/{tag}?count=N`: a batch of a tag's IDs.
 pub async fn batch(
     State(state): State<Arc<AppState>>,
@@ -137,21 +157,7 @@ pub async fn batch(
     let service = service(&state)?;
     let count = match query.get("count").map(|c| c.trim()) {
         None => 1,
-        Some(raw) => raw
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=state.batch_cap).contains(n))
-            .ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_count",
-                    format!(
-                        "count {:?} is out of range; ask for 1 to {} IDs",
-                        clip(raw, ECHO_CHARS),
-                        state.batch_cap
-                    ),
-                )
-            })?,
+        Some(raw) => segment_count(raw, state.batch_cap)?,
     };
     let ids = service
         .get_batch_async(&tag, count)

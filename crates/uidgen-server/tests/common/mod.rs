@@ -31,6 +31,9 @@ pub fn run(args: &[&str], envs: &[(&str, &str)]) -> (ExitStatus, String, String)
     let out = Command::new(binary())
         .current_dir(fresh_cwd())
         .args(args)
+        // gRPC on an ephemeral port unless a test says otherwise: the default 9090 would be
+        // shared by every server of a parallel run.
+        .env("UIDGEN_GRPC_LISTEN", "127.0.0.1:0")
         .envs(envs.iter().copied())
         .env("NO_COLOR", "1")
         .env_remove("UIDGEN_CONFIG")
@@ -48,6 +51,8 @@ pub struct Server {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     pub base: String,
+    /// `http://127.0.0.1:PORT` of its gRPC server, `None` when gRPC is off.
+    pub grpc: Option<String>,
     log: Arc<Mutex<String>>,
 }
 
@@ -64,6 +69,7 @@ impl Server {
             .arg("serve")
             .args(["--listen", listen])
             .args(args)
+            .env("UIDGEN_GRPC_LISTEN", "127.0.0.1:0")
             .envs(envs.iter().copied())
             .env("NO_COLOR", "1")
             .env_remove("UIDGEN_CONFIG")
@@ -84,19 +90,23 @@ impl Server {
                     log.push_str(&line);
                     log.push('\n');
                 }
-                if line.contains("uidgen serving")
-                    && let Some(addr) = line
-                        .split_whitespace()
-                        .find_map(|w| w.strip_prefix("listen="))
-                {
-                    let _ = tx.send(addr.to_owned());
+                if line.contains("uidgen serving") {
+                    let field = |name: &str| {
+                        line.split_whitespace()
+                            .find_map(|w| w.strip_prefix(name))
+                            .map(str::to_owned)
+                    };
+                    if let Some(addr) = field("listen=") {
+                        let _ = tx.send((addr, field("grpc_listen=")));
+                    }
                 }
             }
         });
         match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(addr) => Server {
+            Ok((addr, grpc)) => Server {
                 child,
                 base: format!("http://{addr}"),
+                grpc: grpc.filter(|g| g != "off").map(|g| format!("http://{g}")),
                 log,
             },
             Err(_) => {

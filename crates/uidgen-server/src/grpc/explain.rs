@@ -1,0 +1,93 @@
+//! `ExplainId` and `MakeId`: an ID taken apart, or put together, as the proto's `Field` list:
+//! only the fields the layout has, most significant first.
+
+use uidgen_core::calendar::format_iso8601;
+use uidgen_core::{DecodedUid, FieldKind, Layout, UidParts};
+use uidgen_proto::v1::{ExplainIdResponse, Field, MakeIdRequest};
+
+use crate::http::ApiError;
+
+/// The layout's fields, most significant first, with their values in `decoded` (zeros without
+/// one). A worker field the layout splits (`keyworker`) shows as its machine and process parts.
+pub(super) fn fields(layout: &Layout, decoded: Option<&DecodedUid>) -> Vec<Field> {
+    let parts = decoded.map(|d| d.parts).unwrap_or_default();
+    let mut out = Vec::with_capacity(layout.fields().len() + 1);
+    for &(kind, bits) in layout.fields() {
+        let Some(shift) = layout.shift(kind).filter(|_| bits > 0) else {
+            continue;
+        };
+        if kind == FieldKind::Worker
+            && let Some(split) = layout.worker_split()
+        {
+            let worker = split.split(parts.worker);
+            out.push(field(
+                "machine",
+                worker.machine,
+                split.machine_bits(),
+                shift + split.process_bits(),
+            ));
+            out.push(field(
+                "process",
+                worker.process,
+                split.process_bits(),
+                shift,
+            ));
+            continue;
+        }
+        out.push(field(kind.name(), parts.get(kind), bits, shift));
+    }
+    out
+}
+
+fn field(name: &str, value: u64, bits: u32, shift: u32) -> Field {
+    Field {
+        name: name.to_owned(),
+        value,
+        bits,
+        shift,
+    }
+}
+
+fn response(layout: &Layout, decoded: &DecodedUid) -> ExplainIdResponse {
+    ExplainIdResponse {
+        id: decoded.id,
+        layout: decoded.layout.clone(),
+        fields: fields(layout, Some(decoded)),
+        timestamp_ms: decoded.timestamp_ms,
+        timestamp: format_iso8601(decoded.timestamp_ms),
+    }
+}
+
+/// `ExplainId`: the ID in `text` decoded with the server's layout; a malformed one is the
+/// same 400 (here INVALID_ARGUMENT) as `GET /v1/ids/{id}` gives.
+pub(super) fn explain(layout: &Layout, text: &str) -> Result<ExplainIdResponse, ApiError> {
+    let decoded = layout.decode_str(text).map_err(ApiError::input)?;
+    Ok(response(layout, &decoded))
+}
+
+/// `MakeId`: the ID with the requested fields (nothing is issued), decoded back.
+pub(super) fn make(
+    layout: &Layout,
+    request: &MakeIdRequest,
+) -> Result<ExplainIdResponse, ApiError> {
+    let time = match (request.time, request.timestamp_ms) {
+        (Some(time), None) => time,
+        (None, Some(ms)) => layout.time_at(ms).map_err(ApiError::input)?,
+        _ => {
+            return Err(ApiError::bad_parameter(
+                "give exactly one of `time` (units since the epoch) or `timestamp_ms`",
+            ));
+        }
+    };
+    let parts = UidParts {
+        time,
+        worker: request.worker,
+        sequence: request.sequence,
+        version: request.version,
+        kind: request.r#type.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
+        method: request.method,
+    };
+    let id = layout.compose(&parts).map_err(ApiError::input)?;
+    let decoded = layout.decode(id).map_err(ApiError::input)?;
+    Ok(response(layout, &decoded))
+}

@@ -1,0 +1,294 @@
+//! The gRPC center server (Vesta's "center server" release mode): `uidgen.v1.IdService` from
+//! `proto/uidgen/v1/uidgen.proto`, served next to the HTTP API from the same [`AppState`] (the
+//! same generator, segment service and store), plus the standard health and reflection
+//! services.
+//!
+//! Every call goes through the functions the HTTP handlers use ([`crate::http::one_as`],
+//! [`crate::http::many_as`], the segment service, [`crate::http`]'s lease), so an ID is unique
+//! whichever channel issued it, and a failure reads the same sentence on both (as a status
+//! message here, [`status`] says which code). IDs issued here carry genMethod 1 (center server)
+//! on the layouts with that field.
+
+mod explain;
+mod server;
+mod status;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+use uidgen_core::GenMethod;
+use uidgen_proto::v1::id_service_server::IdService;
+use uidgen_proto::v1::{
+    ExplainIdRequest, ExplainIdResponse, GetInfoRequest, IdBatch, LeaseSegmentRequest,
+    MakeIdRequest, NextIdRequest, NextIdResponse, NextIdsRequest, SegmentIdBatch,
+    SegmentIdsRequest, SegmentLease, ServerInfo, StreamIdsRequest,
+};
+
+pub use server::serve;
+pub use status::status;
+
+use crate::http::{ApiError, AppState, batch_count, many_as, one_as, segment_count};
+
+/// How many batches a stream may run ahead of its client: enough to keep the connection busy,
+/// few enough that a client that stops reading stops the issuing within a few batches.
+const STREAM_AHEAD: usize = 2;
+
+/// `uidgen.v1.IdService` over the HTTP API's state.
+#[derive(Debug, Clone)]
+pub struct GrpcService {
+    state: Arc<AppState>,
+    /// The largest segment lease (`segment.max_lease_size`), for `GetInfo`.
+    max_lease_size: u64,
+    /// Turns true when the server starts to shut down: open streams end then, rather than
+    /// holding the graceful shutdown until its grace runs out.
+    stopping: watch::Receiver<bool>,
+}
+
+impl GrpcService {
+    /// The service over `state`. `stopping` turns true at shutdown.
+    pub fn new(state: Arc<AppState>, max_lease_size: u64, stopping: watch::Receiver<bool>) -> Self {
+        Self {
+            state,
+            max_lease_size,
+            stopping,
+        }
+    }
+
+    /// Run one call: count it by method and status code, count the IDs it issued, and log the
+    /// cause a failure carries (as the HTTP `observe` middleware does for routes).
+    async fn answer<T>(
+        &self,
+        method: &'static str,
+        call: impl Future<Output = Result<(T, u64), ApiError>>,
+    ) -> Result<Response<T>, Status> {
+        match call.await {
+            Ok((reply, issued)) => {
+                self.state.metrics.grpc_call(method, "ok");
+                if issued > 0 {
+                    self.state.metrics.issued(route(method), issued);
+                }
+                Ok(Response::new(reply))
+            }
+            Err(error) => Err(self.failed(method, &error)),
+        }
+    }
+
+    /// Count and log a failed call; the status to answer it with.
+    fn failed(&self, method: &'static str, error: &ApiError) -> Status {
+        let answer = status(error);
+        self.state
+            .metrics
+            .grpc_call(method, status::code_name(answer.code()));
+        self.state.metrics.error(error.kind());
+        if let Some(cause) = &error.cause {
+            if answer.code() == tonic::Code::Internal {
+                tracing::error!(method, kind = error.kind(), cause, "gRPC call failed");
+            } else {
+                tracing::warn!(method, kind = error.kind(), cause, "gRPC call failed");
+            }
+        }
+        answer
+    }
+}
+
+/// The metrics route label of a gRPC method: its path, as HTTP labels a route by its pattern.
+fn route(method: &'static str) -> &'static str {
+    match method {
+        "NextId" => "/uidgen.v1.IdService/NextId",
+        "NextIds" => "/uidgen.v1.IdService/NextIds",
+        "StreamIds" => "/uidgen.v1.IdService/StreamIds",
+        "SegmentIds" => "/uidgen.v1.IdService/SegmentIds",
+        _ => "/uidgen.v1.IdService",
+    }
+}
+
+/// A `u32` count as a batch size: the sentence HTTP's `count` gets.
+fn count(count: u32, cap: usize) -> Result<usize, ApiError> {
+    batch_count(u64::from(count), cap)
+}
+
+type IdStream = ReceiverStream<Result<IdBatch, Status>>;
+
+#[tonic::async_trait]
+impl IdService for GrpcService {
+    async fn next_id(
+        &self,
+        _request: Request<NextIdRequest>,
+    ) -> Result<Response<NextIdResponse>, Status> {
+        self.answer("NextId", async {
+            let id = one_as(&self.state, GenMethod::CenterServer).await?;
+            Ok((NextIdResponse { id }, 1))
+        })
+        .await
+    }
+
+    async fn next_ids(
+        &self,
+        request: Request<NextIdsRequest>,
+    ) -> Result<Response<IdBatch>, Status> {
+        let wanted = request.into_inner().count;
+        self.answer("NextIds", async {
+            let n = count(wanted, self.state.batch_cap)?;
+            let ids = many_as(&self.state, n, GenMethod::CenterServer).await?;
+            let issued = ids.len() as u64;
+            Ok((IdBatch { ids }, issued))
+        })
+        .await
+    }
+
+    type StreamIdsStream = IdStream;
+
+    async fn stream_ids(
+        &self,
+        request: Request<StreamIdsRequest>,
+    ) -> Result<Response<IdStream>, Status> {
+        let StreamIdsRequest {
+            batch_size,
+            max_ids,
+        } = request.into_inner();
+        let batch = match count(batch_size, self.state.batch_cap) {
+            Ok(batch) => batch,
+            Err(error) => return Err(self.failed("StreamIds", &error)),
+        };
+        self.state.metrics.grpc_call("StreamIds", "ok");
+        let (tx, rx) = mpsc::channel(STREAM_AHEAD);
+        tokio::spawn(stream(self.clone(), tx, batch, max_ids));
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn explain_id(
+        &self,
+        request: Request<ExplainIdRequest>,
+    ) -> Result<Response<ExplainIdResponse>, Status> {
+        let text = request.into_inner().id;
+        self.answer("ExplainId", async {
+            Ok((explain::explain(self.state.generator.layout(), &text)?, 0))
+        })
+        .await
+    }
+
+    async fn make_id(
+        &self,
+        request: Request<MakeIdRequest>,
+    ) -> Result<Response<ExplainIdResponse>, Status> {
+        let request = request.into_inner();
+        self.answer("MakeId", async {
+            Ok((explain::make(self.state.generator.layout(), &request)?, 0))
+        })
+        .await
+    }
+
+    async fn segment_ids(
+        &self,
+        request: Request<SegmentIdsRequest>,
+    ) -> Result<Response<SegmentIdBatch>, Status> {
+        let SegmentIdsRequest { tag, count } = request.into_inner();
+        self.answer("SegmentIds", async {
+            let service = crate::http::segment_service(&self.state)?;
+            let n = segment_count(&count.to_string(), self.state.batch_cap)?;
+            let ids = service
+                .get_batch_async(&tag, n)
+                .await
+                .map_err(crate::http::segment_error)?;
+            let issued = ids.len() as u64;
+            Ok((SegmentIdBatch { tag, ids }, issued))
+        })
+        .await
+    }
+
+    async fn lease_segment(
+        &self,
+        request: Request<LeaseSegmentRequest>,
+    ) -> Result<Response<SegmentLease>, Status> {
+        let LeaseSegmentRequest { tag, size } = request.into_inner();
+        self.answer("LeaseSegment", async {
+            let lease = crate::http::lease(&self.state, &tag, size, "grpc").await?;
+            Ok((
+                SegmentLease {
+                    tag: lease.tag,
+                    start: lease.start,
+                    end: lease.end,
+                },
+                0,
+            ))
+        })
+        .await
+    }
+
+    async fn get_info(
+        &self,
+        _request: Request<GetInfoRequest>,
+    ) -> Result<Response<ServerInfo>, Status> {
+        self.answer("GetInfo", async {
+            let layout = self.state.generator.layout();
+            Ok((
+                ServerInfo {
+                    layout: layout.name().to_owned(),
+                    fields: explain::fields(layout, None),
+                    epoch_ms: layout.epoch_ms(),
+                    worker_id: self.state.worker_id,
+                    batch_cap: u32::try_from(self.state.batch_cap).unwrap_or(u32::MAX),
+                    max_lease_size: self.max_lease_size,
+                    version: env!("CARGO_PKG_VERSION").to_owned(),
+                },
+                0,
+            ))
+        })
+        .await
+    }
+}
+
+/// Feed one `StreamIds` call: batches of `batch` IDs until `max_ids` have gone (0: no limit),
+/// the client goes away (its receiver is dropped, so a send fails), issuing fails (the client
+/// gets the status, then the end), or the server starts to shut down.
+async fn stream(
+    service: GrpcService,
+    tx: mpsc::Sender<Result<IdBatch, Status>>,
+    batch: usize,
+    max_ids: u64,
+) {
+    {
+        let mut stopping = service.stopping.clone();
+        let mut left = max_ids;
+        loop {
+            let n = if max_ids == 0 {
+                batch
+            } else if left == 0 {
+                return;
+            } else {
+                usize::try_from(left).map_or(batch, |left| left.min(batch))
+            };
+            let next = tokio::select! {
+                // Checked first: a stream that always has IDs ready would otherwise never look.
+                biased;
+                () = async { let _ = stopping.wait_for(|&s| s).await; } => {
+                    let _ = tx
+                        .send(Err(Status::unavailable(
+                            "the server is shutting down; call another server",
+                        )))
+                        .await;
+                    return;
+                }
+                next = many_as(&service.state, n, GenMethod::CenterServer) => next,
+            };
+            match next {
+                Ok(ids) => {
+                    let sent = ids.len() as u64;
+                    if tx.send(Ok(IdBatch { ids })).await.is_err() {
+                        // The client went away: these IDs are skipped, never reissued.
+                        return;
+                    }
+                    service.state.metrics.issued(route("StreamIds"), sent);
+                    left = left.saturating_sub(sent);
+                }
+                Err(error) => {
+                    let _ = tx.send(Err(service.failed("StreamIds", &error))).await;
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! How every failure becomes a gRPC status, in one place: the HTTP API's [`ApiError`] mapped by
+//! its HTTP status (and, where one HTTP status covers two gRPC meanings, by its code), with the
+//! same message. The mapping is the table at the top of `proto/uidgen/v1/uidgen.proto`.
+
+use tonic::{Code, Status};
+
+use crate::http::ApiError;
+
+/// The gRPC status for an API error; the message is the HTTP error body's `message`.
+///
+/// ```
+/// use axum::http::StatusCode;
+/// use uidgen_server::grpc::status;
+/// use uidgen_server::http::ApiError;
+/// let error = ApiError::new(StatusCode::NOT_FOUND, "unknown_tag", "unknown biz tag `x`");
+/// let status = status(&error);
+/// assert_eq!(status.code(), tonic::Code::NotFound);
+/// assert_eq!(status.message(), "unknown biz tag `x`");
+/// ```
+pub fn status(error: &ApiError) -> Status {
+    Status::new(code(error), error.message.clone())
+}
+
+fn code(error: &ApiError) -> Code {
+    match error.code {
+        // A 404 over HTTP (no such route there), but on gRPC the call exists and the mode is off.
+        "segments_disabled" | "sharded_disabled" | "admin_disabled" => {
+            return Code::FailedPrecondition;
+        }
+        // A 503 over HTTP, but retrying here shortly helps: the supply ran dry for now.
+        "segments_not_ready" | "ring_empty" => return Code::ResourceExhausted,
+        _ => {}
+    }
+    match error.status.as_u16() {
+        400 | 413 => Code::InvalidArgument,
+        404 => Code::NotFound,
+        409 | 422 => Code::FailedPrecondition,
+        429 => Code::ResourceExhausted,
+        503 => Code::Unavailable,
+        _ => Code::Internal,
+    }
+}
+
+/// A status code's name for the `uidgen_grpc_calls_total{code}` label.
+pub(super) fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "ok",
+        Code::Cancelled => "cancelled",
+        Code::InvalidArgument => "invalid_argument",
+        Code::NotFound => "not_found",
+        Code::FailedPrecondition => "failed_precondition",
+        Code::ResourceExhausted => "resource_exhausted",
+        Code::Unavailable => "unavailable",
+        Code::Internal => "internal",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+    use tonic::Code;
+
+    use super::code;
+    use crate::http::ApiError;
+
+    fn of(status: StatusCode, kind: &'static str) -> Code {
+        code(&ApiError::new(status, kind, "m"))
+    }
+
+    #[test]
+    fn http_statuses_map_to_the_codes_the_proto_documents() {
+        assert_eq!(
+            of(StatusCode::BAD_REQUEST, "invalid_count"),
+            Code::InvalidArgument
+        );
+        assert_eq!(of(StatusCode::NOT_FOUND, "unknown_tag"), Code::NotFound);
+        assert_eq!(
+            of(StatusCode::NOT_FOUND, "segments_disabled"),
+            Code::FailedPrecondition
+        );
+        assert_eq!(
+            of(StatusCode::SERVICE_UNAVAILABLE, "segments_not_ready"),
+            Code::ResourceExhausted
+        );
+        assert_eq!(
+            of(StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
+            Code::Unavailable
+        );
+        assert_eq!(
+            of(StatusCode::INTERNAL_SERVER_ERROR, "internal_error"),
+            Code::Internal
+        );
+    }
+}

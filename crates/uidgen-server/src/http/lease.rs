@@ -1,0 +1,61 @@
+//! Segment leases (Tinyid's client-side segments): `POST /v1/segments/{tag}/lease?size=N` hands
+//! the caller a whole range of a biz tag, claimed in the database for it alone.
+//!
+//! The gRPC `LeaseSegment` call goes through [`lease`] too, so both channels check, claim, count
+//! and fail the same way, with the same sentences.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+
+use super::extract::{PathParam, QueryParams};
+use super::ids::param_u64;
+use super::segments::{segment_error, service};
+use super::{ApiError, AppState};
+
+/// A leased range: the caller's numbers are `start, start + 1, ..., end - 1`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentLease {
+    /// The biz tag.
+    pub tag: String,
+    /// First number of the range.
+    pub start: i64,
+    /// One past the last number of the range.
+    pub end: i64,
+}
+
+/// Lease `size` numbers of `tag` through `channel` (`http` or `grpc`, for the metrics).
+///
+/// The claim is committed before this returns (see `SegmentService::lease`): a leased range
+/// never overlaps this or any server's own segments, or another lease.
+pub(crate) async fn lease(
+    state: &AppState,
+    tag: &str,
+    size: u64,
+    channel: &'static str,
+) -> Result<SegmentLease, ApiError> {
+    let range = service(state)?
+        .lease(tag, size)
+        .await
+        .map_err(segment_error)?;
+    state.metrics.segment_lease(channel, size);
+    Ok(SegmentLease {
+        tag: tag.to_owned(),
+        start: range.start,
+        end: range.end,
+    })
+}
+
+/// `POST /v1/segments/{tag}/lease?size=N`: `{"tag": ..., "start": ..., "end": ...}`, the range
+/// `[start, end)` of `tag`, `size` numbers long (1 to `segment.max_lease_size`).
+pub async fn lease_route(
+    State(state): State<Arc<AppState>>,
+    PathParam(tag, _): PathParam<String>,
+    params: QueryParams,
+) -> Result<Json<SegmentLease>, ApiError> {
+    let size = param_u64(&params, "size")?
+        .ok_or_else(|| ApiError::bad_parameter("missing query parameter `size`"))?;
+    Ok(Json(lease(&state, &tag, size, "http").await?))
+}
