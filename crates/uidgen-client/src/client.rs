@@ -127,7 +127,13 @@ impl Client {
 
     #[cold]
     async fn next_id_slow(&self) -> Result<u64> {
-        match self.inner.ids.take_slow(self.inner.options.wait).await {
+        let fresh = self.inner.fallback.is_none();
+        match self
+            .inner
+            .ids
+            .take_slow(self.inner.options.wait, fresh)
+            .await
+        {
             Err(ClientError::AllPeersDown { peers, last_error }) => match &self.inner.fallback {
                 Some(fallback) => fallback.next_id(),
                 None => Err(ClientError::AllPeersDown { peers, last_error }),
@@ -233,7 +239,7 @@ impl SegmentIds {
         if let Some(id) = self.feed.ring.try_take() {
             return Ok(id);
         }
-        self.feed.take_slow(self.wait).await
+        self.feed.take_slow(self.wait, true).await
     }
 
     /// Only what is in memory: `Some` when a number is ready.

@@ -83,6 +83,15 @@ pub enum ClientError {
     /// The embedded fallback could not issue (its fence's limit, a clock moved back, ...).
     #[error("embedded fallback could not issue: {0}")]
     FallbackIssue(#[from] uidgen_core::UidError),
+    /// An empty buffer was not refilled in time, though no peer reported a failure (peers
+    /// that are slow rather than down). Raise `ClientBuilder::wait` or the batch size.
+    #[error(
+        "no numbers arrived within {waited_ms} ms: the servers answer too slowly for this demand"
+    )]
+    Starved {
+        /// How long the call waited.
+        waited_ms: u64,
+    },
     /// The client was shut down.
     #[error("the uidgen client was shut down")]
     Closed,
@@ -143,6 +152,9 @@ impl ClientError {
             Self::InvalidOption { name, reason } => Self::InvalidOption {
                 name,
                 reason: reason.clone(),
+            },
+            Self::Starved { waited_ms } => Self::Starved {
+                waited_ms: *waited_ms,
             },
             Self::Closed => Self::Closed,
             Self::Fallback(_) | Self::FallbackIssue(_) => Self::BadResponse {

@@ -18,7 +18,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use uidgen_core::{DefaultUidGenerator, Layout, SystemClock, UidGenerator};
+use uidgen_core::{DefaultUidGenerator, FieldKind, Layout, SystemClock, UidGenerator};
 use uidgen_proto::v1::ServerInfo;
 use uidgen_store::{GeneratorBuilder, GuardedGenerator, StaticWorkerIdAssigner};
 
@@ -133,10 +133,7 @@ impl Fallback {
         );
         let fallback = describe(
             self.layout.name(),
-            self.layout
-                .fields()
-                .iter()
-                .map(|(kind, bits)| (kind.name(), *bits)),
+            layout_fields(&self.layout).into_iter(),
             self.layout.epoch_ms(),
         );
         if server != fallback {
@@ -184,6 +181,25 @@ impl Fallback {
     pub(crate) fn worker_id(&self) -> u64 {
         self.worker_id
     }
+}
+
+/// The layout's fields as `GetInfo` lists them: most significant first, only those with
+/// bits, a split worker field as its machine and process parts.
+fn layout_fields(layout: &Layout) -> Vec<(&'static str, u32)> {
+    let mut out = Vec::new();
+    for &(kind, bits) in layout.fields() {
+        if bits == 0 {
+            continue;
+        }
+        match layout.worker_split() {
+            Some(split) if kind == FieldKind::Worker => {
+                out.push(("machine", split.machine_bits()));
+                out.push(("process", split.process_bits()));
+            }
+            _ => out.push((kind.name(), bits)),
+        }
+    }
+    out
 }
 
 /// A layout as one comparable line: the name with `-` read as `_`, field widths from the

@@ -98,13 +98,17 @@ impl Feed {
             .map(ClientError::replay)
     }
 
-    /// The slow path of a take: wait for the feeding task until a number is ready, the last
-    /// round failed (its error), or `wait` passed (the standing error, or `AllPeersDown` via
-    /// the caller's next attempt).
+    /// The slow path of a take: wake the feeding task and wait until a number is ready or
+    /// a round fails (its error), for at most `wait` ([`ClientError::Starved`] then).
+    ///
+    /// While the rounds are failing, `fresh` decides: `true` waits for one more round (a
+    /// server may be back), `false` returns the standing failure at once (the caller has a
+    /// fallback and should not wait on a probe).
     ///
     /// Cancel safety: it only waits; cancelling it takes nothing from the ring.
-    pub(crate) async fn take_slow(&self, wait: Duration) -> Result<u64> {
+    pub(crate) async fn take_slow(&self, wait: Duration, fresh: bool) -> Result<u64> {
         let deadline = tokio::time::Instant::now() + wait;
+        let mut rounds = 0u32;
         loop {
             let round = self.round.notified();
             tokio::pin!(round);
@@ -117,6 +121,7 @@ impl Feed {
                 return Err(ClientError::Closed);
             }
             if self.is_failing()
+                && (rounds > 0 || !fresh)
                 && let Some(error) = self.failure()
             {
                 return Err(error);
@@ -125,12 +130,12 @@ impl Feed {
             if tokio::time::timeout_at(deadline, round).await.is_err() {
                 return match self.ring.try_take() {
                     Some(id) => Ok(id),
-                    None => Err(self.failure().unwrap_or_else(|| ClientError::BadResponse {
-                        peer: "local buffer".to_owned(),
-                        reason: format!("no numbers arrived within {} ms", wait.as_millis()),
+                    None => Err(self.failure().unwrap_or(ClientError::Starved {
+                        waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                     })),
                 };
             }
+            rounds = rounds.saturating_add(1);
         }
     }
 }
