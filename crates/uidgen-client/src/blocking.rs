@@ -80,6 +80,11 @@ pub struct BlockingSegmentIds {
 }
 
 impl BlockingSegmentIds {
+    /// How many numbers are in memory now.
+    pub fn buffered(&self) -> usize {
+        self.ids.buffered()
+    }
+
     /// [`SegmentIds::next`], blocking only when the leased numbers in memory ran out.
     #[inline]
     pub fn next(&self) -> Result<u64, ClientError> {

@@ -125,6 +125,11 @@ impl Client {
         self.inner.ids.ring.try_take()
     }
 
+    /// How many IDs the local buffer holds now (for monitoring and benchmarks).
+    pub fn buffered(&self) -> usize {
+        self.inner.ids.ring.len()
+    }
+
     #[cold]
     async fn next_id_slow(&self) -> Result<u64> {
         let fresh = self.inner.fallback.is_none();
@@ -240,6 +245,11 @@ impl SegmentIds {
             return Ok(id);
         }
         self.feed.take_slow(self.wait, true).await
+    }
+
+    /// How many numbers are in memory now (for monitoring and benchmarks).
+    pub fn buffered(&self) -> usize {
+        self.feed.ring.len()
     }
 
     /// Only what is in memory: `Some` when a number is ready.
