@@ -23,7 +23,28 @@
 //! ```
 //!
 //! Errors are [`ClientError`]s: every peer down without a fallback is
-//! [`ClientError::AllPeersDown`], naming the peers. For synchronous code, [`BlockingClient`]
+//! [`ClientError::AllPeersDown`], naming the peers; with one, the embedded generator answers.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_client::Result<()> {
+//! use uidgen_client::{ClientBuilder, ClientError, FallbackOptions, Peer};
+//! use uidgen_core::Layout;
+//! // Nothing listens on port 9: every try fails over, then the call names the peers it tried.
+//! let peers = [Peer::http("http://127.0.0.1:9")];
+//! let client = ClientBuilder::new(peers.clone()).connect().await?;
+//! let error = client.next_id().await.unwrap_err();
+//! assert!(matches!(error, ClientError::AllPeersDown { ref peers, .. } if peers == "http://127.0.0.1:9"));
+//!
+//! let dir = tempfile::tempdir().expect("a temporary directory");
+//! let layout = Layout::vesta_max_peak()?;
+//! let fallback = FallbackOptions::new(layout.clone(), 900, dir.path().join("fallback-900.state"));
+//! let client = ClientBuilder::new(peers).fallback(fallback).connect().await?;
+//! let id = client.next_id().await?;
+//! let parts = layout.decompose(id)?;
+//! assert_eq!((parts.worker, parts.method), (900, 0)); // the fallback's worker id, genMethod 0
+//! # Ok(()) }
+//! ```
+//! For synchronous code, [`BlockingClient`]
 //! runs the same client on a runtime of its own.
 
 mod blocking;
