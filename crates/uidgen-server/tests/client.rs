@@ -109,13 +109,7 @@ impl Cluster {
 
     /// The worker id node `index` logged at its last start.
     fn worker_id(&self, index: usize) -> u64 {
-        let log = self.nodes[index].server.as_ref().unwrap().log();
-        let line = log.lines().rfind(|l| l.contains("uidgen serving")).unwrap();
-        line.split_whitespace()
-            .find_map(|w| w.strip_prefix("worker_id="))
-            .unwrap()
-            .parse()
-            .unwrap()
+        self.nodes[index].server.as_ref().unwrap().worker_id()
     }
 
     fn grpc_peer(&self, index: usize) -> Peer {
@@ -151,6 +145,22 @@ fn builder(peers: Vec<Peer>) -> ClientBuilder {
 
 fn vesta() -> Layout {
     Layout::vesta_max_peak().unwrap()
+}
+
+/// Check that `id` was issued by a server: one of `servers`' worker ids, and genMethod 1
+/// (gRPC) or 2 (HTTP) on the Vesta layout.
+fn assert_from_server(id: u64, servers: &HashSet<u64>) {
+    let parts = vesta().decompose(id).unwrap();
+    assert!(
+        servers.contains(&parts.worker),
+        "ID {id} has worker {}",
+        parts.worker
+    );
+    assert!(
+        matches!(parts.method, 1 | 2),
+        "ID {id} has genMethod {}",
+        parts.method
+    );
 }
 
 /// `[start, end)` leased over HTTP.
@@ -270,17 +280,7 @@ async fn client_rides_out_kill_and_sigterm_without_errors_or_duplicates() {
         .copied()
         .collect();
     for id in &ids {
-        let parts = layout.decompose(*id).unwrap();
-        assert!(
-            servers.contains(&parts.worker),
-            "ID {id} has worker {}",
-            parts.worker
-        );
-        assert!(
-            matches!(parts.method, 1 | 2),
-            "ID {id} has genMethod {}",
-            parts.method
-        );
+        assert_from_server(*id, &servers);
     }
     // The restarted servers issued to this client again.
     let seen: HashSet<u64> = ids
@@ -305,18 +305,17 @@ async fn client_rides_out_kill_and_sigterm_without_errors_or_duplicates() {
     );
 }
 
-/// Drain `client` until `stop` says so, failing on any error or after 60 s.
-async fn take_until(client: &Client, ids: &mut Vec<u64>, mut stop: impl FnMut(u64) -> bool) {
+/// Take IDs from `client` into `ids` until `n` of them carry a worker id that `from`
+/// accepts, failing on any error or after 60 s.
+async fn take_until(client: &Client, ids: &mut Vec<u64>, n: usize, from: impl Fn(u64) -> bool) {
+    let (layout, mut count) = (vesta(), 0);
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "condition not reached within 60 s"
-        );
+    while count < n {
+        assert!(Instant::now() < deadline, "{count} of {n} IDs within 60 s");
         let id = client.next_id().await.unwrap();
         ids.push(id);
-        if stop(id) {
-            return;
+        if from(layout.decompose(id).unwrap().worker) {
+            count += 1;
         }
     }
 }
@@ -340,22 +339,10 @@ async fn fallback_issues_while_every_server_is_down_and_the_client_switches_back
     let layout = vesta();
     let first_worker = cluster.worker_id(0);
     let mut ids = Vec::new();
-    let mut taken = 0;
-    take_until(&client, &mut ids, |_| {
-        taken += 1;
-        taken >= 2_000
-    })
-    .await;
+    take_until(&client, &mut ids, 2_000, |_| true).await;
 
     cluster.kill(0).await;
-    let mut fallback_ids = 0;
-    take_until(&client, &mut ids, |id| {
-        if layout.decompose(id).unwrap().worker == FALLBACK_WORKER {
-            fallback_ids += 1;
-        }
-        fallback_ids >= 5_000
-    })
-    .await;
+    take_until(&client, &mut ids, 5_000, |w| w == FALLBACK_WORKER).await;
     assert!(client.all_peers_down());
 
     cluster.restart(0).await;
@@ -364,14 +351,7 @@ async fn fallback_issues_while_every_server_is_down_and_the_client_switches_back
         first_worker, second_worker,
         "a disposable worker id is fresh per start"
     );
-    let mut back = 0;
-    take_until(&client, &mut ids, |id| {
-        if layout.decompose(id).unwrap().worker == second_worker {
-            back += 1;
-        }
-        back >= 2_000
-    })
-    .await;
+    take_until(&client, &mut ids, 2_000, |w| w == second_worker).await;
 
     let mut by_source = [0usize; 3];
     for id in &ids {
@@ -380,16 +360,7 @@ async fn fallback_issues_while_every_server_is_down_and_the_client_switches_back
             assert_eq!(parts.method, 0, "fallback ID {id} must say genMethod 0");
             by_source[1] += 1;
         } else {
-            assert!(
-                [first_worker, second_worker].contains(&parts.worker),
-                "ID {id} has worker {}",
-                parts.worker
-            );
-            assert!(
-                matches!(parts.method, 1 | 2),
-                "server ID {id} has genMethod {}",
-                parts.method
-            );
+            assert_from_server(*id, &HashSet::from([first_worker, second_worker]));
             by_source[if parts.worker == first_worker { 0 } else { 2 }] += 1;
         }
     }

@@ -121,6 +121,17 @@ impl Server {
         }
     }
 
+    /// The worker id the server logged when it started serving.
+    pub fn worker_id(&self) -> u64 {
+        let log = self.log();
+        let line = log.lines().find(|l| l.contains("uidgen serving")).unwrap();
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix("worker_id="))
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
     /// What the server logged so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
