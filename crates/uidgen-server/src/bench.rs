@@ -1,5 +1,5 @@
-//! `uidgen bench`: drive a running server over HTTP, or the embedded generator, for a time or a
-//! count, with a live progress line; then print IDs/s and latency percentiles.
+//! `uidgen bench`: drive a running server over HTTP or gRPC, or the embedded generator, for a
+//! time or a count, with a live progress line; then print IDs/s and latency percentiles.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -9,7 +9,10 @@ use anyhow::{Context, bail};
 use clap::Args;
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
+use tonic::transport::Channel;
 use uidgen_core::UidGenerator;
+use uidgen_proto::v1::id_service_client::IdServiceClient;
+use uidgen_proto::v1::{NextIdRequest, NextIdsRequest, StreamIdsRequest};
 
 /// `uidgen bench` options.
 #[derive(Debug, Clone, Args)]
@@ -19,8 +22,16 @@ pub struct BenchArgs {
     pub config: crate::cli::ConfigArgs,
     /// Base URL of a running server (`http://127.0.0.1:8080`); without it, the embedded generator
     /// is measured in process.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "grpc")]
     pub url: Option<String>,
+    /// URL of a running server's gRPC port (`http://127.0.0.1:9090`): single IDs with `NextId`,
+    /// batches with `NextIds`, or with `--stream` one `StreamIds` call per connection.
+    #[arg(long)]
+    pub grpc: Option<String>,
+    /// With `--grpc` and `--batch N`: read batches of N from one long `StreamIds` call per
+    /// connection (each message counts as a request) instead of calling `NextIds`.
+    #[arg(long, requires_all = ["grpc", "batch"])]
+    pub stream: bool,
     /// Route to call for single IDs.
     #[arg(long, default_value = "/api/snowflake/get/bench")]
     pub route: String,
@@ -33,7 +44,7 @@ pub struct BenchArgs {
     /// Stop after this many requests (or calls, embedded), if reached before the duration.
     #[arg(long)]
     pub requests: Option<u64>,
-    /// Concurrent HTTP connections (or threads, embedded).
+    /// Concurrent connections, one calling task each (or threads, embedded).
     #[arg(long, default_value_t = 32)]
     pub concurrency: usize,
     /// Hide the live progress line.
@@ -241,47 +252,72 @@ pub fn run_embedded(
     Ok(report)
 }
 
-/// Measure a running server with `concurrency` keep-alive connections.
-pub async fn run_http(args: &BenchArgs, base: &str) -> anyhow::Result<BenchReport> {
-    let base = base.trim_end_matches('/');
-    let url = match args.batch {
-        Some(n) if n > 0 => format!("{base}/v1/ids?count={n}"),
-        Some(_) => bail!("--batch must be at least 1"),
-        None => format!("{base}{}", args.route),
-    };
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(args.concurrency)
-        .build()?;
-    // Fail fast, with the URL, if nothing answers.
-    client
-        .get(&url)
-        .send()
-        .await
-        .with_context(|| format!("cannot reach {url}"))?
-        .error_for_status()
-        .with_context(|| format!("{url} answered with an error"))?;
+/// One connection's way of asking a server for IDs: each call is one request (or one streamed
+/// message), answered or failed.
+trait Caller: Send + 'static {
+    /// Make one call; whether it brought IDs.
+    fn call(&mut self) -> impl std::future::Future<Output = bool> + Send;
+}
+
+/// An HTTP keep-alive connection calling one URL.
+struct HttpCaller {
+    client: reqwest::Client,
+    url: String,
+}
+
+impl Caller for HttpCaller {
+    async fn call(&mut self) -> bool {
+        match self.client.get(&self.url).send().await {
+            Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
+            _ => false,
+        }
+    }
+}
+
+/// A gRPC connection: `NextId`, `NextIds` of `batch`, or the messages of one `StreamIds` call.
+enum GrpcCaller {
+    Unary(IdServiceClient<Channel>),
+    Batch(IdServiceClient<Channel>, u32),
+    Stream(tonic::Streaming<uidgen_proto::v1::IdBatch>),
+}
+
+impl Caller for GrpcCaller {
+    async fn call(&mut self) -> bool {
+        match self {
+            Self::Unary(client) => client.next_id(NextIdRequest {}).await.is_ok(),
+            Self::Batch(client, count) => {
+                let count = *count;
+                client.next_ids(NextIdsRequest { count }).await.is_ok()
+            }
+            Self::Stream(stream) => matches!(stream.message().await, Ok(Some(_))),
+        }
+    }
+}
+
+/// Run `callers` concurrently until the duration or the request budget runs out; each
+/// successful call counts `batch` IDs.
+async fn run_callers<C: Caller>(
+    args: &BenchArgs,
+    batch: u64,
+    callers: Vec<C>,
+) -> anyhow::Result<BenchReport> {
     let deadline = Instant::now() + args.duration;
     let budget = Arc::new(AtomicU64::new(args.requests.unwrap_or(u64::MAX)));
     let done = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let bar = progress(args, done.clone(), stop.clone());
-    let batch = args.batch.unwrap_or(1);
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..args.concurrency.max(1) {
-        let (client, url, budget, done) =
-            (client.clone(), url.clone(), budget.clone(), done.clone());
+    for mut caller in callers {
+        let (budget, done) = (budget.clone(), done.clone());
         tasks.spawn(async move {
             let mut latency = histogram()?;
             let (mut ok, mut errors) = (0u64, 0u64);
             while Instant::now() < deadline && claim(&budget, 1) == 1 {
                 let t = Instant::now();
-                let result = match client.get(&url).send().await {
-                    Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
-                    _ => false,
-                };
+                let answered = caller.call().await;
                 latency.record(nanos(t.elapsed()))?;
-                if result {
+                if answered {
                     ok += 1;
                 } else {
                     errors += 1;
@@ -313,6 +349,84 @@ pub async fn run_http(args: &BenchArgs, base: &str) -> anyhow::Result<BenchRepor
     Ok(report)
 }
 
+/// `--batch`, checked: at least 1 when given.
+fn batch_of(args: &BenchArgs) -> anyhow::Result<Option<u64>> {
+    match args.batch {
+        Some(0) => bail!("--batch must be at least 1"),
+        batch => Ok(batch),
+    }
+}
+
+/// Measure a running server with `concurrency` keep-alive connections.
+pub async fn run_http(args: &BenchArgs, base: &str) -> anyhow::Result<BenchReport> {
+    let base = base.trim_end_matches('/');
+    let batch = batch_of(args)?;
+    let url = match batch {
+        Some(n) => format!("{base}/v1/ids?count={n}"),
+        None => format!("{base}{}", args.route),
+    };
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency)
+        .build()?;
+    // Fail fast, with the URL, if nothing answers.
+    client
+        .get(&url)
+        .send()
+        .await
+        .with_context(|| format!("cannot reach {url}"))?
+        .error_for_status()
+        .with_context(|| format!("{url} answered with an error"))?;
+    let callers = (0..args.concurrency.max(1))
+        .map(|_| HttpCaller {
+            client: client.clone(),
+            url: url.clone(),
+        })
+        .collect();
+    run_callers(args, batch.unwrap_or(1), callers).await
+}
+
+/// Measure a running server's gRPC port with `concurrency` connections (one HTTP/2 connection
+/// per calling task, as the HTTP target keeps one keep-alive connection per task).
+pub async fn run_grpc(args: &BenchArgs, url: &str) -> anyhow::Result<BenchReport> {
+    let batch = batch_of(args)?;
+    let count = batch
+        .map(u32::try_from)
+        .transpose()
+        .context("--batch is above 2^32")?;
+    let mut callers = Vec::with_capacity(args.concurrency.max(1));
+    for _ in 0..args.concurrency.max(1) {
+        let channel = Channel::from_shared(url.to_owned())
+            .with_context(|| format!("{url:?} is not a gRPC URL like http://127.0.0.1:9090"))?
+            .connect()
+            .await
+            .with_context(|| format!("cannot reach {url}"))?;
+        let mut client = IdServiceClient::new(channel);
+        callers.push(match count {
+            None => GrpcCaller::Unary(client),
+            Some(n) if !args.stream => GrpcCaller::Batch(client, n),
+            Some(n) => {
+                let request = StreamIdsRequest {
+                    batch_size: n,
+                    max_ids: 0,
+                };
+                let stream = client
+                    .stream_ids(request)
+                    .await
+                    .with_context(|| format!("{url} refused StreamIds"))?;
+                GrpcCaller::Stream(stream.into_inner())
+            }
+        });
+    }
+    // Fail fast, with the URL, if the server answers with errors.
+    if let Some(GrpcCaller::Unary(client) | GrpcCaller::Batch(client, _)) = callers.first_mut() {
+        client
+            .get_info(uidgen_proto::v1::GetInfoRequest {})
+            .await
+            .with_context(|| format!("{url} answered with an error"))?;
+    }
+    run_callers(args, batch.unwrap_or(1), callers).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,6 +436,8 @@ mod tests {
         BenchArgs {
             config: crate::cli::ConfigArgs { config: None },
             url: None,
+            grpc: None,
+            stream: false,
             route: String::new(),
             batch: None,
             duration: Duration::from_secs(3600),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use uidgen_core::calendar::parse_epoch_ms;
-use uidgen_core::{Layout, UidParts};
+use uidgen_core::{FieldKind, Layout, UidParts};
 
 use crate::config::Config;
 
@@ -197,8 +197,14 @@ pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
             let parts = d.worker_parts.map_or_else(String::new, |p| {
                 format!(" machine={} process={}", p.machine, p.process)
             });
+            // Vesta's fields, on the layouts that have them only.
+            let vesta: String = [FieldKind::Version, FieldKind::Type, FieldKind::Method]
+                .into_iter()
+                .filter(|&k| layout.has(k))
+                .map(|k| format!(" {}={}", k.name(), d.parts.get(k)))
+                .collect();
             println!(
-                "{} time={} worker={}{parts} sequence={} layout={}",
+                "{} time={} worker={}{parts} sequence={}{vesta} layout={}",
                 d.id,
                 d.timestamp_iso8601(),
                 d.parts.worker,

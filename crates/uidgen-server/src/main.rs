@@ -41,13 +41,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             init_tracing();
             runtime()?.block_on(uidgen_server::zk::run(&args))
         }
-        Command::Bench(args) => match &args.url {
-            Some(url) => {
+        Command::Bench(args) => match (&args.url, &args.grpc) {
+            (Some(url), _) => {
                 let report = runtime()?.block_on(bench::run_http(&args, url))?;
                 println!("{report}");
                 Ok(())
             }
-            None => {
+            (None, Some(url)) => {
+                let report = runtime()?.block_on(bench::run_grpc(&args, url))?;
+                println!("{report}");
+                Ok(())
+            }
+            (None, None) => {
                 let generator = serve::bench_generator(&args.config)?;
                 println!("{}", bench::run_embedded(&args, generator)?);
                 Ok(())

@@ -57,12 +57,17 @@ async fn vesta_routes_generate_explain_make_and_translate() {
     let fields = json(&body);
     assert_eq!(fields["machine"], 5);
     assert_eq!(fields["type"], 0);
+    assert_eq!(fields["genMethod"], 2, "issued over HTTP (REST)");
     let (time, seq) = (
         fields["time"].as_u64().unwrap(),
         fields["seq"].as_u64().unwrap(),
     );
 
-    let (status, body) = get(&r, &format!("/makeid?time={time}&seq={seq}&machine=5")).await;
+    let (status, body) = get(
+        &r,
+        &format!("/makeid?time={time}&seq={seq}&machine=5&genMethod=2"),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body, id.to_string(), "makeid inverts expid");
 

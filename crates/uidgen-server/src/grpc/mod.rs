@@ -32,8 +32,9 @@ pub use status::status;
 
 use crate::http::{ApiError, AppState, batch_count, many_as, one_as, segment_count};
 
-/// How many batches a stream may run ahead of its client: enough to keep the connection busy,
-/// few enough that a client that stops reading stops the issuing within a few batches.
+/// How many batches a stream may run ahead of tonic's sender. A client that stops reading
+/// stops the issuing once HTTP/2 flow control fills (its window, some 64 KiB of IDs) and these
+/// batches are queued; a client that goes away stops it at the next send.
 const STREAM_AHEAD: usize = 2;
 
 /// `uidgen.v1.IdService` over the HTTP API's state.

@@ -60,18 +60,22 @@ pub async fn vesta_genid(State(state): State<Arc<AppState>>) -> Result<Issued<St
 /// Vesta's field names for an explained ID. On a layout that splits its worker field
 /// (`keyworker`), `machine` is the machine part and `process` the process part; elsewhere
 /// `machine` is the whole worker field, as in Vesta.
+/// `genMethod`, `type` and `version` appear only on layouts that have them (the Vesta presets),
+/// under Vesta's names.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct VestaExplained {
-    gen_method: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gen_method: Option<u64>,
     machine: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     process: Option<u64>,
     seq: u64,
     time: u64,
-    #[serde(rename = "type")]
-    kind: u64,
-    version: u64,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u64>,
     timestamp: String,
 }
 
@@ -87,15 +91,17 @@ pub async fn vesta_expid(
     let text = params
         .get("id")
         .ok_or_else(|| ApiError::bad_parameter("missing query parameter `id`"))?;
-    let d = decode_text(state.generator.layout(), text)?;
+    let layout = state.generator.layout();
+    let d = decode_text(layout, text)?;
+    let has = |k| layout.has(k);
     Ok(Json(VestaExplained {
-        gen_method: d.parts.method,
+        gen_method: has(FieldKind::Method).then_some(d.parts.method),
         machine: d.worker_parts.map_or(d.parts.worker, |p| p.machine),
         process: d.worker_parts.map(|p| p.process),
         seq: d.parts.sequence,
         time: d.parts.time,
-        kind: d.parts.kind,
-        version: d.parts.version,
+        kind: has(FieldKind::Type).then_some(d.parts.kind),
+        version: has(FieldKind::Version).then_some(d.parts.version),
         timestamp: d.timestamp_iso8601(),
     })
     .into_response())
@@ -200,7 +206,7 @@ pub struct Decoded {
 }
 
 fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
-    let has = |k| layout.bits(k) > 0;
+    let has = |k| layout.has(k);
     Decoded {
         id: d.id,
         timestamp: d.timestamp_iso8601(),

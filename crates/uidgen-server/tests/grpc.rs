@@ -1,0 +1,559 @@
+//! The gRPC center server against real `uidgen serve` processes: status codes and messages,
+//! genMethod per channel, segment leases on SQLite and PostgreSQL across restarts, health and
+//! reflection, and the streaming call's ends. PostgreSQL comes from `UIDGEN_TEST_POSTGRES_URL`
+//! (default `postgres://postgres@127.0.0.1:5432/test`).
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use common::{Server, assert_unique, json, run};
+use tokio_stream::StreamExt;
+use tonic::Code;
+use tonic::transport::Channel;
+use uidgen_core::Layout;
+use uidgen_proto::v1::id_service_client::IdServiceClient;
+use uidgen_proto::v1::{
+    ExplainIdRequest, GetInfoRequest, LeaseSegmentRequest, NextIdRequest, NextIdsRequest,
+    SegmentIdsRequest, StreamIdsRequest,
+};
+use uidgen_store::testing::{TestDb, fresh_url};
+
+/// The tag `uidgen serve` creates at start (Leaf's README example).
+const TAG: &str = "leaf-segment-test";
+
+async fn grpc(server: &Server) -> IdServiceClient<Channel> {
+    let address = server.grpc.clone().expect("the server serves gRPC");
+    IdServiceClient::connect(address)
+        .await
+        .expect("connect to the gRPC port")
+}
+
+/// An HTTP call: (status, body).
+async fn http(method: reqwest::Method, url: &str) -> (u16, String) {
+    let response = reqwest::Client::new()
+        .request(method, url)
+        .send()
+        .await
+        .expect("HTTP request");
+    let status = response.status().as_u16();
+    (status, response.text().await.expect("HTTP body"))
+}
+
+async fn http_get(server: &Server, path: &str) -> (u16, String) {
+    http(reqwest::Method::GET, &server.url(path)).await
+}
+
+/// The `message` of an HTTP error body, after checking its status.
+async fn http_error(server: &Server, method: reqwest::Method, path: &str, status: u16) -> String {
+    let (got, body) = http(method, &server.url(path)).await;
+    assert_eq!(got, status, "{path}: {body}");
+    json(&body)["message"].as_str().expect("message").to_owned()
+}
+
+fn sqlite_file(name: &str) -> String {
+    let dir = std::env::temp_dir().join("uidgen-grpc-tests").join(format!(
+        "{}-{name}-{:08x}",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    std::fs::create_dir_all(&dir).expect("create a test directory");
+    format!("sqlite://{}", dir.join("uidgen.db").display())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_carry_the_http_status_as_a_grpc_code_and_the_same_message() {
+    let server = Server::start(
+        &[],
+        &[
+            ("UIDGEN_STORE", &sqlite_file("errors")),
+            ("UIDGEN_BATCH_CAP", "1000"),
+            ("UIDGEN_SEGMENT_MAX_LEASE_SIZE", "5000"),
+        ],
+    );
+    let mut client = grpc(&server).await;
+    let (get, post) = (reqwest::Method::GET, reqwest::Method::POST);
+    // (gRPC answer, expected code, the HTTP request that fails the same way, its status)
+    let cases = [
+        (
+            client.next_ids(NextIdsRequest { count: 0 }).await.map(drop),
+            Code::InvalidArgument,
+            (get.clone(), "/v1/ids?count=0".to_owned(), 400),
+        ),
+        (
+            client
+                .next_ids(NextIdsRequest { count: 1001 })
+                .await
+                .map(drop),
+            Code::InvalidArgument,
+            (get.clone(), "/v1/ids?count=1001".to_owned(), 400),
+        ),
+        (
+            client
+                .stream_ids(StreamIdsRequest {
+                    batch_size: 0,
+                    max_ids: 10,
+                })
+                .await
+                .map(drop),
+            Code::InvalidArgument,
+            (get.clone(), "/v1/ids?count=0".to_owned(), 400),
+        ),
+        (
+            client
+                .segment_ids(SegmentIdsRequest {
+                    tag: "no-such-tag".into(),
+                    count: 1,
+                })
+                .await
+                .map(drop),
+            Code::NotFound,
+            (
+                get.clone(),
+                "/v1/segments/no-such-tag?count=1".to_owned(),
+                404,
+            ),
+        ),
+        (
+            client
+                .explain_id(ExplainIdRequest { id: "12x".into() })
+                .await
+                .map(drop),
+            Code::InvalidArgument,
+            (get.clone(), "/v1/ids/12x".to_owned(), 400),
+        ),
+        (
+            client
+                .lease_segment(LeaseSegmentRequest {
+                    tag: TAG.into(),
+                    size: 0,
+                })
+                .await
+                .map(drop),
+            Code::InvalidArgument,
+            (
+                post.clone(),
+                format!("/v1/segments/{TAG}/lease?size=0"),
+                400,
+            ),
+        ),
+        (
+            client
+                .lease_segment(LeaseSegmentRequest {
+                    tag: TAG.into(),
+                    size: 5001,
+                })
+                .await
+                .map(drop),
+            Code::InvalidArgument,
+            (
+                post.clone(),
+                format!("/v1/segments/{TAG}/lease?size=5001"),
+                400,
+            ),
+        ),
+        (
+            client
+                .lease_segment(LeaseSegmentRequest {
+                    tag: "no-such-tag".into(),
+                    size: 10,
+                })
+                .await
+                .map(drop),
+            Code::NotFound,
+            (
+                post,
+                "/v1/segments/no-such-tag/lease?size=10".to_owned(),
+                404,
+            ),
+        ),
+    ];
+    for (answer, code, (method, path, http_status)) in cases {
+        let status = answer.expect_err(&path);
+        assert_eq!(status.code(), code, "{path}: {status:?}");
+        let http = http_error(&server, method, &path, http_status).await;
+        assert_eq!(status.message(), http, "{path}");
+    }
+
+    // Counted by method and code.
+    let (_, metrics) = http_get(&server, "/metrics").await;
+    assert!(
+        metrics.contains(r#"uidgen_grpc_calls_total{method="NextIds",code="invalid_argument"} 2"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"uidgen_grpc_calls_total{method="LeaseSegment",code="not_found"} 1"#),
+        "{metrics}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gen_method_says_which_channel_issued_a_vesta_id_and_baidu_ids_have_no_such_field() {
+    let store = sqlite_file("method");
+    let server = Server::start(
+        &[],
+        &[
+            ("UIDGEN_STORE", &store),
+            ("UIDGEN_LAYOUT", "vesta_max_peak"),
+            ("UIDGEN_LAYOUT_VERSION", "1"),
+        ],
+    );
+    let layout = Layout::vesta_max_peak().unwrap();
+    let mut client = grpc(&server).await;
+    let mut by_grpc = vec![
+        client
+            .next_id(NextIdRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .id,
+    ];
+    by_grpc.extend(
+        client
+            .next_ids(NextIdsRequest { count: 50 })
+            .await
+            .unwrap()
+            .into_inner()
+            .ids,
+    );
+    let mut stream = client
+        .stream_ids(StreamIdsRequest {
+            batch_size: 20,
+            max_ids: 40,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    while let Some(batch) = stream.next().await {
+        by_grpc.extend(batch.unwrap().ids);
+    }
+    let (_, one) = http_get(&server, "/genid").await;
+    let (_, batch) = http_get(&server, "/v1/ids?count=50").await;
+    let mut by_http: Vec<u64> = vec![one.trim().parse().unwrap()];
+    by_http.extend(
+        json(&batch)["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap()),
+    );
+    for (ids, method) in [(&by_grpc, 1), (&by_http, 2)] {
+        for &id in ids.iter() {
+            let parts = layout.decompose(id).unwrap();
+            assert_eq!((parts.method, parts.version), (method, 1), "{id}");
+        }
+    }
+    let mut all = by_grpc.clone();
+    all.extend(&by_http);
+    assert_unique(all);
+    // The decoders show Vesta's fields, under Vesta's names on /expid.
+    let (_, expid) = http_get(&server, &format!("/expid?id={}", by_grpc[0])).await;
+    let expid = json(&expid);
+    assert_eq!(
+        (expid["genMethod"].as_u64(), expid["version"].as_u64()),
+        (Some(1), Some(1))
+    );
+    drop(server);
+
+    // The CLI is the embedded mode: 0.
+    let (status, out, err) = run(
+        &["gen", "-n", "3", "--layout", "vesta_max_peak"],
+        &[("UIDGEN_STORE", &store)],
+    );
+    assert!(status.success(), "{err}");
+    for line in out.lines() {
+        assert_eq!(layout.decompose(line.parse().unwrap()).unwrap().method, 0);
+    }
+    let (status, out, err) = run(
+        &[
+            "decode",
+            "--layout",
+            "vesta_max_peak",
+            &by_http[0].to_string(),
+        ],
+        &[],
+    );
+    assert!(status.success(), "{err}");
+    assert!(out.contains(" version=1 type=0 method=2 "), "{out}");
+
+    // Baidu: no method field, so nothing is stamped and the decoders do not invent one.
+    let server = Server::start(&[], &[("UIDGEN_STORE", &sqlite_file("baidu"))]);
+    let baidu = Layout::baidu_default().unwrap();
+    let mut client = grpc(&server).await;
+    let id = client
+        .next_id(NextIdRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    let info = client
+        .get_info(GetInfoRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(baidu.decompose(id).unwrap().worker, info.worker_id);
+    let (_, expid) = http_get(&server, &format!("/expid?id={id}")).await;
+    let expid = json(&expid);
+    for absent in ["genMethod", "type", "version"] {
+        assert!(expid.get(absent).is_none(), "{expid}");
+    }
+    let (_, decoded) = http_get(&server, &format!("/v1/ids/{id}")).await;
+    assert!(json(&decoded).get("method").is_none(), "{decoded}");
+    let explained = client
+        .explain_id(ExplainIdRequest { id: id.to_string() })
+        .await
+        .unwrap()
+        .into_inner();
+    let names: Vec<&str> = explained.fields.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["sign", "time", "worker", "sequence"]);
+    let (status, out, err) = run(&["decode", &id.to_string()], &[]);
+    assert!(status.success(), "{err}");
+    assert!(!out.contains("method="), "{out}");
+}
+
+/// Ranges `[start, end)` handed out, checked pairwise for overlap as they are added.
+#[derive(Default)]
+struct Claimed(Vec<(i64, i64, String)>);
+
+impl Claimed {
+    fn add(&mut self, start: i64, end: i64, what: String) {
+        assert!(start < end, "{what}: empty range [{start}, {end})");
+        for (s, e, other) in &self.0 {
+            assert!(
+                end <= *s || start >= *e,
+                "{what} [{start}, {end}) overlaps {other} [{s}, {e})"
+            );
+        }
+        self.0.push((start, end, what));
+    }
+}
+
+async fn lease_over_both_channels_and_take_segment_ids(
+    server: &Server,
+    claimed: &mut Claimed,
+    round: &str,
+) {
+    let mut client = grpc(server).await;
+    for i in 0..3 {
+        let lease = client
+            .lease_segment(LeaseSegmentRequest {
+                tag: TAG.into(),
+                size: 1000,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!((lease.tag.as_str(), lease.end - lease.start), (TAG, 1000));
+        claimed.add(lease.start, lease.end, format!("{round} grpc lease {i}"));
+        let (status, body) = http(
+            reqwest::Method::POST,
+            &server.url(&format!("/v1/segments/{TAG}/lease?size=777")),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let lease = json(&body);
+        let (start, end) = (
+            lease["start"].as_i64().unwrap(),
+            lease["end"].as_i64().unwrap(),
+        );
+        assert_eq!((lease["tag"].as_str(), end - start), (Some(TAG), 777));
+        claimed.add(start, end, format!("{round} http lease {i}"));
+        // The server's own segments, in between: every ID is a one-number range.
+        let ids = client
+            .segment_ids(SegmentIdsRequest {
+                tag: TAG.into(),
+                count: 300,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .ids;
+        let (_, body) = http_get(server, &format!("/v1/segments/{TAG}?count=300")).await;
+        let more = json(&body)["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .collect::<Vec<_>>();
+        for id in ids.into_iter().chain(more) {
+            claimed.add(id, id + 1, format!("{round} segment id"));
+        }
+    }
+}
+
+async fn leases_never_overlap_each_other_or_segment_ids_across_a_restart(store: &str) {
+    let mut claimed = Claimed::default();
+    let server = Server::start(&[], &[("UIDGEN_STORE", store)]);
+    lease_over_both_channels_and_take_segment_ids(&server, &mut claimed, "first").await;
+    let (status, log) = server.terminate();
+    assert!(status.success(), "{log}");
+    let server = Server::start(&[], &[("UIDGEN_STORE", store)]);
+    lease_over_both_channels_and_take_segment_ids(&server, &mut claimed, "restarted").await;
+    let (_, metrics) = http_get(&server, "/metrics").await;
+    assert!(
+        metrics.contains(r#"uidgen_segment_leases_total{channel="grpc"} 3"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"uidgen_segment_leased_ids_total{channel="http"} 2331"#),
+        "{metrics}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_never_overlap_each_other_or_segment_ids_across_a_restart_on_sqlite() {
+    leases_never_overlap_each_other_or_segment_ids_across_a_restart(&sqlite_file("lease")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_never_overlap_each_other_or_segment_ids_across_a_restart_on_postgres() {
+    let store = fresh_url(TestDb::Postgres)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL is needed (set UIDGEN_TEST_POSTGRES_URL): {e}"));
+    leases_never_overlap_each_other_or_segment_ids_across_a_restart(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_reflection_answer() {
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+
+    let server = Server::start(&[], &[("UIDGEN_STORE", &sqlite_file("health"))]);
+    let channel = Channel::from_shared(server.grpc.clone().unwrap())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = HealthClient::new(channel.clone());
+    for service in ["", "uidgen.v1.IdService"] {
+        let answer = health
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(answer.status(), ServingStatus::Serving, "{service:?}");
+    }
+    let mut reflection = ServerReflectionClient::new(channel);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = reflection
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = answers.next().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
+        panic!("not a service list: {answer:?}");
+    };
+    let names: BTreeSet<String> = list.service.into_iter().map(|s| s.name).collect();
+    assert!(names.contains("uidgen.v1.IdService"), "{names:?}");
+    assert!(names.contains("grpc.health.v1.Health"), "{names:?}");
+}
+
+/// `uidgen_ids_issued_total` of the streaming call, from `/metrics`.
+async fn streamed(server: &Server) -> u64 {
+    let (_, metrics) = http_get(server, "/metrics").await;
+    metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"uidgen_ids_issued_total{route="/uidgen.v1.IdService/StreamIds"} "#)
+        })
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_stops_at_max_ids_when_the_client_drops_it_and_at_sigterm() {
+    let server = Server::start(&[], &[("UIDGEN_STORE", &sqlite_file("stream"))]);
+    let mut client = grpc(&server).await;
+
+    // max_ids: 7-ID batches, the last one short, then the end of the stream.
+    let mut stream = client
+        .stream_ids(StreamIdsRequest {
+            batch_size: 7,
+            max_ids: 50,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut sizes = Vec::new();
+    let mut ids = Vec::new();
+    while let Some(batch) = stream.next().await {
+        let batch = batch.unwrap().ids;
+        sizes.push(batch.len());
+        ids.extend(batch);
+    }
+    assert_eq!(sizes, [7, 7, 7, 7, 7, 7, 7, 1]);
+    assert_unique(ids);
+    assert_eq!(streamed(&server).await, 50);
+
+    // No limit: the client reads a little, then drops the call; the server stops issuing.
+    let mut stream = client
+        .stream_ids(StreamIdsRequest {
+            batch_size: 100,
+            max_ids: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    for _ in 0..3 {
+        assert_eq!(stream.next().await.unwrap().unwrap().ids.len(), 100);
+    }
+    drop(stream);
+    let mut last = streamed(&server).await;
+    let mut settled = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = streamed(&server).await;
+        if now == last {
+            settled = true;
+            break;
+        }
+        last = now;
+    }
+    assert!(
+        settled,
+        "the stream kept issuing after its client left: {last} IDs"
+    );
+    // It may have issued more than was read (what HTTP/2 flow control let it queue for the
+    // reader, skipped, never reissued), but it stopped.
+    assert!(last > 50 + 300, "{last}");
+
+    // SIGTERM with a stream open: it ends with UNAVAILABLE and the process stops cleanly.
+    let mut stream = client
+        .stream_ids(StreamIdsRequest {
+            batch_size: 100,
+            max_ids: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    stream.next().await.unwrap().unwrap();
+    let reader = tokio::spawn(async move {
+        loop {
+            match stream.next().await {
+                Some(Ok(_)) => {}
+                Some(Err(status)) => return Some(status.code()),
+                None => return None,
+            }
+        }
+    });
+    let (status, log) = tokio::task::spawn_blocking(move || server.terminate())
+        .await
+        .unwrap();
+    assert!(status.success(), "{log}");
+    assert!(log.contains("stopped"), "{log}");
+    let end = reader.await.unwrap();
+    assert!(matches!(end, Some(Code::Unavailable) | None), "{end:?}");
+}
