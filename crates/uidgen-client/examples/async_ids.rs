@@ -14,13 +14,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         peers.push(Peer::grpc("http://127.0.0.1:9090"));
     }
     // README start
+    // If every server is down: IDs from worker id 900 (outside the servers' range).
+    let fallback = FallbackOptions::new(Layout::baidu_default()?, 900, "fallback-900.state");
     let client = ClientBuilder::new(peers)
-        // When every server is down: worker id 900 (outside the servers' range), fenced in its state file.
-        .fallback(FallbackOptions::new(
-            Layout::baidu_default()?,
-            900,
-            "uidgen-fallback-900.state",
-        ))
+        .fallback(fallback)
         .connect()
         .await?;
     let id = client.next_id().await?; // from the local buffer, refilled in the background

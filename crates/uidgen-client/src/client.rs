@@ -151,8 +151,8 @@ impl Client {
     /// client-side segments), the next range leased before the current one runs out. The
     /// first call for a tag starts its refill task.
     ///
-    /// Errors: none once connected (the buffer size was checked then); the `Result` keeps
-    /// that rule in one place, [`ClientBuilder::validate`].
+    /// Errors: [`ClientError::InvalidOption`] for a tag no server accepts (empty, over 128
+    /// characters, surrounding whitespace or control characters).
     pub fn segment(&self, tag: &str) -> Result<SegmentIds> {
         if let Some(handle) = self
             .inner
@@ -163,6 +163,7 @@ impl Client {
         {
             return Ok(handle.clone());
         }
+        uidgen_store::validate_tag(tag).map_err(|e| crate::error::invalid("tag", e.to_string()))?;
         let mut segments = self
             .inner
             .segments
@@ -362,7 +363,9 @@ async fn feed_segment(
                 }
                 if current.is_empty() {
                     // Swap in the range leased ahead; the loop leases the one after it.
-                    current = next.take().unwrap_or(0..0);
+                    if let Some(range) = next.take() {
+                        current = range;
+                    }
                     continue;
                 }
                 feed.ring.put_batch(&mut current);

@@ -73,7 +73,7 @@ pub(crate) enum Connection {
     Grpc(IdServiceClient<Channel>),
     Http {
         client: reqwest::Client,
-        base: String,
+        base: reqwest::Url,
     },
 }
 
@@ -105,15 +105,18 @@ impl Connection {
                 Ok(Self::Grpc(IdServiceClient::new(endpoint.connect_lazy())))
             }
             Peer::Http(base) => {
-                if !base.starts_with("http://") && !base.starts_with("https://") {
+                let url = reqwest::Url::parse(base).ok().filter(|url| {
+                    matches!(url.scheme(), "http" | "https") && !url.cannot_be_a_base()
+                });
+                let Some(base) = url else {
                     return Err(invalid(
                         "peers",
                         format!("`{base}` is not an http:// or https:// URL"),
                     ));
-                }
+                };
                 Ok(Self::Http {
                     client: http.clone(),
-                    base: base.trim_end_matches('/').to_owned(),
+                    base,
                 })
             }
         }
@@ -131,7 +134,7 @@ impl Connection {
                 Ok(batch.into_inner().ids)
             }
             Self::Http { client, base } => {
-                let url = format!("{base}/v1/ids?count={count}");
+                let url = route(base, &["v1", "ids"], ("count", count.into()));
                 let body: IdsBody = http_json(client.get(url)).await?;
                 Ok(body.ids)
             }
@@ -154,7 +157,7 @@ impl Connection {
                 (lease.start, lease.end)
             }
             Self::Http { client, base } => {
-                let url = format!("{base}/v1/segments/{tag}/lease?size={size}");
+                let url = route(base, &["v1", "segments", tag, "lease"], ("size", size));
                 let body: LeaseBody = http_json(client.post(url)).await?;
                 (body.start, body.end)
             }
@@ -181,6 +184,18 @@ impl Connection {
             Self::Http { .. } => Ok(None),
         }
     }
+}
+
+/// `base` with `path` appended (each segment percent-encoded, so a tag stays one segment)
+/// and one query parameter.
+fn route(base: &reqwest::Url, path: &[&str], (name, value): (&str, u64)) -> reqwest::Url {
+    let mut url = base.clone();
+    // `cannot_be_a_base` URLs were refused in `Connection::new`, so the segments exist.
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.pop_if_empty().extend(path);
+    }
+    url.query_pairs_mut().append_pair(name, &value.to_string());
+    url
 }
 
 /// Send `request` and read its JSON body, classifying failures by status.

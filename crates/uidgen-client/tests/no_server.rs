@@ -76,6 +76,11 @@ async fn every_peer_down_without_fallback_names_the_peers() {
         other => panic!("expected AllPeersDown, got {other:?}"),
     }
     assert!(client.all_peers_down());
+    let bad_tag = client.segment(" orders");
+    assert!(
+        matches!(bad_tag, Err(ClientError::InvalidOption { name: "tag", .. })),
+        "{bad_tag:?}"
+    );
     let segment = client.segment("orders").unwrap().next().await;
     assert!(
         matches!(&segment, Err(ClientError::SegmentPeersDown { tag, .. }) if tag == "orders"),
