@@ -451,6 +451,36 @@ async fn a_fallback_that_clashes_with_a_server_is_refused() {
         ),
         "{refused:?}"
     );
+
+    // Over HTTP there is no GetInfo: the clash shows in the first batch's IDs, which stay
+    // good (the server issued them), and the fallback is off for good from then on.
+    let mut clash = clash;
+    let fallback = FallbackOptions::new(vesta(), FALLBACK_WORKER, state.path().join("c.state"));
+    let client = builder(vec![clash.http_peer(0)])
+        .fallback(fallback)
+        .connect()
+        .await
+        .unwrap();
+    let first = client.next_id().await.unwrap();
+    assert_eq!(vesta().decompose(first).unwrap().method, 2);
+    clash.kill(0).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let error = loop {
+        assert!(Instant::now() < deadline, "the buffer never ran dry");
+        if let Err(error) = client.next_id().await {
+            break error;
+        }
+    };
+    assert!(
+        matches!(
+            error,
+            ClientError::FallbackWorkerConflict {
+                worker_id: FALLBACK_WORKER,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
 }
 
 /// Leases from two clients, over gRPC and HTTP, and from the HTTP route, across a server
