@@ -85,3 +85,59 @@ proptest! {
         prop_assert_eq!(snowflake.compose(&snowflake.parts(time, worker, sequence)).unwrap(), id);
     }
 }
+
+#[test]
+fn with_method_rewrites_only_the_method_bits_on_vesta_layouts_and_nothing_elsewhere() {
+    use uidgen_core::GenMethod;
+    for layout in [
+        Layout::vesta_max_peak().unwrap(),
+        Layout::vesta_min_granularity()
+            .unwrap()
+            .with_defaults(1, 1, 0)
+            .unwrap(),
+    ] {
+        let parts = layout.parts(123_456, 1021, 77);
+        let id = layout.compose(&parts).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        for method in [
+            GenMethod::Embedded,
+            GenMethod::CenterServer,
+            GenMethod::Rest,
+        ] {
+            let stamped = layout.with_method(id, method.value()).unwrap();
+            let got = layout.decompose(stamped).unwrap();
+            assert_eq!(
+                got,
+                UidParts {
+                    method: method.value(),
+                    ..parts
+                },
+                "{}",
+                layout.name()
+            );
+            // Stamping twice is stamping once: a channel may stamp an already stamped ID.
+            assert_eq!(
+                layout.with_method(stamped, method.value()).unwrap(),
+                stamped
+            );
+            seen.insert(stamped);
+        }
+        assert_eq!(seen.len(), 3, "one ID per channel");
+        assert!(layout.with_method(id, 4).is_err(), "2 bits hold 0 to 3");
+    }
+    for layout in [
+        Layout::baidu_default().unwrap(),
+        Layout::snowflake().unwrap(),
+        Layout::sonyflake().unwrap(),
+    ] {
+        let id = layout.compose(&layout.parts(99, 3, 5)).unwrap();
+        for method in 0..=7 {
+            assert_eq!(
+                layout.with_method(id, method).unwrap(),
+                id,
+                "{}",
+                layout.name()
+            );
+        }
+    }
+}

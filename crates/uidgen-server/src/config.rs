@@ -1067,6 +1067,44 @@ mod tests {
     }
 
     #[test]
+    fn grpc_listens_on_9090_by_default_and_an_empty_address_turns_it_off() {
+        let default = parse("", &[]).unwrap();
+        assert_eq!(
+            default.grpc_listen_addr().unwrap().map(|a| a.port()),
+            Some(9090)
+        );
+        let off = parse("grpc_listen = \"\"", &[]).unwrap();
+        assert_eq!(off.grpc_listen_addr().unwrap(), None);
+        let env = parse("", &[("UIDGEN_GRPC_LISTEN", "0.0.0.0:7000")]).unwrap();
+        assert_eq!(env.grpc_listen, "0.0.0.0:7000");
+        assert_eq!(default.segment.max_lease_size, 1_000_000);
+        let capped = parse("", &[("UIDGEN_SEGMENT_MAX_LEASE_SIZE", "5000")]).unwrap();
+        assert_eq!(crate::serve::segment_options(&capped).max_lease_size, 5000);
+    }
+
+    #[test]
+    fn vesta_version_and_type_come_from_config() {
+        let config = parse(
+            "[layout]\npreset = \"vesta_min_granularity\"\nversion = 1",
+            &[],
+        )
+        .unwrap();
+        let layout = config.build_layout().unwrap();
+        // The preset's own type (1) stays unless `type` says otherwise.
+        let parts = layout.parts(0, 0, 0);
+        assert_eq!((parts.version, parts.kind, parts.method), (1, 1, 0));
+        let config = parse(
+            "",
+            &[
+                ("UIDGEN_LAYOUT", "vesta_max_peak"),
+                ("UIDGEN_LAYOUT_TYPE", "1"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.build_layout().unwrap().parts(0, 0, 0).kind, 1);
+    }
+
+    #[test]
     fn each_invalid_key_is_named_with_its_reason() {
         type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
         let cases: &[Case] = &[
@@ -1225,6 +1263,29 @@ mod tests {
                 "",
                 &[("UIDGEN_SEGMENT_MAX_STEP", "-5")],
                 "invalid config key `segment.max_step`",
+            ),
+            (
+                "[segment]\nmax_lease_size = 0",
+                &[],
+                "invalid config key `segment.max_lease_size`: invalid segment options: max_lease_size must be 1 to",
+            ),
+            (
+                "grpc_listen = \"nowhere\"",
+                &[],
+                "invalid config key `grpc_listen`: \"nowhere\" is not an address like 127.0.0.1:9090 (empty turns gRPC off)",
+            ),
+            (
+                "[layout]\nversion = 1",
+                &[],
+                "invalid config key `layout.version`: invalid option `version/type`: version value 1 does not fit in 0 bits",
+            ),
+            (
+                "",
+                &[
+                    ("UIDGEN_LAYOUT", "vesta_max_peak"),
+                    ("UIDGEN_LAYOUT_TYPE", "2"),
+                ],
+                "invalid config key `layout.type`",
             ),
             (
                 "[segment]\nsegment_duration_secs = 0",

@@ -37,7 +37,20 @@ use crate::http::{ApiError, AppState, batch_count, many_as, one_as, segment_coun
 /// batches are queued; a client that goes away stops it at the next send.
 const STREAM_AHEAD: usize = 2;
 
-/// `uidgen.v1.IdService` over the HTTP API's state.
+/// `uidgen.v1.IdService` over the HTTP API's state ([`serve`] wraps it with health and
+/// reflection; this is for embedding the service in a tonic server of one's own).
+///
+/// ```no_run
+/// # async fn demo(state: std::sync::Arc<uidgen_server::http::AppState>) -> anyhow::Result<()> {
+/// use uidgen_proto::v1::id_service_server::IdServiceServer;
+/// let (_stop, stopping) = tokio::sync::watch::channel(false);
+/// let service = uidgen_server::grpc::GrpcService::new(state, 1_000_000, stopping);
+/// tonic::transport::Server::builder()
+///     .add_service(IdServiceServer::new(service))
+///     .serve("127.0.0.1:9090".parse()?)
+///     .await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct GrpcService {
     state: Arc<AppState>,
