@@ -11,13 +11,7 @@ use uidgen_store::testing::{TestDb, fresh_url};
 
 /// The worker id a server logged at start.
 fn worker_id(server: &Server) -> u64 {
-    let log = server.log();
-    let line = log.lines().find(|l| l.contains("uidgen serving")).unwrap();
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix("worker_id="))
-        .unwrap()
-        .parse()
-        .unwrap()
+    server.worker_id()
 }
 
 /// A leased worker id with Leaf's 10-bit snowflake layout and generator, on `store`.

@@ -75,9 +75,15 @@ pub struct Server {
 impl Server {
     /// Start `uidgen serve --listen 127.0.0.1:0 <args>` and wait for its "uidgen serving" line.
     pub fn start(args: &[&str], envs: &[(&str, &str)]) -> Server {
+        Self::start_listening("127.0.0.1:0", args, envs)
+    }
+
+    /// [`start`](Self::start) on a given address, so that a restarted server comes back where
+    /// its clients look for it.
+    pub fn start_listening(listen: &str, args: &[&str], envs: &[(&str, &str)]) -> Server {
         let mut child = Command::new(binary())
             .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--listen", listen])
             .args(args)
             .env("UIDGEN_GRPC_LISTEN", "127.0.0.1:0")
             .envs(envs.iter().copied())
@@ -131,6 +137,17 @@ impl Server {
         }
     }
 
+    /// The worker id the server logged when it started serving.
+    pub fn worker_id(&self) -> u64 {
+        let log = self.log();
+        let line = log.lines().find(|l| l.contains("uidgen serving")).unwrap();
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix("worker_id="))
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
     /// What the server logged so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
@@ -154,6 +171,21 @@ impl Server {
         std::thread::sleep(Duration::from_millis(200));
         (status, self.log())
     }
+}
+
+impl Server {
+    /// `kill -9`: the process ends at once, with no shutdown of any kind.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port nobody listens on right now (the OS's choice for an ephemeral bind), for a server
+/// that must come back on the same address after a restart.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local address").port()
 }
 
 impl Drop for Server {

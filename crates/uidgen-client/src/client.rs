@@ -1,0 +1,391 @@
+//! [`Client`]: cached IDs and leased segments from a set of uidgen servers.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use tokio::task::JoinHandle;
+
+use crate::error::{ClientError, Result};
+use crate::fallback::Fallback;
+use crate::feed::Feed;
+use crate::options::ClientBuilder;
+use crate::peers::{Answer, PeerSet};
+
+/// An async client of uidgen servers. Cheap to clone; clones share the buffers. Dropping
+/// the last clone stops its background tasks.
+///
+/// ```no_run
+/// # async fn demo() -> uidgen_client::Result<()> {
+/// use uidgen_client::{ClientBuilder, Peer};
+/// let client = ClientBuilder::new([Peer::grpc("http://127.0.0.1:9090")]).connect().await?;
+/// let id = client.next_id().await?;          // usually from the local buffer
+/// let order = client.segment("orders")?;      // a leased-range handle for one tag
+/// let number = order.next().await?;
+/// # let _ = (id, number); Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    options: ClientBuilder,
+    peers: Arc<PeerSet>,
+    ids: Arc<Feed>,
+    fallback: Option<Arc<Fallback>>,
+    segments: RwLock<HashMap<String, SegmentIds>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.ids.close();
+        for segment in self
+            .segments
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+        {
+            segment.feed.close();
+        }
+        for task in self
+            .tasks
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            task.abort();
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// Start the client: set up the peers, take the fallback's worker id (if any), check
+    /// every gRPC peer that answers now against the fallback, and start filling the local
+    /// ID buffer. Peers that are down now are used once they answer. Must run inside a
+    /// tokio runtime (the buffers are refilled by tasks on it).
+    ///
+    /// Errors: an invalid option, a fallback that cannot take its worker id, or a server
+    /// whose layout or worker id clashes with the fallback's.
+    pub async fn connect(self) -> Result<Client> {
+        let policy = self.validate()?;
+        let peers = Arc::new(PeerSet::new(&self.peers, policy)?);
+        let ids = Feed::new(self.buffer_size, self.low_water_percent)?;
+        let fallback = match &self.fallback {
+            Some(options) => Some(Arc::new(Fallback::start(options.clone()).await?)),
+            None => None,
+        };
+        if let Some(fallback) = &fallback {
+            for index in 0..peers.len() {
+                check_peer(&peers, fallback, index, true).await?;
+            }
+        }
+        let task = tokio::spawn(feed_ids(
+            Arc::clone(&peers),
+            Arc::clone(&ids),
+            fallback.clone(),
+            self.batch_size,
+            self.probe_interval,
+        ));
+        // The first batch is asked for now, so the first caller usually finds IDs ready.
+        ids.ring.request_padding();
+        Ok(Client {
+            inner: Arc::new(Inner {
+                options: self,
+                peers,
+                ids,
+                fallback,
+                segments: RwLock::new(HashMap::new()),
+                tasks: Mutex::new(vec![task]),
+            }),
+        })
+    }
+}
+
+impl Client {
+    /// One snowflake-style ID: from the local buffer when it holds one (no lock, no network),
+    /// else after the background refill; when every peer is down, from the embedded
+    /// fallback if configured, else [`ClientError::AllPeersDown`].
+    ///
+    /// Cancel safety: an ID is taken only when the call returns it; cancelling takes none.
+    #[inline]
+    pub async fn next_id(&self) -> Result<u64> {
+        if let Some(id) = self.inner.ids.ring.try_take() {
+            return Ok(id);
+        }
+        self.next_id_slow().await
+    }
+
+    /// Only the local buffer: `Some` when it holds an ID (what [`next_id`](Self::next_id)
+    /// returns without waiting).
+    #[inline]
+    pub fn try_next_id(&self) -> Option<u64> {
+        self.inner.ids.ring.try_take()
+    }
+
+    /// How many IDs the local buffer holds now (for monitoring and benchmarks).
+    pub fn buffered(&self) -> usize {
+        self.inner.ids.ring.len()
+    }
+
+    #[cold]
+    async fn next_id_slow(&self) -> Result<u64> {
+        let fresh = self.inner.fallback.is_none();
+        match self
+            .inner
+            .ids
+            .take_slow(self.inner.options.wait, fresh)
+            .await
+        {
+            Err(ClientError::AllPeersDown { peers, last_error }) => match &self.inner.fallback {
+                Some(fallback) => fallback.next_id(),
+                None => Err(ClientError::AllPeersDown { peers, last_error }),
+            },
+            other => other,
+        }
+    }
+
+    /// The handle of segment tag `tag`: numbers from ranges this client leased (Tinyid's
+    /// client-side segments), the next range leased before the current one runs out. The
+    /// first call for a tag starts its refill task.
+    ///
+    /// Errors: [`ClientError::InvalidOption`] for a tag no server accepts (empty, over 128
+    /// characters, surrounding whitespace or control characters).
+    pub fn segment(&self, tag: &str) -> Result<SegmentIds> {
+        if let Some(handle) = self
+            .inner
+            .segments
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tag)
+        {
+            return Ok(handle.clone());
+        }
+        uidgen_store::validate_tag(tag).map_err(|e| crate::error::invalid("tag", e.to_string()))?;
+        let mut segments = self
+            .inner
+            .segments
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(handle) = segments.get(tag) {
+            return Ok(handle.clone());
+        }
+        let options = &self.inner.options;
+        let feed = Feed::new(options.segment_buffer_size, options.low_water_percent)?;
+        let task = tokio::spawn(feed_segment(
+            Arc::clone(&self.inner.peers),
+            Arc::clone(&feed),
+            tag.to_owned(),
+            options.lease_size,
+            options.probe_interval,
+        ));
+        self.inner
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(task);
+        feed.ring.request_padding();
+        let handle = SegmentIds {
+            feed,
+            tag: Arc::from(tag),
+            wait: options.wait,
+        };
+        segments.insert(tag.to_owned(), handle.clone());
+        Ok(handle)
+    }
+
+    /// One number of segment tag `tag` ([`segment`](Self::segment)`(tag)?.next()`).
+    pub async fn next_segment_id(&self, tag: &str) -> Result<u64> {
+        self.segment(tag)?.next().await
+    }
+
+    /// True while every peer is ejected (the client serves from its buffers or the fallback).
+    pub fn all_peers_down(&self) -> bool {
+        self.inner.peers.all_ejected()
+    }
+
+    /// The fallback's worker id, if a fallback is configured.
+    pub fn fallback_worker_id(&self) -> Option<u64> {
+        self.inner.fallback.as_ref().map(|f| f.worker_id())
+    }
+}
+
+/// Numbers of one segment tag from ranges leased by this client. Cheap to clone.
+///
+/// ```no_run
+/// # async fn demo(client: uidgen_client::Client) -> uidgen_client::Result<()> {
+/// let orders = client.segment("orders")?;
+/// let a = orders.next().await?;
+/// let b = orders.next().await?;
+/// assert_ne!(a, b);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SegmentIds {
+    feed: Arc<Feed>,
+    tag: Arc<str>,
+    wait: std::time::Duration,
+}
+
+impl SegmentIds {
+    /// The tag.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The next number: from the leased range in memory (no lock, no network) when it has
+    /// one, else after the refill. When every peer is down: [`ClientError::SegmentPeersDown`]
+    /// (segment numbers come only from the database).
+    ///
+    /// Cancel safety: a number is taken only when the call returns it.
+    #[inline]
+    pub async fn next(&self) -> Result<u64> {
+        if let Some(id) = self.feed.ring.try_take() {
+            return Ok(id);
+        }
+        self.feed.take_slow(self.wait, true).await
+    }
+
+    /// How many numbers are in memory now (for monitoring and benchmarks).
+    pub fn buffered(&self) -> usize {
+        self.feed.ring.len()
+    }
+
+    /// Only what is in memory: `Some` when a number is ready.
+    #[inline]
+    pub fn try_next(&self) -> Option<u64> {
+        self.feed.ring.try_take()
+    }
+}
+
+/// Check peer `index` against the fallback (gRPC: its `GetInfo`). A peer that does not
+/// answer is left unchecked, to be checked when it does; `at_start` only logs that.
+async fn check_peer(
+    peers: &PeerSet,
+    fallback: &Fallback,
+    index: usize,
+    at_start: bool,
+) -> Result<()> {
+    let peer = peers.peer(index).to_string();
+    match peers.connection(index).info().await {
+        Ok(Some(info)) => fallback.check_info(&peer, &info),
+        Ok(None) => Ok(()), // HTTP: checked on the IDs of each batch instead
+        Err(failure) => {
+            peers.mark_unchecked(index);
+            if at_start {
+                tracing::info!(%peer, error = failure.message(), "uidgen client: peer not answering at start; checked when it does");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The ID buffer's refill task: waits for the low-water mark, then fills the ring with
+/// batches until it is nearly full.
+async fn feed_ids(
+    peers: Arc<PeerSet>,
+    feed: Arc<Feed>,
+    fallback: Option<Arc<Fallback>>,
+    batch_size: u32,
+    probe: std::time::Duration,
+) {
+    let size = feed.ring.buffer_size();
+    // Ask for at least an eighth of the ring, so a round is a few large calls, not many small.
+    let min_batch = (size / 8).max(1);
+    while !feed.is_closed() {
+        feed.wait_for_demand(probe).await;
+        let outcome = async {
+            loop {
+                let free = size.saturating_sub(feed.ring.len());
+                if free < min_batch || feed.is_closed() {
+                    return Ok(());
+                }
+                let count = u32::try_from(free).unwrap_or(u32::MAX).min(batch_size);
+                let answer = peers
+                    .call(move |connection| async move { connection.next_ids(count).await })
+                    .await?;
+                check_answer(&peers, fallback.as_deref(), &answer).await;
+                if answer.value.is_empty() {
+                    return Err(ClientError::BadResponse {
+                        peer: peers.peer(answer.peer).to_string(),
+                        reason: "an empty batch of IDs".to_owned(),
+                    });
+                }
+                // IDs that do not fit (a slot not yet given back) are dropped: skipped, never
+                // repeated.
+                feed.ring.put_batch(&mut answer.value.into_iter());
+            }
+        }
+        .await;
+        feed.finish_round(outcome);
+    }
+}
+
+/// The fallback's checks on a peer that answered for the first time since it came up. A
+/// clash disables the fallback (it is logged there); the peer's IDs stay good.
+async fn check_answer(peers: &PeerSet, fallback: Option<&Fallback>, answer: &Answer<Vec<u64>>) {
+    let Some(fallback) = fallback else { return };
+    let peer = peers.peer(answer.peer).to_string();
+    let _ = fallback.check_ids(&peer, &answer.value);
+    if answer.unchecked {
+        let _ = check_peer(peers, fallback, answer.peer, false).await;
+    }
+}
+
+/// A tag's refill task: keeps one leased range ahead of the one being issued.
+async fn feed_segment(
+    peers: Arc<PeerSet>,
+    feed: Arc<Feed>,
+    tag: String,
+    lease_size: u64,
+    probe: std::time::Duration,
+) {
+    let mut current: Range<u64> = 0..0;
+    let mut next: Option<Range<u64>> = None;
+    while !feed.is_closed() {
+        feed.wait_for_demand(probe).await;
+        let outcome = async {
+            loop {
+                if feed.is_closed() {
+                    return Ok(());
+                }
+                if next.is_none() {
+                    let answer = peers
+                        .call(|connection| {
+                            let tag = tag.clone();
+                            async move { connection.lease(&tag, lease_size).await }
+                        })
+                        .await
+                        .map_err(|error| for_segment(&tag, error))?;
+                    next = Some(answer.value.start..answer.value.end);
+                }
+                if current.is_empty() {
+                    // Swap in the range leased ahead; the loop leases the one after it.
+                    if let Some(range) = next.take() {
+                        current = range;
+                    }
+                    continue;
+                }
+                feed.ring.put_batch(&mut current);
+                if !current.is_empty() {
+                    return Ok(()); // the ring is full
+                }
+            }
+        }
+        .await;
+        feed.finish_round(outcome);
+    }
+}
+
+fn for_segment(tag: &str, error: ClientError) -> ClientError {
+    match error {
+        ClientError::AllPeersDown { peers, last_error } => ClientError::SegmentPeersDown {
+            tag: tag.to_owned(),
+            peers,
+            last_error,
+        },
+        other => other,
+    }
+}

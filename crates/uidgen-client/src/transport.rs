@@ -1,0 +1,262 @@
+//! One peer and the calls the client makes on it, over gRPC (tonic) or HTTP (reqwest).
+//!
+//! Each call classifies its failure: [`Failure::Down`] (try another peer: refused connection,
+//! timeout, 5xx, `UNAVAILABLE`, `RESOURCE_EXHAUSTED`) or [`Failure::Refused`] (the request
+//! itself is wrong: another peer would say the same).
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use tonic::transport::{Channel, Endpoint};
+use uidgen_proto::v1::id_service_client::IdServiceClient;
+use uidgen_proto::v1::{GetInfoRequest, LeaseSegmentRequest, NextIdsRequest, ServerInfo};
+
+use crate::error::{ClientError, Result, invalid};
+
+/// How to reach one uidgen server.
+///
+/// ```
+/// use uidgen_client::Peer;
+/// let grpc = Peer::grpc("http://10.0.0.5:9090");
+/// let http = Peer::http("http://10.0.0.6:8080");
+/// assert_eq!(grpc.to_string(), "grpc+http://10.0.0.5:9090");
+/// assert_eq!(http.to_string(), "http://10.0.0.6:8080");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Peer {
+    /// The gRPC port (`grpc_listen`), e.g. `http://10.0.0.5:9090`.
+    Grpc(String),
+    /// The HTTP port (`listen`), e.g. `http://10.0.0.6:8080`.
+    Http(String),
+}
+
+impl Peer {
+    /// A gRPC peer at `uri`.
+    pub fn grpc(uri: impl Into<String>) -> Self {
+        Self::Grpc(uri.into())
+    }
+
+    /// An HTTP peer at `base` (no trailing path).
+    pub fn http(base: impl Into<String>) -> Self {
+        Self::Http(base.into())
+    }
+}
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Grpc(uri) => write!(f, "grpc+{uri}"),
+            Self::Http(base) => f.write_str(base),
+        }
+    }
+}
+
+/// Why a call on one peer failed.
+#[derive(Debug, Clone)]
+pub(crate) enum Failure {
+    /// The peer is down, slow or cannot issue now: retry on another one.
+    Down(String),
+    /// The peer refused the request itself.
+    Refused(String),
+}
+
+/// A leased range `[start, end)` of a segment tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lease {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// A connected peer: a lazily connecting gRPC channel or the shared HTTP client.
+#[derive(Debug, Clone)]
+pub(crate) enum Connection {
+    Grpc(IdServiceClient<Channel>),
+    Http {
+        client: reqwest::Client,
+        base: reqwest::Url,
+    },
+}
+
+#[derive(Deserialize)]
+struct IdsBody {
+    ids: Vec<u64>,
+}
+
+#[derive(Deserialize)]
+struct LeaseBody {
+    start: i64,
+    end: i64,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    message: String,
+}
+
+impl Connection {
+    /// Set up `peer`; gRPC connects on first use (and reconnects after a server restart).
+    pub(crate) fn new(peer: &Peer, http: &reqwest::Client, timeout: Duration) -> Result<Self> {
+        match peer {
+            Peer::Grpc(uri) => {
+                let endpoint = Endpoint::from_shared(uri.clone())
+                    .map_err(|e| invalid("peers", format!("`{uri}` is not a gRPC URI: {e}")))?
+                    .connect_timeout(timeout)
+                    .timeout(timeout);
+                Ok(Self::Grpc(IdServiceClient::new(endpoint.connect_lazy())))
+            }
+            Peer::Http(base) => {
+                let url = reqwest::Url::parse(base).ok().filter(|url| {
+                    matches!(url.scheme(), "http" | "https") && !url.cannot_be_a_base()
+                });
+                let Some(base) = url else {
+                    return Err(invalid(
+                        "peers",
+                        format!("`{base}` is not an http:// or https:// URL"),
+                    ));
+                };
+                Ok(Self::Http {
+                    client: http.clone(),
+                    base,
+                })
+            }
+        }
+    }
+
+    /// `count` snowflake-style IDs.
+    pub(crate) async fn next_ids(&self, count: u32) -> Result<Vec<u64>, Failure> {
+        match self {
+            Self::Grpc(client) => {
+                let mut client = client.clone();
+                let batch = client
+                    .next_ids(NextIdsRequest { count })
+                    .await
+                    .map_err(status_failure)?;
+                Ok(batch.into_inner().ids)
+            }
+            Self::Http { client, base } => {
+                let url = route(base, &["v1", "ids"], ("count", count.into()));
+                let body: IdsBody = http_json(client.get(url)).await?;
+                Ok(body.ids)
+            }
+        }
+    }
+
+    /// Lease `[start, end)` of `tag`, `size` numbers.
+    pub(crate) async fn lease(&self, tag: &str, size: u64) -> Result<Lease, Failure> {
+        let (start, end) = match self {
+            Self::Grpc(client) => {
+                let mut client = client.clone();
+                let lease = client
+                    .lease_segment(LeaseSegmentRequest {
+                        tag: tag.to_owned(),
+                        size,
+                    })
+                    .await
+                    .map_err(status_failure)?
+                    .into_inner();
+                (lease.start, lease.end)
+            }
+            Self::Http { client, base } => {
+                let url = route(base, &["v1", "segments", tag, "lease"], ("size", size));
+                let body: LeaseBody = http_json(client.post(url)).await?;
+                (body.start, body.end)
+            }
+        };
+        match (u64::try_from(start), u64::try_from(end)) {
+            (Ok(start), Ok(end)) if start < end => Ok(Lease { start, end }),
+            _ => Err(Failure::Down(format!(
+                "lease of `{tag}` is not a non-empty range of non-negative numbers: [{start}, {end})"
+            ))),
+        }
+    }
+
+    /// The server's layout and worker id; `None` over HTTP, which has no such route.
+    pub(crate) async fn info(&self) -> Result<Option<ServerInfo>, Failure> {
+        match self {
+            Self::Grpc(client) => {
+                let mut client = client.clone();
+                let info = client
+                    .get_info(GetInfoRequest {})
+                    .await
+                    .map_err(status_failure)?;
+                Ok(Some(info.into_inner()))
+            }
+            Self::Http { .. } => Ok(None),
+        }
+    }
+}
+
+/// `base` with `path` appended (each segment percent-encoded, so a tag stays one segment)
+/// and one query parameter.
+fn route(base: &reqwest::Url, path: &[&str], (name, value): (&str, u64)) -> reqwest::Url {
+    let mut url = base.clone();
+    // `cannot_be_a_base` URLs were refused in `Connection::new`, so the segments exist.
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.pop_if_empty().extend(path);
+    }
+    url.query_pairs_mut().append_pair(name, &value.to_string());
+    url
+}
+
+/// Send `request` and read its JSON body, classifying failures by status.
+async fn http_json<T: for<'de> Deserialize<'de>>(
+    request: reqwest::RequestBuilder,
+) -> Result<T, Failure> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| Failure::Down(e.to_string()))?;
+    let status = response.status();
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| Failure::Down(e.to_string()))?;
+    if status.is_success() {
+        return serde_json::from_slice(&bytes)
+            .map_err(|e| Failure::Down(format!("malformed JSON body: {e}")));
+    }
+    let message = serde_json::from_slice::<ErrorBody>(&bytes).map_or_else(
+        |_| String::from_utf8_lossy(&bytes).into_owned(),
+        |body| body.message,
+    );
+    let message = format!("HTTP {}: {message}", status.as_u16());
+    // 429 and 5xx: this server cannot issue now, another may; other 4xx: the request is wrong.
+    if status.is_server_error() || status.as_u16() == 429 {
+        Err(Failure::Down(message))
+    } else {
+        Err(Failure::Refused(message))
+    }
+}
+
+fn status_failure(status: tonic::Status) -> Failure {
+    use tonic::Code;
+    let message = format!("{:?}: {}", status.code(), status.message());
+    match status.code() {
+        Code::InvalidArgument
+        | Code::NotFound
+        | Code::FailedPrecondition
+        | Code::PermissionDenied
+        | Code::Unauthenticated
+        | Code::Unimplemented
+        | Code::OutOfRange
+        | Code::AlreadyExists => Failure::Refused(message),
+        _ => Failure::Down(message),
+    }
+}
+
+impl Failure {
+    /// The failure's message.
+    pub(crate) fn message(&self) -> &str {
+        match self {
+            Self::Down(message) | Self::Refused(message) => message,
+        }
+    }
+}
+
+/// A refusal as the caller sees it.
+pub(crate) fn refused(peer: &Peer, message: &str) -> ClientError {
+    ClientError::Refused {
+        peer: peer.to_string(),
+        message: message.to_owned(),
+    }
+}

@@ -1,0 +1,164 @@
+//! What the client does with no server listening (a closed port refuses every connection):
+//! option errors, the typed all-down error, and the embedded fallback's IDs and state file.
+//! The failover between live servers is tested against real `uidgen serve` processes in
+//! `crates/uidgen-server/tests/client.rs`.
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use uidgen_client::{BlockingClient, ClientBuilder, ClientError, FallbackOptions, Peer};
+use uidgen_core::Layout;
+
+/// An address nothing listens on: a port the OS handed out and that was closed again.
+fn closed_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://{}", listener.local_addr().unwrap())
+}
+
+fn quick(peers: Vec<Peer>) -> ClientBuilder {
+    ClientBuilder::new(peers)
+        .timeout(Duration::from_millis(300))
+        .backoff(Duration::from_millis(1), Duration::from_millis(5))
+        .probe_interval(Duration::from_millis(50))
+}
+
+#[tokio::test]
+async fn invalid_options_are_typed_errors() {
+    let none = ClientBuilder::new(Vec::<Peer>::new()).connect().await;
+    assert!(
+        matches!(none, Err(ClientError::InvalidOption { name: "peers", .. })),
+        "{none:?}"
+    );
+    let odd = quick(vec![Peer::http(closed_port())])
+        .buffer_size(1000)
+        .connect()
+        .await;
+    assert!(
+        matches!(
+            odd,
+            Err(ClientError::InvalidOption {
+                name: "buffer_size",
+                ..
+            })
+        ),
+        "{odd:?}"
+    );
+    let scheme = quick(vec![Peer::http("ftp://example.invalid")])
+        .connect()
+        .await;
+    assert!(
+        matches!(
+            scheme,
+            Err(ClientError::InvalidOption { name: "peers", .. })
+        ),
+        "{scheme:?}"
+    );
+    let grpc = quick(vec![Peer::grpc("not a uri")]).connect().await;
+    assert!(
+        matches!(grpc, Err(ClientError::InvalidOption { name: "peers", .. })),
+        "{grpc:?}"
+    );
+}
+
+#[tokio::test]
+async fn every_peer_down_without_fallback_names_the_peers() {
+    let (a, b) = (closed_port(), closed_port());
+    let client = quick(vec![Peer::grpc(a.clone()), Peer::http(b.clone())])
+        .connect()
+        .await
+        .unwrap();
+    let error = client.next_id().await.unwrap_err();
+    match &error {
+        ClientError::AllPeersDown { peers, .. } => {
+            assert!(peers.contains(&a) && peers.contains(&b), "{error}");
+        }
+        other => panic!("expected AllPeersDown, got {other:?}"),
+    }
+    assert!(client.all_peers_down());
+    let bad_tag = client.segment(" orders");
+    assert!(
+        matches!(bad_tag, Err(ClientError::InvalidOption { name: "tag", .. })),
+        "{bad_tag:?}"
+    );
+    let segment = client.segment("orders").unwrap().next().await;
+    assert!(
+        matches!(&segment, Err(ClientError::SegmentPeersDown { tag, .. }) if tag == "orders"),
+        "{segment:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_fallback_issues_with_its_worker_id_and_genmethod_0_when_every_peer_is_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::vesta_max_peak().unwrap();
+    let state = dir.path().join("fallback-900.state");
+    let client = quick(vec![Peer::grpc(closed_port())])
+        .fallback(FallbackOptions::new(layout.clone(), 900, &state))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(client.fallback_worker_id(), Some(900));
+    let mut seen = HashSet::new();
+    for _ in 0..2_000 {
+        let id = client.next_id().await.unwrap();
+        let parts = layout.decompose(id).unwrap();
+        assert_eq!((parts.worker, parts.method), (900, 0), "ID {id}");
+        assert!(seen.insert(id), "duplicate ID {id}");
+    }
+    // The state file is locked while the fallback lives: a second client on it is refused.
+    let second = quick(vec![Peer::grpc(closed_port())])
+        .fallback(FallbackOptions::new(layout.clone(), 900, &state))
+        .connect()
+        .await;
+    assert!(
+        matches!(second, Err(ClientError::Fallback(_))),
+        "{second:?}"
+    );
+
+    // A restart reuses the worker id only above its earlier life's reserved-until mark.
+    let last_time = seen
+        .iter()
+        .map(|id| layout.decompose(*id).unwrap().time)
+        .max()
+        .unwrap();
+    drop(client);
+    let restarted = loop {
+        // The old tasks let go of the state file once the runtime has dropped them.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        match quick(vec![Peer::grpc(closed_port())])
+            .fallback(FallbackOptions::new(layout.clone(), 900, &state))
+            .connect()
+            .await
+        {
+            Ok(client) => break client,
+            Err(ClientError::Fallback(_)) => continue,
+            Err(other) => panic!("{other:?}"),
+        }
+    };
+    for _ in 0..2_000 {
+        let id = restarted.next_id().await.unwrap();
+        assert!(
+            layout.decompose(id).unwrap().time > last_time,
+            "ID {id} reuses a second"
+        );
+        assert!(seen.insert(id), "duplicate ID {id} after a restart");
+    }
+}
+
+#[test]
+fn the_blocking_client_issues_from_the_fallback_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::baidu_default().unwrap();
+    let client = BlockingClient::connect(quick(vec![Peer::http(closed_port())]).fallback(
+        FallbackOptions::new(layout.clone(), 4_000_000, dir.path().join("fallback.state")),
+    ))
+    .unwrap();
+    let (a, b) = (client.next_id().unwrap(), client.next_id().unwrap());
+    assert_ne!(a, b);
+    assert_eq!(layout.decompose(a).unwrap().worker, 4_000_000);
+    assert!(matches!(
+        client.next_segment_id("orders"),
+        Err(ClientError::SegmentPeersDown { .. })
+    ));
+}

@@ -1,0 +1,509 @@
+//! `uidgen-client` against real `uidgen serve` processes on one PostgreSQL database: failover
+//! under `kill -9` and SIGTERM, the embedded fallback, the typed all-down error, and segment
+//! leases that never overlap.
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Server, assert_unique, free_port};
+use uidgen_client::{Client, ClientBuilder, ClientError, FallbackOptions, Peer};
+use uidgen_core::Layout;
+use uidgen_store::testing::{TestDb, fresh_url};
+
+/// The segment tag every server creates at start (the sample tag).
+const TAG: &str = "client-test";
+
+/// The fallback's worker id: in the embedded range the servers keep out of (`worker.range`
+/// is `1-899` below; docs/OPERATIONS.md, "The client's embedded fallback").
+const FALLBACK_WORKER: u64 = 900;
+
+/// One server's fixed addresses (so a restart comes back where the clients look) and its
+/// process while it runs.
+struct Node {
+    http: u16,
+    grpc: u16,
+    server: Option<Server>,
+}
+
+/// `uidgen serve` processes sharing one fresh PostgreSQL database, on a Vesta layout.
+struct Cluster {
+    store: String,
+    layout: &'static str,
+    extra: Vec<(String, String)>,
+    nodes: Vec<Node>,
+}
+
+impl Cluster {
+    async fn start(count: usize, layout: &'static str, extra: &[(&str, &str)]) -> Cluster {
+        let store = fresh_url(TestDb::Postgres)
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL is needed (set UIDGEN_TEST_POSTGRES_URL): {e}"));
+        let mut cluster = Cluster {
+            store,
+            layout,
+            extra: extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            nodes: (0..count)
+                .map(|_| Node {
+                    http: free_port(),
+                    grpc: free_port(),
+                    server: None,
+                })
+                .collect(),
+        };
+        for index in 0..count {
+            cluster.restart(index).await;
+        }
+        cluster
+    }
+
+    /// Start node `index` (again) on its addresses.
+    async fn restart(&mut self, index: usize) {
+        let node = &self.nodes[index];
+        let grpc = format!("127.0.0.1:{}", node.grpc);
+        let listen = format!("127.0.0.1:{}", node.http);
+        let mut envs: Vec<(String, String)> = vec![
+            ("UIDGEN_STORE".into(), self.store.clone()),
+            ("UIDGEN_LAYOUT".into(), self.layout.into()),
+            ("UIDGEN_GENERATOR".into(), "default".into()),
+            ("UIDGEN_WORKER_RANGE".into(), "1-899".into()),
+            ("UIDGEN_GRPC_LISTEN".into(), grpc),
+            ("UIDGEN_SEGMENT_SAMPLE_TAG".into(), TAG.into()),
+        ];
+        envs.extend(self.extra.iter().cloned());
+        let server = tokio::task::spawn_blocking(move || {
+            let envs: Vec<(&str, &str)> =
+                envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            Server::start_listening(&listen, &[], &envs)
+        })
+        .await
+        .unwrap();
+        self.nodes[index].server = Some(server);
+    }
+
+    /// `kill -9` node `index`.
+    async fn kill(&mut self, index: usize) {
+        let server = self.nodes[index].server.take().unwrap();
+        tokio::task::spawn_blocking(move || server.kill())
+            .await
+            .unwrap();
+    }
+
+    /// SIGTERM node `index` and wait for it to exit.
+    async fn terminate(&mut self, index: usize) {
+        let server = self.nodes[index].server.take().unwrap();
+        let (status, log) = tokio::task::spawn_blocking(move || server.terminate())
+            .await
+            .unwrap();
+        assert!(
+            status.success(),
+            "SIGTERM did not end the server cleanly:\n{log}"
+        );
+    }
+
+    /// The worker id node `index` logged at its last start.
+    fn worker_id(&self, index: usize) -> u64 {
+        self.nodes[index].server.as_ref().unwrap().worker_id()
+    }
+
+    fn grpc_peer(&self, index: usize) -> Peer {
+        Peer::grpc(format!("http://127.0.0.1:{}", self.nodes[index].grpc))
+    }
+
+    fn http_peer(&self, index: usize) -> Peer {
+        Peer::http(self.http_base(index))
+    }
+
+    fn http_base(&self, index: usize) -> String {
+        format!("http://127.0.0.1:{}", self.nodes[index].http)
+    }
+
+    /// Every node over gRPC and over HTTP: both transports share the rotation.
+    fn peers(&self) -> Vec<Peer> {
+        (0..self.nodes.len())
+            .flat_map(|i| [self.grpc_peer(i), self.http_peer(i)])
+            .collect()
+    }
+}
+
+/// A client that notices outages quickly (the tests kill servers on purpose).
+fn builder(peers: Vec<Peer>) -> ClientBuilder {
+    ClientBuilder::new(peers)
+        .timeout(Duration::from_millis(700))
+        .eject_for(Duration::from_millis(300))
+        .probe_interval(Duration::from_millis(100))
+        .buffer_size(1024)
+        .batch_size(512)
+        .segments(300, 512)
+}
+
+fn vesta() -> Layout {
+    Layout::vesta_max_peak().unwrap()
+}
+
+/// Check that `id` was issued by a server: one of `servers`' worker ids, and genMethod 1
+/// (gRPC) or 2 (HTTP) on the Vesta layout.
+fn assert_from_server(id: u64, servers: &HashSet<u64>) {
+    let parts = vesta().decompose(id).unwrap();
+    assert!(
+        servers.contains(&parts.worker),
+        "ID {id} has worker {}",
+        parts.worker
+    );
+    assert!(
+        matches!(parts.method, 1 | 2),
+        "ID {id} has genMethod {}",
+        parts.method
+    );
+}
+
+/// `[start, end)` leased over HTTP.
+async fn http_lease(http: &reqwest::Client, base: &str, size: u64) -> (u64, u64) {
+    let url = format!("{base}/v1/segments/{TAG}/lease?size={size}");
+    let response = http.post(&url).send().await.unwrap();
+    let status = response.status();
+    let body = response.text().await.unwrap();
+    assert!(status.is_success(), "{url}: {status} {body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    (v["start"].as_u64().unwrap(), v["end"].as_u64().unwrap())
+}
+
+/// 8 tasks take IDs and segment numbers from one client for 10 s while one server is killed
+/// with -9 and another gets SIGTERM, then both come back; a second client and the HTTP lease
+/// route take segment numbers meanwhile. No caller sees an error (a server is always up), no
+/// ID and no segment number comes back twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn client_rides_out_kill_and_sigterm_without_errors_or_duplicates() {
+    let mut cluster = Cluster::start(3, "vesta_max_peak", &[]).await;
+    let client = builder(cluster.peers()).connect().await.unwrap();
+    let other = builder(cluster.peers()).connect().await.unwrap();
+    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    let deadline = Instant::now() + Duration::from_secs(10);
+
+    let mut tasks = Vec::new();
+    for task in 0..8u64 {
+        let (client, errors) = (client.clone(), Arc::clone(&errors));
+        tasks.push(tokio::spawn(async move {
+            let segment = client.segment(TAG).unwrap();
+            let (mut ids, mut numbers) = (Vec::new(), Vec::new());
+            let mut i = 0u64;
+            while Instant::now() < deadline {
+                i += 1;
+                let result = if (task + i).is_multiple_of(4) {
+                    segment.next().await.map(|n| numbers.push(n))
+                } else {
+                    client.next_id().await.map(|id| ids.push(id))
+                };
+                if let Err(error) = result {
+                    errors.lock().unwrap().push(error.to_string());
+                }
+                if i.is_multiple_of(256) {
+                    tokio::task::yield_now().await;
+                }
+            }
+            (ids, numbers)
+        }));
+    }
+    // The second client and the HTTP route lease from the same tag at a slower pace.
+    let side = {
+        let (other, errors) = (other.clone(), Arc::clone(&errors));
+        let bases: Vec<String> = (0..3).map(|i| cluster.http_base(i)).collect();
+        tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let segment = other.segment(TAG).unwrap();
+            let (mut numbers, mut ranges) = (Vec::new(), Vec::new());
+            let mut round = 0usize;
+            while Instant::now() < deadline {
+                round += 1;
+                for _ in 0..50 {
+                    match segment.next().await {
+                        Ok(n) => numbers.push(n),
+                        Err(error) => errors.lock().unwrap().push(error.to_string()),
+                    }
+                }
+                // Whichever server answers: some are down on purpose meanwhile.
+                for offset in 0..bases.len() {
+                    let base = &bases[(round + offset) % bases.len()];
+                    let url = format!("{base}/v1/segments/{TAG}/lease?size=7");
+                    if let Ok(response) = http.post(&url).send().await
+                        && response.status().is_success()
+                    {
+                        let v: serde_json::Value = response.json().await.unwrap();
+                        ranges.push((v["start"].as_u64().unwrap(), v["end"].as_u64().unwrap()));
+                        break;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            (numbers, ranges)
+        })
+    };
+
+    let workers_before: Vec<u64> = (0..3).map(|i| cluster.worker_id(i)).collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cluster.kill(0).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cluster.terminate(1).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cluster.restart(0).await;
+    cluster.restart(1).await;
+    let workers_after = [cluster.worker_id(0), cluster.worker_id(1)];
+
+    let (mut ids, mut numbers) = (Vec::new(), Vec::new());
+    for task in tasks {
+        let (i, n) = task.await.unwrap();
+        ids.extend(i);
+        numbers.extend(n);
+    }
+    let (side_numbers, ranges) = side.await.unwrap();
+    let errors = errors.lock().unwrap().clone();
+    assert!(
+        errors.is_empty(),
+        "{} errors reached callers while a server was up, first: {}",
+        errors.len(),
+        errors[0]
+    );
+    assert!(!ranges.is_empty(), "no lease over HTTP succeeded");
+    let id_count = ids.len();
+    let ids = assert_unique(ids);
+    // Every ID came from a server (no fallback configured), stamped with a server's worker id.
+    let layout = vesta();
+    let servers: HashSet<u64> = workers_before
+        .iter()
+        .chain(&workers_after)
+        .copied()
+        .collect();
+    for id in &ids {
+        assert_from_server(*id, &servers);
+    }
+    // The restarted servers issued to this client again.
+    let seen: HashSet<u64> = ids
+        .iter()
+        .map(|id| layout.decompose(*id).unwrap().worker)
+        .collect();
+    assert!(
+        workers_after.iter().any(|w| seen.contains(w)),
+        "no ID from a restarted server (workers {workers_after:?}, seen {seen:?})"
+    );
+    // Segment numbers of both clients and the HTTP leases never overlap.
+    let mut all = numbers;
+    all.extend(side_numbers);
+    for (start, end) in &ranges {
+        all.extend(*start..*end);
+    }
+    let number_count = all.len();
+    assert_unique(all);
+    eprintln!(
+        "{id_count} IDs, {number_count} segment numbers, {} HTTP leases",
+        ranges.len()
+    );
+}
+
+/// Take IDs from `client` into `ids` until `n` of them carry a worker id that `from`
+/// accepts, failing on any error or after 60 s.
+async fn take_until(client: &Client, ids: &mut Vec<u64>, n: usize, from: impl Fn(u64) -> bool) {
+    let (layout, mut count) = (vesta(), 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count < n {
+        assert!(Instant::now() < deadline, "{count} of {n} IDs within 60 s");
+        let id = client.next_id().await.unwrap();
+        ids.push(id);
+        if from(layout.decompose(id).unwrap().worker) {
+            count += 1;
+        }
+    }
+}
+
+/// Every server down: the fallback issues (its worker id, genMethod 0); a server back: the
+/// client takes its IDs again (its new worker id, genMethod 1 or 2). No ID twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fallback_issues_while_every_server_is_down_and_the_client_switches_back() {
+    let mut cluster = Cluster::start(1, "vesta_max_peak", &[]).await;
+    let state = tempfile::tempdir().unwrap();
+    let fallback = FallbackOptions::new(
+        vesta(),
+        FALLBACK_WORKER,
+        state.path().join("fallback-900.state"),
+    );
+    let client = builder(cluster.peers())
+        .fallback(fallback)
+        .connect()
+        .await
+        .unwrap();
+    let layout = vesta();
+    let first_worker = cluster.worker_id(0);
+    let mut ids = Vec::new();
+    take_until(&client, &mut ids, 2_000, |_| true).await;
+
+    cluster.kill(0).await;
+    take_until(&client, &mut ids, 5_000, |w| w == FALLBACK_WORKER).await;
+    assert!(client.all_peers_down());
+
+    cluster.restart(0).await;
+    let second_worker = cluster.worker_id(0);
+    assert_ne!(
+        first_worker, second_worker,
+        "a disposable worker id is fresh per start"
+    );
+    take_until(&client, &mut ids, 2_000, |w| w == second_worker).await;
+
+    let mut by_source = [0usize; 3];
+    for id in &ids {
+        let parts = layout.decompose(*id).unwrap();
+        if parts.worker == FALLBACK_WORKER {
+            assert_eq!(parts.method, 0, "fallback ID {id} must say genMethod 0");
+            by_source[1] += 1;
+        } else {
+            assert_from_server(*id, &HashSet::from([first_worker, second_worker]));
+            by_source[if parts.worker == first_worker { 0 } else { 2 }] += 1;
+        }
+    }
+    assert!(by_source.iter().all(|n| *n > 0), "{by_source:?}");
+    assert_unique(ids);
+}
+
+/// Without a fallback, every server down is `AllPeersDown`, naming the peers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_fallback_every_server_down_is_a_typed_error_naming_the_peers() {
+    let mut cluster = Cluster::start(1, "vesta_max_peak", &[]).await;
+    let client = builder(vec![cluster.grpc_peer(0), cluster.http_peer(0)])
+        .connect()
+        .await
+        .unwrap();
+    client.next_id().await.unwrap();
+    cluster.kill(0).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let error = loop {
+        assert!(Instant::now() < deadline, "the buffer never ran dry");
+        match client.next_id().await {
+            Ok(_) => {}
+            Err(error) => break error,
+        }
+    };
+    match &error {
+        ClientError::AllPeersDown { peers, .. } => {
+            assert!(peers.contains(&cluster.http_base(0)), "{error}");
+            assert!(
+                peers.contains(&format!("127.0.0.1:{}", cluster.nodes[0].grpc)),
+                "{error}"
+            );
+        }
+        other => panic!("expected AllPeersDown, got {other:?}"),
+    }
+    let segment = client.segment(TAG).unwrap();
+    assert!(
+        matches!(
+            segment.next().await,
+            Err(ClientError::SegmentPeersDown { .. })
+        ),
+        "segment numbers have no fallback"
+    );
+}
+
+/// A fallback whose layout differs from the servers', or whose worker id a server stamps,
+/// is refused at connect with a typed error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fallback_that_clashes_with_a_server_is_refused() {
+    let state = tempfile::tempdir().unwrap();
+    let baidu = Cluster::start(1, "baidu", &[]).await;
+    let fallback = FallbackOptions::new(vesta(), FALLBACK_WORKER, state.path().join("a.state"));
+    let refused = builder(vec![baidu.grpc_peer(0)])
+        .fallback(fallback)
+        .connect()
+        .await;
+    assert!(
+        matches!(refused, Err(ClientError::LayoutMismatch { .. })),
+        "{refused:?}"
+    );
+    drop(baidu);
+
+    let worker = FALLBACK_WORKER.to_string();
+    let server_state = state.path().join("server.state");
+    let clash = Cluster::start(
+        1,
+        "vesta_max_peak",
+        &[
+            ("UIDGEN_WORKER_ASSIGNER", "static"),
+            ("UIDGEN_WORKER_ID", &worker),
+            ("UIDGEN_WORKER_RANGE", "0-max"),
+            ("UIDGEN_WORKER_STATE_FILE", server_state.to_str().unwrap()),
+        ],
+    )
+    .await;
+    let fallback = FallbackOptions::new(vesta(), FALLBACK_WORKER, state.path().join("b.state"));
+    let refused = builder(vec![clash.grpc_peer(0)])
+        .fallback(fallback)
+        .connect()
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(ClientError::FallbackWorkerConflict {
+                worker_id: FALLBACK_WORKER,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+
+    // Over HTTP there is no GetInfo: the clash shows in the first batch's IDs, which stay
+    // good (the server issued them), and the fallback is off for good from then on.
+    let mut clash = clash;
+    let fallback = FallbackOptions::new(vesta(), FALLBACK_WORKER, state.path().join("c.state"));
+    let client = builder(vec![clash.http_peer(0)])
+        .fallback(fallback)
+        .connect()
+        .await
+        .unwrap();
+    let first = client.next_id().await.unwrap();
+    assert_eq!(vesta().decompose(first).unwrap().method, 2);
+    clash.kill(0).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let error = loop {
+        assert!(Instant::now() < deadline, "the buffer never ran dry");
+        if let Err(error) = client.next_id().await {
+            break error;
+        }
+    };
+    assert!(
+        matches!(
+            error,
+            ClientError::FallbackWorkerConflict {
+                worker_id: FALLBACK_WORKER,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+/// Leases from two clients, over gRPC and HTTP, and from the HTTP route, across a server
+/// restart, never overlap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leased_ranges_never_overlap_across_clients_routes_and_a_restart() {
+    let mut cluster = Cluster::start(1, "vesta_max_peak", &[]).await;
+    let grpc = builder(vec![cluster.grpc_peer(0)]).connect().await.unwrap();
+    let http_client = builder(vec![cluster.http_peer(0)]).connect().await.unwrap();
+    let http = reqwest::Client::new();
+    let mut numbers = Vec::new();
+    for round in 0..2 {
+        for _ in 0..1_000 {
+            numbers.push(grpc.next_segment_id(TAG).await.unwrap());
+            numbers.push(http_client.next_segment_id(TAG).await.unwrap());
+        }
+        let (start, end) = http_lease(&http, &cluster.http_base(0), 50).await;
+        assert_eq!(end - start, 50);
+        numbers.extend(start..end);
+        if round == 0 {
+            cluster.terminate(0).await;
+            cluster.restart(0).await;
+        }
+    }
+    assert_unique(numbers);
+}
