@@ -4,18 +4,23 @@
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tonic::server::NamedService;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
+use tonic_health::ServingStatus;
 use uidgen_proto::v1::id_service_server::IdServiceServer;
 
 use super::GrpcService;
-use crate::http::AppState;
+use crate::http::{AppState, ReadinessCheck};
 
 /// Serve gRPC on `listener` over `state` until `stopping` turns true; then report NOT_SERVING
-/// on the health service, end open streams, and finish the calls in flight.
+/// on the health service, end open streams, and finish the calls in flight. Until then the
+/// health service follows the server's readiness (the `/readyz` check).
 ///
 /// ```no_run
 /// # async fn demo(state: std::sync::Arc<uidgen_server::http::AppState>) -> anyhow::Result<()> {
@@ -33,7 +38,11 @@ pub async fn serve(
     stopping: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_serving::<IdServiceServer<GrpcService>>().await;
+    let readiness = Arc::clone(&state.readiness);
+    // Known before the port answers: a checker never sees the service as unknown.
+    let ready = readiness().await.is_ok();
+    set(&health, ready).await;
+    let follower = tokio::spawn(follow_readiness(readiness, health, ready, stopping.clone()));
     let reflection = |builder: tonic_reflection::server::Builder<'static>| {
         builder
             .register_encoded_file_descriptor_set(uidgen_proto::FILE_DESCRIPTOR_SET)
@@ -46,8 +55,12 @@ pub async fn serve(
     let reflection_v1alpha = reflection(tonic_reflection::server::Builder::configure())
         .build_v1alpha()
         .context("cannot build gRPC reflection")?;
-    let service = GrpcService::new(state, max_lease_size, stopping.clone());
-    let shutdown = stopped(stopping, health);
+    let service = GrpcService::new(state, max_lease_size, stopping);
+    // The follower ends at the stop, after reporting NOT_SERVING: only then do the calls in
+    // flight drain, so a health checker learns of the stop before the port closes.
+    let shutdown = async {
+        let _ = follower.await;
+    };
     Server::builder()
         .add_service(health_service)
         .add_service(reflection_v1)
@@ -63,14 +76,46 @@ pub async fn serve(
         .context("the gRPC server failed")
 }
 
-/// Resolves when `stopping` turns true (or its sender goes away), after telling health
-/// checkers that the service no longer serves.
-async fn stopped(
-    mut stopping: watch::Receiver<bool>,
+/// How often the health service re-reads readiness (the same check as `/readyz`).
+const HEALTH_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Keep the health service's status for `""` and `uidgen.v1.IdService` equal to readiness
+/// (store answers, worker lease held, ring padding alive, layout not exhausted): SERVING or
+/// NOT_SERVING, re-read every [`HEALTH_INTERVAL`] from `serving` (the status set last), so
+/// failover clients can probe it. When `stopping` turns true (or its sender goes away),
+/// report NOT_SERVING and end.
+async fn follow_readiness(
+    readiness: ReadinessCheck,
     health: tonic_health::server::HealthReporter,
+    mut serving: bool,
+    mut stopping: watch::Receiver<bool>,
 ) {
-    let _ = stopping.wait_for(|&s| s).await;
+    loop {
+        tokio::select! {
+            _ = stopping.wait_for(|&s| s) => break,
+            () = tokio::time::sleep(HEALTH_INTERVAL) => {}
+        }
+        let ready = readiness().await.is_ok();
+        if *stopping.borrow() {
+            break;
+        }
+        if ready != serving {
+            set(&health, ready).await;
+            serving = ready;
+        }
+    }
+    set(&health, false).await;
+}
+
+async fn set(health: &tonic_health::server::HealthReporter, serving: bool) {
+    let status = if serving {
+        ServingStatus::Serving
+    } else {
+        ServingStatus::NotServing
+    };
     health
-        .set_not_serving::<IdServiceServer<GrpcService>>()
+        .set_service_status(IdServiceServer::<GrpcService>::NAME, status)
         .await;
+    // "": the server as a whole, which is what most health checkers ask about.
+    health.set_service_status("", status).await;
 }
