@@ -1,6 +1,8 @@
 //! Prometheus metrics: IDs issued by route, errors by kind, request latency, and the state of the
 //! ring buffer and segments, read when scraped.
 
+use std::sync::Arc;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -37,6 +39,18 @@ pub struct EventLabel {
 }
 
 type HistogramFamily = Family<RouteLabel, Histogram, fn() -> Histogram>;
+
+/// One route's metrics, looked up once and kept: recording through them takes no lock on the
+/// family and allocates nothing.
+#[derive(Debug, Clone)]
+pub struct RouteMetrics {
+    /// The route pattern, e.g. `/v1/ids`, for log lines.
+    pub name: Arc<str>,
+    /// `uidgen_http_request_duration_seconds{route=...}`.
+    pub latency: Histogram,
+    /// `uidgen_ids_issued_total{route=...}`.
+    pub issued: Counter,
+}
 
 fn latency_histogram() -> Histogram {
     // 10 µs to ~5 s: the service answers in microseconds; anything near seconds is an incident.
@@ -224,6 +238,27 @@ impl Metrics {
         #[allow(clippy::cast_precision_loss)] // milliseconds well below 2^52
         zk.last_report_age_seconds.set(age_ms as f64 / 1000.0);
         zk.issuing.set(i64::from(status.issuing(now)));
+    }
+
+    /// The metrics of `route` (a route pattern), created if new: the HTTP layer calls this once
+    /// per route and keeps the handles.
+    ///
+    /// ```
+    /// let metrics = uidgen_server::metrics::Metrics::new();
+    /// let route = metrics.route("/genid");
+    /// route.issued.inc_by(3);
+    /// route.latency.observe(0.000_2);
+    /// assert!(metrics.encode().contains(r#"uidgen_ids_issued_total{route="/genid"} 3"#));
+    /// ```
+    pub fn route(&self, route: &str) -> RouteMetrics {
+        let label = RouteLabel {
+            route: route.to_owned(),
+        };
+        RouteMetrics {
+            name: Arc::from(route),
+            latency: self.latency.get_or_create_owned(&label),
+            issued: self.ids_issued.get_or_create_owned(&label),
+        }
     }
 
     /// Count `n` IDs issued on `route`.

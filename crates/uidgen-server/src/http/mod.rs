@@ -158,10 +158,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .fallback(ops::not_found)
         // After every route: it applies to the routes registered before it.
         .method_not_allowed_fallback(ops::method_not_allowed)
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            observe::observe,
-        ))
+        .layer(observe::ObserveLayer::new(state.clone()))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
