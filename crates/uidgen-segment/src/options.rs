@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use uidgen_core::clock::saturating_millis;
+
 use crate::error::{Result, SegmentError};
 
 /// How a [`SegmentService`](crate::SegmentService) behaves. Defaults follow Meituan Leaf.
@@ -100,16 +102,16 @@ impl SegmentOptions {
 
     /// `segment_duration` in milliseconds, saturating.
     pub(crate) fn segment_duration_ms(&self) -> u64 {
-        u64::try_from(self.segment_duration.as_millis()).unwrap_or(u64::MAX)
+        saturating_millis(self.segment_duration)
     }
 
     /// `load_timeout` in milliseconds, saturating.
     pub(crate) fn load_timeout_ms(&self) -> u64 {
-        u64::try_from(self.load_timeout.as_millis()).unwrap_or(u64::MAX)
+        saturating_millis(self.load_timeout)
     }
 
     /// `retry_backoff` in milliseconds, saturating.
     pub(crate) fn retry_backoff_ms(&self) -> u64 {
-        u64::try_from(self.retry_backoff.as_millis()).unwrap_or(u64::MAX)
+        saturating_millis(self.retry_backoff)
     }
 }

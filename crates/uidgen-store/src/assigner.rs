@@ -389,7 +389,7 @@ impl WorkerIdAssigner for StaticWorkerIdAssigner {
             tracing::info!(worker_id = id, state = %path.display(), "static worker id; its reserved-until mark is kept in the state file");
             let fence = MarkFence {
                 mark,
-                max_borrow_ms: Some(crate::lease::duration_ms(self.max_borrow)),
+                max_borrow_ms: Some(uidgen_core::clock::saturating_millis(self.max_borrow)),
                 floor_ms: previous.as_ref().map_or(0, |p| p.until_ms),
             };
             Ok(WorkerAssignment {

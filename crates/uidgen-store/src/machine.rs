@@ -29,12 +29,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use uidgen_core::clock::saturating_millis;
 use uidgen_core::{Clock, FieldKind, Layout, SystemClock};
 
 use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
 use crate::cache::CacheLock;
 use crate::error::{Result, StoreError};
-use crate::lease::{duration_ms, wait_for_clock};
+use crate::lease::wait_for_clock;
 use crate::mark::{LocalMark, MarkFence, mark_step_ms};
 use crate::store::Store;
 use crate::worker_range::WorkerIdRange;
@@ -469,7 +470,7 @@ impl WorkerIdAssigner for MachineWorkerIdAssigner {
             );
             let fence = MarkFence {
                 mark,
-                max_borrow_ms: Some(duration_ms(self.max_borrow)),
+                max_borrow_ms: Some(saturating_millis(self.max_borrow)),
                 floor_ms,
             };
             Ok(WorkerAssignment {
