@@ -71,36 +71,44 @@ echo "wrk -t1 -c$CONNECTIONS -d$DURATION, one tokio worker per server; $(nproc) 
 wrk -t1 -c"$CONNECTIONS" -d1s "$bare" >/dev/null
 for route in "${routes[@]}"; do wrk -t1 -c"$CONNECTIONS" -d1s "$base$route" >/dev/null; done
 
-printf '%-6s %-36s %10s %10s %7s\n' round route req/s bare ratio
-for round in $(seq 1 "$ROUNDS"); do
-  for route in "${routes[@]}"; do
-    # Alternate: the bare route right before each uidgen route, so both see the same machine.
-    b=$(rps "$bare")
-    u=$(rps "$base$route")
-    printf '%-6s %-36s %10s %10s %7s\n' "$round" "$route" "$u" "$b" \
-      "$(awk -v u="$u" -v b="$b" 'BEGIN { printf "%.2f", u / b }')"
-  done
-done
-
-if command -v h2load >/dev/null; then
-  echo
-  echo "HTTP/2 cleartext (prior knowledge): h2load -t1 -c$CONNECTIONS -m1 -D${DURATION%s}"
-  h2rps() { # url -> requests per second, as h2load reports it
-    h2load -t1 -c"$CONNECTIONS" -m1 -D"${DURATION%s}" --warm-up-time=1 "$1" |
-      awk '/^finished in/ { gsub(",", "", $4); printf "%d", $4 }'
-  }
+compare() { # measure-function: every round, each uidgen route right after the bare route
   printf '%-6s %-36s %10s %10s %7s\n' round route req/s bare ratio
   for round in $(seq 1 "$ROUNDS"); do
     for route in "${routes[@]}"; do
-      b=$(h2rps "$bare")
-      u=$(h2rps "$base$route")
-      printf '%-6s %-36s %10s %10s %7s\n' "$round" "$route" "$u" "$b" \
-        "$(awk -v u="$u" -v b="$b" 'BEGIN { printf "%.2f", u / b }')"
+      # Alternate, so a machine that gets busier part-way hurts both alike.
+      b=$("$1" "$bare")
+      u=$("$1" "$base$route")
+      ratio=$(awk -v u="$u" -v b="$b" 'BEGIN { printf "%.2f", u / b }')
+      printf '%-6s %-36s %10s %10s %7s\n' "$round" "$route" "$u" "$b" "$ratio"
+      echo "$1 $route $ratio" >>"$work/ratios"
     done
   done
+}
+
+compare rps
+
+h2rps() { # url -> requests per second over h2c, as h2load reports it
+  h2load -t1 -c"$CONNECTIONS" -m1 -D"${DURATION%s}" --warm-up-time=1 "$1" |
+    awk '/^finished in/ { printf "%d", $4 }'
+}
+
+echo
+if command -v h2load >/dev/null; then
+  echo "HTTP/2 cleartext (prior knowledge): h2load -t1 -c$CONNECTIONS -m1 -D${DURATION%s}"
+  compare h2rps
 else
   echo "h2load not installed (Debian: apt-get install nghttp2-client): HTTP/2 not measured"
 fi
+
+echo
+echo "ratio to bare axum, lowest / median / highest over $ROUNDS rounds:"
+for measure in rps h2rps; do
+  for route in "${routes[@]}"; do
+    awk -v m="$measure" -v r="$route" '$1 == m && $2 == r { print $3 }' "$work/ratios" | sort -n |
+      awk -v m="$measure" -v r="$route" '{ v[NR] = $1 } END {
+        if (NR) printf "  %-5s %-36s %s / %s / %s\n", (m == "rps" ? "h1" : "h2c"), r, v[1], v[int((NR + 1) / 2)], v[NR] }'
+  done
+done
 
 # A failed request would make a fast figure meaningless: say so.
 errors=$(curl -fsS "$base/metrics" | awk '/^uidgen_errors_total/ { n += $2 } END { print n + 0 }')

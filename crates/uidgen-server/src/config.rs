@@ -276,9 +276,6 @@ impl Default for SegmentConfig {
     }
 }
 
-/// The longest a request may wait for a segment: past this, a client has long given up.
-pub const MAX_SEGMENT_WAIT_MS: u64 = 60_000;
-
 /// The whole service configuration.
 ///
 /// ```
@@ -680,49 +677,26 @@ impl Config {
             .map_err(|e| invalid("worker.assigner", e.to_string()))
     }
 
+    /// The library's rules ([`SegmentOptions::validate`](uidgen_segment::SegmentOptions)),
+    /// reported under the key that set the option.
     fn validate_segment(&self) -> Result<(), ConfigError> {
-        let s = &self.segment;
-        if s.sync_interval_secs == 0 {
-            return Err(invalid(
-                "segment.sync_interval_secs",
-                "must be greater than 0",
-            ));
+        match crate::serve::segment_options(self).validate() {
+            Ok(()) => Ok(()),
+            Err(uidgen_segment::SegmentError::InvalidOption { option, reason }) => {
+                let key = match option {
+                    "prefetch_ratio" => "segment.prefetch_ratio",
+                    "sync_interval" => "segment.sync_interval_secs",
+                    "segment_duration" => "segment.segment_duration_secs",
+                    "max_step" => "segment.max_step",
+                    "wait_timeout" => "segment.wait_timeout_ms",
+                    "load_timeout" => "segment.load_timeout_ms",
+                    "max_batch" => "batch_cap",
+                    _ => "segment",
+                };
+                Err(invalid(key, reason))
+            }
+            Err(other) => Err(invalid("segment", other.to_string())),
         }
-        // Written so NaN fails too.
-        if !(s.prefetch_ratio >= 0.0 && s.prefetch_ratio < 1.0) {
-            return Err(invalid(
-                "segment.prefetch_ratio",
-                format!(
-                    "must be at least 0 and below 1 (the share of a segment used before the next is loaded), got {}",
-                    s.prefetch_ratio
-                ),
-            ));
-        }
-        if s.wait_timeout_ms > MAX_SEGMENT_WAIT_MS {
-            return Err(invalid(
-                "segment.wait_timeout_ms",
-                format!("must be at most {MAX_SEGMENT_WAIT_MS} (a minute)"),
-            ));
-        }
-        if !(1..=MAX_SEGMENT_WAIT_MS).contains(&s.load_timeout_ms) {
-            return Err(invalid(
-                "segment.load_timeout_ms",
-                format!("must be between 1 and {MAX_SEGMENT_WAIT_MS} (a minute)"),
-            ));
-        }
-        if !(1..=uidgen_store::MAX_STEP).contains(&s.max_step) {
-            return Err(invalid(
-                "segment.max_step",
-                format!("must be between 1 and {}", uidgen_store::MAX_STEP),
-            ));
-        }
-        if s.segment_duration_secs == 0 {
-            return Err(invalid(
-                "segment.segment_duration_secs",
-                "must be greater than 0",
-            ));
-        }
-        Ok(())
     }
 }
 

@@ -311,6 +311,39 @@ pub(crate) struct MarkFence {
     pub(crate) floor_ms: u64,
 }
 
+impl MarkFence {
+    /// Continue the mark a worker id keeps in `cache` (a static id's state file, a machine
+    /// value's file): wait until `clock` has passed what the previous life reserved (at most
+    /// `max_start_wait`), then start a mark of this life and fence the generator by it, so a
+    /// time unit an earlier life stamped is never stamped again.
+    ///
+    /// Cancelling it while it waits leaves nothing behind: the file lock and the mark are
+    /// dropped with the future, and the file still holds the previous life's mark.
+    pub(crate) async fn continue_from(
+        cache: CacheLock,
+        worker_id: u64,
+        clock: &Arc<dyn Clock>,
+        layout: &Layout,
+        max_start_wait: Duration,
+        max_borrow: Duration,
+    ) -> Result<Self> {
+        let (mark, previous) =
+            LocalMark::acquire(cache, worker_id, Arc::clone(clock), mark_step_ms(layout))?;
+        let floor_ms = previous.as_ref().map_or(0, |p| p.until_ms);
+        if previous.is_some() {
+            crate::lease::wait_for_clock(clock.as_ref(), worker_id, floor_ms, max_start_wait)
+                .await?;
+        }
+        mark.begin(None, None)?;
+        mark.start_refresher()?;
+        Ok(Self {
+            mark,
+            max_borrow_ms: Some(uidgen_core::clock::saturating_millis(max_borrow)),
+            floor_ms,
+        })
+    }
+}
+
 impl TimeFence for MarkFence {
     fn limit_ms(&self) -> u64 {
         self.mark.limit_ms()

@@ -1,6 +1,6 @@
 //! The one place requests are measured and failures logged: handlers and error constructors only
-//! say what happened, in the response's extensions ([`Issued`], [`ErrorReport`]), and this
-//! layer turns that into metrics and log lines.
+//! say what happened ([`Issued`] in a task-local, [`ErrorReport`] in the response's extensions),
+//! and this layer turns that into metrics and log lines.
 //!
 //! Every metric's route label is the route pattern axum matched ([`MatchedPath`], e.g.
 //! `/v1/segments/{tag}`), never the concrete path: a label per tag or per ID would grow without
@@ -11,6 +11,7 @@
 //! keeps the handles. No route list is kept by hand, so a route added to the table is measured
 //! under its own pattern without further change.
 
+use std::cell::Cell;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -21,6 +22,7 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use tokio::task::futures::TaskLocalFuture;
 use tower::{Layer, Service};
 
 use super::{AppState, ErrorReport};
@@ -34,15 +36,18 @@ const UNMATCHED: &str = "unmatched";
 #[derive(Debug)]
 pub(super) struct Issued<T>(pub(super) u64, pub(super) T);
 
-/// The count an [`Issued`] leaves in the response's extensions.
-#[derive(Debug, Clone, Copy)]
-struct IssuedCount(u64);
+tokio::task_local! {
+    /// IDs handed out by the request this task is answering, set by [`Issued`]. A task-local
+    /// rather than a response extension: the first extension of a response allocates a map,
+    /// on every request of every ID route.
+    static ISSUED: Cell<u64>;
+}
 
 impl<T: IntoResponse> IntoResponse for Issued<T> {
     fn into_response(self) -> Response {
-        let mut response = self.1.into_response();
-        response.extensions_mut().insert(IssuedCount(self.0));
-        response
+        // Outside the layer (a handler called on its own) there is nothing to count into.
+        let _ = ISSUED.try_with(|issued| issued.set(issued.get().saturating_add(self.0)));
+        self.1.into_response()
     }
 }
 
@@ -111,7 +116,7 @@ where
             route.state.metrics.route(pattern)
         });
         ObserveFuture {
-            inner: self.inner.call(request),
+            inner: ISSUED.scope(Cell::new(0), self.inner.call(request)),
             route: Arc::clone(route),
             start,
         }
@@ -122,7 +127,7 @@ pin_project_lite::pin_project! {
     /// A route's response future, measured when it completes.
     pub(super) struct ObserveFuture<F> {
         #[pin]
-        inner: F,
+        inner: TaskLocalFuture<Cell<u64>, F>,
         route: Arc<RouteObserver>,
         start: Instant,
     }
@@ -135,20 +140,27 @@ where
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let Ok(response) = ready!(this.inner.poll(cx));
+        let mut this = self.project();
+        let Ok(response) = ready!(this.inner.as_mut().poll(cx));
+        let issued = this.inner.take_value().map_or(0, Cell::into_inner);
         if let Some(metrics) = this.route.metrics.get() {
-            record(&this.route.state, metrics, this.start, &response);
+            record(&this.route.state, metrics, this.start, issued, &response);
         }
         Poll::Ready(Ok(response))
     }
 }
 
 /// Count and log one finished request.
-fn record(state: &AppState, route: &RouteMetrics, start: &Instant, response: &Response) {
+fn record(
+    state: &AppState,
+    route: &RouteMetrics,
+    start: &Instant,
+    issued: u64,
+    response: &Response,
+) {
     route.latency.observe(start.elapsed().as_secs_f64());
-    if let Some(IssuedCount(count)) = response.extensions().get::<IssuedCount>() {
-        route.issued.inc_by(*count);
+    if issued > 0 {
+        route.issued.inc_by(issued);
     }
     match response.extensions().get::<ErrorReport>() {
         Some(report) => {
