@@ -20,9 +20,10 @@
 //! let store = uidgen_store::Store::connect(&url).await?; // e.g. "sqlite://uidgen.db"
 //! let service = SegmentService::start(store, SegmentOptions::default(), SystemClock).await?;
 //! service.upsert_tag("order", 1000, None).await?;
-//! let first = service.get("order")?;
-//! let next = service.get("order")?;
-//! assert!(next > first);
+//! // In async code, `get_async` waits for a segment in flight without blocking the runtime.
+//! let first = service.get_async("order").await?;
+//! let next = service.get_async("order").await?;
+//! assert_eq!((first, next), (1, 2)); // Leaf's tags start at 1
 //! # Ok(()) }
 //! ```
 
