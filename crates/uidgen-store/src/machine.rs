@@ -308,26 +308,7 @@ impl MachineWorkerIdAssigner {
         self
     }
 
-    /// Read time from `clock` (the one the generator reads).
-    #[must_use]
-    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// The longest a start waits for its clock to pass the previous holder's mark.
-    #[must_use]
-    pub fn max_start_wait(mut self, wait: Duration) -> Self {
-        self.max_start_wait = wait;
-        self
-    }
-
-    /// How far ahead of the clock a cached generator may borrow.
-    #[must_use]
-    pub fn max_borrow(mut self, borrow: Duration) -> Self {
-        self.max_borrow = borrow;
-        self
-    }
+    crate::mark::mark_fence_setters!();
 
     /// Record the range `0-1023` in `store` at every assignment, so that a disposable, leased
     /// or static assigner sharing the store is refused if its range overlaps it.

@@ -302,6 +302,35 @@ impl LocalMark {
     }
 }
 
+/// The builder methods of an assigner whose ids keep a [`MarkFence`] (static, machine): the
+/// clock it reads and the two bounds [`MarkFence::continue_from`] takes. The type needs
+/// `clock: Arc<dyn Clock>`, `max_start_wait: Duration` and `max_borrow: Duration` fields.
+macro_rules! mark_fence_setters {
+    () => {
+        /// Read time from `clock` (the one the generator reads).
+        #[must_use]
+        pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+            self.clock = Arc::new(clock);
+            self
+        }
+
+        /// The longest a start waits for its clock to pass the previous life's mark.
+        #[must_use]
+        pub fn max_start_wait(mut self, wait: Duration) -> Self {
+            self.max_start_wait = wait;
+            self
+        }
+
+        /// How far ahead of the clock a cached generator may borrow.
+        #[must_use]
+        pub fn max_borrow(mut self, borrow: Duration) -> Self {
+            self.max_borrow = borrow;
+            self
+        }
+    };
+}
+pub(crate) use mark_fence_setters;
+
 /// The fence of a static worker id: IDs only under the mark, which rises on demand.
 #[derive(Debug)]
 pub(crate) struct MarkFence {
