@@ -13,3 +13,9 @@
 
 pub use uidgen_core as core;
 pub use uidgen_segment as segment;
+
+/// The README, whose Rust examples run as this crate's doctests, so the first code a reader
+/// copies compiles and says what it prints.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExamples;

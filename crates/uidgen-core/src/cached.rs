@@ -13,6 +13,19 @@ use crate::layout::{FieldKind, Layout};
 use crate::ring::{RejectPut, RejectTake, RingBuffer, policy};
 use crate::sync::{self, AtomicBool, AtomicU64, Mutex, Ordering};
 
+/// The largest [`CachedOptions::boost_power`].
+///
+/// A full ring holds `2^boost_power` time units of IDs, and padding fills it from the clock's
+/// current unit onwards, so the generator runs up to that many units ahead of the clock. A
+/// reused worker id (leased, static) must wait out every unit its previous holder borrowed
+/// before it issues again (ARCHITECTURE.md, invariant 1): at 10, that is at most 1,024 units,
+/// 17 minutes on Baidu's second-based layout; at 16 it would be 18 hours.
+///
+/// ```
+/// assert_eq!(uidgen_core::cached::MAX_BOOST_POWER, 10);
+/// ```
+pub const MAX_BOOST_POWER: u32 = 10;
+
 /// Options of a [`CachedUidGenerator`]; `Default` gives Baidu's defaults.
 ///
 /// ```
@@ -23,7 +36,8 @@ use crate::sync::{self, AtomicBool, AtomicU64, Mutex, Ordering};
 /// ```
 #[derive(Clone)]
 pub struct CachedOptions {
-    /// The ring holds `(max_sequence + 1) << boost_power` IDs (Baidu: 3).
+    /// The ring holds `(max_sequence + 1) << boost_power` IDs (Baidu: 3; at most
+    /// [`MAX_BOOST_POWER`]).
     pub boost_power: u32,
     /// Pad when fewer than this percentage of the ring holds IDs (Baidu: 50).
     pub padding_factor: u32,
@@ -129,7 +143,8 @@ impl<C: Clock> Shared<C> {
 
     /// Fill the ring. Each new unit is `max(last_second + 1, now)`: it borrows future units
     /// when demand outruns the clock, and catches up with the clock when demand is light (Baidu
-    /// never re-synced, so its IDs drifted from the clock: #8, #89).
+    /// never re-synced, so its IDs drifted from the clock: [#8](https://github.com/baidu/uid-generator/issues/8),
+    /// [#89](https://github.com/baidu/uid-generator/issues/89)).
     fn pad(&self) -> Result<Padded> {
         // One run at a time; the guard unlocks on every exit path, errors included (Baidu's
         // `running` flag stayed set when a put threw).
@@ -159,6 +174,7 @@ impl<C: Clock> Shared<C> {
                     if let Err(error) = self.layout.check_time(next) {
                         // Baidu went on and spilled into the sign bit (#100, #52); stop instead,
                         // and keep the error typed so takes report the exhaustion as such.
+                        // https://github.com/baidu/uid-generator/issues/100, https://github.com/baidu/uid-generator/pull/52
                         self.ring.stop_with(error.clone());
                         return Err(error);
                     }
@@ -240,10 +256,10 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
     /// clock is already past the layout's time range.
     pub fn new(layout: Layout, worker_id: u64, clock: C, options: CachedOptions) -> Result<Self> {
         layout.check_worker_id(worker_id)?;
-        if options.boost_power > 16 {
+        if options.boost_power > MAX_BOOST_POWER {
             return Err(UidError::InvalidOption {
                 name: "boost_power",
-                reason: format!("{} must be 0 to 16", options.boost_power),
+                reason: format!("{} must be 0 to {MAX_BOOST_POWER}", options.boost_power),
             });
         }
         if let Some(period) = options.schedule_interval

@@ -217,7 +217,8 @@ impl RingBuffer {
 
     /// Put IDs from `uids` until it runs dry or the ring is full, then publish them all with one
     /// store to `tail`; returns how many were put. Never takes an ID from `uids` it cannot place,
-    /// so a caller keeps the rest for the next run (Baidu discarded them, skipping seconds: #96).
+    /// so a caller keeps the rest for the next run (Baidu discarded them, skipping seconds:
+    /// [#96](https://github.com/baidu/uid-generator/issues/96)).
     pub fn put_batch(&self, uids: &mut impl Iterator<Item = u64>) -> usize {
         let _producer = sync::lock(&self.producer);
         // Relaxed: only the producer writes `tail`, and we hold the producer lock.
@@ -294,7 +295,8 @@ impl RingBuffer {
 
     /// Claim up to `max` positions: one CAS loop from a single load, so a consumer owns exactly
     /// the positions its CAS moved past. (Baidu read the cursor, then `updateAndGet`, and could
-    /// read another consumer's slot: their #105.) Returns the first position and the count.
+    /// read another consumer's slot: their [#105](https://github.com/baidu/uid-generator/issues/105).) Returns the first position and the
+    /// count.
     #[inline]
     fn claim(&self, max: usize) -> Option<(i64, i64)> {
         let max = i64::try_from(max).unwrap_or(i64::MAX);

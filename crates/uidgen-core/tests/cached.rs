@@ -179,7 +179,7 @@ fn invalid_ring_options_are_refused_with_a_reason() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "invalid option `boost_power`: 17 must be 0 to 16"
+        "invalid option `boost_power`: 17 must be 0 to 10"
     );
 }
 

@@ -89,9 +89,15 @@ pub enum SegmentError {
     #[error("invalid input: {0}")]
     InvalidInput(String),
 
-    /// Options that cannot work (e.g. a prefetch ratio outside 0..1).
-    #[error("invalid segment options: {0}")]
-    InvalidOptions(String),
+    /// An option that cannot work (e.g. a prefetch ratio outside 0..1), named as the
+    /// [`SegmentOptions`](crate::SegmentOptions) field.
+    #[error("invalid segment option `{option}`: {reason}")]
+    InvalidOption {
+        /// The field, e.g. `prefetch_ratio`.
+        option: &'static str,
+        /// What is wrong and what would work.
+        reason: String,
+    },
 
     /// The database handed out a segment below one this service already served: `max_id` was
     /// moved backwards by hand. The segment is refused, because serving it would repeat IDs.

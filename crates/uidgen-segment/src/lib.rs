@@ -10,16 +10,20 @@
 //! timestamp (that is `uidgen-core`'s Snowflake/Baidu generators), nor for talking to the
 //! database directly (that is `uidgen-store`), nor for HTTP (that is `uidgen-server`).
 //!
-//! ```no_run
-//! # async fn demo() -> uidgen_segment::Result<()> {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use uidgen_core::SystemClock;
 //! use uidgen_segment::{SegmentOptions, SegmentService};
-//! let store = uidgen_store::Store::connect("sqlite://uidgen.db").await?;
+//! # let dir = tempfile::tempdir()?;
+//! # let url = format!("sqlite://{}", dir.path().join("uidgen.db").display());
+//! let store = uidgen_store::Store::connect(&url).await?; // e.g. "sqlite://uidgen.db"
 //! let service = SegmentService::start(store, SegmentOptions::default(), SystemClock).await?;
 //! service.upsert_tag("order", 1000, None).await?;
-//! let first = service.get("order")?;
-//! let next = service.get("order")?;
-//! assert!(next > first);
+//! // In async code, `get_async` waits for a segment in flight without blocking the runtime.
+//! let first = service.get_async("order").await?;
+//! let next = service.get_async("order").await?;
+//! assert_eq!((first, next), (1, 2)); // Leaf's tags start at 1
 //! # Ok(()) }
 //! ```
 
@@ -38,7 +42,7 @@ mod unit_tests;
 pub use buffer::SegmentBuffer;
 pub use error::{Result, SegmentError};
 pub use handle::TagHandle;
-pub use options::SegmentOptions;
+pub use options::{MAX_WAIT, SegmentOptions};
 pub use service::{SegmentService, validate_tag};
 pub use state::{SegmentState, TagState};
 pub use step::next_step;

@@ -2,7 +2,13 @@
 
 use std::time::Duration;
 
+use uidgen_core::clock::saturating_millis;
+
 use crate::error::{Result, SegmentError};
+
+/// The longest [`SegmentOptions::wait_timeout`] and [`SegmentOptions::load_timeout`]: a caller
+/// has long given up by then, and a load held longer only delays the retry.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
 
 /// How a [`SegmentService`](crate::SegmentService) behaves. Defaults follow Meituan Leaf.
 ///
@@ -81,46 +87,72 @@ impl SegmentOptions {
     /// assert!(bad.validate().is_err());
     /// ```
     pub fn validate(&self) -> Result<()> {
-        let bad = |reason: &str| Err(SegmentError::InvalidOptions(reason.to_owned()));
-        if !(0.0..1.0).contains(&self.prefetch_ratio) {
-            return bad("prefetch_ratio must be at least 0 and below 1");
+        let bad = |option: &'static str, reason: String| {
+            Err(SegmentError::InvalidOption { option, reason })
+        };
+        let above_zero = || "must be greater than 0".to_owned();
+        // Written so that NaN fails too.
+        if !(self.prefetch_ratio >= 0.0 && self.prefetch_ratio < 1.0) {
+            return bad(
+                "prefetch_ratio",
+                format!(
+                    "must be at least 0 and below 1 (the share of a segment used before the next is loaded), got {}",
+                    self.prefetch_ratio
+                ),
+            );
         }
-        if self.sync_interval.is_zero() || self.init_retry_interval.is_zero() {
-            return bad("sync_interval and init_retry_interval must be above zero");
+        if self.sync_interval.is_zero() {
+            return bad("sync_interval", above_zero());
+        }
+        if self.init_retry_interval.is_zero() {
+            return bad("init_retry_interval", above_zero());
         }
         if self.segment_duration.is_zero() {
-            return bad("segment_duration must be above zero");
+            return bad("segment_duration", above_zero());
         }
         if !(1..=uidgen_store::MAX_STEP).contains(&self.max_step) {
-            return bad(&format!("max_step must be 1 to {}", uidgen_store::MAX_STEP));
+            return bad(
+                "max_step",
+                format!("must be between 1 and {}", uidgen_store::MAX_STEP),
+            );
         }
-        if self.load_timeout.is_zero() {
-            return bad("load_timeout must be above zero");
+        let max_ms = saturating_millis(MAX_WAIT);
+        if self.wait_timeout > MAX_WAIT {
+            return bad(
+                "wait_timeout",
+                format!("must be at most {max_ms} ms (a minute)"),
+            );
+        }
+        if self.load_timeout.is_zero() || self.load_timeout > MAX_WAIT {
+            return bad(
+                "load_timeout",
+                format!("must be between 1 and {max_ms} ms (a minute)"),
+            );
         }
         if !(1..=uidgen_store::MAX_STEP).contains(&self.max_lease_size) {
-            return bad(&format!(
-                "max_lease_size must be 1 to {}",
-                uidgen_store::MAX_STEP
-            ));
+            return bad(
+                "max_lease_size",
+                format!("must be 1 to {}", uidgen_store::MAX_STEP),
+            );
         }
         if self.max_batch == 0 {
-            return bad("max_batch must be at least 1");
+            return bad("max_batch", "must be at least 1".to_owned());
         }
         Ok(())
     }
 
     /// `segment_duration` in milliseconds, saturating.
     pub(crate) fn segment_duration_ms(&self) -> u64 {
-        u64::try_from(self.segment_duration.as_millis()).unwrap_or(u64::MAX)
+        saturating_millis(self.segment_duration)
     }
 
     /// `load_timeout` in milliseconds, saturating.
     pub(crate) fn load_timeout_ms(&self) -> u64 {
-        u64::try_from(self.load_timeout.as_millis()).unwrap_or(u64::MAX)
+        saturating_millis(self.load_timeout)
     }
 
     /// `retry_backoff` in milliseconds, saturating.
     pub(crate) fn retry_backoff_ms(&self) -> u64 {
-        u64::try_from(self.retry_backoff.as_millis()).unwrap_or(u64::MAX)
+        saturating_millis(self.retry_backoff)
     }
 }

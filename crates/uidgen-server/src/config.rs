@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use uidgen_core::{Layout, MAX_BATCH};
+use uidgen_core::cached::MAX_BOOST_POWER;
+use uidgen_core::clock::saturating_millis;
+use uidgen_core::{CachedOptions, Layout, MAX_BATCH};
 use uidgen_store::{LeaseOptions, WorkerIdRange};
 
 /// A configuration problem, naming the key and the reason.
@@ -238,10 +240,11 @@ pub struct RingConfig {
 
 impl Default for RingConfig {
     fn default() -> Self {
+        let baidu = CachedOptions::default();
         Self {
-            boost_power: 3,
-            padding_factor: 50,
-            schedule_interval_secs: 0,
+            boost_power: baidu.boost_power,
+            padding_factor: baidu.padding_factor,
+            schedule_interval_secs: baidu.schedule_interval.map_or(0, |d| d.as_secs()),
             max_borrow_seconds: None,
         }
     }
@@ -286,8 +289,8 @@ impl Default for SegmentConfig {
             sample_step: 2000,
             sync_interval_secs: 60,
             prefetch_ratio: leaf.prefetch_ratio,
-            wait_timeout_ms: u64::try_from(leaf.wait_timeout.as_millis()).unwrap_or(1000),
-            load_timeout_ms: u64::try_from(leaf.load_timeout.as_millis()).unwrap_or(5000),
+            wait_timeout_ms: saturating_millis(leaf.wait_timeout),
+            load_timeout_ms: saturating_millis(leaf.load_timeout),
             max_step: leaf.max_step,
             dynamic_step: leaf.dynamic_step,
             segment_duration_secs: leaf.segment_duration.as_secs(),
@@ -295,9 +298,6 @@ impl Default for SegmentConfig {
         }
     }
 }
-
-/// The longest a request may wait for a segment: past this, a client has long given up.
-pub const MAX_SEGMENT_WAIT_MS: u64 = 60_000;
 
 /// The whole service configuration.
 ///
@@ -364,212 +364,124 @@ enum Kind {
     Bool,
 }
 
-/// Environment variables that override keys, with the key's path and type.
-const ENV_KEYS: &[(&str, &[&str], Kind)] = &[
-    ("UIDGEN_LISTEN", &["listen"], Kind::Str),
-    ("UIDGEN_GRPC_LISTEN", &["grpc_listen"], Kind::Str),
-    ("UIDGEN_STORE", &["store"], Kind::Str),
-    ("UIDGEN_ADMIN_TOKEN", &["admin_token"], Kind::Str),
-    ("UIDGEN_BATCH_CAP", &["batch_cap"], Kind::Int),
-    ("UIDGEN_LAYOUT", &["layout", "preset"], Kind::Str),
-    ("UIDGEN_LAYOUT_EPOCH", &["layout", "epoch"], Kind::Str),
-    (
-        "UIDGEN_LAYOUT_TIME_BITS",
-        &["layout", "time_bits"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_LAYOUT_WORKER_BITS",
-        &["layout", "worker_bits"],
-        Kind::Int,
-    ),
-    ("UIDGEN_LAYOUT_SEQ_BITS", &["layout", "seq_bits"], Kind::Int),
-    ("UIDGEN_LAYOUT_VERSION", &["layout", "version"], Kind::Int),
-    ("UIDGEN_LAYOUT_TYPE", &["layout", "type"], Kind::Int),
-    ("UIDGEN_GENERATOR", &["generator", "kind"], Kind::Str),
-    (
-        "UIDGEN_GENERATOR_RANDOM_SEQUENCE_START",
-        &["generator", "random_sequence_start"],
-        Kind::Bool,
-    ),
-    ("UIDGEN_WORKER_ASSIGNER", &["worker", "assigner"], Kind::Str),
-    ("UIDGEN_WORKER_ID", &["worker", "id"], Kind::Int),
-    (
-        "UIDGEN_WORKER_LEASE_TTL_SECS",
-        &["worker", "lease_ttl_secs"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_WORKER_CACHE_FILE",
-        &["worker", "cache_file"],
-        Kind::Str,
-    ),
-    (
-        "UIDGEN_WORKER_CACHE_RESERVE_SECS",
-        &["worker", "cache_reserve_secs"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_WORKER_STATE_FILE",
-        &["worker", "state_file"],
-        Kind::Str,
-    ),
-    (
-        "UIDGEN_WORKER_STATE_DIR",
-        &["worker", "state_dir"],
-        Kind::Str,
-    ),
-    ("UIDGEN_WORKER_RANGE", &["worker", "range"], Kind::Str),
-    // The key's earlier name, kept for deployments that set it.
-    ("UIDGEN_WORKER_ID_RANGE", &["worker", "range"], Kind::Str),
-    (
-        "UIDGEN_WORKER_FALLBACK_STATIC",
-        &["worker", "fallback_static"],
-        Kind::Int,
-    ),
-    ("UIDGEN_ZK_CONNECT", &["zookeeper", "connect"], Kind::Str),
-    ("UIDGEN_ZK_NAME", &["zookeeper", "name"], Kind::Str),
-    (
-        "UIDGEN_ZK_SESSION_TIMEOUT_MS",
-        &["zookeeper", "session_timeout_ms"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_ZK_REPORT_INTERVAL_MS",
-        &["zookeeper", "report_interval_ms"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_ZK_MAX_PEER_SKEW_MS",
-        &["zookeeper", "max_peer_skew_ms"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_ZK_MAX_OUTAGE_SECS",
-        &["zookeeper", "max_outage_secs"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_ZK_AUTO_RECLAIM_AFTER_SECS",
-        &["zookeeper", "auto_reclaim_after_secs"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_ZK_CACHE_FILE",
-        &["zookeeper", "cache_file"],
-        Kind::Str,
-    ),
-    (
-        "UIDGEN_RING_BOOST_POWER",
-        &["ring", "boost_power"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_RING_PADDING_FACTOR",
-        &["ring", "padding_factor"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_RING_SCHEDULE_INTERVAL_SECS",
-        &["ring", "schedule_interval_secs"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_RING_MAX_BORROW_SECONDS",
-        &["ring", "max_borrow_seconds"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_SEGMENT_ENABLED",
-        &["segment", "enabled"],
-        Kind::Bool,
-    ),
-    (
-        "UIDGEN_SEGMENT_SAMPLE_TAG",
-        &["segment", "sample_tag"],
-        Kind::Str,
-    ),
-    (
-        "UIDGEN_SEGMENT_SAMPLE_STEP",
-        &["segment", "sample_step"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_SEGMENT_SYNC_INTERVAL_SECS",
-        &["segment", "sync_interval_secs"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_SEGMENT_PREFETCH_RATIO",
-        &["segment", "prefetch_ratio"],
-        Kind::Float,
-    ),
-    (
-        "UIDGEN_SEGMENT_WAIT_TIMEOUT_MS",
-        &["segment", "wait_timeout_ms"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_SEGMENT_LOAD_TIMEOUT_MS",
-        &["segment", "load_timeout_ms"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_SEGMENT_MAX_LEASE_SIZE",
-        &["segment", "max_lease_size"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_SEGMENT_MAX_STEP",
-        &["segment", "max_step"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_SEGMENT_DYNAMIC_STEP",
-        &["segment", "dynamic_step"],
-        Kind::Bool,
-    ),
-    (
-        "UIDGEN_SEGMENT_SEGMENT_DURATION_SECS",
-        &["segment", "segment_duration_secs"],
-        Kind::Int,
-    ),
-    ("UIDGEN_REDIS_URL", &["redis", "url"], Kind::Str),
-    (
-        "UIDGEN_SHARDED_ENABLED",
-        &["sharded", "enabled"],
-        Kind::Bool,
-    ),
-    (
-        "UIDGEN_SHARDED_KEY_PREFIX",
-        &["sharded", "key_prefix"],
-        Kind::Str,
-    ),
-    (
-        "UIDGEN_SHARDED_REFILL_RATIO",
-        &["sharded", "refill_ratio"],
-        Kind::Float,
-    ),
-    (
-        "UIDGEN_SHARDED_REFILL_INTERVAL_SECS",
-        &["sharded", "refill_interval_secs"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_SHARDED_LOCK_TTL_MS",
-        &["sharded", "lock_ttl_ms"],
-        Kind::Int,
-    ),
-    (
-        "UIDGEN_SHARDED_SYNC_INTERVAL_SECS",
-        &["sharded", "sync_interval_secs"],
-        Kind::Int,
-    ),
+/// Every key an environment variable sets, and how its text is read. The variable is
+/// [`env_name`] of the path (`segment.max_step`: `UIDGEN_SEGMENT_MAX_STEP`) unless
+/// [`ENV_SHORT_NAMES`] names it.
+const ENV_KEYS: &[(&[&str], Kind)] = &[
+    (&["listen"], Kind::Str),
+    (&["grpc_listen"], Kind::Str),
+    (&["store"], Kind::Str),
+    (&["admin_token"], Kind::Str),
+    (&["batch_cap"], Kind::Int),
+    (&["layout", "preset"], Kind::Str),
+    (&["layout", "epoch"], Kind::Str),
+    (&["layout", "time_bits"], Kind::Int),
+    (&["layout", "worker_bits"], Kind::Int),
+    (&["layout", "seq_bits"], Kind::Int),
+    (&["layout", "version"], Kind::Int),
+    (&["layout", "type"], Kind::Int),
+    (&["generator", "kind"], Kind::Str),
+    (&["generator", "random_sequence_start"], Kind::Bool),
+    (&["worker", "assigner"], Kind::Str),
+    (&["worker", "id"], Kind::Int),
+    (&["worker", "lease_ttl_secs"], Kind::Int),
+    (&["worker", "cache_file"], Kind::Str),
+    (&["worker", "cache_reserve_secs"], Kind::Int),
+    (&["worker", "state_file"], Kind::Str),
+    (&["worker", "state_dir"], Kind::Str),
+    (&["worker", "range"], Kind::Str),
+    (&["worker", "fallback_static"], Kind::Int),
+    (&["zookeeper", "connect"], Kind::Str),
+    (&["zookeeper", "name"], Kind::Str),
+    (&["zookeeper", "session_timeout_ms"], Kind::Int),
+    (&["zookeeper", "report_interval_ms"], Kind::Int),
+    (&["zookeeper", "max_peer_skew_ms"], Kind::Int),
+    (&["zookeeper", "max_outage_secs"], Kind::Int),
+    (&["zookeeper", "auto_reclaim_after_secs"], Kind::Int),
+    (&["zookeeper", "cache_file"], Kind::Str),
+    (&["ring", "boost_power"], Kind::Int),
+    (&["ring", "padding_factor"], Kind::Int),
+    (&["ring", "schedule_interval_secs"], Kind::Int),
+    (&["ring", "max_borrow_seconds"], Kind::Int),
+    (&["segment", "enabled"], Kind::Bool),
+    (&["segment", "sample_tag"], Kind::Str),
+    (&["segment", "sample_step"], Kind::Int),
+    (&["segment", "sync_interval_secs"], Kind::Int),
+    (&["segment", "prefetch_ratio"], Kind::Float),
+    (&["segment", "wait_timeout_ms"], Kind::Int),
+    (&["segment", "load_timeout_ms"], Kind::Int),
+    (&["segment", "max_lease_size"], Kind::Int),
+    (&["segment", "max_step"], Kind::Int),
+    (&["segment", "dynamic_step"], Kind::Bool),
+    (&["segment", "segment_duration_secs"], Kind::Int),
+    (&["redis", "url"], Kind::Str),
+    (&["sharded", "enabled"], Kind::Bool),
+    (&["sharded", "key_prefix"], Kind::Str),
+    (&["sharded", "refill_ratio"], Kind::Float),
+    (&["sharded", "refill_interval_secs"], Kind::Int),
+    (&["sharded", "lock_ttl_ms"], Kind::Int),
+    (&["sharded", "sync_interval_secs"], Kind::Int),
 ];
 
+/// Sections whose variables use a shorter word than the section's name.
+const ENV_SECTION_WORDS: &[(&str, &str)] = &[("zookeeper", "ZK")];
+
+/// Keys set so often that their variable drops the key's last word.
+const ENV_SHORT_NAMES: &[(&str, &[&str])] = &[
+    ("UIDGEN_LAYOUT", &["layout", "preset"]),
+    ("UIDGEN_GENERATOR", &["generator", "kind"]),
+];
+
+/// Earlier names of keys, still read for deployments that set them.
+const ENV_OLD_NAMES: &[(&str, &[&str])] = &[("UIDGEN_WORKER_ID_RANGE", &["worker", "range"])];
+
+/// The variable that sets the key at `path`: `UIDGEN_` and the path upper-cased, joined by `_`
+/// (`[zookeeper]` keys are `UIDGEN_ZK_…`).
+///
+/// ```
+/// use uidgen_server::config::env_name;
+/// assert_eq!(env_name(&["segment", "max_step"]), "UIDGEN_SEGMENT_MAX_STEP");
+/// assert_eq!(env_name(&["zookeeper", "connect"]), "UIDGEN_ZK_CONNECT");
+/// assert_eq!(env_name(&["layout", "preset"]), "UIDGEN_LAYOUT");
+/// ```
+pub fn env_name(path: &[&str]) -> String {
+    if let Some((name, _)) = ENV_SHORT_NAMES.iter().find(|(_, p)| *p == path) {
+        return (*name).to_owned();
+    }
+    let mut name = String::from("UIDGEN");
+    for (i, word) in path.iter().enumerate() {
+        let word = match ENV_SECTION_WORDS
+            .iter()
+            .find(|(section, _)| i == 0 && section == word)
+        {
+            Some((_, short)) => short,
+            None => word,
+        };
+        name.push('_');
+        name.push_str(&word.to_ascii_uppercase());
+    }
+    name
+}
+
+/// Every variable that overrides a key, with the key's path and type.
+fn env_keys() -> Vec<(String, &'static [&'static str], Kind)> {
+    let kind_of = |path: &[&str]| ENV_KEYS.iter().find(|(p, _)| *p == path).map(|(_, k)| *k);
+    ENV_KEYS
+        .iter()
+        .map(|&(path, kind)| (env_name(path), path, kind))
+        .chain(
+            ENV_OLD_NAMES
+                .iter()
+                .filter_map(|&(name, path)| Some((name.to_owned(), path, kind_of(path)?))),
+        )
+        .collect()
+}
+
 /// The environment variables that override configuration keys, for `--help` and docs.
-pub fn env_overrides() -> impl Iterator<Item = (&'static str, String)> {
-    ENV_KEYS.iter().map(|(env, path, _)| (*env, path.join(".")))
+pub fn env_overrides() -> impl Iterator<Item = (String, String)> {
+    env_keys()
+        .into_iter()
+        .map(|(env, path, _)| (env, path.join(".")))
 }
 
 impl Config {
@@ -595,8 +507,9 @@ impl Config {
             .parse()
             .map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
         rename_old_keys(&mut table)?;
+        let env_keys = env_keys();
         for (name, value) in env {
-            let Some((env_name, path, kind)) = ENV_KEYS.iter().find(|(n, _, _)| *n == name) else {
+            let Some((env_name, path, kind)) = env_keys.iter().find(|(n, _, _)| *n == name) else {
                 continue;
             };
             let value = match kind {
@@ -761,8 +674,11 @@ impl Config {
         if !(1..=99).contains(&self.ring.padding_factor) {
             return Err(invalid("ring.padding_factor", "must be between 1 and 99"));
         }
-        if self.ring.boost_power > 10 {
-            return Err(invalid("ring.boost_power", "must be between 0 and 10"));
+        if self.ring.boost_power > MAX_BOOST_POWER {
+            return Err(invalid(
+                "ring.boost_power",
+                format!("must be between 0 and {MAX_BOOST_POWER}"),
+            ));
         }
         match (self.worker.assigner, self.worker.id) {
             (AssignerKind::Static, None) => {
@@ -837,56 +753,27 @@ impl Config {
             .map_err(|e| invalid("worker.assigner", e.to_string()))
     }
 
+    /// The library's rules ([`SegmentOptions::validate`](uidgen_segment::SegmentOptions)),
+    /// reported under the key that set the option.
     fn validate_segment(&self) -> Result<(), ConfigError> {
-        let s = &self.segment;
-        if s.sync_interval_secs == 0 {
-            return Err(invalid(
-                "segment.sync_interval_secs",
-                "must be greater than 0",
-            ));
+        match crate::serve::segment_options(self).validate() {
+            Ok(()) => Ok(()),
+            Err(uidgen_segment::SegmentError::InvalidOption { option, reason }) => {
+                let key = match option {
+                    "prefetch_ratio" => "segment.prefetch_ratio",
+                    "sync_interval" => "segment.sync_interval_secs",
+                    "segment_duration" => "segment.segment_duration_secs",
+                    "max_step" => "segment.max_step",
+                    "wait_timeout" => "segment.wait_timeout_ms",
+                    "load_timeout" => "segment.load_timeout_ms",
+                    "max_batch" => "batch_cap",
+                    "max_lease_size" => "segment.max_lease_size",
+                    _ => "segment",
+                };
+                Err(invalid(key, reason))
+            }
+            Err(other) => Err(invalid("segment", other.to_string())),
         }
-        // Written so NaN fails too.
-        if !(s.prefetch_ratio >= 0.0 && s.prefetch_ratio < 1.0) {
-            return Err(invalid(
-                "segment.prefetch_ratio",
-                format!(
-                    "must be at least 0 and below 1 (the share of a segment used before the next is loaded), got {}",
-                    s.prefetch_ratio
-                ),
-            ));
-        }
-        if s.wait_timeout_ms > MAX_SEGMENT_WAIT_MS {
-            return Err(invalid(
-                "segment.wait_timeout_ms",
-                format!("must be at most {MAX_SEGMENT_WAIT_MS} (a minute)"),
-            ));
-        }
-        if !(1..=MAX_SEGMENT_WAIT_MS).contains(&s.load_timeout_ms) {
-            return Err(invalid(
-                "segment.load_timeout_ms",
-                format!("must be between 1 and {MAX_SEGMENT_WAIT_MS} (a minute)"),
-            ));
-        }
-        if !(1..=uidgen_store::MAX_STEP).contains(&s.max_step) {
-            return Err(invalid(
-                "segment.max_step",
-                format!("must be between 1 and {}", uidgen_store::MAX_STEP),
-            ));
-        }
-        // The rule lives in the segment library; this only names the key.
-        uidgen_segment::SegmentOptions {
-            max_lease_size: s.max_lease_size,
-            ..uidgen_segment::SegmentOptions::default()
-        }
-        .validate()
-        .map_err(|e| invalid("segment.max_lease_size", e.to_string()))?;
-        if s.segment_duration_secs == 0 {
-            return Err(invalid(
-                "segment.segment_duration_secs",
-                "must be greater than 0",
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -963,6 +850,49 @@ mod tests {
         assert_eq!(c.listen, "0.0.0.0:9999");
         assert_eq!(c.ring.boost_power, 4);
         assert_eq!(c.generator.kind, GeneratorKind::Snowflake);
+    }
+
+    /// Every key path of `value`, a section's keys under its name.
+    fn key_paths(value: &serde_json::Value, prefix: &mut Vec<String>, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, inner) in map {
+                    prefix.push(key.clone());
+                    key_paths(inner, prefix, out);
+                    prefix.pop();
+                }
+            }
+            _ => out.push(prefix.join(".")),
+        }
+    }
+
+    #[test]
+    fn every_config_key_has_an_environment_variable() {
+        // JSON keeps unset options as null, so keys without a default are listed too.
+        let defaults = serde_json::to_value(Config::default()).unwrap();
+        let mut keys = Vec::new();
+        key_paths(&defaults, &mut Vec::new(), &mut keys);
+        let mut overridden: Vec<String> = ENV_KEYS.iter().map(|(p, _)| p.join(".")).collect();
+        keys.sort();
+        overridden.sort();
+        assert_eq!(keys, overridden, "add the new key to ENV_KEYS");
+        let names: Vec<String> = env_overrides().map(|(name, _)| name).collect();
+        for name in [
+            "UIDGEN_LISTEN",
+            "UIDGEN_LAYOUT",
+            "UIDGEN_GENERATOR",
+            "UIDGEN_WORKER_RANGE",
+            "UIDGEN_WORKER_ID_RANGE",
+            "UIDGEN_ZK_CONNECT",
+            "UIDGEN_SEGMENT_SEGMENT_DURATION_SECS",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{name} is missing");
+        }
+        // One variable, one key.
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len());
     }
 
     #[test]

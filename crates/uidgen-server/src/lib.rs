@@ -7,12 +7,23 @@
 //!
 //! ```
 //! use std::sync::Arc;
+//! use axum::body::Body;
+//! use axum::http::{Request, StatusCode};
+//! use http_body_util::BodyExt;
+//! use tower::ServiceExt;
 //! use uidgen_core::{Layout, SnowflakeGenerator, SystemClock};
 //! use uidgen_server::http::{app, AppState};
 //!
-//! let generator = SnowflakeGenerator::new(Layout::snowflake().unwrap(), 1, SystemClock).unwrap();
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let generator = SnowflakeGenerator::new(Layout::snowflake()?, 1, SystemClock)?;
 //! let router = app(Arc::new(AppState::embedded(Arc::new(generator), 1)));
-//! # drop(router);
+//! let response = router.oneshot(Request::get("/genid").body(Body::empty())?).await?;
+//! assert_eq!(response.status(), StatusCode::OK);
+//! let body = response.into_body().collect().await?.to_bytes();
+//! let id: u64 = std::str::from_utf8(&body)?.parse()?; // a bare decimal, as Vesta answers
+//! assert_eq!(Layout::snowflake()?.decode(id)?.parts.worker, 1);
+//! # Ok(()) }
 //! ```
 
 pub mod bench;

@@ -1,6 +1,8 @@
 //! Prometheus metrics: IDs issued by route, errors by kind, request latency, and the state of the
 //! ring buffer and segments, read when scraped.
 
+use std::sync::Arc;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -53,6 +55,28 @@ pub struct ChannelLabel {
 }
 
 type HistogramFamily = Family<RouteLabel, Histogram, fn() -> Histogram>;
+
+/// One route's metrics, looked up once and kept: recording through them takes no lock on the
+/// family and allocates nothing.
+#[derive(Debug, Clone)]
+pub struct RouteMetrics {
+    /// The route pattern, e.g. `/v1/ids`, for log lines.
+    pub name: Arc<str>,
+    /// `uidgen_http_request_duration_seconds{route=...}`.
+    pub latency: Histogram,
+    /// `uidgen_ids_issued_total{route=...}`.
+    issued: Counter,
+    /// Every route's IDs together (the console's IDs-per-second chart).
+    issued_total: Counter,
+}
+
+impl RouteMetrics {
+    /// Count `n` IDs issued on this route, and in the all-routes total.
+    pub fn issued(&self, n: u64) {
+        self.issued.inc_by(n);
+        self.issued_total.inc_by(n);
+    }
+}
 
 fn latency_histogram() -> Histogram {
     // 10 µs to ~5 s: the service answers in microseconds; anything near seconds is an incident.
@@ -270,6 +294,28 @@ impl Metrics {
         zk.issuing.set(i64::from(status.issuing(now)));
     }
 
+    /// The metrics of `route` (a route pattern), created if new: the HTTP layer calls this once
+    /// per route and keeps the handles.
+    ///
+    /// ```
+    /// let metrics = uidgen_server::metrics::Metrics::new();
+    /// let route = metrics.route("/genid");
+    /// route.issued(3);
+    /// route.latency.observe(0.000_2);
+    /// assert!(metrics.encode().contains(r#"uidgen_ids_issued_total{route="/genid"} 3"#));
+    /// ```
+    pub fn route(&self, route: &str) -> RouteMetrics {
+        let label = RouteLabel {
+            route: route.to_owned(),
+        };
+        RouteMetrics {
+            name: Arc::from(route),
+            latency: self.latency.get_or_create_owned(&label),
+            issued: self.ids_issued.get_or_create_owned(&label),
+            issued_total: self.issued_total.clone(),
+        }
+    }
+
     /// Count `n` IDs issued on `route`.
     pub fn issued(&self, route: &str, n: u64) {
         self.ids_issued
@@ -306,13 +352,6 @@ impl Metrics {
         let label = ChannelLabel { channel };
         self.segment_leases.get_or_create(&label).inc();
         self.segment_leased_ids.get_or_create(&label).inc_by(size);
-    }
-
-    /// Record one request's latency.
-    pub fn observe_latency(&self, route: String, seconds: f64) {
-        self.latency
-            .get_or_create(&RouteLabel { route })
-            .observe(seconds);
     }
 
     /// Publish one tag's segment state (read when scraped).

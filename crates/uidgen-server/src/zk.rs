@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
+use uidgen_core::clock::saturating_millis;
 use uidgen_core::{Clock, Layout, SystemClock};
 use uidgen_store::{Store, WorkerAssignment};
 use uidgen_zk::{
@@ -49,18 +50,14 @@ impl Default for ZookeeperConfig {
         Self {
             connect: defaults.connect,
             name: defaults.name,
-            session_timeout_ms: millis(defaults.session_timeout),
-            report_interval_ms: millis(defaults.report_interval),
-            max_peer_skew_ms: millis(defaults.max_peer_skew),
+            session_timeout_ms: saturating_millis(defaults.session_timeout),
+            report_interval_ms: saturating_millis(defaults.report_interval),
+            max_peer_skew_ms: saturating_millis(defaults.max_peer_skew),
             max_outage_secs: defaults.max_outage.as_secs(),
             auto_reclaim_after_secs: None,
             cache_file: None,
         }
     }
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {

@@ -63,7 +63,7 @@ impl RedisLock {
         ttl: Duration,
     ) -> RedisResult<Option<Self>> {
         let token = new_token();
-        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let ttl_ms = crate::ShardedOptions::millis(ttl).max(1);
         let set: Option<String> = redis::cmd("SET")
             .arg(key)
             .arg(&token)

@@ -203,6 +203,6 @@ impl ShardedOptions {
     /// assert_eq!(uidgen_sharded::ShardedOptions::millis(Duration::from_secs(2)), 2000);
     /// ```
     pub fn millis(duration: std::time::Duration) -> u64 {
-        u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+        uidgen_core::clock::saturating_millis(duration)
     }
 }

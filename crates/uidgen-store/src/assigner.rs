@@ -10,9 +10,8 @@ use uidgen_core::{Clock, Layout, SystemClock, TimeFence};
 
 use crate::cache::CacheLock;
 use crate::error::{Result, StoreError};
-use crate::lease::wait_for_clock;
 use crate::lease_guard::LeaseGuard;
-use crate::mark::{LocalMark, MarkFence, mark_step_ms};
+use crate::mark::MarkFence;
 use crate::store::Store;
 use crate::worker_node::WorkerNode;
 use crate::worker_range::WorkerIdRange;
@@ -339,26 +338,7 @@ impl StaticWorkerIdAssigner {
         self
     }
 
-    /// Read time from `clock` (the one the generator reads).
-    #[must_use]
-    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// The longest a start waits for its clock to pass the previous life's mark.
-    #[must_use]
-    pub fn max_start_wait(mut self, wait: Duration) -> Self {
-        self.max_start_wait = wait;
-        self
-    }
-
-    /// How far ahead of the clock a cached generator may borrow.
-    #[must_use]
-    pub fn max_borrow(mut self, borrow: Duration) -> Self {
-        self.max_borrow = borrow;
-        self
-    }
+    crate::mark::mark_fence_setters!();
 }
 
 impl WorkerIdAssigner for StaticWorkerIdAssigner {
@@ -392,25 +372,16 @@ impl WorkerIdAssigner for StaticWorkerIdAssigner {
                     ),
                 });
             };
-            let clock = Arc::clone(&self.clock);
-            let (mark, previous) = LocalMark::acquire(cache, id, clock, mark_step_ms(layout))?;
-            if let Some(previous) = &previous {
-                wait_for_clock(
-                    self.clock.as_ref(),
-                    id,
-                    previous.until_ms,
-                    self.max_start_wait,
-                )
-                .await?;
-            }
-            mark.begin(None, None)?;
-            mark.start_refresher()?;
+            let fence = MarkFence::continue_from(
+                cache,
+                id,
+                &self.clock,
+                layout,
+                self.max_start_wait,
+                self.max_borrow,
+            )
+            .await?;
             tracing::info!(worker_id = id, state = %path.display(), "static worker id; its reserved-until mark is kept in the state file");
-            let fence = MarkFence {
-                mark,
-                max_borrow_ms: Some(crate::lease::duration_ms(self.max_borrow)),
-                floor_ms: previous.as_ref().map_or(0, |p| p.until_ms),
-            };
             Ok(WorkerAssignment {
                 fence: Some(Arc::new(fence)),
                 ..WorkerAssignment::fixed(id, AssignmentKind::Static)

@@ -16,7 +16,7 @@
 use crate::error::{Result, StoreError};
 use crate::store::{Sql, Store, with_pool, with_pool_returning};
 use crate::url::Dialect;
-use crate::worker_node::check_len;
+use crate::worker_node::{check_len, check_step};
 
 /// Shards per app: each app has one `id_alloc` row for each shard `0..ID_ALLOC_SHARDS`.
 pub const ID_ALLOC_SHARDS: u8 = 64;
@@ -72,12 +72,7 @@ impl AppSpec {
                 "app name has control characters".to_owned(),
             ));
         }
-        if !(1..=MAX_ID_ALLOC_STEP).contains(&self.step) {
-            return Err(StoreError::InvalidInput(format!(
-                "step {} is out of range; use 1 to {MAX_ID_ALLOC_STEP}",
-                self.step
-            )));
-        }
+        check_step(self.step, MAX_ID_ALLOC_STEP)?;
         if self.max_limit_id < 0 {
             return Err(StoreError::InvalidInput(format!(
                 "max_limit_id {} is negative; use 0 for no limit, or the largest index to hand out",

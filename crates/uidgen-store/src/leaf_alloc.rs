@@ -7,7 +7,7 @@
 use crate::error::{Result, StoreError};
 use crate::store::{Sql, Store, with_pool, with_pool_returning};
 use crate::url::Dialect;
-use crate::worker_node::check_len;
+use crate::worker_node::{check_len, check_step};
 
 /// The largest step a tag may have (Leaf keeps steps far below this; it bounds a typo).
 pub const MAX_STEP: i64 = 1_000_000_000;
@@ -158,12 +158,7 @@ pub fn validate_tag(biz_tag: &str) -> Result<()> {
 
 /// Check a step: 1 to [`MAX_STEP`].
 pub fn validate_step(step: i64) -> Result<()> {
-    if !(1..=MAX_STEP).contains(&step) {
-        return Err(StoreError::InvalidInput(format!(
-            "step {step} is out of range; use 1 to {MAX_STEP}"
-        )));
-    }
-    Ok(())
+    check_step(step, MAX_STEP)
 }
 
 impl Store {

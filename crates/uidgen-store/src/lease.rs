@@ -33,6 +33,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use uidgen_core::clock::saturating_millis;
 use uidgen_core::{Clock, Layout, SystemClock};
 
 use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
@@ -108,7 +109,7 @@ impl LeaseOptions {
     pub fn validate(&self) -> Result<()> {
         let invalid = |reason: String| Err(StoreError::InvalidLeaseOptions(reason));
         let ttl = self.ttl;
-        if duration_ms(ttl) == 0 {
+        if saturating_millis(ttl) == 0 {
             return invalid(format!("ttl {ttl:?} must be at least 1 ms"));
         }
         if ttl > MAX_LEASE_TTL {
@@ -237,7 +238,7 @@ impl LeasedWorkerIdAssigner {
     /// without a cache (nothing can restart on the id from a file then).
     fn reserve_ms(&self) -> u64 {
         if self.options.cache_path.is_some() {
-            duration_ms(self.options.cache_reserve)
+            saturating_millis(self.options.cache_reserve)
         } else {
             0
         }
@@ -265,7 +266,7 @@ impl LeasedWorkerIdAssigner {
             .register_worker_range(Self::REGISTRY_NAME, registered)
             .await?;
         let holder = self.new_holder();
-        let ttl_ms = duration_ms(self.options.ttl);
+        let ttl_ms = saturating_millis(self.options.ttl);
         let (low, max) = (range.low(), range.high());
         // A lost race means someone else won that id; look again.
         for attempt in 0..CLAIM_ATTEMPTS {
@@ -376,7 +377,7 @@ impl LeasedWorkerIdAssigner {
         // Earlier holders stamped only before the expiry our claim replaced, which was below
         // the clock at the claim, and before their recorded issued-until time.
         let floor = valid_until
-            .saturating_sub(duration_ms(self.options.ttl))
+            .saturating_sub(saturating_millis(self.options.ttl))
             .max(last_issued_ms);
         let mark = self.open_mark_for_claim(layout, worker_id, &holder, expires, floor);
         let guard = LeaseGuard::new(NewLease {
@@ -384,7 +385,7 @@ impl LeasedWorkerIdAssigner {
             clock: Arc::clone(&self.clock),
             worker_id,
             holder,
-            ttl_ms: duration_ms(self.options.ttl),
+            ttl_ms: saturating_millis(self.options.ttl),
             reserve_ms: self.reserve_ms(),
             valid_until_ms: valid_until,
             last_issued_ms,
@@ -497,7 +498,7 @@ impl LeasedWorkerIdAssigner {
             clock: Arc::clone(&self.clock),
             worker_id,
             holder,
-            ttl_ms: duration_ms(self.options.ttl),
+            ttl_ms: saturating_millis(self.options.ttl),
             reserve_ms: self.reserve_ms(),
             valid_until_ms: expires,
             last_issued_ms: previous.until_ms,
@@ -535,7 +536,7 @@ pub(crate) async fn wait_for_clock(
     until_ms: u64,
     max_wait: Duration,
 ) -> Result<()> {
-    let max_wait_ms = duration_ms(max_wait);
+    let max_wait_ms = saturating_millis(max_wait);
     let deadline = tokio::time::Instant::now() + max_wait + Duration::from_millis(100);
     loop {
         let now_ms = clock.now_millis();
@@ -554,10 +555,6 @@ pub(crate) async fn wait_for_clock(
         }
         tokio::time::sleep(Duration::from_millis(wait_ms.min(10))).await;
     }
-}
-
-pub(crate) fn duration_ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn default_holder() -> String {

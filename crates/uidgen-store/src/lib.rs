@@ -20,20 +20,25 @@
 //! and PostgreSQL, `LAST_INSERT_ID()` and read-back-in-transaction on MySQL); every value is a
 //! bind parameter.
 //!
-//! ```no_run
-//! # async fn demo() -> uidgen_store::Result<()> {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use uidgen_core::{CachedOptions, Layout, SystemClock, UidGenerator};
 //! use uidgen_store::{DisposableWorkerIdAssigner, GeneratorBuilder, Store};
 //!
-//! let store = Store::connect("sqlite://data/uidgen.db").await?; // migrated on connect
+//! # let dir = tempfile::tempdir()?;
+//! # let url = format!("sqlite://{}", dir.path().join("uidgen.db").display());
+//! let store = Store::connect(&url).await?; // e.g. "sqlite://data/uidgen.db"; migrated on connect
 //! let built = GeneratorBuilder::new(Layout::baidu_default()?)
 //!     .assigner(DisposableWorkerIdAssigner::new(store.clone()))
 //!     .build_cached(SystemClock, CachedOptions::default())
 //!     .await?;
-//! println!("worker {} issued {}", built.worker_id(), built.generator.next_id()?);
+//! let id = built.generator.next_id()?;
+//! assert_eq!(built.generator.parse(id)?.parts.worker, built.worker_id()); // a fresh worker row
 //!
 //! store.upsert_tag("order", 1000, Some("order numbers")).await?;
 //! let segment = store.claim_segment("order").await?; // owns [max_id - step, max_id)
+//! assert_eq!(segment.range(), 1..1001); // Leaf's tags start at 1
 //! # Ok(()) }
 //! ```
 //!

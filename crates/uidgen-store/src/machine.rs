@@ -14,9 +14,9 @@
 //!   [`StoreError::MachineProcessValuesTaken`].
 //! - **No two lives of one worker id stamp the same time unit.** A later process that takes a
 //!   value again continues its reserved-until mark exactly as a static worker id does
-//!   ([`LocalMark`], a state file synced before any ID past it): it waits until its clock has
-//!   passed the previous holder's mark, which becomes its fence's floor, and its own mark is
-//!   its fence's limit.
+//!   ([`LocalMark`](crate::LocalMark), a state file synced before any ID past it): it waits
+//!   until its clock has passed the previous holder's mark, which becomes its fence's floor,
+//!   and its own mark is its fence's limit.
 //!
 //! The machine part comes from the MAC addresses in `/sys/class/net/*/address` (Linux),
 //! skipping loopback and all-zero ones and preferring interfaces backed by a device (a
@@ -34,8 +34,7 @@ use uidgen_core::{Clock, FieldKind, Layout, SystemClock};
 use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
 use crate::cache::CacheLock;
 use crate::error::{Result, StoreError};
-use crate::lease::{duration_ms, wait_for_clock};
-use crate::mark::{LocalMark, MarkFence, mark_step_ms};
+use crate::mark::MarkFence;
 use crate::store::Store;
 use crate::worker_range::WorkerIdRange;
 
@@ -309,26 +308,7 @@ impl MachineWorkerIdAssigner {
         self
     }
 
-    /// Read time from `clock` (the one the generator reads).
-    #[must_use]
-    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// The longest a start waits for its clock to pass the previous holder's mark.
-    #[must_use]
-    pub fn max_start_wait(mut self, wait: Duration) -> Self {
-        self.max_start_wait = wait;
-        self
-    }
-
-    /// How far ahead of the clock a cached generator may borrow.
-    #[must_use]
-    pub fn max_borrow(mut self, borrow: Duration) -> Self {
-        self.max_borrow = borrow;
-        self
-    }
+    crate::mark::mark_fence_setters!();
 
     /// Record the range `0-1023` in `store` at every assignment, so that a disposable, leased
     /// or static assigner sharing the store is refused if its range overlaps it.
@@ -442,36 +422,25 @@ impl WorkerIdAssigner for MachineWorkerIdAssigner {
                 ),
             }
             let (worker_id, cache) = self.lock_free_value(machine.value)?;
-            let clock = Arc::clone(&self.clock);
             // From here on this value is ours: continue its mark as a static id continues its
             // own, so a time unit an earlier holder on this host stamped is never stamped again.
-            let (mark, previous) =
-                LocalMark::acquire(cache, worker_id, clock, mark_step_ms(layout))?;
-            let floor_ms = previous.as_ref().map_or(0, |p| p.until_ms);
-            if previous.is_some() {
-                wait_for_clock(
-                    self.clock.as_ref(),
-                    worker_id,
-                    floor_ms,
-                    self.max_start_wait,
-                )
-                .await?;
-            }
-            mark.begin(None, None)?;
-            mark.start_refresher()?;
+            let fence = MarkFence::continue_from(
+                cache,
+                worker_id,
+                &self.clock,
+                layout,
+                self.max_start_wait,
+                self.max_borrow,
+            )
+            .await?;
             tracing::info!(
                 worker_id,
                 machine = machine.value,
                 process = worker_id & (PROCESS_VALUES - 1),
                 machine_from = %machine.source,
-                state = %mark.path().display(),
+                state = %fence.mark.path().display(),
                 "machine+process worker id: unique among the processes sharing this state directory, only probably unique across hosts"
             );
-            let fence = MarkFence {
-                mark,
-                max_borrow_ms: Some(duration_ms(self.max_borrow)),
-                floor_ms,
-            };
             Ok(WorkerAssignment {
                 fence: Some(Arc::new(fence)),
                 ..WorkerAssignment::fixed(worker_id, AssignmentKind::Machine)

@@ -302,6 +302,35 @@ impl LocalMark {
     }
 }
 
+/// The builder methods of an assigner whose ids keep a [`MarkFence`] (static, machine): the
+/// clock it reads and the two bounds [`MarkFence::continue_from`] takes. The type needs
+/// `clock: Arc<dyn Clock>`, `max_start_wait: Duration` and `max_borrow: Duration` fields.
+macro_rules! mark_fence_setters {
+    () => {
+        /// Read time from `clock` (the one the generator reads).
+        #[must_use]
+        pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+            self.clock = Arc::new(clock);
+            self
+        }
+
+        /// The longest a start waits for its clock to pass the previous life's mark.
+        #[must_use]
+        pub fn max_start_wait(mut self, wait: Duration) -> Self {
+            self.max_start_wait = wait;
+            self
+        }
+
+        /// How far ahead of the clock a cached generator may borrow.
+        #[must_use]
+        pub fn max_borrow(mut self, borrow: Duration) -> Self {
+            self.max_borrow = borrow;
+            self
+        }
+    };
+}
+pub(crate) use mark_fence_setters;
+
 /// The fence of a static worker id: IDs only under the mark, which rises on demand.
 #[derive(Debug)]
 pub(crate) struct MarkFence {
@@ -309,6 +338,39 @@ pub(crate) struct MarkFence {
     pub(crate) max_borrow_ms: Option<u64>,
     /// The previous life's mark: nothing is stamped before it.
     pub(crate) floor_ms: u64,
+}
+
+impl MarkFence {
+    /// Continue the mark a worker id keeps in `cache` (a static id's state file, a machine
+    /// value's file): wait until `clock` has passed what the previous life reserved (at most
+    /// `max_start_wait`), then start a mark of this life and fence the generator by it, so a
+    /// time unit an earlier life stamped is never stamped again.
+    ///
+    /// Cancelling it while it waits leaves nothing behind: the file lock and the mark are
+    /// dropped with the future, and the file still holds the previous life's mark.
+    pub(crate) async fn continue_from(
+        cache: CacheLock,
+        worker_id: u64,
+        clock: &Arc<dyn Clock>,
+        layout: &Layout,
+        max_start_wait: Duration,
+        max_borrow: Duration,
+    ) -> Result<Self> {
+        let (mark, previous) =
+            LocalMark::acquire(cache, worker_id, Arc::clone(clock), mark_step_ms(layout))?;
+        let floor_ms = previous.as_ref().map_or(0, |p| p.until_ms);
+        if previous.is_some() {
+            crate::lease::wait_for_clock(clock.as_ref(), worker_id, floor_ms, max_start_wait)
+                .await?;
+        }
+        mark.begin(None, None)?;
+        mark.start_refresher()?;
+        Ok(Self {
+            mark,
+            max_borrow_ms: Some(uidgen_core::clock::saturating_millis(max_borrow)),
+            floor_ms,
+        })
+    }
 }
 
 impl TimeFence for MarkFence {

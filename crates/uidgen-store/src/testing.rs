@@ -28,6 +28,47 @@ use crate::error::{Result, StoreError};
 use crate::store::{Store, StoreOptions};
 use crate::url::redact_url;
 
+/// Define a test whose body runs once per database: `name::sqlite`, `name::mysql`,
+/// `name::postgres`, each a multi-threaded tokio test on its own fresh database (the body
+/// calls [`fresh_store`] with the `TestDb` it is given). The calling module must have
+/// [`TestDb`] in scope: the test module reaches it through `use super::*`.
+///
+/// ```ignore
+/// uidgen_store::per_db! {
+///     async fn tags_round_trip(db: TestDb) {
+///         let (store, _url) = uidgen_store::testing::fresh_store(db).await.unwrap();
+///         store.upsert_tag("order", 100, None).await.unwrap();
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! per_db {
+    ($(#[$meta:meta])* async fn $name:ident($db:ident: TestDb) $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn body($db: TestDb) $body
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                body(TestDb::Sqlite).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mysql() {
+                body(TestDb::MySql).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                body(TestDb::Postgres).await;
+            }
+        }
+    };
+}
+
 /// The MariaDB/MySQL server tests use.
 pub const MYSQL_URL_VAR: &str = "UIDGEN_TEST_MYSQL_URL";
 /// The PostgreSQL server tests use.

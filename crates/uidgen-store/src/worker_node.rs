@@ -201,6 +201,16 @@ impl Store {
     }
 }
 
+/// A claim's step must be 1 to `max` (the table's own cap), named in the message.
+pub(crate) fn check_step(step: i64, max: i64) -> Result<()> {
+    if !(1..=max).contains(&step) {
+        return Err(StoreError::InvalidInput(format!(
+            "step {step} is out of range; use 1 to {max}"
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn check_len(what: &str, value: &str, max: usize) -> Result<()> {
     let len = value.chars().count();
     if len > max {

@@ -248,6 +248,4 @@ pub(crate) fn check_threshold(threshold: Duration, max_outage: Duration) -> Resu
 }
 
 /// Milliseconds of a duration, saturating (the durations here are bounded well below).
-pub(crate) fn ms(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
+pub(crate) use uidgen_core::clock::saturating_millis as ms;

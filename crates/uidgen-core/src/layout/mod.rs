@@ -641,7 +641,8 @@ mod tests {
     #[test]
     fn legacy_baidu_epoch_is_exhausted_today() {
         let legacy = Layout::baidu_legacy().unwrap();
-        // 2016-05-19T16:00:00Z + 2^28 s = 2024-11-20T...Z: Baidu issue #100.
+        // 2016-05-19T16:00:00Z + 2^28 s = 2024-11-20T...Z: Baidu issue #100,
+        // https://github.com/baidu/uid-generator/issues/100
         let last = legacy.millis_of(legacy.max_time());
         assert!(last.to_string().starts_with("1732"), "{last}");
         assert!(matches!(

@@ -10,7 +10,7 @@ pub const DEFAULT_EPOCH: &str = "2026-01-01";
 /// Twitter's Snowflake epoch, also Leaf's `twepoch`.
 pub const TWITTER_EPOCH_MS: u64 = 1_288_834_974_657;
 /// Baidu uid-generator's default epoch, 2016-05-20 in UTC+8. Its 28 bits of seconds ran out on
-/// 2024-11-20 (Baidu issue #100); kept only to decode old IDs.
+/// 2024-11-20 (Baidu issue [#100](https://github.com/baidu/uid-generator/issues/100)); kept only to decode old IDs.
 pub const BAIDU_LEGACY_EPOCH_MS: u64 = 1_463_673_600_000;
 /// Vesta's epoch, 2015-01-01 00:00 in UTC+8.
 pub const VESTA_EPOCH_MS: u64 = 1_420_041_600_000;

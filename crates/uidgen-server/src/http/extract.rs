@@ -53,6 +53,15 @@ impl QueryParams {
     pub fn get(&self, name: &str) -> Option<&String> {
         self.0.get(name)
     }
+
+    /// `count=N` of a batch route: 1 when absent, else 1 to `cap`; anything else is a 400
+    /// `invalid_count` that echoes what was sent.
+    pub fn count(&self, cap: usize) -> Result<usize, ApiError> {
+        let Some(raw) = self.get("count").map(|c| c.trim()) else {
+            return Ok(1);
+        };
+        super::segments::segment_count(raw, cap)
+    }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for QueryParams {

@@ -149,11 +149,13 @@ pub fn app(state: Arc<AppState>) -> Router {
         .fallback(ops::not_found)
         // After every route: it applies to the routes registered before it.
         .method_not_allowed_fallback(ops::method_not_allowed)
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            observe::observe,
-        ))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        // One `layer` call, not one per layer: axum boxes every route once more per call, and
+        // each box costs an allocation and a dispatch on every request.
+        .layer(
+            tower::ServiceBuilder::new()
+                .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+                .layer(observe::ObserveLayer::new(state.clone())),
+        )
         .with_state(state)
 }
 

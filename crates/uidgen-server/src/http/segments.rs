@@ -184,10 +184,7 @@ pub async fn batch(
     query: QueryParams,
 ) -> Result<Issued<Json<SegmentBatch>>, ApiError> {
     let service = service(&state)?;
-    let count = match query.get("count").map(|c| c.trim()) {
-        None => 1,
-        Some(raw) => segment_count(raw, state.batch_cap)?,
-    };
+    let count = query.count(state.batch_cap)?;
     let ids = service
         .get_batch_async(&tag, count)
         .await

@@ -196,24 +196,7 @@ pub async fn batch(
     let service = service(&state)?;
     let app_id = app_id(&raw_app)?;
     let gate_pass = gate_pass(&query, "gate_pass")?;
-    let count = match query.get("count").map(|c| c.trim()) {
-        None => 1,
-        Some(raw) => raw
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=state.batch_cap).contains(n))
-            .ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_count",
-                    format!(
-                        "count {:?} is out of range; ask for 1 to {} IDs",
-                        clip(raw, ECHO_CHARS),
-                        state.batch_cap
-                    ),
-                )
-            })?,
-    };
+    let count = query.count(state.batch_cap)?;
     let ids = service
         .get_batch(app_id, gate_pass, count)
         .await

@@ -13,34 +13,10 @@ use uidgen_store::testing::fresh_store;
 pub use uidgen_store::testing::{TestDb, all_dbs};
 use uidgen_store::{AppSpec, Store};
 
-/// Define a test whose body runs once per database: `name::sqlite`, `name::mysql`,
-/// `name::postgres`, each on its own fresh database.
+/// [`uidgen_store::per_db`]: a test whose body runs once per database.
 #[macro_export]
 macro_rules! per_db {
-    ($(#[$meta:meta])* async fn $name:ident($db:ident: TestDb) $body:block) => {
-        $(#[$meta])*
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-
-            async fn body($db: TestDb) $body
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                body(TestDb::Sqlite).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn mysql() {
-                body(TestDb::MySql).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                body(TestDb::Postgres).await;
-            }
-        }
-    };
+    ($($test:tt)*) => { uidgen_store::per_db! { $($test)* } };
 }
 
 /// A key prefix on a Redis for one test; its keys are deleted when it is dropped.

@@ -2,34 +2,10 @@
 
 #![allow(dead_code)]
 
-/// Define a test whose body runs once per database: `name::sqlite`, `name::mysql`,
-/// `name::postgres`, each on its own fresh database.
+/// [`uidgen_store::per_db`]: a test whose body runs once per database.
 #[macro_export]
 macro_rules! per_db {
-    ($(#[$meta:meta])* async fn $name:ident($db:ident: TestDb) $body:block) => {
-        $(#[$meta])*
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-
-            async fn body($db: TestDb) $body
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                body(TestDb::Sqlite).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn mysql() {
-                body(TestDb::MySql).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                body(TestDb::Postgres).await;
-            }
-        }
-    };
+    ($($test:tt)*) => { uidgen_store::per_db! { $($test)* } };
 }
 
 /// A layout with `worker_bits` worker bits (seconds, Baidu-like), for exhaustion and leases.
