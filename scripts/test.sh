@@ -123,7 +123,7 @@ log "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 log "cargo test (workspace: unit, integration, doc tests)"
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast
 
 log "loom models of the ring buffer"
 RUSTFLAGS="--cfg uidgen_loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \

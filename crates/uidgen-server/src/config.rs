@@ -1208,7 +1208,7 @@ mod tests {
             (
                 "[segment]\nmax_lease_size = 0",
                 &[],
-                "invalid config key `segment.max_lease_size`: invalid segment options: max_lease_size must be 1 to",
+                "invalid config key `segment.max_lease_size`: must be 1 to",
             ),
             (
                 "grpc_listen = \"nowhere\"",
