@@ -256,6 +256,15 @@ impl LeasedWorkerIdAssigner {
     /// live lease, [`StoreError::LeaseContention`] when free ids exist but other claimants won
     /// each of them [`CLAIM_ATTEMPTS`] times running, [`StoreError::ClockBehindLastIssued`],
     /// and database errors.
+    ///
+    /// Cancel safety: dropping the future before a claim statement commits leaves only the
+    /// range registration behind, which a later claim repeats harmlessly. Dropped once a claim
+    /// committed (its answer in flight, or while waiting out the previous holder's issued-until
+    /// time), the row holds the id under a holder string no process keeps: nothing renews it
+    /// and no ID was stamped under it, so the id stays blocked until the row's expiry (the ttl,
+    /// plus the cache reserve with a cache) and is then taken over like a crashed holder's.
+    /// With a cache, the state file may already record that claim; a restart on this host
+    /// while the database is unreachable may run on it, which the row's expiry covers.
     pub async fn claim(&self, layout: &Layout) -> Result<LeaseGuard> {
         self.options.validate()?;
         let registered = self.registered_range();
