@@ -163,7 +163,8 @@ impl SegmentService {
             sync_task: Mutex::new(None),
         });
         if let Err(error) = service.sync_tags().await {
-            tracing::warn!(%error, "segment service starts without its tag list; retrying in the background");
+            tracing::warn!(%error,
+                "segment service starts without its tag list; retrying in the background");
         }
         let task = tokio::spawn(sync_loop(Arc::downgrade(&service)));
         *service.sync_task.lock() = Some(task);
@@ -259,10 +260,11 @@ impl SegmentService {
     /// The stored step is not changed.
     ///
     /// Errors: [`InvalidLeaseSize`](SegmentError::InvalidLeaseSize) for 0 or more than
-    /// [`max_lease_size`](SegmentOptions::max_lease_size), [`InvalidTag`](SegmentError::InvalidTag),
-    /// [`UnknownTag`](SegmentError::UnknownTag), [`TagExhausted`](SegmentError::TagExhausted),
-    /// [`TimedOut`](SegmentError::TimedOut) or [`Store`](SegmentError::Store) when the database
-    /// fails, [`Shutdown`](SegmentError::Shutdown).
+    /// [`max_lease_size`](SegmentOptions::max_lease_size),
+    /// [`InvalidTag`](SegmentError::InvalidTag), [`UnknownTag`](SegmentError::UnknownTag),
+    /// [`TagExhausted`](SegmentError::TagExhausted), [`TimedOut`](SegmentError::TimedOut) or
+    /// [`Store`](SegmentError::Store) when the database fails,
+    /// [`Shutdown`](SegmentError::Shutdown).
     ///
     /// Cancel safety: dropping the future before the claim commits changes nothing (its
     /// transaction rolls back). A claim committed by the database but whose answer is dropped
@@ -402,7 +404,10 @@ impl SegmentService {
     /// # fn demo(service: &uidgen_segment::SegmentService) {
     /// for state in service.monitor() {
     ///     let current = &state.segments[state.pos];
-    ///     println!("{}: {} of {} left, next ready: {}", state.tag, current.idle, current.step, state.next_ready);
+    ///     println!(
+    ///         "{}: {} of {} left, next ready: {}",
+    ///         state.tag, current.idle, current.step, state.next_ready
+    ///     );
     /// }
     /// # }
     /// ```

@@ -164,7 +164,8 @@ impl SegmentBuffer {
                 control.failure = None;
                 // Relaxed: read as a hint by `prefetch`; the lock orders it for the slow path.
                 self.hot.retry_at_ms.store(0, Ordering::Relaxed);
-                tracing::debug!(tag = %self.tag, start, end = claim.max_id, step = claim.step, "loaded segment");
+                tracing::debug!(tag = %self.tag, start, end = claim.max_id, step = claim.step,
+                    "loaded segment");
             }
             Err(error) => {
                 tracing::warn!(tag = %self.tag, %error, "loading a segment failed");

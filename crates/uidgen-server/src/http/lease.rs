@@ -20,7 +20,10 @@ use super::{ApiError, AppState, ErrorBody};
 ///
 /// ```
 /// let lease = uidgen_server::http::SegmentLease { tag: "order".into(), start: 4001, end: 14001 };
-/// assert_eq!(serde_json::to_string(&lease).unwrap(), r#"{"tag":"order","start":4001,"end":14001}"#);
+/// assert_eq!(
+///     serde_json::to_string(&lease).unwrap(),
+///     r#"{"tag":"order","start":4001,"end":14001}"#
+/// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct SegmentLease {
@@ -65,9 +68,21 @@ pub(crate) async fn lease(
         ("size" = u64, Query, description = "How many numbers: 1 to `segment.max_lease_size`"),
     ),
     responses(
-        (status = 200, description = "The range [start, end), claimed in the database for the caller alone", body = SegmentLease),
-        (status = 400, description = "A malformed tag, or a size of 0 or above the cap (`invalid_lease_size`)", body = ErrorBody),
-        (status = 404, description = "Unknown tag (`unknown_tag`) or segment mode off (`segments_disabled`)", body = ErrorBody),
+        (
+            status = 200,
+            description = "The range [start, end), claimed in the database for the caller alone",
+            body = SegmentLease
+        ),
+        (
+            status = 400,
+            description = "A malformed tag, or a size of 0 or above the cap (`invalid_lease_size`)",
+            body = ErrorBody
+        ),
+        (
+            status = 404,
+            description = "Unknown tag (`unknown_tag`) or segment mode off (`segments_disabled`)",
+            body = ErrorBody
+        ),
         (status = 503, description = "The store is down or the tag is exhausted", body = ErrorBody),
     )
 )]
