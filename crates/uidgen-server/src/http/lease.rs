@@ -20,10 +20,7 @@ use super::{ApiError, AppState, ErrorBody};
 ///
 /// ```
 /// let lease = uidgen_server::http::SegmentLease { tag: "order".into(), start: 4001, end: 14001 };
-/// assert_eq!(
-///     serde_json::to_string(&lease).unwrap(),
-///     r#"{"tag":"order","start":4001,"end":14001}"#
-/// );
+/// assert_eq!(serde_json::to_string(&lease).unwrap(), r#"{"tag":"order","start":4001,"end":14001}"#);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct SegmentLease {
