@@ -26,13 +26,14 @@ fn is_leap(year: u64) -> bool {
     year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
 }
 
+/// The month's length by the reference: the days until the first of the next month.
 fn days_in_month(year: u64, month: u64) -> u64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
+    let (next_year, next_month) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
+    reference_days(next_year, next_month, 1) - reference_days(year, month, 1)
 }
 
 /// A calendar date of the supported range with a time of day: (y, m, d, h, min, s, ms).
