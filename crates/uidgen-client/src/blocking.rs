@@ -13,7 +13,8 @@ use crate::options::ClientBuilder;
 ///
 /// ```no_run
 /// use uidgen_client::{BlockingClient, ClientBuilder, Peer};
-/// let client = BlockingClient::connect(ClientBuilder::new([Peer::http("http://127.0.0.1:8080")]))?;
+/// let builder = ClientBuilder::new([Peer::http("http://127.0.0.1:8080")]);
+/// let client = BlockingClient::connect(builder)?;
 /// let id = client.next_id()?;
 /// let order = client.next_segment_id("orders")?;
 /// # let _ = (id, order);

@@ -275,7 +275,11 @@ async fn check_peer(
         Err(failure) => {
             peers.mark_unchecked(index);
             if at_start {
-                tracing::info!(%peer, error = failure.message(), "uidgen client: peer not answering at start; checked when it does");
+                tracing::info!(
+                    %peer,
+                    error = failure.message(),
+                    "uidgen client: peer not answering at start; checked when it does"
+                );
             }
             Ok(())
         }

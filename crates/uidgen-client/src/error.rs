@@ -6,7 +6,8 @@
 pub enum ClientError {
     /// No peer answered within the retries and no embedded fallback is configured.
     #[error(
-        "every uidgen server is down or failing ({peers}); last error: {last_error}. Configure a fallback (ClientBuilder::fallback) to keep issuing IDs through outages"
+        "every uidgen server is down or failing ({peers}); last error: {last_error}. Configure a \
+         fallback (ClientBuilder::fallback) to keep issuing IDs through outages"
     )]
     AllPeersDown {
         /// The peers tried, comma separated.
@@ -17,7 +18,8 @@ pub enum ClientError {
     /// Every peer is down and the request cannot be served locally (segment numbers need
     /// the database behind the servers; the fallback only issues snowflake-style IDs).
     #[error(
-        "every uidgen server is down or failing ({peers}) and segment tag `{tag}` has no local fallback: segment numbers come only from the database; last error: {last_error}"
+        "every uidgen server is down or failing ({peers}) and segment tag `{tag}` has no local \
+         fallback: segment numbers come only from the database; last error: {last_error}"
     )]
     SegmentPeersDown {
         /// The tag asked for.
@@ -48,7 +50,8 @@ pub enum ClientError {
     /// A server's layout or epoch differs from the fallback's: the fallback's IDs could
     /// repeat the servers' ones, so the client refuses to use either until they agree.
     #[error(
-        "{peer} issues layout `{server}` but the fallback is configured with `{fallback}`: configure the fallback with the servers' layout and epoch"
+        "{peer} issues layout `{server}` but the fallback is configured with `{fallback}`: \
+         configure the fallback with the servers' layout and epoch"
     )]
     LayoutMismatch {
         /// The peer whose layout differs.
@@ -60,7 +63,8 @@ pub enum ClientError {
     },
     /// A server stamps the fallback's worker id: the fallback would repeat its IDs.
     #[error(
-        "{peer} stamps worker id {worker_id}, the fallback's own: give the fallback a worker id outside every server's range (see docs/OPERATIONS.md, \"The client's embedded fallback\")"
+        "{peer} stamps worker id {worker_id}, the fallback's own: give the fallback a worker id \
+         outside every server's range (see docs/OPERATIONS.md, \"The client's embedded fallback\")"
     )]
     FallbackWorkerConflict {
         /// The peer that stamps it.

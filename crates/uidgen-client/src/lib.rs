@@ -14,9 +14,8 @@
 //! ```no_run
 //! # async fn demo() -> uidgen_client::Result<()> {
 //! use uidgen_client::{ClientBuilder, Peer};
-//! let client = ClientBuilder::new([Peer::grpc("http://10.0.0.5:9090"), Peer::grpc("http://10.0.0.6:9090")])
-//!     .connect()
-//!     .await?;
+//! let peers = [Peer::grpc("http://10.0.0.5:9090"), Peer::grpc("http://10.0.0.6:9090")];
+//! let client = ClientBuilder::new(peers).connect().await?;
 //! let id = client.next_id().await?;
 //! let order_no = client.segment("orders")?.next().await?;
 //! # let _ = (id, order_no); Ok(()) }
@@ -33,7 +32,10 @@
 //! let peers = [Peer::http("http://127.0.0.1:9")];
 //! let client = ClientBuilder::new(peers.clone()).connect().await?;
 //! let error = client.next_id().await.unwrap_err();
-//! assert!(matches!(error, ClientError::AllPeersDown { ref peers, .. } if peers == "http://127.0.0.1:9"));
+//! assert!(matches!(
+//!     error,
+//!     ClientError::AllPeersDown { ref peers, .. } if peers == "http://127.0.0.1:9"
+//! ));
 //!
 //! let dir = tempfile::tempdir().expect("a temporary directory");
 //! let layout = Layout::vesta_max_peak()?;

@@ -12,7 +12,8 @@ use crate::transport::Peer;
 /// ```
 /// use std::time::Duration;
 /// use uidgen_client::{ClientBuilder, Peer};
-/// let builder = ClientBuilder::new([Peer::grpc("http://10.0.0.5:9090"), Peer::http("http://10.0.0.6:8080")])
+/// let peers = [Peer::grpc("http://10.0.0.5:9090"), Peer::http("http://10.0.0.6:8080")];
+/// let builder = ClientBuilder::new(peers)
 ///     .timeout(Duration::from_millis(500))
 ///     .buffer_size(1 << 14);
 /// assert_eq!(builder.peers().len(), 2);

@@ -177,7 +177,8 @@ impl PeerSet {
                 Ok(Err(Failure::Refused(message))) => return Err(refused(&slot.peer, &message)),
                 Ok(Err(failure)) => {
                     last_error = format!("{}: {}", slot.peer, failure.message());
-                    tracing::debug!(peer = %slot.peer, error = failure.message(), "peer failed; ejected");
+                    tracing::debug!(peer = %slot.peer, error = failure.message(),
+                        "peer failed; ejected");
                     self.eject(index);
                 }
                 Err(_) => {

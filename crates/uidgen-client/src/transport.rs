@@ -165,7 +165,8 @@ impl Connection {
         match (u64::try_from(start), u64::try_from(end)) {
             (Ok(start), Ok(end)) if start < end => Ok(Lease { start, end }),
             _ => Err(Failure::Down(format!(
-                "lease of `{tag}` is not a non-empty range of non-negative numbers: [{start}, {end})"
+                "lease of `{tag}` is not a non-empty range of non-negative numbers: [{start}, \
+                 {end})"
             ))),
         }
     }

@@ -31,7 +31,10 @@ pub const MAX_BOOST_POWER: u32 = 10;
 /// ```
 /// use std::time::Duration;
 /// use uidgen_core::CachedOptions;
-/// let options = CachedOptions { boost_power: 4, ..CachedOptions::waiting(Duration::from_secs(1)) };
+/// let options = CachedOptions {
+///     boost_power: 4,
+///     ..CachedOptions::waiting(Duration::from_secs(1))
+/// };
 /// assert_eq!(options.padding_factor, 50);
 /// ```
 #[derive(Clone)]
@@ -143,7 +146,8 @@ impl<C: Clock> Shared<C> {
 
     /// Fill the ring. Each new unit is `max(last_second + 1, now)`: it borrows future units
     /// when demand outruns the clock, and catches up with the clock when demand is light (Baidu
-    /// never re-synced, so its IDs drifted from the clock: [#8](https://github.com/baidu/uid-generator/issues/8),
+    /// never re-synced, so its IDs drifted from the clock:
+    /// [#8](https://github.com/baidu/uid-generator/issues/8),
     /// [#89](https://github.com/baidu/uid-generator/issues/89)).
     fn pad(&self) -> Result<Padded> {
         // One run at a time; the guard unlocks on every exit path, errors included (Baidu's
@@ -174,7 +178,8 @@ impl<C: Clock> Shared<C> {
                     if let Err(error) = self.layout.check_time(next) {
                         // Baidu went on and spilled into the sign bit (#100, #52); stop instead,
                         // and keep the error typed so takes report the exhaustion as such.
-                        // https://github.com/baidu/uid-generator/issues/100, https://github.com/baidu/uid-generator/pull/52
+                        // https://github.com/baidu/uid-generator/issues/100,
+                        // https://github.com/baidu/uid-generator/pull/52
                         self.ring.stop_with(error.clone());
                         return Err(error);
                     }
@@ -228,7 +233,8 @@ impl<C: Clock> Shared<C> {
 /// use std::time::Duration;
 /// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidGenerator};
 /// let layout = Layout::baidu_default()?;
-/// let generator = CachedUidGenerator::new(layout, 7, SystemClock, CachedOptions::waiting(Duration::from_secs(1)))?;
+/// let options = CachedOptions::waiting(Duration::from_secs(1));
+/// let generator = CachedUidGenerator::new(layout, 7, SystemClock, options)?;
 /// let ids = generator.next_ids(100_000)?;
 /// assert_eq!(generator.parse(ids[0])?.parts.worker, 7);
 /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
@@ -270,7 +276,8 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
             return Err(UidError::InvalidOption {
                 name: "schedule_interval",
                 reason: format!(
-                    "{period:?} is shorter than a millisecond; use at least 1 ms, or None to pad only when takes ask"
+                    "{period:?} is shorter than a millisecond; use at least 1 ms, or None to pad \
+                     only when takes ask"
                 ),
             });
         }

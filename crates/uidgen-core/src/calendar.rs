@@ -75,7 +75,8 @@ fn civil(ms: u64) -> Civil {
 /// ISO-8601 in UTC with milliseconds.
 ///
 /// ```
-/// assert_eq!(uidgen_core::calendar::format_iso8601(1_732_089_600_000), "2024-11-20T08:00:00.000Z");
+/// assert_eq!(uidgen_core::calendar::format_iso8601(1_732_089_600_000),
+///     "2024-11-20T08:00:00.000Z");
 /// ```
 pub fn format_iso8601(ms: u64) -> String {
     let c = civil(ms);

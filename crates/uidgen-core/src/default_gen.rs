@@ -20,7 +20,8 @@ use crate::sequencer::{BackwardPolicy, Sequencer};
 /// ```
 /// use uidgen_core::{DefaultUidGenerator, Layout, ManualClock, UidError, UidGenerator};
 /// let clock = ManualClock::new(Layout::baidu_default().unwrap().epoch_ms() + 5_000);
-/// let generator = DefaultUidGenerator::new(Layout::baidu_default().unwrap(), 42, clock.clone()).unwrap();
+/// let generator =
+///     DefaultUidGenerator::new(Layout::baidu_default().unwrap(), 42, clock.clone()).unwrap();
 /// let first = generator.parse(generator.next_id().unwrap()).unwrap();
 /// assert_eq!((first.parts.time, first.parts.worker, first.parts.sequence), (5, 42, 0));
 /// clock.rewind(2_000);

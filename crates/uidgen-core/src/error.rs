@@ -46,7 +46,8 @@ pub enum UidError {
     },
     /// An epoch string could not be parsed.
     #[error(
-        "cannot parse epoch {input:?}: {reason} (expected e.g. \"2016-05-20\", \"2016-05-20+08:00\" or \"2016-05-20T00:00:00Z\")"
+        "cannot parse epoch {input:?}: {reason} (expected e.g. \"2016-05-20\", \
+         \"2016-05-20+08:00\" or \"2016-05-20T00:00:00Z\")"
     )]
     InvalidEpoch {
         /// What was given.
@@ -68,7 +69,8 @@ pub enum UidError {
     },
     /// The worker id does not fit the layout's worker field.
     #[error(
-        "worker id {worker_id} exceeds the layout's maximum {max}; widen the worker bits or use a smaller id"
+        "worker id {worker_id} exceeds the layout's maximum {max}; widen the worker bits or use a \
+         smaller id"
     )]
     WorkerIdOverflow {
         /// The worker id given.
@@ -94,7 +96,8 @@ pub enum UidError {
     },
     /// The time field has no room left: every value up to its maximum has been used.
     #[error(
-        "timestamp bits exhausted: {elapsed} time units since the epoch exceed the layout's maximum {max}; move the epoch forward or widen the time bits"
+        "timestamp bits exhausted: {elapsed} time units since the epoch exceed the layout's \
+         maximum {max}; move the epoch forward or widen the time bits"
     )]
     TimestampExhausted {
         /// Units elapsed since the epoch (or the unit that was about to be used).
@@ -120,13 +123,15 @@ pub enum UidError {
     },
     /// The ring buffer had no ID to take (Baidu's default reject-take policy).
     #[error(
-        "ring buffer is empty: padding has not caught up ({0}); retry or use the waiting reject-take policy"
+        "ring buffer is empty: padding has not caught up ({0}); retry or use the waiting \
+         reject-take policy"
     )]
     RingEmpty(String),
     /// The worker id may not stamp this time unit yet: its lease or reserved-until mark (a
     /// [`TimeFence`](crate::TimeFence)) ends before the unit does.
     #[error(
-        "worker id {worker_id} may stamp IDs only up to {limit_ms} ms, but this time unit ends at {unit_end_ms} ms: {reason}"
+        "worker id {worker_id} may stamp IDs only up to {limit_ms} ms, but this time unit ends at \
+         {unit_end_ms} ms: {reason}"
     )]
     BeyondFence {
         /// The worker id.

@@ -295,8 +295,9 @@ impl RingBuffer {
 
     /// Claim up to `max` positions: one CAS loop from a single load, so a consumer owns exactly
     /// the positions its CAS moved past. (Baidu read the cursor, then `updateAndGet`, and could
-    /// read another consumer's slot: their [#105](https://github.com/baidu/uid-generator/issues/105).) Returns the first position and the
-    /// count.
+    /// read another consumer's slot: their
+    /// [#105](https://github.com/baidu/uid-generator/issues/105).) Returns the first position and
+    /// the count.
     #[inline]
     fn claim(&self, max: usize) -> Option<(i64, i64)> {
         let max = i64::try_from(max).unwrap_or(i64::MAX);
@@ -438,7 +439,8 @@ pub mod policy {
     /// assert_eq!(ring.take()?, 7);
     /// assert_eq!(
     ///     ring.take().unwrap_err().to_string(),
-    ///     "ring buffer is empty: padding has not caught up (tail 0 cursor 0); retry or use the waiting reject-take policy"
+    ///     "ring buffer is empty: padding has not caught up (tail 0 cursor 0); retry or use the \
+    ///      waiting reject-take policy"
     /// );
     /// # Ok::<(), uidgen_core::UidError>(())
     /// ```
@@ -453,7 +455,8 @@ pub mod policy {
     /// use std::sync::Arc;
     /// use std::time::Duration;
     /// use uidgen_core::{RingBuffer, UidError, ring::policy};
-    /// let ring = Arc::new(RingBuffer::new(4, 50)?.with_reject_take(policy::wait(Duration::from_secs(10))));
+    /// let wait = policy::wait(Duration::from_secs(10));
+    /// let ring = Arc::new(RingBuffer::new(4, 50)?.with_reject_take(wait));
     /// // A producer that shows up while the take waits is waited for.
     /// let producer = {
     ///     let ring = Arc::clone(&ring);

@@ -28,7 +28,8 @@ pub const LEAF_RANDOM_START_BOUND: u64 = 100;
 /// ```
 /// use uidgen_core::{Layout, ManualClock, SnowflakeGenerator, UidError, UidGenerator};
 /// let clock = ManualClock::auto_advancing(1_700_000_000_000);
-/// let generator = SnowflakeGenerator::new(Layout::snowflake().unwrap(), 1, clock.clone()).unwrap();
+/// let generator =
+///     SnowflakeGenerator::new(Layout::snowflake().unwrap(), 1, clock.clone()).unwrap();
 /// let a = generator.next_id().unwrap();
 /// clock.rewind(3); // small step: waited out, because sleeping moves this clock forward
 /// assert!(generator.next_id().unwrap() > a);

@@ -22,10 +22,10 @@
 //!
 //! Only when both segments are used up does a caller wait, for at most
 //! [`SegmentOptions::wait_timeout`](crate::SegmentOptions::wait_timeout): the blocking
-//! [`SegmentBuffer::next_id`] parks on a `parking_lot::Condvar` (so it works from plain threads with
-//! no runtime), the `async` variants await a `tokio::sync::Notify`. Loads always run as tasks on
-//! the service's tokio runtime; a blocking caller on a *current-thread* runtime's only thread would
-//! starve that task, so async code should use the `_async` methods.
+//! [`SegmentBuffer::next_id`] parks on a `parking_lot::Condvar` (so it works from plain threads
+//! with no runtime), the `async` variants await a `tokio::sync::Notify`. Loads always run as tasks
+//! on the service's tokio runtime; a blocking caller on a *current-thread* runtime's only thread
+//! would starve that task, so async code should use the `_async` methods.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -107,8 +107,9 @@ struct Hot {
 
 /// One biz tag's pair of segments.
 ///
-/// Obtained from [`SegmentService::tag`](crate::SegmentService::tag) as a [`TagHandle`](crate::TagHandle);
-/// most callers use [`SegmentService::get`](crate::SegmentService::get) instead.
+/// Obtained from [`SegmentService::tag`](crate::SegmentService::tag) as a
+/// [`TagHandle`](crate::TagHandle); most callers use
+/// [`SegmentService::get`](crate::SegmentService::get) instead.
 #[derive(Debug)]
 pub struct SegmentBuffer {
     tag: Box<str>,

@@ -16,7 +16,8 @@ pub type Result<T, E = SegmentError> = std::result::Result<T, E>;
 /// assert_eq!(error.code(), -2);
 /// assert_eq!(
 ///     error.to_string(),
-///     "unknown biz tag `order`: no leaf_alloc row; create it with upsert_tag (or wait for the next tag sync)"
+///     "unknown biz tag `order`: no leaf_alloc row; create it with upsert_tag (or wait for the \
+///      next tag sync)"
 /// );
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +26,8 @@ pub enum SegmentError {
     /// The service has not loaded its tag list from the database yet (Leaf's -1): the database
     /// was unreachable at start and the background sync has not succeeded since.
     #[error(
-        "segment service not initialised: the tag list could not be loaded from the database yet ({reason}); it is retried in the background"
+        "segment service not initialised: the tag list could not be loaded from the database yet \
+         ({reason}); it is retried in the background"
     )]
     NotInitialised {
         /// Why the last attempt failed.
@@ -34,7 +36,8 @@ pub enum SegmentError {
 
     /// No `leaf_alloc` row for this tag (Leaf's -2).
     #[error(
-        "unknown biz tag `{0}`: no leaf_alloc row; create it with upsert_tag (or wait for the next tag sync)"
+        "unknown biz tag `{0}`: no leaf_alloc row; create it with upsert_tag (or wait for the next \
+         tag sync)"
     )]
     UnknownTag(String),
 
@@ -102,7 +105,8 @@ pub enum SegmentError {
     /// The database handed out a segment below one this service already served: `max_id` was
     /// moved backwards by hand. The segment is refused, because serving it would repeat IDs.
     #[error(
-        "biz tag `{tag}`: the database returned segment [{start}, {end}) below the already served max {served_max}; max_id was moved backwards, refusing to repeat IDs"
+        "biz tag `{tag}`: the database returned segment [{start}, {end}) below the already served \
+         max {served_max}; max_id was moved backwards, refusing to repeat IDs"
     )]
     MaxIdWentBackwards {
         /// The tag.
@@ -117,7 +121,8 @@ pub enum SegmentError {
 
     /// The tag's next segment would pass the largest 64-bit ID: it can hand out no more.
     #[error(
-        "biz tag `{tag}` is exhausted: its next segment would pass the largest 64-bit ID (max_id {max_id}); use a new tag"
+        "biz tag `{tag}` is exhausted: its next segment would pass the largest 64-bit ID (max_id \
+         {max_id}); use a new tag"
     )]
     TagExhausted {
         /// The tag.
@@ -130,7 +135,8 @@ pub enum SegmentError {
     /// [`load_timeout`](crate::SegmentOptions::load_timeout). Nothing from the abandoned call
     /// is used.
     #[error(
-        "the database did not answer within {waited_ms} ms while {action}; is it paused or unreachable? (load_timeout)"
+        "the database did not answer within {waited_ms} ms while {action}; is it paused or \
+         unreachable? (load_timeout)"
     )]
     TimedOut {
         /// What the service was doing, e.g. "claiming a segment".

@@ -96,7 +96,8 @@ impl SegmentOptions {
             return bad(
                 "prefetch_ratio",
                 format!(
-                    "must be at least 0 and below 1 (the share of a segment used before the next is loaded), got {}",
+                    "must be at least 0 and below 1 (the share of a segment used before the next \
+                     is loaded), got {}",
                     self.prefetch_ratio
                 ),
             );

@@ -163,7 +163,8 @@ impl SegmentService {
             sync_task: Mutex::new(None),
         });
         if let Err(error) = service.sync_tags().await {
-            tracing::warn!(%error, "segment service starts without its tag list; retrying in the background");
+            tracing::warn!(%error,
+                "segment service starts without its tag list; retrying in the background");
         }
         let task = tokio::spawn(sync_loop(Arc::downgrade(&service)));
         *service.sync_task.lock() = Some(task);
@@ -225,6 +226,9 @@ impl SegmentService {
     }
 
     /// [`get`](Self::get), awaiting instead of blocking when it must wait for a load.
+    ///
+    /// Cancel safety: the load runs as a task of its own; dropping the future only stops
+    /// waiting for it.
     pub async fn get_async(&self, tag: &str) -> Result<i64> {
         self.tag(tag)?.get_async().await
     }
@@ -237,6 +241,9 @@ impl SegmentService {
     }
 
     /// [`get_batch`](Self::get_batch), awaiting instead of blocking.
+    ///
+    /// Cancel safety: dropping the future while it waits for a load leaves the load running;
+    /// the IDs it had already taken are skipped, never issued, never repeated.
     pub async fn get_batch_async(&self, tag: &str, n: usize) -> Result<Vec<i64>> {
         check_count(n, self.shared.options.max_batch)?;
         self.tag(tag)?.get_batch_async(n).await
@@ -253,10 +260,16 @@ impl SegmentService {
     /// The stored step is not changed.
     ///
     /// Errors: [`InvalidLeaseSize`](SegmentError::InvalidLeaseSize) for 0 or more than
-    /// [`max_lease_size`](SegmentOptions::max_lease_size), [`InvalidTag`](SegmentError::InvalidTag),
-    /// [`UnknownTag`](SegmentError::UnknownTag), [`TagExhausted`](SegmentError::TagExhausted),
-    /// [`TimedOut`](SegmentError::TimedOut) or [`Store`](SegmentError::Store) when the database
-    /// fails, [`Shutdown`](SegmentError::Shutdown).
+    /// [`max_lease_size`](SegmentOptions::max_lease_size),
+    /// [`InvalidTag`](SegmentError::InvalidTag), [`UnknownTag`](SegmentError::UnknownTag),
+    /// [`TagExhausted`](SegmentError::TagExhausted), [`TimedOut`](SegmentError::TimedOut) or
+    /// [`Store`](SegmentError::Store) when the database fails,
+    /// [`Shutdown`](SegmentError::Shutdown).
+    ///
+    /// Cancel safety: dropping the future before the claim commits changes nothing (its
+    /// transaction rolls back). A claim committed by the database but whose answer is dropped
+    /// (or abandoned after `load_timeout`) is lost: those numbers are never issued, never
+    /// repeated, as after a crash.
     ///
     /// ```no_run
     /// # async fn demo(service: &uidgen_segment::SegmentService) -> uidgen_segment::Result<()> {
@@ -290,6 +303,9 @@ impl SegmentService {
     /// Create `tag` or change its step (and description, when `Some`); the tag is usable at
     /// once in this service, and in others after their next sync. Tags must be 1 to 128
     /// characters without surrounding whitespace or control characters; steps 1 to 10^9.
+    ///
+    /// Cancel safety: dropped after the database committed the row, this service learns of
+    /// the change later: a new tag at the next sync, a new step at the tag's next load.
     pub async fn upsert_tag(
         &self,
         tag: &str,
@@ -326,6 +342,9 @@ impl SegmentService {
 
     /// Re-read the tag list now (the background task does this every `sync_interval`): add new
     /// tags, evict deleted ones.
+    ///
+    /// Cancel safety: dropping the future changes nothing; the tag map changes only after the
+    /// list is read, with no await in between.
     pub async fn sync_tags(&self) -> Result<()> {
         let _sync = self.sync_lock.lock().await;
         let list = self.shared.source.list_tags();
@@ -385,7 +404,10 @@ impl SegmentService {
     /// # fn demo(service: &uidgen_segment::SegmentService) {
     /// for state in service.monitor() {
     ///     let current = &state.segments[state.pos];
-    ///     println!("{}: {} of {} left, next ready: {}", state.tag, current.idle, current.step, state.next_ready);
+    ///     println!(
+    ///         "{}: {} of {} left, next ready: {}",
+    ///         state.tag, current.idle, current.step, state.next_ready
+    ///     );
     /// }
     /// # }
     /// ```

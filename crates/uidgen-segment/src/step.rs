@@ -19,7 +19,8 @@
 /// assert_eq!(next_step(1_000, 1_000, 1_000_000, 5 * MIN, 15 * MIN), 2_000); // busy: double
 /// assert_eq!(next_step(2_000, 1_000, 1_000_000, 20 * MIN, 15 * MIN), 2_000); // keep
 /// assert_eq!(next_step(2_000, 1_000, 1_000_000, 45 * MIN, 15 * MIN), 1_000); // quiet: halve
-/// assert_eq!(next_step(1_000, 1_000, 1_000_000, 45 * MIN, 15 * MIN), 1_000); // not below the table
+/// // Not below the table's step:
+/// assert_eq!(next_step(1_000, 1_000, 1_000_000, 45 * MIN, 15 * MIN), 1_000);
 /// assert_eq!(next_step(800_000, 1_000, 1_000_000, MIN, 15 * MIN), 1_000_000); // capped
 /// ```
 pub fn next_step(

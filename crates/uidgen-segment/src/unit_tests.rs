@@ -129,7 +129,8 @@ async fn a_failed_load_is_reported_then_recovered_from_without_repeating_an_id()
     }
     let error = service.get_async("t").await.unwrap_err();
     assert!(
-        matches!(error, SegmentError::BothSegmentsNotReady { ref reason, .. } if reason.contains("simulated outage")),
+        matches!(error, SegmentError::BothSegmentsNotReady { ref reason, .. } if reason.contains(
+            "simulated outage")),
         "{error}"
     );
     assert!(service.monitor()[0].last_error.is_some());

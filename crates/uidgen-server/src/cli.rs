@@ -166,7 +166,11 @@ pub struct MakeArgs {
     #[arg(long, requires = "index")]
     pub shard: Option<u8>,
     /// `--layout sharded`: the index (the number popped from the shard's list).
-    #[arg(long, requires_all = ["app", "shard"], conflicts_with_all = ["worker", "seq", "time", "units"])]
+    #[arg(
+        long,
+        requires_all = ["app", "shard"],
+        conflicts_with_all = ["worker", "seq", "time", "units"]
+    )]
     pub index: Option<u64>,
 }
 

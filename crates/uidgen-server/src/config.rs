@@ -302,7 +302,8 @@ impl Default for SegmentConfig {
 /// The whole service configuration.
 ///
 /// ```
-/// let config = uidgen_server::config::Config::from_toml_str("listen = \"127.0.0.1:9000\"", std::iter::empty()).unwrap();
+/// use uidgen_server::config::Config;
+/// let config = Config::from_toml_str("listen = \"127.0.0.1:9000\"", std::iter::empty()).unwrap();
 /// assert_eq!(config.listen_addr().unwrap().port(), 9000);
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -746,7 +747,9 @@ impl Config {
         if self.worker.id_range.is_some() {
             return Err(invalid(
                 "worker.range",
-                "the machine assigner's worker ids are machine << 5 | process, always 0-1023 (recorded as such in the store); unset it, and give other assigners on the store ranges above 1023",
+                "the machine assigner's worker ids are machine << 5 | process, always 0-1023 \
+                 (recorded as such in the store); unset it, and give other assigners on the store \
+                 ranges above 1023",
             ));
         }
         uidgen_store::MachineWorkerIdAssigner::check_layout(&self.build_layout()?)
@@ -1067,7 +1070,8 @@ mod tests {
             (
                 "admin_token = \"short\"",
                 &[],
-                "invalid config key `admin_token`: must be at least 16 characters (or unset to disable admin routes)",
+                "invalid config key `admin_token`: must be at least 16 characters (or unset to \
+                 disable admin routes)",
             ),
             (
                 "[ring]\npadding_factor = 100",
@@ -1087,12 +1091,14 @@ mod tests {
             (
                 "[worker]\nassigner = \"static\"\nid = 5000000",
                 &[],
-                "invalid config key `worker.id`: worker id 5000000 exceeds the layout's maximum 4194303; widen the worker bits or use a smaller id",
+                "invalid config key `worker.id`: worker id 5000000 exceeds the layout's maximum \
+                 4194303; widen the worker bits or use a smaller id",
             ),
             (
                 "[worker]\nid_range = \"200-100\"",
                 &[],
-                "invalid config key `worker.range`: invalid worker id range `200-100`: the low end is above the high end",
+                "invalid config key `worker.range`: invalid worker id range `200-100`: the low end \
+                 is above the high end",
             ),
             (
                 "",
@@ -1100,12 +1106,14 @@ mod tests {
                     ("UIDGEN_LAYOUT", "snowflake"),
                     ("UIDGEN_WORKER_ID_RANGE", "512-1024"),
                 ],
-                "invalid config key `worker.range`: worker id range 512-1024 does not fit the layout, whose worker ids go up to 1023",
+                "invalid config key `worker.range`: worker id range 512-1024 does not fit the \
+                 layout, whose worker ids go up to 1023",
             ),
             (
                 "[layout]\npreset = \"baidu_legacy\"\nepoch = \"2020-01-01\"",
                 &[],
-                "invalid config key `layout.epoch`: invalid option `epoch`: baidu_legacy is Baidu's layout with its 2016 epoch",
+                "invalid config key `layout.epoch`: invalid option `epoch`: baidu_legacy is \
+                 Baidu's layout with its 2016 epoch",
             ),
             (
                 "[layout]\npreset = \"leaf\"\nepoch = \"2999-01-01\"",
@@ -1123,17 +1131,21 @@ mod tests {
             (
                 "[layout]\npreset = \"snowflake\"\nepoch = \"2017-02-30\"",
                 &[],
-                "invalid config key `layout.epoch`: cannot parse epoch \"2017-02-30\": no such calendar date",
+                "invalid config key `layout.epoch`: cannot parse epoch \"2017-02-30\": no such \
+                 calendar date",
             ),
             (
                 "[worker]\nassigner = \"machine\"\nid_range = \"0-1023\"",
                 &[("UIDGEN_LAYOUT", "keyworker")],
-                "invalid config key `worker.range`: the machine assigner's worker ids are machine << 5 | process",
+                "invalid config key `worker.range`: the machine assigner's worker ids are machine \
+                 << 5 | process",
             ),
             (
-                "[worker]\nassigner = \"machine\"\n[layout]\ntime_bits = 31\nworker_bits = 9\nseq_bits = 23",
+                "[worker]\nassigner = \"machine\"\n[layout]\ntime_bits = 31\nworker_bits = \
+                 9\nseq_bits = 23",
                 &[],
-                "invalid config key `worker.assigner`: the machine assigner cannot serve layout `baidu`: its worker field has 9 bits",
+                "invalid config key `worker.assigner`: the machine assigner cannot serve layout \
+                 `baidu`: its worker field has 9 bits",
             ),
             (
                 "[worker]\nassigner = \"machine\"\nid = 3",
@@ -1148,7 +1160,8 @@ mod tests {
             (
                 "[layout]\ntime_bits = 30\nworker_bits = 20\nseq_bits = 10",
                 &[],
-                "invalid config key `layout.time_bits`: layout bits must sum to 64, but the fields sum to 61",
+                "invalid config key `layout.time_bits`: layout bits must sum to 64, but the fields \
+                 sum to 61",
             ),
             (
                 "[layout]\npreset = \"nope\"",
@@ -1213,12 +1226,14 @@ mod tests {
             (
                 "grpc_listen = \"nowhere\"",
                 &[],
-                "invalid config key `grpc_listen`: \"nowhere\" is not an address like 127.0.0.1:9090 (empty turns gRPC off)",
+                "invalid config key `grpc_listen`: \"nowhere\" is not an address like \
+                 127.0.0.1:9090 (empty turns gRPC off)",
             ),
             (
                 "[layout]\nversion = 1",
                 &[],
-                "invalid config key `layout.version`: invalid option `version/type`: version value 1 does not fit in 0 bits",
+                "invalid config key `layout.version`: invalid option `version/type`: version value \
+                 1 does not fit in 0 bits",
             ),
             (
                 "",

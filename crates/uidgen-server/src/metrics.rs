@@ -224,7 +224,9 @@ impl Metrics {
         // Gauges for the same reason: the sharded service owns its counters.
         registry.register(
             "sharded",
-            "Sharded mode since start, by event: pops, ids_popped, empty_pops, refills, numbers_pushed, refill_failures, lock_busy, reconnects, purges, removed_lists, corrupt_entries",
+            "Sharded mode since start, by event: pops, ids_popped, empty_pops, refills, \
+             numbers_pushed, refill_failures, lock_busy, reconnects, purges, removed_lists, \
+             corrupt_entries",
             sharded.clone(),
         );
         Self {

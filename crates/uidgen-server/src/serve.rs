@@ -123,7 +123,8 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
                 && config.worker.cache_file.is_some()
                 && error.is_unreachable() =>
         {
-            warn!(%error, "store unreachable at start; the leased worker id may come from the local cache");
+            warn!(%error,
+                "store unreachable at start; the leased worker id may come from the local cache");
             let options = StoreOptions {
                 migrate: false,
                 ..StoreOptions::default()

@@ -123,7 +123,8 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             return Err(invalid(
                 "worker.fallback_static",
                 format!(
-                    "{} lies in the ZooKeeper range {range}: ZooKeeper may hand it to another process; pick an id outside it",
+                    "{} lies in the ZooKeeper range {range}: ZooKeeper may hand it to another \
+                     process; pick an id outside it",
                     fallback.worker_id
                 ),
             ));
@@ -168,7 +169,8 @@ pub async fn assign(
         .await
         .context("cannot obtain a worker id from ZooKeeper")?;
     if assigned.source != ZkSource::ZooKeeper {
-        tracing::warn!(source = ?assigned.source, worker_id = assigned.assignment.worker_id, "not a ZooKeeper-held worker id: see the log above for why");
+        tracing::warn!(source = ?assigned.source, worker_id = assigned.assignment.worker_id,
+            "not a ZooKeeper-held worker id: see the log above for why");
     }
     Ok((assigned.assignment, assigned.holder))
 }
@@ -187,7 +189,8 @@ pub fn readiness(holder: &ZkHolder) -> Result<Option<String>, String> {
         .outage_since_ms
         .map_or(0, |since| now.saturating_sub(since) / 1000);
     Ok(Some(format!(
-        "ZooKeeper unreachable for {away} s; IDs are still issued on worker id {} for up to {} s more",
+        "ZooKeeper unreachable for {away} s; IDs are still issued on worker id {} for up to {} s \
+         more",
         status.worker_id,
         status.reserved_until_ms.saturating_sub(now) / 1000
     )))

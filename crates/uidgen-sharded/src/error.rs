@@ -16,7 +16,8 @@ pub type Result<T, E = ShardedError> = std::result::Result<T, E>;
 /// let error = ShardedError::AppNotFound { app_id: 9 };
 /// assert_eq!(
 ///     error.to_string(),
-///     "app 9 not found: no id_alloc rows; create it with PUT /v1/admin/apps/9 (other servers see it after their next app sync)"
+///     "app 9 not found: no id_alloc rows; create it with PUT /v1/admin/apps/9 (other servers see \
+///      it after their next app sync)"
 /// );
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +26,8 @@ pub enum ShardedError {
     /// The app list has not been loaded from the database yet: it was unreachable at start
     /// and the background sync has not succeeded since.
     #[error(
-        "sharded mode not initialised: the app list could not be loaded from the database yet ({reason}); it is retried in the background"
+        "sharded mode not initialised: the app list could not be loaded from the database yet \
+         ({reason}); it is retried in the background"
     )]
     NotInitialised {
         /// Why the last attempt failed.
@@ -34,7 +36,8 @@ pub enum ShardedError {
 
     /// No `id_alloc` rows for this app (as of the last app sync).
     #[error(
-        "app {app_id} not found: no id_alloc rows; create it with PUT /v1/admin/apps/{app_id} (other servers see it after their next app sync)"
+        "app {app_id} not found: no id_alloc rows; create it with PUT /v1/admin/apps/{app_id} \
+         (other servers see it after their next app sync)"
     )]
     AppNotFound {
         /// The app id.
@@ -43,7 +46,8 @@ pub enum ShardedError {
 
     /// The app exists but has no row for this shard (rows deleted by hand).
     #[error(
-        "shard {shard} of app {app_id} not found: its id_alloc row is missing; update the app (PUT /v1/admin/apps/{app_id}) to re-create its shards"
+        "shard {shard} of app {app_id} not found: its id_alloc row is missing; update the app (PUT \
+         /v1/admin/apps/{app_id}) to re-create its shards"
     )]
     ShardNotFound {
         /// The app id.
@@ -69,7 +73,8 @@ pub enum ShardedError {
     /// The shard has handed out every index up to its ceiling (`max_limit_id`, or the 49 index
     /// bits). Nothing is wrapped: raise `max_limit_id` or move to a new app id.
     #[error(
-        "app {app_id} shard {shard} is exhausted: every index up to {ceiling} is handed out (max_limit_id or the 49 index bits); raise max_limit_id or move to a new app id"
+        "app {app_id} shard {shard} is exhausted: every index up to {ceiling} is handed out \
+         (max_limit_id or the 49 index bits); raise max_limit_id or move to a new app id"
     )]
     AppExhausted {
         /// The app id.
@@ -155,7 +160,8 @@ pub enum ShardedError {
 
     /// The database did not answer in time.
     #[error(
-        "the database did not answer within {waited_ms} ms while {action}; is it paused or unreachable?"
+        "the database did not answer within {waited_ms} ms while {action}; is it paused or \
+         unreachable?"
     )]
     TimedOut {
         /// What the service was doing.

@@ -39,7 +39,10 @@
 //! # async fn demo() -> uidgen_sharded::Result<()> {
 //! use uidgen_sharded::{ShardedOptions, ShardedService};
 //! let store = uidgen_store::Store::connect("sqlite://uidgen.db").await?;
-//! let options = ShardedOptions { redis_url: "redis://127.0.0.1:6379".into(), ..Default::default() };
+//! let options = ShardedOptions {
+//!     redis_url: "redis://127.0.0.1:6379".into(),
+//!     ..Default::default()
+//! };
 //! let service = ShardedService::start(store, options).await?;
 //! let app = service.upsert_app(&uidgen_store::AppSpec::new(7, "orders")).await?;
 //! assert_eq!(app.shards, 64);

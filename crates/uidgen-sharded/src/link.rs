@@ -266,8 +266,10 @@ impl RedisLink {
                 .await
                 .map_err(|e| self.error("looking for the verified marker", e))?;
             if marked {
-                info!(instance = %instance, previous = ?state.trusted.as_ref().map(ToString::to_string),
-                    "redis instance already verified by another uidgen server; its lists are trusted");
+                let previous = state.trusted.as_ref().map(ToString::to_string);
+                info!(instance = %instance, ?previous,
+                    "redis instance already verified by another uidgen server; its lists are \
+                     trusted");
             } else {
                 let deleted = self
                     .purge(&mut conn)
@@ -277,7 +279,8 @@ impl RedisLink {
                 let previous = state.trusted.as_ref().map(ToString::to_string);
                 if deleted > 0 || previous.is_some() {
                     warn!(instance = %instance, ?previous, deleted,
-                        "redis instance not verified before (restart, failover or restored snapshot): deleted every list; they are refilled from fresh segments");
+                        "redis instance not verified before (restart, failover or restored \
+                         snapshot): deleted every list; they are refilled from fresh segments");
                 } else {
                     info!(instance = %instance, "redis instance verified (no lists yet)");
                 }
@@ -335,7 +338,8 @@ impl RedisLink {
         match instance {
             Ok(Ok(instance)) if state.trusted.as_ref() == Some(&instance) => {}
             Ok(Ok(instance)) => {
-                warn!(instance = %instance, trusted = ?state.trusted.as_ref().map(ToString::to_string),
+                let trusted = state.trusted.as_ref().map(ToString::to_string);
+                warn!(instance = %instance, ?trusted,
                     "redis instance changed under a live connection; reconnecting to verify it");
                 self.invalidate(current.generation);
             }
@@ -352,7 +356,9 @@ impl RedisLink {
     /// Drop the connection of `generation` after `error`, unless it was replaced already.
     fn drop_connection(&self, generation: u64, action: &'static str, error: &RedisError) {
         if self.invalidate(generation) {
-            warn!(url = %self.url, action, %error, "redis command failed; the connection is dropped and the server verified again before the next command");
+            warn!(url = %self.url, action, %error,
+                "redis command failed; the connection is dropped and the server verified again \
+                 before the next command");
         }
     }
 

@@ -29,7 +29,8 @@ use redis::aio::ConnectionLike;
 /// or held another token.
 static RELEASE: LazyLock<redis::Script> = LazyLock::new(|| {
     redis::Script::new(
-        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else \
+         return 0 end",
     )
 });
 
@@ -42,7 +43,8 @@ static TOKENS: AtomicU64 = AtomicU64::new(0);
 /// # async fn demo(mut conn: redis::aio::MultiplexedConnection) -> redis::RedisResult<()> {
 /// use std::time::Duration;
 /// use uidgen_sharded::RedisLock;
-/// if let Some(lock) = RedisLock::acquire(&mut conn, "id.gen.lock.refill_7_3", Duration::from_secs(10)).await? {
+/// let ttl = Duration::from_secs(10);
+/// if let Some(lock) = RedisLock::acquire(&mut conn, "id.gen.lock.refill_7_3", ttl).await? {
 ///     // ... refill ...
 ///     lock.release(&mut conn).await?;
 /// } // not acquired: nothing to release

@@ -128,7 +128,8 @@ impl ShardedOptions {
             return bad(
                 "key_prefix",
                 format!(
-                    "must be at most {MAX_KEY_PREFIX_LEN} characters without spaces or control characters"
+                    "must be at most {MAX_KEY_PREFIX_LEN} characters without spaces or control \
+                     characters"
                 ),
             );
         }
@@ -137,7 +138,8 @@ impl ShardedOptions {
             return bad(
                 "refill_ratio",
                 format!(
-                    "must be at least 0 and below 1 (the share of a step left in a list when it is refilled), got {}",
+                    "must be at least 0 and below 1 (the share of a step left in a list when it is \
+                     refilled), got {}",
                     self.refill_ratio
                 ),
             );

@@ -160,11 +160,17 @@ impl ShardedService {
                 warn!(
                     app_id,
                     shard,
-                    "the refill lock had expired before its release (a refill slower than lock_ttl); the lock was left to its new holder, if any"
+                    "the refill lock had expired before its release (a refill slower than \
+                     lock_ttl); the lock was left to its new holder, if any"
                 )
             }
             Err(error) => {
-                debug!(app_id, shard, %error, "could not release a refill lock; it expires by itself")
+                debug!(
+                    app_id,
+                    shard,
+                    %error,
+                    "could not release a refill lock; it expires by itself"
+                )
             }
         }
         outcome
@@ -207,7 +213,8 @@ impl ShardedService {
             Ok(segment) => segment,
             Err(error) => {
                 if let ShardedError::AppExhausted { .. } = error {
-                    // Relaxed: a per-shard hint, reset by every app sync; no other memory depends on it.
+                    // Relaxed: a per-shard hint, reset by every app sync; no other memory depends
+                    // on it.
                     self.exhausted[flag_index(app_id, shard)].store(true, Ordering::Relaxed);
                 }
                 return Err(error);

@@ -219,7 +219,8 @@ impl ShardedService {
                     shard,
                     tries: stalled,
                     reason: format!(
-                        "another server held the refill lock without pushing for {} ms, {stalled} times, or others took every push ({idle_rounds} rounds)",
+                        "another server held the refill lock without pushing for {} ms, {stalled} \
+                         times, or others took every push ({idle_rounds} rounds)",
                         ShardedOptions::millis(self.options.lock_wait)
                     ),
                 });

@@ -40,7 +40,8 @@ pub fn redis_url() -> String {
 pub async fn check_redis(url: &str) -> Result<(), String> {
     let unreachable = |e: &dyn std::fmt::Display| {
         format!(
-            "Redis not reachable at {}; start it (scripts/test.sh does) or set {REDIS_URL_VAR}: {e}",
+            "Redis not reachable at {}; start it (scripts/test.sh does) or set {REDIS_URL_VAR}: \
+             {e}",
             uidgen_store::redact_url(url)
         )
     };
@@ -218,7 +219,8 @@ impl PrivateRedis {
         let mut child = match child {
             Ok(child) => child,
             Err(e) => panic!(
-                "cannot run redis-server ({e}): install it (apt-get install redis-server; scripts/test.sh does)"
+                "cannot run redis-server ({e}): install it (apt-get install redis-server; \
+                 scripts/test.sh does)"
             ),
         };
         let deadline = Instant::now() + Duration::from_secs(10);

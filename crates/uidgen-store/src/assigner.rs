@@ -147,7 +147,9 @@ pub trait WorkerIdAssigner: Send + Sync + std::fmt::Debug {
 /// use uidgen_core::Layout;
 /// use uidgen_store::{DisposableWorkerIdAssigner, Store, WorkerIdAssigner};
 /// let store = Store::connect("sqlite://uidgen.db").await?;
-/// let assignment = DisposableWorkerIdAssigner::new(store).assign(&Layout::baidu_default()?).await?;
+/// let assignment = DisposableWorkerIdAssigner::new(store)
+///     .assign(&Layout::baidu_default()?)
+///     .await?;
 /// println!("worker id {}", assignment.worker_id);
 /// # Ok(()) }
 /// ```
@@ -236,7 +238,14 @@ impl WorkerIdAssigner for DisposableWorkerIdAssigner {
                     StoreError::WorkerRangeExhausted { id, range }
                 });
             }
-            tracing::info!(worker_id = id, worker_node = row, %range, host = %node.host_name, port = %node.port, "assigned a disposable worker id");
+            tracing::info!(
+                worker_id = id,
+                worker_node = row,
+                %range,
+                host = %node.host_name,
+                port = %node.port,
+                "assigned a disposable worker id"
+            );
             Ok(WorkerAssignment::fixed(id, AssignmentKind::Disposable))
         })
     }
@@ -368,7 +377,8 @@ impl WorkerIdAssigner for StaticWorkerIdAssigner {
                 return Err(StoreError::Cache {
                     path: path.display().to_string(),
                     reason: format!(
-                        "another process on this host uses it, so static worker id {id} is live here already"
+                        "another process on this host uses it, so static worker id {id} is live \
+                         here already"
                     ),
                 });
             };
@@ -381,7 +391,11 @@ impl WorkerIdAssigner for StaticWorkerIdAssigner {
                 self.max_borrow,
             )
             .await?;
-            tracing::info!(worker_id = id, state = %path.display(), "static worker id; its reserved-until mark is kept in the state file");
+            tracing::info!(
+                worker_id = id,
+                state = %path.display(),
+                "static worker id; its reserved-until mark is kept in the state file"
+            );
             Ok(WorkerAssignment {
                 fence: Some(Arc::new(fence)),
                 ..WorkerAssignment::fixed(id, AssignmentKind::Static)

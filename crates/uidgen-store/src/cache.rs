@@ -99,7 +99,9 @@ pub fn write_cache(path: &Path, cached: &CachedWorker) -> Result<()> {
         std::fs::create_dir_all(parent).map_err(error)?;
     }
     let mut text = format!(
-        "# uidgen worker id state: the worker id, the instant (ms) before which all its IDs lie,\n# and for a lease its holder and an expiry the database recorded\nworker_id={}\nuntil_ms={}\n",
+        "# uidgen worker id state: the worker id, the instant (ms) before which all its IDs \
+         lie,\n# and for a lease its holder and an expiry the database \
+         recorded\nworker_id={}\nuntil_ms={}\n",
         cached.worker_id, cached.until_ms
     );
     if let Some(holder) = &cached.holder {

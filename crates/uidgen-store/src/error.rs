@@ -15,7 +15,8 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// let error = StoreError::WorkerIdsExhausted { id: 1024, max: 1023 };
 /// assert_eq!(
 ///     error.to_string(),
-///     "worker ids exhausted: 1024 exceeds the layout's maximum 1023; widen worker bits or archive worker_node rows"
+///     "worker ids exhausted: 1024 exceeds the layout's maximum 1023; widen worker bits or \
+///      archive worker_node rows"
 /// );
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +24,8 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub enum StoreError {
     /// The URL's scheme names no supported database.
     #[error(
-        "unsupported database URL `{url}`: use sqlite://PATH, mysql:// (or mariadb://) or postgres:// (or postgresql://)"
+        "unsupported database URL `{url}`: use sqlite://PATH, mysql:// (or mariadb://) or \
+         postgres:// (or postgresql://)"
     )]
     UnsupportedUrl {
         /// The URL, password redacted.
@@ -93,7 +95,8 @@ pub enum StoreError {
     /// Only one of [`ENV_HOST`](crate::ENV_HOST) / [`ENV_PORT`](crate::ENV_PORT) is set: a
     /// container must name both, a plain host neither (Baidu rejects the same half-set pair).
     #[error(
-        "{set} is set but {missing} is not: set both (a container's host and port) or neither (this host's IP is used)"
+        "{set} is set but {missing} is not: set both (a container's host and port) or neither \
+         (this host's IP is used)"
     )]
     IncompleteNodeEnv {
         /// The variable that is set.
@@ -106,7 +109,8 @@ pub enum StoreError {
     /// range, unless `worker.range` ends lower: then it is
     /// [`StoreError::WorkerRangeExhausted`]).
     #[error(
-        "worker ids exhausted: {id} exceeds the layout's maximum {max}; widen worker bits or archive worker_node rows"
+        "worker ids exhausted: {id} exceeds the layout's maximum {max}; widen worker bits or \
+         archive worker_node rows"
     )]
     WorkerIdsExhausted {
         /// The id the database handed out.
@@ -127,7 +131,8 @@ pub enum StoreError {
     /// A disposable worker id past the top of the assigner's configured range, which ends
     /// below the layout's maximum (at the maximum it is [`StoreError::WorkerIdsExhausted`]).
     #[error(
-        "worker ids exhausted: {id} is past the disposable range {range}; widen `worker.range` (the same for every disposable service on this store) or archive worker_node rows"
+        "worker ids exhausted: {id} is past the disposable range {range}; widen `worker.range` \
+         (the same for every disposable service on this store) or archive worker_node rows"
     )]
     WorkerRangeExhausted {
         /// The worker id the new `worker_node` row maps to.
@@ -138,7 +143,8 @@ pub enum StoreError {
 
     /// A configured (static) worker id outside the static assigner's range.
     #[error(
-        "worker id {id} is outside the static range {range}: configure a worker id within {range}, or change `worker.range`"
+        "worker id {id} is outside the static range {range}: configure a worker id within {range}, \
+         or change `worker.range`"
     )]
     WorkerIdNotInRange {
         /// The configured id.
@@ -149,7 +155,8 @@ pub enum StoreError {
 
     /// Every worker id of the assigner's range is held by a live lease.
     #[error(
-        "no free worker id: all {count} worker ids ({} to {max}) are leased by live holders; wait for a lease to expire, or widen `worker.range` or the worker bits",
+        "no free worker id: all {count} worker ids ({} to {max}) are leased by live holders; wait \
+         for a lease to expire, or widen `worker.range` or the worker bits",
         first_of(.max, .count)
     )]
     NoFreeWorkerId {
@@ -175,7 +182,9 @@ pub enum StoreError {
     /// A reused worker id was last used up to a time this clock has not reached, and waiting for
     /// it would take longer than allowed.
     #[error(
-        "worker id {worker_id} was used until {until_ms} ms but this clock reads {now_ms} ms: waiting {wait_ms} ms exceeds the allowed {max_wait_ms} ms; refusing to issue IDs (check the clock)"
+        "worker id {worker_id} was used until {until_ms} ms but this clock reads {now_ms} ms: \
+         waiting {wait_ms} ms exceeds the allowed {max_wait_ms} ms; refusing to issue IDs (check \
+         the clock)"
     )]
     ClockBehindLastIssued {
         /// The worker id.
@@ -216,7 +225,8 @@ pub enum StoreError {
 
     /// A Leaf biz tag whose next segment would pass `i64::MAX`; the row is left unchanged.
     #[error(
-        "biz tag `{tag}` is exhausted: max_id {max_id} plus step {step} would pass the largest 64-bit ID; no segment can be claimed (use a new tag)"
+        "biz tag `{tag}` is exhausted: max_id {max_id} plus step {step} would pass the largest \
+         64-bit ID; no segment can be claimed (use a new tag)"
     )]
     TagExhausted {
         /// The tag.
@@ -230,7 +240,8 @@ pub enum StoreError {
     /// No `id_alloc` row for this app and shard (the app was never created, or its rows were
     /// deleted).
     #[error(
-        "no id_alloc row for app {app_id} shard {shard_id}: create the app first (its 64 shards are created with it)"
+        "no id_alloc row for app {app_id} shard {shard_id}: create the app first (its 64 shards \
+         are created with it)"
     )]
     UnknownAppShard {
         /// The app id.
@@ -243,7 +254,8 @@ pub enum StoreError {
     /// the largest index the caller can represent, or what fits below `i64::MAX`. The row is
     /// left unchanged.
     #[error(
-        "app {app_id} shard {shard_id} is exhausted: its next index {max_id} is above the largest allowed, {ceiling}; raise max_limit_id or move to a new app id"
+        "app {app_id} shard {shard_id} is exhausted: its next index {max_id} is above the largest \
+         allowed, {ceiling}; raise max_limit_id or move to a new app id"
     )]
     AppShardExhausted {
         /// The app id.
@@ -268,7 +280,8 @@ pub enum StoreError {
 
     /// A worker id range reaching past the layout's worker field.
     #[error(
-        "worker id range {range} does not fit the layout, whose worker ids go up to {max}: set `worker.range` within 0-{max}, or widen the worker bits"
+        "worker id range {range} does not fit the layout, whose worker ids go up to {max}: set \
+         `worker.range` within 0-{max}, or widen the worker bits"
     )]
     WorkerRangeOutsideLayout {
         /// The range.
@@ -280,7 +293,10 @@ pub enum StoreError {
     /// An assigner's worker id range overlaps the range another assigner recorded on the same
     /// store: both could hand out one worker id. Nothing was recorded.
     #[error(
-        "worker id range {range} of the {assigner} assigner overlaps {other_range}, recorded on this store for the {other} assigner: both could hand out the same worker id; set `worker.range` so that the ranges are disjoint (every {assigner} service on this store alike)"
+        "worker id range {range} of the {assigner} assigner overlaps {other_range}, recorded on \
+         this store for the {other} assigner: both could hand out the same worker id; set \
+         `worker.range` so that the ranges are disjoint (every {assigner} service on this store \
+         alike)"
     )]
     WorkerRangeConflict {
         /// The assigner that asked, e.g. `"leased"`.
@@ -297,7 +313,11 @@ pub enum StoreError {
     /// its services must use one range (a disposable id maps to `low + row - 1`, so two ranges
     /// could map two rows to one worker id).
     #[error(
-        "the {assigner} assigner's worker id range is recorded on this store as {recorded}, but this service asks for {requested}: every {assigner} service on one store must use the same range. Set `worker.range = \"{recorded}\"`; or, to change the range, reconfigure every {assigner} service, then update the row by hand (UPDATE worker_id_range SET low = {}, high = {} WHERE assigner = '{assigner}') and restart them",
+        "the {assigner} assigner's worker id range is recorded on this store as {recorded}, but \
+         this service asks for {requested}: every {assigner} service on one store must use the \
+         same range. Set `worker.range = \"{recorded}\"`; or, to change the range, reconfigure \
+         every {assigner} service, then update the row by hand (UPDATE worker_id_range SET low = \
+         {}, high = {} WHERE assigner = '{assigner}') and restart them",
         .requested.low(),
         .requested.high()
     )]
@@ -323,7 +343,10 @@ pub enum StoreError {
     /// The `machine` assigner found every process value of this host's machine part locked
     /// by other live processes sharing its state directory.
     #[error(
-        "all {count} process values of machine part {machine} are in use by other processes sharing the state directory {state_dir}: stop one of them, or give this process another assigner (a separate `worker.state_dir` would let two processes on this host take the same worker id)"
+        "all {count} process values of machine part {machine} are in use by other processes \
+         sharing the state directory {state_dir}: stop one of them, or give this process another \
+         assigner (a separate `worker.state_dir` would let two processes on this host take the \
+         same worker id)"
     )]
     MachineProcessValuesTaken {
         /// The host's machine part.

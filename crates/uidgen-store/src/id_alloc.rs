@@ -315,7 +315,9 @@ impl Store {
     /// ```no_run
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
     /// use uidgen_store::AppSpec;
-    /// let app = store.create_or_update_app(&AppSpec { step: 500, ..AppSpec::new(7, "orders") }).await?;
+    /// let app = store
+    ///     .create_or_update_app(&AppSpec { step: 500, ..AppSpec::new(7, "orders") })
+    ///     .await?;
     /// assert_eq!(app.shards.len(), 64);
     /// assert_eq!((app.shards[0].max_id, app.shards[0].step), (1, 500));
     /// # Ok(()) }

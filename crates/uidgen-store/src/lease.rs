@@ -11,8 +11,9 @@
 //!   `expires_at_ms` is `valid_until + reserve` and never falls (renewal writes the greater of
 //!   the two), so a successor, which takes over only once its clock is past the row's expiry,
 //!   cannot stamp the same unit, whatever this holder's clock did meanwhile.
-//! - The heartbeat records the generator's [`issued_until_ms`](uidgen_core::UidGenerator::issued_until_ms);
-//!   a new holder waits until its clock has passed the recorded time (up to a bound, else
+//! - The heartbeat records the generator's
+//!   [`issued_until_ms`](uidgen_core::UidGenerator::issued_until_ms); a new holder waits until its
+//!   clock has passed the recorded time (up to a bound, else
 //!   [`StoreError::ClockBehindLastIssued`]).
 //! - A lease that cannot be renewed stops being valid at its expiry; one taken over is lost at
 //!   once. Either way [`LeaseGuard::check`] fails with [`StoreError::LeaseLost`].
@@ -61,7 +62,10 @@ const CLAIM_ATTEMPTS: u32 = 8;
 /// ```
 /// use std::time::Duration;
 /// use uidgen_store::LeaseOptions;
-/// let options = LeaseOptions { cache_path: Some("/var/lib/uidgen/worker.cache".into()), ..Default::default() };
+/// let options = LeaseOptions {
+///     cache_path: Some("/var/lib/uidgen/worker.cache".into()),
+///     ..Default::default()
+/// };
 /// assert_eq!(options.ttl, Duration::from_secs(30));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +107,10 @@ impl LeaseOptions {
     /// use std::time::Duration;
     /// use uidgen_store::{LeaseOptions, StoreError};
     /// assert!(LeaseOptions::default().validate().is_ok());
-    /// let slow = LeaseOptions { heartbeat_interval: Some(Duration::from_secs(30)), ..Default::default() };
+    /// let slow = LeaseOptions {
+    ///     heartbeat_interval: Some(Duration::from_secs(30)),
+    ///     ..Default::default()
+    /// };
     /// assert!(matches!(slow.validate(), Err(StoreError::InvalidLeaseOptions(_))));
     /// ```
     pub fn validate(&self) -> Result<()> {
@@ -125,7 +132,8 @@ impl LeaseOptions {
         }
         if self.max_takeover_wait >= ttl {
             return invalid(format!(
-                "max_takeover_wait {:?} must be shorter than the ttl {ttl:?}: the lease would lapse while waiting",
+                "max_takeover_wait {:?} must be shorter than the ttl {ttl:?}: the lease would \
+                 lapse while waiting",
                 self.max_takeover_wait
             ));
         }
@@ -135,7 +143,8 @@ impl LeaseOptions {
             }
             if interval >= ttl {
                 return invalid(format!(
-                    "heartbeat_interval {interval:?} must be shorter than the ttl {ttl:?}, or the lease lapses between renewals"
+                    "heartbeat_interval {interval:?} must be shorter than the ttl {ttl:?}, or the \
+                     lease lapses between renewals"
                 ));
             }
         }
@@ -256,6 +265,15 @@ impl LeasedWorkerIdAssigner {
     /// live lease, [`StoreError::LeaseContention`] when free ids exist but other claimants won
     /// each of them [`CLAIM_ATTEMPTS`] times running, [`StoreError::ClockBehindLastIssued`],
     /// and database errors.
+    ///
+    /// Cancel safety: dropping the future before a claim statement commits leaves only the
+    /// range registration behind, which a later claim repeats harmlessly. Dropped once a claim
+    /// committed (its answer in flight, or while waiting out the previous holder's issued-until
+    /// time), the row holds the id under a holder string no process keeps: nothing renews it
+    /// and no ID was stamped under it, so the id stays blocked until the row's expiry (the ttl,
+    /// plus the cache reserve with a cache) and is then taken over like a crashed holder's.
+    /// With a cache, the state file may already record that claim; a restart on this host
+    /// while the database is unreachable may run on it, which the row's expiry covers.
     pub async fn claim(&self, layout: &Layout) -> Result<LeaseGuard> {
         self.options.validate()?;
         let registered = self.registered_range();
@@ -310,7 +328,11 @@ impl LeasedWorkerIdAssigner {
                         .lease_row(row.worker_id)
                         .await?
                         .map_or(row.last_issued_ms, |r| r.last_issued_ms);
-                    tracing::info!(worker_id = row.worker_id, previous = %row.holder, "took over an expired worker lease");
+                    tracing::info!(
+                        worker_id = row.worker_id,
+                        previous = %row.holder,
+                        "took over an expired worker lease"
+                    );
                     return self
                         .finish(layout, row.worker_id, holder, (valid_until, expires), last)
                         .await;
@@ -344,7 +366,10 @@ impl LeasedWorkerIdAssigner {
         let path = self.options.cache_path.as_deref()?;
         let opened = (|| -> Result<Option<LocalMark>> {
             let Some(cache) = CacheLock::try_acquire(path)? else {
-                tracing::warn!(path = %path.display(), "another lease uses the worker id cache; not caching this one");
+                tracing::warn!(
+                    path = %path.display(),
+                    "another lease uses the worker id cache; not caching this one"
+                );
                 return Ok(None);
             };
             if let Ok(previous) = read_cache(path)
@@ -440,7 +465,9 @@ impl LeasedWorkerIdAssigner {
         // Two processes sharing the file must not both start on its id.
         let Some(cache) = CacheLock::try_acquire(path)? else {
             return Err(cache_error(
-                "another lease (in this or another process) is using the cache, so its worker id may be live".to_owned(),
+                "another lease (in this or another process) is using the cache, so its worker id \
+                 may be live"
+                    .to_owned(),
             ));
         };
         // Read again under the lock: the holder we waited out may have rewritten it.
@@ -454,7 +481,9 @@ impl LeasedWorkerIdAssigner {
         let (Some(holder), Some(expires)) = (previous.holder.clone(), previous.lease_expires_ms)
         else {
             return Err(cache_error(
-                "it records no lease (holder and lease_expires_ms), so nothing says the worker id is still this host's".to_owned(),
+                "it records no lease (holder and lease_expires_ms), so nothing says the worker id \
+                 is still this host's"
+                    .to_owned(),
             ));
         };
         let worker_id = previous.worker_id;
@@ -473,7 +502,8 @@ impl LeasedWorkerIdAssigner {
         }
         let expired = |now: u64| {
             cache_error(format!(
-                "the lease it records on worker id {worker_id} expired at {expires} ms, reserve included, and the clock reads {now} ms: another process may hold the id by now"
+                "the lease it records on worker id {worker_id} expired at {expires} ms, reserve \
+                 included, and the clock reads {now} ms: another process may hold the id by now"
             ))
         };
         let now = self.clock.now_millis();
@@ -511,7 +541,13 @@ impl LeasedWorkerIdAssigner {
         if let Some(interval) = self.options.heartbeat_interval {
             guard.start_heartbeat(interval);
         }
-        tracing::warn!(worker_id, valid_until_ms = expires, %unreachable, "database unreachable; running on the cached worker lease until the database answers or the lease expires");
+        tracing::warn!(
+            worker_id,
+            valid_until_ms = expires,
+            %unreachable,
+            "database unreachable; running on the cached worker lease until the database answers \
+             or the lease expires"
+        );
         Ok(WorkerAssignment::leased(guard, AssignmentKind::LocalCache))
     }
 }

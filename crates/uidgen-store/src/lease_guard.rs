@@ -1,6 +1,6 @@
 //! [`LeaseGuard`]: a held lease on a worker id, kept by renewal (the heartbeat) and given back
-//! by release. How a lease is obtained is [`LeasedWorkerIdAssigner`](crate::LeasedWorkerIdAssigner)'s
-//! business (`lease.rs`).
+//! by release. How a lease is obtained is
+//! [`LeasedWorkerIdAssigner`](crate::LeasedWorkerIdAssigner)'s business (`lease.rs`).
 //!
 //! Invariant: the lease's own expiry (`valid_until_ms`, up to which its generator may stamp)
 //! never exceeds the `expires_at_ms` the database holds for it, which only ever rises while
@@ -247,15 +247,19 @@ impl LeaseGuard {
                     && let Err(error) = mark.record_lease_expiry(expires)
                 {
                     // Only shortens how long a restart may run from the file.
-                    tracing::warn!(%error, "cannot record the lease's expiry in the local state file");
+                    tracing::warn!(%error,
+                        "cannot record the lease's expiry in the local state file");
                 }
                 // SeqCst: see valid_until_ms().
-                state.valid_until_ms.fetch_max(valid_until, Ordering::SeqCst);
+                state
+                    .valid_until_ms
+                    .fetch_max(valid_until, Ordering::SeqCst);
                 *lock(&state.last_error) = None;
                 if !state.confirmed.swap(true, Ordering::SeqCst) {
                     tracing::info!(
                         worker_id = state.worker_id,
-                        "the database is back: renewed the worker lease started from the local cache"
+                        "the database is back: renewed the worker lease started from the local \
+                         cache"
                     );
                 }
                 Ok(())
@@ -263,7 +267,9 @@ impl LeaseGuard {
             Ok(false) => Err(self.lose(if state.confirmed.load(Ordering::SeqCst) {
                 "taken over by another holder".to_owned()
             } else {
-                "while this process ran on its local cache, the lease recorded there was taken over or released".to_owned()
+                "while this process ran on its local cache, the lease recorded there was taken \
+                 over or released"
+                    .to_owned()
             })),
             Err(error) => Err(self.renewal_failed(error)),
         }

@@ -243,7 +243,11 @@ fn hostname() -> Option<String> {
 /// use uidgen_store::{MachineWorkerIdAssigner, StoreError, WorkerIdAssigner};
 /// let dir = tempfile::tempdir().map_err(|e| StoreError::InvalidInput(e.to_string()))?;
 /// let layout = Layout::keyworker()?;
-/// let process = |pid| MachineWorkerIdAssigner::new(dir.path()).with_machine_part(3).with_process_id(pid);
+/// let process = |pid| {
+///     MachineWorkerIdAssigner::new(dir.path())
+///         .with_machine_part(3)
+///         .with_process_id(pid)
+/// };
 /// let first = process(40).assign(&layout).await?; // 40 % 32 = 8
 /// assert_eq!(first.worker_id, (3 << 5) | 8);
 /// // Another live process with the same pid % 32 moves on to the next free value.
@@ -348,7 +352,8 @@ impl MachineWorkerIdAssigner {
         let bits = layout.bits(FieldKind::Worker);
         if layout.max_worker_id() < MAX_WORKER {
             return Err(unfit(format!(
-                "its worker field has {bits} bits, and worker ids `machine << {PROCESS_BITS} | process` need {}; use the keyworker, snowflake or leaf preset",
+                "its worker field has {bits} bits, and worker ids `machine << {PROCESS_BITS} | \
+                 process` need {}; use the keyworker, snowflake or leaf preset",
                 MACHINE_BITS + PROCESS_BITS
             )));
         }
@@ -356,7 +361,8 @@ impl MachineWorkerIdAssigner {
             && (split.machine_bits(), split.process_bits()) != (MACHINE_BITS, PROCESS_BITS)
         {
             return Err(unfit(format!(
-                "it reads its worker field as {} machine bits over {} process bits, the assigner writes {MACHINE_BITS} over {PROCESS_BITS}",
+                "it reads its worker field as {} machine bits over {} process bits, the assigner \
+                 writes {MACHINE_BITS} over {PROCESS_BITS}",
                 split.machine_bits(),
                 split.process_bits()
             )));
@@ -389,7 +395,8 @@ impl MachineWorkerIdAssigner {
                         worker_id,
                         preferred = start,
                         process,
-                        "process value {start} (pid % {PROCESS_VALUES}) is held by another process on this host; took the next free one"
+                        "process value {start} (pid % {PROCESS_VALUES}) is held by another process \
+                         on this host; took the next free one"
                     );
                 }
                 return Ok((worker_id, lock));
@@ -418,7 +425,8 @@ impl WorkerIdAssigner for MachineWorkerIdAssigner {
                 source => tracing::warn!(
                     machine = machine.value,
                     %source,
-                    "no usable MAC address on this host; the machine part comes from the hostname, so hosts with one name share it"
+                    "no usable MAC address on this host; the machine part comes from the hostname, \
+                     so hosts with one name share it"
                 ),
             }
             let (worker_id, cache) = self.lock_free_value(machine.value)?;
@@ -439,7 +447,8 @@ impl WorkerIdAssigner for MachineWorkerIdAssigner {
                 process = worker_id & (PROCESS_VALUES - 1),
                 machine_from = %machine.source,
                 state = %fence.mark.path().display(),
-                "machine+process worker id: unique among the processes sharing this state directory, only probably unique across hosts"
+                "machine+process worker id: unique among the processes sharing this state \
+                 directory, only probably unique across hosts"
             );
             Ok(WorkerAssignment {
                 fence: Some(Arc::new(fence)),

@@ -77,7 +77,8 @@ impl LocalMark {
             return Err(StoreError::Cache {
                 path: cache.path().display().to_string(),
                 reason: format!(
-                    "it records worker id {}, not {worker_id}: give each worker id its own state file (deleting it forgets how far worker id {} issued)",
+                    "it records worker id {}, not {worker_id}: give each worker id its own state \
+                     file (deleting it forgets how far worker id {} issued)",
                     previous.worker_id, previous.worker_id
                 ),
             });
@@ -280,7 +281,8 @@ impl LocalMark {
                     if mark.limit_ms() < now.saturating_add(mark.inner.step_ms)
                         && let Err(error) = mark.reserve(now.saturating_add(mark.inner.step_ms))
                     {
-                        tracing::warn!(%error, "cannot move the worker id's reserved-until mark ahead");
+                        tracing::warn!(%error,
+                            "cannot move the worker id's reserved-until mark ahead");
                     }
                 }
             })

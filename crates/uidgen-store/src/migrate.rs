@@ -155,14 +155,18 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
                 return Err(StoreError::MigrationLock {
                     url,
                     reason: format!(
-                        "another migrator held the lock for {MYSQL_LOCK_WAIT_SECS} s; try again once it has finished"
+                        "another migrator held the lock for {MYSQL_LOCK_WAIT_SECS} s; try again \
+                         once it has finished"
                     ),
                 });
             }
             None => {
                 return Err(StoreError::MigrationLock {
                     url,
-                    reason: "the server answered NULL to GET_LOCK (out of memory or the thread was killed)".to_owned(),
+                    reason:
+                        "the server answered NULL to GET_LOCK (out of memory or the thread was \
+                             killed)"
+                            .to_owned(),
                 });
             }
         }
@@ -188,7 +192,12 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
                         .bind(migration.description)
                         .execute(&mut *tx)
                         .await?;
-                    tracing::info!(version = migration.version, description = migration.description, %url, "applied migration");
+                    tracing::info!(
+                        version = migration.version,
+                        description = migration.description,
+                        %url,
+                        "applied migration"
+                    );
                 }
                 tx.commit().await
             };

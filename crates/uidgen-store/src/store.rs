@@ -162,7 +162,8 @@ impl Store {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
-    /// let store = uidgen_store::Store::connect_lazy("postgres://app:pw@127.0.0.1:1/uid", Default::default())?;
+    /// let url = "postgres://app:pw@127.0.0.1:1/uid";
+    /// let store = uidgen_store::Store::connect_lazy(url, Default::default())?;
     /// assert_eq!(store.redacted_url(), "postgres://app:***@127.0.0.1:1/uid");
     /// # Ok(()) }
     /// ```

@@ -312,7 +312,8 @@ async fn drop_stale_mysql(conn: &mut sqlx::MySqlConnection) {
     }
     let now = SystemClock.now_millis() / 1000;
     let names: Vec<String> = sqlx::query_scalar(
-        "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'uidgen\\_t\\_%'",
+        "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE \
+         'uidgen\\_t\\_%'",
     )
     .fetch_all(&mut *conn)
     .await

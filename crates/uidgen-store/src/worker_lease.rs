@@ -32,9 +32,12 @@ const SELECT_LEASES: Sql = Sql {
 
 /// Claim a never-used worker id; a concurrent insert of the same id makes this a no-op.
 const INSERT_LEASE: Sql = Sql {
-    sqlite: "INSERT OR IGNORE INTO worker_lease (worker_id, holder, expires_at_ms, last_issued_ms, updated)
+    sqlite:
+        "INSERT OR IGNORE INTO worker_lease (worker_id, holder, expires_at_ms, last_issued_ms, \
+             updated)
              VALUES (?1, ?2, ?3, 0, CURRENT_TIMESTAMP)",
-    mysql: "INSERT IGNORE INTO worker_lease (worker_id, holder, expires_at_ms, last_issued_ms, updated)
+    mysql: "INSERT IGNORE INTO worker_lease (worker_id, holder, expires_at_ms, last_issued_ms, \
+            updated)
             VALUES (?, ?, ?, 0, CURRENT_TIMESTAMP)",
     postgres: "INSERT INTO worker_lease (worker_id, holder, expires_at_ms, last_issued_ms, updated)
                VALUES ($1, $2, $3, 0, CURRENT_TIMESTAMP) ON CONFLICT (worker_id) DO NOTHING",
@@ -51,9 +54,12 @@ const TAKE_OVER_LEASE: Sql = Sql {
 };
 
 const SELECT_LEASE: Sql = Sql {
-    sqlite: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE worker_id = ?1",
-    mysql: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE worker_id = ?",
-    postgres: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE worker_id = $1",
+    sqlite: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE \
+             worker_id = ?1",
+    mysql: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE \
+            worker_id = ?",
+    postgres: "SELECT worker_id, holder, expires_at_ms, last_issued_ms FROM worker_lease WHERE \
+               worker_id = $1",
 };
 
 /// Extend our own lease and record the issued-until instant. Neither ever moves backwards: a
@@ -73,11 +79,14 @@ const RENEW_LEASE: Sql = Sql {
 
 /// Give our lease back, keeping the issued-until instant for the next holder.
 const RELEASE_LEASE: Sql = Sql {
-    sqlite: "UPDATE worker_lease SET holder = '', expires_at_ms = 0, last_issued_ms = MAX(last_issued_ms, ?1),
+    sqlite: "UPDATE worker_lease SET holder = '', expires_at_ms = 0, \
+             last_issued_ms = MAX(last_issued_ms, ?1),
              updated = CURRENT_TIMESTAMP WHERE worker_id = ?2 AND holder = ?3",
-    mysql: "UPDATE worker_lease SET holder = '', expires_at_ms = 0, last_issued_ms = GREATEST(last_issued_ms, ?),
+    mysql: "UPDATE worker_lease SET holder = '', expires_at_ms = 0, \
+            last_issued_ms = GREATEST(last_issued_ms, ?),
             updated = CURRENT_TIMESTAMP WHERE worker_id = ? AND holder = ?",
-    postgres: "UPDATE worker_lease SET holder = '', expires_at_ms = 0, last_issued_ms = GREATEST(last_issued_ms, $1),
+    postgres: "UPDATE worker_lease SET holder = '', expires_at_ms = 0, \
+               last_issued_ms = GREATEST(last_issued_ms, $1),
                updated = CURRENT_TIMESTAMP WHERE worker_id = $2 AND holder = $3",
 };
 

@@ -86,8 +86,12 @@ impl WorkerNode {
     ///
     /// ```
     /// use uidgen_store::{StoreError, WorkerNode};
-    /// let error = WorkerNode::try_from_lookup(|name| (name == "UIDGEN_HOST").then(|| "10.0.0.7".into()));
-    /// assert!(matches!(error, Err(StoreError::IncompleteNodeEnv { set: "UIDGEN_HOST", missing: "UIDGEN_PORT" })));
+    /// let error =
+    ///     WorkerNode::try_from_lookup(|name| (name == "UIDGEN_HOST").then(|| "10.0.0.7".into()));
+    /// assert!(matches!(
+    ///     error,
+    ///     Err(StoreError::IncompleteNodeEnv { set: "UIDGEN_HOST", missing: "UIDGEN_PORT" })
+    /// ));
     /// ```
     pub fn try_from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let non_empty = |name| lookup(name).filter(|v: &String| !v.trim().is_empty());
@@ -139,7 +143,8 @@ const INSERT_WORKER_NODE: Sql = Sql {
     mysql: "INSERT INTO worker_node (host_name, port, type, launch_date, modified, created)
             VALUES (?, ?, ?, COALESCE(?, CURRENT_DATE), CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)",
     postgres: "INSERT INTO worker_node (host_name, port, type, launch_date, modified, created)
-               VALUES ($1, $2, $3, COALESCE(CAST($4 AS DATE), CURRENT_DATE), CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+               VALUES ($1, $2, $3, COALESCE(CAST($4 AS DATE), CURRENT_DATE), CURRENT_TIMESTAMP, \
+               CURRENT_TIMESTAMP)
                RETURNING id",
 };
 

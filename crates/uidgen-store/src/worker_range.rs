@@ -84,7 +84,8 @@ impl WorkerIdRange {
         }
         if high > Self::MAX {
             return Err(invalid(format!(
-                "no layout has worker ids above {}; write LO-max for \"up to the layout's maximum\"",
+                "no layout has worker ids above {}; write LO-max for \"up to the layout's \
+                 maximum\"",
                 Self::MAX
             )));
         }
@@ -204,7 +205,8 @@ impl FromStr for WorkerIdRange {
         let number = |part: &str| {
             part.trim().parse::<u64>().map_err(|_| {
                 invalid(
-                    "expected LO-HI (e.g. 100-199), LO-max or a single worker id, in whole numbers from 0",
+                    "expected LO-HI (e.g. 100-199), LO-max or a single worker id, in whole numbers \
+                     from 0",
                 )
             })
         };
@@ -345,7 +347,9 @@ impl Store {
     /// use uidgen_store::{StoreError, WorkerIdRange};
     /// store.register_worker_range("leased", WorkerIdRange::new(0, 511)?).await?;
     /// store.register_worker_range("leased", WorkerIdRange::new(0, 511)?).await?; // the same: fine
-    /// let overlapping = store.register_worker_range("static", WorkerIdRange::new(500, 599)?).await;
+    /// let overlapping = store
+    ///     .register_worker_range("static", WorkerIdRange::new(500, 599)?)
+    ///     .await;
     /// assert!(matches!(overlapping, Err(StoreError::WorkerRangeConflict { .. })));
     /// # Ok(()) }
     /// ```
@@ -377,9 +381,12 @@ impl Store {
                         url: self.redacted_url().to_owned(),
                         reason: match granted {
                             Some(_) => format!(
-                                "another registration held it for {MYSQL_LOCK_WAIT_SECS} s; start again once it has finished"
+                                "another registration held it for {MYSQL_LOCK_WAIT_SECS} s; start \
+                                 again once it has finished"
                             ),
-                            None => "the server answered NULL to GET_LOCK (out of memory or the thread was killed)".to_owned(),
+                            None => "the server answered NULL to GET_LOCK (out of memory or the \
+                                     thread was killed)"
+                                .to_owned(),
                         },
                     });
                 }
@@ -408,7 +415,8 @@ impl Store {
                         .execute(&mut *tx)
                         .await
                         .map_err(|e| self.err("inserting a worker_id_range row", e))?;
-                    tracing::info!(assigner, %range, url = %self.redacted_url(), "registered a worker id range");
+                    tracing::info!(assigner, %range, url = %self.redacted_url(),
+                        "registered a worker id range");
                 }
                 tx.commit()
                     .await
@@ -478,7 +486,10 @@ mod tests {
         ] {
             let error = bad.parse::<WorkerIdRange>().err();
             assert!(
-                matches!(&error, Some(StoreError::InvalidWorkerRange { input, .. }) if input == bad),
+                matches!(
+                    &error,
+                    Some(StoreError::InvalidWorkerRange { input, .. }) if input == bad
+                ),
                 "{bad:?}: {error:?}"
             );
         }
@@ -506,7 +517,10 @@ mod tests {
         ));
         let error = admit("static", range(150, 250), &recorded).err();
         assert!(
-            matches!(&error, Some(StoreError::WorkerRangeConflict { other, .. }) if other == "leased"),
+            matches!(
+                &error,
+                Some(StoreError::WorkerRangeConflict { other, .. }) if other == "leased"
+            ),
             "{error:?}"
         );
     }

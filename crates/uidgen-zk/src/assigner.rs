@@ -183,7 +183,11 @@ impl ZooKeeperWorkerIdAssigner {
             .await?
         {
             Some(reuse) => {
-                tracing::info!(worker_id = reuse.worker_id, node = %reuse.name, "continuing this address's forever node (Leaf: a restart keeps its worker id)");
+                tracing::info!(
+                    worker_id = reuse.worker_id,
+                    node = %reuse.name,
+                    "continuing this address's forever node (Leaf: a restart keeps its worker id)"
+                );
                 (
                     reuse.worker_id,
                     reuse.name,
@@ -230,7 +234,13 @@ impl ZooKeeperWorkerIdAssigner {
         shared.mark.start_refresher()?;
         conn.ensure_live(&shared).await;
         let holder = ZkHolder::start(shared, conn);
-        tracing::info!(worker_id, node = %holder.node(), floor_ms = floor, %range, "holding a ZooKeeper worker id");
+        tracing::info!(
+            worker_id,
+            node = %holder.node(),
+            floor_ms = floor,
+            %range,
+            "holding a ZooKeeper worker id"
+        );
         Ok(self.assignment(holder, ZkSource::ZooKeeper))
     }
 
@@ -407,7 +417,10 @@ impl ZooKeeperWorkerIdAssigner {
                 node = %path,
                 reserved_until_ms = floor_ms,
                 cache = %options.cache_file.display(),
-                "this address's forever node is reserved by its last holder until reserved_until_ms and no local cache shows that holder's last write: not reusing it before then (claiming another id); keep the cache file across restarts to keep the id"
+                "this address's forever node is reserved by its last holder until \
+                 reserved_until_ms and no local cache shows that holder's last write: not reusing \
+                 it before then (claiming another id); keep the cache file across restarts to keep \
+                 the id"
             );
         }
         Ok(None)
@@ -505,7 +518,12 @@ impl ZooKeeperWorkerIdAssigner {
                             .get_data(&node)
                             .await
                             .map_err(|source| error("reading the claimed forever node", source))?;
-                        tracing::info!(worker_id, node = %node, floor_ms, "claimed a free worker id");
+                        tracing::info!(
+                            worker_id,
+                            node = %node,
+                            floor_ms,
+                            "claimed a free worker id"
+                        );
                         return Ok((
                             worker_id,
                             name,
@@ -665,7 +683,9 @@ impl ZooKeeperWorkerIdAssigner {
             cache = %options.cache_file.display(),
             mark_ms = cached.until_ms,
             issuing_until_ms = cap,
-            "ZooKeeper unreachable at start-up: started from the local cache (this clock is past its mark); reports begin when ZooKeeper answers, and IDs stop at issuing_until_ms without one"
+            "ZooKeeper unreachable at start-up: started from the local cache (this clock is past \
+             its mark); reports begin when ZooKeeper answers, and IDs stop at issuing_until_ms \
+             without one"
         );
         let holder = ZkHolder::start(shared, Conn::new(None, None, Some((czxid, mzxid))));
         Ok(self.assignment(holder, ZkSource::LocalCache))
@@ -699,7 +719,8 @@ impl ZooKeeperWorkerIdAssigner {
         match cached.lease_expires_ms {
             Some(cap) if now < cap => Ok((cached, czxid, mzxid)),
             Some(cap) => Err(format!(
-                "its reservation ended at {cap} ms (the outage allowance past its last accepted report); the id may have been reclaimed since"
+                "its reservation ended at {cap} ms (the outage allowance past its last accepted \
+                 report); the id may have been reclaimed since"
             )),
             None => Err("it records no reservation".to_owned()),
         }

@@ -49,7 +49,9 @@ pub enum ZkError {
 
     /// Every worker id of the range has a forever node (or a claim) under the namespace.
     #[error(
-        "range used up: every worker id of {range} has a forever node under {root}; reclaim dead ones (`uidgen zk reclaim --older-than 7d`), or widen `worker.range` or the layout's worker bits"
+        "range used up: every worker id of {range} has a forever node under {root}; reclaim dead \
+         ones (`uidgen zk reclaim --older-than 7d`), or widen `worker.range` or the layout's \
+         worker bits"
     )]
     RangeUsedUp {
         /// The range the assigner hands ids from.
@@ -61,7 +63,9 @@ pub enum ZkError {
     /// This process's own forever node (its ip:port) holds a worker id outside the range
     /// (Vesta: "ZooKeeper assigns an id outside the release mode's range: refuse to start").
     #[error(
-        "worker id {id} of this process's forever node {node} is outside the range {range}: set `worker.range` to include it (a Leaf namespace used ids from 0), or reclaim that node and start again"
+        "worker id {id} of this process's forever node {node} is outside the range {range}: set \
+         `worker.range` to include it (a Leaf namespace used ids from 0), or reclaim that node and \
+         start again"
     )]
     OutsideRange {
         /// The node's worker id.
@@ -74,7 +78,8 @@ pub enum ZkError {
 
     /// A forever node's worker id does not fit the layout's worker field.
     #[error(
-        "worker id {id} of forever node {node} exceeds the layout's maximum {max}; widen the worker bits or use another `zookeeper.name`"
+        "worker id {id} of forever node {node} exceeds the layout's maximum {max}; widen the \
+         worker bits or use another `zookeeper.name`"
     )]
     OutsideLayout {
         /// The node's worker id.
@@ -88,7 +93,9 @@ pub enum ZkError {
     /// The worker id was used up to a time this clock has not reached, and waiting for it
     /// would take longer than allowed (Leaf: "the clock went back across a restart").
     #[error(
-        "worker id {worker_id}: {what} is {until_ms} ms but this clock reads {now_ms} ms, {} ms behind (more than the {max_wait_ms} ms a start may wait); refusing to issue IDs: check the clock (NTP)",
+        "worker id {worker_id}: {what} is {until_ms} ms but this clock reads {now_ms} ms, {} ms \
+         behind (more than the {max_wait_ms} ms a start may wait); refusing to issue IDs: check \
+         the clock (NTP)",
         .until_ms.saturating_sub(*.now_ms)
     )]
     ClockBehind {
@@ -107,7 +114,10 @@ pub enum ZkError {
     /// This clock is too far from the average of the other live holders' recent reports
     /// (Meituan's check; not in Leaf's code).
     #[error(
-        "this clock reads {now_ms} ms but the {peers} other live holders reported {peers_avg_ms} ms on average (their reports are up to one report interval old): off by {skew_ms} ms, more than `zookeeper.max_peer_skew_ms` = {max_skew_ms}; refusing to start: fix the clock (NTP)"
+        "this clock reads {now_ms} ms but the {peers} other live holders reported {peers_avg_ms} \
+         ms on average (their reports are up to one report interval old): off by {skew_ms} ms, \
+         more than `zookeeper.max_peer_skew_ms` = {max_skew_ms}; refusing to start: fix the clock \
+         (NTP)"
     )]
     PeerSkew {
         /// This clock.
@@ -125,7 +135,9 @@ pub enum ZkError {
     /// Another session holds the worker id's live node and did not let it go within the
     /// session timeout: another process with the same ip:port is running.
     #[error(
-        "worker id {worker_id} ({node}) is held by a live process (its node {live} belongs to another ZooKeeper session): is another process running with the same ip:port? give each its own port (`UIDGEN_PORT`)"
+        "worker id {worker_id} ({node}) is held by a live process (its node {live} belongs to \
+         another ZooKeeper session): is another process running with the same ip:port? give each \
+         its own port (`UIDGEN_PORT`)"
     )]
     Live {
         /// The worker id.
@@ -138,7 +150,9 @@ pub enum ZkError {
 
     /// ZooKeeper is unreachable at start-up and the local cache cannot stand in for it.
     #[error(
-        "cannot reach ZooKeeper at {connect} ({zk_reason}) and cannot start from the local cache {cache}: {reason}; start ZooKeeper, or set `worker.fallback_static` to a static worker id outside the ZooKeeper range"
+        "cannot reach ZooKeeper at {connect} ({zk_reason}) and cannot start from the local cache \
+         {cache}: {reason}; start ZooKeeper, or set `worker.fallback_static` to a static worker id \
+         outside the ZooKeeper range"
     )]
     NoUsableCache {
         /// The connect string.
@@ -153,7 +167,9 @@ pub enum ZkError {
 
     /// Another process on this host holds the local cache file.
     #[error(
-        "the local cache {path} is in use by another process on this host (it holds worker id {worker_id} with the same ip:port?); give each process its own `zookeeper.cache_file` and port"
+        "the local cache {path} is in use by another process on this host (it holds worker id \
+         {worker_id} with the same ip:port?); give each process its own `zookeeper.cache_file` and \
+         port"
     )]
     CacheInUse {
         /// The cache file.
@@ -191,7 +207,9 @@ pub enum ZkError {
     /// A reclaim threshold below the outage allowance: a holder cut off from ZooKeeper may
     /// still be issuing IDs with an id that old.
     #[error(
-        "reclaim threshold {threshold_secs} s is below the outage allowance `zookeeper.max_outage_secs` = {max_outage_secs} s: a holder cut off from ZooKeeper keeps issuing that long, so its id cannot be freed earlier"
+        "reclaim threshold {threshold_secs} s is below the outage allowance \
+         `zookeeper.max_outage_secs` = {max_outage_secs} s: a holder cut off from ZooKeeper keeps \
+         issuing that long, so its id cannot be freed earlier"
     )]
     ReclaimThreshold {
         /// The threshold asked for.

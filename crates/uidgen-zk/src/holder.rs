@@ -169,7 +169,8 @@ impl Shared {
                 worker_id = self.worker_id,
                 failures,
                 issuing_until_ms = self.accepted_until(),
-                "cannot report to ZooKeeper ({reason}); still issuing IDs on the held worker id until the outage allowance ends"
+                "cannot report to ZooKeeper ({reason}); still issuing IDs on the held worker id \
+                 until the outage allowance ends"
             );
         }
     }
@@ -345,13 +346,15 @@ impl Conn {
                 self.version = Some(stat.version);
                 tracing::info!(
                     worker_id = shared.worker_id,
-                    "ZooKeeper answers: the worker id taken from the local cache is still this host's"
+                    "ZooKeeper answers: the worker id taken from the local cache is still this \
+                     host's"
                 );
                 true
             }
             Ok(_) => {
                 shared.lose(format!(
-                    "while this process ran on its local cache, another process wrote its forever node {}",
+                    "while this process ran on its local cache, another process wrote its forever \
+                     node {}",
                     shared.node
                 ));
                 false
@@ -530,7 +533,8 @@ impl ZkHolder {
             return Err(ZkError::Lost {
                 worker_id: shared.worker_id,
                 reason: format!(
-                    "ZooKeeper accepted no report for the outage allowance ({:?}); IDs stopped at {cap} ms",
+                    "ZooKeeper accepted no report for the outage allowance ({:?}); IDs stopped at \
+                     {cap} ms",
                     shared.options.max_outage
                 ),
             });
@@ -587,7 +591,8 @@ impl TimeFence for ZkFence {
             return Err(FenceRefusal::NotYet {
                 limit_ms: self.limit_ms(),
                 reason: format!(
-                    "ZooKeeper has accepted no report of worker id {} that reserves past {cap} ms (outage allowance {:?})",
+                    "ZooKeeper has accepted no report of worker id {} that reserves past {cap} ms \
+                     (outage allowance {:?})",
                     shared.worker_id, shared.options.max_outage
                 ),
             });

@@ -51,7 +51,8 @@ impl ReleaseMode {
     /// let leaf = Layout::leaf()?;
     /// assert_eq!(ReleaseMode::Server.default_range(&leaf).to_string(), "924-1023");
     /// assert_eq!(ReleaseMode::Embedded.default_range(&leaf).to_string(), "0-923");
-    /// assert_eq!(ReleaseMode::Server.default_range(&Layout::baidu_default()?).to_string(), "0-4194303");
+    /// let range = ReleaseMode::Server.default_range(&Layout::baidu_default()?);
+    /// assert_eq!(range.to_string(), "0-4194303");
     /// # Ok::<(), uidgen_core::UidError>(())
     /// ```
     pub fn default_range(self, layout: &Layout) -> WorkerIdRange {
@@ -182,7 +183,8 @@ impl ZkOptions {
         for (what, value) in [("name", &self.name), ("ip", &self.ip), ("port", &self.port)] {
             if value.is_empty() || value.contains('/') || value.chars().any(char::is_whitespace) {
                 return invalid(format!(
-                    "{what} {value:?} must be non-empty, without `/` or spaces (it is part of a node path)"
+                    "{what} {value:?} must be non-empty, without `/` or spaces (it is part of a \
+                     node path)"
                 ));
             }
         }
@@ -219,7 +221,8 @@ impl ZkOptions {
             && range.contains(fallback.worker_id)
         {
             return invalid(format!(
-                "fallback_static {} lies in the ZooKeeper range {range}: ZooKeeper may hand that id to another process; pick one outside it",
+                "fallback_static {} lies in the ZooKeeper range {range}: ZooKeeper may hand that \
+                 id to another process; pick one outside it",
                 fallback.worker_id
             ));
         }

@@ -104,7 +104,8 @@ impl Reclaimer<'_> {
                 Err(source) => return Err(error("reading a forever node", source)),
             };
             let Ok(data) = NodeData::parse(&path, &bytes) else {
-                tracing::warn!(node = %path, "not reclaiming a forever node whose data is not Leaf's JSON");
+                tracing::warn!(node = %path,
+                    "not reclaiming a forever node whose data is not Leaf's JSON");
                 continue;
             };
             // 2. Silent for longer than the threshold, and past its own reservation.
@@ -137,7 +138,13 @@ impl Reclaimer<'_> {
                     )
                     .await?;
                 if candidate.freed {
-                    tracing::info!(worker_id, node = %path, last_report_ms = data.timestamp, floor_ms = floor, "reclaimed a dead holder's worker id");
+                    tracing::info!(
+                        worker_id,
+                        node = %path,
+                        last_report_ms = data.timestamp,
+                        floor_ms = floor,
+                        "reclaimed a dead holder's worker id"
+                    );
                 }
             }
             candidates.push(candidate);

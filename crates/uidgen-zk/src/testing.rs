@@ -48,7 +48,8 @@ pub fn test_connect() -> String {
     let first = zk.split(',').next().unwrap_or_default().to_owned();
     assert!(
         answers_srvr(&first),
-        "ZooKeeper does not answer at {first}: start it (scripts/test.sh does) or point {ENV_TEST_ZK} at one"
+        "ZooKeeper does not answer at {first}: start it (scripts/test.sh does) or point \
+         {ENV_TEST_ZK} at one"
     );
     format!("{zk}/uidgen-tests/{}", unique("t"))
 }
@@ -87,7 +88,9 @@ impl PrivateZooKeeper {
         std::fs::create_dir_all(dir.join("data")).unwrap();
         let port = free_port();
         let config = format!(
-            "tickTime=500\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\nminSessionTimeout=1000\nmaxSessionTimeout=20000\n",
+            "tickTime=500\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+             maxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n\
+             minSessionTimeout=1000\nmaxSessionTimeout=20000\n",
             dir.join("data").display()
         );
         std::fs::write(dir.join("zoo.cfg"), config).unwrap();
@@ -135,7 +138,10 @@ impl PrivateZooKeeper {
             .stderr(log)
             .spawn()
             .unwrap_or_else(|e| {
-                panic!("cannot run `java` for a private ZooKeeper ({e}); install zookeeperd (scripts/test.sh does)")
+                panic!(
+                    "cannot run `java` for a private ZooKeeper ({e}); install zookeeperd \
+                     (scripts/test.sh does)"
+                )
             });
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(60);

@@ -3,8 +3,9 @@
 //! ```text
 //! /snowflake/{name}/forever/{ip}:{port}-{id:010}   persistent; Leaf's node, JSON data
 //!                                                  {"ip","port","timestamp"} + "reserved_until"
-//! /snowflake/{name}/ids/{id}                       persistent claim of the id: "ip:port", or a
-//!                                                  tombstone {"free":true,"floor":..} once reclaimed
+//! /snowflake/{name}/ids/{id}                       persistent claim of the id: "ip:port", or
+//!                                                  a tombstone {"free":true,"floor":..} once
+//!                                                  reclaimed
 //! /snowflake/{name}/live/{id}                      ephemeral: the id's holder is running
 //! ```
 //!

@@ -204,10 +204,15 @@ impl DecodedUid {
     /// ```
     /// use uidgen_core::{Layout, UidParts};
     /// let layout = Layout::baidu("2016-05-20").unwrap();
-    /// let id = layout.compose(&UidParts { time: 3, worker: 2, sequence: 1, ..Default::default() }).unwrap();
+    /// let id = layout
+    ///     .compose(&UidParts { time: 3, worker: 2, sequence: 1, ..Default::default() })
+    ///     .unwrap();
     /// assert_eq!(
     ///     layout.decode(id).unwrap().to_baidu_json(),
-    ///     format!(r#"{{"UID":"{id}","timestamp":"2016-05-20 00:00:03","workerId":"2","sequence":"1"}}"#)
+    ///     format!(
+    ///         "{{\"UID\":\"{id}\",\"timestamp\":\"2016-05-20 00:00:03\",\
+    ///          \"workerId\":\"2\",\"sequence\":\"1\"}}"
+    ///     )
     /// );
     /// ```
     ///
@@ -218,7 +223,9 @@ impl DecodedUid {
     /// use uidgen_core::Layout;
     /// let layout = Layout::keyworker()?;
     /// let id = layout.compose(&layout.parts(0, (3 << 5) | 17, 0))?;
-    /// assert!(layout.decode(id)?.to_baidu_json().contains(r#""workerId":"113","machineId":"3","processId":"17","sequence":"0""#));
+    /// let json = layout.decode(id)?.to_baidu_json();
+    /// let fields = r#""workerId":"113","machineId":"3","processId":"17","sequence":"0""#;
+    /// assert!(json.contains(fields));
     /// # Ok::<(), uidgen_core::UidError>(())
     /// ```
     pub fn to_baidu_json(&self) -> String {

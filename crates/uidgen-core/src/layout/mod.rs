@@ -41,7 +41,12 @@ impl Slot {
 /// use uidgen_core::{FieldKind, Layout, TimeUnit, UidParts};
 /// let layout = Layout::new(
 ///     "custom",
-///     &[(FieldKind::Sign, 1), (FieldKind::Time, 31), (FieldKind::Worker, 16), (FieldKind::Sequence, 16)],
+///     &[
+///         (FieldKind::Sign, 1),
+///         (FieldKind::Time, 31),
+///         (FieldKind::Worker, 16),
+///         (FieldKind::Sequence, 16),
+///     ],
 ///     TimeUnit::Seconds,
 ///     "2020-01-01",
 /// ).unwrap();
@@ -183,7 +188,10 @@ impl Layout {
     /// let leaf = Layout::leaf()?.with_epoch(twepoch)?;
     /// assert_eq!((leaf.name(), leaf.epoch_ms()), ("leaf", twepoch));
     /// assert_eq!(leaf.fields(), Layout::leaf()?.fields());
-    /// assert!(matches!(Layout::leaf()?.with_epoch("2999-01-01"), Err(UidError::EpochInFuture { .. })));
+    /// assert!(matches!(
+    ///     Layout::leaf()?.with_epoch("2999-01-01"),
+    ///     Err(UidError::EpochInFuture { .. })
+    /// ));
     /// # Ok::<(), UidError>(())
     /// ```
     pub fn with_epoch(mut self, epoch: impl IntoEpoch) -> Result<Self> {
@@ -390,7 +398,10 @@ impl Layout {
     /// let rest = vesta.with_method(id, GenMethod::Rest.value())?;
     /// assert_eq!(vesta.decompose(rest)?.method, 2);
     /// assert_eq!(vesta.decompose(rest)?.sequence, 3);
-    /// assert!(matches!(vesta.with_method(id, 4), Err(UidError::FieldOverflow { field: FieldKind::Method, .. })));
+    /// assert!(matches!(
+    ///     vesta.with_method(id, 4),
+    ///     Err(UidError::FieldOverflow { field: FieldKind::Method, .. })
+    /// ));
     /// // Layouts without the field keep their IDs as they are.
     /// let baidu = Layout::baidu_default()?;
     /// assert_eq!(baidu.with_method(12_345, GenMethod::Rest.value())?, 12_345);
@@ -545,7 +556,8 @@ mod tests {
         );
         assert_eq!(
             err(&[(Time, 50), (Worker, 0), (Sequence, 14)]),
-            "layout field `time` has invalid width 50: time and sequence together may use at most 63 bits"
+            "layout field `time` has invalid width 50: time and sequence together may use at most \
+             63 bits"
         );
         let before = SystemClock.now_millis();
         let err = Layout::baidu("2999-01-01").unwrap_err();
@@ -558,12 +570,14 @@ mod tests {
         assert_eq!(
             err.to_string(),
             format!(
-                "epoch 32472144000000 ms lies in the future (now is {now_ms} ms); pick an epoch in the past"
+                "epoch 32472144000000 ms lies in the future (now is {now_ms} ms); pick an epoch in \
+                 the past"
             )
         );
         assert_eq!(
             Layout::baidu("2016-13-01").unwrap_err().to_string(),
-            "cannot parse epoch \"2016-13-01\": no such calendar date (expected e.g. \"2016-05-20\", \"2016-05-20+08:00\" or \"2016-05-20T00:00:00Z\")"
+            "cannot parse epoch \"2016-13-01\": no such calendar date (expected e.g. \
+             \"2016-05-20\", \"2016-05-20+08:00\" or \"2016-05-20T00:00:00Z\")"
         );
         assert!(
             Layout::preset("nope")
@@ -587,7 +601,8 @@ mod tests {
                 .compose(&parts(0, 1 << 22, 0))
                 .unwrap_err()
                 .to_string(),
-            "worker id 4194304 exceeds the layout's maximum 4194303; widen the worker bits or use a smaller id"
+            "worker id 4194304 exceeds the layout's maximum 4194303; widen the worker bits or use \
+             a smaller id"
         );
         assert_eq!(
             layout.compose(&parts(1 << 28, 0, 0)),

@@ -10,7 +10,8 @@ pub const DEFAULT_EPOCH: &str = "2026-01-01";
 /// Twitter's Snowflake epoch, also Leaf's `twepoch`.
 pub const TWITTER_EPOCH_MS: u64 = 1_288_834_974_657;
 /// Baidu uid-generator's default epoch, 2016-05-20 in UTC+8. Its 28 bits of seconds ran out on
-/// 2024-11-20 (Baidu issue [#100](https://github.com/baidu/uid-generator/issues/100)); kept only to decode old IDs.
+/// 2024-11-20 (Baidu issue [#100](https://github.com/baidu/uid-generator/issues/100)); kept only to
+/// decode old IDs.
 pub const BAIDU_LEGACY_EPOCH_MS: u64 = 1_463_673_600_000;
 /// Vesta's epoch, 2015-01-01 00:00 in UTC+8.
 pub const VESTA_EPOCH_MS: u64 = 1_420_041_600_000;
@@ -34,7 +35,11 @@ pub const PRESET_NAMES: [&str; 8] = [
 /// ```
 /// use uidgen_core::{FieldKind, Layout, TimeUnit};
 /// let baidu = Layout::baidu("2024-01-01")?;
-/// assert_eq!((baidu.bits(FieldKind::Time), baidu.bits(FieldKind::Worker), baidu.bits(FieldKind::Sequence)), (28, 22, 13));
+/// let bits = |kind| baidu.bits(kind);
+/// assert_eq!(
+///     (bits(FieldKind::Time), bits(FieldKind::Worker), bits(FieldKind::Sequence)),
+///     (28, 22, 13)
+/// );
 /// assert_eq!(baidu.unit(), TimeUnit::Seconds);
 /// let snowflake = Layout::snowflake()?;
 /// assert_eq!(snowflake.max_worker_id(), 1023);
@@ -149,9 +154,10 @@ impl Layout {
     /// The Snowflake variant with a machine and a process part (the "keyworker" write-up):
     /// 1 sign bit, 41 bits of milliseconds, a 10-bit worker read as a 5-bit machine part above
     /// a 5-bit process part, and 12 bits of sequence. Its IDs have Snowflake's bit positions;
-    /// only decoding differs, showing both parts ([`DecodedUid::worker_parts`](super::DecodedUid::worker_parts)).
-    /// The `machine` worker-id assigner of `uidgen-store` fills the two parts from the host's
-    /// MAC addresses and the process id.
+    /// only decoding differs, showing both parts
+    /// ([`DecodedUid::worker_parts`](super::DecodedUid::worker_parts)). The `machine` worker-id
+    /// assigner of `uidgen-store` fills the two parts from the host's MAC addresses and the process
+    /// id.
     ///
     /// Two corrections to the write-up, both so that IDs stay positive 64-bit numbers:
     /// - it counts "42 bits" of time because its `(timestamp - twepoch) << 22` is not masked and
@@ -167,7 +173,11 @@ impl Layout {
     /// use uidgen_core::{FieldKind, Layout};
     /// let layout = Layout::keyworker()?;
     /// assert_eq!(layout.epoch_ms(), TWITTER_EPOCH_MS);
-    /// assert_eq!((layout.bits(FieldKind::Time), layout.bits(FieldKind::Worker), layout.bits(FieldKind::Sequence)), (41, 10, 12));
+    /// let bits = |kind| layout.bits(kind);
+    /// assert_eq!(
+    ///     (bits(FieldKind::Time), bits(FieldKind::Worker), bits(FieldKind::Sequence)),
+    ///     (41, 10, 12)
+    /// );
     /// let id = layout.compose(&layout.parts(1_000, (7 << 5) | 30, 9))?;
     /// let parts = layout.decode(id)?.worker_parts.expect("both parts are shown");
     /// assert_eq!((parts.machine, parts.process), (7, 30));
@@ -228,7 +238,9 @@ impl Layout {
         if name == "baidu_legacy" {
             return Err(UidError::InvalidOption {
                 name: "epoch",
-                reason: "baidu_legacy is Baidu's layout with its 2016 epoch, kept to decode old IDs; use the baidu preset to choose an epoch".to_owned(),
+                reason: "baidu_legacy is Baidu's layout with its 2016 epoch, kept to decode old \
+                         IDs; use the baidu preset to choose an epoch"
+                    .to_owned(),
             });
         }
         // Parsed before the preset is built, so a bad epoch is reported as one even when the

@@ -89,6 +89,13 @@ impl SegmentBuffer {
     /// that stops answering without closing the connection would otherwise leave the load in
     /// flight, and every caller waiting, forever. A timeout counts as a failed load; that is
     /// safe because nothing of that claim is served (if it did commit, its IDs are skipped).
+    ///
+    /// Cancel safety: it runs as a task of its own ([`start_load`](Self::start_load)), so a
+    /// caller that stops waiting for it cancels nothing. Should the task itself be dropped
+    /// mid-claim (its runtime shutting down), a claim the database committed is lost: those
+    /// numbers are never served, never repeated. `loading` then stays set, so this buffer
+    /// starts no other load and a caller who finds both segments used up gets
+    /// [`BothSegmentsNotReady`](SegmentError::BothSegmentsNotReady) after the wait timeout.
     async fn load(self: Arc<Self>, target: usize, kind: LoadKind) {
         let now = self.shared.clock.now_millis();
         let options = &self.shared.options;
@@ -157,7 +164,8 @@ impl SegmentBuffer {
                 control.failure = None;
                 // Relaxed: read as a hint by `prefetch`; the lock orders it for the slow path.
                 self.hot.retry_at_ms.store(0, Ordering::Relaxed);
-                tracing::debug!(tag = %self.tag, start, end = claim.max_id, step = claim.step, "loaded segment");
+                tracing::debug!(tag = %self.tag, start, end = claim.max_id, step = claim.step,
+                    "loaded segment");
             }
             Err(error) => {
                 tracing::warn!(tag = %self.tag, %error, "loading a segment failed");

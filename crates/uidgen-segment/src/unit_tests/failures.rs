@@ -66,7 +66,8 @@ async fn a_claim_that_never_answers_times_out_as_a_failed_load_and_is_retried() 
     );
     let error = service.get_async("t").await.unwrap_err();
     assert!(
-        matches!(&error, SegmentError::BothSegmentsNotReady { reason, .. } if reason.contains("claiming a segment")),
+        matches!(&error, SegmentError::BothSegmentsNotReady { reason, .. } if reason.contains(
+            "claiming a segment")),
         "{error}"
     );
     // The database answers again: a later attempt succeeds, and nothing repeats.

@@ -15,7 +15,8 @@ const CONSOLE_JS: &str = include_str!("../../console/console.js");
 const CONSOLE_CSS: &str = include_str!("../../console/console.css");
 
 /// Only this origin's scripts, styles and fetches; no frames, no plugins, no inline script.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
     (
@@ -35,7 +36,12 @@ fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
     get,
     path = "/",
     tag = "console",
-    responses((status = 200, description = "The web console's page", content_type = "text/html", body = String))
+    responses((
+        status = 200,
+        description = "The web console's page",
+        content_type = "text/html",
+        body = String
+    ))
 )]
 pub async fn index() -> impl IntoResponse {
     asset("text/html; charset=utf-8", INDEX_HTML)
@@ -46,7 +52,12 @@ pub async fn index() -> impl IntoResponse {
     get,
     path = "/ui",
     tag = "console",
-    responses((status = 200, description = "The web console's page", content_type = "text/html", body = String))
+    responses((
+        status = 200,
+        description = "The web console's page",
+        content_type = "text/html",
+        body = String
+    ))
 )]
 pub async fn ui() -> impl IntoResponse {
     asset("text/html; charset=utf-8", INDEX_HTML)
@@ -57,7 +68,12 @@ pub async fn ui() -> impl IntoResponse {
     get,
     path = "/console/console.js",
     tag = "console",
-    responses((status = 200, description = "The console's script", content_type = "text/javascript", body = String))
+    responses((
+        status = 200,
+        description = "The console's script",
+        content_type = "text/javascript",
+        body = String
+    ))
 )]
 pub async fn script() -> impl IntoResponse {
     asset("text/javascript; charset=utf-8", CONSOLE_JS)
@@ -68,7 +84,12 @@ pub async fn script() -> impl IntoResponse {
     get,
     path = "/console/console.css",
     tag = "console",
-    responses((status = 200, description = "The console's style sheet", content_type = "text/css", body = String))
+    responses((
+        status = 200,
+        description = "The console's style sheet",
+        content_type = "text/css",
+        body = String
+    ))
 )]
 pub async fn style() -> impl IntoResponse {
     asset("text/css; charset=utf-8", CONSOLE_CSS)

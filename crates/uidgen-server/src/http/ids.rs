@@ -52,8 +52,19 @@ async fn one_id(state: &AppState) -> Result<Issued<String>, ApiError> {
     tag = "leaf",
     params(("key" = String, Path, description = "Ignored, as Leaf ignores it")),
     responses(
-        (status = 200, description = "One ID as a bare decimal", content_type = "text/plain", body = String, example = "967194852301217792"),
-        (status = 503, description = "The generator cannot issue now (bare text)", content_type = "text/plain", body = String),
+        (
+            status = 200,
+            description = "One ID as a bare decimal",
+            content_type = "text/plain",
+            body = String,
+            example = "967194852301217792"
+        ),
+        (
+            status = 503,
+            description = "The generator cannot issue now (bare text)",
+            content_type = "text/plain",
+            body = String
+        ),
     )
 )]
 pub async fn leaf_snowflake(
@@ -69,7 +80,13 @@ pub async fn leaf_snowflake(
     path = "/genid",
     tag = "vesta",
     responses(
-        (status = 200, description = "One ID as a bare decimal", content_type = "text/plain", body = String, example = "968010208892690432"),
+        (
+            status = 200,
+            description = "One ID as a bare decimal",
+            content_type = "text/plain",
+            body = String,
+            example = "968010208892690432"
+        ),
         (status = 503, description = "The generator cannot issue now", body = ErrorBody),
     )
 )]
@@ -151,16 +168,38 @@ pub(super) fn make_id(layout: &Layout, parts: &UidParts) -> Result<u64, ApiError
     path = "/makeid",
     tag = "vesta",
     params(
-        ("time" = u64, Query, description = "Time units since the layout's epoch, as `/expid` reports it"),
+        (
+            "time" = u64,
+            Query,
+            description = "Time units since the layout's epoch, as `/expid` reports it"
+        ),
         ("seq" = u64, Query, description = "Sequence"),
-        ("machine" = u64, Query, description = "Worker id, or its machine part on a layout that splits it"),
-        ("process" = Option<u64>, Query, description = "The worker's process part: required on a layout that splits its worker field (`keyworker`)"),
+        (
+            "machine" = u64,
+            Query,
+            description = "Worker id, or its machine part on a layout that splits it"
+        ),
+        (
+            "process" = Option<u64>,
+            Query,
+            description = "The worker's process part: required on a layout that splits its worker \
+                           field (`keyworker`)"
+        ),
         ("genMethod" = Option<u64>, Query, description = "Vesta's genMethod; 0 when absent"),
-        ("type" = Option<u64>, Query, description = "Vesta's type bit; the layout's own when absent"),
+        (
+            "type" = Option<u64>,
+            Query,
+            description = "Vesta's type bit; the layout's own when absent"
+        ),
         ("version" = Option<u64>, Query, description = "Vesta's version bit; 0 when absent"),
     ),
     responses(
-        (status = 200, description = "The ID as a bare decimal", content_type = "text/plain", body = String),
+        (
+            status = 200,
+            description = "The ID as a bare decimal",
+            content_type = "text/plain",
+            body = String
+        ),
         (status = 400, description = "A missing or out-of-range field", body = ErrorBody),
     )
 )]
@@ -192,9 +231,19 @@ pub async fn vesta_makeid(
     get,
     path = "/transtime",
     tag = "vesta",
-    params(("time" = u64, Query, description = "A time field value (units since the layout's epoch)")),
+    params((
+        "time" = u64,
+        Query,
+        description = "A time field value (units since the layout's epoch)"
+    )),
     responses(
-        (status = 200, description = "The time in ISO-8601 UTC", content_type = "text/plain", body = String, example = "2026-11-23T01:46:45.000Z"),
+        (
+            status = 200,
+            description = "The time in ISO-8601 UTC",
+            content_type = "text/plain",
+            body = String,
+            example = "2026-11-23T01:46:45.000Z"
+        ),
         (status = 400, description = "Missing or out of range", body = ErrorBody),
     )
 )]
@@ -234,10 +283,18 @@ pub(crate) fn batch_count(count: u64, cap: usize) -> Result<usize, ApiError> {
     operation_id = "id_batch",
     path = "/v1/ids",
     tag = "ids",
-    params(("count" = Option<u64>, Query, description = "How many IDs: 1 (default) to `batch_cap`")),
+    params((
+        "count" = Option<u64>,
+        Query,
+        description = "How many IDs: 1 (default) to `batch_cap`"
+    )),
     responses(
         (status = 200, description = "A batch of IDs", body = IdBatch),
-        (status = 400, description = "`count` out of range (`invalid_count`) or malformed", body = ErrorBody),
+        (
+            status = 400,
+            description = "`count` out of range (`invalid_count`) or malformed",
+            body = ErrorBody
+        ),
         (status = 503, description = "The generator cannot issue now", body = ErrorBody),
     )
 )]
@@ -313,11 +370,24 @@ pub(super) fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
     tag = "ids",
     params(
         ("id" = String, Path, description = "The ID, decimal"),
-        ("layout" = Option<String>, Query, description = "`sharded`, the served layout's name, or any preset (`GET /v1/layouts`); the served layout when absent"),
+        (
+            "layout" = Option<String>,
+            Query,
+            description = "`sharded`, the served layout's name, or any preset (`GET /v1/layouts`); \
+                           the served layout when absent"
+        ),
     ),
     responses(
-        (status = 200, description = "The ID's fields: `Decoded`, or `DecodedSharded` for `layout=sharded`", body = DecodedAny),
-        (status = 400, description = "A malformed ID (`malformed_id`) or an unknown layout", body = ErrorBody),
+        (
+            status = 200,
+            description = "The ID's fields: `Decoded`, or `DecodedSharded` for `layout=sharded`",
+            body = DecodedAny
+        ),
+        (
+            status = 400,
+            description = "A malformed ID (`malformed_id`) or an unknown layout",
+            body = ErrorBody
+        ),
     )
 )]
 pub async fn decode(
@@ -331,7 +401,8 @@ pub async fn decode(
     }
     let layout = super::status::pick_layout(&state, name).map_err(|_| {
         ApiError::bad_parameter(format!(
-            "unknown layout {:?}; use `sharded`, `{}` (served here) or a preset: {} (see GET /v1/layouts)",
+            "unknown layout {:?}; use `sharded`, `{}` (served here) or a preset: {} (see GET \
+             /v1/layouts)",
             clip(name.unwrap_or_default(), ECHO_CHARS),
             state.generator.layout().name(),
             uidgen_core::layout::PRESET_NAMES.join(", ")

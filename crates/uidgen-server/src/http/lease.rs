@@ -65,9 +65,21 @@ pub(crate) async fn lease(
         ("size" = u64, Query, description = "How many numbers: 1 to `segment.max_lease_size`"),
     ),
     responses(
-        (status = 200, description = "The range [start, end), claimed in the database for the caller alone", body = SegmentLease),
-        (status = 400, description = "A malformed tag, or a size of 0 or above the cap (`invalid_lease_size`)", body = ErrorBody),
-        (status = 404, description = "Unknown tag (`unknown_tag`) or segment mode off (`segments_disabled`)", body = ErrorBody),
+        (
+            status = 200,
+            description = "The range [start, end), claimed in the database for the caller alone",
+            body = SegmentLease
+        ),
+        (
+            status = 400,
+            description = "A malformed tag, or a size of 0 or above the cap (`invalid_lease_size`)",
+            body = ErrorBody
+        ),
+        (
+            status = 404,
+            description = "Unknown tag (`unknown_tag`) or segment mode off (`segments_disabled`)",
+            body = ErrorBody
+        ),
         (status = 503, description = "The store is down or the tag is exhausted", body = ErrorBody),
     )
 )]

@@ -75,7 +75,11 @@ fn make_time(layout: &Layout, req: &MakeRequest) -> Result<u64, (&'static str, S
     request_body = MakeRequest,
     responses(
         (status = 200, description = "The ID and its fields", body = Decoded),
-        (status = 400, description = "A bad body or field; `fields` names each bad field", body = ErrorBody),
+        (
+            status = 400,
+            description = "A bad body or field; `fields` names each bad field",
+            body = ErrorBody
+        ),
         (status = 413, description = "The body is too large", body = ErrorBody),
     )
 )]

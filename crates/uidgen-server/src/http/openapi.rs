@@ -20,7 +20,12 @@ use super::error::ErrorBody;
 #[openapi(
     info(
         title = "uidgen",
-        description = "Distributed unique 64-bit IDs: Leaf- and Vesta-compatible routes, a JSON API, and the web console's routes. Every JSON error has the `Error` body (`code`, `message`, and for bad request fields `fields`); a route asked with a method it does not take answers 405, and a path no route matches answers 404, both with that body (as bare text under `/api/`). See docs/API.md.",
+        description = "Distributed unique 64-bit IDs: Leaf- and Vesta-compatible routes, a JSON \
+                       API, and the web console's routes. Every JSON error has the `Error` body \
+                       (`code`, `message`, and for bad request fields `fields`); a route asked \
+                       with a method it does not take answers 405, and a path no route matches \
+                       answers 404, both with that body (as bare text under `/api/`). See \
+                       docs/API.md.",
         license(name = "MIT OR Apache-2.0")
     ),
     components(schemas(ErrorBody)),
@@ -68,7 +73,12 @@ pub(super) fn publish(document: &utoipa::openapi::OpenApi) {
     get,
     path = "/openapi.json",
     tag = "operations",
-    responses((status = 200, description = "The OpenAPI 3.1 description of every route", content_type = "application/json", body = Object))
+    responses((
+        status = 200,
+        description = "The OpenAPI 3.1 description of every route",
+        content_type = "application/json",
+        body = Object
+    ))
 )]
 pub async fn document() -> impl IntoResponse {
     (

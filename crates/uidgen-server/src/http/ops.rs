@@ -15,7 +15,13 @@ use crate::metrics::Metrics;
     get,
     path = "/healthz",
     tag = "operations",
-    responses((status = 200, description = "The process is up", content_type = "text/plain", body = String, example = "ok"))
+    responses((
+        status = 200,
+        description = "The process is up",
+        content_type = "text/plain",
+        body = String,
+        example = "ok"
+    ))
 )]
 pub async fn healthz() -> &'static str {
     "ok"
@@ -32,8 +38,19 @@ pub async fn healthz() -> &'static str {
     path = "/readyz",
     tag = "operations",
     responses(
-        (status = 200, description = "`ready`, or `ready (degraded: …)` while a ZooKeeper outage is within its allowance", content_type = "text/plain", body = String, example = "ready"),
-        (status = 503, description = "Not ready: the store, the lease, ZooKeeper or the generator", body = ErrorBody),
+        (
+            status = 200,
+            description = "`ready`, or `ready (degraded: …)` while a ZooKeeper outage is within \
+                           its allowance",
+            content_type = "text/plain",
+            body = String,
+            example = "ready"
+        ),
+        (
+            status = 503,
+            description = "Not ready: the store, the lease, ZooKeeper or the generator",
+            body = ErrorBody
+        ),
     )
 )]
 pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<String, ApiError> {
@@ -90,7 +107,12 @@ fn now_ms() -> u64 {
     get,
     path = "/metrics",
     tag = "operations",
-    responses((status = 200, description = "Prometheus metrics, OpenMetrics text", content_type = "application/openmetrics-text", body = String))
+    responses((
+        status = 200,
+        description = "Prometheus metrics, OpenMetrics text",
+        content_type = "application/openmetrics-text",
+        body = String
+    ))
 )]
 pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     if let Some(ring) = &state.ring {

@@ -34,7 +34,8 @@ pub fn segment_error(err: SegmentError) -> ApiError {
             StatusCode::NOT_FOUND,
             "unknown_tag",
             format!(
-                "unknown biz tag `{}`: create it with `PUT /v1/admin/segments/{{tag}}` (other servers see it after their next tag sync)",
+                "unknown biz tag `{}`: create it with `PUT /v1/admin/segments/{{tag}}` (other \
+                 servers see it after their next tag sync)",
                 clip(tag, ECHO_CHARS)
             ),
         ),
@@ -66,7 +67,8 @@ pub fn segment_error(err: SegmentError) -> ApiError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "segments_not_ready",
                 format!(
-                    "both segments of biz tag `{}` are used up and the next did not load in time; {SEE_LOG}",
+                    "both segments of biz tag `{}` are used up and the next did not load in time; \
+                     {SEE_LOG}",
                     clip(tag, ECHO_CHARS)
                 ),
             )
@@ -77,7 +79,8 @@ pub fn segment_error(err: SegmentError) -> ApiError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "tag_exhausted",
                 format!(
-                    "biz tag `{}` has used up the 63-bit ID range; no further segment can be claimed",
+                    "biz tag `{}` has used up the 63-bit ID range; no further segment can be \
+                     claimed",
                     clip(tag, ECHO_CHARS)
                 ),
             )
@@ -121,10 +124,31 @@ pub(crate) fn service(state: &AppState) -> Result<&Arc<SegmentService>, ApiError
     tag = "leaf",
     params(("key" = String, Path, description = "The biz tag")),
     responses(
-        (status = 200, description = "The tag's next ID as a bare decimal", content_type = "text/plain", body = String, example = "1"),
-        (status = 400, description = "A malformed tag (bare text)", content_type = "text/plain", body = String),
-        (status = 404, description = "Unknown tag, or segment mode off (bare text, Leaf code -2)", content_type = "text/plain", body = String),
-        (status = 503, description = "Segments not ready or the store is down (bare text, Leaf codes -1, -3)", content_type = "text/plain", body = String),
+        (
+            status = 200,
+            description = "The tag's next ID as a bare decimal",
+            content_type = "text/plain",
+            body = String,
+            example = "1"
+        ),
+        (
+            status = 400,
+            description = "A malformed tag (bare text)",
+            content_type = "text/plain",
+            body = String
+        ),
+        (
+            status = 404,
+            description = "Unknown tag, or segment mode off (bare text, Leaf code -2)",
+            content_type = "text/plain",
+            body = String
+        ),
+        (
+            status = 503,
+            description = "Segments not ready or the store is down (bare text, Leaf codes -1, -3)",
+            content_type = "text/plain",
+            body = String
+        ),
     )
 )]
 pub async fn leaf_segment(
@@ -174,7 +198,11 @@ pub(crate) fn segment_count(raw: &str, cap: usize) -> Result<usize, ApiError> {
     responses(
         (status = 200, description = "A batch of the tag's IDs", body = SegmentBatch),
         (status = 400, description = "A malformed tag or count", body = ErrorBody),
-        (status = 404, description = "Unknown tag (`unknown_tag`) or segment mode off (`segments_disabled`)", body = ErrorBody),
+        (
+            status = 404,
+            description = "Unknown tag (`unknown_tag`) or segment mode off (`segments_disabled`)",
+            body = ErrorBody
+        ),
         (status = 503, description = "Segments not ready or the store is down", body = ErrorBody),
     )
 )]
@@ -251,7 +279,11 @@ impl From<TagState> for TagView {
     path = "/v1/segments",
     tag = "segments",
     responses(
-        (status = 200, description = "Every tag's double buffer (Leaf's /cache page)", body = Vec<TagView>),
+        (
+            status = 200,
+            description = "Every tag's double buffer (Leaf's /cache page)",
+            body = Vec<TagView>
+        ),
         (status = 404, description = "Segment mode off (`segments_disabled`)", body = ErrorBody),
     )
 )]
@@ -292,7 +324,11 @@ pub struct TagRow {
         (status = 400, description = "A malformed tag, step or body", body = ErrorBody),
         (status = 401, description = "No bearer token", body = ErrorBody),
         (status = 403, description = "A wrong token", body = ErrorBody),
-        (status = 404, description = "No admin token configured (`admin_disabled`), or segment mode off", body = ErrorBody),
+        (
+            status = 404,
+            description = "No admin token configured (`admin_disabled`), or segment mode off",
+            body = ErrorBody
+        ),
         (status = 503, description = "The store is down", body = ErrorBody),
     )
 )]

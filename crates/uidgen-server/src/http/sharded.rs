@@ -52,14 +52,16 @@ pub fn sharded_error(err: ShardedError) -> ApiError {
             StatusCode::SERVICE_UNAVAILABLE,
             "not_initialised",
             format!(
-                "sharded mode is not initialised: the app list has not loaded from the database yet; {SEE_LOG}"
+                "sharded mode is not initialised: the app list has not loaded from the database \
+                 yet; {SEE_LOG}"
             ),
         ),
         E::QueueEmpty { app_id, shard, .. } => (
             StatusCode::SERVICE_UNAVAILABLE,
             "queue_empty",
             format!(
-                "the ID queue of app {app_id} shard {shard} is empty and was not refilled in time; retry, and {SEE_LOG}"
+                "the ID queue of app {app_id} shard {shard} is empty and was not refilled in time; \
+                 retry, and {SEE_LOG}"
             ),
         ),
         E::Redis { .. } => (
@@ -121,7 +123,8 @@ fn gate_pass<'a>(query: &'a QueryParams, name: &str) -> Result<&'a str, ApiError
             StatusCode::BAD_REQUEST,
             "invalid_gate_pass",
             format!(
-                "missing query parameter `{name}`: the user name, phone number or e-mail that picks the shard"
+                "missing query parameter `{name}`: the user name, phone number or e-mail that \
+                 picks the shard"
             ),
         )),
         Some(value) if value.is_empty() => Err(sharded_error(ShardedError::EmptyGatePass)),
@@ -137,13 +140,26 @@ fn gate_pass<'a>(query: &'a QueryParams, name: &str) -> Result<&'a str, ApiError
     tag = "sharded",
     params(
         ("app_id" = u8, Path, description = "The app id, 0 to 255"),
-        ("gatePass" = String, Query, description = "User name, phone number or e-mail: picks the shard"),
+        (
+            "gatePass" = String,
+            Query,
+            description = "User name, phone number or e-mail: picks the shard"
+        ),
     ),
     responses(
-        (status = 200, description = "One ID as a bare decimal", content_type = "text/plain", body = String),
+        (
+            status = 200,
+            description = "One ID as a bare decimal",
+            content_type = "text/plain",
+            body = String
+        ),
         (status = 400, description = "A bad app id or gate pass", body = ErrorBody),
         (status = 404, description = "Unknown app, or sharded mode off", body = ErrorBody),
-        (status = 503, description = "Queues empty, Redis or the database down, or the app exhausted", body = ErrorBody),
+        (
+            status = 503,
+            description = "Queues empty, Redis or the database down, or the app exhausted",
+            body = ErrorBody
+        ),
     )
 )]
 pub async fn original_get(
@@ -178,14 +194,26 @@ pub struct ShardedBatch {
     tag = "sharded",
     params(
         ("app_id" = u8, Path, description = "The app id, 0 to 255"),
-        ("gate_pass" = String, Query, description = "User name, phone number or e-mail: picks the shard"),
+        (
+            "gate_pass" = String,
+            Query,
+            description = "User name, phone number or e-mail: picks the shard"
+        ),
         ("count" = Option<u64>, Query, description = "How many IDs: 1 (default) to `batch_cap`"),
     ),
     responses(
-        (status = 200, description = "A batch of the app's IDs from one shard", body = ShardedBatch),
+        (
+            status = 200,
+            description = "A batch of the app's IDs from one shard",
+            body = ShardedBatch
+        ),
         (status = 400, description = "A bad app id, gate pass or count", body = ErrorBody),
         (status = 404, description = "Unknown app, or sharded mode off", body = ErrorBody),
-        (status = 503, description = "Queues empty, Redis or the database down, or the app exhausted", body = ErrorBody),
+        (
+            status = 503,
+            description = "Queues empty, Redis or the database down, or the app exhausted",
+            body = ErrorBody
+        ),
     )
 )]
 pub async fn batch(
@@ -278,7 +306,11 @@ pub struct AppUpdate {
         (status = 400, description = "A bad app id or body", body = ErrorBody),
         (status = 401, description = "No bearer token", body = ErrorBody),
         (status = 403, description = "A wrong token", body = ErrorBody),
-        (status = 404, description = "No admin token configured, or sharded mode off", body = ErrorBody),
+        (
+            status = 404,
+            description = "No admin token configured, or sharded mode off",
+            body = ErrorBody
+        ),
         (status = 503, description = "The database is down", body = ErrorBody),
     )
 )]

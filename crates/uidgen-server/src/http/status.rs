@@ -130,7 +130,11 @@ pub(super) fn pick_layout(state: &AppState, name: Option<&str>) -> uidgen_core::
     get,
     path = "/v1/layouts",
     tag = "ids",
-    responses((status = 200, description = "The served layout, every preset, and `sharded`", body = Vec<LayoutInfo>))
+    responses((
+        status = 200,
+        description = "The served layout, every preset, and `sharded`",
+        body = Vec<LayoutInfo>
+    ))
 )]
 pub async fn layouts(State(state): State<Arc<AppState>>) -> Json<Vec<LayoutInfo>> {
     let served = state.generator.layout();

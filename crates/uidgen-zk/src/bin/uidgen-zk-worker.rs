@@ -19,7 +19,8 @@ type AnyResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 /// The exit status of a refused start.
 const REFUSED: i32 = 3;
 
-const USAGE: &str = "uidgen-zk-worker --connect C --name N --port P --cache FILE --out FILE [--secs S] [--max-count M] [--range LO-HI]";
+const USAGE: &str = "uidgen-zk-worker --connect C --name N --port P --cache FILE --out FILE \
+                     [--secs S] [--max-count M] [--range LO-HI]";
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> AnyResult {
