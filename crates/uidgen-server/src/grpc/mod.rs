@@ -31,6 +31,7 @@ pub use server::serve;
 pub use status::status;
 
 use crate::http::{ApiError, AppState, batch_count, many_as, one_as, segment_count};
+use crate::metrics::{IssuedCounter, Metrics};
 
 /// How many batches a stream may run ahead of tonic's sender. A client that stops reading
 /// stops the issuing once HTTP/2 flow control fills (its window, some 64 KiB of IDs) and these
@@ -59,12 +60,49 @@ pub struct GrpcService {
     /// Turns true when the server starts to shut down: open streams end then, rather than
     /// holding the graceful shutdown until its grace runs out.
     stopping: watch::Receiver<bool>,
+    /// The issuing methods' counters, looked up once (no label allocation per call).
+    issued: IssuedCounters,
+}
+
+/// `uidgen_ids_issued_total` of each method that issues IDs, labelled by its path as HTTP
+/// labels a route by its pattern.
+#[derive(Debug, Clone)]
+struct IssuedCounters {
+    next_id: IssuedCounter,
+    next_ids: IssuedCounter,
+    stream_ids: IssuedCounter,
+    segment_ids: IssuedCounter,
+}
+
+impl IssuedCounters {
+    fn new(metrics: &Metrics) -> Self {
+        let counter =
+            |method: &str| metrics.issued_counter(&format!("/uidgen.v1.IdService/{method}"));
+        Self {
+            next_id: counter("NextId"),
+            next_ids: counter("NextIds"),
+            stream_ids: counter("StreamIds"),
+            segment_ids: counter("SegmentIds"),
+        }
+    }
+
+    /// The counter of `method`; `None` for the methods that issue nothing.
+    fn of(&self, method: &str) -> Option<&IssuedCounter> {
+        match method {
+            "NextId" => Some(&self.next_id),
+            "NextIds" => Some(&self.next_ids),
+            "StreamIds" => Some(&self.stream_ids),
+            "SegmentIds" => Some(&self.segment_ids),
+            _ => None,
+        }
+    }
 }
 
 impl GrpcService {
     /// The service over `state`. `stopping` turns true at shutdown.
     pub fn new(state: Arc<AppState>, max_lease_size: u64, stopping: watch::Receiver<bool>) -> Self {
         Self {
+            issued: IssuedCounters::new(&state.metrics),
             state,
             max_lease_size,
             stopping,
@@ -81,8 +119,8 @@ impl GrpcService {
         match call.await {
             Ok((reply, issued)) => {
                 self.state.metrics.grpc_call(method, "ok");
-                if issued > 0 {
-                    self.state.metrics.issued(route(method), issued);
+                if let Some(counter) = self.issued.of(method).filter(|_| issued > 0) {
+                    counter.add(issued);
                 }
                 Ok(Response::new(reply))
             }
@@ -105,17 +143,6 @@ impl GrpcService {
             }
         }
         answer
-    }
-}
-
-/// The metrics route label of a gRPC method: its path, as HTTP labels a route by its pattern.
-fn route(method: &'static str) -> &'static str {
-    match method {
-        "NextId" => "/uidgen.v1.IdService/NextId",
-        "NextIds" => "/uidgen.v1.IdService/NextIds",
-        "StreamIds" => "/uidgen.v1.IdService/StreamIds",
-        "SegmentIds" => "/uidgen.v1.IdService/SegmentIds",
-        _ => "/uidgen.v1.IdService",
     }
 }
 
@@ -295,7 +322,7 @@ async fn stream(
                         // The client went away: these IDs are skipped, never reissued.
                         return;
                     }
-                    service.state.metrics.issued(route("StreamIds"), sent);
+                    service.issued.stream_ids.add(sent);
                     left = left.saturating_sub(sent);
                 }
                 Err(error) => {

@@ -90,6 +90,14 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
 #[derive(Debug)]
 pub struct Body(pub Bytes);
 
+impl Body {
+    /// The body as JSON of type `T`; a 400 `invalid_parameter` naming serde's complaint.
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, ApiError> {
+        serde_json::from_slice(&self.0)
+            .map_err(|e| ApiError::bad_parameter(format!("invalid JSON body: {e}")))
+    }
+}
+
 impl<S: Send + Sync> FromRequest<S> for Body {
     type Rejection = ApiError;
 

@@ -335,11 +335,10 @@ pub struct TagRow {
 pub async fn upsert_tag(
     State(state): State<Arc<AppState>>,
     PathParam(tag, _): PathParam<String>,
-    Body(body): Body,
+    body: Body,
 ) -> Result<Json<TagRow>, ApiError> {
     let service = service(&state)?;
-    let update: TagUpdate = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_parameter(format!("invalid JSON body: {e}")))?;
+    let update: TagUpdate = body.json()?;
     let row = service
         .upsert_tag(&tag, update.step, update.description.as_deref())
         .await

@@ -317,12 +317,11 @@ pub struct AppUpdate {
 pub async fn upsert_app(
     State(state): State<Arc<AppState>>,
     PathParam(raw_app, _): PathParam<String>,
-    Body(body): Body,
+    body: Body,
 ) -> Result<Json<AppView>, ApiError> {
     let service = service(&state)?;
     let app_id = app_id(&raw_app)?;
-    let update: AppUpdate = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_parameter(format!("invalid JSON body: {e}")))?;
+    let update: AppUpdate = body.json()?;
     let defaults = AppSpec::new(app_id, "");
     let spec = AppSpec {
         app_id,
