@@ -31,66 +31,37 @@ fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
     )
 }
 
-/// `GET /`: the web console.
-#[utoipa::path(
-    get,
-    path = "/",
-    tag = "console",
-    responses((
-        status = 200,
-        description = "The web console's page",
-        content_type = "text/html",
-        body = String
-    ))
-)]
-pub async fn index() -> impl IntoResponse {
-    asset("text/html; charset=utf-8", INDEX_HTML)
+/// One console file: its route, its OpenAPI description and its body, so the four routes differ
+/// only in what differs.
+macro_rules! console_file {
+    ($(#[doc = $doc:literal])* $name:ident, $path:literal, $description:literal,
+     $media:literal, $body:expr) => {
+        $(#[doc = $doc])*
+        #[utoipa::path(
+            get,
+            path = $path,
+            tag = "console",
+            responses((status = 200, description = $description, content_type = $media, body = String))
+        )]
+        pub async fn $name() -> impl IntoResponse {
+            asset(concat!($media, "; charset=utf-8"), $body)
+        }
+    };
 }
 
-/// `GET /ui`: the web console, under the name some operators look for.
-#[utoipa::path(
-    get,
-    path = "/ui",
-    tag = "console",
-    responses((
-        status = 200,
-        description = "The web console's page",
-        content_type = "text/html",
-        body = String
-    ))
-)]
-pub async fn ui() -> impl IntoResponse {
-    asset("text/html; charset=utf-8", INDEX_HTML)
-}
-
-/// `GET /console/console.js`: the console's script.
-#[utoipa::path(
-    get,
-    path = "/console/console.js",
-    tag = "console",
-    responses((
-        status = 200,
-        description = "The console's script",
-        content_type = "text/javascript",
-        body = String
-    ))
-)]
-pub async fn script() -> impl IntoResponse {
-    asset("text/javascript; charset=utf-8", CONSOLE_JS)
-}
-
-/// `GET /console/console.css`: the console's style sheet.
-#[utoipa::path(
-    get,
-    path = "/console/console.css",
-    tag = "console",
-    responses((
-        status = 200,
-        description = "The console's style sheet",
-        content_type = "text/css",
-        body = String
-    ))
-)]
-pub async fn style() -> impl IntoResponse {
-    asset("text/css; charset=utf-8", CONSOLE_CSS)
-}
+console_file!(
+    /// `GET /`: the web console.
+    index, "/", "The web console's page", "text/html", INDEX_HTML
+);
+console_file!(
+    /// `GET /ui`: the web console, under the name some operators look for.
+    ui, "/ui", "The web console's page", "text/html", INDEX_HTML
+);
+console_file!(
+    /// `GET /console/console.js`: the console's script.
+    script, "/console/console.js", "The console's script", "text/javascript", CONSOLE_JS
+);
+console_file!(
+    /// `GET /console/console.css`: the console's style sheet.
+    style, "/console/console.css", "The console's style sheet", "text/css", CONSOLE_CSS
+);
