@@ -32,43 +32,56 @@ fn drain(ring: &RingBuffer) -> Vec<u64> {
     left
 }
 
+/// Runs `work` on a new model thread with its own handle on the ring.
+fn spawn_on<T: Send + 'static>(
+    ring: &Arc<RingBuffer>,
+    work: impl FnOnce(&RingBuffer) -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
+    let ring = Arc::clone(ring);
+    thread::spawn(move || work(&ring))
+}
+
+/// Two consumer threads running the same takes.
+fn two_consumers(
+    ring: &Arc<RingBuffer>,
+    take: fn(&RingBuffer) -> Vec<u64>,
+) -> [thread::JoinHandle<Vec<u64>>; 2] {
+    [spawn_on(ring, take), spawn_on(ring, take)]
+}
+
+/// Every ID the consumers took.
+fn joined(consumers: [thread::JoinHandle<Vec<u64>>; 2]) -> Vec<u64> {
+    consumers
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect()
+}
+
 #[test]
 fn one_producer_two_consumers_take_each_id_once() {
     loom::model(|| {
         let ring = Arc::new(RingBuffer::new(2, 50).unwrap());
-        let producer = {
-            let ring = Arc::clone(&ring);
-            thread::spawn(move || {
-                let mut put = Vec::new();
-                let mut batch = [1u64, 2].into_iter();
-                let n = ring.put_batch(&mut batch);
-                put.extend([1u64, 2].into_iter().take(n));
-                if ring.put(3) {
-                    put.push(3);
+        let producer = spawn_on(&ring, |ring| {
+            let mut put = Vec::new();
+            let mut batch = [1u64, 2].into_iter();
+            let n = ring.put_batch(&mut batch);
+            put.extend([1u64, 2].into_iter().take(n));
+            if ring.put(3) {
+                put.push(3);
+            }
+            put
+        });
+        let consumers = two_consumers(&ring, |ring| {
+            let mut got = Vec::new();
+            for _ in 0..2 {
+                if let Some(uid) = ring.try_take() {
+                    got.push(uid);
                 }
-                put
-            })
-        };
-        let consumers: Vec<_> = (0..2)
-            .map(|_| {
-                let ring = Arc::clone(&ring);
-                thread::spawn(move || {
-                    let mut got = Vec::new();
-                    for _ in 0..2 {
-                        if let Some(uid) = ring.try_take() {
-                            got.push(uid);
-                        }
-                    }
-                    got
-                })
-            })
-            .collect();
+            }
+            got
+        });
         let put = producer.join().unwrap();
-        let taken: Vec<u64> = consumers
-            .into_iter()
-            .flat_map(|c| c.join().unwrap())
-            .collect();
-        check(&put, taken, drain(&ring));
+        check(&put, joined(consumers), drain(&ring));
     });
 }
 
@@ -78,31 +91,19 @@ fn wrapping_producer_never_overwrites_an_unread_slot() {
         // Full ring: the producer can only put into a slot once a consumer has read it.
         let ring = Arc::new(RingBuffer::new(2, 50).unwrap());
         assert_eq!(ring.put_batch(&mut [1u64, 2].into_iter()), 2);
-        let producer = {
-            let ring = Arc::clone(&ring);
-            thread::spawn(move || {
-                let mut put = Vec::new();
-                for uid in [3u64, 4] {
-                    if ring.put_batch(&mut std::iter::once(uid)) == 1 {
-                        put.push(uid);
-                    }
+        let producer = spawn_on(&ring, |ring| {
+            let mut put = Vec::new();
+            for uid in [3u64, 4] {
+                if ring.put_batch(&mut std::iter::once(uid)) == 1 {
+                    put.push(uid);
                 }
-                put
-            })
-        };
-        let consumers: Vec<_> = (0..2)
-            .map(|_| {
-                let ring = Arc::clone(&ring);
-                thread::spawn(move || ring.try_take().into_iter().collect::<Vec<_>>())
-            })
-            .collect();
+            }
+            put
+        });
+        let consumers = two_consumers(&ring, |ring| ring.try_take().into_iter().collect());
         let mut put = vec![1, 2];
         put.extend(producer.join().unwrap());
-        let taken: Vec<u64> = consumers
-            .into_iter()
-            .flat_map(|c| c.join().unwrap())
-            .collect();
-        check(&put, taken, drain(&ring));
+        check(&put, joined(consumers), drain(&ring));
     });
 }
 
@@ -111,27 +112,15 @@ fn batch_takes_claim_disjoint_runs() {
     loom::model(|| {
         let ring = Arc::new(RingBuffer::new(4, 50).unwrap());
         assert_eq!(ring.put_batch(&mut [1u64, 2, 3].into_iter()), 3);
-        let producer = {
-            let ring = Arc::clone(&ring);
-            thread::spawn(move || ring.put_batch(&mut [4u64, 5].into_iter()))
-        };
-        let consumers: Vec<_> = (0..2)
-            .map(|_| {
-                let ring = Arc::clone(&ring);
-                thread::spawn(move || {
-                    let mut got = Vec::new();
-                    ring.take_batch(&mut got, 2);
-                    got
-                })
-            })
-            .collect();
+        let producer = spawn_on(&ring, |ring| ring.put_batch(&mut [4u64, 5].into_iter()));
+        let consumers = two_consumers(&ring, |ring| {
+            let mut got = Vec::new();
+            ring.take_batch(&mut got, 2);
+            got
+        });
         let mut put = vec![1, 2, 3];
         put.extend([4u64, 5].into_iter().take(producer.join().unwrap()));
-        let taken: Vec<u64> = consumers
-            .into_iter()
-            .flat_map(|c| c.join().unwrap())
-            .collect();
-        check(&put, taken, drain(&ring));
+        check(&put, joined(consumers), drain(&ring));
     });
 }
 
@@ -152,18 +141,12 @@ fn takes_below_the_threshold_wake_the_padding_once_per_run() {
     loom::model(|| {
         let (ring, wakes) = counting_ring(4);
         assert_eq!(ring.put_batch(&mut [1u64, 2, 3, 4].into_iter()), 4);
-        let consumers: Vec<_> = (0..2)
-            .map(|_| {
-                let ring = Arc::clone(&ring);
-                thread::spawn(move || {
-                    ring.try_take().unwrap();
-                    ring.try_take().unwrap();
-                })
-            })
-            .collect();
-        for c in consumers {
-            c.join().unwrap();
-        }
+        let consumers = two_consumers(&ring, |ring| {
+            ring.try_take().unwrap();
+            ring.try_take().unwrap();
+            Vec::new()
+        });
+        joined(consumers);
         // Both consumers went below the threshold (2 of 4), but padding never started, so the
         // trigger ran exactly once.
         assert_eq!(wakes.load(Ordering::SeqCst), 1);
@@ -187,9 +170,8 @@ fn padding_started_during_takes_never_loses_a_wake_up() {
         // after this point would make the real thread's next `park` return at once), clears the
         // request and fills the ring as far as it sees room, as `pad` does.
         let padder = {
-            let ring = Arc::clone(&ring);
             let wakes = Arc::clone(&wakes);
-            thread::spawn(move || {
+            spawn_on(&ring, move |ring| {
                 let seen = wakes.load(Ordering::SeqCst);
                 ring.padding_started();
                 let put = ring.put_batch(&mut [5u64, 6, 7, 8].into_iter());
@@ -198,23 +180,15 @@ fn padding_started_during_takes_never_loses_a_wake_up() {
         };
         // Takes racing with it, which leave the ring below the threshold before, during or
         // after the run.
-        let consumers: Vec<_> = (0..2)
-            .map(|_| {
-                let ring = Arc::clone(&ring);
-                thread::spawn(move || {
-                    let mut got = Vec::new();
-                    for _ in 0..2 {
-                        got.extend(ring.try_take());
-                    }
-                    got
-                })
-            })
-            .collect();
+        let consumers = two_consumers(&ring, |ring| {
+            let mut got = Vec::new();
+            for _ in 0..2 {
+                got.extend(ring.try_take());
+            }
+            got
+        });
         let (seen, put) = padder.join().unwrap();
-        let taken: Vec<u64> = consumers
-            .into_iter()
-            .flat_map(|c| c.join().unwrap())
-            .collect();
+        let taken = joined(consumers);
         // Below the threshold, someone must still be on the hook to pad: either a request is
         // pending, or the padder was woken after it last started.
         if ring.len() < ring.padding_threshold() {

@@ -1,11 +1,7 @@
 //! Baidu's `DefaultUidGenerator`: time + sequence computed on every call.
 
-use std::sync::Arc;
-
 use crate::clock::{Clock, SystemClock};
 use crate::error::Result;
-use crate::fence::TimeFence;
-use crate::generator::UidGenerator;
 use crate::layout::Layout;
 use crate::sequencer::{BackwardPolicy, Sequencer};
 
@@ -40,38 +36,10 @@ impl<C: Clock> DefaultUidGenerator<C> {
         })
     }
 
-    /// Stamp only time units that end within `fence` (a lease or a reserved-until mark):
-    /// how a reused worker id keeps its IDs apart from its other holders'. A unit past the
-    /// limit is [`UidError::BeyondFence`](crate::UidError::BeyondFence), or
-    /// [`UidError::GeneratorStopped`](crate::UidError::GeneratorStopped) once the fence is
-    /// closed for good.
-    #[must_use]
-    pub fn fenced(mut self, fence: Arc<dyn TimeFence>) -> Self {
-        self.sequencer.set_fence(fence);
-        self
-    }
-
-    /// The worker id this generator stamps into IDs.
-    pub fn worker_id(&self) -> u64 {
-        self.sequencer.worker_id()
-    }
-
     /// The clock it reads.
     pub fn clock(&self) -> &C {
         self.sequencer.clock()
     }
 }
 
-impl<C: Clock> UidGenerator for DefaultUidGenerator<C> {
-    fn next_id(&self) -> Result<u64> {
-        self.sequencer.next_id()
-    }
-
-    fn layout(&self) -> &Layout {
-        self.sequencer.layout()
-    }
-
-    fn issued_until_ms(&self) -> Option<u64> {
-        self.sequencer.issued_until_ms()
-    }
-}
+crate::sequencer::sequencer_generator!(DefaultUidGenerator);

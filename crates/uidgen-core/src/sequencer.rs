@@ -166,3 +166,43 @@ impl<C: Clock> Sequencer<C> {
         }
     }
 }
+
+/// The part of every generator that is a clock policy over one [`Sequencer`] (a field named
+/// `sequencer`): fencing, the worker id and issuing. One home, so the generators cannot drift
+/// apart in how they fence or issue.
+macro_rules! sequencer_generator {
+    ($generator:ident) => {
+        impl<C: $crate::clock::Clock> $generator<C> {
+            /// Stamp only time units that end within `fence` (a lease or a reserved-until mark):
+            /// how a reused worker id keeps its IDs apart from its other holders'. A unit past the
+            /// limit is [`UidError::BeyondFence`](crate::UidError::BeyondFence), or
+            /// [`UidError::GeneratorStopped`](crate::UidError::GeneratorStopped) once the fence is
+            /// closed for good.
+            #[must_use]
+            pub fn fenced(mut self, fence: std::sync::Arc<dyn $crate::fence::TimeFence>) -> Self {
+                self.sequencer.set_fence(fence);
+                self
+            }
+
+            /// The worker id this generator stamps into IDs.
+            pub fn worker_id(&self) -> u64 {
+                self.sequencer.worker_id()
+            }
+        }
+
+        impl<C: $crate::clock::Clock> $crate::generator::UidGenerator for $generator<C> {
+            fn next_id(&self) -> $crate::error::Result<u64> {
+                self.sequencer.next_id()
+            }
+
+            fn layout(&self) -> &$crate::layout::Layout {
+                self.sequencer.layout()
+            }
+
+            fn issued_until_ms(&self) -> Option<u64> {
+                self.sequencer.issued_until_ms()
+            }
+        }
+    };
+}
+pub(crate) use sequencer_generator;

@@ -6,27 +6,17 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{assert_no_duplicates, assert_worker, hammer};
+use common::{
+    assert_exhausted_after_16_units, assert_no_duplicates, assert_worker, eventually, hammer,
+    presets_but_legacy,
+};
 use uidgen_core::ring::policy;
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, Clock, Layout, ManualClock, RingBuffer, SystemClock,
     UidError, UidGenerator,
 };
-
-/// Poll `done` until it holds; fails (rather than hangs) after a generous bound. Not a timing
-/// assertion: the bound only keeps a broken build from running forever.
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "gave up waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
 
 fn waiting() -> CachedOptions {
     CachedOptions::waiting(Duration::from_secs(10))
@@ -304,17 +294,7 @@ fn exhausted_timestamp_bits_stop_the_cached_generator_with_a_typed_error() {
     assert_eq!((last.time, last.sequence), (15, 8191));
     // Typed, so callers (and the service's `exhausted` alerts) can tell it from a stop.
     let err = generator.next_id().unwrap_err();
-    assert_eq!(
-        err,
-        UidError::TimestampExhausted {
-            elapsed: 16,
-            max: 15
-        }
-    );
-    assert_eq!(
-        err.to_string(),
-        "timestamp bits exhausted: 16 time units since the epoch exceed the layout's maximum 15; move the epoch forward or widen the time bits"
-    );
+    assert_exhausted_after_16_units(&err);
     // The sign bit is never reached: every ID issued decodes.
     assert!(ids.iter().all(|&id| id >> 63 == 0));
 }
@@ -453,15 +433,7 @@ fn padded_ids_are_exactly_what_the_layout_composes_for_every_preset() {
     // Padding builds each unit's IDs from its sequence-0 ID with the sequence or-ed in; this
     // pins that shortcut to `Layout::compose` on layouts where the sequence is not the lowest
     // field (Vesta puts the machine there, Sonyflake too).
-    for name in [
-        "baidu",
-        "snowflake",
-        "leaf",
-        "vesta_max_peak",
-        "vesta_min_granularity",
-        "sonyflake",
-        "keyworker",
-    ] {
+    for name in presets_but_legacy() {
         let layout = Layout::preset(name).unwrap();
         let worker = layout.max_worker_id().min(5);
         // A clock that stands still, so padding borrows and crosses unit boundaries.

@@ -6,9 +6,9 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::assert_no_duplicates;
+use common::{assert_no_duplicates, eventually};
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, DefaultUidGenerator, FenceRefusal, Layout, ManualClock,
     SnowflakeGenerator, SystemClock, TimeFence, UidError, UidGenerator,
@@ -67,17 +67,6 @@ impl TimeFence for HandFence {
 /// A Baidu layout with a small sequence, so rings are small and seconds turn over quickly.
 fn small_layout(seq_bits: u32) -> Layout {
     Layout::baidu_bits(28, 35 - seq_bits, seq_bits, "2026-01-01").unwrap()
-}
-
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "gave up waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 #[test]

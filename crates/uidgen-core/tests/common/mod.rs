@@ -2,8 +2,10 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use uidgen_core::UidGenerator;
+use uidgen_core::layout::PRESET_NAMES;
+use uidgen_core::{UidError, UidGenerator};
 
 /// Take `per_thread` IDs on each of `threads` threads at once and return them all, sorted.
 pub fn hammer<G: UidGenerator + 'static>(
@@ -52,4 +54,40 @@ pub fn assert_worker<G: UidGenerator>(generator: &G, ids: &[u64], worker: u64) {
             parts.worker
         );
     }
+}
+
+/// Poll `done` until it holds; fails (rather than hangs) after a generous bound. Not a timing
+/// assertion: the bound only keeps a broken build from running forever.
+pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "gave up waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Assert `err` is the exhaustion of a 4-bit time field (16 seconds of life) one unit past its
+/// end, with the message that tells the operator what to change.
+pub fn assert_exhausted_after_16_units(err: &UidError) {
+    assert_eq!(
+        *err,
+        UidError::TimestampExhausted {
+            elapsed: 16,
+            max: 15
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "timestamp bits exhausted: 16 time units since the epoch exceed the layout's maximum 15; move the epoch forward or widen the time bits"
+    );
+}
+
+/// Every preset but `baidu_legacy` (the same fields as `baidu`, only an older epoch).
+pub fn presets_but_legacy() -> impl Iterator<Item = &'static str> {
+    PRESET_NAMES
+        .into_iter()
+        .filter(|&name| name != "baidu_legacy")
 }
