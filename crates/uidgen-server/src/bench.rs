@@ -120,6 +120,19 @@ fn histogram() -> anyhow::Result<Histogram<u64>> {
     Histogram::new_with_bounds(1, 60_000_000_000, 3).context("latency histogram")
 }
 
+impl BenchReport {
+    /// Nothing counted yet: what every run adds its workers' results to.
+    fn empty() -> anyhow::Result<Self> {
+        Ok(Self {
+            requests: 0,
+            ids: 0,
+            errors: 0,
+            elapsed: Duration::ZERO,
+            latency: histogram()?,
+        })
+    }
+}
+
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
 }
@@ -229,13 +242,7 @@ pub fn run_embedded(
             })
         })
         .collect();
-    let mut report = BenchReport {
-        requests: 0,
-        ids: 0,
-        errors: 0,
-        elapsed: Duration::ZERO,
-        latency: histogram()?,
-    };
+    let mut report = BenchReport::empty()?;
     for w in workers {
         let (calls, errors, latency) = w
             .join()
@@ -328,13 +335,7 @@ async fn run_callers<C: Caller>(
             anyhow::Ok((ok, errors, latency))
         });
     }
-    let mut report = BenchReport {
-        requests: 0,
-        ids: 0,
-        errors: 0,
-        elapsed: Duration::ZERO,
-        latency: histogram()?,
-    };
+    let mut report = BenchReport::empty()?;
     while let Some(joined) = tasks.join_next().await {
         let (ok, errors, latency) = joined??;
         report.requests += ok + errors;

@@ -11,14 +11,62 @@ use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::middleware::Next;
+use axum::middleware::{self, Next};
 use axum::response::Response;
 use subtle::{Choice, ConstantTimeEq};
+use utoipa::ToSchema;
+use utoipa::openapi::security::SecurityRequirement;
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+use utoipa_axum::router::OpenApiRouter;
 
+use super::error::ErrorBody;
 use super::{ApiError, AppState};
 
+/// Put `admin` behind the token check, and say so in its OpenAPI description: every admin
+/// operation asks for the bearer token and may answer 401 or 403 from the layer. One home for
+/// both, so the description cannot drift from the gate. (The 404 of a server with no token stays
+/// with each route, which also names its own mode in it.)
+pub(super) fn admin_only(
+    mut admin: OpenApiRouter<Arc<AppState>>,
+    state: &Arc<AppState>,
+) -> OpenApiRouter<Arc<AppState>> {
+    let refusal = |description: &str| {
+        RefOr::T(
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name(ErrorBody::name())))
+                        .build(),
+                )
+                .build(),
+        )
+    };
+    for item in admin.get_openapi_mut().paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            operation.security = Some(vec![SecurityRequirement::new(
+                "admin_token",
+                Vec::<String>::new(),
+            )]);
+            let responses = &mut operation.responses.responses;
+            responses.insert("401".to_owned(), refusal("No bearer token"));
+            responses.insert("403".to_owned(), refusal("A wrong token"));
+        }
+    }
+    // A route layer, so a wrong method still gets the 405 every route gives.
+    admin.route_layer(middleware::from_fn_with_state(state.clone(), require_admin))
+}
+
 /// Let the request through to the admin route only with `Authorization: Bearer <admin_token>`.
-pub(super) async fn require_admin(
+async fn require_admin(
     State(state): State<Arc<AppState>>,
     request: Request,
     next: Next,

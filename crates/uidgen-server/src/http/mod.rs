@@ -22,7 +22,6 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::middleware;
 use uidgen_core::UidGenerator;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -191,16 +190,13 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(sharded::list_apps))
         .routes(routes!(sharded::batch))
         // Admin: a sub-router behind the bearer-token check, which runs before the route's
-        // extractors. A route layer, so a wrong method still gets the 405 every route gives.
-        .merge(
+        // extractors.
+        .merge(auth::admin_only(
             OpenApiRouter::new()
                 .routes(routes!(segments::upsert_tag))
-                .routes(routes!(sharded::upsert_app))
-                .route_layer(middleware::from_fn_with_state(
-                    state.clone(),
-                    auth::require_admin,
-                )),
-        )
+                .routes(routes!(sharded::upsert_app)),
+            state,
+        ))
         // Operations.
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))

@@ -316,14 +316,11 @@ pub struct TagRow {
     put,
     path = "/v1/admin/segments/{tag}",
     tag = "admin",
-    security(("admin_token" = [])),
     params(("tag" = String, Path, description = "The biz tag")),
     request_body = TagUpdate,
     responses(
         (status = 200, description = "The tag's row as stored", body = TagRow),
         (status = 400, description = "A malformed tag, step or body", body = ErrorBody),
-        (status = 401, description = "No bearer token", body = ErrorBody),
-        (status = 403, description = "A wrong token", body = ErrorBody),
         (
             status = 404,
             description = "No admin token configured (`admin_disabled`), or segment mode off",

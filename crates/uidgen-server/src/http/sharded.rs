@@ -298,14 +298,11 @@ pub struct AppUpdate {
     put,
     path = "/v1/admin/apps/{app_id}",
     tag = "admin",
-    security(("admin_token" = [])),
     params(("app_id" = u8, Path, description = "The app id, 0 to 255")),
     request_body = AppUpdate,
     responses(
         (status = 200, description = "The app as stored", body = AppView),
         (status = 400, description = "A bad app id or body", body = ErrorBody),
-        (status = 401, description = "No bearer token", body = ErrorBody),
-        (status = 403, description = "A wrong token", body = ErrorBody),
         (
             status = 404,
             description = "No admin token configured, or sharded mode off",
