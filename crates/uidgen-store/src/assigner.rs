@@ -6,12 +6,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use uidgen_core::{Clock, Layout, SystemClock, TimeFence};
+use uidgen_core::{Clock, Layout, TimeFence};
 
 use crate::cache::CacheLock;
 use crate::error::{Result, StoreError};
 use crate::lease_guard::LeaseGuard;
-use crate::mark::MarkFence;
+use crate::mark::{MarkFence, MarkTiming};
 use crate::store::Store;
 use crate::worker_node::WorkerNode;
 use crate::worker_range::WorkerIdRange;
@@ -290,9 +290,7 @@ impl WorkerIdAssigner for DisposableWorkerIdAssigner {
 pub struct StaticWorkerIdAssigner {
     worker_id: u64,
     state_path: PathBuf,
-    clock: Arc<dyn Clock>,
-    max_start_wait: Duration,
-    max_borrow: Duration,
+    timing: MarkTiming,
     store: Option<Store>,
     range: Option<WorkerIdRange>,
 }
@@ -312,9 +310,7 @@ impl StaticWorkerIdAssigner {
         Self {
             worker_id,
             state_path: state_path.into(),
-            clock: Arc::new(SystemClock),
-            max_start_wait: Self::DEFAULT_MAX_START_WAIT,
-            max_borrow: Self::DEFAULT_MAX_BORROW,
+            timing: MarkTiming::new(Self::DEFAULT_MAX_START_WAIT, Self::DEFAULT_MAX_BORROW),
             store: None,
             range: None,
         }
@@ -382,15 +378,7 @@ impl WorkerIdAssigner for StaticWorkerIdAssigner {
                     ),
                 });
             };
-            let fence = MarkFence::continue_from(
-                cache,
-                id,
-                &self.clock,
-                layout,
-                self.max_start_wait,
-                self.max_borrow,
-            )
-            .await?;
+            let fence = MarkFence::continue_from(cache, id, layout, &self.timing).await?;
             tracing::info!(
                 worker_id = id,
                 state = %path.display(),

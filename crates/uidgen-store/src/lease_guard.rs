@@ -417,11 +417,7 @@ impl TimeFence for LeaseGuard {
             });
         }
         if let Some(mark) = &self.state.mark {
-            mark.reserve(until_ms)
-                .map_err(|error| FenceRefusal::NotYet {
-                    limit_ms: self.limit_ms(),
-                    reason: format!("cannot record the reserved-until mark: {error}"),
-                })?;
+            mark.reserve_for_fence(until_ms, || self.limit_ms())?;
         }
         Ok(self.limit_ms())
     }

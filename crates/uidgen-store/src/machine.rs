@@ -29,12 +29,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use uidgen_core::{Clock, FieldKind, Layout, SystemClock};
+use uidgen_core::{Clock, FieldKind, Layout};
 
 use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
 use crate::cache::CacheLock;
 use crate::error::{Result, StoreError};
-use crate::mark::MarkFence;
+use crate::mark::{MarkFence, MarkTiming};
 use crate::store::Store;
 use crate::worker_range::WorkerIdRange;
 
@@ -261,9 +261,7 @@ pub struct MachineWorkerIdAssigner {
     state_dir: PathBuf,
     machine: Option<u64>,
     process_id: u32,
-    clock: Arc<dyn Clock>,
-    max_start_wait: Duration,
-    max_borrow: Duration,
+    timing: MarkTiming,
     store: Option<Store>,
 }
 
@@ -284,9 +282,7 @@ impl MachineWorkerIdAssigner {
             state_dir: state_dir.into(),
             machine: None,
             process_id: std::process::id(),
-            clock: Arc::new(SystemClock),
-            max_start_wait: Self::DEFAULT_MAX_START_WAIT,
-            max_borrow: Self::DEFAULT_MAX_BORROW,
+            timing: MarkTiming::new(Self::DEFAULT_MAX_START_WAIT, Self::DEFAULT_MAX_BORROW),
             store: None,
         }
     }
@@ -432,15 +428,7 @@ impl WorkerIdAssigner for MachineWorkerIdAssigner {
             let (worker_id, cache) = self.lock_free_value(machine.value)?;
             // From here on this value is ours: continue its mark as a static id continues its
             // own, so a time unit an earlier holder on this host stamped is never stamped again.
-            let fence = MarkFence::continue_from(
-                cache,
-                worker_id,
-                &self.clock,
-                layout,
-                self.max_start_wait,
-                self.max_borrow,
-            )
-            .await?;
+            let fence = MarkFence::continue_from(cache, worker_id, layout, &self.timing).await?;
             tracing::info!(
                 worker_id,
                 machine = machine.value,

@@ -156,6 +156,23 @@ impl LocalMark {
         self.inner.limit_ms.load(Ordering::SeqCst)
     }
 
+    /// [`reserve`](Self::reserve) on behalf of a [`TimeFence`]: a mark that cannot be written
+    /// refuses the extension, naming the fence's limit (`limit_ms`, read after the failure).
+    ///
+    /// # Errors
+    /// [`FenceRefusal::NotYet`] with the write's error as the reason.
+    pub fn reserve_for_fence(
+        &self,
+        until_ms: u64,
+        limit_ms: impl FnOnce() -> u64,
+    ) -> std::result::Result<u64, FenceRefusal> {
+        self.reserve(until_ms)
+            .map_err(|error| FenceRefusal::NotYet {
+                limit_ms: limit_ms(),
+                reason: format!("cannot record the reserved-until mark: {error}"),
+            })
+    }
+
     /// Make sure the mark is at least `until_ms`, writing it (a step further) and syncing the
     /// file first if it is not. Returns the mark.
     pub fn reserve(&self, until_ms: u64) -> Result<u64> {
@@ -312,26 +329,47 @@ macro_rules! mark_fence_setters {
         /// Read time from `clock` (the one the generator reads).
         #[must_use]
         pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
-            self.clock = Arc::new(clock);
+            self.timing.clock = Arc::new(clock);
             self
         }
 
         /// The longest a start waits for its clock to pass the previous life's mark.
         #[must_use]
         pub fn max_start_wait(mut self, wait: Duration) -> Self {
-            self.max_start_wait = wait;
+            self.timing.max_start_wait = wait;
             self
         }
 
         /// How far ahead of the clock a cached generator may borrow.
         #[must_use]
         pub fn max_borrow(mut self, borrow: Duration) -> Self {
-            self.max_borrow = borrow;
+            self.timing.max_borrow = borrow;
             self
         }
     };
 }
 pub(crate) use mark_fence_setters;
+
+/// How an assigner that keeps a local mark starts on it: the clock it reads, how long a start
+/// waits for that clock to pass the previous life's mark, and how far a cached generator may
+/// borrow ahead. The assigners' setters (`mark_fence_setters!`) write it.
+#[derive(Debug, Clone)]
+pub(crate) struct MarkTiming {
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) max_start_wait: Duration,
+    pub(crate) max_borrow: Duration,
+}
+
+impl MarkTiming {
+    /// The system clock with these bounds.
+    pub(crate) fn new(max_start_wait: Duration, max_borrow: Duration) -> Self {
+        Self {
+            clock: Arc::new(uidgen_core::SystemClock),
+            max_start_wait,
+            max_borrow,
+        }
+    }
+}
 
 /// The fence of a static worker id: IDs only under the mark, which rises on demand.
 #[derive(Debug)]
@@ -353,11 +391,15 @@ impl MarkFence {
     pub(crate) async fn continue_from(
         cache: CacheLock,
         worker_id: u64,
-        clock: &Arc<dyn Clock>,
         layout: &Layout,
-        max_start_wait: Duration,
-        max_borrow: Duration,
+        timing: &MarkTiming,
     ) -> Result<Self> {
+        let MarkTiming {
+            clock,
+            max_start_wait,
+            max_borrow,
+        } = timing;
+        let (max_start_wait, max_borrow) = (*max_start_wait, *max_borrow);
         let (mark, previous) =
             LocalMark::acquire(cache, worker_id, Arc::clone(clock), mark_step_ms(layout))?;
         let floor_ms = previous.as_ref().map_or(0, |p| p.until_ms);
@@ -382,11 +424,7 @@ impl TimeFence for MarkFence {
 
     fn extend(&self, until_ms: u64) -> std::result::Result<u64, FenceRefusal> {
         self.mark
-            .reserve(until_ms)
-            .map_err(|error| FenceRefusal::NotYet {
-                limit_ms: self.mark.limit_ms(),
-                reason: format!("cannot record the reserved-until mark: {error}"),
-            })
+            .reserve_for_fence(until_ms, || self.mark.limit_ms())
     }
 
     fn max_borrow_ms(&self) -> Option<u64> {

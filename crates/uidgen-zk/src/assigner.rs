@@ -370,30 +370,26 @@ impl ZooKeeperWorkerIdAssigner {
             let now = self.clock.now_millis();
             // Leaf's check: the node's last report ahead of this clock means the clock went
             // back across the restart.
-            if data.timestamp > now.saturating_add(wait_ms) {
-                return Err(ZkError::ClockBehind {
-                    worker_id,
-                    what: "its forever node's last report",
-                    until_ms: data.timestamp,
-                    now_ms: now,
-                    max_wait_ms: wait_ms,
-                });
-            }
+            clock_reaches(
+                worker_id,
+                "its forever node's last report",
+                data.timestamp,
+                now,
+                wait_ms,
+            )?;
             let reserved_ms = data.reserved_until.unwrap_or(0);
             let saw_last_write = cache
                 .as_ref()
                 .is_some_and(|c| cache_saw(c, options, worker_id, &stat));
             if let Some(cache) = cache.as_ref().filter(|_| saw_last_write) {
                 let floor_ms = cache.until_ms.max(data.timestamp);
-                if floor_ms > now.saturating_add(wait_ms) {
-                    return Err(ZkError::ClockBehind {
-                        worker_id,
-                        what: "the local cache's reserved-until mark",
-                        until_ms: floor_ms,
-                        now_ms: now,
-                        max_wait_ms: wait_ms,
-                    });
-                }
+                clock_reaches(
+                    worker_id,
+                    "the local cache's reserved-until mark",
+                    floor_ms,
+                    now,
+                    wait_ms,
+                )?;
                 return Ok(Some(Reuse {
                     worker_id,
                     name,
@@ -480,16 +476,14 @@ impl ZooKeeperWorkerIdAssigner {
                 };
                 let now = self.clock.now_millis();
                 let wait_ms = ms(options.max_start_wait);
-                if floor_ms > now.saturating_add(wait_ms) {
-                    // A clock this far behind the previous holder would only sit on the id.
-                    return Err(ZkError::ClockBehind {
-                        worker_id,
-                        what: "where the reclaimed id's previous holder stopped",
-                        until_ms: floor_ms,
-                        now_ms: now,
-                        max_wait_ms: wait_ms,
-                    });
-                }
+                // A clock this far behind the previous holder would only sit on the id.
+                clock_reaches(
+                    worker_id,
+                    "where the reclaimed id's previous holder stopped",
+                    floor_ms,
+                    now,
+                    wait_ms,
+                )?;
                 let name = forever_name(&address, worker_id);
                 let node = tree.forever(&name);
                 // The promise covers the floor too, so that a later start which reads only
@@ -819,4 +813,26 @@ impl WorkerIdAssigner for ZooKeeperWorkerIdAssigner {
     ) -> BoxFuture<'a, uidgen_store::Result<WorkerAssignment>> {
         Box::pin(async move { Ok(self.start(layout).await?.assignment) })
     }
+}
+
+/// Leaf's check, for every recorded time a start must not begin below: `until_ms` further ahead
+/// of this clock than a start may wait means the clock went back across the restart, or is too
+/// far behind the previous holder to be of use.
+fn clock_reaches(
+    worker_id: u64,
+    what: &'static str,
+    until_ms: u64,
+    now_ms: u64,
+    max_wait_ms: u64,
+) -> Result<()> {
+    if until_ms > now_ms.saturating_add(max_wait_ms) {
+        return Err(ZkError::ClockBehind {
+            worker_id,
+            what,
+            until_ms,
+            now_ms,
+            max_wait_ms,
+        });
+    }
+    Ok(())
 }

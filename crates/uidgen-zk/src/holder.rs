@@ -599,11 +599,7 @@ impl TimeFence for ZkFence {
         }
         shared
             .mark
-            .reserve(until_ms)
-            .map_err(|error| FenceRefusal::NotYet {
-                limit_ms: self.limit_ms(),
-                reason: format!("cannot record the reserved-until mark: {error}"),
-            })?;
+            .reserve_for_fence(until_ms, || self.limit_ms())?;
         Ok(self.limit_ms())
     }
 
