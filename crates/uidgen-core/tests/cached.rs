@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{
     assert_exhausted_after_16_units, assert_no_duplicates, assert_worker, eventually, hammer,
-    presets_but_legacy,
+    on_threads, presets_but_legacy,
 };
 use uidgen_core::ring::policy;
 use uidgen_core::{
@@ -71,23 +71,13 @@ fn cached_batches_across_threads_are_unique_and_exact() {
         CachedUidGenerator::new(Layout::baidu_default().unwrap(), 9, SystemClock, waiting())
             .unwrap(),
     );
-    let handles: Vec<_> = (0..4)
-        .map(|_| {
-            let generator = Arc::clone(&generator);
-            std::thread::spawn(move || {
-                let mut ids = Vec::new();
-                for _ in 0..100 {
-                    ids.extend(generator.next_ids(2_500).unwrap());
-                }
-                ids
-            })
-        })
-        .collect();
-    let mut ids: Vec<u64> = handles
-        .into_iter()
-        .flat_map(|h| h.join().unwrap())
-        .collect();
-    ids.sort_unstable();
+    let ids = on_threads(Arc::clone(&generator), 4, |generator| {
+        let mut ids = Vec::new();
+        for _ in 0..100 {
+            ids.extend(generator.next_ids(2_500).unwrap());
+        }
+        ids
+    });
     assert_eq!(ids.len(), 1_000_000);
     assert_no_duplicates(&ids);
     assert_worker(&*generator, &ids, 9);

@@ -167,31 +167,28 @@ fn snowflake_waits_out_a_small_backward_step() {
     assert_eq!(clock.now_millis(), 1_700_000_000_005);
 }
 
-#[test]
-fn snowflake_refuses_a_large_backward_step() {
-    let clock = ManualClock::auto_advancing(1_700_000_000_000);
+/// A Snowflake generator on `clock` issues once, the clock steps back `back_ms`, and the next
+/// call is refused naming that step.
+fn assert_snowflake_refuses_step_back(clock: ManualClock, back_ms: u64) {
     let generator =
         SnowflakeGenerator::new(Layout::snowflake().unwrap(), 1, clock.clone()).unwrap();
     generator.next_id().unwrap();
-    clock.rewind(6);
+    clock.rewind(back_ms);
     assert_eq!(
         generator.next_id(),
-        Err(UidError::ClockMovedBackwards { by_ms: 6 })
+        Err(UidError::ClockMovedBackwards { by_ms: back_ms })
     );
+}
+
+#[test]
+fn snowflake_refuses_a_large_backward_step() {
+    assert_snowflake_refuses_step_back(ManualClock::auto_advancing(1_700_000_000_000), 6);
 }
 
 #[test]
 fn snowflake_refuses_a_clock_still_behind_after_waiting() {
     // This clock does not move when slept on, so the wait cannot help.
-    let clock = ManualClock::new(1_700_000_000_000);
-    let generator =
-        SnowflakeGenerator::new(Layout::snowflake().unwrap(), 1, clock.clone()).unwrap();
-    generator.next_id().unwrap();
-    clock.rewind(2);
-    assert_eq!(
-        generator.next_id(),
-        Err(UidError::ClockMovedBackwards { by_ms: 2 })
-    );
+    assert_snowflake_refuses_step_back(ManualClock::new(1_700_000_000_000), 2);
 }
 
 #[test]

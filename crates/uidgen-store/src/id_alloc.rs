@@ -14,7 +14,7 @@
 //! Every value reaches the database as a bind parameter, never spliced into SQL text.
 
 use crate::error::{Result, StoreError};
-use crate::store::{Sql, Store, with_pool, with_pool_returning};
+use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
 use crate::url::Dialect;
 use crate::worker_node::{check_len, check_step};
 
@@ -389,15 +389,13 @@ impl Store {
     /// index 1 and would repeat IDs the old one handed out. Do not re-create an app whose IDs
     /// are still in use, or raise its `max_id` above the old one by hand first.
     pub async fn delete_app(&self, app_id: u8) -> Result<u64> {
-        let affected = with_pool!(
+        let affected = run_sql!(
             self,
-            pool,
-            sqlx::query(DELETE_APP.get(self.dialect()))
-                .bind(i32::from(app_id))
-                .execute(pool)
-                .await
-                .map_err(|e| self.err("deleting an app", e))?
-                .rows_affected()
+            execute,
+            query(DELETE_APP),
+            [i32::from(app_id)],
+            "deleting an app",
+            then rows_affected
         );
         Ok(affected)
     }

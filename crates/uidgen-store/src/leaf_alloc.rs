@@ -5,7 +5,7 @@
 //! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
 
 use crate::error::{Result, StoreError};
-use crate::store::{Sql, Store, with_pool, with_pool_returning};
+use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
 use crate::url::Dialect;
 use crate::worker_node::{check_len, check_step};
 
@@ -348,15 +348,13 @@ impl Store {
     /// passed them, but a process started after the deletion cannot know: do not re-create a
     /// tag whose IDs are still in use, or set its `max_id` above the old one by hand first.
     pub async fn delete_tag(&self, biz_tag: &str) -> Result<bool> {
-        let affected = with_pool!(
+        let affected = run_sql!(
             self,
-            pool,
-            sqlx::query(DELETE_TAG.get(self.dialect()))
-                .bind(biz_tag)
-                .execute(pool)
-                .await
-                .map_err(|e| self.err("deleting a biz tag", e))?
-                .rows_affected()
+            execute,
+            query(DELETE_TAG),
+            [biz_tag],
+            "deleting a biz tag",
+            then rows_affected
         );
         Ok(affected > 0)
     }

@@ -68,6 +68,30 @@ macro_rules! with_pool {
 }
 pub(crate) use with_pool;
 
+/// Run one dialect-keyed [`Sql`] statement on the store's pool: `sqlx::$kind` (`query`,
+/// `query_as`, `query_scalar`) with its parameters bound in order, run by `$run` (`execute`,
+/// `fetch_all`, ...), a failure becoming the store's error for `$what`; `then rows_affected`
+/// reads the count inside, where each dialect's result type is known. The one way a plain
+/// query runs, so each binds its values (never splices them) and says what it was doing.
+macro_rules! run_sql {
+    (
+        $store:expr, $run:ident, $kind:ident($sql:expr), [$($bind:expr),* $(,)?], $what:expr
+        $(, then $after:ident)?
+    ) => {
+        $crate::store::with_pool!(
+            $store,
+            pool,
+            sqlx::$kind($sql.get($store.dialect()))
+                $(.bind($bind))*
+                .$run(pool)
+                .await
+                .map_err(|e| $store.err($what, e))?
+                $(.$after())?
+        )
+    };
+}
+pub(crate) use run_sql;
+
 /// Like [`with_pool!`], for queries that read their result back with `RETURNING` on SQLite and
 /// PostgreSQL (one body, their pools differ only in type) and another way on MySQL.
 macro_rules! with_pool_returning {

@@ -5,7 +5,7 @@
 //! configured with the same holder name never act on each other's lease.
 
 use crate::error::{Result, StoreError};
-use crate::store::{Sql, Store, with_pool};
+use crate::store::{Sql, Store, run_sql};
 
 /// A `worker_lease` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,14 +115,12 @@ impl Store {
     /// Every `worker_lease` row with a worker id up to `max_worker_id`, by worker id.
     pub async fn lease_rows(&self, max_worker_id: u64) -> Result<Vec<WorkerLeaseRow>> {
         let max = to_db("worker id", max_worker_id)?;
-        let rows: Vec<LeaseTuple> = with_pool!(
+        let rows: Vec<LeaseTuple> = run_sql!(
             self,
-            pool,
-            sqlx::query_as(SELECT_LEASES.get(self.dialect()))
-                .bind(max)
-                .fetch_all(pool)
-                .await
-                .map_err(|e| self.err("reading worker leases", e))?
+            fetch_all,
+            query_as(SELECT_LEASES),
+            [max],
+            "reading worker leases"
         );
         Ok(rows.into_iter().map(row_of).collect())
     }
@@ -130,14 +128,12 @@ impl Store {
     /// The lease row of one worker id.
     pub async fn lease_row(&self, worker_id: u64) -> Result<Option<WorkerLeaseRow>> {
         let id = to_db("worker id", worker_id)?;
-        let row: Option<LeaseTuple> = with_pool!(
+        let row: Option<LeaseTuple> = run_sql!(
             self,
-            pool,
-            sqlx::query_as(SELECT_LEASE.get(self.dialect()))
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-                .map_err(|e| self.err("reading a worker lease", e))?
+            fetch_optional,
+            query_as(SELECT_LEASE),
+            [id],
+            "reading a worker lease"
         );
         Ok(row.map(row_of))
     }
@@ -154,17 +150,13 @@ impl Store {
             to_db("worker id", worker_id)?,
             to_db("expiry", expires_at_ms)?,
         );
-        let done = with_pool!(
+        let done = run_sql!(
             self,
-            pool,
-            sqlx::query(INSERT_LEASE.get(self.dialect()))
-                .bind(id)
-                .bind(holder)
-                .bind(expires)
-                .execute(pool)
-                .await
-                .map_err(|e| self.err("claiming a new worker lease", e))?
-                .rows_affected()
+            execute,
+            query(INSERT_LEASE),
+            [id, holder, expires],
+            "claiming a new worker lease",
+            then rows_affected
         );
         Ok(done == 1)
     }
@@ -180,18 +172,13 @@ impl Store {
     ) -> Result<bool> {
         let id = to_db("worker id", worker_id)?;
         let (expires, now) = (to_db("expiry", expires_at_ms)?, to_db("time", now_ms)?);
-        let done = with_pool!(
+        let done = run_sql!(
             self,
-            pool,
-            sqlx::query(TAKE_OVER_LEASE.get(self.dialect()))
-                .bind(holder)
-                .bind(expires)
-                .bind(id)
-                .bind(now)
-                .execute(pool)
-                .await
-                .map_err(|e| self.err("taking over a worker lease", e))?
-                .rows_affected()
+            execute,
+            query(TAKE_OVER_LEASE),
+            [holder, expires, id, now],
+            "taking over a worker lease",
+            then rows_affected
         );
         Ok(done == 1)
     }
@@ -208,18 +195,13 @@ impl Store {
         let id = to_db("worker id", worker_id)?;
         let expires = to_db("expiry", expires_at_ms)?;
         let issued = to_db("issued-until time", issued_until_ms)?;
-        let done = with_pool!(
+        let done = run_sql!(
             self,
-            pool,
-            sqlx::query(RENEW_LEASE.get(self.dialect()))
-                .bind(expires)
-                .bind(issued)
-                .bind(id)
-                .bind(holder)
-                .execute(pool)
-                .await
-                .map_err(|e| self.err("renewing a worker lease", e))?
-                .rows_affected()
+            execute,
+            query(RENEW_LEASE),
+            [expires, issued, id, holder],
+            "renewing a worker lease",
+            then rows_affected
         );
         Ok(done == 1)
     }
@@ -234,17 +216,13 @@ impl Store {
     ) -> Result<bool> {
         let id = to_db("worker id", worker_id)?;
         let issued = to_db("issued-until time", issued_until_ms)?;
-        let done = with_pool!(
+        let done = run_sql!(
             self,
-            pool,
-            sqlx::query(RELEASE_LEASE.get(self.dialect()))
-                .bind(issued)
-                .bind(id)
-                .bind(holder)
-                .execute(pool)
-                .await
-                .map_err(|e| self.err("releasing a worker lease", e))?
-                .rows_affected()
+            execute,
+            query(RELEASE_LEASE),
+            [issued, id, holder],
+            "releasing a worker lease",
+            then rows_affected
         );
         Ok(done == 1)
     }

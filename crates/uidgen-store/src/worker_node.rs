@@ -5,7 +5,7 @@ use std::net::{IpAddr, UdpSocket};
 use uidgen_core::{Clock, SystemClock};
 
 use crate::error::{Result, StoreError};
-use crate::store::{Sql, Store, with_pool, with_pool_returning};
+use crate::store::{Sql, Store, run_sql, with_pool_returning};
 
 /// Environment variable naming the host of a containerised process (Baidu: `JPaaS_HOST`).
 pub const ENV_HOST: &str = "UIDGEN_HOST";
@@ -194,13 +194,12 @@ impl Store {
 
     /// How many `worker_node` rows exist (every start of every process so far).
     pub async fn count_worker_nodes(&self) -> Result<u64> {
-        let count: i64 = with_pool!(
+        let count: i64 = run_sql!(
             self,
-            pool,
-            sqlx::query_scalar(COUNT_WORKER_NODES.get(self.dialect()))
-                .fetch_one(pool)
-                .await
-                .map_err(|e| self.err("counting worker_node rows", e))?
+            fetch_one,
+            query_scalar(COUNT_WORKER_NODES),
+            [],
+            "counting worker_node rows"
         );
         Ok(u64::try_from(count).unwrap_or(0))
     }

@@ -22,7 +22,7 @@ use sqlx::Connection;
 use uidgen_core::Layout;
 
 use crate::error::{Result, StoreError};
-use crate::store::{Sql, Store, with_pool};
+use crate::store::{Sql, Store, run_sql, with_pool};
 use crate::url::Dialect;
 use crate::worker_node::check_len;
 
@@ -442,13 +442,12 @@ impl Store {
     /// # Ok(()) }
     /// ```
     pub async fn worker_ranges(&self) -> Result<Vec<WorkerRangeRow>> {
-        let rows: Vec<RangeTuple> = with_pool!(
+        let rows: Vec<RangeTuple> = run_sql!(
             self,
-            pool,
-            sqlx::query_as(SELECT_RANGES.get(self.dialect()))
-                .fetch_all(pool)
-                .await
-                .map_err(|e| self.err("reading worker_id_range", e))?
+            fetch_all,
+            query_as(SELECT_RANGES),
+            [],
+            "reading worker_id_range"
         );
         rows.into_iter().map(row_of).collect()
     }

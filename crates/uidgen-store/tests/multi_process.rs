@@ -9,6 +9,24 @@ use std::time::Instant;
 
 use uidgen_store::testing::{TestDb, fresh_store};
 
+/// One fresh output file per worker process, named by `kind`, this test process and a random
+/// tag so parallel runs never share one.
+fn output_files(kind: &str, processes: usize) -> Vec<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join("uidgen-store-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let tag = fastrand::u32(..);
+    (0..processes)
+        .map(|i| dir.join(format!("{kind}-{}-{tag:08x}-{i}.bin", std::process::id())))
+        .collect()
+}
+
+/// The IDs a worker process wrote: little-endian u64s.
+fn decode_ids(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+}
+
 const PROCESSES: usize = 4;
 const IDS_PER_PROCESS: usize = 1_000_000;
 
@@ -16,11 +34,7 @@ per_db! {
     async fn four_processes_generate_a_million_ids_each_without_duplicates(db: TestDb) {
         let started = Instant::now();
         let (_store, url) = fresh_store(db).await.unwrap();
-        let dir = std::env::temp_dir().join("uidgen-store-tests");
-        std::fs::create_dir_all(&dir).unwrap();
-        let outputs: Vec<_> = (0..PROCESSES)
-            .map(|i| dir.join(format!("ids-{}-{:08x}-{i}.bin", std::process::id(), fastrand::u32(..))))
-            .collect();
+        let outputs = output_files("ids", PROCESSES);
         let children: Vec<_> = outputs
             .iter()
             .map(|out| {
@@ -45,7 +59,7 @@ per_db! {
             let bytes = std::fs::read(out).unwrap();
             std::fs::remove_file(out).unwrap();
             assert_eq!(bytes.len(), IDS_PER_PROCESS * 8);
-            ids.extend(bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())));
+            ids.extend(decode_ids(&bytes));
         }
         ids.sort_unstable();
         ids.dedup();
@@ -62,11 +76,7 @@ const IDS_PER_LEASE: usize = 60_000;
 per_db! {
     async fn processes_racing_for_two_leased_worker_ids_never_share_one(db: TestDb) {
         let (_store, url) = fresh_store(db).await.unwrap();
-        let dir = std::env::temp_dir().join("uidgen-store-tests");
-        std::fs::create_dir_all(&dir).unwrap();
-        let outputs: Vec<_> = (0..LEASE_PROCESSES)
-            .map(|i| dir.join(format!("leased-{}-{:08x}-{i}.bin", std::process::id(), fastrand::u32(..))))
-            .collect();
+        let outputs = output_files("leased", LEASE_PROCESSES);
         // All at once: six processes, a layout with two worker ids.
         let children: Vec<_> = outputs
             .iter()
@@ -109,7 +119,7 @@ per_db! {
         // Two holders of one id at the same time would issue the same IDs from the same second.
         let mut ids: Vec<u64> = winners
             .iter()
-            .flat_map(|(_, bytes)| bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())))
+            .flat_map(|(_, bytes)| decode_ids(bytes))
             .collect();
         assert_eq!(ids.len(), winners.len() * IDS_PER_LEASE);
         ids.sort_unstable();

@@ -13,18 +13,32 @@ pub fn hammer<G: UidGenerator + 'static>(
     threads: usize,
     per_thread: usize,
 ) -> Vec<u64> {
+    on_threads(generator, threads, move |generator| {
+        let mut ids = Vec::with_capacity(per_thread);
+        for _ in 0..per_thread {
+            ids.push(generator.next_id().expect("next_id"));
+        }
+        ids
+    })
+}
+
+/// Run `take` on each of `threads` threads, started together, and return every ID they took,
+/// sorted.
+pub fn on_threads<G, F>(generator: Arc<G>, threads: usize, take: F) -> Vec<u64>
+where
+    G: UidGenerator + 'static,
+    F: Fn(&G) -> Vec<u64> + Send + Sync + 'static,
+{
     let barrier = Arc::new(std::sync::Barrier::new(threads));
+    let take = Arc::new(take);
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let generator = Arc::clone(&generator);
             let barrier = Arc::clone(&barrier);
+            let take = Arc::clone(&take);
             std::thread::spawn(move || {
                 barrier.wait();
-                let mut ids = Vec::with_capacity(per_thread);
-                for _ in 0..per_thread {
-                    ids.push(generator.next_id().expect("next_id"));
-                }
-                ids
+                take(&generator)
             })
         })
         .collect();
