@@ -6,15 +6,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Keyspace, app, list_contents, service, store};
+use common::{Keyspace, app, list_contents, service, sqlite_service, store};
 use uidgen_sharded::{MAX_INDEX, RedisLock, ShardedError};
 use uidgen_store::testing::{TestDb, fresh_store};
 use uidgen_store::{AppSpec, Store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_app_answers_the_largest_index_its_limit_allows() {
-    let keys = Keyspace::shared("largest").await;
-    let service = service(store(TestDb::Sqlite).await, keys.options()).await;
+    let (_keys, service) = sqlite_service("largest").await;
     let info = service
         .upsert_app(&AppSpec {
             description: Some("orders".into()),

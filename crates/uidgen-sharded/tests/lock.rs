@@ -6,9 +6,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Keyspace, app, service, store};
+use common::{Keyspace, sqlite_service_with_app};
 use uidgen_sharded::{RedisLock, RefillOutcome};
-use uidgen_store::testing::TestDb;
 
 async fn get(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Option<String> {
     redis::cmd("GET").arg(key).query_async(conn).await.unwrap()
@@ -20,9 +19,7 @@ async fn pttl(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_did_not_get_the_lock_never_deletes_it() {
-    let keys = Keyspace::shared("lock-busy").await;
-    let service = service(store(TestDb::Sqlite).await, keys.options()).await;
-    app(&service, 5, 100).await;
+    let (keys, service) = sqlite_service_with_app("lock-busy", 5).await;
     let mut conn = keys.raw().await;
     // Another server holds the refill lock of app 5 shard 3.
     let lock_key = format!("{}lock.refill_5_3", keys.prefix);
@@ -106,9 +103,7 @@ async fn release_deletes_only_the_holders_own_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_holders_lock_expires() {
-    let keys = Keyspace::shared("lock-dead").await;
-    let service = service(store(TestDb::Sqlite).await, keys.options()).await;
-    app(&service, 6, 100).await;
+    let (keys, service) = sqlite_service_with_app("lock-dead", 6).await;
     let mut conn = keys.raw().await;
     let key = format!("{}lock.refill_6_0", keys.prefix);
     // A holder that dies right after taking the lock: it never releases.
@@ -135,9 +130,7 @@ async fn a_caller_that_goes_away_mid_refill_leaves_no_lock_behind() {
     // An HTTP client that disconnects drops its request wherever it is, here at every point of
     // the first refills of 64 shards. The refills finish and release their locks anyway: none
     // is left to block its list until the lock's ttl (10 s) ends.
-    let keys = Keyspace::shared("lock-cancel").await;
-    let service = service(store(TestDb::Sqlite).await, keys.options()).await;
-    app(&service, 8, 100).await;
+    let (keys, service) = sqlite_service_with_app("lock-cancel", 8).await;
     for shard in 0..64_u8 {
         let wait = Duration::from_micros(100 * u64::from(shard));
         let _ = tokio::time::timeout(wait, service.get_in_shard(8, shard)).await;

@@ -6,7 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Keyspace, app, assert_unique, index_of, list_contents, service, store};
+use common::{
+    Keyspace, app, assert_unique, index_of, list_contents, service, sqlite_service,
+    sqlite_service_with_app, store,
+};
 use uidgen_sharded::{
     MAX_INDEX, ShardedError, ShardedId, ShardedOptions, ShardedService, shard_of,
 };
@@ -43,9 +46,7 @@ per_db! {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_list_is_refilled_in_the_background() {
-    let keys = Keyspace::shared("refill").await;
-    let service = service(store(TestDb::Sqlite).await, keys.options()).await;
-    app(&service, 1, 100).await;
+    let (keys, service) = sqlite_service_with_app("refill", 1).await;
     let shard = 9;
     // The first pop fills the list (100 numbers) and takes one.
     service.get_in_shard(1, shard).await.unwrap();
@@ -153,8 +154,7 @@ async fn calls_are_not_initialised_until_the_app_list_loads() {
 async fn max_limit_id_is_a_ceiling_never_a_modulus() {
     // The original answered `id % max_limit_id` past the limit, which repeats indexes 1, 2, ...
     // Here the shard hands out exactly the indexes 1..=limit, then a typed error.
-    let keys = Keyspace::shared("limit").await;
-    let service = service(store(TestDb::Sqlite).await, keys.options()).await;
+    let (_keys, service) = sqlite_service("limit").await;
     let info = service
         .upsert_app(&AppSpec {
             step: 100,
@@ -241,9 +241,7 @@ async fn indexes_past_49_bits_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn numbers_above_a_lowered_limit_are_refused_not_wrapped() {
-    let keys = Keyspace::shared("lowered").await;
-    let service = service(store(TestDb::Sqlite).await, keys.options()).await;
-    app(&service, 4, 100).await;
+    let (_keys, service) = sqlite_service_with_app("lowered", 4).await;
     service.get_batch_in_shard(4, 1, 10).await.unwrap(); // list now holds 11..=100
     service
         .upsert_app(&AppSpec {

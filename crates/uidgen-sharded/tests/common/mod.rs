@@ -97,6 +97,20 @@ pub async fn service(store: Store, options: ShardedOptions) -> Arc<ShardedServic
     ShardedService::start(store, options).await.unwrap()
 }
 
+/// A started service on a new SQLite database and the Redis keyspace `name`, and its keys.
+pub async fn sqlite_service(name: &str) -> (Keyspace, Arc<ShardedService>) {
+    let keys = Keyspace::shared(name).await;
+    let service = service(store(TestDb::Sqlite).await, keys.options()).await;
+    (keys, service)
+}
+
+/// [`sqlite_service`] with app `app_id` created, step 100.
+pub async fn sqlite_service_with_app(name: &str, app_id: u8) -> (Keyspace, Arc<ShardedService>) {
+    let (keys, service) = sqlite_service(name).await;
+    app(&service, app_id, 100).await;
+    (keys, service)
+}
+
 /// Create app `app_id` with `step` (no limit).
 pub async fn app(service: &ShardedService, app_id: u8, step: i64) {
     service
