@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{Server, assert_unique, run, sqlite_url, temp_dir};
+use common::{Server, assert_unique, fetch, ids_in, run, sqlite_url, temp_dir};
 use uidgen_store::testing::{TestDb, fresh_url};
 
 /// The worker id a server logged at start.
@@ -22,12 +22,6 @@ fn leased_snowflake(store: &str) -> [(&'static str, &str); 4] {
         ("UIDGEN_LAYOUT", "snowflake"),
         ("UIDGEN_GENERATOR", "snowflake"),
     ]
-}
-
-async fn get(client: &reqwest::Client, url: &str) -> (u16, String) {
-    let response = client.get(url).send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.text().await.unwrap())
 }
 
 /// 8 clients x 10,000 requests, rotating over the single-ID routes, a batch route and Leaf's
@@ -47,7 +41,7 @@ async fn hammer(server: &Server) {
                     2 => format!("{base}/v1/ids?count=5"),
                     _ => format!("{base}/api/segment/get/leaf-segment-test"),
                 };
-                let (status, body) = get(&client, &url).await;
+                let (status, body) = fetch(&client, &url).await;
                 assert_eq!(status, 200, "{url}: {body}");
                 if body.starts_with('{') {
                     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -80,37 +74,37 @@ async fn tour(server: &Server) {
     let client = reqwest::Client::new();
     let worker = worker_id(server);
 
-    let (status, body) = get(&client, &server.url("/api/snowflake/get/anything")).await;
+    let (status, body) = fetch(&client, &server.url("/api/snowflake/get/anything")).await;
     assert_eq!(status, 200);
     let id: u64 = body.parse().unwrap();
 
-    let (status, body) = get(&client, &server.url(&format!("/v1/ids/{id}"))).await;
+    let (status, body) = fetch(&client, &server.url(&format!("/v1/ids/{id}"))).await;
     assert_eq!(status, 200, "{body}");
     let decoded: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(decoded["worker"], worker);
     assert_eq!(decoded["layout"], "baidu");
     assert!(decoded["timestamp"].as_str().unwrap().starts_with("20"));
 
-    let (status, body) = get(&client, &server.url("/v1/ids?count=1000")).await;
+    let (status, body) = fetch(&client, &server.url("/v1/ids?count=1000")).await;
     assert_eq!(status, 200);
     let batch: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(batch["ids"].as_array().unwrap().len(), 1000);
 
-    let (status, body) = get(&client, &server.url(&format!("/expid?id={id}"))).await;
+    let (status, body) = fetch(&client, &server.url(&format!("/expid?id={id}"))).await;
     assert_eq!(status, 200, "{body}");
     let explained: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(explained["machine"], worker);
 
     let seq = decoded["sequence"].as_u64().unwrap();
     let time = decoded["time"].as_u64().unwrap();
-    let (status, body) = get(
+    let (status, body) = fetch(
         &client,
         &server.url(&format!("/makeid?time={time}&seq={seq}&machine={worker}")),
     )
     .await;
     assert_eq!((status, body), (200, id.to_string()));
 
-    let (status, body) = get(&client, &server.url(&format!("/transtime?time={time}"))).await;
+    let (status, body) = fetch(&client, &server.url(&format!("/transtime?time={time}"))).await;
     assert_eq!(status, 200);
     assert!(body.starts_with("20"), "{body}");
 
@@ -125,50 +119,45 @@ async fn tour(server: &Server) {
     assert_eq!(made["id"], id);
 
     for (path, status) in [("/healthz", 200), ("/readyz", 200), ("/metrics", 200)] {
-        let (got, body) = get(&client, &server.url(path)).await;
+        let (got, body) = fetch(&client, &server.url(path)).await;
         assert_eq!(got, status, "{path}: {body}");
     }
-    let (_, metrics) = get(&client, &server.url("/metrics")).await;
+    let (_, metrics) = fetch(&client, &server.url("/metrics")).await;
     assert!(metrics.contains("uidgen_ids_issued_total"), "{metrics}");
     assert!(metrics.contains("uidgen_ring_capacity 65536"), "{metrics}");
     // A segment ID from the sample tag makes its buffer load at least one segment.
-    let (status, _) = get(&client, &server.url("/api/segment/get/leaf-segment-test")).await;
+    let (status, _) = fetch(&client, &server.url("/api/segment/get/leaf-segment-test")).await;
     assert_eq!(status, 200);
-    let (_, metrics) = get(&client, &server.url("/metrics")).await;
+    let (_, metrics) = fetch(&client, &server.url("/metrics")).await;
     let loads = metrics
         .lines()
         .find(|l| l.starts_with("uidgen_segment_loads{tag=\"leaf-segment-test\"}"))
         .unwrap_or_else(|| panic!("no segment_loads for the sample tag: {metrics}"));
     assert!(!loads.ends_with(" 0"), "{loads}");
 
-    let (status, body) = get(&client, &server.url("/no/such/route")).await;
+    let (status, body) = fetch(&client, &server.url("/no/such/route")).await;
     assert_eq!(status, 404, "{body}");
 
     // Leaf segment mode, with the sample tag created at start.
-    let (status, body) = get(&client, &server.url("/api/segment/get/leaf-segment-test")).await;
+    let (status, body) = fetch(&client, &server.url("/api/segment/get/leaf-segment-test")).await;
     assert_eq!(status, 200, "{body}");
     let first: u64 = body.parse().unwrap();
-    let (status, body) = get(
+    let (status, body) = fetch(
         &client,
         &server.url("/v1/segments/leaf-segment-test?count=100"),
     )
     .await;
     assert_eq!(status, 200, "{body}");
     let batch: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let ids: Vec<u64> = batch["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let ids = ids_in(&batch);
     assert_eq!(ids.len(), 100);
     assert!(ids[0] > first && ids.windows(2).all(|w| w[0] < w[1]));
-    let (status, body) = get(&client, &server.url("/v1/segments")).await;
+    let (status, body) = fetch(&client, &server.url("/v1/segments")).await;
     assert_eq!(status, 200);
     let monitor: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(monitor[0]["tag"], "leaf-segment-test");
     assert_eq!(monitor[0]["init"], true);
-    let (status, body) = get(&client, &server.url("/api/segment/get/no-such-tag")).await;
+    let (status, body) = fetch(&client, &server.url("/api/segment/get/no-such-tag")).await;
     assert_eq!(status, 404);
     assert!(body.contains("leaf code -2"), "{body}");
 }
@@ -218,7 +207,7 @@ fn leased_worker_id_is_released_on_sigterm_recording_how_far_it_issued() {
     let server = Server::start(&[], &envs);
     let id = worker_id(&server);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let (status, _) = runtime.block_on(get(
+    let (status, _) = runtime.block_on(fetch(
         &reqwest::Client::new(),
         &server.url("/api/snowflake/get/x"),
     ));
@@ -395,7 +384,7 @@ async fn admin_routes_need_the_token_and_create_usable_tags() {
     );
     let bad = put(right(), r#"{"step": 0}"#).await.unwrap();
     assert_eq!(bad.status().as_u16(), 400);
-    let (status, body) = get(&client, &server.url("/api/segment/get/order")).await;
+    let (status, body) = fetch(&client, &server.url("/api/segment/get/order")).await;
     assert_eq!(status, 200, "{body}");
 
     // Without a configured token the admin API does not exist.
@@ -455,7 +444,7 @@ async fn leased_worker_id_survives_a_database_outage_at_start_through_the_cache_
         let mut envs = common.to_vec();
         envs.push(("UIDGEN_STORE", &store));
         let server = Server::start(&[], &envs);
-        let (status, body) = get(&client, &server.url("/api/snowflake/get/x")).await;
+        let (status, body) = fetch(&client, &server.url("/api/snowflake/get/x")).await;
         assert_eq!(status, 200, "{body}");
         (worker_id(&server), body.parse::<u64>().unwrap())
     };
@@ -469,7 +458,7 @@ async fn leased_worker_id_survives_a_database_outage_at_start_through_the_cache_
     envs.push(("UIDGEN_STORE", "postgres://postgres@127.0.0.1:1/gone"));
     let server = Server::start(&[], &envs);
     assert_eq!(worker_id(&server), first.0, "{}", server.log());
-    let (status, body) = get(&client, &server.url("/api/snowflake/get/x")).await;
+    let (status, body) = fetch(&client, &server.url("/api/snowflake/get/x")).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.parse::<u64>().unwrap() > first.1);
     // Without a cache file the same outage stops start-up, naming the store.

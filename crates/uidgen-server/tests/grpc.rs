@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{Server, assert_unique, json, run};
+use common::{Server, assert_unique, ids_in, json, run};
 use tokio_stream::StreamExt;
 use tonic::Code;
 use tonic::transport::Channel;
@@ -233,13 +233,7 @@ async fn gen_method_says_which_channel_issued_a_vesta_id_and_baidu_ids_have_no_s
     let (_, one) = http_get(&server, "/genid").await;
     let (_, batch) = http_get(&server, "/v1/ids?count=50").await;
     let mut by_http: Vec<u64> = vec![one.trim().parse().unwrap()];
-    by_http.extend(
-        json(&batch)["ids"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap()),
-    );
+    by_http.extend(ids_in(&json(&batch)));
     for (ids, method) in [(&by_grpc, 1), (&by_http, 2)] {
         for &id in ids.iter() {
             let parts = layout.decompose(id).unwrap();

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{Server, assert_unique, binary, fresh_cwd, json, run};
+use common::{Server, assert_unique, binary, fetch, fresh_cwd, ids_in, json, run};
 use uidgen_core::Layout;
 use uidgen_store::{MachinePart, MachineWorkerIdAssigner, WorkerAssignment, WorkerIdAssigner};
 
@@ -58,12 +58,7 @@ async fn hammer(client: &reqwest::Client, server: &Server, count: usize) -> Vec<
         let request = client.get(server.url("/v1/ids?count=20000")).send();
         batches.spawn(async move {
             let body = request.await.unwrap().text().await.unwrap();
-            let ids: Vec<u64> = json(&body)["ids"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_u64().unwrap())
-                .collect();
+            let ids = ids_in(&json(&body));
             assert_eq!(ids.len(), 20_000, "{body}");
             ids
         });
@@ -73,14 +68,7 @@ async fn hammer(client: &reqwest::Client, server: &Server, count: usize) -> Vec<
 
 /// What `/v1/ids/{id}` says an ID's machine and process parts are.
 async fn parts_of(client: &reqwest::Client, server: &Server, id: u64) -> (u64, u64, u64) {
-    let body = client
-        .get(server.url(&format!("/v1/ids/{id}")))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (_, body) = fetch(client, &server.url(&format!("/v1/ids/{id}"))).await;
     let decoded = json(&body);
     assert_eq!(decoded["layout"], "keyworker", "{body}");
     let field = |name: &str| {
@@ -122,14 +110,7 @@ async fn processes_on_one_host_take_the_free_process_values_and_never_collide() 
     assert_eq!(worker_b, (machine << 5) | process_b);
 
     // Vesta's explain shows both parts too.
-    let body = client
-        .get(a.url(&format!("/expid?id={}", ids_a[0])))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (_, body) = fetch(&client, &a.url(&format!("/expid?id={}", ids_a[0]))).await;
     let explained = json(&body);
     assert_eq!(
         (explained["machine"].as_u64(), explained["process"].as_u64()),

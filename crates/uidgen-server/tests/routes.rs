@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use common::{get, json};
+use common::{get, ids_in, json};
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, Layout, ManualClock, SnowflakeGenerator, UidError,
     UidGenerator,
@@ -83,12 +83,7 @@ async fn batch_route_returns_distinct_ids() {
     let r = router();
     let (status, body) = get(&r, "/v1/ids?count=1000").await;
     assert_eq!(status, StatusCode::OK);
-    let mut ids: Vec<u64> = json(&body)["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let mut ids = ids_in(&json(&body));
     assert_eq!(ids.len(), 1000);
     ids.sort_unstable();
     ids.dedup();
@@ -550,13 +545,7 @@ async fn cached_generator_serves_single_ids_and_batches_larger_than_its_ring() {
     for uri in ["/v1/ids?count=500", "/v1/ids?count=100000"] {
         let (status, body) = get(&r, uri).await;
         assert_eq!(status, StatusCode::OK, "{uri}");
-        ids.extend(
-            json(&body)["ids"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_u64().unwrap()),
-        );
+        ids.extend(ids_in(&json(&body)));
     }
     assert_eq!(ids.len(), 10 + 500 + 100_000);
     common::assert_unique(ids);

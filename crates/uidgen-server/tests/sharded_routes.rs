@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use common::{call, get, json};
+use common::{call, get, ids_in, json};
 use uidgen_core::{Layout, ManualClock, SnowflakeGenerator};
 use uidgen_server::http::{AppState, app};
 use uidgen_sharded::testing::{check_redis, delete_prefix, redis_url, unique_prefix};
@@ -95,12 +95,7 @@ async fn sharded_routes_hand_out_ids_batches_and_decode_them() {
         (batch["app_id"].as_u64(), batch["shard"].as_u64()),
         (Some(7), Some(41))
     );
-    let ids: Vec<u64> = batch["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let ids = ids_in(&batch);
     assert_eq!(ids.len(), 150);
     assert!(
         ids.iter()

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Server, run};
+use common::{Server, fetch, run};
 use uidgen_core::Layout;
 use uidgen_zk::testing::{test_connect, unique};
 
@@ -42,11 +42,6 @@ fn start(env: &[(String, String)]) -> Server {
     Server::start(&[], &env)
 }
 
-async fn get(url: &str) -> (u16, String) {
-    let response = reqwest::get(url).await.unwrap();
-    (response.status().as_u16(), response.text().await.unwrap())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_takes_its_worker_id_from_zookeeper_and_leafs_route_stamps_it() {
     let connect = test_connect();
@@ -56,13 +51,17 @@ async fn serve_takes_its_worker_id_from_zookeeper_and_leafs_route_stamps_it() {
     let layout = Layout::leaf().unwrap();
     let mut workers = Vec::new();
     for server in [&first, &second] {
-        let (status, body) = get(&server.url("/api/snowflake/get/order")).await;
+        let (status, body) = fetch(
+            &reqwest::Client::new(),
+            &server.url("/api/snowflake/get/order"),
+        )
+        .await;
         assert_eq!(status, 200, "{body}");
         let id: u64 = body.trim().parse().unwrap();
         workers.push(layout.decompose(id).unwrap().worker);
-        let (status, body) = get(&server.url("/readyz")).await;
+        let (status, body) = fetch(&reqwest::Client::new(), &server.url("/readyz")).await;
         assert_eq!((status, body.as_str()), (200, "ready"));
-        let (_, metrics) = get(&server.url("/metrics")).await;
+        let (_, metrics) = fetch(&reqwest::Client::new(), &server.url("/metrics")).await;
         assert!(metrics.contains("uidgen_zk_connected 1"), "{metrics}");
         assert!(
             metrics.contains("uidgen_zk_report_failures_total 0"),
@@ -70,7 +69,7 @@ async fn serve_takes_its_worker_id_from_zookeeper_and_leafs_route_stamps_it() {
         );
         assert!(metrics.contains("uidgen_zk_issuing 1"), "{metrics}");
         // The console's status: the assigner and the holder's state.
-        let (_, body) = get(&server.url("/v1/status")).await;
+        let (_, body) = fetch(&reqwest::Client::new(), &server.url("/v1/status")).await;
         let status: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(status["assigner"], "zookeeper", "{body}");
         let zk = &status["zookeeper"];

@@ -59,6 +59,7 @@ use tracing::{info, warn};
 
 use crate::error::{Result, ShardedError};
 use crate::keys::Keys;
+use crate::lock::RedisLock;
 use crate::options::ShardedOptions;
 use crate::stats::Stats;
 
@@ -212,6 +213,31 @@ impl RedisLink {
             self.drop_connection(verified.generation, action, &error);
             self.error(action, &error)
         })
+    }
+
+    /// Try to take the lock at `key` for `ttl`, never retried (on a fresh connection the first
+    /// attempt may have taken it already): `None` when another holder has it.
+    pub(crate) async fn try_lock(
+        &self,
+        action: &'static str,
+        key: &str,
+        ttl: Duration,
+    ) -> Result<Option<RedisLock>> {
+        self.run(action, Retry::Never, |mut conn| async move {
+            RedisLock::acquire(&mut conn, key, ttl).await
+        })
+        .await
+    }
+
+    /// Release `lock` on whatever connection is current: the compare-and-delete only removes its
+    /// own token, so even a connection to another instance cannot free someone else's lock.
+    /// `Ok(false)` when it had expired first.
+    pub(crate) async fn unlock(&self, action: &'static str, lock: RedisLock) -> Result<bool> {
+        self.run_once(
+            action,
+            |mut conn| async move { lock.release(&mut conn).await },
+        )
+        .await
     }
 
     /// The current verified connection, connecting and verifying a new one if there is none.

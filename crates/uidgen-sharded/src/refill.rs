@@ -19,7 +19,6 @@ use crate::apps::ShardEntry;
 use crate::error::{Result, ShardedError};
 use crate::layout::MAX_INDEX_I64;
 use crate::link::Retry;
-use crate::lock::RedisLock;
 use crate::service::{ShardedService, flag_index};
 use crate::stats::Stats;
 
@@ -122,13 +121,9 @@ impl ShardedService {
         keep: usize,
     ) -> Result<Refill> {
         let lock_key = self.keys.refill_lock(app_id, shard);
-        let ttl = self.options.lock_ttl;
         let lock = self
             .link
-            .run("taking a refill lock", Retry::Never, |mut conn| {
-                let lock_key = lock_key.clone();
-                async move { RedisLock::acquire(&mut conn, &lock_key, ttl).await }
-            })
+            .try_lock("taking a refill lock", &lock_key, self.options.lock_ttl)
             .await?;
         // Not acquired: we hold nothing, so there is nothing to release (the original deleted
         // the key here anyway, freeing the holder's lock).
@@ -144,14 +139,7 @@ impl ShardedService {
             Stats::add(&self.stats.refill_failures, 1);
             warn!(app_id, shard, %error, "refill failed");
         }
-        // Released on whatever connection is current: the compare-and-delete only removes our
-        // own token, so even a connection to another instance cannot free someone else's lock.
-        let released = self
-            .link
-            .run_once("releasing a refill lock", |mut conn| async move {
-                lock.release(&mut conn).await
-            })
-            .await;
+        let released = self.link.unlock("releasing a refill lock", lock).await;
         // Wake this process's callers waiting for a refill to end (of any list: they look).
         self.refilled.notify_waiters();
         match released {

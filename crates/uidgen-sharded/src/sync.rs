@@ -10,7 +10,6 @@ use tracing::{info, warn};
 use crate::apps::AppTable;
 use crate::error::{Result, ShardedError};
 use crate::link::Retry;
-use crate::lock::RedisLock;
 use crate::service::{ShardedService, flag_index};
 use crate::stats::Stats;
 
@@ -60,26 +59,15 @@ impl ShardedService {
     /// another server keeps its lists). Deleting a list only loses numbers.
     async fn remove_orphan_lists(&self, table: &AppTable) -> Result<()> {
         let lock_key = self.keys.config_lock();
-        let ttl = self.options.lock_ttl;
         let lock = self
             .link
-            .run("taking the config lock", Retry::Never, |mut conn| {
-                let lock_key = lock_key.clone();
-                async move { RedisLock::acquire(&mut conn, &lock_key, ttl).await }
-            })
+            .try_lock("taking the config lock", &lock_key, self.options.lock_ttl)
             .await?;
         let Some(lock) = lock else {
             return Ok(());
         };
         let removed = self.remove_orphans_locked(table).await;
-        // Released on whatever connection is current: the compare-and-delete only removes our
-        // own token.
-        let _ = self
-            .link
-            .run_once("releasing the config lock", |mut conn| async move {
-                lock.release(&mut conn).await
-            })
-            .await;
+        let _ = self.link.unlock("releasing the config lock", lock).await;
         let removed = removed?;
         if removed > 0 {
             Stats::add(&self.stats.removed_lists, removed);

@@ -70,26 +70,36 @@ mod tests {
 
     #[test]
     fn http_statuses_map_to_the_codes_the_proto_documents() {
-        assert_eq!(
-            of(StatusCode::BAD_REQUEST, "invalid_count"),
-            Code::InvalidArgument
-        );
-        assert_eq!(of(StatusCode::NOT_FOUND, "unknown_tag"), Code::NotFound);
-        assert_eq!(
-            of(StatusCode::NOT_FOUND, "segments_disabled"),
-            Code::FailedPrecondition
-        );
-        assert_eq!(
-            of(StatusCode::SERVICE_UNAVAILABLE, "segments_not_ready"),
-            Code::ResourceExhausted
-        );
-        assert_eq!(
-            of(StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
-            Code::Unavailable
-        );
-        assert_eq!(
-            of(StatusCode::INTERNAL_SERVER_ERROR, "internal_error"),
-            Code::Internal
-        );
+        let table = [
+            (
+                StatusCode::BAD_REQUEST,
+                "invalid_count",
+                Code::InvalidArgument,
+            ),
+            (StatusCode::NOT_FOUND, "unknown_tag", Code::NotFound),
+            (
+                StatusCode::NOT_FOUND,
+                "segments_disabled",
+                Code::FailedPrecondition,
+            ),
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "segments_not_ready",
+                Code::ResourceExhausted,
+            ),
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not_ready",
+                Code::Unavailable,
+            ),
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                Code::Internal,
+            ),
+        ];
+        for (status, code, expected) in table {
+            assert_eq!(of(status, code), expected, "{status} {code}");
+        }
     }
 }

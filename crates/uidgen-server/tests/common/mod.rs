@@ -239,3 +239,20 @@ pub async fn get(router: &axum::Router, uri: &str) -> (axum::http::StatusCode, S
 pub fn json(body: &str) -> serde_json::Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
+
+/// The `ids` array of a batch body, as numbers (panics, naming nothing else, if it is not one).
+pub fn ids_in(batch: &serde_json::Value) -> Vec<u64> {
+    batch["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect()
+}
+
+/// `GET url` over a real socket: (status, body as text).
+pub async fn fetch(client: &reqwest::Client, url: &str) -> (u16, String) {
+    let response = client.get(url).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
