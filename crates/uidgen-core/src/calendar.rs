@@ -212,25 +212,17 @@ mod tests {
 
     #[test]
     fn parses_dates_as_utc_unless_an_offset_is_given() {
-        assert_eq!(parse_epoch_ms("1970-01-01").unwrap(), 0);
-        assert_eq!(parse_epoch_ms("2016-05-20").unwrap(), 1_463_702_400_000);
-        assert_eq!(
-            parse_epoch_ms("2016-05-20+08:00").unwrap(),
-            1_463_673_600_000
-        );
-        assert_eq!(
-            parse_epoch_ms("2015-01-01T00:00:00+08:00").unwrap(),
-            1_420_041_600_000
-        );
-        assert_eq!(
-            parse_epoch_ms("2010-11-04T01:42:54.657Z").unwrap(),
-            1_288_834_974_657
-        );
-        assert_eq!(
-            parse_epoch_ms("2024-02-29 12:00").unwrap(),
-            1_709_208_000_000
-        );
-        assert_eq!(parse_epoch_ms("1288834974657").unwrap(), 1_288_834_974_657);
+        for (input, ms) in [
+            ("1970-01-01", 0),
+            ("2016-05-20", 1_463_702_400_000),
+            ("2016-05-20+08:00", 1_463_673_600_000),
+            ("2015-01-01T00:00:00+08:00", 1_420_041_600_000),
+            ("2010-11-04T01:42:54.657Z", 1_288_834_974_657),
+            ("2024-02-29 12:00", 1_709_208_000_000),
+            ("1288834974657", 1_288_834_974_657),
+        ] {
+            assert_eq!(parse_epoch_ms(input).unwrap(), ms, "{input}");
+        }
     }
 
     #[test]

@@ -53,16 +53,22 @@ impl Clock for BreakingClock {
     }
 }
 
+/// `ids` (sorted) are `count` IDs of `worker` without a duplicate, and the ring handed out every
+/// slot it claimed.
+fn assert_issued_exactly(generator: &CachedUidGenerator, ids: &[u64], count: usize, worker: u64) {
+    assert_eq!(ids.len(), count);
+    assert_no_duplicates(ids);
+    assert_worker(generator, ids, worker);
+    assert_every_claim_was_handed_out(generator.ring(), ids.len());
+}
+
 #[test]
 fn cached_generator_is_unique_across_four_threads_a_million_each() {
     let layout = Layout::baidu_default().unwrap();
     let generator =
         Arc::new(CachedUidGenerator::new(layout, 4_000_000, SystemClock, waiting()).unwrap());
     let ids = hammer(Arc::clone(&generator), 4, 1_000_000);
-    assert_eq!(ids.len(), 4_000_000);
-    assert_no_duplicates(&ids);
-    assert_worker(&*generator, &ids, 4_000_000);
-    assert_every_claim_was_handed_out(generator.ring(), ids.len());
+    assert_issued_exactly(&generator, &ids, 4_000_000, 4_000_000);
 }
 
 #[test]
@@ -78,10 +84,7 @@ fn cached_batches_across_threads_are_unique_and_exact() {
         }
         ids
     });
-    assert_eq!(ids.len(), 1_000_000);
-    assert_no_duplicates(&ids);
-    assert_worker(&*generator, &ids, 9);
-    assert_every_claim_was_handed_out(generator.ring(), ids.len());
+    assert_issued_exactly(&generator, &ids, 1_000_000, 9);
 }
 
 #[test]

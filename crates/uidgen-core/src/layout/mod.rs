@@ -525,40 +525,45 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
-        assert_eq!(
-            err(&[(Sign, 1), (Time, 28), (Worker, 22), (Sequence, 12)]),
-            "layout bits must sum to 64, but the fields sum to 63"
-        );
-        // u32 widths that would wrap to 64 in a u32 sum must not pass as a valid layout.
-        assert_eq!(
-            err(&[(Sign, 1), (Time, u32::MAX), (Worker, 32), (Sequence, 32)]),
-            "layout bits must sum to 64, but the fields sum to 4294967360"
-        );
-        assert_eq!(
-            err(&[(Sign, 1), (Time, 0), (Worker, 50), (Sequence, 13)]),
-            "layout field `time` has invalid width 0: needs at least one bit"
-        );
-        assert_eq!(
-            err(&[(Sign, 1), (Time, 41), (Worker, 22), (Sequence, 0)]),
-            "layout field `sequence` has invalid width 0: needs at least one bit"
-        );
-        assert_eq!(
-            err(&[(Time, 28), (Sign, 1), (Worker, 22), (Sequence, 13)]),
-            "layout field `sign` has invalid width 1: the sign must be the single top bit"
-        );
-        assert_eq!(
-            err(&[(Sign, 1), (Time, 28), (Time, 22), (Sequence, 13)]),
-            "layout is malformed: a field is listed twice"
-        );
-        assert_eq!(
-            err(&[(Sign, 1), (Time, 50), (Sequence, 13)]),
-            "layout is malformed: a layout needs time, worker and sequence fields"
-        );
-        assert_eq!(
-            err(&[(Time, 50), (Worker, 0), (Sequence, 14)]),
-            "layout field `time` has invalid width 50: time and sequence together may use at most \
-             63 bits"
-        );
+        let cases: [(&[(FieldKind, u32)], &str); 8] = [
+            (
+                &[(Sign, 1), (Time, 28), (Worker, 22), (Sequence, 12)],
+                "layout bits must sum to 64, but the fields sum to 63",
+            ),
+            // u32 widths that would wrap to 64 in a u32 sum must not pass as a valid layout.
+            (
+                &[(Sign, 1), (Time, u32::MAX), (Worker, 32), (Sequence, 32)],
+                "layout bits must sum to 64, but the fields sum to 4294967360",
+            ),
+            (
+                &[(Sign, 1), (Time, 0), (Worker, 50), (Sequence, 13)],
+                "layout field `time` has invalid width 0: needs at least one bit",
+            ),
+            (
+                &[(Sign, 1), (Time, 41), (Worker, 22), (Sequence, 0)],
+                "layout field `sequence` has invalid width 0: needs at least one bit",
+            ),
+            (
+                &[(Time, 28), (Sign, 1), (Worker, 22), (Sequence, 13)],
+                "layout field `sign` has invalid width 1: the sign must be the single top bit",
+            ),
+            (
+                &[(Sign, 1), (Time, 28), (Time, 22), (Sequence, 13)],
+                "layout is malformed: a field is listed twice",
+            ),
+            (
+                &[(Sign, 1), (Time, 50), (Sequence, 13)],
+                "layout is malformed: a layout needs time, worker and sequence fields",
+            ),
+            (
+                &[(Time, 50), (Worker, 0), (Sequence, 14)],
+                "layout field `time` has invalid width 50: time and sequence together may use at most \
+             63 bits",
+            ),
+        ];
+        for (fields, message) in cases {
+            assert_eq!(err(fields), message, "{fields:?}");
+        }
         let before = SystemClock.now_millis();
         let err = Layout::baidu("2999-01-01").unwrap_err();
         // The message carries the system clock's reading: take it from the error, then check it

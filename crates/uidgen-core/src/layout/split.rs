@@ -87,25 +87,19 @@ impl WorkerSplit {
 
     /// The worker number with these parts, checking that each fits its bits.
     pub fn join(self, machine: u64, process: u64) -> Result<u64> {
-        let overflow = |what: &str, value: u64, bits: u32, max: u64| UidError::InvalidOption {
-            name: "worker",
-            reason: format!("{what} part {value} does not fit in {bits} bits (maximum {max})"),
-        };
-        if machine > self.max_machine() {
-            return Err(overflow(
-                "machine",
-                machine,
-                self.machine_bits,
-                self.max_machine(),
-            ));
-        }
-        if process > self.max_process() {
-            return Err(overflow(
-                "process",
-                process,
-                self.process_bits,
-                self.max_process(),
-            ));
+        let parts = [
+            ("machine", machine, self.machine_bits, self.max_machine()),
+            ("process", process, self.process_bits, self.max_process()),
+        ];
+        for (what, value, bits, max) in parts {
+            if value > max {
+                return Err(UidError::InvalidOption {
+                    name: "worker",
+                    reason: format!(
+                        "{what} part {value} does not fit in {bits} bits (maximum {max})"
+                    ),
+                });
+            }
         }
         Ok((machine << self.process_bits) | process)
     }
