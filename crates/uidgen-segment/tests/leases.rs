@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{all_dbs, assert_unique, fresh, max_id, service};
+use common::{all_dbs, assert_unique, fresh_with_tag, max_id, service};
 use uidgen_core::SystemClock;
 use uidgen_segment::{SegmentError, SegmentOptions};
 
@@ -23,8 +23,7 @@ fn small_leases() -> SegmentOptions {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_and_segment_ids_of_two_services_never_overlap() {
     for db in all_dbs() {
-        let (store, _) = fresh(db).await;
-        store.upsert_tag("order", 100, None).await.unwrap();
+        let store = fresh_with_tag(db, "order", 100).await;
         let first = service(store.clone(), small_leases(), SystemClock).await;
         let second = service(store.clone(), small_leases(), SystemClock).await;
         let mut numbers = Vec::new();
@@ -69,8 +68,7 @@ async fn leases_and_segment_ids_of_two_services_never_overlap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_sizes_unknown_and_exhausted_tags_get_typed_errors() {
     for db in all_dbs() {
-        let (store, _) = fresh(db).await;
-        store.upsert_tag("t", 10, None).await.unwrap();
+        let store = fresh_with_tag(db, "t", 10).await;
         let service = service(store.clone(), small_leases(), SystemClock).await;
         for size in [0, 5_001, u64::MAX] {
             let error = service.lease("t", size).await.unwrap_err();

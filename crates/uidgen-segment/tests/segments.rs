@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{TestDb, all_dbs, assert_unique, fresh, max_id, service};
+use common::{TestDb, all_dbs, assert_unique, fresh, fresh_with_tag, max_id, service};
 use uidgen_core::{ManualClock, SystemClock};
 use uidgen_segment::{SegmentError, SegmentOptions, SegmentService};
 use uidgen_store::Store;
@@ -49,8 +49,7 @@ async fn check_run(db: TestDb, store: &Store, service: &SegmentService, ids: &mu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_threads_take_a_million_ids_each_across_thousands_of_switches_without_a_duplicate() {
     for db in all_dbs() {
-        let (store, _) = fresh(db).await;
-        store.upsert_tag("busy", SMALL_STEP, None).await.unwrap();
+        let store = fresh_with_tag(db, "busy", SMALL_STEP).await;
         let service = service(store.clone(), fixed_small_steps(), SystemClock).await;
         let threads: Vec<_> = (0..4)
             .map(|_| {
@@ -76,8 +75,7 @@ async fn four_threads_take_a_million_ids_each_across_thousands_of_switches_witho
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_batches_spanning_switches_never_share_an_id() {
     for db in all_dbs() {
-        let (store, _) = fresh(db).await;
-        store.upsert_tag("busy", SMALL_STEP, None).await.unwrap();
+        let store = fresh_with_tag(db, "busy", SMALL_STEP).await;
         let service = service(store.clone(), fixed_small_steps(), SystemClock).await;
         let threads: Vec<_> = (0..4_usize)
             .map(|t| {
@@ -114,8 +112,7 @@ async fn concurrent_batches_spanning_switches_never_share_an_id() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tag_near_i64_max_serves_its_last_id_then_reports_exhaustion() {
     for db in all_dbs() {
-        let (store, _) = fresh(db).await;
-        store.upsert_tag("top", 100, None).await.unwrap();
+        let store = fresh_with_tag(db, "top", 100).await;
         let near = i64::MAX - 200;
         run_script(
             &store,
@@ -162,8 +159,7 @@ async fn a_tag_near_i64_max_serves_its_last_id_then_reports_exhaustion() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_service_continues_above_every_claimed_max_id() {
     for db in all_dbs() {
-        let (store, _) = fresh(db).await;
-        store.upsert_tag("order", 1_000, None).await.unwrap();
+        let store = fresh_with_tag(db, "order", 1_000).await;
         let mut all = Vec::new();
         let mut highest_claimed = 1;
         for round in 0..3 {
@@ -187,8 +183,7 @@ async fn a_restarted_service_continues_above_every_claimed_max_id() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_spans_a_segment_switch_on_the_database() {
     for db in all_dbs() {
-        let (store, _) = fresh(db).await;
-        store.upsert_tag("t", 10, None).await.unwrap();
+        let store = fresh_with_tag(db, "t", 10).await;
         let options = SegmentOptions {
             dynamic_step: false,
             ..SegmentOptions::default()
@@ -220,8 +215,7 @@ async fn use_up_segment(service: &uidgen_segment::SegmentService, tag: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamic_step_doubles_keeps_and_halves_on_the_database() {
     for db in all_dbs() {
-        let (store, _) = fresh(db).await;
-        store.upsert_tag("t", 100, None).await.unwrap();
+        let store = fresh_with_tag(db, "t", 100).await;
         let clock = ManualClock::new(1_700_000_000_000);
         let service = service(store.clone(), SegmentOptions::default(), clock.clone()).await;
         let mut claimed = vec![max_id(&store, "t").await];
@@ -321,8 +315,7 @@ async fn unknown_empty_long_and_hostile_tags_get_clear_errors_or_just_work() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tag_sync_adds_new_tags_and_evicts_deleted_ones() {
     for db in all_dbs() {
-        let (store, _) = fresh(db).await;
-        store.upsert_tag("kept", 10, None).await.unwrap();
+        let store = fresh_with_tag(db, "kept", 10).await;
         store.upsert_tag("doomed", 10, None).await.unwrap();
         let options = SegmentOptions {
             sync_interval: Duration::from_millis(200),
@@ -356,8 +349,7 @@ async fn tag_sync_adds_new_tags_and_evicts_deleted_ones() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_shows_leafs_cache_page_and_serialises() {
     for db in all_dbs() {
-        let (store, _) = fresh(db).await;
-        store.upsert_tag("m", 100, None).await.unwrap();
+        let store = fresh_with_tag(db, "m", 100).await;
         let options = SegmentOptions {
             dynamic_step: false,
             ..SegmentOptions::default()

@@ -6,11 +6,21 @@ use std::time::Duration;
 
 use uidgen_core::{CachedOptions, Clock, Layout, ManualClock, SystemClock, UidGenerator};
 use uidgen_store::{
-    GeneratorBuilder, StaticWorkerIdAssigner, StoreError, WorkerIdAssigner, read_cache,
+    GeneratorBuilder, StaticWorkerIdAssigner, StoreError, WorkerAssignment, WorkerIdAssigner,
+    read_cache,
 };
 
 fn state_file() -> std::path::PathBuf {
     tempfile::tempdir().unwrap().keep().join("worker-5.state")
+}
+
+/// Static worker id `id` with its mark in `state`, default options.
+async fn assign_static(
+    id: u64,
+    state: &std::path::Path,
+    layout: &Layout,
+) -> uidgen_store::Result<WorkerAssignment> {
+    StaticWorkerIdAssigner::new(id, state).assign(layout).await
 }
 
 #[tokio::test]
@@ -108,14 +118,8 @@ async fn borrowed_seconds_are_on_disk_before_their_ids_are_issued() {
 async fn two_live_users_of_one_static_id_on_a_host_are_refused() {
     let layout = Layout::snowflake().unwrap();
     let state = state_file();
-    let first = StaticWorkerIdAssigner::new(5, &state)
-        .assign(&layout)
-        .await
-        .unwrap();
-    let error = StaticWorkerIdAssigner::new(5, &state)
-        .assign(&layout)
-        .await
-        .unwrap_err();
+    let first = assign_static(5, &state, &layout).await.unwrap();
+    let error = assign_static(5, &state, &layout).await.unwrap_err();
     assert!(
         matches!(&error, StoreError::Cache { reason, .. } if reason.contains("another process on this host")),
         "{error:?}"
@@ -127,16 +131,8 @@ async fn two_live_users_of_one_static_id_on_a_host_are_refused() {
 async fn a_state_file_of_another_worker_id_is_refused() {
     let layout = Layout::snowflake().unwrap();
     let state = state_file();
-    drop(
-        StaticWorkerIdAssigner::new(5, &state)
-            .assign(&layout)
-            .await
-            .unwrap(),
-    );
-    let error = StaticWorkerIdAssigner::new(6, &state)
-        .assign(&layout)
-        .await
-        .unwrap_err();
+    drop(assign_static(5, &state, &layout).await.unwrap());
+    let error = assign_static(6, &state, &layout).await.unwrap_err();
     assert!(
         matches!(&error, StoreError::Cache { reason, .. } if reason.contains("records worker id 5, not 6")),
         "{error:?}"

@@ -25,6 +25,13 @@ pub async fn fresh(kind: TestDb) -> (Store, String) {
         .unwrap_or_else(|e| panic!("{kind:?} test database: {e}"))
 }
 
+/// A new, migrated database of `kind` holding one biz tag with `step`.
+pub async fn fresh_with_tag(kind: TestDb, tag: &str, step: i64) -> Store {
+    let (store, _) = fresh(kind).await;
+    store.upsert_tag(tag, step, None).await.unwrap();
+    store
+}
+
 /// A service over `store` with `options`.
 pub async fn service(
     store: Store,
