@@ -6,8 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Keyspace, app, list_contents, service, sqlite_service, store};
-use uidgen_sharded::{MAX_INDEX, RedisLock, ShardedError};
+use common::{
+    Keyspace, app, held_lock, list_contents, service, sqlite_service, sqlite_service_and_store,
+};
+use uidgen_sharded::{MAX_INDEX, ShardedError};
 use uidgen_store::testing::{TestDb, fresh_store};
 use uidgen_store::{AppSpec, Store};
 
@@ -67,9 +69,7 @@ async fn an_app_created_on_one_server_is_usable_on_another_after_its_sync() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_of_removed_apps_are_deleted_by_the_config_lock_holder_only() {
-    let keys = Keyspace::shared("removed").await;
-    let db = store(TestDb::Sqlite).await;
-    let service = service(db.clone(), keys.options()).await;
+    let (keys, db, service) = sqlite_service_and_store("removed").await;
     app(&service, 30, 100).await;
     app(&service, 31, 100).await;
     service.get_in_shard(30, 0).await.unwrap();
@@ -78,10 +78,7 @@ async fn lists_of_removed_apps_are_deleted_by_the_config_lock_holder_only() {
     let mut conn = keys.raw().await;
     // Another server holds the config lock: this one leaves the lists alone.
     let config_lock = format!("{}lock.config", keys.prefix);
-    let other = RedisLock::acquire(&mut conn, &config_lock, Duration::from_secs(30))
-        .await
-        .unwrap()
-        .unwrap();
+    let other = held_lock(&mut conn, &config_lock, Duration::from_secs(30)).await;
     service.sync_apps().await.unwrap();
     assert!(!list_contents(&mut conn, &keys.list(30, 0)).await.is_empty());
     assert!(matches!(

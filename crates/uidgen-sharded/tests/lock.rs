@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Keyspace, sqlite_service_with_app};
+use common::{Keyspace, held_lock, sqlite_service_with_app};
 use uidgen_sharded::{RedisLock, RefillOutcome};
 
 async fn get(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Option<String> {
@@ -23,10 +23,7 @@ async fn a_server_that_did_not_get_the_lock_never_deletes_it() {
     let mut conn = keys.raw().await;
     // Another server holds the refill lock of app 5 shard 3.
     let lock_key = format!("{}lock.refill_5_3", keys.prefix);
-    let other = RedisLock::acquire(&mut conn, &lock_key, Duration::from_secs(30))
-        .await
-        .unwrap()
-        .unwrap();
+    let other = held_lock(&mut conn, &lock_key, Duration::from_secs(30)).await;
     // This server wants to refill the same list: it is turned away ...
     assert_eq!(service.refill(5, 3).await.unwrap(), RefillOutcome::Busy);
     // ... and the other server's lock is still there, with its token and its expiry. The
@@ -72,10 +69,7 @@ async fn release_deletes_only_the_holders_own_token() {
     let keys = Keyspace::shared("lock-token").await;
     let mut conn = keys.raw().await;
     let key = format!("{}lock.refill_1_1", keys.prefix);
-    let first = RedisLock::acquire(&mut conn, &key, Duration::from_secs(30))
-        .await
-        .unwrap()
-        .unwrap();
+    let first = held_lock(&mut conn, &key, Duration::from_secs(30)).await;
     assert!(
         RedisLock::acquire(&mut conn, &key, Duration::from_secs(30))
             .await
@@ -89,10 +83,7 @@ async fn release_deletes_only_the_holders_own_token() {
         .query_async(&mut conn)
         .await
         .unwrap();
-    let second = RedisLock::acquire(&mut conn, &key, Duration::from_secs(30))
-        .await
-        .unwrap()
-        .unwrap();
+    let second = held_lock(&mut conn, &key, Duration::from_secs(30)).await;
     assert_ne!(first.token(), second.token());
     // The first holder's release leaves the second holder's lock alone.
     assert!(!first.release(&mut conn).await.unwrap());
@@ -107,10 +98,7 @@ async fn a_dead_holders_lock_expires() {
     let mut conn = keys.raw().await;
     let key = format!("{}lock.refill_6_0", keys.prefix);
     // A holder that dies right after taking the lock: it never releases.
-    let dead = RedisLock::acquire(&mut conn, &key, Duration::from_millis(300))
-        .await
-        .unwrap()
-        .unwrap();
+    let dead = held_lock(&mut conn, &key, Duration::from_millis(300)).await;
     std::mem::forget(dead);
     // Key and expiry were set by one command: the lock has its ttl from the start.
     let ttl = pttl(&mut conn, &key).await;

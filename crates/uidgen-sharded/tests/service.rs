@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{
     Keyspace, app, assert_unique, index_of, list_contents, service, sqlite_service,
-    sqlite_service_with_app, store,
+    sqlite_service_and_store, sqlite_service_with_app, store,
 };
 use uidgen_sharded::{
     MAX_INDEX, ShardedError, ShardedId, ShardedOptions, ShardedService, shard_of,
@@ -70,9 +70,7 @@ async fn a_short_list_is_refilled_in_the_background() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_apps_and_shards_and_bad_input_are_typed_errors() {
-    let keys = Keyspace::shared("errors").await;
-    let db = store(TestDb::Sqlite).await;
-    let service = service(db.clone(), keys.options()).await;
+    let (_keys, db, service) = sqlite_service_and_store("errors").await;
     app(&service, 7, 100).await;
     let error = service.get(8, "alice").await.unwrap_err();
     assert!(
@@ -206,9 +204,7 @@ async fn max_limit_id_is_a_ceiling_never_a_modulus() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn indexes_past_49_bits_are_refused() {
-    let keys = Keyspace::shared("bits").await;
-    let db = store(TestDb::Sqlite).await;
-    let service = service(db.clone(), keys.options()).await;
+    let (_keys, db, service) = sqlite_service_and_store("bits").await;
     app(&service, 2, 100).await;
     let near = MAX_INDEX - 49; // 50 indexes left
     run_script(

@@ -154,12 +154,7 @@ fn gate_pass<'a>(query: &'a QueryParams, name: &str) -> Result<&'a str, ApiError
             body = String
         ),
         (status = 400, description = "A bad app id or gate pass", body = ErrorBody),
-        (status = 404, description = "Unknown app, or sharded mode off", body = ErrorBody),
-        (
-            status = 503,
-            description = "Queues empty, Redis or the database down, or the app exhausted",
-            body = ErrorBody
-        ),
+        ShardedFailures,
     )
 )]
 pub async fn original_get(
@@ -175,6 +170,20 @@ pub async fn original_get(
         .await
         .map_err(sharded_error)?;
     Ok(Issued(1, id.to_string()))
+}
+
+/// What every sharded ID route may answer when it cannot issue, described once for all of them
+/// (as [`sharded_error`] maps the failures once).
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // Only described: the answers themselves are `ApiError`s.
+enum ShardedFailures {
+    #[response(status = 404, description = "Unknown app, or sharded mode off")]
+    NotFound(ErrorBody<'static>),
+    #[response(
+        status = 503,
+        description = "Queues empty, Redis or the database down, or the app exhausted"
+    )]
+    Unavailable(ErrorBody<'static>),
 }
 
 /// `{"app_id": 7, "shard": 61, "ids": [...]}`.
@@ -208,12 +217,7 @@ pub struct ShardedBatch {
             body = ShardedBatch
         ),
         (status = 400, description = "A bad app id, gate pass or count", body = ErrorBody),
-        (status = 404, description = "Unknown app, or sharded mode off", body = ErrorBody),
-        (
-            status = 503,
-            description = "Queues empty, Redis or the database down, or the app exhausted",
-            body = ErrorBody
-        ),
+        ShardedFailures,
     )
 )]
 pub async fn batch(

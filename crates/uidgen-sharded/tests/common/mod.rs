@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use uidgen_sharded::testing::{check_redis, delete_prefix, redis_url, unique_prefix};
-use uidgen_sharded::{ShardedId, ShardedOptions, ShardedService};
+use uidgen_sharded::{RedisLock, ShardedId, ShardedOptions, ShardedService};
 use uidgen_store::testing::fresh_store;
 pub use uidgen_store::testing::{TestDb, all_dbs};
 use uidgen_store::{AppSpec, Store};
@@ -99,9 +99,21 @@ pub async fn service(store: Store, options: ShardedOptions) -> Arc<ShardedServic
 
 /// A started service on a new SQLite database and the Redis keyspace `name`, and its keys.
 pub async fn sqlite_service(name: &str) -> (Keyspace, Arc<ShardedService>) {
-    let keys = Keyspace::shared(name).await;
-    let service = service(store(TestDb::Sqlite).await, keys.options()).await;
+    let (keys, _, service) = sqlite_service_and_store(name).await;
     (keys, service)
+}
+
+/// [`sqlite_service`] and a handle on its database, for tests that change it underneath.
+pub async fn sqlite_service_and_store(name: &str) -> (Keyspace, Store, Arc<ShardedService>) {
+    let keys = Keyspace::shared(name).await;
+    let db = store(TestDb::Sqlite).await;
+    let service = service(db.clone(), keys.options()).await;
+    (keys, db, service)
+}
+
+/// Take the lock at `key` as another server would, failing the test if it is held already.
+pub async fn held_lock(conn: &mut MultiplexedConnection, key: &str, ttl: Duration) -> RedisLock {
+    RedisLock::acquire(conn, key, ttl).await.unwrap().unwrap()
 }
 
 /// [`sqlite_service`] with app `app_id` created, step 100.
