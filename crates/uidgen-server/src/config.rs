@@ -817,16 +817,38 @@ fn set_path(table: &mut toml::Table, path: &[&str], value: toml::Value) -> Resul
     }
 }
 
+/// What the configuration tests of every section share.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_support {
+    use super::{Config, ConfigError};
 
-    fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    /// A configuration from TOML text and environment variables.
+    pub(crate) fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
         Config::from_toml_str(
             text,
             env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
         )
     }
+
+    /// TOML text, environment, and a part of the error it must give.
+    pub(crate) type Refusal<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+
+    /// Every case is refused with an error containing its expected text.
+    pub(crate) fn assert_refused(cases: &[Refusal]) {
+        for (text, env, expected) in cases {
+            let err = parse(text, env).unwrap_err().to_string();
+            assert!(
+                err.contains(expected),
+                "{text:?}: got {err:?}, want {expected:?}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::{Refusal, assert_refused, parse};
+    use super::*;
 
     #[test]
     fn defaults_are_the_zero_config_service() {
@@ -1050,8 +1072,7 @@ mod tests {
 
     #[test]
     fn each_invalid_key_is_named_with_its_reason() {
-        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
-        let cases: &[Case] = &[
+        let cases: &[Refusal] = &[
             (
                 "listen = \"nowhere\"",
                 &[],
@@ -1259,12 +1280,6 @@ mod tests {
                 "invalid config key `segment.dynamic_step`",
             ),
         ];
-        for (text, env, expected) in cases {
-            let err = parse(text, env).unwrap_err().to_string();
-            assert!(
-                err.contains(expected),
-                "{text:?}: got {err:?}, want {expected:?}"
-            );
-        }
+        assert_refused(cases);
     }
 }

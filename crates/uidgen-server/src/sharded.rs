@@ -178,14 +178,7 @@ pub fn make_cli(app: Option<u8>, shard: Option<u8>, index: Option<u64>) -> anyho
 
 #[cfg(test)]
 mod tests {
-    use crate::config::Config;
-
-    fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, crate::config::ConfigError> {
-        Config::from_toml_str(
-            text,
-            env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-        )
-    }
+    use crate::config::test_support::{Refusal, assert_refused, parse};
 
     #[test]
     fn sharded_mode_is_off_by_default_with_the_originals_values() {
@@ -229,8 +222,7 @@ mod tests {
 
     #[test]
     fn invalid_sharded_keys_are_named_when_the_mode_is_on() {
-        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
-        let cases: &[Case] = &[
+        let cases: &[Refusal] = &[
             (
                 "[sharded]\nenabled = true\nrefill_ratio = 1.0",
                 &[],
@@ -262,13 +254,7 @@ mod tests {
                 "unknown field `colour`",
             ),
         ];
-        for (text, env, expected) in cases {
-            let err = parse(text, env).unwrap_err().to_string();
-            assert!(
-                err.contains(expected),
-                "{text:?}: got {err:?}, want {expected:?}"
-            );
-        }
+        assert_refused(cases);
         // Off, the section is not checked: a broken Redis URL cannot stop a service that does
         // not use Redis.
         parse("[sharded]\nrefill_ratio = 7.0", &[]).unwrap();

@@ -14,7 +14,7 @@
 //! Every value reaches the database as a bind parameter, never spliced into SQL text.
 
 use crate::error::{Result, StoreError};
-use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
+use crate::store::{BEGIN_WRITE, Sql, Store, run_sql, with_pool, with_pool_returning};
 use crate::url::Dialect;
 use crate::worker_node::{check_len, check_step};
 
@@ -242,14 +242,6 @@ const DELETE_APP: Sql = Sql {
     postgres: "DELETE FROM id_alloc WHERE app_id = $1",
 };
 
-fn begin_statement(dialect: Dialect) -> &'static str {
-    match dialect {
-        // Take SQLite's write lock at once; concurrent claimers queue on the busy timeout.
-        Dialect::Sqlite => "BEGIN IMMEDIATE",
-        Dialect::MySql | Dialect::Postgres => "BEGIN",
-    }
-}
-
 /// A row as selected by `LIST_ROWS`.
 type RowTuple = (
     i64,
@@ -329,7 +321,7 @@ impl Store {
         let app_id = i32::from(spec.app_id);
         with_pool!(self, pool, {
             let mut tx = pool
-                .begin_with(begin_statement(dialect))
+                .begin_with(BEGIN_WRITE.get(dialect))
                 .await
                 .map_err(|e| self.err(action, e))?;
             for shard_id in 0..ID_ALLOC_SHARDS {
@@ -430,7 +422,7 @@ impl Store {
     ) -> Result<IdSegment> {
         let dialect = self.dialect();
         let action = "claiming an id_alloc segment";
-        let begin = begin_statement(dialect);
+        let begin = BEGIN_WRITE.get(dialect);
         let (app, shard) = (i32::from(app_id), i32::from(shard_id));
         // `Err(row)`: nothing was updated; `row` is the row as it stands, if any. Every early
         // return drops the transaction, which rolls it back.

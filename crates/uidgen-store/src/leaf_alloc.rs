@@ -5,8 +5,7 @@
 //! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
 
 use crate::error::{Result, StoreError};
-use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
-use crate::url::Dialect;
+use crate::store::{BEGIN_WRITE, Sql, Store, run_sql, with_pool, with_pool_returning};
 use crate::worker_node::{check_len, check_step};
 
 /// The largest step a tag may have (Leaf keeps steps far below this; it bounds a typo).
@@ -130,14 +129,6 @@ const DELETE_TAG: Sql = Sql {
     postgres: "DELETE FROM leaf_alloc WHERE biz_tag = $1",
 };
 
-fn begin_statement(dialect: Dialect) -> &'static str {
-    match dialect {
-        // Take SQLite's write lock at once; concurrent claimers queue on the busy timeout.
-        Dialect::Sqlite => "BEGIN IMMEDIATE",
-        Dialect::MySql | Dialect::Postgres => "BEGIN",
-    }
-}
-
 /// A `leaf_alloc` row as selected by `GET_TAG`.
 type LeafAllocTuple = (String, i64, i64, Option<String>, Option<i64>);
 
@@ -191,7 +182,7 @@ impl Store {
     async fn claim(&self, biz_tag: &str, step: Option<i64>) -> Result<SegmentClaim> {
         let dialect = self.dialect();
         let action = "claiming a segment";
-        let begin = begin_statement(dialect);
+        let begin = BEGIN_WRITE.get(dialect);
         // `Err(row)`: nothing was updated; `row` is the row as it stands, if any. Every early
         // return drops the transaction, which rolls it back.
         type Claimed = std::result::Result<(i64, i64, i64), Option<(i64, i64)>>;

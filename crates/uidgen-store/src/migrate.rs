@@ -7,7 +7,7 @@
 use sqlx::{Connection, Executor};
 
 use crate::error::{Result, StoreError};
-use crate::store::{Sql, Store, with_pool};
+use crate::store::{BEGIN_WRITE, Sql, Store, with_pool};
 use crate::url::Dialect;
 
 /// One schema change.
@@ -125,16 +125,6 @@ const UNLOCK: Sql = Sql {
     postgres: "SELECT pg_advisory_unlock(7302149117)",
 };
 
-/// Which statement opens a migration's transaction.
-fn begin_statement(dialect: Dialect) -> &'static str {
-    match dialect {
-        // IMMEDIATE takes the write lock up front, so the check-then-apply below cannot race
-        // another process (a deferred transaction would fail to upgrade with SQLITE_BUSY).
-        Dialect::Sqlite => "BEGIN IMMEDIATE",
-        Dialect::MySql | Dialect::Postgres => "BEGIN",
-    }
-}
-
 pub(crate) async fn run(store: &Store) -> Result<()> {
     let dialect = store.dialect();
     let url = store.redacted_url().to_owned();
@@ -180,7 +170,7 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
                 break;
             }
             let applied = async {
-                let mut tx = conn.begin_with(begin_statement(dialect)).await?;
+                let mut tx = conn.begin_with(BEGIN_WRITE.get(dialect)).await?;
                 let count: i64 = sqlx::query_scalar(IS_APPLIED.get(dialect))
                     .bind(migration.version)
                     .fetch_one(&mut *tx)

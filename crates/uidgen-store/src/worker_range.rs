@@ -22,7 +22,7 @@ use sqlx::Connection;
 use uidgen_core::Layout;
 
 use crate::error::{Result, StoreError};
-use crate::store::{Sql, Store, run_sql, with_pool};
+use crate::store::{BEGIN_WRITE, Sql, Store, run_sql, with_pool};
 use crate::url::Dialect;
 use crate::worker_node::check_len;
 
@@ -250,15 +250,6 @@ const INSERT_RANGE: Sql = Sql {
                VALUES ($1, $2, $3, CURRENT_TIMESTAMP)",
 };
 
-/// Opens a registration's transaction. On SQLite, IMMEDIATE takes the database's write lock
-/// before the read, so a second registration (in any process) waits for the first to commit
-/// and then reads its row; a deferred transaction would read first and fail to upgrade.
-const BEGIN_REGISTRATION: Sql = Sql {
-    sqlite: "BEGIN IMMEDIATE",
-    mysql: "BEGIN",
-    postgres: "BEGIN",
-};
-
 /// PostgreSQL, first statement of the transaction: EXCLUSIVE mode conflicts with itself (and
 /// with every write), so registrations queue here until the one ahead commits; plain reads
 /// elsewhere are not blocked. The lock ends with the transaction. Under READ COMMITTED the
@@ -393,7 +384,7 @@ impl Store {
             }
             let registered = async {
                 let mut tx = conn
-                    .begin_with(BEGIN_REGISTRATION.get(dialect))
+                    .begin_with(BEGIN_WRITE.get(dialect))
                     .await
                     .map_err(|e| self.err("locking worker_id_range", e))?;
                 if dialect == Dialect::Postgres {

@@ -17,6 +17,22 @@ use common::{Server, sqlite_url, temp_dir};
 use fantoccini::Locator;
 use serde_json::{Value, json};
 
+/// Type `ids` into the decode box and press Decode.
+async fn decode(c: &fantoccini::Client, ids: &str) {
+    fill(c, "#decode-input", ids).await;
+    click(c, "#decode-btn").await;
+}
+
+/// Pick the `layout` preset, then [`decode`] `ids`.
+async fn decode_with(c: &fantoccini::Client, layout: &str, ids: &str) {
+    input(c, "#decode-layout")
+        .await
+        .select_by_value(layout)
+        .await
+        .unwrap();
+    decode(c, ids).await;
+}
+
 const TOKEN: &str = "console-test-admin-token";
 
 /// What the JSON API answers, for comparing with what the page shows.
@@ -81,8 +97,7 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
         None,
     )
     .await;
-    fill(&c, "#decode-input", &format!("{id}, 12x")).await;
-    click(&c, "#decode-btn").await;
+    decode(&c, &format!("{id}, 12x")).await;
     let card = "#decode-results .card.decoded";
     eventually("the decoded card", || async {
         text(&c, &format!("{card} .id")).await
@@ -137,13 +152,7 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
         malformed["message"].as_str().unwrap()
     );
     // Another preset decodes the same bits differently.
-    input(&c, "#decode-layout")
-        .await
-        .select_by_value("snowflake")
-        .await
-        .unwrap();
-    fill(&c, "#decode-input", &id.to_string()).await;
-    click(&c, "#decode-btn").await;
+    decode_with(&c, "snowflake", &id.to_string()).await;
     let snowflake = api(
         reqwest::Method::GET,
         server.url(&format!("/v1/ids/{id}?layout=snowflake")),
@@ -396,13 +405,7 @@ async fn console_shows_the_zookeeper_holder_and_the_sharded_mode() {
     })
     .await;
     // A sharded ID decodes as app, shard and index, coloured by those fields.
-    input(&c, "#decode-layout")
-        .await
-        .select_by_value("sharded")
-        .await
-        .unwrap();
-    fill(&c, "#decode-input", &id.to_string()).await;
-    click(&c, "#decode-btn").await;
+    decode_with(&c, "sharded", &id.to_string()).await;
     eventually("the sharded decoding", || async {
         text(&c, "#decode-results .card.decoded .field-app_id")
             .await
