@@ -381,7 +381,9 @@ impl ZooKeeperWorkerIdAssigner {
             let saw_last_write = cache
                 .as_ref()
                 .is_some_and(|c| cache_saw(c, options, worker_id, &stat));
-            if let Some(cache) = cache.as_ref().filter(|_| saw_last_write) {
+            // Reusable from where the cache says the last life stopped, or else from the node's
+            // own reservation once this clock can reach it.
+            let floor_ms = if let Some(cache) = cache.as_ref().filter(|_| saw_last_write) {
                 let floor_ms = cache.until_ms.max(data.timestamp);
                 clock_reaches(
                     worker_id,
@@ -390,34 +392,31 @@ impl ZooKeeperWorkerIdAssigner {
                     now,
                     wait_ms,
                 )?;
-                return Ok(Some(Reuse {
-                    worker_id,
-                    name,
-                    version: stat.version,
-                    floor_ms,
-                    reserved_ms,
-                }));
-            }
-            let floor_ms = data.reserved_until_ms().max(data.timestamp);
-            if floor_ms <= now.saturating_add(wait_ms) {
-                return Ok(Some(Reuse {
-                    worker_id,
-                    name,
-                    version: stat.version,
-                    floor_ms,
-                    reserved_ms,
-                }));
-            }
-            tracing::warn!(
+                floor_ms
+            } else {
+                let floor_ms = data.reserved_until_ms().max(data.timestamp);
+                if floor_ms > now.saturating_add(wait_ms) {
+                    tracing::warn!(
+                        worker_id,
+                        node = %path,
+                        reserved_until_ms = floor_ms,
+                        cache = %options.cache_file.display(),
+                        "this address's forever node is reserved by its last holder until \
+                         reserved_until_ms and no local cache shows that holder's last write: \
+                         not reusing it before then (claiming another id); keep the cache file \
+                         across restarts to keep the id"
+                    );
+                    continue;
+                }
+                floor_ms
+            };
+            return Ok(Some(Reuse {
                 worker_id,
-                node = %path,
-                reserved_until_ms = floor_ms,
-                cache = %options.cache_file.display(),
-                "this address's forever node is reserved by its last holder until \
-                 reserved_until_ms and no local cache shows that holder's last write: not reusing \
-                 it before then (claiming another id); keep the cache file across restarts to keep \
-                 the id"
-            );
+                name,
+                version: stat.version,
+                floor_ms,
+                reserved_ms,
+            }));
         }
         Ok(None)
     }

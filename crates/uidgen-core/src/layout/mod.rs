@@ -557,8 +557,8 @@ mod tests {
             ),
             (
                 &[(Time, 50), (Worker, 0), (Sequence, 14)],
-                "layout field `time` has invalid width 50: time and sequence together may use at most \
-             63 bits",
+                "layout field `time` has invalid width 50: time and sequence together may use \
+                 at most 63 bits",
             ),
         ];
         for (fields, message) in cases {
