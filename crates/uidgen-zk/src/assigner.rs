@@ -615,13 +615,7 @@ impl ZooKeeperWorkerIdAssigner {
                 return Ok(());
             }
             if until_ms - now_ms >= max_wait_ms || tokio::time::Instant::now() >= deadline {
-                return Err(ZkError::ClockBehind {
-                    worker_id,
-                    what,
-                    until_ms,
-                    now_ms,
-                    max_wait_ms,
-                });
+                return Err(clock_behind(worker_id, what, until_ms, now_ms, max_wait_ms));
             }
             tokio::time::sleep(Duration::from_millis((until_ms - now_ms + 1).min(10))).await;
         }
@@ -825,13 +819,25 @@ fn clock_reaches(
     max_wait_ms: u64,
 ) -> Result<()> {
     if until_ms > now_ms.saturating_add(max_wait_ms) {
-        return Err(ZkError::ClockBehind {
-            worker_id,
-            what,
-            until_ms,
-            now_ms,
-            max_wait_ms,
-        });
+        return Err(clock_behind(worker_id, what, until_ms, now_ms, max_wait_ms));
     }
     Ok(())
+}
+
+/// [`ZkError::ClockBehind`], built off the start's happy path.
+#[cold]
+fn clock_behind(
+    worker_id: u64,
+    what: &'static str,
+    until_ms: u64,
+    now_ms: u64,
+    max_wait_ms: u64,
+) -> ZkError {
+    ZkError::ClockBehind {
+        worker_id,
+        what,
+        until_ms,
+        now_ms,
+        max_wait_ms,
+    }
 }
