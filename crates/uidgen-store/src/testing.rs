@@ -227,14 +227,9 @@ async fn server_database(kind: TestDb, server: &str, name: &str) -> Result<Strin
         TestDb::MySql => format!("CREATE DATABASE {name} CHARACTER SET utf8mb4"),
         _ => format!("CREATE DATABASE {name}"),
     };
-    let timeout = std::time::Duration::from_secs(5);
     match kind {
         TestDb::MySql => {
-            let connect = sqlx::MySqlConnection::connect(&server);
-            let mut conn = tokio::time::timeout(timeout, connect)
-                .await
-                .map_err(|e| unreachable(&e))?
-                .map_err(|e| unreachable(&e))?;
+            let mut conn: sqlx::MySqlConnection = connect_within(&server, unreachable).await?;
             drop_stale_mysql(&mut conn).await;
             conn.execute(sqlx::AssertSqlSafe(create))
                 .await
@@ -242,11 +237,7 @@ async fn server_database(kind: TestDb, server: &str, name: &str) -> Result<Strin
             let _ = conn.close().await;
         }
         _ => {
-            let connect = sqlx::PgConnection::connect(&server);
-            let mut conn = tokio::time::timeout(timeout, connect)
-                .await
-                .map_err(|e| unreachable(&e))?
-                .map_err(|e| unreachable(&e))?;
+            let mut conn: sqlx::PgConnection = connect_within(&server, unreachable).await?;
             drop_stale_pg(&mut conn).await;
             // Concurrent CREATE DATABASE may briefly find the template in use: retry.
             let mut attempt = 0;
@@ -265,6 +256,18 @@ async fn server_database(kind: TestDb, server: &str, name: &str) -> Result<Strin
         }
     }
     Ok(replace_database(&server, name))
+}
+
+/// An administrative connection to a test database server, given 5 s to answer; a server that
+/// does not is `unreachable`.
+async fn connect_within<C: sqlx::Connection>(
+    server: &str,
+    unreachable: impl Fn(&dyn std::fmt::Display) -> StoreError,
+) -> Result<C> {
+    tokio::time::timeout(std::time::Duration::from_secs(5), C::connect(server))
+        .await
+        .map_err(|e| unreachable(&e))?
+        .map_err(|e| unreachable(&e))
 }
 
 /// Whether a test database name is from a run more than an hour old.
