@@ -491,7 +491,10 @@ pub mod policy {
                             timeout.as_millis()
                         )));
                     }
-                    std::thread::yield_now();
+                    // Sleep, not yield: a caller that waits for the clock (borrowing bounded by a
+                    // lease) may wait for seconds, and a loop of yields would take a core from
+                    // the padding thread, the heartbeat and the database it needs meanwhile.
+                    std::thread::sleep(Duration::from_micros(100));
                 }
             }
         })
