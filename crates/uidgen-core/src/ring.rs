@@ -448,8 +448,8 @@ pub mod policy {
         Arc::new(|ring: &RingBuffer| Err(ring.empty_error()))
     }
 
-    /// Wait for padding instead of failing: spin briefly, then yield, for up to `timeout`; then
-    /// [`UidError::RingEmpty`]. A producer that stopped ends the wait at once with its reason.
+    /// Wait for padding instead of failing: spin briefly, then yield, and past a millisecond
+    /// sleep 100 µs between looks, for up to `timeout`; then [`UidError::RingEmpty`]. A producer that stopped ends the wait at once with its reason.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -470,10 +470,14 @@ pub mod policy {
     /// # Ok::<(), uidgen_core::UidError>(())
     /// ```
     pub fn wait(timeout: Duration) -> RejectTake {
+        /// How long a waiter yields before it sleeps between looks.
+        const YIELD_FOR: Duration = Duration::from_millis(1);
+        /// A long waiter's pause between looks.
+        const SLEEP_BETWEEN_LOOKS: Duration = Duration::from_micros(100);
         Arc::new(move |ring: &RingBuffer| {
             let start = Instant::now();
             // Not modelled by loom (the models use the fail policy), so crossbeam's backoff:
-            // spin briefly, then yield.
+            // spin briefly, then yield (and, for a long wait, sleep).
             let backoff = crossbeam_utils::Backoff::new();
             loop {
                 if let Some(uid) = ring.try_take() {
@@ -491,10 +495,15 @@ pub mod policy {
                             timeout.as_millis()
                         )));
                     }
-                    // Sleep, not yield: a caller that waits for the clock (borrowing bounded by a
+                    // Yield through a short wait (the padding thread is busy refilling), sleep
+                    // through a long one: a caller waiting for the clock (borrowing bounded by a
                     // lease) may wait for seconds, and a loop of yields would take a core from
                     // the padding thread, the heartbeat and the database it needs meanwhile.
-                    std::thread::sleep(Duration::from_micros(100));
+                    if start.elapsed() < YIELD_FOR {
+                        std::thread::yield_now();
+                    } else {
+                        std::thread::sleep(SLEEP_BETWEEN_LOOKS);
+                    }
                 }
             }
         })

@@ -394,24 +394,19 @@ impl MarkFence {
         layout: &Layout,
         timing: &MarkTiming,
     ) -> Result<Self> {
-        let MarkTiming {
-            clock,
-            max_start_wait,
-            max_borrow,
-        } = timing;
-        let (max_start_wait, max_borrow) = (*max_start_wait, *max_borrow);
+        let clock = &timing.clock;
         let (mark, previous) =
             LocalMark::acquire(cache, worker_id, Arc::clone(clock), mark_step_ms(layout))?;
         let floor_ms = previous.as_ref().map_or(0, |p| p.until_ms);
         if previous.is_some() {
-            crate::lease::wait_for_clock(clock.as_ref(), worker_id, floor_ms, max_start_wait)
-                .await?;
+            let wait = timing.max_start_wait;
+            crate::lease::wait_for_clock(clock.as_ref(), worker_id, floor_ms, wait).await?;
         }
         mark.begin(None, None)?;
         mark.start_refresher()?;
         Ok(Self {
             mark,
-            max_borrow_ms: Some(uidgen_core::clock::saturating_millis(max_borrow)),
+            max_borrow_ms: Some(uidgen_core::clock::saturating_millis(timing.max_borrow)),
             floor_ms,
         })
     }
