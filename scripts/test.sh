@@ -91,12 +91,6 @@ ensure_zookeeper() {
   return 1
 }
 
-# The gRPC code (crates/uidgen-proto) is generated at build time by protoc.
-ensure_protoc() {
-  [ -n "${PROTOC:-}" ] && return 0
-  command -v protoc >/dev/null || { log "installing protoc"; apt_install protobuf-compiler; }
-}
-
 # The web console's test (crates/uidgen-server/tests/console/main.rs) drives headless Chromium
 # through chromedriver; UIDGEN_CHROMEDRIVER / UIDGEN_CHROMIUM point elsewhere.
 ensure_chromium() {
@@ -105,7 +99,6 @@ ensure_chromium() {
   apt_install chromium chromium-driver
 }
 
-ensure_protoc
 ensure_chromium
 
 if [ -z "${UIDGEN_SKIP_SERVICES:-}" ]; then
