@@ -391,6 +391,18 @@ impl SegmentService {
         self.initialised.load(Ordering::Relaxed)
     }
 
+    /// The largest range one [`lease`](Self::lease) may take
+    /// ([`SegmentOptions::max_lease_size`]): what an API description states as the bound.
+    ///
+    /// ```no_run
+    /// # fn demo(service: &uidgen_segment::SegmentService) {
+    /// assert_eq!(service.max_lease_size(), 1_000_000); // the default
+    /// # }
+    /// ```
+    pub fn max_lease_size(&self) -> i64 {
+        self.shared.options.max_lease_size
+    }
+
     /// The known tags, sorted.
     pub fn tags(&self) -> Vec<String> {
         let mut tags: Vec<String> = self.tags.read().keys().map(|t| t.to_string()).collect();

@@ -2,11 +2,13 @@
 //! authentication, metrics and logging).
 
 mod auth;
+mod bounds;
 mod console;
 mod error;
 mod extract;
 mod generate;
 mod ids;
+mod integer;
 mod lease;
 mod make;
 mod observe;
