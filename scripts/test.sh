@@ -101,6 +101,10 @@ ensure_chromium() {
 
 ensure_chromium
 
+# The doc examples (crates/uidgen-server/tests/docs/) run real curl, and the API fuzz below
+# reads its answers with it too.
+command -v curl >/dev/null || apt_install curl
+
 if [ -z "${UIDGEN_SKIP_SERVICES:-}" ]; then
   ensure_postgres
   ensure_mariadb
