@@ -333,6 +333,8 @@ impl SegmentService {
             Some(buffer) => buffer.tag_upserted(row.step),
             None => {
                 let buffer = self.new_buffer(tag);
+                // The stored step is known now: monitors show it before the first load.
+                buffer.tag_upserted(row.step);
                 tags.insert(tag.into(), Arc::new(buffer));
                 self.changed();
             }
