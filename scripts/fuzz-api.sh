@@ -8,12 +8,13 @@
 # admin token, and without (every admin route must then answer 401, as described).
 #
 # Usage: scripts/fuzz-api.sh [path/to/uidgen]   (default: target/debug/uidgen, built if missing)
-# UIDGEN_FUZZ_EXAMPLES sets schemathesis's --max-examples (default 40 per operation and phase).
+# FUZZ_EXAMPLES sets schemathesis's --max-examples (default 40 per operation and phase). The
+# script's own variables are not UIDGEN_ ones: the server refuses names it does not know.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bin=${1:-target/debug/uidgen}
-examples=${UIDGEN_FUZZ_EXAMPLES:-40}
+examples=${FUZZ_EXAMPLES:-40}
 redis_url=${UIDGEN_REDIS_URL:-redis://127.0.0.1:6379}
 
 # shellcheck source=scripts/venv.sh

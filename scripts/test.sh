@@ -130,7 +130,7 @@ cargo test --workspace --locked --no-fail-fast
 # phase included, with and without the admin token; about a minute at 100 examples per
 # operation and phase.
 log "API fuzz: schemathesis against /openapi.json of a live server"
-UIDGEN_FUZZ_EXAMPLES=${UIDGEN_FUZZ_EXAMPLES:-100} scripts/fuzz-api.sh target/debug/uidgen
+FUZZ_EXAMPLES=${FUZZ_EXAMPLES:-100} scripts/fuzz-api.sh target/debug/uidgen
 
 log "container: Dockerfile and compose.yaml (built when a container engine runs, else linted)"
 scripts/check-container.sh

@@ -248,10 +248,10 @@ fn unbounded(schema: &Value, body: bool) -> Option<String> {
     }
     for (kind, part) in kinds {
         match kind.as_str() {
-            "integer" | "number" => {
-                if part.get("minimum").is_none() || part.get("maximum").is_none() {
-                    return Some(format!("an integer without minimum and maximum: {part}"));
-                }
+            "integer" | "number"
+                if part.get("minimum").is_none() || part.get("maximum").is_none() =>
+            {
+                return Some(format!("an integer without minimum and maximum: {part}"));
             }
             // A parameter must not be empty (an empty path segment or `?id=` is refused); a
             // body's text must have a length the store can keep.
@@ -385,12 +385,14 @@ async fn the_stated_patterns_take_exactly_what_the_store_takes() {
     let doc = document(&router()).await;
     let pattern_of = |schema: &Value| {
         let source = schema["pattern"].as_str().unwrap().to_owned();
-        let max = schema["maxLength"].as_u64().unwrap() as usize;
+        let max = usize::try_from(schema["maxLength"].as_u64().unwrap()).unwrap();
         let regex = regex::Regex::new(&source).unwrap();
         move |text: &str| text.chars().count() <= max && !text.is_empty() && regex.is_match(text)
     };
     let tag = pattern_of(&doc["paths"]["/v1/segments/{tag}"]["get"]["parameters"][0]["schema"]);
     let name = pattern_of(&doc["components"]["schemas"]["AppUpdate"]["properties"]["name"]);
+    let description =
+        pattern_of(&doc["components"]["schemas"]["TagUpdate"]["properties"]["description"]);
     let samples = [
         "a",
         "order",
@@ -410,6 +412,7 @@ async fn the_stated_patterns_take_exactly_what_the_store_takes() {
         "a\nb",
         "x\u{2028}",
         "\u{200b}",
+        "a\0b",
     ];
     let long = [
         "x".repeat(128),
@@ -428,6 +431,11 @@ async fn the_stated_patterns_take_exactly_what_the_store_takes() {
         );
         let spec = uidgen_store::AppSpec::new(1, sample);
         assert_eq!(name(sample), spec.validate().is_ok(), "app name {sample:?}");
+        assert_eq!(
+            description(sample),
+            uidgen_store::validate_description(sample).is_ok(),
+            "description {sample:?}"
+        );
     }
 }
 

@@ -80,7 +80,7 @@ impl AppSpec {
             )));
         }
         if let Some(description) = &self.description {
-            check_len("description", description, crate::MAX_DESCRIPTION_LEN)?;
+            crate::leaf_alloc::validate_description(description)?;
         }
         Ok(())
     }

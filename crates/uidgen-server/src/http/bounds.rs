@@ -108,9 +108,11 @@ fn bound_body(name: &str, schema: &mut Value, limits: &Limits) {
     for (field, property) in properties.iter_mut() {
         let bound = match (name, field.as_str()) {
             ("TagUpdate", "step") => integer(1, max_i64(uidgen_store::MAX_STEP)),
+            // `uidgen_store::validate_description`: no NUL, which PostgreSQL cannot store.
             ("TagUpdate" | "AppUpdate", "description") => json!({
                 "type": ["string", "null"],
                 "maxLength": uidgen_store::MAX_DESCRIPTION_LEN,
+                "pattern": "^[^\\x00]*$",
             }),
             ("AppUpdate", "name") => app_name(),
             ("AppUpdate", "step") => nullable(integer(1, max_i64(uidgen_store::MAX_ID_ALLOC_STEP))),

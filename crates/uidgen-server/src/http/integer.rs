@@ -39,30 +39,38 @@ fn read<'de, D: Deserializer<'de>, T: TryFrom<i128>>(
     .ok_or_else(|| D::Error::custom(format!("expected an integer from {range}, got {value}")))
 }
 
+const U64_RANGE: &str = "0 to 18446744073709551615";
+const I64_RANGE: &str = "-2^63 to 2^63 - 1";
+
+/// `null` (or absent, with `#[serde(default)]`) as `None`, else an integer of `T`.
+fn optional<'de, D: Deserializer<'de>, T: TryFrom<i128>>(
+    d: D,
+    range: &str,
+) -> Result<Option<T>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        value => read::<D, T>(value, range).map(Some),
+    }
+}
+
 /// `#[serde(deserialize_with = "integer::u64")]`.
 pub(super) fn u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    read::<D, u64>(Value::deserialize(d)?, "0 to 18446744073709551615")
+    read::<D, u64>(Value::deserialize(d)?, U64_RANGE)
 }
 
 /// `#[serde(default, deserialize_with = "integer::opt_u64")]`: `null` or absent is `None`.
 pub(super) fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Null => Ok(None),
-        value => read::<D, u64>(value, "0 to 18446744073709551615").map(Some),
-    }
+    optional(d, U64_RANGE)
 }
 
 /// `#[serde(deserialize_with = "integer::i64")]`.
 pub(super) fn i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
-    read::<D, i64>(Value::deserialize(d)?, "-2^63 to 2^63 - 1")
+    read::<D, i64>(Value::deserialize(d)?, I64_RANGE)
 }
 
 /// `#[serde(default, deserialize_with = "integer::opt_i64")]`: `null` or absent is `None`.
 pub(super) fn opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Null => Ok(None),
-        value => read::<D, i64>(value, "-2^63 to 2^63 - 1").map(Some),
-    }
+    optional(d, I64_RANGE)
 }
 
 #[cfg(test)]
