@@ -41,7 +41,7 @@ trap cleanup EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 UIDGEN_STORE="sqlite://$work/uidgen.db" \
 UIDGEN_SHARDED_ENABLED=true UIDGEN_REDIS_URL="$redis_url" UIDGEN_SHARDED_KEY_PREFIX="$prefix" \
-UIDGEN_ADMIN_TOKEN="$token" UIDGEN_GRPC_LISTEN="" UIDGEN_BATCH_CAP=1000 RUST_LOG=warn \
+UIDGEN_ADMIN_TOKEN="$token" UIDGEN_GRPC_LISTEN="" RUST_LOG=warn \
   "$bin" serve --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
 server=$!
 for _ in $(seq 1 120); do
