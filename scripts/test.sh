@@ -118,7 +118,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 log "cargo test (workspace: unit, integration, doc tests)"
 cargo test --workspace --locked --no-fail-fast
 
-log "loom models of the ring buffer"
+log "loom models of the ring buffer and the sequencer"
 RUSTFLAGS="--cfg uidgen_loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
   cargo test -p uidgen-loom --release --locked
 
