@@ -134,7 +134,8 @@ impl FallbackLeases {
         let holder = holder_with_token(name);
         // No reserve: a client restarted from its state file runs only until the valid_until
         // it recorded, which the row's expiry covers.
-        let claimed = claim_row(&self.store, self.clock.as_ref(), range, &holder, ttl_ms, 0).await?;
+        let claimed =
+            claim_row(&self.store, self.clock.as_ref(), range, &holder, ttl_ms, 0).await?;
         tracing::info!(
             worker_id = claimed.worker_id,
             holder = %holder,
@@ -202,7 +203,11 @@ impl FallbackLeases {
             .release_lease(worker_id, holder, issued_until_ms)
             .await?;
         if released {
-            tracing::info!(worker_id, holder, "a client released its fallback worker id");
+            tracing::info!(
+                worker_id,
+                holder,
+                "a client released its fallback worker id"
+            );
         }
         Ok(released)
     }

@@ -141,7 +141,11 @@ impl RemoteLease {
     /// Files whose lease has passed are deleted: nothing can continue them any more (only the
     /// holder string they record could renew the lease), and the database's row guards the id
     /// until its expiry.
-    pub async fn resume(dir: &Path, layout: &Layout, clock: Arc<dyn Clock>) -> Result<Option<Self>> {
+    pub async fn resume(
+        dir: &Path,
+        layout: &Layout,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Option<Self>> {
         let mut candidates = Vec::new();
         let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,

@@ -10,8 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use uidgen_core::{
-    Clock, DefaultUidGenerator, Layout, ManualClock, SystemClock, TimeFence, UidError,
-    UidGenerator,
+    Clock, DefaultUidGenerator, Layout, ManualClock, SystemClock, TimeFence, UidError, UidGenerator,
 };
 use uidgen_store::testing::{TestDb, fresh_store};
 use uidgen_store::{
@@ -168,16 +167,37 @@ async fn malformed_requests_are_refused_before_the_database() {
         Err(StoreError::InvalidInput(message)) => message,
         other => panic!("expected InvalidInput, got {other:?}"),
     };
-    let short = invalid(leases.claim(&layout, "app", Duration::from_millis(999)).await.map(drop));
-    assert!(short.contains("ttl 999 ms is out of range: ask for 1000 to 86400000 ms"), "{short}");
-    invalid(leases.claim(&layout, "app", Duration::from_secs(86_401)).await.map(drop));
+    let short = invalid(
+        leases
+            .claim(&layout, "app", Duration::from_millis(999))
+            .await
+            .map(drop),
+    );
+    assert!(
+        short.contains("ttl 999 ms is out of range: ask for 1000 to 86400000 ms"),
+        "{short}"
+    );
+    invalid(
+        leases
+            .claim(&layout, "app", Duration::from_secs(86_401))
+            .await
+            .map(drop),
+    );
     invalid(leases.claim(&layout, "", TTL).await.map(drop));
     invalid(leases.claim(&layout, "a\nb", TTL).await.map(drop));
     invalid(leases.claim(&layout, &"x".repeat(112), TTL).await.map(drop));
     let outside = invalid(leases.renew(&layout, 924, "app#1", TTL, 0).await.map(drop));
-    assert!(outside.contains("not a fallback worker id: this server leases 0-923"), "{outside}");
+    assert!(
+        outside.contains("not a fallback worker id: this server leases 0-923"),
+        "{outside}"
+    );
     invalid(leases.renew(&layout, 1, "no-token", TTL, 0).await.map(drop));
-    let ahead = invalid(leases.release(&layout, 1, "app#1", T0 + 86_400_001).await.map(drop));
+    let ahead = invalid(
+        leases
+            .release(&layout, 1, "app#1", T0 + 86_400_001)
+            .await
+            .map(drop),
+    );
     assert!(ahead.contains("issued_until_ms"), "{ahead}");
 }
 
@@ -196,10 +216,15 @@ async fn a_remote_lease_fences_its_generator_by_the_confirmed_valid_until_and_th
     let dir = tempfile::tempdir().unwrap();
     let layout = vesta();
     let clock = ManualClock::new(T0);
-    let lease = RemoteLease::start(dir.path(), &layout, &grant(7, T0 + 3_000, T0 - 1), Arc::new(clock.clone()))
-        .await
-        .unwrap()
-        .unwrap();
+    let lease = RemoteLease::start(
+        dir.path(),
+        &layout,
+        &grant(7, T0 + 3_000, T0 - 1),
+        Arc::new(clock.clone()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     let lease = Arc::new(lease);
     let generator = DefaultUidGenerator::new(layout.clone(), 7, clock.clone())
         .unwrap()
@@ -211,7 +236,10 @@ async fn a_remote_lease_fences_its_generator_by_the_confirmed_valid_until_and_th
     generator.next_id().unwrap(); // the unit ending at T0 + 3 s, the lease's end
     clock.set(T0 + 3_000);
     let beyond = generator.next_id().unwrap_err();
-    assert!(beyond.to_string().contains("no server has renewed it"), "{beyond}");
+    assert!(
+        beyond.to_string().contains("no server has renewed it"),
+        "{beyond}"
+    );
     // A renewal a server confirmed lets it go on, and is in the state file for a restart.
     lease.confirm(T0 + 9_000);
     generator.next_id().unwrap();
@@ -220,7 +248,10 @@ async fn a_remote_lease_fences_its_generator_by_the_confirmed_valid_until_and_th
     assert_eq!(file.holder.as_deref(), Some(lease.holder()));
     // A lost lease stops at once and leaves no file to restart from.
     lease.lose("taken over");
-    assert!(matches!(generator.next_id(), Err(UidError::GeneratorStopped(_))));
+    assert!(matches!(
+        generator.next_id(),
+        Err(UidError::GeneratorStopped(_))
+    ));
     assert!(!RemoteLease::state_file(dir.path(), 7).exists());
     assert_eq!(lease.limit_ms(), 0);
 }
@@ -230,19 +261,33 @@ async fn a_restart_continues_an_unexpired_lease_from_its_file_above_its_mark_onl
     let dir = tempfile::tempdir().unwrap();
     let layout = vesta();
     let now = SystemClock.now_millis();
-    let first = RemoteLease::start(dir.path(), &layout, &grant(3, now + 60_000, now - 1), Arc::new(SystemClock))
-        .await
-        .unwrap()
-        .unwrap();
+    let first = RemoteLease::start(
+        dir.path(),
+        &layout,
+        &grant(3, now + 60_000, now - 1),
+        Arc::new(SystemClock),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     let first = Arc::new(first);
     let generator = DefaultUidGenerator::new(layout.clone(), 3, SystemClock)
         .unwrap()
         .fenced(Arc::clone(&first) as Arc<dyn TimeFence>);
     let ids: Vec<u64> = (0..5_000).map(|_| generator.next_id().unwrap()).collect();
-    let last_time = ids.iter().map(|id| layout.decompose(*id).unwrap().time).max().unwrap();
+    let last_time = ids
+        .iter()
+        .map(|id| layout.decompose(*id).unwrap().time)
+        .max()
+        .unwrap();
 
     // Held: a second process finds nothing to continue, and cannot start on that id either.
-    assert!(RemoteLease::resume(dir.path(), &layout, Arc::new(SystemClock)).await.unwrap().is_none());
+    assert!(
+        RemoteLease::resume(dir.path(), &layout, Arc::new(SystemClock))
+            .await
+            .unwrap()
+            .is_none()
+    );
     let again = grant(3, now + 60_000, now);
     let again = RemoteLease::start(dir.path(), &layout, &again, Arc::new(SystemClock)).await;
     assert!(again.unwrap().is_none());
@@ -251,8 +296,14 @@ async fn a_restart_continues_an_unexpired_lease_from_its_file_above_its_mark_onl
     let holder = first.holder().to_owned();
     drop(generator);
     drop(first);
-    let resumed = RemoteLease::resume(dir.path(), &layout, Arc::new(SystemClock)).await.unwrap().unwrap();
-    assert_eq!((resumed.worker_id(), resumed.holder()), (3, holder.as_str()));
+    let resumed = RemoteLease::resume(dir.path(), &layout, Arc::new(SystemClock))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (resumed.worker_id(), resumed.holder()),
+        (3, holder.as_str())
+    );
     assert!(!resumed.is_confirmed());
     assert_eq!(resumed.valid_until_ms(), now + 60_000);
     assert!(resumed.floor_ms() >= layout.millis_of(last_time + 1));
@@ -262,7 +313,10 @@ async fn a_restart_continues_an_unexpired_lease_from_its_file_above_its_mark_onl
         .fenced(Arc::clone(&resumed) as Arc<dyn TimeFence>);
     for _ in 0..5_000 {
         let id = generator.next_id().unwrap();
-        assert!(layout.decompose(id).unwrap().time > last_time, "ID {id} reuses a unit");
+        assert!(
+            layout.decompose(id).unwrap().time > last_time,
+            "ID {id} reuses a unit"
+        );
         assert!(!ids.contains(&id));
     }
     // Let go: the file is gone, the issued-until time covers every ID.
@@ -277,15 +331,30 @@ async fn an_expired_lease_is_not_continued_and_its_file_is_deleted() {
     let dir = tempfile::tempdir().unwrap();
     let layout = vesta();
     let clock = ManualClock::new(T0);
-    let lease = RemoteLease::start(dir.path(), &layout, &grant(9, T0 + 2_000, T0 - 1), Arc::new(clock.clone()))
-        .await
-        .unwrap()
-        .unwrap();
+    let lease = RemoteLease::start(
+        dir.path(),
+        &layout,
+        &grant(9, T0 + 2_000, T0 - 1),
+        Arc::new(clock.clone()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     drop(lease);
     clock.set(T0 + 2_000);
-    assert!(RemoteLease::resume(dir.path(), &layout, Arc::new(clock.clone())).await.unwrap().is_none());
+    assert!(
+        RemoteLease::resume(dir.path(), &layout, Arc::new(clock.clone()))
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert!(!RemoteLease::state_file(dir.path(), 9).exists());
     // An empty or missing directory has nothing to continue.
     let missing = dir.path().join("missing");
-    assert!(RemoteLease::resume(&missing, &layout, Arc::new(clock)).await.unwrap().is_none());
+    assert!(
+        RemoteLease::resume(&missing, &layout, Arc::new(clock))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
