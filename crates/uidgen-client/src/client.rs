@@ -40,12 +40,13 @@ struct Inner {
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
+impl Inner {
+    /// Close every buffer and stop every background task.
+    fn stop(&self) {
         self.ids.close();
         for segment in self
             .segments
-            .get_mut()
+            .read()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
         {
@@ -53,12 +54,18 @@ impl Drop for Inner {
         }
         for task in self
             .tasks
-            .get_mut()
+            .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .drain(..)
         {
             task.abort();
         }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -244,23 +251,7 @@ impl Client {
     /// before the server answered, the lease is left to expire.
     pub async fn close(&self) {
         let inner = &self.inner;
-        inner.ids.close();
-        for segment in inner
-            .segments
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-        {
-            segment.feed.close();
-        }
-        for task in inner
-            .tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-        {
-            task.abort();
-        }
+        inner.stop();
         if let Some(keeper) = inner.fallback.as_ref().and_then(|f| f.keeper()) {
             keeper.release(&inner.peers).await;
         }

@@ -214,7 +214,8 @@ pub(crate) struct Fallback {
 
 #[derive(Debug)]
 enum Mode {
-    Leased(LeaseKeeper),
+    /// Boxed: one per client, and far larger than the explicit id's state.
+    Leased(Box<LeaseKeeper>),
     Explicit {
         worker_id: u64,
         state_path: PathBuf,
@@ -236,12 +237,12 @@ impl Fallback {
                 state_dir,
                 ttl,
                 holder,
-            } => Mode::Leased(LeaseKeeper::new(
+            } => Mode::Leased(Box::new(LeaseKeeper::new(
                 options.layout.clone(),
                 state_dir,
                 ttl,
                 holder.unwrap_or_else(default_holder),
-            )),
+            ))),
             Source::Explicit {
                 worker_id,
                 state_path,

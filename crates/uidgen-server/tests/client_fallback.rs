@@ -567,4 +567,23 @@ async fn racing_claims(db: TestDb) {
         refused.message().contains("worker.fallback_range"),
         "{refused:?}"
     );
+    // Out-of-bounds input is INVALID_ARGUMENT; a renewal of a lease not held is ABORTED.
+    let short = grpc
+        .claim_fallback_lease(uidgen_proto::v1::ClaimFallbackLeaseRequest {
+            holder: "late".into(),
+            ttl_ms: 999,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(short.code(), tonic::Code::InvalidArgument, "{short:?}");
+    let forged = grpc
+        .renew_fallback_lease(uidgen_proto::v1::RenewFallbackLeaseRequest {
+            worker_id: 100,
+            holder: "racer-0#0000000000000000".into(),
+            ttl_ms: 60_000,
+            issued_until_ms: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(forged.code(), tonic::Code::Aborted, "{forged:?}");
 }

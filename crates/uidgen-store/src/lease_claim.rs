@@ -23,6 +23,9 @@ use crate::worker_range::WorkerIdRange;
 /// [`StoreError::LeaseContention`].
 pub(crate) const CLAIM_ATTEMPTS: u32 = 8;
 
+/// After a lost race, a claim picks among this many of the lowest never-used ids.
+const SPREAD: u64 = 64;
+
 /// A row this claim won.
 #[derive(Debug, Clone)]
 pub(crate) struct ClaimedRow {
@@ -94,7 +97,21 @@ pub(crate) async fn claim_row(
             });
         }
         // A never-used id needs no wait; among expired ones, the least recently used first.
-        if let Some(fresh) = (low..=max).find(|id| !used.contains(id))
+        // The lowest first; after a lost race, one of the lowest few at random, so that many
+        // claimants starting together (a fleet of clients) spread out instead of all racing
+        // for the same id round after round.
+        let unused = range
+            .count()
+            .saturating_sub(u64::try_from(used.len()).unwrap_or(u64::MAX));
+        let skip = if attempt == 0 || unused <= 1 {
+            0
+        } else {
+            fastrand::u64(..unused.min(SPREAD))
+        };
+        let fresh = (low..=max)
+            .filter(|id| !used.contains(id))
+            .nth(usize::try_from(skip).unwrap_or(0));
+        if let Some(fresh) = fresh
             && store.try_insert_lease(fresh, holder, expires).await?
         {
             return Ok(won(fresh, 0));

@@ -394,13 +394,18 @@ impl MarkFence {
         layout: &Layout,
         timing: &MarkTiming,
     ) -> Result<Self> {
-        Self::continue_above(cache, worker_id, layout, timing, 0, None).await
+        Self::continue_above(cache, worker_id, layout, timing, 0, None, true).await
     }
 
     /// [`continue_from`](Self::continue_from) for a mark that belongs to a lease: the floor is
     /// also at least `floor_ms` (where the lease's authority says earlier holders stopped),
     /// and the file records `claim`, the lease's holder string and an expiry its authority
     /// accepted, so that a restart from the file knows which lease it continues and until when.
+    ///
+    /// `keep_ahead` starts the thread that keeps the mark a step ahead of the clock, so that
+    /// issuing seldom waits for the disk; without it the mark rises only when an ID needs it
+    /// (for an id that issues only now and then, such as a client's fallback, which would
+    /// otherwise write its file every second while it is not used).
     ///
     /// Cancel safety: as for `continue_from`, but once the wait is over the file records
     /// `claim` with the mark raised to the floor.
@@ -411,6 +416,7 @@ impl MarkFence {
         timing: &MarkTiming,
         floor_ms: u64,
         claim: Option<(&str, u64)>,
+        keep_ahead: bool,
     ) -> Result<Self> {
         let clock = &timing.clock;
         let (mark, previous) =
@@ -424,7 +430,9 @@ impl MarkFence {
             }
             None => mark.begin(None, None)?,
         }
-        mark.start_refresher()?;
+        if keep_ahead {
+            mark.start_refresher()?;
+        }
         Ok(Self {
             mark,
             max_borrow_ms: Some(uidgen_core::clock::saturating_millis(timing.max_borrow)),

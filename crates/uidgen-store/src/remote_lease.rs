@@ -9,6 +9,8 @@
 //! - `floor`: the floor the server granted (past the expiry the claim replaced, at least the
 //!   recorded issued-until time), and the state file's mark, whichever is higher. A start
 //!   waits until its clock passes it.
+//! - The mark rises only when an ID needs it (no thread keeps it ahead: a fallback is idle
+//!   most of its life, and its file should not be written every second meanwhile).
 //! - The state file (`{dir}/fallback-{worker_id}.state`) is locked from the claim (or the
 //!   restart) until the process lets the lease go, so two processes never hold one lease's
 //!   file; it records the holder string and the confirmed `valid_until`. A process restarted
@@ -122,6 +124,7 @@ impl RemoteLease {
             &timing(clock),
             grant.floor_ms,
             Some((&grant.holder, grant.valid_until_ms)),
+            false,
         )
         .await?;
         Ok(Some(Self::new(
@@ -217,6 +220,7 @@ impl RemoteLease {
             &timing(Arc::clone(clock)),
             0,
             Some((&holder, valid_until)),
+            false,
         )
         .await?;
         let lease = Self::new(fence, worker_id, holder, valid_until, false);

@@ -211,21 +211,20 @@ fn grant(worker_id: u64, valid_until_ms: u64, floor_ms: u64) -> LeaseGrant {
     }
 }
 
+/// Keep `grant` in `dir` on `clock`: the lease (its file must be free).
+async fn kept(dir: &std::path::Path, grant: &LeaseGrant, clock: &ManualClock) -> RemoteLease {
+    RemoteLease::start(dir, &vesta(), grant, Arc::new(clock.clone()))
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_remote_lease_fences_its_generator_by_the_confirmed_valid_until_and_the_floor() {
     let dir = tempfile::tempdir().unwrap();
     let layout = vesta();
     let clock = ManualClock::new(T0);
-    let lease = RemoteLease::start(
-        dir.path(),
-        &layout,
-        &grant(7, T0 + 3_000, T0 - 1),
-        Arc::new(clock.clone()),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    let lease = Arc::new(lease);
+    let lease = Arc::new(kept(dir.path(), &grant(7, T0 + 3_000, T0 - 1), &clock).await);
     let generator = DefaultUidGenerator::new(layout.clone(), 7, clock.clone())
         .unwrap()
         .fenced(Arc::clone(&lease) as Arc<dyn TimeFence>);
@@ -331,16 +330,7 @@ async fn an_expired_lease_is_not_continued_and_its_file_is_deleted() {
     let dir = tempfile::tempdir().unwrap();
     let layout = vesta();
     let clock = ManualClock::new(T0);
-    let lease = RemoteLease::start(
-        dir.path(),
-        &layout,
-        &grant(9, T0 + 2_000, T0 - 1),
-        Arc::new(clock.clone()),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    drop(lease);
+    drop(kept(dir.path(), &grant(9, T0 + 2_000, T0 - 1), &clock).await);
     clock.set(T0 + 2_000);
     assert!(
         RemoteLease::resume(dir.path(), &layout, Arc::new(clock.clone()))

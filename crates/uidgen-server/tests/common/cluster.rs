@@ -147,11 +147,25 @@ impl Cluster {
 impl Node {
     fn new() -> Node {
         Node {
-            http: free_port(),
-            grpc: free_port(),
+            http: fixed_port(),
+            grpc: fixed_port(),
             server: None,
         }
     }
+}
+
+/// A port for a node that must come back at the same address: free now, and below Linux's
+/// ephemeral range (32768-60999), so that no outgoing connection of a parallel test (to a
+/// database, say) takes it as its local port between this pick and the server's bind, as one
+/// from [`free_port`] may.
+fn fixed_port() -> u16 {
+    for _ in 0..200 {
+        let port = fastrand::u16(20_000..32_000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    free_port()
 }
 
 /// A client that notices outages quickly (the tests kill servers on purpose).
