@@ -348,3 +348,78 @@ async fn an_expired_lease_is_not_continued_and_its_file_is_deleted() {
             .is_none()
     );
 }
+
+per_db! {
+    /// The argument of docs/OPERATIONS.md for the leased client fallback, on two "hosts" with
+    /// clocks of their own (separate state directories, separate clocks, one database): host A
+    /// (2 s ahead of the server) issues under its lease until the lease stops it; once the
+    /// server's clock has passed the row's expiry, host B (5 s behind, then stepped back 3 s
+    /// more) takes the id over. B's floor lies above A's limit, so B never stamps a unit A
+    /// stamped, whatever its clock reads: no ID in common.
+    async fn a_successor_on_another_host_never_stamps_a_unit_of_its_predecessor(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        let layout = vesta();
+        let server = ManualClock::new(T0);
+        let one = WorkerIdRange::new(3, 3).unwrap();
+        let leases = FallbackLeases::new(store, one).with_clock(server.clone());
+        let ttl = Duration::from_secs(10);
+
+        let (dir_a, clock_a) = (tempfile::tempdir().unwrap(), ManualClock::new(T0 + 2_000));
+        let grant_a = leases.claim(&layout, "host-a", ttl).await.unwrap();
+        let lease_a = Arc::new(kept(dir_a.path(), &grant_a, &clock_a).await);
+        let gen_a = DefaultUidGenerator::new(layout.clone(), 3, clock_a.clone())
+            .unwrap()
+            .fenced(Arc::clone(&lease_a) as Arc<dyn TimeFence>);
+        // A renewal the store accepted raises A's limit; A issues until its lease stops it.
+        server.advance(4_000);
+        let renewed = leases.renew(&layout, 3, &grant_a.holder, ttl, 0).await.unwrap();
+        lease_a.confirm(renewed);
+        let mut ids_a = Vec::new();
+        let stopped = loop {
+            match gen_a.next_id() {
+                Ok(id) => ids_a.push(id),
+                Err(error) => break error,
+            }
+            if ids_a.len() % 1_000 == 0 {
+                clock_a.advance(500);
+            }
+        };
+        assert!(matches!(stopped, UidError::BeyondFence { .. }), "{stopped:?}");
+        let a_last = ids_a.iter().map(|id| layout.decompose(*id).unwrap().time).max().unwrap();
+        assert!(layout.millis_of(a_last + 1) <= renewed);
+
+        // B's claim waits for the server's clock to pass the row's expiry.
+        server.set(renewed);
+        let busy = leases.claim(&layout, "host-b", ttl).await.unwrap_err();
+        assert!(matches!(busy, StoreError::NoFreeWorkerId { .. }), "{busy:?}");
+        server.set(renewed + 1);
+        let grant_b = leases.claim(&layout, "host-b", ttl).await.unwrap();
+        assert!(grant_b.floor_ms > renewed, "{grant_b:?}");
+        // B's clock is 5 s behind the server's: its start waits for the clock to pass the floor.
+        let clock_b = ManualClock::new(renewed + 1 - 5_000);
+        let stepper = {
+            let clock_b = clock_b.clone();
+            let floor = grant_b.floor_ms;
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                clock_b.set(floor + 1);
+            })
+        };
+        let dir_b = tempfile::tempdir().unwrap();
+        let lease_b = Arc::new(kept(dir_b.path(), &grant_b, &clock_b).await);
+        stepper.await.unwrap();
+        let gen_b = DefaultUidGenerator::new(layout.clone(), 3, clock_b.clone())
+            .unwrap()
+            .fenced(Arc::clone(&lease_b) as Arc<dyn TimeFence>);
+        let mut ids_b: Vec<u64> = (0..1_000).map(|_| gen_b.next_id().unwrap()).collect();
+        // B's clock steps back 3 s: refused, never an old unit.
+        clock_b.rewind(3_000);
+        assert!(matches!(gen_b.next_id(), Err(UidError::ClockMovedBackwards { .. })));
+        clock_b.advance(4_000);
+        ids_b.extend((0..1_000).map(|_| gen_b.next_id().unwrap()));
+        let b_first = ids_b.iter().map(|id| layout.decompose(*id).unwrap().time).min().unwrap();
+        assert!(b_first > a_last, "B stamped unit {b_first}, A up to {a_last}");
+        let a: std::collections::HashSet<u64> = ids_a.iter().copied().collect();
+        assert_eq!(ids_b.iter().filter(|id| a.contains(id)).count(), 0);
+    }
+}
