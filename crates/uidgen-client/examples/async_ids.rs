@@ -23,10 +23,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .connect()
         .await?;
     let id = client.next_id().await?; // from the local buffer, refilled in the background
-    println!(
-        "{id} (fallback worker id {:?})",
-        client.fallback_worker_id()
-    );
+    let worker = client.fallback_worker_id(); // the leased id; None until a server leased one
+    println!("{id} (fallback worker id {worker:?})");
     client.close().await; // gives the lease back at once
     // README end
     Ok(())
