@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Fuzz the HTTP API from its own description: schemathesis reads /openapi.json of a real
 # `uidgen serve` (sharded mode on against the local Redis, segment mode on a fresh SQLite
-# store, admin routes enabled) and sends what the document allows, then what it forbids, then
-# chains of calls (stateful phase). Any failure of schemathesis's default checks fails the run:
-# a 5xx, a request the document allows that the server refuses, a response the document does
-# not describe, a request the document forbids that the server takes. It runs twice: with the
-# admin token, and without (every admin route must then answer 401, as described).
+# store, admin routes enabled, fallback worker ids leased to clients) and sends what the
+# document allows, then what it forbids, then chains of calls (stateful phase). Any failure of
+# schemathesis's default checks fails the run: a 5xx, a request the document allows that the
+# server refuses, a response the document does not describe, a request the document forbids
+# that the server takes (one exception, explained in scripts/schemathesis.toml). It runs twice:
+# with the admin token, and without (every admin route must then answer 401, as described).
 #
 # Usage: scripts/fuzz-api.sh [path/to/uidgen]   (default: target/debug/uidgen, built if missing)
 # FUZZ_EXAMPLES sets schemathesis's --max-examples (default 40 per operation and phase). The
@@ -14,6 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bin=${1:-target/debug/uidgen}
+# Its one exception to the default checks, and why: scripts/schemathesis.toml.
+config=$PWD/scripts/schemathesis.toml
 examples=${FUZZ_EXAMPLES:-40}
 redis_url=${UIDGEN_REDIS_URL:-redis://127.0.0.1:6379}
 
@@ -42,6 +45,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 UIDGEN_STORE="sqlite://$work/uidgen.db" \
 UIDGEN_SHARDED_ENABLED=true UIDGEN_REDIS_URL="$redis_url" UIDGEN_SHARDED_KEY_PREFIX="$prefix" \
 UIDGEN_ADMIN_TOKEN="$token" UIDGEN_GRPC_LISTEN="" RUST_LOG=warn \
+UIDGEN_WORKER_RANGE=1-4000000 UIDGEN_WORKER_FALLBACK_RANGE=4000001-max \
   "$bin" serve --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
 server=$!
 for _ in $(seq 1 120); do
@@ -55,7 +59,7 @@ run() { # what, extra schemathesis args...
   local what=$1; shift
   printf '\n--- schemathesis, %s\n' "$what"
   # Its example database and reports stay in the scratch directory.
-  (cd "$work" && "$VENV/bin/schemathesis" run "http://127.0.0.1:$port/openapi.json" \
+  (cd "$work" && "$VENV/bin/schemathesis" --config-file "$config" run "http://127.0.0.1:$port/openapi.json" \
     --max-examples "$examples" --phases examples,coverage,fuzzing,stateful \
     --generation-database none --no-color "$@")
 }

@@ -135,7 +135,7 @@ FUZZ_EXAMPLES=${FUZZ_EXAMPLES:-100} scripts/fuzz-api.sh target/debug/uidgen
 log "container: Dockerfile and compose.yaml (built when a container engine runs, else linted)"
 scripts/check-container.sh
 
-log "loom models of the ring buffer"
+log "loom models of the ring buffer and the sequencer"
 RUSTFLAGS="--cfg uidgen_loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
   cargo test -p uidgen-loom --release --locked
 

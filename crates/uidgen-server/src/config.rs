@@ -172,13 +172,18 @@ pub struct WorkerConfig {
     pub state_dir: Option<PathBuf>,
     /// `"LO-HI"` (or `"LO..=HI"`): the worker ids this assigner hands out on the store,
     /// recorded there so that assigners sharing it keep to disjoint ranges (default: the whole
-    /// layout, from 1 for disposable; Vesta's server range 924-1023 for zookeeper on a 10-bit
-    /// worker field). The key is `worker.range`; `worker.id_range` is read as the same key.
+    /// layout, from 1 for disposable; Vesta's server range 924-1023 on Vesta layouts, and for
+    /// zookeeper on any 10-bit worker field). The key is `worker.range`; `worker.id_range` is
+    /// read as the same key.
     #[serde(rename = "range", alias = "id_range")]
     pub id_range: Option<String>,
     /// zookeeper: a static worker id to run on when ZooKeeper is unreachable at start-up and
     /// no usable local cache exists (Vesta's fallback chain); outside the ZooKeeper range.
     pub fallback_static: Option<u64>,
+    /// `"LO-HI"`, `"LO-max"` or `"off"`: the embedded range, whose worker ids this server
+    /// leases to clients' fallback generators (default: 0-923 on Vesta layouts, none
+    /// otherwise; see [`crate::fallback`]).
+    pub fallback_range: Option<String>,
 }
 
 impl WorkerConfig {
@@ -220,6 +225,7 @@ impl Default for WorkerConfig {
             state_dir: None,
             id_range: None,
             fallback_static: None,
+            fallback_range: None,
         }
     }
 }
@@ -392,6 +398,7 @@ const ENV_KEYS: &[(&[&str], Kind)] = &[
     (&["worker", "state_dir"], Kind::Str),
     (&["worker", "range"], Kind::Str),
     (&["worker", "fallback_static"], Kind::Int),
+    (&["worker", "fallback_range"], Kind::Str),
     (&["zookeeper", "connect"], Kind::Str),
     (&["zookeeper", "name"], Kind::Str),
     (&["zookeeper", "session_timeout_ms"], Kind::Int),
@@ -738,6 +745,7 @@ impl Config {
         }
         self.validate_segment()?;
         crate::sharded::validate(self)?;
+        crate::fallback::validate(self)?;
         crate::zk::validate(self)
     }
 

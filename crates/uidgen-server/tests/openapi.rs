@@ -31,6 +31,7 @@ fn concrete(path: &str) -> String {
         .replace("{key}", "k")
         .replace("{tag}", "t")
         .replace("{app_id}", "1")
+        .replace("{worker_id}", "1")
 }
 
 #[tokio::test]
@@ -542,4 +543,132 @@ async fn error_codes_the_document_names_are_codes_the_server_sends() {
         }
     }
     assert!(named >= 5, "only {named} codes named");
+}
+
+/// The fallback lease routes: described with their bounds, and answering what they describe,
+/// on a router without a fallback range and on one leasing from a SQLite store.
+#[tokio::test]
+async fn the_fallback_lease_routes_answer_what_they_describe() {
+    let doc = document(&router()).await;
+    let claim = &doc["components"]["schemas"]["ClaimFallbackRequest"];
+    assert_eq!(claim["properties"]["ttl_ms"]["minimum"], 1000, "{claim}");
+    assert_eq!(
+        claim["properties"]["ttl_ms"]["maximum"], 86_400_000,
+        "{claim}"
+    );
+    assert_eq!(claim["properties"]["holder"]["maxLength"], 111, "{claim}");
+    let described = |path: &str, status: &str| {
+        doc["paths"][path]["post"]["responses"][status]["content"]["application/json"]["schema"]
+            .clone()
+    };
+
+    // No fallback range: a clear refusal naming the key.
+    let body = r#"{"holder":"app/1","ttl_ms":60000}"#;
+    let (status, text) = call(&router(), "POST", "/v1/fallback/leases", &[], body).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{text}");
+    assert_eq!(json(&text)["code"], "fallback_disabled");
+    assert!(text.contains("worker.fallback_range"), "{text}");
+    assert!(
+        described("/v1/fallback/leases", "404")
+            .get("$ref")
+            .is_some()
+    );
+
+    let (store, _) = uidgen_store::testing::fresh_store(uidgen_store::testing::TestDb::Sqlite)
+        .await
+        .unwrap();
+    let layout = Layout::vesta_max_peak().unwrap();
+    let generator = DefaultUidGenerator::new(layout, 1000, SystemClock).unwrap();
+    let mut state = AppState::embedded(Arc::new(generator), 1000);
+    let range = uidgen_store::WorkerIdRange::new(0, 923).unwrap();
+    state.fallback = Some(Arc::new(uidgen_store::FallbackLeases::new(store, range)));
+    let r = app(Arc::new(state));
+
+    let (status, text) = call(&r, "POST", "/v1/fallback/leases", &[], body).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let lease = json(&text);
+    let schema = &doc["components"]["schemas"]["FallbackLease"];
+    for key in schema["required"].as_array().unwrap() {
+        assert!(
+            lease.get(key.as_str().unwrap()).is_some(),
+            "{key} missing: {text}"
+        );
+    }
+    assert_eq!(lease["worker_id"], 0);
+    assert_eq!(lease["layout"]["name"], "vesta_max_peak");
+    assert!(lease["floor_ms"].as_u64().unwrap() < lease["valid_until_ms"].as_u64().unwrap());
+    let holder = lease["holder"].as_str().unwrap().to_owned();
+    assert!(holder.starts_with("app/1#"), "{holder}");
+
+    let cases = [
+        (
+            "/v1/fallback/leases",
+            r#"{"holder":"app/1","ttl_ms":999}"#.to_owned(),
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+        (
+            "/v1/fallback/leases",
+            r#"{"holder":"","ttl_ms":60000}"#.to_owned(),
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+        (
+            "/v1/fallback/leases",
+            "{}".to_owned(),
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+        (
+            "/v1/fallback/leases/0/renew",
+            r#"{"holder":"app/1#0000000000000000","ttl_ms":60000}"#.to_owned(),
+            StatusCode::CONFLICT,
+            "fallback_lease_lost",
+        ),
+        (
+            "/v1/fallback/leases/924/renew",
+            format!(r#"{{"holder":"{holder}","ttl_ms":60000}}"#),
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+        (
+            "/v1/fallback/leases/x/renew",
+            format!(r#"{{"holder":"{holder}","ttl_ms":60000}}"#),
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+    ];
+    for (uri, body, expected, code) in cases {
+        let (status, text) = call(&r, "POST", uri, &[], &body).await;
+        assert_eq!(
+            (status, json(&text)["code"].as_str()),
+            (expected, Some(code)),
+            "{uri} {body}: {text}"
+        );
+        let path = if uri.ends_with("/renew") {
+            "/v1/fallback/leases/{worker_id}/renew"
+        } else {
+            uri
+        };
+        assert!(
+            described(path, status.as_str()).get("$ref").is_some(),
+            "{path} does not describe {status}"
+        );
+    }
+    let renew = format!(r#"{{"holder":"{holder}","ttl_ms":60000,"issued_until_ms":1}}"#);
+    let (status, text) = call(&r, "POST", "/v1/fallback/leases/0/renew", &[], &renew).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    assert!(
+        json(&text)["valid_until_ms"].as_u64().unwrap()
+            >= lease["valid_until_ms"].as_u64().unwrap()
+    );
+    let release = format!(r#"{{"holder":"{holder}","issued_until_ms":1}}"#);
+    let (status, text) = call(&r, "POST", "/v1/fallback/leases/0/release", &[], &release).await;
+    assert_eq!(
+        (status, json(&text)["released"].as_bool()),
+        (StatusCode::OK, Some(true)),
+        "{text}"
+    );
+    let (_, text) = call(&r, "POST", "/v1/fallback/leases/0/release", &[], &release).await;
+    assert_eq!(json(&text)["released"], false, "{text}");
 }

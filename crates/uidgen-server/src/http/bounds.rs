@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 use uidgen_core::layout::PRESET_NAMES;
-use uidgen_core::{FieldKind, Layout};
+use uidgen_core::{Clock, FieldKind, Layout};
 use uidgen_segment::SegmentOptions;
 
 use super::AppState;
@@ -22,6 +22,10 @@ struct Limits<'a> {
     batch_cap: u64,
     max_lease_size: u64,
     layout: &'a Layout,
+    /// The worker ids this server leases to clients' fallbacks (`worker.fallback_range`).
+    fallback_ids: (u64, u64),
+    /// Now, by this server's clock, in ms since the Unix epoch.
+    now_ms: u64,
 }
 
 /// Fill the bounds into `document` (the JSON of the generated OpenAPI document).
@@ -32,10 +36,21 @@ pub(super) fn describe(document: &mut Value, state: &AppState) {
         .map_or(SegmentOptions::default().max_lease_size, |s| {
             s.max_lease_size()
         });
+    let layout = state.generator.layout();
+    // Without a fallback range the routes answer 404 whatever the id: any worker id will do.
+    let fallback_ids = state
+        .fallback
+        .as_ref()
+        .and_then(|leases| leases.range().within(layout).ok())
+        .map_or((0, layout.max_worker_id()), |range| {
+            (range.low(), range.high())
+        });
     let limits = Limits {
         batch_cap: u64::try_from(state.batch_cap).unwrap_or(u64::MAX),
         max_lease_size: u64::try_from(max_lease_size).unwrap_or(0),
-        layout: state.generator.layout(),
+        layout,
+        fallback_ids,
+        now_ms: uidgen_core::SystemClock.now_millis(),
     };
     if let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) {
         for operation in paths.values_mut().filter_map(Value::as_object_mut) {
@@ -93,6 +108,7 @@ fn bound_parameter(operation: &str, param: &mut Value, limits: &Limits) -> bool 
         ("path", "id") => integer(0, i64::MAX.unsigned_abs()),
         ("path", "tag") => tag(),
         ("path", "app_id") => integer(0, u8::MAX.into()),
+        ("path", "worker_id") => integer(limits.fallback_ids.0, limits.fallback_ids.1),
         _ => return true,
     };
     param["schema"] = schema;
@@ -124,6 +140,19 @@ fn bound_body(name: &str, schema: &mut Value, limits: &Limits) {
             ("MakeRequest", "version") => integer(0, layout.max(FieldKind::Version)),
             ("MakeRequest", "type") => nullable(integer(0, layout.max(FieldKind::Type))),
             ("MakeRequest", "method") => integer(0, layout.max(FieldKind::Method)),
+            // `uidgen_store::FallbackLeases`: a holder name without control characters; the
+            // holder string a claim returned has a `#`; a client issues only within its
+            // lease, at most a lease's length past now (a bound that only grows).
+            ("ClaimFallbackRequest", "holder") => {
+                json!({ "pattern": format!("^[^{CONTROL}]*$") })
+            }
+            ("RenewFallbackRequest" | "ReleaseFallbackRequest", "holder") => {
+                json!({ "pattern": r"^[\s\S]*#[\s\S]*$" })
+            }
+            ("RenewFallbackRequest" | "ReleaseFallbackRequest", "issued_until_ms") => {
+                let reach = u64::try_from(uidgen_store::MAX_LEASE_TTL.as_millis()).unwrap_or(0);
+                integer(0, limits.now_ms.saturating_add(reach))
+            }
             _ => continue,
         };
         merge(property, bound);

@@ -40,6 +40,10 @@ use super::error::ErrorBody;
         (name = "ids", description = "IDs of the served layout: batches, decode, make"),
         (name = "segments", description = "Leaf's segment mode"),
         (name = "sharded", description = "The sharded mode: app id and shard inside each ID"),
+        (
+            name = "fallback",
+            description = "Worker ids leased to clients' embedded fallback generators"
+        ),
         (name = "leaf", description = "Leaf's routes, answering bare text"),
         (name = "vesta", description = "Vesta's REST routes"),
         (name = "admin", description = "Behind `Authorization: Bearer <admin_token>`"),

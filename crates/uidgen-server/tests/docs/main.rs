@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{Server, binary, sqlite_url, temp_dir};
-use markdown::{Block, Step, answers, console_blocks};
+use markdown::{Block, Step, console_blocks, matches};
 
 /// The documents whose examples run, relative to the workspace root.
 const DOCUMENTS: [&str; 2] = ["README.md", "docs/API.md"];
@@ -107,9 +107,21 @@ fn program(command: &str) -> &str {
 }
 
 /// Run one step in bash against `started`; `Err` says how it differs from the document.
-fn run(step: &Step, started: &Started, cwd: &Path) -> Result<(), String> {
+///
+/// `given` holds what the block's `# varies:` values stood for so far: later commands are run
+/// with those.
+fn run(
+    block: &Block,
+    step: &Step,
+    started: &Started,
+    cwd: &Path,
+    given: &mut Vec<(String, String)>,
+) -> Result<(), String> {
     let port = started.server.base.trim_start_matches("http://");
     let mut command = step.command.clone();
+    for (shown, actual) in given.iter() {
+        command = command.replace(shown.as_str(), actual);
+    }
     for shown in SHOWN_ADDRESSES {
         command = command.replace(shown, port);
     }
@@ -158,7 +170,12 @@ fn run(step: &Step, started: &Started, cwd: &Path) -> Result<(), String> {
             Ok(())
         };
     }
-    if answers(&step.expected, &stdout) {
+    if let Some(found) = matches(&step.expected, &block.varies, &stdout) {
+        for (shown, actual) in found {
+            if !given.iter().any(|(s, _)| *s == shown) {
+                given.push((shown, actual));
+            }
+        }
         Ok(())
     } else {
         Err(format!(
@@ -201,6 +218,7 @@ fn every_console_example_in_the_docs_gives_the_answer_it_shows() {
                 not_run.push(format!("{document}:{}: {why}", block.line));
                 continue;
             }
+            let mut given = Vec::new();
             for step in &block.steps {
                 let name = program(&step.command);
                 if !PROGRAMS.contains(&name) {
@@ -213,7 +231,7 @@ fn every_console_example_in_the_docs_gives_the_answer_it_shows() {
                     continue;
                 }
                 let started = servers.for_block(block, document.replace('/', "-").as_str());
-                if let Err(why) = run(step, started, &cwd) {
+                if let Err(why) = run(block, step, started, &cwd, &mut given) {
                     failures.push(format!(
                         "{document}:{}: $ {}\n{why}",
                         step.line, step.command

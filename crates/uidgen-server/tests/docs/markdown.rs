@@ -8,6 +8,9 @@
 //!   started with these variables (`uidgen serve`, a fresh store); blocks of one file with the
 //!   same variables talk to one server, in the order they appear.
 //! - `# not run: why` before the first command: the block is not run, and says why.
+//! - `# varies: VALUE ...` before the first command: example values that differ on every run (a
+//!   random token, a time). In an answer each matches any value of letters and digits; a later
+//!   command of the block that names it is run with the value the server gave.
 //! - In an answer, `...` stands for any text, `<id>` for an ID and `<n>` for a number (any
 //!   decimal integer, both) and `<timestamp>` for an ISO-8601 UTC time
 //!   (`2026-11-22T19:11:15.000Z`): what depends on the clock. A line
@@ -33,6 +36,8 @@ pub struct Block {
     pub server: Vec<(String, String)>,
     /// Why the block is not run, when it says so.
     pub not_run: Option<String>,
+    /// The `# varies:` example values.
+    pub varies: Vec<String>,
     /// Its commands.
     pub steps: Vec<Step>,
 }
@@ -51,6 +56,7 @@ pub fn console_blocks(text: &str) -> Result<Vec<Block>, String> {
             line,
             server: Vec::new(),
             not_run: None,
+            varies: Vec::new(),
             steps: Vec::new(),
         };
         let mut closed = false;
@@ -82,6 +88,10 @@ pub fn console_blocks(text: &str) -> Result<Vec<Block>, String> {
                             .ok_or_else(|| format!("line {n}: `{pair}` is not NAME=VALUE"))?;
                         block.server.push((name.to_owned(), value.to_owned()));
                     }
+                } else if let Some(values) = rest.strip_prefix("varies:") {
+                    block
+                        .varies
+                        .extend(values.split_whitespace().map(str::to_owned));
                 } else if let Some(why) = rest.strip_prefix("not run:") {
                     block.not_run = Some(why.trim().to_owned());
                 }
@@ -113,11 +123,34 @@ pub fn console_blocks(text: &str) -> Result<Vec<Block>, String> {
 
 /// Whether `actual` (a command's output) is the answer `expected` shows.
 pub fn answers(expected: &[String], actual: &str) -> bool {
-    pattern(expected).is_match(actual.trim_end_matches('\n'))
+    matches(expected, &[], actual).is_some()
 }
 
-/// The expected answer as a regular expression: its text literal, its placeholders not.
-pub fn pattern(expected: &[String]) -> regex::Regex {
+/// Whether `actual` is the answer `expected` shows, each of `varies` standing for any value of
+/// letters and digits: the values they stood for (`(shown, given)` pairs), or `None`.
+pub fn matches(
+    expected: &[String],
+    varies: &[String],
+    actual: &str,
+) -> Option<Vec<(String, String)>> {
+    let (regex, slots) = pattern(expected, varies);
+    let found = regex.captures(actual.trim_end_matches('\n'))?;
+    let mut given: Vec<(String, String)> = Vec::new();
+    for (i, shown) in slots.iter().enumerate() {
+        let got = found.get(i + 1)?.as_str().to_owned();
+        match given.iter().find(|(s, _)| s == shown) {
+            // One example value stands for one value throughout the answer.
+            Some((_, before)) if *before != got => return None,
+            Some(_) => {}
+            None => given.push((shown.clone(), got)),
+        }
+    }
+    Some(given)
+}
+
+/// The expected answer as a regular expression, its text literal and its placeholders not; and
+/// the `varies` value each of its capture groups stands for.
+pub fn pattern(expected: &[String], varies: &[String]) -> (regex::Regex, Vec<String>) {
     let mut joined: Vec<String> = Vec::new();
     for line in expected {
         match joined.last_mut() {
@@ -127,13 +160,18 @@ pub fn pattern(expected: &[String]) -> regex::Regex {
     }
     let text = joined.join("\n");
     let mut source = String::from("(?s)^");
+    let mut slots = Vec::new();
     let mut rest = text.as_str();
+    let fixed = ["...", "<id>", "<n>", "<timestamp>"];
     while !rest.is_empty() {
-        let next = ["...", "<id>", "<n>", "<timestamp>"]
+        // The earliest placeholder; of two at one place, the longer.
+        let next = fixed
             .iter()
-            .filter_map(|p| rest.find(p).map(|at| (at, *p)))
+            .copied()
+            .chain(varies.iter().map(String::as_str))
+            .filter_map(|p| rest.find(p).map(|at| (at, std::cmp::Reverse(p.len()), p)))
             .min();
-        let Some((at, placeholder)) = next else {
+        let Some((at, _, placeholder)) = next else {
             source.push_str(&regex::escape(rest));
             break;
         };
@@ -141,12 +179,17 @@ pub fn pattern(expected: &[String]) -> regex::Regex {
         source.push_str(match placeholder {
             "..." => ".*?",
             "<id>" | "<n>" => "[0-9]+",
-            _ => r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z",
+            "<timestamp>" => r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z",
+            varying => {
+                slots.push(varying.to_owned());
+                "([0-9A-Za-z]+)"
+            }
         });
         rest = &rest[at + placeholder.len()..];
     }
     source.push('$');
-    regex::Regex::new(&source).expect("an escaped pattern compiles")
+    let regex = regex::Regex::new(&source).expect("an escaped pattern compiles");
+    (regex, slots)
 }
 
 #[cfg(test)]
@@ -210,5 +253,22 @@ mod tests {
         ));
         assert!(!answers(&shown("a.c"), "abc"), "text is literal");
         assert!(answers(&shown("one\ntwo"), "one\ntwo\n"));
+    }
+
+    #[test]
+    fn varying_values_match_any_token_and_say_what_they_stood_for() {
+        let shown = vec![r#"{"holder":"a#f00d","until":17,"again":"f00d"}"#.to_owned()];
+        let varies = ["f00d".to_owned(), "17".to_owned()];
+        let actual = r#"{"holder":"a#b33f","until":99,"again":"b33f"}"#;
+        let given = matches(&shown, &varies, actual).unwrap();
+        assert_eq!(
+            given,
+            [("f00d".into(), "b33f".into()), ("17".into(), "99".into())]
+        );
+        // One example value is one value: two different ones do not match it.
+        let two = r#"{"holder":"a#b33f","until":99,"again":"c0de"}"#;
+        assert_eq!(matches(&shown, &varies, two), None);
+        let blocks = console_blocks("```console\n# varies: f00d 17\n$ curl x\n```\n").unwrap();
+        assert_eq!(blocks[0].varies, ["f00d", "17"]);
     }
 }
