@@ -92,8 +92,8 @@ pub use id_alloc::{
     MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP,
 };
 pub use leaf_alloc::{
-    LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_step,
-    validate_tag,
+    LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_description,
+    validate_step, validate_tag,
 };
 pub use lease::{LeaseOptions, LeasedWorkerIdAssigner, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 pub use lease_guard::LeaseGuard;

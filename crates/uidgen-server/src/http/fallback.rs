@@ -33,6 +33,7 @@ pub struct ClaimFallbackRequest {
     holder: String,
     /// How long the lease lasts without renewal, in ms.
     #[schema(minimum = 1000, maximum = 86_400_000, example = 600_000)]
+    #[serde(deserialize_with = "super::integer::u64")]
     ttl_ms: u64,
 }
 
@@ -49,10 +50,11 @@ pub struct RenewFallbackRequest {
     holder: String,
     /// How long from now the lease lasts, in ms.
     #[schema(minimum = 1000, maximum = 86_400_000, example = 600_000)]
+    #[serde(deserialize_with = "super::integer::u64")]
     ttl_ms: u64,
     /// Every ID the caller issued with the worker id lies before this instant (ms since the
     /// Unix epoch; 0 or absent: none yet).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::integer::u64")]
     issued_until_ms: u64,
 }
 
@@ -69,7 +71,7 @@ pub struct ReleaseFallbackRequest {
     holder: String,
     /// Every ID the caller issued with the worker id lies before this instant: the next
     /// holder starts above it.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::integer::u64")]
     issued_until_ms: u64,
 }
 

@@ -2,12 +2,14 @@
 //! authentication, metrics and logging).
 
 mod auth;
+mod bounds;
 mod console;
 mod error;
 mod extract;
 mod fallback;
 mod generate;
 mod ids;
+mod integer;
 mod lease;
 mod make;
 mod observe;
