@@ -100,7 +100,7 @@ fn zk_reclaim_refuses_a_threshold_below_the_outage_allowance_and_lists_in_a_dry_
     ];
     let (status, _, stderr) = run(&["zk", "reclaim", "--older-than", "1h"], &env);
     assert!(!status.success());
-    assert!(stderr.contains("below the outage allowance"), "{stderr}");
+    assert!(stderr.contains("below the reservation"), "{stderr}");
     let (status, stdout, stderr) = run(&["zk", "reclaim", "--older-than", "7d", "--dry-run"], &env);
     assert!(status.success(), "{stderr}");
     assert!(
@@ -112,13 +112,24 @@ fn zk_reclaim_refuses_a_threshold_below_the_outage_allowance_and_lists_in_a_dry_
 #[test]
 fn zookeeper_keys_are_checked_naming_the_key() {
     let cases: &[(&[(&str, &str)], &str)] = &[
+        // The static fallback is gone (one id for every host starting while ZooKeeper is down):
+        // refused whatever its value, saying what to keep instead.
         (
             &[
                 ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
                 ("UIDGEN_LAYOUT", "leaf"),
                 ("UIDGEN_WORKER_FALLBACK_STATIC", "1000"),
             ],
-            "invalid config key `worker.fallback_static`: 1000 lies in the ZooKeeper range 924-1023",
+            "invalid config key `worker.fallback_static`: the static fallback was removed: one \
+             configured id is the same id on every host that starts while ZooKeeper is down",
+        ),
+        (
+            &[
+                ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
+                ("UIDGEN_LAYOUT", "vesta_max_peak"),
+                ("UIDGEN_WORKER_FALLBACK_STATIC", "5"),
+            ],
+            "keep that file on disk that survives restarts",
         ),
         (
             &[
@@ -136,7 +147,7 @@ fn zookeeper_keys_are_checked_naming_the_key() {
         ),
         (
             &[("UIDGEN_WORKER_FALLBACK_STATIC", "3")],
-            "invalid config key `worker.fallback_static`: only the zookeeper assigner",
+            "invalid config key `worker.fallback_static`: the static fallback was removed",
         ),
     ];
     for (env, expected) in cases {

@@ -79,8 +79,8 @@ pub(crate) fn parse_forever_name(name: &str) -> Option<(&str, u64)> {
 ///
 /// `timestamp` is the holder's clock at its last accepted report (Leaf's meaning).
 /// `reserved_until` is the holder's promise: it stamps no time unit ending after it unless it
-/// first reports again (it is `timestamp + max_outage`, never lowered). Java Leaf does not
-/// write it.
+/// first reports again (it is `timestamp + reservation`, rolling forward with every report and
+/// never lowered). Java Leaf does not write it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeData {
     /// The holder's IP.

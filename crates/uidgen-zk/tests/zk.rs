@@ -14,9 +14,7 @@ use uidgen_core::{
 };
 use uidgen_store::WorkerIdRange;
 use uidgen_zk::testing::{PrivateZooKeeper, free_port, test_connect, unique};
-use uidgen_zk::{
-    StaticFallback, ZkAssignment, ZkError, ZkOptions, ZkSource, ZooKeeperWorkerIdAssigner,
-};
+use uidgen_zk::{ZkAssignment, ZkError, ZkOptions, ZkSource, ZooKeeperWorkerIdAssigner};
 use zookeeper_client as zk;
 
 const DAY_MS: u64 = 24 * 60 * 60 * 1000;
@@ -43,9 +41,7 @@ async fn start_on(options: &ZkOptions, clock: &ManualClock) -> Result<ZkAssignme
 }
 
 fn stop(assigned: &ZkAssignment) {
-    if let Some(holder) = &assigned.holder {
-        holder.shutdown();
-    }
+    assigned.holder.shutdown();
 }
 
 fn now() -> u64 {
@@ -218,7 +214,7 @@ async fn zookeeper_killed_mid_run_keeps_ids_flowing_and_reports_resume_when_it_r
     let mut opts = options(&format!("{}/outage", server.address()), 7000, dir.path());
     opts.session_timeout = Duration::from_secs(2);
     let held = start(&opts).await.unwrap();
-    let holder = held.holder.clone().unwrap();
+    let holder = held.holder.clone();
     let generator = Arc::new(generator(&held, SystemClock));
     let first_session = live_owner(&server.address(), holder.worker_id())
         .await
@@ -308,7 +304,7 @@ async fn zookeeper_down_at_start_up_runs_on_the_cache_and_refuses_a_cache_ahead_
     );
     let next = generator(&cached, SystemClock).next_id().unwrap();
     assert!(next > *issued.iter().max().unwrap());
-    assert!(!cached.holder.as_ref().unwrap().status().connected);
+    assert!(!cached.holder.status().connected);
     stop(&cached);
     drop(cached);
 
@@ -320,20 +316,16 @@ async fn zookeeper_down_at_start_up_runs_on_the_cache_and_refuses_a_cache_ahead_
         "{error}"
     );
 
-    // No cache: refused, naming both; with a static fallback outside the range: that id.
+    // No cache: refused, naming both and saying what to keep (there is no static fallback: it
+    // would be one id for every host starting while ZooKeeper is down).
     let mut no_cache = down.clone();
     no_cache.cache_file = dir.path().join("missing.state");
     let error = start(&no_cache).await.unwrap_err();
     assert!(matches!(error, ZkError::NoUsableCache { .. }), "{error}");
-    no_cache.range = Some(WorkerIdRange::new(0, 923).unwrap());
-    no_cache.fallback_static = Some(StaticFallback {
-        worker_id: 1000,
-        state_file: dir.path().join("static-1000.state"),
-    });
-    let fallback = start(&no_cache).await.unwrap();
-    assert_eq!(
-        (fallback.source, fallback.assignment.worker_id),
-        (ZkSource::StaticFallback, 1000)
+    assert!(
+        error.to_string().contains("missing.state")
+            && error.to_string().contains("keep `zookeeper.cache_file`"),
+        "{error}"
     );
 }
 
@@ -368,9 +360,9 @@ async fn reclaim_frees_dead_holders_ids_but_never_a_live_nodes() {
     );
     assert!(freed[0].freed);
     assert!(reclaimer.nodes().await.unwrap().contains_key(&live_id));
-    // A threshold below the outage allowance is refused.
+    // A threshold below the reservation (ten minutes) is refused.
     let error = reclaimer
-        .reclaim(Duration::from_secs(3600), true)
+        .reclaim(Duration::from_secs(60), true)
         .await
         .unwrap_err();
     assert!(matches!(error, ZkError::ReclaimThreshold { .. }), "{error}");
@@ -394,7 +386,7 @@ async fn a_reclaimed_id_never_issues_in_a_time_unit_its_old_holder_used() {
         old_ids.extend(old_gen.next_ids(100).unwrap());
         old_clock.advance(1);
     }
-    let reserved = old.holder.as_ref().unwrap().status().reserved_until_ms;
+    let reserved = old.holder.status().reserved_until_ms;
     stop(&old);
     let layout = Layout::leaf().unwrap();
     let old_last = old_ids
@@ -471,7 +463,7 @@ async fn a_used_up_range_is_a_typed_error_naming_it() {
     // A node outside the configured range refuses the start (Vesta).
     let mut moved = options(&connect, 1, dir.path());
     moved.range = Some(WorkerIdRange::new(100, 200).unwrap());
-    held[0].holder.as_ref().unwrap().shutdown();
+    held[0].holder.shutdown();
     let error = start(&moved).await.unwrap_err();
     assert!(
         matches!(error, ZkError::OutsideRange { id: 7, .. }),
@@ -533,7 +525,7 @@ async fn automatic_reclaim_frees_a_dead_holders_id_after_the_threshold() {
     let dir = tempfile::tempdir().unwrap();
     let short = |port| {
         let mut o = options(&connect, port, dir.path());
-        o.max_outage = Duration::from_secs(1);
+        o.reservation = Duration::from_secs(1);
         o
     };
     let dead = start(&short(1)).await.unwrap();
@@ -541,7 +533,7 @@ async fn automatic_reclaim_frees_a_dead_holders_id_after_the_threshold() {
     let mut reclaiming = short(2);
     reclaiming.auto_reclaim_after = Some(Duration::from_secs(1));
     let held = start(&reclaiming).await.unwrap();
-    let holder = held.holder.clone().unwrap();
+    let holder = held.holder.clone();
     let deadline = Instant::now() + Duration::from_secs(20);
     while holder.status().reclaimed == 0 {
         assert!(
@@ -579,7 +571,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
         (cached.source, cached.assignment.worker_id),
         (ZkSource::LocalCache, id)
     );
-    let holder = cached.holder.clone().unwrap();
+    let holder = cached.holder.clone();
     server.resume();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !holder.status().connected {
@@ -604,7 +596,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
     server.stop();
     let cached = start(&opts).await.unwrap();
     assert_eq!(cached.source, ZkSource::LocalCache);
-    let holder = cached.holder.clone().unwrap();
+    let holder = cached.holder.clone();
     let gen_ = generator(&cached, SystemClock);
     gen_.next_id().unwrap();
     server.resume();

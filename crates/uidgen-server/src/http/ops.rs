@@ -31,7 +31,7 @@ pub async fn healthz() -> &'static str {
 /// client gets a fixed sentence, since the reason can name the database.
 ///
 /// A ZooKeeper worker id whose ensemble is away is *degraded but ready*: the held id still
-/// issues (until the outage allowance ends), so a load balancer keeps the instance, and the
+/// issues (until the reservation of its last accepted report ends), so a load balancer keeps the instance, and the
 /// body says `ready (degraded: …)`. It turns 503 once the id is lost or the allowance ran out.
 #[utoipa::path(
     get,

@@ -76,8 +76,6 @@ async fn main() -> AnyResult {
     })
     .await??;
     std::fs::File::create(out)?.write_all(&bytes)?;
-    if let Some(holder) = &assigned.holder {
-        holder.shutdown();
-    }
+    assigned.holder.shutdown();
     Ok(())
 }
