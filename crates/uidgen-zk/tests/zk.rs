@@ -13,7 +13,7 @@ use uidgen_core::{
     Clock, Layout, ManualClock, SnowflakeGenerator, SystemClock, UidError, UidGenerator,
 };
 use uidgen_store::WorkerIdRange;
-use uidgen_zk::testing::{PrivateZooKeeper, free_port, test_connect, unique};
+use uidgen_zk::testing::{PrivateZooKeeper, ReplyDropper, free_port, test_connect, unique};
 use uidgen_zk::{ZkAssignment, ZkError, ZkOptions, ZkSource, ZooKeeperWorkerIdAssigner};
 use zookeeper_client as zk;
 
@@ -613,4 +613,70 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
     assert!(gen_.next_id().is_err());
     // The cache is forgotten: a later start while ZooKeeper is down cannot take the id.
     assert!(!opts.cache_file.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lost_report_reply_or_request_keeps_the_worker_id_and_refuses_nothing() {
+    let connect = test_connect();
+    let (upstream, chroot) = connect.split_once('/').unwrap();
+    let proxy = ReplyDropper::start(upstream);
+    let dir = tempfile::tempdir().unwrap();
+    let opts = options(&format!("{}/{chroot}", proxy.address()), 7200, dir.path());
+    let held = start(&opts).await.unwrap();
+    let holder = held.holder.clone();
+    let id = held.assignment.worker_id;
+    let generator = generator(&held, SystemClock);
+    let mut ids = Vec::new();
+    let mut refusals = 0;
+    let mut issue = |ids: &mut Vec<u64>| match generator.next_ids(100) {
+        Ok(batch) => ids.extend(batch),
+        Err(_) => refusals += 1,
+    };
+    // First the server writes a report and its reply is lost with the connection (the next
+    // report would fail on the version and give the id up); then a report is lost before it
+    // reaches the server.
+    for (round, lose) in [
+        ReplyDropper::drop_next_set_data_reply as fn(&ReplyDropper),
+        ReplyDropper::drop_next_set_data_request,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        lose(&proxy);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while proxy.dropped() == round as u64 {
+            assert!(Instant::now() < deadline, "no report passed the proxy");
+            issue(&mut ids);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let lost_at = now();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            issue(&mut ids);
+            let status = holder.status();
+            assert_eq!(status.lost, None, "round {round}: {status:?}");
+            if status.connected && status.last_report_ms.is_some_and(|t| t > lost_at + 500) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: reports did not resume: {status:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(holder.status().report_failures > round as u64);
+    }
+    holder.check().unwrap();
+    assert_eq!(refusals, 0);
+    assert!(opts.cache_file.exists(), "the cache was given up");
+    let nodes = ZooKeeperWorkerIdAssigner::new(opts.clone())
+        .nodes()
+        .await
+        .unwrap();
+    assert!(nodes.contains_key(&id));
+    let total = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), total);
+    holder.shutdown();
 }
