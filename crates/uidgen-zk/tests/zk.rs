@@ -190,19 +190,65 @@ async fn the_peer_average_check_refuses_a_skewed_clock() {
     let dir = tempfile::tempdir().unwrap();
     let a = start(&options(&connect, 1, dir.path())).await.unwrap();
     let b = start(&options(&connect, 2, dir.path())).await.unwrap();
+    // A clock a minute ahead sees every report as stale: it waits for fresh ones (two session
+    // timeouts and two intervals), then is refused all the same.
+    let mut new_node = options(&connect, 3, dir.path());
+    new_node.session_timeout = Duration::from_secs(1);
     for skew in [60_000i64, -60_000] {
         let clock = ManualClock::new(now().checked_add_signed(skew).unwrap());
-        let error = start_on(&options(&connect, 3, dir.path()), &clock)
-            .await
-            .unwrap_err();
+        let error = start_on(&new_node, &clock).await.unwrap_err();
         assert!(
             matches!(error, ZkError::PeerSkew { peers: 2, .. }),
             "{error}"
         );
     }
     // A clock within the bound starts.
-    let fine = start(&options(&connect, 3, dir.path())).await.unwrap();
-    for held in [&a, &b, &fine] {
+    let fine = start(&new_node).await.unwrap();
+    stop(&fine);
+    // A restart on its own node is checked against that node's last report only (Leaf): a
+    // clock ahead of the peers starts there.
+    let a_id = a.assignment.worker_id;
+    stop(&a);
+    drop(a);
+    let ahead = ManualClock::new(now() + 60_000);
+    let again = start_on(&options(&connect, 1, dir.path()), &ahead)
+        .await
+        .unwrap();
+    assert_eq!(again.assignment.worker_id, a_id);
+    for held in [&again, &b] {
+        stop(held);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_new_holder_started_right_after_a_zookeeper_outage_is_not_refused_for_skew() {
+    let mut server = PrivateZooKeeper::start();
+    let dir = tempfile::tempdir().unwrap();
+    let connect = format!("{}/after-outage", server.address());
+    let opts = |port| {
+        let mut o = options(&connect, port, dir.path());
+        o.report_interval = Duration::from_millis(500);
+        o.session_timeout = Duration::from_secs(2);
+        o
+    };
+    let peers = [
+        start(&opts(1)).await.unwrap(),
+        start(&opts(2)).await.unwrap(),
+    ];
+    // Away for longer than the session timeout and the skew allowed (5 s) plus an interval:
+    // the peers' last reports are that old when it returns.
+    server.stop();
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    server.resume();
+    let fresh = start(&opts(3)).await.unwrap();
+    assert_eq!(fresh.source, ZkSource::ZooKeeper);
+    let ids: HashSet<u64> = peers
+        .iter()
+        .chain([&fresh])
+        .map(|p| p.assignment.worker_id)
+        .collect();
+    assert_eq!(ids.len(), 3);
+    for held in peers.iter().chain([&fresh]) {
         stop(held);
     }
 }
