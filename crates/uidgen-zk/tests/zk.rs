@@ -4,65 +4,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::HashSet;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use uidgen_core::{
-    Clock, Layout, ManualClock, SnowflakeGenerator, SystemClock, UidError, UidGenerator,
-};
+use common::{generator, now, options, start, start_on, stop};
+use uidgen_core::{Layout, ManualClock, SystemClock, UidError, UidGenerator};
 use uidgen_store::WorkerIdRange;
 use uidgen_zk::testing::{PrivateZooKeeper, ReplyDropper, free_port, test_connect, unique};
-use uidgen_zk::{ZkAssignment, ZkError, ZkOptions, ZkSource, ZooKeeperWorkerIdAssigner};
+use uidgen_zk::{ZkError, ZkSource, ZooKeeperWorkerIdAssigner};
 use zookeeper_client as zk;
 
 const DAY_MS: u64 = 24 * 60 * 60 * 1000;
-
-fn options(connect: &str, port: u16, dir: &Path) -> ZkOptions {
-    let mut options = ZkOptions::new(connect, "orders", "127.0.0.1", port.to_string());
-    options.cache_file = dir.join(format!("cache-{port}.state"));
-    options.report_interval = Duration::from_millis(200);
-    options.session_timeout = Duration::from_secs(4);
-    options
-}
-
-async fn start(options: &ZkOptions) -> Result<ZkAssignment, ZkError> {
-    ZooKeeperWorkerIdAssigner::new(options.clone())
-        .start(&Layout::leaf().unwrap())
-        .await
-}
-
-async fn start_on(options: &ZkOptions, clock: &ManualClock) -> Result<ZkAssignment, ZkError> {
-    ZooKeeperWorkerIdAssigner::new(options.clone())
-        .with_clock(clock.clone())
-        .start(&Layout::leaf().unwrap())
-        .await
-}
-
-fn stop(assigned: &ZkAssignment) {
-    assigned.holder.shutdown();
-}
-
-fn now() -> u64 {
-    SystemClock.now_millis()
-}
-
-fn generator<C: Clock + 'static>(assigned: &ZkAssignment, clock: C) -> SnowflakeGenerator<C> {
-    let generator = SnowflakeGenerator::new(
-        Layout::leaf().unwrap(),
-        assigned.assignment.worker_id,
-        clock,
-    )
-    .unwrap();
-    generator.fenced(
-        assigned
-            .assignment
-            .fence
-            .clone()
-            .expect("a ZooKeeper id is fenced"),
-    )
-}
 
 /// A client on the test's chroot, to look at the tree the way an operator would.
 async fn client(connect: &str) -> zk::Client {
