@@ -4,8 +4,12 @@
 //!
 //! Every life of a worker id hands its generator a fence whose `limit` is
 //! `min(local mark, R)`, where `R` is the `reserved_until` of its last report ZooKeeper
-//! accepted (`R >= t + max_outage`, `t` the report's own clock reading) and the local mark is
-//! synced to the cache file before any ID past it. Its successors' `floor`s are:
+//! accepted (`R >= t + reservation`, `t` the report's own clock reading, rolling forward a
+//! few minutes with every report) and the local mark is synced to the cache file before any
+//! ID past it. A holder cut off from ZooKeeper therefore stops at `R`, `reservation` after
+//! its last accepted report: it cannot tell an outage from a partition in which a successor
+//! takes its node, so it may not stamp past what that successor reads (`max_outage` only
+//! bounds the reservation). Its successors' `floor`s are:
 //!
 //! - **A restart on this host whose cache saw the node's last write** (the cache records the
 //!   node's czxid and the mzxid of this host's last accepted report, and the node is still at
@@ -14,11 +18,14 @@
 //!   node since (every start writes it, at the version it read, before issuing); and the lives
 //!   before that write were already below the floor of the life that made it, which its mark
 //!   covers (the mark is raised to at least the floor at start).
-//! - **Any other restart with the same ip:port** (no cache, or one that did not see the last
-//!   write): `floor = max(R, t)`: the last writer's promise. If the clock cannot reach it
-//!   within [`max_start_wait`](crate::ZkOptions::max_start_wait), the node is left alone and a
-//!   fresh id is claimed (a later start reuses the node once `R` has passed, or a reclaim
-//!   frees it).
+//! - **Any other restart with the same ip:port** (no cache, one that did not see the last
+//!   write, or another host with the same address), once the last session's live node is
+//!   gone: `floor = max(R, t)`: the last writer's promise, read at the version the start's
+//!   first report writes at (so a report of the last holder in between fails that write).
+//!   If the clock cannot reach it within
+//!   [`max_start_wait`](crate::ZkOptions::max_start_wait), the node is left alone and another
+//!   id is claimed (a later start reuses the node once `R` has passed, minutes later, or a
+//!   reclaim frees it). The last holder may still be running cut off, but it stops at `R`.
 //! - **A new holder of a reclaimed id**: the tombstone's floor, at least `R` (see
 //!   `reclaim.rs`).
 //! - **A start from the local cache while ZooKeeper is down**: `floor = cache mark`, and the
