@@ -158,6 +158,25 @@ fn zookeeper_keys_are_checked_naming_the_key() {
             "invalid config key `zookeeper.report_interval_ms`",
         ),
         (
+            &[
+                ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
+                ("UIDGEN_ZK_RESERVATION_SECS", "1"),
+            ],
+            "invalid config key `zookeeper.reservation_secs`: invalid ZooKeeper options: \
+             reservation 1s must be at least \
+             twice the report interval 3s",
+        ),
+        (
+            &[
+                ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
+                ("UIDGEN_ZK_RESERVATION_SECS", "7200"),
+                ("UIDGEN_ZK_MAX_OUTAGE_SECS", "3600"),
+            ],
+            "invalid config key `zookeeper.reservation_secs`: invalid ZooKeeper options: \
+             reservation 7200s is longer than \
+             max_outage 3600s",
+        ),
+        (
             &[("UIDGEN_WORKER_FALLBACK_STATIC", "3")],
             "invalid config key `worker.fallback_static`: the static fallback was removed",
         ),

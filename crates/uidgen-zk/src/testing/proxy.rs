@@ -22,6 +22,18 @@ const NONE: i64 = i64::MIN;
 /// It reads ZooKeeper's framing: every packet is a 4-byte big-endian length and a body; after
 /// the connect request and response, a request body starts with its `xid` and opcode, a reply
 /// body with the `xid` it answers.
+///
+/// ```no_run
+/// use uidgen_zk::ZkOptions;
+/// use uidgen_zk::testing::ReplyDropper;
+/// let proxy = ReplyDropper::start("127.0.0.1:2181");
+/// // A holder connected through the proxy ...
+/// let options = ZkOptions::new(format!("{}/t", proxy.address()), "t", "127.0.0.1", "8080");
+/// // ... gets ConnectionLoss on its next report, which ZooKeeper has written all the same.
+/// proxy.drop_next_set_data_reply();
+/// # let _ = options;
+/// assert_eq!(proxy.dropped(), 0); // until a report passes
+/// ```
 #[derive(Debug)]
 pub struct ReplyDropper {
     port: u16,
