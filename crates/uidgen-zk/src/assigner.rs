@@ -433,6 +433,7 @@ impl ZooKeeperWorkerIdAssigner {
                     port: options.port.clone(),
                     timestamp: now,
                     reserved_until: Some(floor_ms.max(now).saturating_add(ms(options.reservation))),
+                    life: None,
                 };
                 let mut multi = client.new_multi_writer();
                 let built = (|| {

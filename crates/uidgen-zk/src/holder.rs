@@ -86,6 +86,8 @@ pub(crate) struct Shared {
     pub(crate) mark: LocalMark,
     /// Where the id's earlier holders stopped.
     pub(crate) floor_ms: u64,
+    /// This life's random number, written with every report (see `unconfirmed.rs`).
+    life: u64,
     /// The `reserved_until` of the last report ZooKeeper accepted (or the cache recorded).
     accepted_until_ms: AtomicU64,
     /// This clock at the last accepted report; 0 before the first.
@@ -117,6 +119,7 @@ impl Shared {
             clock,
             mark,
             floor_ms,
+            life: fastrand::u64(..),
             accepted_until_ms: AtomicU64::new(accepted_until_ms),
             last_report_ms: AtomicU64::new(0),
             connected: AtomicBool::new(false),
@@ -309,6 +312,7 @@ impl Conn {
             port: shared.options.port.clone(),
             timestamp: now,
             reserved_until: Some(reserved),
+            life: Some(shared.life),
         }
         .to_json();
         match client.set_data(&shared.node, &data, self.version).await {

@@ -9,7 +9,8 @@
 //!
 //! - the node is still at the version it last saw: the write did not happen; report as usual;
 //! - the node holds, byte for byte, the report it sent (its ip:port, its own clock reading in
-//!   milliseconds and its `reserved_until`), its czxid is the node's this holder has been
+//!   milliseconds, its `reserved_until` and the random number this life writes with every
+//!   report, which no other process writes), its czxid is the node's this holder has been
 //!   writing, and its version is exactly one past the version this holder last saw: the one
 //!   write since is that report, so the node's mzxid is this holder's own write. It is taken
 //!   as accepted (the cap rises to its reservation, the cache records the write) and reports
