@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Server, fetch, run};
+use common::{Server, assert_unique, fetch, free_port, run};
 use uidgen_core::Layout;
 use uidgen_zk::testing::{test_connect, unique};
 
@@ -100,6 +100,41 @@ async fn serve_takes_its_worker_id_from_zookeeper_and_leafs_route_stamps_it() {
             "{warnings:#?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_killed_and_started_again_without_its_cache_file_keeps_its_worker_id() {
+    let connect = test_connect();
+    let dir = temp_dir("restart");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut env = zk_env(&connect, &dir, 1);
+    // A short reservation, so that the test need not wait ten minutes for it to pass.
+    for (key, value) in [
+        ("UIDGEN_ZK_REPORT_INTERVAL_MS", "500"),
+        ("UIDGEN_ZK_RESERVATION_SECS", "2"),
+        ("UIDGEN_ZK_SESSION_TIMEOUT_MS", "4000"),
+    ] {
+        env.push((key.to_owned(), value.to_owned()));
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let client = reqwest::Client::new();
+    let (mut workers, mut ids) = (Vec::new(), Vec::new());
+    for _life in 0..3 {
+        // A container re-created without a volume: no cache file, the same ip:port.
+        let _ = std::fs::remove_file(dir.join("zk-1.state"));
+        let server = Server::start_listening(&listen, &[], &env);
+        workers.push(server.worker_id());
+        for _ in 0..100 {
+            let (status, body) = fetch(&client, &server.url("/api/snowflake/get/order")).await;
+            assert_eq!(status, 200, "{body}");
+            ids.push(body.trim().parse::<u64>().unwrap());
+        }
+        server.kill();
+        // Past the reservation of the killed life's last report.
+        tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    }
+    assert!(workers.windows(2).all(|w| w[0] == w[1]), "{workers:?}");
+    assert_eq!(assert_unique(ids).len(), 300);
 }
 
 #[test]

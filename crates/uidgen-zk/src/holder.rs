@@ -155,11 +155,7 @@ impl Shared {
     /// ZooKeeper accepted `report`: raise the cap to its reservation. The cache records it
     /// separately ([`record`](Self::record)): a start writes the cache's first claim itself.
     pub(crate) fn accepted(&self, report: &Accepted) {
-        let Accepted {
-            now_ms: now,
-            reserved_ms: reserved,
-            ..
-        } = *report;
+        let (now, reserved) = (report.now_ms, report.reserved_ms);
         // SeqCst: see accepted_until().
         self.accepted_until_ms.fetch_max(reserved, Ordering::SeqCst);
         // Relaxed (these three): figures for status and metrics; nothing is ordered by them.
