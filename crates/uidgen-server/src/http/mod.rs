@@ -30,11 +30,12 @@ use utoipa_axum::routes;
 pub use auth::ct_eq;
 pub use error::{ApiError, ErrorBody, ErrorReport, FieldErrors, SEE_LOG, TextError};
 pub use generate::{INLINE_BATCH, ReadyRing, many_as, one_as};
-pub(crate) use ids::batch_count;
+pub(crate) use ids::{batch_count, batch_size};
 pub use lease::SegmentLease;
 pub(crate) use lease::lease;
+pub(crate) use make::misfits;
 pub use segments::segment_error;
-pub(crate) use segments::{segment_count, service as segment_service};
+pub(crate) use segments::service as segment_service;
 pub use sharded::sharded_error;
 
 use crate::metrics::Metrics;
