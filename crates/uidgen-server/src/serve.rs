@@ -455,8 +455,8 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     if let Some(grpc_listen) = &args.grpc_listen {
         config.grpc_listen.clone_from(grpc_listen);
     }
+    let layout = args.layout.apply(&mut config)?;
     let addr = config.listen_addr()?;
-    let layout = config.build_layout()?;
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
