@@ -119,7 +119,7 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
         let s = ring.snapshot();
         Metrics::set(&state.metrics.ring_capacity, s.capacity);
         Metrics::set(&state.metrics.ring_available, s.available);
-        Metrics::set(&state.metrics.ring_padding_runs, s.padding_runs);
+        Metrics::copy(&state.metrics.ring_padding_runs, s.padding_runs);
         Metrics::set(&state.metrics.ring_borrowed_units, s.borrowed_units);
     }
     if let Some(segments) = &state.segments {
