@@ -29,7 +29,7 @@ use utoipa_axum::routes;
 
 pub use auth::ct_eq;
 pub use error::{ApiError, ErrorBody, ErrorReport, FieldErrors, SEE_LOG, TextError};
-pub use generate::{INLINE_BATCH, ReadyRing, many_as, one_as};
+pub use generate::{PaddingSignal, ReadyRing, many_as, one_as};
 pub(crate) use ids::{batch_count, batch_size};
 pub use lease::SegmentLease;
 pub(crate) use lease::lease;
@@ -78,6 +78,8 @@ pub struct AppState {
     /// The same generator's ring buffer, when it has one: the inline fast path, readiness and
     /// metrics read it.
     pub ring: Option<Arc<dyn ReadyRing>>,
+    /// What handlers waiting for the ring await (connected to `ring` on the first wait).
+    pub padded: PaddingSignal,
     /// The most IDs one request may ask for.
     pub batch_cap: usize,
     /// Bearer token for admin routes; `None` disables them.
@@ -121,6 +123,7 @@ impl AppState {
             generator,
             worker_id,
             ring: None,
+            padded: PaddingSignal::default(),
             batch_cap: DEFAULT_BATCH_CAP,
             admin_token: None,
             metrics: Metrics::new(),

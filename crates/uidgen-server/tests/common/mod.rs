@@ -148,6 +148,11 @@ impl Server {
             .unwrap()
     }
 
+    /// The server's process id (its threads are `/proc/{pid}/task/*`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What the server logged so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
