@@ -406,42 +406,47 @@ pub async fn start_segments(
     Ok(Some(service))
 }
 
-/// How long `/readyz` waits for the store to answer a ping before calling it unready: a
-/// probe that hangs as long as the database does is no probe.
-pub const READY_TIMEOUT: Duration = Duration::from_secs(2);
+pub use crate::http::READY_TIMEOUT;
 
 /// After a shutdown signal, in-flight requests get this long to finish; then they are
 /// abandoned, and the worker id lease is still released.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
-/// The readiness probe of a served store: the worker lease (if any) still holds, and the store
-/// answers a ping within [`READY_TIMEOUT`]. Failures carry the driver's text for the log only.
-pub fn store_readiness(store: Store, lease: Option<LeaseGuard>) -> ReadinessCheck {
+/// Segment mode's readiness: the store answers a ping within [`READY_TIMEOUT`]. Failures carry
+/// the driver's text for the log only.
+pub fn store_readiness(store: Store) -> ReadinessCheck {
     Arc::new(move || {
         let store = store.clone();
-        let lease = lease.clone();
         Box::pin(async move {
-            if let Some(lease) = &lease {
-                lease.check().map_err(|e| NotReady {
-                    public: "the worker id lease is lost",
-                    detail: e.to_string(),
-                })?;
-            }
+            let failed = |detail| NotReady {
+                code: "not_ready",
+                public: "the store does not answer",
+                detail,
+            };
             match tokio::time::timeout(READY_TIMEOUT, store.ping()).await {
                 Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(NotReady {
-                    public: "the store does not answer",
-                    detail: e.to_string(),
-                }),
-                Err(_) => Err(NotReady {
-                    public: "the store does not answer",
-                    detail: format!(
-                        "no answer to a ping within {READY_TIMEOUT:?} from {}",
-                        store.redacted_url()
-                    ),
-                }),
+                Ok(Err(e)) => Err(failed(e.to_string())),
+                Err(_) => Err(failed(format!(
+                    "no answer to a ping within {READY_TIMEOUT:?} from {}",
+                    store.redacted_url()
+                ))),
             }
         })
+    })
+}
+
+/// What the ID generator needs besides itself: its worker id's lease still holds (a lease
+/// outlives an outage of the store by its ttl; no database is asked here).
+pub fn lease_readiness(lease: Option<LeaseGuard>) -> ReadinessCheck {
+    Arc::new(move || {
+        let checked = lease.as_ref().map_or(Ok(()), |lease| {
+            lease.check().map_err(|e| NotReady {
+                code: "not_ready",
+                public: "the worker id lease is lost",
+                detail: e.to_string(),
+            })
+        });
+        Box::pin(async move { checked })
     })
 }
 
@@ -539,7 +544,8 @@ async fn serve_with_worker(
     state.generator_kind = Some(config.generator.kind.name());
     state.assigner = Some(assignment.kind.name());
     state.admin_token.clone_from(&config.admin_token);
-    state.readiness = store_readiness(store.clone(), assignment.lease.clone());
+    state.worker_check = lease_readiness(assignment.lease.clone());
+    state.store_check = store_readiness(store.clone());
     state.segments = start_segments(config, store).await?;
     state.sharded = crate::sharded::start_sharded(config, store).await?;
     if zk.is_some() {

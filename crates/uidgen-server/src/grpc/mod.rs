@@ -27,7 +27,7 @@ use uidgen_proto::v1::{
     SegmentIdsRequest, SegmentLease, ServerInfo, StreamIdsRequest,
 };
 
-pub use server::serve;
+pub use server::{mode_service_name, serve};
 pub use status::status;
 
 use crate::http::{ApiError, AppState, batch_count, batch_size, many_as, one_as};
