@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use common::{call, get, json};
+use common::{call, get, json, put_tag};
 use tonic::Request;
 use uidgen_core::{Layout, ManualClock, SnowflakeGenerator};
 use uidgen_proto::v1::id_service_server::IdService;
@@ -52,25 +52,11 @@ async fn the_bearer_scheme_is_accepted_in_any_case() {
     let r = app(state);
     for scheme in ["Bearer", "bearer", "BEARER"] {
         let auth = format!("{scheme} {TOKEN}");
-        let (status, body) = call(
-            &r,
-            "PUT",
-            "/v1/admin/segments/invoice",
-            &[("authorization", &auth)],
-            r#"{"step": 10}"#,
-        )
-        .await;
+        let (status, body) = put_tag(&r, "invoice", Some(&auth), r#"{"step": 10}"#).await;
         assert_eq!(status, StatusCode::OK, "{scheme}: {body}");
     }
     let wrong = "bearer not-the-token-at-all";
-    let (status, body) = call(
-        &r,
-        "PUT",
-        "/v1/admin/segments/invoice",
-        &[("authorization", wrong)],
-        r#"{"step": 10}"#,
-    )
-    .await;
+    let (status, body) = put_tag(&r, "invoice", Some(wrong), r#"{"step": 10}"#).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     segments.shutdown();
 }

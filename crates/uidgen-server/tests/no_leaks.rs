@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use common::{call, get, json};
+use common::{get, json, put_tag};
 use uidgen_core::{Layout, ManualClock, SnowflakeGenerator, SystemClock};
 use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_server::http::{AppState, app};
@@ -77,14 +77,7 @@ async fn a_failing_store_is_not_quoted_to_clients() {
         assert_clean("GET /api/segment/get/order", &body);
 
         let auth = format!("Bearer {TOKEN}");
-        let (status, body) = call(
-            &r,
-            "PUT",
-            "/v1/admin/segments/invoice",
-            &[("authorization", &auth)],
-            r#"{"step": 10}"#,
-        )
-        .await;
+        let (status, body) = put_tag(&r, "invoice", Some(&auth), r#"{"step": 10}"#).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{db:?}: {body}");
         assert_eq!(json(&body)["code"], "store_unavailable");
         assert_eq!(

@@ -235,6 +235,18 @@ pub async fn call(
     (status, String::from_utf8(bytes.to_vec()).unwrap())
 }
 
+/// `PUT /v1/admin/segments/{tag}` with `body`, and `auth` as the `Authorization` header.
+pub async fn put_tag(
+    router: &axum::Router,
+    tag: &str,
+    auth: Option<&str>,
+    body: &str,
+) -> (axum::http::StatusCode, String) {
+    let uri = format!("/v1/admin/segments/{tag}");
+    let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
+    call(router, "PUT", &uri, &headers, body).await
+}
+
 /// `GET uri`.
 pub async fn get(router: &axum::Router, uri: &str) -> (axum::http::StatusCode, String) {
     call(router, "GET", uri, &[], "").await
