@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every check and test uidgen has, on a fresh machine: start (or install) the services the
-# tests talk to, then formatting, lints, unit/integration/doc tests, the loom models, and a build
-# of the benchmarks. This is the README's test command; .ci/run calls it.
+# tests talk to, then formatting, lints, unit/integration/doc tests (the docs' examples
+# included), a fuzz of the HTTP API from its OpenAPI document, the container files, the loom
+# models, and a build of the benchmarks. This is the README's test command; .ci/run calls it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -101,6 +102,12 @@ ensure_chromium() {
 
 ensure_chromium
 
+# The doc examples (crates/uidgen-server/tests/docs/) run real curl, and the API fuzz below
+# reads its answers with it too.
+command -v curl >/dev/null || apt_install curl
+# The fuzz and the container linters are Python tools in a venv (scripts/venv.sh).
+python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
+
 if [ -z "${UIDGEN_SKIP_SERVICES:-}" ]; then
   ensure_postgres
   ensure_mariadb
@@ -118,7 +125,17 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 log "cargo test (workspace: unit, integration, doc tests)"
 cargo test --workspace --locked --no-fail-fast
 
-log "loom models of the ring buffer"
+# The API's description against the real server: schemathesis 4 (pinned in
+# scripts/requirements.txt, in a venv under target/) with its default checks, the stateful
+# phase included, with and without the admin token; about a minute at 100 examples per
+# operation and phase.
+log "API fuzz: schemathesis against /openapi.json of a live server"
+FUZZ_EXAMPLES=${FUZZ_EXAMPLES:-100} scripts/fuzz-api.sh target/debug/uidgen
+
+log "container: Dockerfile and compose.yaml (built when a container engine runs, else linted)"
+scripts/check-container.sh
+
+log "loom models of the ring buffer and the sequencer"
 RUSTFLAGS="--cfg uidgen_loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
   cargo test -p uidgen-loom --release --locked
 

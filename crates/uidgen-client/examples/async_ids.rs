@@ -1,6 +1,7 @@
 //! IDs from uidgen servers over gRPC, with the embedded fallback for outages.
 //!
-//! Start a server first (`uidgen serve` serves gRPC on 127.0.0.1:9090), then:
+//! Start a server first (`UIDGEN_LAYOUT=vesta_max_peak uidgen serve` serves gRPC on
+//! 127.0.0.1:9090 and leases fallback worker ids 0-923), then:
 //! `cargo run -p uidgen-client --example async_ids [http://host:9090 ...]`.
 //! The same lines are the README's client example (a test keeps the two equal).
 
@@ -14,14 +15,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         peers.push(Peer::grpc("http://127.0.0.1:9090"));
     }
     // README start
-    // If every server is down: IDs from worker id 900 (outside the servers' range).
-    let fallback = FallbackOptions::new(Layout::baidu_default()?, 900, "fallback-900.state");
+    // If every server is down: IDs from a worker id the servers leased to this process (from
+    // their embedded range, 0-923 on Vesta layouts), its lease kept in `uidgen-state/`.
+    let fallback = FallbackOptions::leased(Layout::vesta_max_peak()?, "uidgen-state");
     let client = ClientBuilder::new(peers)
         .fallback(fallback)
         .connect()
         .await?;
     let id = client.next_id().await?; // from the local buffer, refilled in the background
-    println!("{id}");
+    let worker = client.fallback_worker_id(); // the leased id; None until a server leased one
+    println!("{id} (fallback worker id {worker:?})");
+    client.close().await; // gives the lease back at once
     // README end
     Ok(())
 }

@@ -67,6 +67,11 @@ impl BlockingClient {
         self.segment(tag)?.next()
     }
 
+    /// [`Client::close`]: stop, and give a leased fallback's lease back.
+    pub fn close(&self) {
+        self.runtime.block_on(self.client.close());
+    }
+
     /// The async client underneath, for code that has both.
     pub fn client(&self) -> &Client {
         &self.client

@@ -8,6 +8,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::{ClientError, Result};
 use crate::fallback::Fallback;
+use crate::fallback_lease::keep_lease;
 use crate::feed::Feed;
 use crate::options::ClientBuilder;
 use crate::peers::{Answer, PeerSet};
@@ -39,12 +40,13 @@ struct Inner {
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
+impl Inner {
+    /// Close every buffer and stop every background task.
+    fn stop(&self) {
         self.ids.close();
         for segment in self
             .segments
-            .get_mut()
+            .read()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
         {
@@ -52,7 +54,7 @@ impl Drop for Inner {
         }
         for task in self
             .tasks
-            .get_mut()
+            .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .drain(..)
         {
@@ -61,34 +63,56 @@ impl Drop for Inner {
     }
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 impl ClientBuilder {
-    /// Start the client: set up the peers, take the fallback's worker id (if any), check
-    /// every gRPC peer that answers now against the fallback, and start filling the local
-    /// ID buffer. Peers that are down now are used once they answer. Must run inside a
-    /// tokio runtime (the buffers are refilled by tasks on it).
+    /// Start the client: set up the peers, check every gRPC peer that answers now against the
+    /// fallback (if any), lease the fallback's worker id from a server that answers (or, when
+    /// none does, continue a lease an earlier process left in the state directory), and start
+    /// filling the local ID buffer. Peers that are down now are used once they answer. Nothing
+    /// is locked here but a leased fallback's own state file (an explicit id's file is locked
+    /// when the fallback first issues), so several processes of one application start side by
+    /// side. Must run inside a tokio runtime (the buffers are refilled by tasks on it).
     ///
-    /// Errors: an invalid option, a fallback that cannot take its worker id, or a server
-    /// whose layout or worker id clashes with the fallback's.
+    /// Errors: an invalid option, or a server whose layout or worker id clashes with the
+    /// fallback's. A fallback lease no server grants now is not an error: the client asks again
+    /// in the background, and until then an outage is [`ClientError::NoFallbackLease`].
     pub async fn connect(self) -> Result<Client> {
         let policy = self.validate()?;
         let peers = Arc::new(PeerSet::new(&self.peers, policy)?);
         let ids = Feed::new(self.buffer_size, self.low_water_percent)?;
         let fallback = match &self.fallback {
-            Some(options) => Some(Arc::new(Fallback::start(options.clone()).await?)),
+            Some(options) => {
+                options.validate()?;
+                Some(Arc::new(Fallback::new(options.clone())))
+            }
             None => None,
         };
+        let mut tasks = Vec::new();
         if let Some(fallback) = &fallback {
             for index in 0..peers.len() {
                 check_peer(&peers, fallback, index, true).await?;
             }
+            if let Some(keeper) = fallback.keeper() {
+                keeper.first_step(fallback, &peers).await;
+                tasks.push(tokio::spawn(keep_lease(
+                    Arc::clone(fallback),
+                    Arc::clone(&peers),
+                    self.probe_interval,
+                )));
+            }
         }
-        let task = tokio::spawn(feed_ids(
+        tasks.push(tokio::spawn(feed_ids(
             Arc::clone(&peers),
             Arc::clone(&ids),
             fallback.clone(),
             self.batch_size,
             self.probe_interval,
-        ));
+        )));
         // The first batch is asked for now, so the first caller usually finds IDs ready.
         ids.ring.request_padding();
         Ok(Client {
@@ -98,7 +122,7 @@ impl ClientBuilder {
                 ids,
                 fallback,
                 segments: RwLock::new(HashMap::new()),
-                tasks: Mutex::new(vec![task]),
+                tasks: Mutex::new(tasks),
             }),
         })
     }
@@ -140,7 +164,7 @@ impl Client {
             .await
         {
             Err(ClientError::AllPeersDown { peers, last_error }) => match &self.inner.fallback {
-                Some(fallback) => fallback.next_id(),
+                Some(fallback) => fallback.next_id(&peers, &last_error).await,
                 None => Err(ClientError::AllPeersDown { peers, last_error }),
             },
             other => other,
@@ -206,9 +230,31 @@ impl Client {
         self.inner.peers.all_ejected()
     }
 
-    /// The fallback's worker id, if a fallback is configured.
+    /// The fallback's worker id: an explicit one, or the lease's while one is held.
     pub fn fallback_worker_id(&self) -> Option<u64> {
-        self.inner.fallback.as_ref().map(|f| f.worker_id())
+        self.inner.fallback.as_ref().and_then(|f| f.worker_id())
+    }
+
+    /// The leased fallback's lease expiry (ms since the Unix epoch) as last confirmed by a
+    /// server (or recorded in the state file it was continued from), while a lease is held.
+    pub fn fallback_valid_until_ms(&self) -> Option<u64> {
+        let keeper = self.inner.fallback.as_ref()?.keeper()?;
+        keeper.valid_until_ms()
+    }
+
+    /// Shut the client down: its background tasks stop, calls that find a buffer empty get
+    /// [`ClientError::Closed`], and a leased fallback gives its lease back (recording how far
+    /// it issued, deleting its state file), so its worker id is free at once instead of after
+    /// the lease's ttl. Every clone is closed with it.
+    ///
+    /// Cancel safety: once it returns `Pending` the fallback issues no more IDs; dropped
+    /// before the server answered, the lease is left to expire.
+    pub async fn close(&self) {
+        let inner = &self.inner;
+        inner.stop();
+        if let Some(keeper) = inner.fallback.as_ref().and_then(|f| f.keeper()) {
+            keeper.release(&inner.peers).await;
+        }
     }
 }
 

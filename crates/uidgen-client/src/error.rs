@@ -63,14 +63,46 @@ pub enum ClientError {
     },
     /// A server stamps the fallback's worker id: the fallback would repeat its IDs.
     #[error(
-        "{peer} stamps worker id {worker_id}, the fallback's own: give the fallback a worker id \
-         outside every server's range (see docs/OPERATIONS.md, \"The client's embedded fallback\")"
+        "{peer} stamps worker id {worker_id}, the fallback's own: keep every server's \
+         `worker.range` apart from the embedded range the fallback's ids come from (see \
+         docs/OPERATIONS.md, \"Servers and clients\")"
     )]
     FallbackWorkerConflict {
         /// The peer that stamps it.
         peer: String,
         /// The worker id both use.
         worker_id: u64,
+    },
+    /// Every peer is down and the leased fallback holds no lease to issue under: no server
+    /// has granted one since the client started (or the last one was lost or refused), and
+    /// the state directory held no unexpired lease to continue.
+    #[error(
+        "every uidgen server is down or failing ({peers}; last error: {last_error}) and the \
+         embedded fallback holds no lease: {reason}. A leased fallback issues only under a \
+         worker id a server leased to it, and takes one as soon as a server answers"
+    )]
+    NoFallbackLease {
+        /// The peers tried, comma separated.
+        peers: String,
+        /// The last failure seen.
+        last_error: String,
+        /// Why there is no lease.
+        reason: String,
+    },
+    /// Every peer is down and the fallback's lease ran out: no server renewed it before its
+    /// `valid_until`, after which another client may hold the worker id.
+    #[error(
+        "every uidgen server is down or failing ({peers}) and the embedded fallback's lease on \
+         worker id {worker_id} ran out at {valid_until_ms} ms with no server to renew it: no IDs \
+         until a server answers (a longer lease, FallbackOptions::ttl, rides out longer outages)"
+    )]
+    FallbackLeaseExpired {
+        /// The peers tried, comma separated.
+        peers: String,
+        /// The lease's worker id.
+        worker_id: u64,
+        /// The lease's last confirmed expiry (ms since the Unix epoch).
+        valid_until_ms: u64,
     },
     /// The client's configuration cannot work (no peers, a malformed address, a zero size).
     #[error("invalid client option `{name}`: {reason}")]
@@ -80,8 +112,8 @@ pub enum ClientError {
         /// Why it was refused.
         reason: String,
     },
-    /// The embedded fallback could not be set up (its state file is locked by another
-    /// process, its clock is behind the mark of its earlier life, ...).
+    /// The embedded fallback could not be set up (an explicit id's state file is locked by
+    /// another process, its clock is behind the mark of its earlier life, ...).
     #[error("embedded fallback: {0}")]
     Fallback(#[from] uidgen_store::StoreError),
     /// The embedded fallback could not issue (its fence's limit, a clock moved back, ...).
@@ -156,6 +188,24 @@ impl ClientError {
             Self::InvalidOption { name, reason } => Self::InvalidOption {
                 name,
                 reason: reason.clone(),
+            },
+            Self::NoFallbackLease {
+                peers,
+                last_error,
+                reason,
+            } => Self::NoFallbackLease {
+                peers: peers.clone(),
+                last_error: last_error.clone(),
+                reason: reason.clone(),
+            },
+            Self::FallbackLeaseExpired {
+                peers,
+                worker_id,
+                valid_until_ms,
+            } => Self::FallbackLeaseExpired {
+                peers: peers.clone(),
+                worker_id: *worker_id,
+                valid_until_ms: *valid_until_ms,
             },
             Self::Starved { waited_ms } => Self::Starved {
                 waited_ms: *waited_ms,

@@ -1,109 +1,275 @@
 //! Vesta's embedded fallback: when no server answers, the client issues IDs itself.
 //!
-//! Uniqueness rests on three checks, in this order:
-//! - the fallback stamps its own worker id, taken from the *embedded range* the operator keeps
-//!   out of every server's `worker.range` (docs/OPERATIONS.md, "The client's embedded
-//!   fallback"); every worker id a server reports (gRPC `GetInfo`) or stamps (the IDs of each
-//!   HTTP batch) is compared with it, and a clash disables the fallback with
+//! Uniqueness rests on these checks:
+//! - the fallback stamps a worker id no server and no other client stamps in the same time
+//!   units. By default ([`FallbackOptions::leased`]) a server leases it to the client from the
+//!   *embedded range* through the store, with the rules of every lease (uidgen-store's
+//!   `FallbackLeases`): distinct ids for racing clients, and a fence ([`RemoteLease`]) whose
+//!   limit is the lease's last confirmed `valid_until` and whose floor lies above every unit an
+//!   earlier holder of the id may have stamped. No lease ever obtained means no fallback
+//!   ([`ClientError::NoFallbackLease`]); a lease that ran out stops it
+//!   ([`ClientError::FallbackLeaseExpired`]) until a server renews it. With
+//!   [`FallbackOptions::explicit`] the operator states instead that nobody else uses the id;
+//! - every worker id a server reports (gRPC `GetInfo`) or stamps (the IDs of each HTTP batch)
+//!   is compared with the fallback's, and a clash disables the fallback with
 //!   [`ClientError::FallbackWorkerConflict`];
 //! - its layout and epoch must be the servers' ([`ClientError::LayoutMismatch`] otherwise):
 //!   under another layout, the same bits mean other fields and worker ids stop separating;
-//! - its worker id is reused across client restarts, so it is fenced exactly as a static
-//!   worker id is (`uidgen_store::StaticWorkerIdAssigner`): a synced reserved-until mark in
-//!   `state_path` that a restart waits out, and a file lock that refuses a second process.
+//! - a worker id reused across the client's restarts is fenced by a reserved-until mark in its
+//!   state file, exactly as a static worker id is (`uidgen_store::LocalMark`): a restart starts
+//!   above the mark.
 //!
 //! On the Vesta layouts the fallback's IDs carry genMethod 0 (embedded), the servers' 1
 //! (gRPC) or 2 (HTTP), so every ID says where it came from.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
+use tokio::sync::OnceCell;
 use uidgen_core::{DefaultUidGenerator, FieldKind, Layout, SystemClock, UidGenerator};
 use uidgen_proto::v1::ServerInfo;
 use uidgen_store::{GeneratorBuilder, GuardedGenerator, StaticWorkerIdAssigner};
 
-use crate::error::{ClientError, Result};
+use crate::error::{ClientError, Result, invalid};
+use crate::fallback_lease::LeaseKeeper;
 
-/// The embedded fallback's settings: the servers' layout, a worker id from the embedded
-/// range, and the state file that fences it across restarts.
+/// The embedded fallback's settings: the servers' layout, and where its worker id comes from.
 ///
 /// ```
+/// use std::time::Duration;
 /// use uidgen_client::FallbackOptions;
 /// use uidgen_core::Layout;
-/// let fallback = FallbackOptions::new(
+/// // A worker id leased from the servers; the lease and its mark kept in /var/lib/myapp/uidgen.
+/// let leased = FallbackOptions::leased(Layout::vesta_max_peak()?, "/var/lib/myapp/uidgen")
+///     .ttl(Duration::from_secs(300));
+/// assert_eq!(leased.worker_id(), None); // known once a server granted the lease
+/// // A worker id the operator states nobody else uses, with an absolute state file.
+/// let explicit = FallbackOptions::explicit(
 ///     Layout::vesta_max_peak()?,
-///     1000,
-///     "/var/lib/myapp/uidgen-fallback-1000.state",
+///     900,
+///     "/var/lib/myapp/uidgen-fallback-900.state",
 /// );
-/// assert_eq!(fallback.worker_id(), 1000);
+/// assert_eq!(explicit.worker_id(), Some(900));
 /// # Ok::<(), uidgen_core::UidError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct FallbackOptions {
     layout: Layout,
-    worker_id: u64,
-    state_path: PathBuf,
+    source: Source,
+}
+
+#[derive(Debug, Clone)]
+enum Source {
+    Leased {
+        state_dir: PathBuf,
+        ttl: Duration,
+        holder: Option<String>,
+    },
+    Explicit {
+        worker_id: u64,
+        state_path: PathBuf,
+    },
 }
 
 impl FallbackOptions {
-    /// Issue IDs of `layout` (the servers' own, epoch included) with `worker_id` (outside
-    /// every server's range), keeping its reserved-until mark in `state_path` (one file per
-    /// worker id, kept across restarts).
-    pub fn new(layout: Layout, worker_id: u64, state_path: impl Into<PathBuf>) -> Self {
+    /// The lease ttl by default: an outage up to about this long is ridden out (the lease is
+    /// renewed every third of it while servers answer), and a client that dies without
+    /// releasing its lease keeps its worker id from other clients this long.
+    pub const DEFAULT_TTL: Duration = Duration::from_secs(10 * 60);
+
+    /// Issue IDs of `layout` (the servers' own, epoch included) with a worker id the servers
+    /// lease to this client from their embedded range (`worker.fallback_range`), keeping each
+    /// lease and its reserved-until mark in `state_dir` (`fallback-{id}.state`, one file per
+    /// leased id; give every client process on a host the same directory, so a restarted one
+    /// can continue a lease it left there while no server answers).
+    pub fn leased(layout: Layout, state_dir: impl Into<PathBuf>) -> Self {
         Self {
             layout,
-            worker_id,
-            state_path: state_path.into(),
+            source: Source::Leased {
+                state_dir: state_dir.into(),
+                ttl: Self::DEFAULT_TTL,
+                holder: None,
+            },
         }
     }
 
-    /// The fallback's worker id.
-    pub fn worker_id(&self) -> u64 {
-        self.worker_id
+    /// Issue IDs of `layout` with `worker_id`, which the operator states no server and no other
+    /// process on any host ever uses, keeping its reserved-until mark in `state_path` (an
+    /// absolute path, so that a restart from another directory finds it). Its state file is
+    /// locked when the fallback first issues, so a second process on the host with the same
+    /// id cannot fall back while the first holds it.
+    pub fn explicit(layout: Layout, worker_id: u64, state_path: impl Into<PathBuf>) -> Self {
+        Self {
+            layout,
+            source: Source::Explicit {
+                worker_id,
+                state_path: state_path.into(),
+            },
+        }
+    }
+
+    /// A leased fallback's lease length (default [`DEFAULT_TTL`](Self::DEFAULT_TTL); the
+    /// servers accept 1 s to a day). No effect on an explicit id.
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        if let Source::Leased { ttl: ours, .. } = &mut self.source {
+            *ours = ttl;
+        }
+        self
+    }
+
+    /// The name a leased fallback gives the servers (default `<host>/<pid>`; 1 to 111
+    /// characters). No effect on an explicit id.
+    #[must_use]
+    pub fn holder(mut self, name: impl Into<String>) -> Self {
+        if let Source::Leased { holder, .. } = &mut self.source {
+            *holder = Some(name.into());
+        }
+        self
+    }
+
+    /// The explicit worker id; `None` for a leased one.
+    pub fn worker_id(&self) -> Option<u64> {
+        match &self.source {
+            Source::Explicit { worker_id, .. } => Some(*worker_id),
+            Source::Leased { .. } => None,
+        }
     }
 
     /// The layout the fallback issues.
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
+
+    /// Check the settings.
+    pub(crate) fn validate(&self) -> Result<()> {
+        match &self.source {
+            Source::Explicit {
+                worker_id,
+                state_path,
+            } => {
+                self.layout
+                    .check_worker_id(*worker_id)
+                    .map_err(|e| invalid("fallback", e.to_string()))?;
+                if !state_path.is_absolute() {
+                    return Err(invalid(
+                        "fallback",
+                        format!(
+                            "the explicit fallback's state file `{}` must be an absolute path: a \
+                             relative one depends on the working directory, and a restart \
+                             elsewhere would not find the mark its earlier life left",
+                            state_path.display()
+                        ),
+                    ));
+                }
+            }
+            Source::Leased {
+                state_dir,
+                ttl,
+                holder,
+            } => {
+                if state_dir.as_os_str().is_empty() {
+                    return Err(invalid(
+                        "fallback",
+                        "give the leased fallback a state directory",
+                    ));
+                }
+                let (min, max) = (
+                    uidgen_store::MIN_FALLBACK_LEASE_TTL,
+                    uidgen_store::MAX_LEASE_TTL,
+                );
+                if *ttl < min || *ttl > max {
+                    return Err(invalid(
+                        "fallback",
+                        format!("the lease ttl {ttl:?} is out of range: {min:?} to {max:?}"),
+                    ));
+                }
+                let len = holder.as_deref().map_or(1, |h| h.chars().count());
+                if len == 0 || len > uidgen_store::MAX_HOLDER_NAME_LEN {
+                    return Err(invalid(
+                        "fallback",
+                        format!(
+                            "the holder name must be 1 to {} characters",
+                            uidgen_store::MAX_HOLDER_NAME_LEN
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
-/// The running fallback generator.
+/// The running fallback.
 #[derive(Debug)]
 pub(crate) struct Fallback {
-    generator: Arc<GuardedGenerator<DefaultUidGenerator<SystemClock>>>,
     layout: Layout,
-    worker_id: u64,
+    /// The layout as [`describe`] writes it, to compare with servers'.
+    description: String,
+    mode: Mode,
     /// Set when a server was found to clash with the fallback: it never issues again.
     disabled: Mutex<Option<ClientError>>,
 }
 
+#[derive(Debug)]
+enum Mode {
+    /// Boxed: one per client, and far larger than the explicit id's state.
+    Leased(Box<LeaseKeeper>),
+    Explicit {
+        worker_id: u64,
+        state_path: PathBuf,
+        /// Built at the first fallback: the state file is locked from then on.
+        generator: OnceCell<Arc<GuardedGenerator<DefaultUidGenerator<SystemClock>>>>,
+    },
+}
+
 impl Fallback {
-    /// Take the worker id (lock its state file, wait out its earlier life's mark) and build
-    /// the generator.
-    pub(crate) async fn start(options: FallbackOptions) -> Result<Self> {
-        let built = GeneratorBuilder::new(options.layout.clone())
-            .assigner(StaticWorkerIdAssigner::new(
-                options.worker_id,
-                options.state_path,
-            ))
-            .build_default(SystemClock)
-            .await?;
-        tracing::info!(
-            worker_id = options.worker_id,
-            layout = options.layout.name(),
-            "uidgen client: embedded fallback ready"
+    /// The fallback `options` describe (validated); nothing is locked or claimed yet.
+    pub(crate) fn new(options: FallbackOptions) -> Self {
+        let description = describe(
+            options.layout.name(),
+            layout_fields(&options.layout).into_iter(),
+            options.layout.epoch_ms(),
         );
-        Ok(Self {
-            generator: built.generator,
+        let mode = match options.source {
+            Source::Leased {
+                state_dir,
+                ttl,
+                holder,
+            } => Mode::Leased(Box::new(LeaseKeeper::new(
+                options.layout.clone(),
+                state_dir,
+                ttl,
+                holder.unwrap_or_else(default_holder),
+            ))),
+            Source::Explicit {
+                worker_id,
+                state_path,
+            } => Mode::Explicit {
+                worker_id,
+                state_path,
+                generator: OnceCell::new(),
+            },
+        };
+        Self {
             layout: options.layout,
-            worker_id: options.worker_id,
+            description,
+            mode,
             disabled: Mutex::new(None),
-        })
+        }
     }
 
-    /// One ID from the embedded generator.
-    pub(crate) fn next_id(&self) -> Result<u64> {
+    /// The lease keeper of a leased fallback.
+    pub(crate) fn keeper(&self) -> Option<&LeaseKeeper> {
+        match &self.mode {
+            Mode::Leased(keeper) => Some(keeper),
+            Mode::Explicit { .. } => None,
+        }
+    }
+
+    /// One ID from the embedded generator, every peer being down (`peers`, `last_error`).
+    pub(crate) async fn next_id(&self, peers: &str, last_error: &str) -> Result<u64> {
         if let Some(error) = self
             .disabled
             .lock()
@@ -112,10 +278,36 @@ impl Fallback {
         {
             return Err(error.replay());
         }
-        Ok(self.generator.next_id()?)
+        match &self.mode {
+            Mode::Leased(keeper) => keeper.next_id(peers, last_error),
+            Mode::Explicit {
+                worker_id,
+                state_path,
+                generator,
+            } => {
+                let generator = generator
+                    .get_or_try_init(|| async {
+                        let built = GeneratorBuilder::new(self.layout.clone())
+                            .assigner(StaticWorkerIdAssigner::new(*worker_id, state_path))
+                            .build_default(SystemClock)
+                            .await?;
+                        tracing::info!(
+                            worker_id,
+                            layout = self.layout.name(),
+                            state = %state_path.display(),
+                            "uidgen client: every server is down; the embedded fallback issues on \
+                             its explicit worker id"
+                        );
+                        Ok::<_, ClientError>(built.generator)
+                    })
+                    .await?;
+                Ok(generator.next_id()?)
+            }
+        }
     }
 
-    fn disable(&self, error: ClientError) -> ClientError {
+    /// Disable the fallback for good with `error` (the first error sticks); a copy of it.
+    pub(crate) fn disable(&self, error: ClientError) -> ClientError {
         tracing::error!(%error, "uidgen client: embedded fallback disabled");
         let copy = error.replay();
         let mut disabled = self.disabled.lock().unwrap_or_else(PoisonError::into_inner);
@@ -131,19 +323,20 @@ impl Fallback {
             info.fields.iter().map(|f| (f.name.as_str(), f.bits)),
             info.epoch_ms,
         );
-        let fallback = describe(
-            self.layout.name(),
-            layout_fields(&self.layout).into_iter(),
-            self.layout.epoch_ms(),
-        );
-        if server != fallback {
+        self.check_layout(peer, server)?;
+        self.check_worker(peer, info.worker_id)
+    }
+
+    /// Compare a server's layout (as [`describe`] writes it) with the fallback's.
+    pub(crate) fn check_layout(&self, peer: &str, server: String) -> Result<()> {
+        if server != self.description {
             return Err(self.disable(ClientError::LayoutMismatch {
                 peer: peer.to_owned(),
                 server,
-                fallback,
+                fallback: self.description.clone(),
             }));
         }
-        self.check_worker(peer, info.worker_id)
+        Ok(())
     }
 
     /// Compare the worker ids stamped in a batch a server issued with the fallback's.
@@ -168,7 +361,7 @@ impl Fallback {
     }
 
     fn check_worker(&self, peer: &str, worker_id: u64) -> Result<()> {
-        if worker_id == self.worker_id {
+        if self.worker_id() == Some(worker_id) {
             return Err(self.disable(ClientError::FallbackWorkerConflict {
                 peer: peer.to_owned(),
                 worker_id,
@@ -177,10 +370,19 @@ impl Fallback {
         Ok(())
     }
 
-    /// The fallback's worker id.
-    pub(crate) fn worker_id(&self) -> u64 {
-        self.worker_id
+    /// The fallback's worker id: the explicit one, or the lease's while one is held.
+    pub(crate) fn worker_id(&self) -> Option<u64> {
+        match &self.mode {
+            Mode::Leased(keeper) => keeper.held().map(|held| held.worker_id()),
+            Mode::Explicit { worker_id, .. } => Some(*worker_id),
+        }
     }
+}
+
+/// `<host>/<pid>`: what the servers' log says of a leased fallback's holder.
+fn default_holder() -> String {
+    let host = uidgen_store::WorkerNode::detect().host_name;
+    format!("{host}/{}", std::process::id())
 }
 
 /// The layout's fields as `GetInfo` lists them: most significant first, only those with
@@ -203,9 +405,14 @@ fn layout_fields(layout: &Layout) -> Vec<(&'static str, u32)> {
 }
 
 /// A layout as one comparable line: the name with `-` read as `_`, field widths from the
-/// most significant, the epoch.
-fn describe<'a>(name: &str, fields: impl Iterator<Item = (&'a str, u32)>, epoch_ms: u64) -> String {
+/// most significant (those with bits), the epoch.
+pub(crate) fn describe<'a>(
+    name: &str,
+    fields: impl Iterator<Item = (&'a str, u32)>,
+    epoch_ms: u64,
+) -> String {
     let fields: Vec<String> = fields
+        .filter(|(_, bits)| *bits > 0)
         .map(|(name, bits)| format!("{name}:{bits}"))
         .collect();
     format!(

@@ -174,7 +174,9 @@ impl PeerSet {
                         value,
                     });
                 }
-                Ok(Err(Failure::Refused(message))) => return Err(refused(&slot.peer, &message)),
+                Ok(Err(Failure::Refused(message) | Failure::Gone(message))) => {
+                    return Err(refused(&slot.peer, &message));
+                }
                 Ok(Err(failure)) => {
                     last_error = format!("{}: {}", slot.peer, failure.message());
                     tracing::debug!(peer = %slot.peer, error = failure.message(),
@@ -198,7 +200,65 @@ impl PeerSet {
     }
 }
 
+/// How [`PeerSet::call_each`] ended.
+pub(crate) enum Quiet<T> {
+    /// A peer answered: which one, and the answer.
+    Answered { peer: usize, value: T },
+    /// A peer refused the request itself; `gone` when it said that what the request names
+    /// is gone for good (a fallback lease taken over or released).
+    Refused {
+        peer: String,
+        message: String,
+        gone: bool,
+    },
+    /// No peer answered; the last failure seen.
+    AllDown { last_error: String },
+}
+
 impl PeerSet {
+    /// Call `op` on each peer once, in rotation, until one answers or refuses. Nothing else
+    /// changes: no ejection, no retry round, no check state. For the fallback lease calls,
+    /// which must not take a server out of the ID rotation because its store or its fallback
+    /// range failed them.
+    ///
+    /// Cancel safety: as for [`call`](Self::call).
+    pub(crate) async fn call_each<T, F, Fut>(&self, mut op: F) -> Quiet<T>
+    where
+        F: FnMut(Connection) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Failure>>,
+    {
+        // Relaxed: only spreads calls over peers, as in `call`.
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut last_error = String::from("no peer tried");
+        for offset in 0..self.slots.len() {
+            let index = self.pick(start.wrapping_add(offset));
+            let slot = &self.slots[index];
+            let outcome =
+                tokio::time::timeout(self.policy.timeout, op(slot.connection.clone())).await;
+            match outcome {
+                Ok(Ok(value)) => return Quiet::Answered { peer: index, value },
+                Ok(Err(Failure::Down(message))) => {
+                    last_error = format!("{}: {message}", slot.peer);
+                }
+                Ok(Err(failure)) => {
+                    return Quiet::Refused {
+                        peer: slot.peer.to_string(),
+                        gone: matches!(failure, Failure::Gone(_)),
+                        message: failure.message().to_owned(),
+                    };
+                }
+                Err(_) => {
+                    last_error = format!(
+                        "{}: no answer within {} ms",
+                        slot.peer,
+                        self.policy.timeout.as_millis()
+                    );
+                }
+            }
+        }
+        Quiet::AllDown { last_error }
+    }
+
     /// Have the peer checked again on its next answer (its check could not run now).
     pub(crate) fn mark_unchecked(&self, index: usize) {
         // Relaxed: a hint, as in `eject`.

@@ -58,6 +58,9 @@ pub(crate) enum Failure {
     Down(String),
     /// The peer refused the request itself.
     Refused(String),
+    /// The peer said that what the request names is gone for good: a fallback lease taken
+    /// over or released (HTTP 409 `fallback_lease_lost`, gRPC `ABORTED`).
+    Gone(String),
 }
 
 /// A leased range `[start, end)` of a segment tag.
@@ -90,8 +93,13 @@ struct LeaseBody {
 
 #[derive(Deserialize)]
 struct ErrorBody {
+    #[serde(default)]
+    code: String,
     message: String,
 }
+
+/// The error code of a fallback lease that is not the caller's any more.
+const LEASE_LOST: &str = "fallback_lease_lost";
 
 impl Connection {
     /// Set up `peer`; gRPC connects on first use (and reconnects after a server restart).
@@ -190,17 +198,23 @@ impl Connection {
 /// `base` with `path` appended (each segment percent-encoded, so a tag stays one segment)
 /// and one query parameter.
 fn route(base: &reqwest::Url, path: &[&str], (name, value): (&str, u64)) -> reqwest::Url {
+    let mut url = path_url(base, path);
+    url.query_pairs_mut().append_pair(name, &value.to_string());
+    url
+}
+
+/// `base` with `path` appended, each segment percent-encoded.
+pub(crate) fn path_url(base: &reqwest::Url, path: &[&str]) -> reqwest::Url {
     let mut url = base.clone();
     // `cannot_be_a_base` URLs were refused in `Connection::new`, so the segments exist.
     if let Ok(mut segments) = url.path_segments_mut() {
         segments.pop_if_empty().extend(path);
     }
-    url.query_pairs_mut().append_pair(name, &value.to_string());
     url
 }
 
 /// Send `request` and read its JSON body, classifying failures by status.
-async fn http_json<T: for<'de> Deserialize<'de>>(
+pub(crate) async fn http_json<T: for<'de> Deserialize<'de>>(
     request: reqwest::RequestBuilder,
 ) -> Result<T, Failure> {
     let response = request
@@ -216,11 +230,14 @@ async fn http_json<T: for<'de> Deserialize<'de>>(
         return serde_json::from_slice(&bytes)
             .map_err(|e| Failure::Down(format!("malformed JSON body: {e}")));
     }
-    let message = serde_json::from_slice::<ErrorBody>(&bytes).map_or_else(
-        |_| String::from_utf8_lossy(&bytes).into_owned(),
-        |body| body.message,
+    let (code, message) = serde_json::from_slice::<ErrorBody>(&bytes).map_or_else(
+        |_| (String::new(), String::from_utf8_lossy(&bytes).into_owned()),
+        |body| (body.code, body.message),
     );
     let message = format!("HTTP {}: {message}", status.as_u16());
+    if code == LEASE_LOST {
+        return Err(Failure::Gone(message));
+    }
     // 429 and 5xx: this server cannot issue now, another may; other 4xx: the request is wrong.
     if status.is_server_error() || status.as_u16() == 429 {
         Err(Failure::Down(message))
@@ -229,10 +246,11 @@ async fn http_json<T: for<'de> Deserialize<'de>>(
     }
 }
 
-fn status_failure(status: tonic::Status) -> Failure {
+pub(crate) fn status_failure(status: tonic::Status) -> Failure {
     use tonic::Code;
     let message = format!("{:?}: {}", status.code(), status.message());
     match status.code() {
+        Code::Aborted => Failure::Gone(message),
         Code::InvalidArgument
         | Code::NotFound
         | Code::FailedPrecondition
@@ -249,7 +267,7 @@ impl Failure {
     /// The failure's message.
     pub(crate) fn message(&self) -> &str {
         match self {
-            Self::Down(message) | Self::Refused(message) => message,
+            Self::Down(message) | Self::Refused(message) | Self::Gone(message) => message,
         }
     }
 }

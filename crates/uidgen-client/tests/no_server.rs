@@ -1,5 +1,6 @@
 //! What the client does with no server listening (a closed port refuses every connection):
-//! option errors, the typed all-down error, and the embedded fallback's IDs and state file.
+//! option errors, the typed all-down error, the explicit fallback's IDs and state file, and a
+//! leased fallback that never got a lease.
 //! The failover between live servers is tested against real `uidgen serve` processes in
 //! `crates/uidgen-server/tests/client.rs`.
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
@@ -89,16 +90,25 @@ async fn every_peer_down_without_fallback_names_the_peers() {
 }
 
 #[tokio::test]
-async fn the_fallback_issues_with_its_worker_id_and_genmethod_0_when_every_peer_is_down() {
+async fn an_explicit_fallback_issues_with_its_worker_id_and_genmethod_0_when_every_peer_is_down() {
     let dir = tempfile::tempdir().unwrap();
     let layout = Layout::vesta_max_peak().unwrap();
     let state = dir.path().join("fallback-900.state");
+    let explicit = || FallbackOptions::explicit(layout.clone(), 900, &state);
     let client = quick(vec![Peer::grpc(closed_port())])
-        .fallback(FallbackOptions::new(layout.clone(), 900, &state))
+        .fallback(explicit())
         .connect()
         .await
         .unwrap();
     assert_eq!(client.fallback_worker_id(), Some(900));
+    // Nothing is locked before the fallback issues: a second process of the same application
+    // starts side by side.
+    assert!(!state.exists());
+    let second = quick(vec![Peer::grpc(closed_port())])
+        .fallback(explicit())
+        .connect()
+        .await
+        .unwrap();
     let mut seen = HashSet::new();
     for _ in 0..2_000 {
         let id = client.next_id().await.unwrap();
@@ -106,14 +116,11 @@ async fn the_fallback_issues_with_its_worker_id_and_genmethod_0_when_every_peer_
         assert_eq!((parts.worker, parts.method), (900, 0), "ID {id}");
         assert!(seen.insert(id), "duplicate ID {id}");
     }
-    // The state file is locked while the fallback lives: a second client on it is refused.
-    let second = quick(vec![Peer::grpc(closed_port())])
-        .fallback(FallbackOptions::new(layout.clone(), 900, &state))
-        .connect()
-        .await;
+    // The state file is locked once the first falls back: the second is refused its fallback.
+    let refused = second.next_id().await;
     assert!(
-        matches!(second, Err(ClientError::Fallback(_))),
-        "{second:?}"
+        matches!(refused, Err(ClientError::Fallback(_))),
+        "{refused:?}"
     );
 
     // A restart reuses the worker id only above its earlier life's reserved-until mark.
@@ -123,19 +130,21 @@ async fn the_fallback_issues_with_its_worker_id_and_genmethod_0_when_every_peer_
         .max()
         .unwrap();
     drop(client);
-    let restarted = loop {
+    drop(second);
+    let restarted = quick(vec![Peer::grpc(closed_port())])
+        .fallback(explicit())
+        .connect()
+        .await
+        .unwrap();
+    let first = loop {
         // The old tasks let go of the state file once the runtime has dropped them.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        match quick(vec![Peer::grpc(closed_port())])
-            .fallback(FallbackOptions::new(layout.clone(), 900, &state))
-            .connect()
-            .await
-        {
-            Ok(client) => break client,
-            Err(ClientError::Fallback(_)) => continue,
+        match restarted.next_id().await {
+            Ok(id) => break id,
+            Err(ClientError::Fallback(_)) => tokio::time::sleep(Duration::from_millis(20)).await,
             Err(other) => panic!("{other:?}"),
         }
     };
+    assert!(seen.insert(first));
     for _ in 0..2_000 {
         let id = restarted.next_id().await.unwrap();
         assert!(
@@ -146,12 +155,74 @@ async fn the_fallback_issues_with_its_worker_id_and_genmethod_0_when_every_peer_
     }
 }
 
+#[tokio::test]
+async fn an_explicit_fallback_needs_an_absolute_state_path_and_a_worker_id_that_fits() {
+    let layout = Layout::vesta_max_peak().unwrap();
+    for options in [
+        FallbackOptions::explicit(layout.clone(), 900, "fallback-900.state"),
+        FallbackOptions::explicit(layout.clone(), 1024, "/tmp/fallback-1024.state"),
+        FallbackOptions::leased(layout.clone(), "state").ttl(Duration::from_millis(10)),
+        FallbackOptions::leased(layout.clone(), "state").holder(""),
+    ] {
+        let refused = quick(vec![Peer::grpc(closed_port())])
+            .fallback(options.clone())
+            .connect()
+            .await;
+        assert!(
+            matches!(
+                refused,
+                Err(ClientError::InvalidOption {
+                    name: "fallback",
+                    ..
+                })
+            ),
+            "{options:?}: {refused:?}"
+        );
+    }
+}
+
+/// No server ever answered: a leased fallback never got a worker id, so it issues nothing,
+/// with an error that says why; and a state directory holding only an expired lease is no help.
+#[tokio::test]
+async fn a_leased_fallback_that_never_got_a_lease_does_not_issue() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::vesta_max_peak().unwrap();
+    // An earlier process's lease that has expired.
+    let expired = dir.path().join("fallback-4.state");
+    uidgen_store::write_cache(
+        &expired,
+        &uidgen_store::CachedWorker {
+            worker_id: 4,
+            until_ms: 1,
+            holder: Some("old/1#0000000000000001".to_owned()),
+            lease_expires_ms: Some(2),
+        },
+    )
+    .unwrap();
+    let peer = closed_port();
+    let client = quick(vec![Peer::grpc(peer.clone())])
+        .fallback(FallbackOptions::leased(layout.clone(), dir.path()))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(client.fallback_worker_id(), None);
+    let error = client.next_id().await.unwrap_err();
+    match &error {
+        ClientError::NoFallbackLease { peers, reason, .. } => {
+            assert!(peers.contains(&peer), "{error}");
+            assert!(reason.contains("no unexpired lease"), "{error}");
+        }
+        other => panic!("expected NoFallbackLease, got {other:?}"),
+    }
+    assert!(!expired.exists(), "an expired lease's file is deleted");
+}
+
 #[test]
-fn the_blocking_client_issues_from_the_fallback_too() {
+fn the_blocking_client_issues_from_an_explicit_fallback_too() {
     let dir = tempfile::tempdir().unwrap();
     let layout = Layout::baidu_default().unwrap();
     let client = BlockingClient::connect(quick(vec![Peer::http(closed_port())]).fallback(
-        FallbackOptions::new(layout.clone(), 4_000_000, dir.path().join("fallback.state")),
+        FallbackOptions::explicit(layout.clone(), 4_000_000, dir.path().join("fallback.state")),
     ))
     .unwrap();
     let (a, b) = (client.next_id().unwrap(), client.next_id().unwrap());
@@ -161,4 +232,5 @@ fn the_blocking_client_issues_from_the_fallback_too() {
         client.next_segment_id("orders"),
         Err(ClientError::SegmentPeersDown { .. })
     ));
+    client.close();
 }

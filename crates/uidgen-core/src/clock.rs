@@ -5,8 +5,9 @@
 //! exercised deterministically, without sleeps.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.
 ///
@@ -150,7 +151,7 @@ impl Clock for ManualClock {
             self.advance(ms.max(1));
         } else {
             // Someone else moves this clock; give them the CPU instead of spinning hot.
-            std::thread::yield_now();
+            crate::sync::yield_now();
         }
     }
 }

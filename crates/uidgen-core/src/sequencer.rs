@@ -1,18 +1,19 @@
 //! The time + sequence state machine shared by [`DefaultUidGenerator`] and
 //! [`SnowflakeGenerator`]: one atomic word, advanced by compare-and-swap, so issuing an ID takes
-//! no lock.
+//! no lock. Its atomic comes through [`crate::sync`], so the loom model in
+//! `loom-tests/tests/sequencer.rs` checks this code itself.
 //!
 //! [`DefaultUidGenerator`]: crate::DefaultUidGenerator
 //! [`SnowflakeGenerator`]: crate::SnowflakeGenerator
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::Clock;
 use crate::error::{Result, UidError};
 use crate::fence::{TimeFence, admit, first_unit_from};
 use crate::layout::{FieldKind, Layout};
+use crate::sync::{AtomicU64, Ordering};
 
 /// No ID issued yet. Never a packed state: time and sequence use at most 63 bits together.
 const NONE: u64 = u64::MAX;

@@ -1,4 +1,5 @@
-//! One door for every atomic, lock and thread primitive the ring buffer uses.
+//! One door for every atomic, lock and thread primitive of uidgen-core: the ring buffer, the
+//! sequencer behind the Default and Snowflake generators, and the manual test clock.
 //!
 //! Under `--cfg uidgen_loom` these are loom's model-checked types, otherwise std's, so the loom
 //! models in `loom-tests/` exercise the real [`RingBuffer`](crate::RingBuffer) code rather than a
@@ -21,6 +22,16 @@ pub(crate) fn spin_loop() {
     loom::thread::yield_now();
     #[cfg(not(uidgen_loom))]
     std::hint::spin_loop();
+}
+
+/// Let another thread run (loom's scheduler under the model): for waits on a thread that
+/// must act first, such as a test clock that only moves when told to.
+#[inline]
+pub(crate) fn yield_now() {
+    #[cfg(uidgen_loom)]
+    loom::thread::yield_now();
+    #[cfg(not(uidgen_loom))]
+    std::thread::yield_now();
 }
 
 /// Try to lock a mutex without waiting: `None` when another thread holds it. A poisoned lock

@@ -142,7 +142,9 @@ impl SegmentBuffer {
                 next_ready: false,
                 failure: None,
                 step: 0,
-                min_step: 1,
+                // Unknown until the first load reads the stored step, or an upsert on this
+                // server sets it; no step is computed from it before a load.
+                min_step: 0,
                 update_timestamp: None,
                 served_max,
                 loads: 0,

@@ -333,6 +333,8 @@ impl SegmentService {
             Some(buffer) => buffer.tag_upserted(row.step),
             None => {
                 let buffer = self.new_buffer(tag);
+                // The stored step is known now: monitors show it before the first load.
+                buffer.tag_upserted(row.step);
                 tags.insert(tag.into(), Arc::new(buffer));
                 self.changed();
             }
@@ -389,6 +391,18 @@ impl SegmentService {
     pub fn is_initialised(&self) -> bool {
         // Relaxed: see `sync_tags`.
         self.initialised.load(Ordering::Relaxed)
+    }
+
+    /// The largest range one [`lease`](Self::lease) may take
+    /// ([`SegmentOptions::max_lease_size`]): what an API description states as the bound.
+    ///
+    /// ```no_run
+    /// # fn demo(service: &uidgen_segment::SegmentService) {
+    /// assert_eq!(service.max_lease_size(), 1_000_000); // the default
+    /// # }
+    /// ```
+    pub fn max_lease_size(&self) -> i64 {
+        self.shared.options.max_lease_size
     }
 
     /// The known tags, sorted.

@@ -29,7 +29,9 @@ pub struct TagState {
     pub pos: usize,
     /// The step of the latest segment, after dynamic sizing.
     pub step: i64,
-    /// The step stored in the table, the floor of the dynamic step (Leaf's `minStep`).
+    /// The step stored in the table, the floor of the dynamic step (Leaf's `minStep`); 0 while
+    /// unknown: a tag listed by a sync and not loaded yet (one created through this service's
+    /// [`upsert_tag`](crate::SegmentService::upsert_tag) has it at once).
     pub min_step: i64,
     /// Both segments, indexed as `pos` (Leaf's `segments`).
     pub segments: [SegmentState; 2],

@@ -348,6 +348,9 @@ async fn upsert_makes_a_tag_usable_at_once_and_validates_input() {
     let service = service_with(&source, options(), &clock).await;
     let row = service.upsert_tag("fresh", 50, Some("d")).await.unwrap();
     assert_eq!(row.step, 50);
+    // Before any load, the monitor shows the stored step (a console showed "0 (min 1)").
+    let before = &service.monitor()[0];
+    assert_eq!((before.init, before.step, before.min_step), (false, 0, 50));
     assert_eq!(service.get_async("fresh").await.unwrap(), 1);
     let error = service.upsert_tag("", 50, None).await.unwrap_err();
     assert!(matches!(error, SegmentError::InvalidTag { .. }), "{error}");

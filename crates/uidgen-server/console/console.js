@@ -73,8 +73,19 @@ function duration(ms) {
 }
 
 const utc = (ms) => new Date(Number(ms)).toISOString();
-const local = (ms) => new Date(Number(ms)).toLocaleString(undefined, { timeZoneName: 'short', hour12: false }) +
-  ` (${Intl.DateTimeFormat().resolvedOptions().timeZone})`;
+// The browser's time with its zone; the zone's full name added only when the short one differs
+// ("CET (Europe/Berlin)", but not "UTC (UTC)").
+function local(ms) {
+  const text = new Date(Number(ms)).toLocaleString(undefined, { timeZoneName: 'short', hour12: false });
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  return !zone || text.endsWith(` ${zone}`) ? text : `${text} (${zone})`;
+}
+
+// Text with `code spans` (as the API's descriptions write them) as <code> elements, line
+// breaks as spaces: the reference shows whole sentences, not their first source line.
+function richText(text) {
+  return text.replace(/\s*\n\s*/g, ' ').split('`').map((part, i) => (i % 2 ? el('code', { text: part }) : part));
+}
 
 // ---------------------------------------------------------------- layouts and bits
 
@@ -248,7 +259,10 @@ function pushRate(rate) {
 }
 
 function drawChart() {
-  const max = Math.max(1, ...chart.rates.filter((r) => r !== null));
+  // The scale never goes below 1/s (a flat line at the bottom when idle); the caption says the
+  // real peak, 0 when nothing was issued.
+  const peak = Math.max(0, ...chart.rates.filter((r) => r !== null));
+  const max = Math.max(1, peak);
   const w = 600, h = 120, step = w / (CHART_SAMPLES - 1);
   const offset = CHART_SAMPLES - chart.rates.length;
   let d = '', pen = false;
@@ -259,7 +273,7 @@ function drawChart() {
     pen = true;
   });
   $('chart-line').setAttribute('d', d);
-  $('chart-max').textContent = fmt(Math.round(max));
+  $('chart-max').textContent = fmt(Math.round(peak));
 }
 
 const conn = { downSince: null, failures: 0, polls: 0 };
@@ -382,8 +396,11 @@ async function pollSegments() {
     if (t.loading) flags.push(el('span', { class: 'flag', text: 'loading' }));
     if (t.load_failing) flags.push(el('span', { class: 'flag bad', text: t.last_error || 'load failing' }));
     const name = el('td', { class: 'tag', text: t.tag });
-    name.addEventListener('click', () => { $('tag-name').value = t.tag; $('tag-step').value = t.min_step; });
-    return el('tr', {}, name, el('td', { text: `${fmt(t.step)} (min ${fmt(t.min_step)})` }),
+    name.addEventListener('click', () => { $('tag-name').value = t.tag; if (t.min_step > 0) $('tag-step').value = t.min_step; });
+    // Before its first load a tag has no dynamic step yet: show the stored one when known.
+    const step = t.step > 0 ? `${fmt(t.step)} (min ${fmt(t.min_step)})`
+      : t.min_step > 0 ? `${fmt(t.min_step)} (stored; no segment loaded yet)` : 'no segment loaded yet';
+    return el('tr', {}, name, el('td', { class: 'step', text: step }),
       el('td', {}, segmentBar(t.segments[0], t.pos === 0)), el('td', {}, segmentBar(t.segments[1], t.pos === 1)),
       el('td', {}, ...flags));
   });
@@ -444,18 +461,59 @@ function showAdmin(enabled) {
   $('token-btn').textContent = has ? 'Replace token' : 'Use token';
 }
 
-function useToken(event) {
+// The token is checked at once: a PUT of an empty body to an admin route. The server checks
+// the token before it reads the body, so a wrong token is 401/403 and a right one gets to the
+// body's 400 (or 404 with segment mode off), and nothing is written either way.
+async function useToken(event) {
   event.preventDefault();
   const value = $('admin-token').value.trim();
+  if (!value) return;
+  const result = $('token-result');
+  try {
+    await api('/v1/admin/segments/token-check', {
+      method: 'PUT', headers: { 'content-type': 'application/json', authorization: `Bearer ${value}` }, body: '{}',
+    });
+  } catch (e) {
+    if (e.status === 0 || e.status === 401 || e.status === 403) {
+      result.className = 'error';
+      result.textContent = e.status === 0 ? `cannot check the token: ${e.message}` : `token refused: ${e.message}`;
+      return;
+    }
+  }
   $('admin-token').value = '';
-  if (value) sessionStorage.setItem(TOKEN_KEY, value);
+  sessionStorage.setItem(TOKEN_KEY, value);
+  result.className = 'ok';
+  result.textContent = 'token accepted';
   showAdmin(true);
 }
 
 function forgetToken() {
   sessionStorage.removeItem(TOKEN_KEY);
   $('tag-result').replaceChildren();
+  $('token-result').textContent = '';
   showAdmin(true);
+}
+
+// The API's description, fetched once: the console reads bounds from it (a tag's step) rather
+// than keep its own copy of them.
+let apiDoc = null;
+async function apiDocument() {
+  if (!apiDoc) apiDoc = await api('/openapi.json');
+  return apiDoc;
+}
+
+// Why `text` is no step the server takes, in words; null when it is one.
+async function badStep(text) {
+  let min = 1, max = null;
+  try {
+    const step = (await apiDocument()).components.schemas.TagUpdate.properties.step;
+    min = step.minimum; max = step.maximum;
+  } catch (_) { /* the server will say it */ }
+  const range = max === null ? `at least ${fmt(min)}` : `from ${fmt(min)} to ${fmt(max)}`;
+  if (!/^\d+$/.test(text) || BigInt(text) < BigInt(min) || (max !== null && BigInt(text) > BigInt(max))) {
+    return `the step must be a whole number ${range}${text ? `, not “${text}”` : ''}`;
+  }
+  return null;
 }
 
 async function saveTag(event) {
@@ -463,7 +521,13 @@ async function saveTag(event) {
   const tag = $('tag-name').value.trim();
   const step = $('tag-step').value.trim();
   const description = $('tag-description').value;
-  const body = `{"step":${/^-?\d+$/.test(step) ? step : JSON.stringify(step)}${description ? `,"description":${JSON.stringify(description)}` : ''}}`;
+  const wrong = await badStep(step);
+  $('tag-step').classList.toggle('invalid', Boolean(wrong));
+  if (wrong) {
+    $('tag-result').replaceChildren(el('p', { class: 'error', text: wrong }));
+    return;
+  }
+  const body = `{"step":${step}${description ? `,"description":${JSON.stringify(description)}` : ''}}`;
   try {
     const row = await api(`/v1/admin/segments/${encodeURIComponent(tag)}`, {
       method: 'PUT',
@@ -490,23 +554,24 @@ function schemaName(schema) {
 async function renderApi() {
   const body = $('api-body');
   let doc;
-  try { doc = await api('/openapi.json'); } catch (e) { body.replaceChildren(el('p', { class: 'error', text: e.message })); return; }
+  try { doc = await apiDocument(); } catch (e) { body.replaceChildren(el('p', { class: 'error', text: e.message })); return; }
   const ops = [];
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
       const lines = [];
       for (const p of op.parameters || []) {
-        lines.push(el('li', {}, `${p.in} `, el('code', { text: p.name }), `${p.required ? '' : ' (optional)'}: ${p.description || ''}`));
+        lines.push(el('li', {}, `${p.in} `, el('code', { text: p.name }), `${p.required ? '' : ' (optional)'}: `, ...richText(p.description || '')));
       }
       const req = op.requestBody && op.requestBody.content && op.requestBody.content['application/json'];
       if (req) lines.push(el('li', {}, 'body ', el('code', { text: schemaName(req.schema) })));
       for (const [status, r] of Object.entries(op.responses || {})) {
         const content = r.content ? Object.entries(r.content)[0] : null;
-        lines.push(el('li', {}, el('code', { text: status }), ` ${r.description}`,
+        lines.push(el('li', {}, el('code', { text: status }), ' ', ...richText(r.description || ''),
           content ? el('code', { text: ` ${content[0]} ${schemaName(content[1].schema)}` }) : ''));
       }
+      const about = [op.summary, (op.description || '').split(/\n\s*\n/)[0]].filter(Boolean).join(' ');
       ops.push(el('div', { class: 'op' }, el('span', { class: 'method', text: method }), el('span', { class: 'path', text: path }),
-        el('div', { class: 'muted', text: (op.summary || '').split('\n')[0] }), el('ul', {}, ...lines)));
+        el('div', { class: 'summary muted' }, ...richText(about)), el('ul', {}, ...lines)));
     }
   }
   body.replaceChildren(el('p', { class: 'muted', text: `${doc.info.title} ${doc.info.version}: ${ops.length} operations` }), ...ops);

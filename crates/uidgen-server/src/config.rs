@@ -215,13 +215,18 @@ pub struct WorkerConfig {
     pub state_dir: Option<PathBuf>,
     /// `"LO-HI"` (or `"LO..=HI"`): the worker ids this assigner hands out on the store,
     /// recorded there so that assigners sharing it keep to disjoint ranges (default: the whole
-    /// layout, from 1 for disposable; Vesta's server range 924-1023 for zookeeper on a 10-bit
-    /// worker field). The key is `worker.range`; `worker.id_range` is read as the same key.
+    /// layout, from 1 for disposable; Vesta's server range 924-1023 on Vesta layouts, and for
+    /// zookeeper on any 10-bit worker field). The key is `worker.range`; `worker.id_range` is
+    /// read as the same key.
     #[serde(rename = "range", alias = "id_range")]
     pub id_range: Option<String>,
     /// zookeeper: a static worker id to run on when ZooKeeper is unreachable at start-up and
     /// no usable local cache exists (Vesta's fallback chain); outside the ZooKeeper range.
     pub fallback_static: Option<u64>,
+    /// `"LO-HI"`, `"LO-max"` or `"off"`: the embedded range, whose worker ids this server
+    /// leases to clients' fallback generators (default: 0-923 on Vesta layouts, none
+    /// otherwise; see [`crate::fallback`]).
+    pub fallback_range: Option<String>,
 }
 
 impl WorkerConfig {
@@ -263,6 +268,7 @@ impl Default for WorkerConfig {
             state_dir: None,
             id_range: None,
             fallback_static: None,
+            fallback_range: None,
         }
     }
 }
@@ -444,6 +450,7 @@ const ENV_KEYS: &[(&[&str], Kind)] = &[
     (&["worker", "state_dir"], Kind::Str),
     (&["worker", "range"], Kind::Str),
     (&["worker", "fallback_static"], Kind::Int),
+    (&["worker", "fallback_range"], Kind::Str),
     (&["zookeeper", "connect"], Kind::Str),
     (&["zookeeper", "name"], Kind::Str),
     (&["zookeeper", "session_timeout_ms"], Kind::Int),
@@ -531,6 +538,9 @@ pub const ENV_NOT_CONFIG: &[&str] = &[
     "UIDGEN_CHROMEDRIVER",
     "UIDGEN_CHROMIUM",
     "UIDGEN_CONSOLE_SCREENSHOT",
+    // The container's state directory (Dockerfile): listed here until a configuration key
+    // reads it, so that the image starts.
+    "UIDGEN_STATE_DIR",
 ];
 
 /// Variables starting with this are the tests' (`UIDGEN_TEST_MYSQL_URL`, `UIDGEN_TEST_ZK`, ...),
@@ -835,6 +845,7 @@ impl Config {
         }
         self.validate_segment()?;
         crate::sharded::validate(self)?;
+        crate::fallback::validate(self)?;
         crate::zk::validate(self)
     }
 
@@ -1058,6 +1069,21 @@ mod tests {
                 !matches!(error, Some(ConfigError::UnknownEnv { .. })),
                 "{name}: {error:?}"
             );
+        }
+    }
+
+    #[test]
+    fn every_variable_the_container_sets_is_known() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for file in ["Dockerfile", "compose.yaml"] {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            let names: Vec<&str> = text
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|word| word.starts_with("UIDGEN_"))
+                .collect();
+            assert!(!names.is_empty(), "{file} sets no UIDGEN_ variable");
+            let unknown = unknown_env(names.into_iter(), &env_keys());
+            assert!(unknown.is_none(), "{file}: {unknown:?}");
         }
     }
 

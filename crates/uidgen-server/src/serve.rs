@@ -142,7 +142,8 @@ fn redacted(url: &str) -> String {
 /// The configured worker-id assigner. Each registers its range (`worker.range`, or its
 /// default) in the store before taking an id, so assigners sharing the store stay disjoint.
 pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn WorkerIdAssigner>> {
-    let range = config.worker.id_range()?;
+    // `worker.range`, or Vesta's server range on Vesta layouts (the rest is the clients').
+    let range = crate::fallback::server_range(config, &config.build_layout()?)?;
     Ok(match config.worker.assigner {
         AssignerKind::Disposable => {
             let disposable = DisposableWorkerIdAssigner::new(store.clone());
@@ -151,7 +152,13 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
                 None => disposable,
             })
         }
-        AssignerKind::Static => Arc::new(static_assigner(config)?.registered_in(store.clone())),
+        AssignerKind::Static => {
+            let assigner = static_assigner(config)?.registered_in(store.clone());
+            Arc::new(match range {
+                Some(range) => assigner.with_range(range),
+                None => assigner,
+            })
+        }
         AssignerKind::Leased => {
             let ttl = Duration::from_secs(config.worker.lease_ttl_secs);
             Arc::new(LeasedWorkerIdAssigner::new(
@@ -227,6 +234,7 @@ pub async fn assign_and_build_holding(
         let assignment = assigner(config, store)?
             .assign(&layout)
             .await
+            .map_err(|e| crate::fallback::explain_refusal(config, &layout, e))
             .context("cannot obtain a worker id")?;
         (assignment, None)
     };
@@ -548,6 +556,7 @@ async fn serve_with_worker(
     state.store_check = store_readiness(store.clone());
     state.segments = start_segments(config, store).await?;
     state.sharded = crate::sharded::start_sharded(config, store).await?;
+    state.fallback = crate::fallback::start(config, store, &layout)?;
     if zk.is_some() {
         state.metrics.register_zk();
     }

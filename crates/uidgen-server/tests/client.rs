@@ -3,165 +3,20 @@
 //! leases that never overlap.
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+#[path = "common/cluster.rs"]
+mod cluster;
 mod common;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Server, assert_unique, free_port};
-use uidgen_client::{Client, ClientBuilder, ClientError, FallbackOptions, Peer};
-use uidgen_core::Layout;
-use uidgen_store::testing::{TestDb, fresh_url};
+use cluster::{Cluster, TAG, assert_from_server, builder, vesta};
+use common::assert_unique;
+use uidgen_client::{Client, ClientError, FallbackOptions};
 
-/// The segment tag every server creates at start (the sample tag).
-const TAG: &str = "client-test";
-
-/// The fallback's worker id: in the embedded range the servers keep out of (`worker.range`
-/// is `1-899` below; docs/OPERATIONS.md, "The client's embedded fallback").
+/// The explicit fallback worker id of the clash tests (its servers lease no fallback ids).
 const FALLBACK_WORKER: u64 = 900;
-
-/// One server's fixed addresses (so a restart comes back where the clients look) and its
-/// process while it runs.
-struct Node {
-    http: u16,
-    grpc: u16,
-    server: Option<Server>,
-}
-
-/// `uidgen serve` processes sharing one fresh PostgreSQL database, on a Vesta layout.
-struct Cluster {
-    store: String,
-    layout: &'static str,
-    extra: Vec<(String, String)>,
-    nodes: Vec<Node>,
-}
-
-impl Cluster {
-    async fn start(count: usize, layout: &'static str, extra: &[(&str, &str)]) -> Cluster {
-        let store = fresh_url(TestDb::Postgres)
-            .await
-            .unwrap_or_else(|e| panic!("PostgreSQL is needed (set UIDGEN_TEST_POSTGRES_URL): {e}"));
-        let mut cluster = Cluster {
-            store,
-            layout,
-            extra: extra
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-            nodes: (0..count)
-                .map(|_| Node {
-                    http: free_port(),
-                    grpc: free_port(),
-                    server: None,
-                })
-                .collect(),
-        };
-        for index in 0..count {
-            cluster.restart(index).await;
-        }
-        cluster
-    }
-
-    /// Start node `index` (again) on its addresses.
-    async fn restart(&mut self, index: usize) {
-        let node = &self.nodes[index];
-        let grpc = format!("127.0.0.1:{}", node.grpc);
-        let listen = format!("127.0.0.1:{}", node.http);
-        let mut envs: Vec<(String, String)> = vec![
-            ("UIDGEN_STORE".into(), self.store.clone()),
-            ("UIDGEN_LAYOUT".into(), self.layout.into()),
-            ("UIDGEN_GENERATOR".into(), "default".into()),
-            ("UIDGEN_WORKER_RANGE".into(), "1-899".into()),
-            ("UIDGEN_GRPC_LISTEN".into(), grpc),
-            ("UIDGEN_SEGMENT_SAMPLE_TAG".into(), TAG.into()),
-        ];
-        envs.extend(self.extra.iter().cloned());
-        let server = tokio::task::spawn_blocking(move || {
-            let envs: Vec<(&str, &str)> =
-                envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            Server::start_listening(&listen, &[], &envs)
-        })
-        .await
-        .unwrap();
-        self.nodes[index].server = Some(server);
-    }
-
-    /// `kill -9` node `index`.
-    async fn kill(&mut self, index: usize) {
-        let server = self.nodes[index].server.take().unwrap();
-        tokio::task::spawn_blocking(move || server.kill())
-            .await
-            .unwrap();
-    }
-
-    /// SIGTERM node `index` and wait for it to exit.
-    async fn terminate(&mut self, index: usize) {
-        let server = self.nodes[index].server.take().unwrap();
-        let (status, log) = tokio::task::spawn_blocking(move || server.terminate())
-            .await
-            .unwrap();
-        assert!(
-            status.success(),
-            "SIGTERM did not end the server cleanly:\n{log}"
-        );
-    }
-
-    /// The worker id node `index` logged at its last start.
-    fn worker_id(&self, index: usize) -> u64 {
-        self.nodes[index].server.as_ref().unwrap().worker_id()
-    }
-
-    fn grpc_peer(&self, index: usize) -> Peer {
-        Peer::grpc(format!("http://127.0.0.1:{}", self.nodes[index].grpc))
-    }
-
-    fn http_peer(&self, index: usize) -> Peer {
-        Peer::http(self.http_base(index))
-    }
-
-    fn http_base(&self, index: usize) -> String {
-        format!("http://127.0.0.1:{}", self.nodes[index].http)
-    }
-
-    /// Every node over gRPC and over HTTP: both transports share the rotation.
-    fn peers(&self) -> Vec<Peer> {
-        (0..self.nodes.len())
-            .flat_map(|i| [self.grpc_peer(i), self.http_peer(i)])
-            .collect()
-    }
-}
-
-/// A client that notices outages quickly (the tests kill servers on purpose).
-fn builder(peers: Vec<Peer>) -> ClientBuilder {
-    ClientBuilder::new(peers)
-        .timeout(Duration::from_millis(700))
-        .eject_for(Duration::from_millis(300))
-        .probe_interval(Duration::from_millis(100))
-        .buffer_size(1024)
-        .batch_size(512)
-        .segments(300, 512)
-}
-
-fn vesta() -> Layout {
-    Layout::vesta_max_peak().unwrap()
-}
-
-/// Check that `id` was issued by a server: one of `servers`' worker ids, and genMethod 1
-/// (gRPC) or 2 (HTTP) on the Vesta layout.
-fn assert_from_server(id: u64, servers: &HashSet<u64>) {
-    let parts = vesta().decompose(id).unwrap();
-    assert!(
-        servers.contains(&parts.worker),
-        "ID {id} has worker {}",
-        parts.worker
-    );
-    assert!(
-        matches!(parts.method, 1 | 2),
-        "ID {id} has genMethod {}",
-        parts.method
-    );
-}
 
 /// `[start, end)` leased over HTTP.
 async fn http_lease(http: &reqwest::Client, base: &str, size: u64) -> (u64, u64) {
@@ -320,29 +175,28 @@ async fn take_until(client: &Client, ids: &mut Vec<u64>, n: usize, from: impl Fn
     }
 }
 
-/// Every server down: the fallback issues (its worker id, genMethod 0); a server back: the
-/// client takes its IDs again (its new worker id, genMethod 1 or 2). No ID twice.
+/// Every server down: the fallback issues (the worker id the server leased it, from the
+/// embedded range, genMethod 0); a server back: the client takes its IDs again (its new worker
+/// id, from the server range, genMethod 1 or 2). No ID twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fallback_issues_while_every_server_is_down_and_the_client_switches_back() {
     let mut cluster = Cluster::start(1, "vesta_max_peak", &[]).await;
     let state = tempfile::tempdir().unwrap();
-    let fallback = FallbackOptions::new(
-        vesta(),
-        FALLBACK_WORKER,
-        state.path().join("fallback-900.state"),
-    );
     let client = builder(cluster.peers())
-        .fallback(fallback)
+        .fallback(FallbackOptions::leased(vesta(), state.path()))
         .connect()
         .await
         .unwrap();
     let layout = vesta();
     let first_worker = cluster.worker_id(0);
+    assert!((924..=1023).contains(&first_worker), "Vesta's server range");
+    let fallback_worker = client.fallback_worker_id().unwrap();
+    assert!(fallback_worker <= 923, "Vesta's embedded range");
     let mut ids = Vec::new();
     take_until(&client, &mut ids, 2_000, |_| true).await;
 
     cluster.kill(0).await;
-    take_until(&client, &mut ids, 5_000, |w| w == FALLBACK_WORKER).await;
+    take_until(&client, &mut ids, 5_000, |w| w == fallback_worker).await;
     assert!(client.all_peers_down());
 
     cluster.restart(0).await;
@@ -356,7 +210,7 @@ async fn fallback_issues_while_every_server_is_down_and_the_client_switches_back
     let mut by_source = [0usize; 3];
     for id in &ids {
         let parts = layout.decompose(*id).unwrap();
-        if parts.worker == FALLBACK_WORKER {
+        if parts.worker == fallback_worker {
             assert_eq!(parts.method, 0, "fallback ID {id} must say genMethod 0");
             by_source[1] += 1;
         } else {
@@ -412,7 +266,7 @@ async fn without_a_fallback_every_server_down_is_a_typed_error_naming_the_peers(
 async fn a_fallback_that_clashes_with_a_server_is_refused() {
     let state = tempfile::tempdir().unwrap();
     let baidu = Cluster::start(1, "baidu", &[]).await;
-    let fallback = FallbackOptions::new(vesta(), FALLBACK_WORKER, state.path().join("a.state"));
+    let fallback = FallbackOptions::leased(vesta(), state.path());
     let refused = builder(vec![baidu.grpc_peer(0)])
         .fallback(fallback)
         .connect()
@@ -432,11 +286,13 @@ async fn a_fallback_that_clashes_with_a_server_is_refused() {
             ("UIDGEN_WORKER_ASSIGNER", "static"),
             ("UIDGEN_WORKER_ID", &worker),
             ("UIDGEN_WORKER_RANGE", "0-max"),
+            ("UIDGEN_WORKER_FALLBACK_RANGE", "off"),
             ("UIDGEN_WORKER_STATE_FILE", server_state.to_str().unwrap()),
         ],
     )
     .await;
-    let fallback = FallbackOptions::new(vesta(), FALLBACK_WORKER, state.path().join("b.state"));
+    let fallback =
+        FallbackOptions::explicit(vesta(), FALLBACK_WORKER, state.path().join("b.state"));
     let refused = builder(vec![clash.grpc_peer(0)])
         .fallback(fallback)
         .connect()
@@ -455,7 +311,8 @@ async fn a_fallback_that_clashes_with_a_server_is_refused() {
     // Over HTTP there is no GetInfo: the clash shows in the first batch's IDs, which stay
     // good (the server issued them), and the fallback is off for good from then on.
     let mut clash = clash;
-    let fallback = FallbackOptions::new(vesta(), FALLBACK_WORKER, state.path().join("c.state"));
+    let fallback =
+        FallbackOptions::explicit(vesta(), FALLBACK_WORKER, state.path().join("c.state"));
     let client = builder(vec![clash.http_peer(0)])
         .fallback(fallback)
         .connect()

@@ -320,7 +320,7 @@ async fn service_failures_are_503_with_a_fixed_sentence() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_exhausted_app_and_an_empty_queue_are_503() {
+async fn an_exhausted_app_is_409_and_an_empty_queue_503() {
     let redis = shared_redis().await;
     let (service, prefix) = service_on(sqlite().await, &redis).await;
     let r = router(Some(Arc::clone(&service)));
@@ -331,7 +331,7 @@ async fn an_exhausted_app_and_an_empty_queue_are_503() {
     let (status, body) = get(&r, "/v1/apps/3/ids?gate_pass=a&count=15").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let (status, body) = get(&r, "/api/shard/get/3?gatePass=a").await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(json(&body)["code"], "app_exhausted");
     assert!(
         json(&body)["message"]

@@ -194,7 +194,14 @@ impl ShardedService {
         let segment = match self
             .timed(
                 "claiming an id_alloc segment",
-                self.store.claim_id_segment(app_id, shard, MAX_INDEX_I64),
+                // A caller that still needs `keep` numbers gets them from this one claim,
+                // however small the app's step.
+                self.store.claim_id_segment_at_least(
+                    app_id,
+                    shard,
+                    MAX_INDEX_I64,
+                    i64::try_from(keep).unwrap_or(i64::MAX).max(1),
+                ),
             )
             .await
         {

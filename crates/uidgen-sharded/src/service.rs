@@ -180,7 +180,10 @@ impl ShardedService {
             let before = ids.len();
             let (popped, left) = self.pop(&key, count - ids.len()).await?;
             Stats::add(&self.stats.pops, 1);
-            if left <= entry.threshold {
+            // A list left short is refilled in the background, unless this call is about to
+            // refill it itself (below): a background refill holding the lock would push one
+            // step and make this call wait for it, round after round, with a small step.
+            if left <= entry.threshold && before + popped.len() >= count {
                 self.refill_soon(app_id, shard, entry);
             }
             if popped.is_empty() {
@@ -203,6 +206,12 @@ impl ShardedService {
                     .await?;
                 for index in refill.kept {
                     ids.push(self.index_id(app_id, shard, &entry, index)?);
+                }
+                // The caller kept (nearly) the whole claim: refill the list for the next one.
+                if let RefillOutcome::Pushed { start, end } = refill.outcome
+                    && end - start <= entry.threshold
+                {
+                    self.refill_soon(app_id, shard, entry);
                 }
                 if refill.outcome == RefillOutcome::Busy
                     && ids.len() < count

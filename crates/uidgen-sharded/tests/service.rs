@@ -44,6 +44,30 @@ per_db! {
     }
 }
 
+per_db! {
+    async fn a_batch_larger_than_the_step_takes_one_claim_not_one_per_step(db: TestDb) {
+        // With a step of 1, a batch of 20,000 once made 20,000 claims, one database round trip
+        // each (a fuzzer's request of 99,999 timed out). The caller's share now comes in one.
+        let keys = Keyspace::shared("big-batch").await;
+        let service = service(store(db).await, keys.options()).await;
+        app(&service, 4, 1).await;
+        let (user, other) = ("alice", "bob");
+        let mut ids = service.get_batch(4, user, 20_000).await.unwrap();
+        assert_eq!(ids.len(), 20_000);
+        assert!(service.stats().refills <= 2, "{:?}", service.stats());
+        let indexes: Vec<u64> = ids.iter().map(|&id| index_of(id)).collect();
+        assert!(indexes.windows(2).all(|w| w[1] == w[0] + 1), "one contiguous claim");
+        // Then single IDs (the step again) and another shard: all distinct.
+        for _ in 0..5 {
+            ids.push(service.get(4, user).await.unwrap());
+            ids.push(service.get(4, other).await.unwrap());
+        }
+        ids.extend(service.get_batch(4, other, 3_000).await.unwrap());
+        assert_unique(&mut ids, "big batches and single IDs");
+        service.shutdown();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_list_is_refilled_in_the_background() {
     let (keys, service) = sqlite_service_with_app("refill", 1).await;

@@ -80,7 +80,7 @@ impl AppSpec {
             )));
         }
         if let Some(description) = &self.description {
-            check_len("description", description, crate::MAX_DESCRIPTION_LEN)?;
+            crate::leaf_alloc::validate_description(description)?;
         }
         Ok(())
     }
@@ -151,21 +151,29 @@ fn effective_ceiling(caller: i64, max_limit_id: i64) -> i64 {
 }
 
 // The claim refuses rows whose next segment would start above the ceiling (the caller's and
-// `max_limit_id`) or whose `max_id + step` would pass i64::MAX (see leaf_alloc's CLAIM).
+// `max_limit_id`) or whose `max_id + size` would pass i64::MAX (see leaf_alloc's CLAIM). The
+// size is the row's step, or the caller's `at_least` when larger (bound twice on MySQL, whose
+// `?` are positional): a caller that needs more than one step gets it in one claim.
 const CLAIM: Sql = Sql {
-    sqlite: "UPDATE id_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
+    sqlite: "UPDATE id_alloc
+             SET max_id = max_id + (CASE WHEN step >= ?4 THEN step ELSE ?4 END),
+                 update_time = CURRENT_TIMESTAMP
              WHERE app_id = ?1 AND shard_id = ?2 AND max_id <= ?3
                AND (max_limit_id <= 0 OR max_id <= max_limit_id)
-               AND max_id <= 9223372036854775807 - step
+               AND max_id <= 9223372036854775807 - (CASE WHEN step >= ?4 THEN step ELSE ?4 END)
              RETURNING max_id, step, max_limit_id",
-    mysql: "UPDATE id_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
+    mysql: "UPDATE id_alloc
+            SET max_id = max_id + (CASE WHEN step >= ? THEN step ELSE ? END),
+                update_time = CURRENT_TIMESTAMP
             WHERE app_id = ? AND shard_id = ? AND max_id <= ?
               AND (max_limit_id <= 0 OR max_id <= max_limit_id)
-              AND max_id <= 9223372036854775807 - step",
-    postgres: "UPDATE id_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
+              AND max_id <= 9223372036854775807 - (CASE WHEN step >= ? THEN step ELSE ? END)",
+    postgres: "UPDATE id_alloc
+               SET max_id = max_id + (CASE WHEN step >= $4 THEN step ELSE $4 END),
+                   update_time = CURRENT_TIMESTAMP
                WHERE app_id = $1 AND shard_id = $2 AND max_id <= $3
                  AND (max_limit_id <= 0 OR max_id <= max_limit_id)
-                 AND max_id <= 9223372036854775807 - step
+                 AND max_id <= 9223372036854775807 - (CASE WHEN step >= $4 THEN step ELSE $4 END)
                RETURNING max_id, CAST(step AS BIGINT) AS step, max_limit_id",
 };
 
@@ -420,6 +428,37 @@ impl Store {
         shard_id: u8,
         ceiling: i64,
     ) -> Result<IdSegment> {
+        self.claim_id_segment_at_least(app_id, shard_id, ceiling, 1)
+            .await
+    }
+
+    /// [`claim_id_segment`](Self::claim_id_segment), but a segment of at least `at_least`
+    /// indexes: the row's step, or `at_least` when that is larger (the stored step is
+    /// unchanged). A caller that needs a batch larger than the step gets it in one claim, not
+    /// one claim per step (with a step of 1, a batch of 100,000 took 100,000 round trips).
+    /// The claim is the same single `max_id` increment, so it never overlaps another.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+    /// use uidgen_store::AppSpec;
+    /// store.create_or_update_app(&AppSpec { step: 10, ..AppSpec::new(7, "orders") }).await?;
+    /// let big = store.claim_id_segment_at_least(7, 0, (1 << 49) - 1, 5000).await?;
+    /// let next = store.claim_id_segment(7, 0, (1 << 49) - 1).await?;
+    /// assert_eq!((big.range(), next.range()), (1..5001, 5001..5011));
+    /// # Ok(()) }
+    /// ```
+    pub async fn claim_id_segment_at_least(
+        &self,
+        app_id: u8,
+        shard_id: u8,
+        ceiling: i64,
+        at_least: i64,
+    ) -> Result<IdSegment> {
+        if at_least < 1 {
+            return Err(StoreError::InvalidInput(format!(
+                "a claim of at least {at_least} indexes: ask for 1 or more"
+            )));
+        }
         let dialect = self.dialect();
         let action = "claiming an id_alloc segment";
         let begin = BEGIN_WRITE.get(dialect);
@@ -431,9 +470,13 @@ impl Store {
             mysql => {
                 let mut tx = pool.begin_with(begin).await.map_err(|e| self.err(action, e))?;
                 let updated = sqlx::query(CLAIM.mysql)
+                    .bind(at_least)
+                    .bind(at_least)
                     .bind(app)
                     .bind(shard)
                     .bind(ceiling)
+                    .bind(at_least)
+                    .bind(at_least)
                     .execute(&mut *tx)
                     .await
                     .map_err(|e| self.err(action, e))?;
@@ -457,6 +500,7 @@ impl Store {
                     .bind(app)
                     .bind(shard)
                     .bind(ceiling)
+                    .bind(at_least)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(|e| self.err(action, e))?;
@@ -475,8 +519,10 @@ impl Store {
             }
         );
         match claimed {
+            // The size the statement added: the row's step (not changed by a claim, and read
+            // in the claim's own transaction), or `at_least` when larger.
             Ok((end, step, max_limit_id)) => Ok(IdSegment {
-                start: end - step,
+                start: end - step.max(at_least),
                 end,
                 ceiling: effective_ceiling(ceiling, max_limit_id),
             }),
@@ -485,7 +531,7 @@ impl Store {
                 shard_id,
                 max_id,
                 ceiling: effective_ceiling(ceiling, max_limit_id)
-                    .min(i64::MAX.saturating_sub(step)),
+                    .min(i64::MAX.saturating_sub(step.max(at_least))),
             }),
             Err(None) => Err(StoreError::UnknownAppShard { app_id, shard_id }),
         }

@@ -147,6 +147,26 @@ pub fn validate_tag(biz_tag: &str) -> Result<()> {
     Ok(())
 }
 
+/// Check a description (of a tag or an app): at most [`MAX_DESCRIPTION_LEN`] characters, and no
+/// NUL character, which PostgreSQL cannot store in text (it would fail the statement, a store
+/// error instead of the caller's).
+///
+/// ```
+/// use uidgen_store::validate_description;
+/// assert!(validate_description("order ids").is_ok());
+/// assert!(validate_description("a\0b").is_err());
+/// assert!(validate_description(&"x".repeat(257)).is_err());
+/// ```
+pub fn validate_description(description: &str) -> Result<()> {
+    check_len("description", description, MAX_DESCRIPTION_LEN)?;
+    if description.contains('\0') {
+        return Err(StoreError::InvalidInput(
+            "description has a NUL character, which the databases cannot store in text".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// Check a step: 1 to [`MAX_STEP`].
 pub fn validate_step(step: i64) -> Result<()> {
     check_step(step, MAX_STEP)
@@ -311,7 +331,7 @@ impl Store {
         validate_tag(biz_tag)?;
         validate_step(step)?;
         if let Some(description) = description {
-            check_len("description", description, MAX_DESCRIPTION_LEN)?;
+            validate_description(description)?;
         }
         with_pool!(
             self,

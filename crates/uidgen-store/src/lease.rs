@@ -29,7 +29,6 @@
 //!   could do only after that expiry); otherwise the lease is lost. Without a cache the
 //!   reserve is zero. The file is deleted before a release, and locked while a lease uses it.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +39,7 @@ use uidgen_core::{Clock, Layout, SystemClock};
 use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
 use crate::cache::{CacheLock, read_cache};
 use crate::error::{Result, StoreError};
+use crate::lease_claim::{ClaimedRow, claim_row, holder_with_token};
 use crate::lease_guard::{LeaseGuard, NewLease};
 use crate::mark::{LocalMark, mark_step_ms};
 use crate::store::Store;
@@ -52,10 +52,6 @@ pub const MAX_HOLDER_NAME_LEN: usize = 128 - 17;
 /// The longest lease ttl (and cache reserve) accepted: a day. Longer values gain nothing and
 /// would overflow the database's BIGINT columns near the end of time.
 pub const MAX_LEASE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// How many rounds [`LeasedWorkerIdAssigner::claim`] may lose to other claimants before
-/// giving up with [`StoreError::LeaseContention`].
-const CLAIM_ATTEMPTS: u32 = 8;
 
 /// How a [`LeasedWorkerIdAssigner`] leases.
 ///
@@ -263,7 +259,7 @@ impl LeasedWorkerIdAssigner {
     /// [`StoreError::WorkerRangeConflict`] and [`StoreError::WorkerRangeChanged`] from the
     /// registration, [`StoreError::NoFreeWorkerId`] when every id of the range is held by a
     /// live lease, [`StoreError::LeaseContention`] when free ids exist but other claimants won
-    /// each of them [`CLAIM_ATTEMPTS`] times running, [`StoreError::ClockBehindLastIssued`],
+    /// each of them 8 times running, [`StoreError::ClockBehindLastIssued`],
     /// and database errors.
     ///
     /// Cancel safety: dropping the future before a claim statement commits leaves only the
@@ -285,70 +281,25 @@ impl LeasedWorkerIdAssigner {
             .await?;
         let holder = self.new_holder();
         let ttl_ms = saturating_millis(self.options.ttl);
-        let (low, max) = (range.low(), range.high());
-        // A lost race means someone else won that id; look again.
-        for attempt in 0..CLAIM_ATTEMPTS {
-            if attempt > 0 {
-                // Racers that retry in lockstep keep colliding; a short random pause spreads them.
-                let pause = fastrand::u64(1..=5 * u64::from(attempt));
-                tokio::time::sleep(Duration::from_millis(pause)).await;
-            }
-            let now = self.clock.now_millis();
-            let valid_until = now.saturating_add(ttl_ms);
-            let expires = valid_until.saturating_add(self.reserve_ms());
-            let mut rows = self.store.lease_rows(max).await?;
-            rows.retain(|r| range.contains(r.worker_id));
-            let used: HashSet<u64> = rows.iter().map(|r| r.worker_id).collect();
-            let mut expired: Vec<_> = rows.iter().filter(|r| r.expires_at_ms < now).collect();
-            if u64::try_from(used.len()).map_or(true, |n| n >= range.count()) && expired.is_empty()
-            {
-                return Err(StoreError::NoFreeWorkerId {
-                    max,
-                    count: range.count(),
-                });
-            }
-            // A never-used id needs no wait; among expired ones, the least recently used first.
-            if let Some(fresh) = (low..=max).find(|id| !used.contains(id))
-                && self.store.try_insert_lease(fresh, &holder, expires).await?
-            {
-                return self
-                    .finish(layout, fresh, holder, (valid_until, expires), 0)
-                    .await;
-            }
-            expired.sort_by_key(|r| r.last_issued_ms);
-            for row in expired {
-                if self
-                    .store
-                    .try_take_over_lease(row.worker_id, &holder, expires, now)
-                    .await?
-                {
-                    // We hold it now, so nobody else moves last_issued_ms: read it fresh.
-                    let last = self
-                        .store
-                        .lease_row(row.worker_id)
-                        .await?
-                        .map_or(row.last_issued_ms, |r| r.last_issued_ms);
-                    tracing::info!(
-                        worker_id = row.worker_id,
-                        previous = %row.holder,
-                        "took over an expired worker lease"
-                    );
-                    return self
-                        .finish(layout, row.worker_id, holder, (valid_until, expires), last)
-                        .await;
-                }
-            }
-        }
-        Err(StoreError::LeaseContention {
-            attempts: CLAIM_ATTEMPTS,
-        })
+        let claimed = claim_row(
+            &self.store,
+            self.clock.as_ref(),
+            range,
+            &holder,
+            ttl_ms,
+            self.reserve_ms(),
+        )
+        .await?;
+        self.finish(layout, holder, &claimed).await
     }
 
     /// The holder string of a new claim: the configured (or default) name and a random token
     /// of its own, so renewal and release only ever match this claim's row.
     fn new_holder(&self) -> String {
-        let name = self.options.holder.clone().unwrap_or_else(default_holder);
-        format!("{name}#{:016x}", fastrand::u64(..))
+        match &self.options.holder {
+            Some(name) => holder_with_token(name),
+            None => holder_with_token(&default_holder()),
+        }
     }
 
     /// The local state file for a lease claimed from the database, recording its holder and
@@ -389,21 +340,22 @@ impl LeasedWorkerIdAssigner {
         })
     }
 
-    /// We hold `worker_id` until `valid_until` (the row says `expires`): wait out the
-    /// previous holder's last issued time, then hand out the guard.
+    /// We hold the claimed row's id until its `valid_until` (the row says `expires`): wait out
+    /// the previous holder's last issued time, then hand out the guard.
     async fn finish(
         &self,
         layout: &Layout,
-        worker_id: u64,
         holder: String,
-        (valid_until, expires): (u64, u64),
-        last_issued_ms: u64,
+        claimed: &ClaimedRow,
     ) -> Result<LeaseGuard> {
-        // Earlier holders stamped only before the expiry our claim replaced, which was below
-        // the clock at the claim, and before their recorded issued-until time.
-        let floor = valid_until
-            .saturating_sub(saturating_millis(self.options.ttl))
-            .max(last_issued_ms);
+        let ClaimedRow {
+            worker_id,
+            valid_until_ms: valid_until,
+            expires_ms: expires,
+            last_issued_ms,
+            ..
+        } = *claimed;
+        let floor = claimed.floor_ms();
         let mark = self.open_mark_for_claim(layout, worker_id, &holder, expires, floor);
         let guard = LeaseGuard::new(NewLease {
             store: self.store.clone(),

@@ -10,6 +10,10 @@
 //! [`GeneratorBuilder`]), nor for the per-tag segment buffers (`uidgen-segment`) or HTTP
 //! (`uidgen-server`), nor for the Redis lists of the sharded mode (`uidgen-sharded`).
 //!
+//! Servers also lease worker ids of an *embedded range* to their clients' fallback generators
+//! ([`FallbackLeases`]); a client keeps such a lease as its generator's fence ([`RemoteLease`])
+//! without ever talking to the database.
+//!
 //! Assigners that share a store draw from one worker-id space, so each records the
 //! [`WorkerIdRange`] it hands ids from in `worker_id_range` before taking one; overlapping or
 //! inconsistent ranges are refused at start-up ([`Store::register_worker_range`]).
@@ -57,13 +61,16 @@ pub mod blocking;
 mod builder;
 mod cache;
 mod error;
+mod fallback_lease;
 mod id_alloc;
 mod leaf_alloc;
 mod lease;
+mod lease_claim;
 mod lease_guard;
 mod machine;
 mod mark;
 mod migrate;
+mod remote_lease;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -79,13 +86,14 @@ pub use assigner::{
 pub use builder::{Built, GeneratorBuilder, GuardedGenerator};
 pub use cache::{CachedWorker, read_cache, write_cache};
 pub use error::{Result, StoreError};
+pub use fallback_lease::{FallbackLeases, LeaseGrant, MIN_FALLBACK_LEASE_TTL};
 pub use id_alloc::{
     AppShard, AppSpec, DEFAULT_ID_ALLOC_STEP, ID_ALLOC_SHARDS, IdAllocApp, IdSegment,
     MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP,
 };
 pub use leaf_alloc::{
-    LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_step,
-    validate_tag,
+    LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_description,
+    validate_step, validate_tag,
 };
 pub use lease::{LeaseOptions, LeasedWorkerIdAssigner, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 pub use lease_guard::LeaseGuard;
@@ -94,6 +102,7 @@ pub use machine::{
 };
 pub use mark::LocalMark;
 pub use migrate::{Migration, migrations};
+pub use remote_lease::RemoteLease;
 pub use store::{Store, StoreOptions};
 pub use url::{Dialect, redact_url};
 pub use worker_lease::WorkerLeaseRow;

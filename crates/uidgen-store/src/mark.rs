@@ -394,16 +394,45 @@ impl MarkFence {
         layout: &Layout,
         timing: &MarkTiming,
     ) -> Result<Self> {
+        Self::continue_above(cache, worker_id, layout, timing, 0, None, true).await
+    }
+
+    /// [`continue_from`](Self::continue_from) for a mark that belongs to a lease: the floor is
+    /// also at least `floor_ms` (where the lease's authority says earlier holders stopped),
+    /// and the file records `claim`, the lease's holder string and an expiry its authority
+    /// accepted, so that a restart from the file knows which lease it continues and until when.
+    ///
+    /// `keep_ahead` starts the thread that keeps the mark a step ahead of the clock, so that
+    /// issuing seldom waits for the disk; without it the mark rises only when an ID needs it
+    /// (for an id that issues only now and then, such as a client's fallback, which would
+    /// otherwise write its file every second while it is not used).
+    ///
+    /// Cancel safety: as for `continue_from`, but once the wait is over the file records
+    /// `claim` with the mark raised to the floor.
+    pub(crate) async fn continue_above(
+        cache: CacheLock,
+        worker_id: u64,
+        layout: &Layout,
+        timing: &MarkTiming,
+        floor_ms: u64,
+        claim: Option<(&str, u64)>,
+        keep_ahead: bool,
+    ) -> Result<Self> {
         let clock = &timing.clock;
         let (mark, previous) =
             LocalMark::acquire(cache, worker_id, Arc::clone(clock), mark_step_ms(layout))?;
-        let floor_ms = previous.as_ref().map_or(0, |p| p.until_ms);
-        if previous.is_some() {
-            let wait = timing.max_start_wait;
-            crate::lease::wait_for_clock(clock.as_ref(), worker_id, floor_ms, wait).await?;
+        let floor_ms = previous.as_ref().map_or(0, |p| p.until_ms).max(floor_ms);
+        let wait = timing.max_start_wait;
+        crate::lease::wait_for_clock(clock.as_ref(), worker_id, floor_ms, wait).await?;
+        match claim {
+            Some((holder, expires_ms)) => {
+                mark.begin_from(Some(holder), Some(expires_ms), floor_ms)?;
+            }
+            None => mark.begin(None, None)?,
         }
-        mark.begin(None, None)?;
-        mark.start_refresher()?;
+        if keep_ahead {
+            mark.start_refresher()?;
+        }
         Ok(Self {
             mark,
             max_borrow_ms: Some(uidgen_core::clock::saturating_millis(timing.max_borrow)),

@@ -160,10 +160,19 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
                 });
             }
         }
-        let created = conn
-            .execute(CREATE_MIGRATIONS_TABLE.get(dialect))
-            .await
-            .map_err(|e| store.err("creating uidgen_schema_migrations", e));
+        // In a writing transaction: on SQLite (whose LOCK is a no-op) an autocommit DDL reads
+        // the schema first and then upgrades to a write lock, and that upgrade fails at once with
+        // SQLITE_BUSY, without the busy timeout, when another migrator committed in between;
+        // `BEGIN IMMEDIATE` takes the write lock up front, where the busy timeout applies.
+        let created = async {
+            let mut tx = conn.begin_with(BEGIN_WRITE.get(dialect)).await?;
+            sqlx::raw_sql(CREATE_MIGRATIONS_TABLE.get(dialect))
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await
+        }
+        .await
+        .map_err(|e| store.err("creating uidgen_schema_migrations", e));
         let mut outcome = created.map(|_| ());
         for migration in migrations(dialect) {
             if outcome.is_err() {

@@ -235,7 +235,7 @@ impl Store {
             let timeout = options.connect_timeout;
             let attempt = async {
                 match Dialect::from_url(url)? {
-                    Dialect::Sqlite => probe_with(sqlite_options(url)?, timeout).await,
+                    Dialect::Sqlite => probe_sqlite(url, timeout).await?,
                     Dialect::MySql => probe_with(mysql_options(url)?, timeout).await,
                     Dialect::Postgres => probe_with(pg_options(url)?, timeout).await,
                 }
@@ -302,6 +302,26 @@ where
             std::io::ErrorKind::TimedOut,
             format!("connection timed out after {} ms", timeout.as_millis()),
         ))),
+    }
+}
+
+/// [`probe_with`] for SQLite, retried while the file is busy. Switching a new file to WAL
+/// mode needs an exclusive lock, and SQLite answers `SQLITE_BUSY` at once, without the busy
+/// timeout, when another process opening the same new file holds a lock at that moment; once
+/// the file is in WAL mode the switch is a no-op, so a retry soon succeeds.
+async fn probe_sqlite(
+    url: &str,
+    timeout: Duration,
+) -> Result<std::result::Result<(), sqlx::Error>> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let outcome = probe_with(sqlite_options(url)?, timeout).await;
+        let busy =
+            matches!(&outcome, Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("5"));
+        if !busy || tokio::time::Instant::now() >= deadline {
+            return Ok(outcome);
+        }
+        tokio::time::sleep(Duration::from_millis(10 + fastrand::u64(0..40))).await;
     }
 }
 

@@ -9,6 +9,22 @@ use uidgen_store::{AppSpec, IdSegment, StoreError};
 /// The sharded layout's 49-bit index ceiling, as `uidgen-sharded` passes it.
 const CEILING: i64 = (1 << 49) - 1;
 
+/// The ranges concurrent claims got, checked to lie back to back (no gap, no overlap): the
+/// whole span they cover.
+async fn back_to_back(
+    tasks: Vec<tokio::task::JoinHandle<uidgen_store::Result<IdSegment>>>,
+) -> std::ops::Range<i64> {
+    let mut ranges = Vec::new();
+    for task in tasks {
+        ranges.push(task.await.unwrap().unwrap().range());
+    }
+    ranges.sort_by_key(|r| r.start);
+    for pair in ranges.windows(2) {
+        assert_eq!(pair[0].end, pair[1].start, "{ranges:?}");
+    }
+    ranges[0].start..ranges[ranges.len() - 1].end
+}
+
 per_db! {
     async fn creating_an_app_creates_its_64_shards_and_claims_are_consecutive(db: TestDb) {
         let (store, _) = fresh_store(db).await.unwrap();
@@ -78,15 +94,36 @@ per_db! {
                 tokio::spawn(async move { store.claim_id_segment(1, 9, CEILING).await })
             })
             .collect();
-        let mut ranges = Vec::new();
-        for task in tasks {
-            ranges.push(task.await.unwrap().unwrap().range());
-        }
-        ranges.sort_by_key(|r| r.start);
-        for pair in ranges.windows(2) {
-            assert_eq!(pair[0].end, pair[1].start, "{ranges:?}");
-        }
-        assert_eq!((ranges[0].start, ranges[15].end), (1, 1601));
+        assert_eq!(back_to_back(tasks).await, 1..1601);
+    }
+}
+
+per_db! {
+    async fn a_claim_of_at_least_n_takes_more_than_the_step_in_one_go_and_never_overlaps(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        store
+            .create_or_update_app(&AppSpec { step: 10, ..AppSpec::new(6, "small-step") })
+            .await
+            .unwrap();
+        // Larger than the step: the caller's size; smaller: the step.
+        let big = store.claim_id_segment_at_least(6, 2, CEILING, 5000).await.unwrap();
+        assert_eq!(big, IdSegment { start: 1, end: 5001, ceiling: CEILING });
+        let small = store.claim_id_segment_at_least(6, 2, CEILING, 3).await.unwrap();
+        assert_eq!(small.range(), 5001..5011);
+        assert_eq!(store.apps().await.unwrap()[0].shards[2].step, 10, "the step is unchanged");
+        // Mixed sizes from 16 tasks at once: back to back, no gap, no overlap.
+        let tasks: Vec<_> = (0..16i64)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store.claim_id_segment_at_least(6, 3, CEILING, 1 + i * 97).await
+                })
+            })
+            .collect();
+        let total: i64 = (0..16i64).map(|i| (1 + i * 97).max(10)).sum();
+        assert_eq!(back_to_back(tasks).await, 1..1 + total);
+        let error = store.claim_id_segment_at_least(6, 3, CEILING, 0).await.unwrap_err();
+        assert!(matches!(error, StoreError::InvalidInput(_)), "{error}");
     }
 }
 

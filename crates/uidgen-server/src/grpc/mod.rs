@@ -22,9 +22,11 @@ use tonic::{Request, Response, Status};
 use uidgen_core::GenMethod;
 use uidgen_proto::v1::id_service_server::IdService;
 use uidgen_proto::v1::{
-    ExplainIdRequest, ExplainIdResponse, GetInfoRequest, IdBatch, LeaseSegmentRequest,
-    MakeIdRequest, NextIdRequest, NextIdResponse, NextIdsRequest, SegmentIdBatch,
-    SegmentIdsRequest, SegmentLease, ServerInfo, StreamIdsRequest,
+    ClaimFallbackLeaseRequest, ExplainIdRequest, ExplainIdResponse, FallbackLease,
+    FallbackLeaseRelease, FallbackLeaseRenewal, GetInfoRequest, IdBatch, LeaseSegmentRequest,
+    MakeIdRequest, NextIdRequest, NextIdResponse, NextIdsRequest, ReleaseFallbackLeaseRequest,
+    RenewFallbackLeaseRequest, SegmentIdBatch, SegmentIdsRequest, SegmentLease, ServerInfo,
+    StreamIdsRequest,
 };
 
 pub use server::{mode_service_name, serve};
@@ -274,6 +276,85 @@ impl IdService for GrpcService {
                     batch_cap: u32::try_from(self.state.batch_cap).unwrap_or(u32::MAX),
                     max_lease_size: self.max_lease_size,
                     version: env!("CARGO_PKG_VERSION").to_owned(),
+                },
+                0,
+            ))
+        })
+        .await
+    }
+
+    async fn claim_fallback_lease(
+        &self,
+        request: Request<ClaimFallbackLeaseRequest>,
+    ) -> Result<Response<FallbackLease>, Status> {
+        let ClaimFallbackLeaseRequest { holder, ttl_ms } = request.into_inner();
+        self.answer("ClaimFallbackLease", async {
+            let grant = crate::http::claim_fallback(&self.state, &holder, ttl_ms).await?;
+            let layout = self.state.generator.layout();
+            Ok((
+                FallbackLease {
+                    worker_id: grant.worker_id,
+                    holder: grant.holder,
+                    valid_until_ms: grant.valid_until_ms,
+                    floor_ms: grant.floor_ms,
+                    ttl_ms,
+                    layout: layout.name().to_owned(),
+                    fields: explain::fields(layout, None),
+                    epoch_ms: layout.epoch_ms(),
+                },
+                0,
+            ))
+        })
+        .await
+    }
+
+    async fn renew_fallback_lease(
+        &self,
+        request: Request<RenewFallbackLeaseRequest>,
+    ) -> Result<Response<FallbackLeaseRenewal>, Status> {
+        let RenewFallbackLeaseRequest {
+            worker_id,
+            holder,
+            ttl_ms,
+            issued_until_ms,
+        } = request.into_inner();
+        self.answer("RenewFallbackLease", async {
+            let valid_until_ms = crate::http::renew_fallback(
+                &self.state,
+                worker_id,
+                &holder,
+                ttl_ms,
+                issued_until_ms,
+            )
+            .await?;
+            Ok((
+                FallbackLeaseRenewal {
+                    worker_id,
+                    valid_until_ms,
+                },
+                0,
+            ))
+        })
+        .await
+    }
+
+    async fn release_fallback_lease(
+        &self,
+        request: Request<ReleaseFallbackLeaseRequest>,
+    ) -> Result<Response<FallbackLeaseRelease>, Status> {
+        let ReleaseFallbackLeaseRequest {
+            worker_id,
+            holder,
+            issued_until_ms,
+        } = request.into_inner();
+        self.answer("ReleaseFallbackLease", async {
+            let released =
+                crate::http::release_fallback(&self.state, worker_id, &holder, issued_until_ms)
+                    .await?;
+            Ok((
+                FallbackLeaseRelease {
+                    worker_id,
+                    released,
                 },
                 0,
             ))

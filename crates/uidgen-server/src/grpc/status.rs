@@ -24,9 +24,12 @@ pub fn status(error: &ApiError) -> Status {
 fn code(error: &ApiError) -> Code {
     match error.code {
         // A 404 over HTTP (no such route there), but on gRPC the call exists and the mode is off.
-        "segments_disabled" | "sharded_disabled" | "admin_disabled" => {
+        "segments_disabled" | "sharded_disabled" | "admin_disabled" | "fallback_disabled" => {
             return Code::FailedPrecondition;
         }
+        // A 409 over HTTP like a full fallback range, but this one tells the caller to stop
+        // using the worker id, so it gets a code of its own.
+        "fallback_lease_lost" => return Code::Aborted,
         // A 503 over HTTP, but retrying here shortly helps: the supply ran dry for now.
         "segments_not_ready" | "ring_empty" => return Code::ResourceExhausted,
         _ => {}
@@ -50,6 +53,7 @@ pub(super) fn code_name(code: Code) -> &'static str {
         Code::NotFound => "not_found",
         Code::FailedPrecondition => "failed_precondition",
         Code::ResourceExhausted => "resource_exhausted",
+        Code::Aborted => "aborted",
         Code::Unavailable => "unavailable",
         Code::Internal => "internal",
         _ => "other",

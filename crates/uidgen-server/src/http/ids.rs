@@ -125,7 +125,7 @@ fn decode_text(layout: &Layout, text: &str) -> Result<DecodedUid, ApiError> {
     get,
     path = "/expid",
     tag = "vesta",
-    params(("id" = String, Query, description = "The ID to explain, decimal")),
+    params(("id" = u64, Query, description = "The ID to explain, decimal")),
     responses(
         (status = 200, description = "The ID's fields, with Vesta's names", body = VestaExplained),
         (status = 400, description = "Missing or malformed ID", body = ErrorBody),
@@ -375,7 +375,7 @@ pub(super) fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
     path = "/v1/ids/{id}",
     tag = "ids",
     params(
-        ("id" = String, Path, description = "The ID, decimal"),
+        ("id" = u64, Path, description = "The ID, decimal"),
         (
             "layout" = Option<String>,
             Query,

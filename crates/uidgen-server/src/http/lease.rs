@@ -72,7 +72,7 @@ pub(crate) async fn lease(
         ),
         (
             status = 400,
-            description = "A malformed tag, or a size of 0 or above the cap (`invalid_lease_size`)",
+            description = "A malformed tag, or a size of 0 or above the cap (`invalid_size`)",
             body = ErrorBody
         ),
         (

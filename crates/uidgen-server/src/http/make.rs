@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use super::error::{ErrorBody, FieldErrors};
 use super::extract::Body;
 use super::ids::{Decoded, decoded, make_id};
+use super::integer;
 use super::{ApiError, AppState};
 
 /// `POST /v1/ids/make` body: give either `time` (units since the epoch) or `timestamp`
@@ -21,23 +22,26 @@ use super::{ApiError, AppState};
 #[serde(deny_unknown_fields)]
 pub struct MakeRequest {
     /// Time units since the layout's epoch (give this or `timestamp`).
+    #[serde(default, deserialize_with = "integer::opt_u64")]
     time: Option<u64>,
     /// ISO-8601 text (`"2026-01-01T00:00:00Z"`) or milliseconds since the Unix epoch (give this
     /// or `time`).
-    #[schema(value_type = Option<Object>, example = "2026-06-01T12:00:00Z")]
+    #[schema(value_type = Option<String>)]
     timestamp: Option<serde_json::Value>,
     /// The worker id (required).
+    #[serde(default, deserialize_with = "integer::opt_u64")]
     worker: Option<u64>,
     /// The sequence within the time unit (required).
+    #[serde(default, deserialize_with = "integer::opt_u64")]
     sequence: Option<u64>,
     /// Vesta's version bit; 0 when absent.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "integer::u64")]
     version: u64,
     /// Vesta's type bit; the layout's own when absent.
-    #[serde(rename = "type")]
+    #[serde(rename = "type", default, deserialize_with = "integer::opt_u64")]
     kind: Option<u64>,
     /// Vesta's genMethod; 0 when absent.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "integer::u64")]
     method: u64,
 }
 
@@ -47,7 +51,7 @@ fn make_time(layout: &Layout, req: &MakeRequest) -> Result<u64, (&'static str, S
         (Some(t), None) => Ok(t),
         (None, Some(ts)) => {
             let ms = match ts {
-                serde_json::Value::Number(n) => n.as_u64(),
+                serde_json::Value::Number(n) => integer::of(n),
                 serde_json::Value::String(s) => parse_epoch_ms(s).ok(),
                 _ => None,
             }

@@ -2,11 +2,14 @@
 //! authentication, metrics and logging).
 
 mod auth;
+mod bounds;
 mod console;
 mod error;
 mod extract;
+mod fallback;
 mod generate;
 mod ids;
+mod integer;
 mod lease;
 mod make;
 mod observe;
@@ -30,6 +33,9 @@ use utoipa_axum::routes;
 
 pub use auth::ct_eq;
 pub use error::{ApiError, ErrorBody, ErrorReport, FieldErrors, SEE_LOG, TextError};
+pub(crate) use fallback::{
+    claim as claim_fallback, release as release_fallback, renew as renew_fallback,
+};
 pub use generate::{PaddingSignal, ReadyRing, many_as, one_as};
 pub(crate) use ids::{batch_count, batch_size};
 pub use lease::SegmentLease;
@@ -108,6 +114,9 @@ pub struct AppState {
     pub segments: Option<Arc<uidgen_segment::SegmentService>>,
     /// The sharded mode (IDs with app id and shard inside, from Redis lists), when enabled.
     pub sharded: Option<Arc<uidgen_sharded::ShardedService>>,
+    /// Leases worker ids of the embedded range to clients' fallbacks, when this server has
+    /// one (`worker.fallback_range`).
+    pub fallback: Option<Arc<uidgen_store::FallbackLeases>>,
     /// The ZooKeeper holder of the worker id, when it comes from ZooKeeper: readiness and
     /// metrics read its status.
     pub zk: Option<uidgen_zk::ZkHolder>,
@@ -149,6 +158,7 @@ impl AppState {
             readiness: ReadinessBoard::default(),
             segments: None,
             sharded: None,
+            fallback: None,
             zk: None,
             started: std::time::Instant::now(),
             generator_kind: None,
@@ -208,6 +218,10 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(segments::monitor))
         .routes(routes!(segments::batch))
         .routes(routes!(lease::lease_route))
+        // Worker ids leased to clients' embedded fallbacks.
+        .routes(routes!(fallback::claim_route))
+        .routes(routes!(fallback::renew_route))
+        .routes(routes!(fallback::release_route))
         // Sharded mode: the original service's text route, and JSON.
         .routes(routes!(sharded::original_get))
         .routes(routes!(sharded::list_apps))

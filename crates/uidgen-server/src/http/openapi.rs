@@ -3,15 +3,19 @@
 //!
 //! The routing table ([`super::app`]) adds each route together with its description
 //! (utoipa-axum's `routes!`), so a route cannot be served without being described; a test
-//! checks that the table has no other way in.
+//! checks that the table has no other way in. Each parameter's and body field's bounds are
+//! filled in per server when the document is served ([`super::bounds`]).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
+use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
+use serde_json::Value;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+use super::AppState;
 use super::error::ErrorBody;
 
 /// The parts of the document no handler carries: its title, the tags, the shared error
@@ -24,8 +28,10 @@ use super::error::ErrorBody;
                        API, and the web console's routes. Every JSON error has the `Error` body \
                        (`code`, `message`, and for bad request fields `fields`); a route asked \
                        with a method it does not take answers 405, and a path no route matches \
-                       answers 404, both with that body (as bare text under `/api/`). See \
-                       docs/API.md.",
+                       answers 404, both with that body (as bare text under `/api/`). Every \
+                       parameter and body field states its bounds; those that come from the \
+                       configuration (`batch_cap`, `segment.max_lease_size`) or the served \
+                       layout (field widths, the time range) are this server's. See docs/API.md.",
         license(name = "MIT OR Apache-2.0")
     ),
     components(schemas(ErrorBody)),
@@ -34,6 +40,10 @@ use super::error::ErrorBody;
         (name = "ids", description = "IDs of the served layout: batches, decode, make"),
         (name = "segments", description = "Leaf's segment mode"),
         (name = "sharded", description = "The sharded mode: app id and shard inside each ID"),
+        (
+            name = "fallback",
+            description = "Worker ids leased to clients' embedded fallback generators"
+        ),
         (name = "leaf", description = "Leaf's routes, answering bare text"),
         (name = "vesta", description = "Vesta's REST routes"),
         (name = "admin", description = "Behind `Authorization: Bearer <admin_token>`"),
@@ -56,15 +66,15 @@ impl Modify for AdminToken {
     }
 }
 
-/// The document as JSON text, made once: it depends only on the handlers' types, never on the
-/// state, so one copy serves every router in the process.
-static DOCUMENT: OnceLock<String> = OnceLock::new();
+/// The document as the handlers' types describe it, made once: it depends on no state, so one
+/// copy serves every router in the process; each server's bounds are filled in when served.
+static DOCUMENT: OnceLock<Value> = OnceLock::new();
 
 /// Keep the document the routing table produced, for `GET /openapi.json`.
 pub(super) fn publish(document: &utoipa::openapi::OpenApi) {
     DOCUMENT.get_or_init(|| {
         // Serialising plain data cannot fail; an empty object would show that it did.
-        document.to_json().unwrap_or_else(|_| "{}".to_owned())
+        serde_json::to_value(document).unwrap_or_else(|_| Value::Object(Default::default()))
     });
 }
 
@@ -80,9 +90,13 @@ pub(super) fn publish(document: &utoipa::openapi::OpenApi) {
         body = Object
     ))
 )]
-pub async fn document() -> impl IntoResponse {
+pub async fn document(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+    // Made per request (a fraction of a millisecond): the bounds are the state's, and the
+    // document is read once by a console or a client generator, not on a hot path.
+    let mut document = DOCUMENT.get().cloned().unwrap_or_default();
+    super::bounds::describe(&mut document, &state);
     (
         [(header::CONTENT_TYPE, "application/json")],
-        DOCUMENT.get().map_or("{}", String::as_str),
+        document.to_string(),
     )
 }

@@ -294,6 +294,7 @@ pub async fn monitor(State(state): State<Arc<AppState>>) -> Result<Json<Vec<TagV
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TagUpdate {
+    #[serde(deserialize_with = "super::integer::i64")]
     step: i64,
     description: Option<String>,
 }

@@ -22,17 +22,17 @@ use super::observe::Issued;
 use super::{ApiError, AppState, SEE_LOG};
 
 /// Map a sharded-mode failure to a status: the client's fault (400/404), the app's limit
-/// (503 `app_exhausted`), or the service's (503, fixed sentence, cause to the log).
+/// (409 `app_exhausted`), or the service's (503, fixed sentence, cause to the log).
+///
+/// An exhausted app is a 409, not a 503: nothing on the server's side is down, retrying (here
+/// or on another server) never helps, and what resolves it is a change to the app (a higher
+/// `max_limit_id`), which is what 409 Conflict says (RFC 9110, section 15.5.10).
 pub fn sharded_error(err: ShardedError) -> ApiError {
     use ShardedError as E;
     let (status, code, message) = match &err {
         E::AppNotFound { .. } => (StatusCode::NOT_FOUND, "app_not_found", err.to_string()),
         E::ShardNotFound { .. } => (StatusCode::NOT_FOUND, "shard_not_found", err.to_string()),
-        E::AppExhausted { .. } => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "app_exhausted",
-            err.to_string(),
-        ),
+        E::AppExhausted { .. } => (StatusCode::CONFLICT, "app_exhausted", err.to_string()),
         E::EmptyGatePass => (
             StatusCode::BAD_REQUEST,
             "invalid_gate_pass",
@@ -180,8 +180,14 @@ enum ShardedFailures {
     #[response(status = 404, description = "Unknown app, or sharded mode off")]
     NotFound(ErrorBody<'static>),
     #[response(
+        status = 409,
+        description = "The app handed out every index its `max_limit_id` allows \
+                       (`app_exhausted`): raise the limit"
+    )]
+    Exhausted(ErrorBody<'static>),
+    #[response(
         status = 503,
-        description = "Queues empty, Redis or the database down, or the app exhausted"
+        description = "Queues empty, or Redis or the database down"
     )]
     Unavailable(ErrorBody<'static>),
 }
@@ -289,7 +295,9 @@ pub async fn list_apps(State(state): State<Arc<AppState>>) -> Result<Json<Vec<Ap
 #[serde(deny_unknown_fields)]
 pub struct AppUpdate {
     name: String,
+    #[serde(default, deserialize_with = "super::integer::opt_i64")]
     step: Option<i64>,
+    #[serde(default, deserialize_with = "super::integer::opt_i64")]
     max_limit_id: Option<i64>,
     description: Option<String>,
 }

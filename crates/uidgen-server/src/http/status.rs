@@ -54,7 +54,7 @@ pub struct LayoutInfo {
 }
 
 impl LayoutInfo {
-    fn of(layout: &Layout, served: bool) -> Self {
+    pub(super) fn of(layout: &Layout, served: bool) -> Self {
         let mut fields = Vec::with_capacity(layout.fields().len() + 1);
         let mut top = 64u32;
         for &(kind, bits) in layout.fields() {

@@ -255,7 +255,10 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
     assert!(!displayed(&c, "#admin-actions").await);
     fill(&c, "#admin-token", TOKEN).await;
     click(&c, "#token-btn").await;
-    assert!(displayed(&c, "#admin-actions").await);
+    eventually("the admin form, once the token is checked", || async {
+        displayed(&c, "#admin-actions").await.then_some(())
+    })
+    .await;
     assert!(
         !c.current_url().await.unwrap().as_str().contains(TOKEN),
         "the token never goes into a URL"
@@ -420,4 +423,185 @@ async fn console_shows_the_zookeeper_holder_and_the_sharded_mode() {
     c.close().await.unwrap();
     drop(server);
     uidgen_sharded::testing::delete_prefix(&redis, &prefix).await;
+}
+
+/// The console's rough edges, each checked where a person meets it, on a 420 px wide window
+/// (a phone): the API reference's sentences, a tag never used, a wrong token, a bad step, the
+/// local time's zone, the chart's peak when idle, and no sideways scrolling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
+    let driver = start_chromedriver().await;
+    let server = Server::start(
+        &[],
+        &[
+            ("UIDGEN_STORE", &sqlite_url("console-polish")),
+            ("UIDGEN_ADMIN_TOKEN", TOKEN),
+        ],
+    );
+    // A tag created and never used: no segment of it has been loaded.
+    let created = reqwest::Client::new()
+        .put(server.url("/v1/admin/segments/never-used"))
+        .bearer_auth(TOKEN)
+        .body(r#"{"step":300}"#)
+        .send()
+        .await
+        .unwrap();
+    assert!(created.status().is_success());
+    let c = browser(&driver).await;
+    c.set_window_size(420, 1200).await.unwrap();
+    c.goto(&server.url("/")).await.unwrap();
+
+    // The unused tag shows its stored step, not "0 (min 1)".
+    let row = eventually("the unused tag's row", || async {
+        let rows = c
+            .find_all(Locator::Css("#segment-table tbody tr"))
+            .await
+            .ok()?;
+        for row in rows {
+            let text = row.text().await.ok()?;
+            if text.contains("never-used") {
+                return Some(text);
+            }
+        }
+        None
+    })
+    .await;
+    assert!(row.contains("300 (stored; no segment loaded yet)"), "{row}");
+    assert!(!row.contains("(min"), "{row}");
+
+    // Nothing scrolls sideways at 420 px, the segment table included.
+    let widths = c
+        .execute(
+            "const t = document.getElementById('segment-table'); \
+             return [document.documentElement.scrollWidth, document.documentElement.clientWidth, \
+                     t.scrollWidth, t.parentElement.clientWidth];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let w: Vec<u64> = serde_json::from_value(widths).unwrap();
+    assert!(w[0] <= w[1], "the page scrolls sideways at 420 px: {w:?}");
+    assert!(
+        w[2] <= w[3],
+        "the segment table is wider than its section: {w:?}"
+    );
+
+    // Idle: the chart's peak is 0/s, not 1/s (nothing has issued an ID).
+    eventually("two idle samples", || async {
+        let n = c
+            .execute(
+                "return chart.rates.filter((r) => r !== null).length;",
+                vec![],
+            )
+            .await
+            .ok()?;
+        (n.as_u64()? >= 2).then_some(())
+    })
+    .await;
+    assert_eq!(text(&c, "#chart-max").await.unwrap(), "0");
+
+    // The local time names its zone once ("UTC", never "UTC (UTC)").
+    let shown = c
+        .execute("return local(Date.UTC(2026, 10, 22, 19, 11, 15));", vec![])
+        .await
+        .unwrap();
+    let shown = shown.as_str().unwrap().to_owned();
+    let zone = c
+        .execute(
+            "return Intl.DateTimeFormat().resolvedOptions().timeZone;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let zone = zone.as_str().unwrap();
+    assert!(shown.matches(zone).count() <= 1, "the zone twice: {shown}");
+    assert!(!shown.contains("UTC (UTC)"), "{shown}");
+
+    // A wrong token is refused at once, not at the first save; the right one is accepted.
+    fill(&c, "#admin-token", "a-wrong-token-of-some-length").await;
+    click(&c, "#token-btn").await;
+    eventually("the wrong token refused", || async {
+        text(&c, "#token-result")
+            .await
+            .filter(|t| t.starts_with("token refused"))
+    })
+    .await;
+    assert!(
+        !displayed(&c, "#admin-actions").await,
+        "a wrong token opened the admin form"
+    );
+    let kept = c
+        .execute("return sessionStorage.length;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(kept.as_u64(), Some(0), "a wrong token was kept");
+    fill(&c, "#admin-token", TOKEN).await;
+    click(&c, "#token-btn").await;
+    eventually("the right token accepted", || async {
+        displayed(&c, "#admin-actions").await.then_some(())
+    })
+    .await;
+    assert_eq!(text(&c, "#token-result").await.unwrap(), "token accepted");
+    let tags_before = api(reqwest::Method::GET, server.url("/v1/segments"), None).await;
+    assert!(
+        !tags_before.to_string().contains("token-check"),
+        "checking the token created a tag"
+    );
+
+    // A bad step is said in words, before anything is sent.
+    fill(&c, "#tag-name", "polish-tag").await;
+    fill(&c, "#tag-step", "12x").await;
+    click(&c, "#tag-btn").await;
+    let said = eventually("the bad step's message", || async {
+        text(&c, "#tag-result").await.filter(|t| !t.is_empty())
+    })
+    .await;
+    assert_eq!(
+        said,
+        "the step must be a whole number from 1 to 1,000,000,000, not “12x”"
+    );
+    fill(&c, "#tag-step", "0").await;
+    click(&c, "#tag-btn").await;
+    eventually("the zero step's message", || async {
+        text(&c, "#tag-result")
+            .await
+            .filter(|t| t.ends_with("not “0”"))
+    })
+    .await;
+    let tags = api(reqwest::Method::GET, server.url("/v1/segments"), None).await;
+    assert!(
+        !tags.to_string().contains("polish-tag"),
+        "a bad step was sent"
+    );
+
+    // The API reference: whole sentences, code as code, no stray backticks.
+    click(&c, "#api summary").await;
+    let summaries = eventually("the API reference", || async {
+        let all = c
+            .find_all(Locator::Css("#api-body .op .summary"))
+            .await
+            .ok()?;
+        let mut texts = Vec::new();
+        for one in all {
+            texts.push(one.text().await.ok()?);
+        }
+        (!texts.is_empty()).then_some(texts)
+    })
+    .await;
+    assert!(
+        summaries.iter().all(|s| !s.contains('`')),
+        "literal backticks: {summaries:?}"
+    );
+    assert!(
+        summaries
+            .iter()
+            .any(|s| s.ends_with("ignores the key; so do we.")),
+        "a summary cut mid-sentence: {summaries:?}"
+    );
+    let code = c
+        .find_all(Locator::Css("#api-body .op .summary code"))
+        .await
+        .unwrap();
+    assert!(!code.is_empty(), "code spans are not shown as code");
+    c.close().await.unwrap();
 }

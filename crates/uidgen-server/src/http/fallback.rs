@@ -1,0 +1,361 @@
+//! Fallback worker ids for clients (`uidgen-client`'s embedded fallback): `POST
+//! /v1/fallback/leases` leases a worker id of the embedded range (`worker.fallback_range`)
+//! through the store, `.../{worker_id}/renew` extends it, `.../{worker_id}/release` gives it
+//! back. The rules are the store's ([`uidgen_store::FallbackLeases`]): one winner per claim,
+//! an expiry that only rises, a takeover only after expiry, a successor's floor above its
+//! predecessor's limit and recorded issued-until time.
+//!
+//! The gRPC calls (`ClaimFallbackLease`, `RenewFallbackLease`, `ReleaseFallbackLease`) go
+//! through [`claim`], [`renew`] and [`release`] too, so both channels check, lease and fail
+//! the same way, with the same sentences.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use uidgen_store::{FallbackLeases, LeaseGrant, StoreError};
+use utoipa::ToSchema;
+
+use super::error::ErrorBody;
+use super::extract::{Body, PathParam};
+use super::status::LayoutInfo;
+use super::{ApiError, AppState, SEE_LOG};
+
+/// `POST /v1/fallback/leases` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimFallbackRequest {
+    /// Who asks, e.g. `<host>/<pid>`; the server appends `#` and a random token.
+    #[schema(min_length = 1, max_length = 111, example = "api-1/4242")]
+    holder: String,
+    /// How long the lease lasts without renewal, in ms.
+    #[schema(minimum = 1000, maximum = 86_400_000, example = 600_000)]
+    #[serde(deserialize_with = "super::integer::u64")]
+    ttl_ms: u64,
+}
+
+/// `POST /v1/fallback/leases/{worker_id}/renew` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenewFallbackRequest {
+    /// The holder string the claim returned.
+    #[schema(
+        min_length = 3,
+        max_length = 128,
+        example = "api-1/4242#00ab34cd56ef7890"
+    )]
+    holder: String,
+    /// How long from now the lease lasts, in ms.
+    #[schema(minimum = 1000, maximum = 86_400_000, example = 600_000)]
+    #[serde(deserialize_with = "super::integer::u64")]
+    ttl_ms: u64,
+    /// Every ID the caller issued with the worker id lies before this instant (ms since the
+    /// Unix epoch; 0 or absent: none yet).
+    #[serde(default, deserialize_with = "super::integer::u64")]
+    issued_until_ms: u64,
+}
+
+/// `POST /v1/fallback/leases/{worker_id}/release` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseFallbackRequest {
+    /// The holder string the claim returned.
+    #[schema(
+        min_length = 3,
+        max_length = 128,
+        example = "api-1/4242#00ab34cd56ef7890"
+    )]
+    holder: String,
+    /// Every ID the caller issued with the worker id lies before this instant: the next
+    /// holder starts above it.
+    #[serde(default, deserialize_with = "super::integer::u64")]
+    issued_until_ms: u64,
+}
+
+/// A fallback lease: the caller's embedded generator may stamp IDs with `worker_id` in time
+/// units that end after `floor_ms` and by `valid_until_ms`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FallbackLease {
+    /// The leased worker id, from the embedded range.
+    worker_id: u64,
+    /// The holder string renewals and the release must name.
+    holder: String,
+    /// The lease's expiry (ms since the Unix epoch): the fallback's limit.
+    valid_until_ms: u64,
+    /// Where earlier holders of the id stopped (ms since the Unix epoch): the fallback's floor.
+    floor_ms: u64,
+    /// The ttl granted, in ms.
+    ttl_ms: u64,
+    /// The layout this server issues, which the fallback must issue too.
+    layout: LayoutInfo,
+}
+
+/// A renewed fallback lease.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FallbackRenewal {
+    /// The worker id.
+    worker_id: u64,
+    /// The lease's new expiry, accepted by the store.
+    valid_until_ms: u64,
+}
+
+/// A released fallback lease.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FallbackRelease {
+    /// The worker id.
+    worker_id: u64,
+    /// False when the holder did not hold the lease (any more).
+    released: bool,
+}
+
+fn leases(state: &AppState) -> Result<&Arc<FallbackLeases>, ApiError> {
+    state.fallback.as_ref().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "fallback_disabled",
+            "this server leases no fallback worker ids: set `worker.fallback_range` \
+             (UIDGEN_WORKER_FALLBACK_RANGE) on every server to a range no server's \
+             `worker.range` uses (on Vesta layouts it defaults to 0-923)",
+        )
+    })
+}
+
+/// Lease a fallback worker id to `holder` for `ttl_ms`.
+pub(crate) async fn claim(
+    state: &AppState,
+    holder: &str,
+    ttl_ms: u64,
+) -> Result<LeaseGrant, ApiError> {
+    let leases = leases(state)?;
+    leases
+        .claim(
+            state.generator.layout(),
+            holder,
+            Duration::from_millis(ttl_ms),
+        )
+        .await
+        .map_err(|e| fallback_error(leases, e))
+}
+
+/// Renew `holder`'s lease on `worker_id`; its new `valid_until`.
+pub(crate) async fn renew(
+    state: &AppState,
+    worker_id: u64,
+    holder: &str,
+    ttl_ms: u64,
+    issued_until_ms: u64,
+) -> Result<u64, ApiError> {
+    let leases = leases(state)?;
+    leases
+        .renew(
+            state.generator.layout(),
+            worker_id,
+            holder,
+            Duration::from_millis(ttl_ms),
+            issued_until_ms,
+        )
+        .await
+        .map_err(|e| fallback_error(leases, e))
+}
+
+/// Release `holder`'s lease on `worker_id`.
+pub(crate) async fn release(
+    state: &AppState,
+    worker_id: u64,
+    holder: &str,
+    issued_until_ms: u64,
+) -> Result<bool, ApiError> {
+    let leases = leases(state)?;
+    leases
+        .release(state.generator.layout(), worker_id, holder, issued_until_ms)
+        .await
+        .map_err(|e| fallback_error(leases, e))
+}
+
+/// A store failure as the client sees it: its own mistake (400), a lease that is not its own
+/// any more or a range it cannot have (409), or the store's trouble (503, details in the log).
+fn fallback_error(leases: &FallbackLeases, error: StoreError) -> ApiError {
+    let range = leases.range();
+    let conflict = |code, message: String| ApiError::new(StatusCode::CONFLICT, code, message);
+    match &error {
+        StoreError::InvalidInput(message) => ApiError::bad_parameter(message.clone()),
+        StoreError::LeaseLost { .. } => conflict("fallback_lease_lost", error.to_string()),
+        StoreError::NoFreeWorkerId { .. } => conflict(
+            "fallback_range_full",
+            format!(
+                "every fallback worker id of {range} is leased by a live client: retry once one \
+                 is released or expires, or widen `worker.fallback_range` on every server"
+            ),
+        ),
+        StoreError::WorkerRangeConflict {
+            other, other_range, ..
+        } => conflict(
+            "fallback_range_refused",
+            format!(
+                "this server's `worker.fallback_range` {range} overlaps {other_range}, which the \
+                 store records for the {other} assigner: set `worker.fallback_range` on every \
+                 server to ids no assigner uses"
+            ),
+        ),
+        StoreError::WorkerRangeChanged { recorded, .. } => conflict(
+            "fallback_range_refused",
+            format!(
+                "the store records the fallback range as {recorded}, but this server is \
+                 configured with `worker.fallback_range` {range}: every server must lease from \
+                 one range; set it to {recorded} (or change the row by hand once every server \
+                 agrees)"
+            ),
+        ),
+        StoreError::WorkerRangeOutsideLayout { .. } => conflict(
+            "fallback_range_refused",
+            format!(
+                "this server's `worker.fallback_range` {range} does not fit its layout; {SEE_LOG}"
+            ),
+        )
+        .with_cause(error.to_string()),
+        StoreError::LeaseContention { .. } => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "lease_contention",
+            error.to_string(),
+        ),
+        _ => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_unavailable",
+            format!("fallback lease store unavailable; {SEE_LOG}"),
+        )
+        .with_cause(error.to_string()),
+    }
+}
+
+/// `POST /v1/fallback/leases`: lease a worker id of the embedded range to the caller's
+/// embedded fallback.
+#[utoipa::path(
+    post,
+    path = "/v1/fallback/leases",
+    tag = "fallback",
+    request_body = ClaimFallbackRequest,
+    responses(
+        (status = 200, description = "The lease, claimed in the store", body = FallbackLease),
+        (
+            status = 400,
+            description = "A bad body, holder or ttl (`invalid_parameter`)",
+            body = ErrorBody
+        ),
+        (
+            status = 404,
+            description = "This server leases no fallback ids (`fallback_disabled`)",
+            body = ErrorBody
+        ),
+        (
+            status = 409,
+            description = "Every fallback id is held (`fallback_range_full`), or the store refuses \
+                           the range (`fallback_range_refused`)",
+            body = ErrorBody
+        ),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+        (status = 503, description = "The store is down; try another server", body = ErrorBody),
+    )
+)]
+pub async fn claim_route(
+    State(state): State<Arc<AppState>>,
+    body: Body,
+) -> Result<Json<FallbackLease>, ApiError> {
+    let request: ClaimFallbackRequest = body.json()?;
+    let grant = claim(&state, &request.holder, request.ttl_ms).await?;
+    Ok(Json(FallbackLease {
+        worker_id: grant.worker_id,
+        holder: grant.holder,
+        valid_until_ms: grant.valid_until_ms,
+        floor_ms: grant.floor_ms,
+        ttl_ms: request.ttl_ms,
+        layout: LayoutInfo::of(state.generator.layout(), true),
+    }))
+}
+
+/// `POST /v1/fallback/leases/{worker_id}/renew`: extend a fallback lease.
+#[utoipa::path(
+    post,
+    path = "/v1/fallback/leases/{worker_id}/renew",
+    tag = "fallback",
+    params(("worker_id" = u64, Path, description = "The leased worker id")),
+    request_body = RenewFallbackRequest,
+    responses(
+        (status = 200, description = "The new expiry, accepted by the store", body = FallbackRenewal),
+        (
+            status = 400,
+            description = "A bad body, holder, ttl or worker id (`invalid_parameter`)",
+            body = ErrorBody
+        ),
+        (
+            status = 404,
+            description = "This server leases no fallback ids (`fallback_disabled`)",
+            body = ErrorBody
+        ),
+        (
+            status = 409,
+            description = "The lease is not the holder's any more (`fallback_lease_lost`): stop \
+                           using the worker id",
+            body = ErrorBody
+        ),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+        (status = 503, description = "The store is down; try another server", body = ErrorBody),
+    )
+)]
+pub async fn renew_route(
+    State(state): State<Arc<AppState>>,
+    PathParam(worker_id, _): PathParam<u64>,
+    body: Body,
+) -> Result<Json<FallbackRenewal>, ApiError> {
+    let request: RenewFallbackRequest = body.json()?;
+    let valid_until_ms = renew(
+        &state,
+        worker_id,
+        &request.holder,
+        request.ttl_ms,
+        request.issued_until_ms,
+    )
+    .await?;
+    Ok(Json(FallbackRenewal {
+        worker_id,
+        valid_until_ms,
+    }))
+}
+
+/// `POST /v1/fallback/leases/{worker_id}/release`: give a fallback lease back.
+#[utoipa::path(
+    post,
+    path = "/v1/fallback/leases/{worker_id}/release",
+    tag = "fallback",
+    params(("worker_id" = u64, Path, description = "The leased worker id")),
+    request_body = ReleaseFallbackRequest,
+    responses(
+        (status = 200, description = "Whether the holder's lease was released", body = FallbackRelease),
+        (
+            status = 400,
+            description = "A bad body, holder or worker id (`invalid_parameter`)",
+            body = ErrorBody
+        ),
+        (
+            status = 404,
+            description = "This server leases no fallback ids (`fallback_disabled`)",
+            body = ErrorBody
+        ),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+        (status = 503, description = "The store is down; try another server", body = ErrorBody),
+    )
+)]
+pub async fn release_route(
+    State(state): State<Arc<AppState>>,
+    PathParam(worker_id, _): PathParam<u64>,
+    body: Body,
+) -> Result<Json<FallbackRelease>, ApiError> {
+    let request: ReleaseFallbackRequest = body.json()?;
+    let released = release(&state, worker_id, &request.holder, request.issued_until_ms).await?;
+    Ok(Json(FallbackRelease {
+        worker_id,
+        released,
+    }))
+}
