@@ -40,7 +40,7 @@ pub async fn healthz() -> &'static str {
     path = "/readyz",
     tag = "operations",
     params((
-        "mode" = Option<Mode>,
+        "mode" = inline(Option<Mode>),
         Query,
         description = "Probe one mode: `ids` (the ID generator), `segment` or `sharded`"
     )),
