@@ -88,6 +88,52 @@ async fn unreachable_mysql_names_the_redacted_url() {
 }
 
 #[tokio::test]
+async fn a_wrong_password_is_an_authentication_failure_said_once() {
+    // The MariaDB test server's URL with a password its user does not have.
+    let server = uidgen_store::testing::server_url(TestDb::MySql).unwrap();
+    let (scheme, rest) = server.split_once("://").unwrap();
+    let (userinfo, host) = rest.split_once('@').unwrap();
+    let user = userinfo.split(':').next().unwrap();
+    let url = format!("{scheme}://{user}:not-the-password@{host}");
+    let error = Store::connect(&url).await.unwrap_err();
+    assert!(
+        matches!(error, StoreError::AuthenticationFailed { .. }),
+        "{error:?} (is the MariaDB server of {} up?)",
+        uidgen_store::testing::MYSQL_URL_VAR
+    );
+    assert!(!error.is_unreachable(), "a refusal is not an outage");
+    let message = error.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "authentication failed for user '{user}' at {scheme}://{user}:***@{host}: "
+        )),
+        "{message}"
+    );
+    assert!(message.ends_with("check the user name and password in the store URL"));
+    assert_eq!(message.matches("Access denied").count(), 1, "{message}");
+    assert!(!message.contains("not-the-password"), "{message}");
+    assert!(
+        std::error::Error::source(&error).is_none(),
+        "said once: {message}"
+    );
+}
+
+#[tokio::test]
+async fn a_sqlite_url_in_a_missing_folder_is_refused_and_nothing_is_created() {
+    let parent = std::env::temp_dir().join(format!("uidgen-missing-{:x}", fastrand::u64(..)));
+    let url = format!("sqlite://{}/dir/x.db", parent.display());
+    let error = Store::connect(&url).await.unwrap_err();
+    assert!(
+        error.to_string().contains(&format!(
+            "the folder {}/dir does not exist; create it first",
+            parent.display()
+        )),
+        "{error}"
+    );
+    assert!(!parent.exists(), "no directory tree is created");
+}
+
+#[tokio::test]
 async fn unreachable_sqlite_path_is_a_clear_error() {
     let error = Store::connect("sqlite:///proc/uidgen-cannot-live-here/x.db")
         .await
