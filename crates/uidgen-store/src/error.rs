@@ -98,6 +98,26 @@ pub enum StoreError {
         source: sqlx::Error,
     },
 
+    /// A migration recorded as applied has another text in this build than when it was
+    /// applied: a landed migration was edited. Nothing later was migrated.
+    #[error(
+        "migration {version:04}_{description} at {url} was changed after it was applied \
+         (recorded checksum {recorded}, this build's {embedded}); a landed migration is never \
+         edited: restore its file and put the change in a new migration"
+    )]
+    MigrationChanged {
+        /// The migration's version, e.g. 2.
+        version: i64,
+        /// The migration's description, e.g. "worker_lease".
+        description: &'static str,
+        /// The URL, password redacted.
+        url: String,
+        /// The SHA-256 recorded in `uidgen_schema_migrations`.
+        recorded: String,
+        /// The SHA-256 of the file this build embeds.
+        embedded: String,
+    },
+
     /// The lock that serialises concurrent migrators could not be taken (MySQL/MariaDB's
     /// `GET_LOCK` timed out or failed); nothing was migrated.
     #[error("cannot lock the schema for migration at {url}: {reason}")]

@@ -45,7 +45,7 @@ impl Dialect {
         }
     }
 
-    /// The folder of `sql/` holding this dialect's migrations.
+    /// The folder of the store crate's `sql/` holding this dialect's migrations.
     pub fn dir(self) -> &'static str {
         match self {
             Self::Sqlite => "sqlite",
