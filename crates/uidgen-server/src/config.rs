@@ -220,8 +220,9 @@ pub struct WorkerConfig {
     /// read as the same key.
     #[serde(rename = "range", alias = "id_range")]
     pub id_range: Option<String>,
-    /// zookeeper: a static worker id to run on when ZooKeeper is unreachable at start-up and
-    /// no usable local cache exists (Vesta's fallback chain); outside the ZooKeeper range.
+    /// Removed (it was one static id for the whole fleet while ZooKeeper is down): still read,
+    /// so that a configuration setting it is refused with what to use instead
+    /// ([`crate::zk::FALLBACK_STATIC_REMOVED`]).
     pub fallback_static: Option<u64>,
     /// `"LO-HI"`, `"LO-max"` or `"off"`: the embedded range, whose worker ids this server
     /// leases to clients' fallback generators (default: 0-923 on Vesta layouts, none
@@ -456,6 +457,7 @@ const ENV_KEYS: &[(&[&str], Kind)] = &[
     (&["zookeeper", "session_timeout_ms"], Kind::Int),
     (&["zookeeper", "report_interval_ms"], Kind::Int),
     (&["zookeeper", "max_peer_skew_ms"], Kind::Int),
+    (&["zookeeper", "reservation_secs"], Kind::Int),
     (&["zookeeper", "max_outage_secs"], Kind::Int),
     (&["zookeeper", "auto_reclaim_after_secs"], Kind::Int),
     (&["zookeeper", "cache_file"], Kind::Str),

@@ -154,7 +154,7 @@ pub struct ZkMetrics {
     pub report_failures: Counter,
     /// Seconds since the last accepted report.
     pub last_report_age_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
-    /// 1 while the worker id may issue IDs (held, inside the outage allowance).
+    /// 1 while the worker id may issue IDs (held, inside the reservation of its last accepted report).
     pub issuing: Gauge,
 }
 
@@ -299,7 +299,7 @@ impl Metrics {
         );
         self.registry.register(
             "zk_issuing",
-            "1 while the ZooKeeper worker id may issue IDs (held, inside the outage allowance)",
+            "1 while the ZooKeeper worker id may issue IDs (held, inside its last accepted reservation)",
             zk.issuing.clone(),
         );
         self.zk = Some(zk);

@@ -31,10 +31,10 @@ pub async fn healthz() -> &'static str {
 /// `GET /readyz[?mode=ids|segment|sharded]`: whether this server can serve. Without `mode`,
 /// 200 while at least one configured mode can serve (a store outage takes segment mode down,
 /// not the ID generator, so a load balancer keeps the instance), with the modes that cannot,
-/// and a ZooKeeper outage within its allowance, as `ready (degraded: …)`; 503 when none can.
-/// With `mode`, that mode alone: 200, 503, or 404 when it is not enabled here. Why a mode is
-/// not ready is logged; the client gets a fixed sentence, since the reason can name the
-/// database.
+/// and a ZooKeeper outage within the reservation of the last accepted report, as
+/// `ready (degraded: …)`; 503 when none can. With `mode`, that mode alone: 200, 503, or 404
+/// when it is not enabled here. Why a mode is not ready is logged; the client gets a fixed
+/// sentence, since the reason can name the database.
 #[utoipa::path(
     get,
     path = "/readyz",

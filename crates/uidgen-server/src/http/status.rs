@@ -174,7 +174,7 @@ pub struct RingStatus {
 pub struct ZkView {
     /// The last time report reached ZooKeeper.
     connected: bool,
-    /// IDs may still be issued (the id is held and the outage allowance has not run out).
+    /// IDs may still be issued (the id is held and the reservation of its last accepted report has not run out).
     issuing: bool,
     /// Reports that failed since start.
     report_failures: u64,
