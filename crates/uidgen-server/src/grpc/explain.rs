@@ -86,6 +86,8 @@ pub(super) fn make(
         version: request.version,
         kind: request.r#type.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
         method: request.method,
+        // The served layout's own datacenter, on a layout with that field (0 elsewhere).
+        datacenter: layout.datacenter_id(),
     };
     let id = layout.compose(&parts).map_err(ApiError::input)?;
     let decoded = layout.decode(id).map_err(ApiError::input)?;

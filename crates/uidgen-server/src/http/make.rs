@@ -127,6 +127,8 @@ pub async fn make(
         version: req.version,
         kind: req.kind.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
         method: req.method,
+        // The served layout's own datacenter, on a layout with that field (0 elsewhere).
+        datacenter: layout.datacenter_id(),
     };
     // Each field alone, the others zero: every field that does not fit is named, not just the
     // first one `compose` meets.
