@@ -33,7 +33,7 @@ const BASE36: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
 /// let text = layout.render(id, IdForm::Base62)?;
 /// assert_eq!(text, "1TCKi1nFuNh");
 /// assert_eq!(layout.decode_form(&text, IdForm::Base62)?.id, id);
-/// assert_eq!(layout.render(id, IdForm::Base36)?, "09cwb7zo4j0d9");
+/// assert_eq!(layout.render(id, IdForm::Base36)?, "09do1sj396nf9");
 /// assert_eq!("base62".parse::<IdForm>()?, IdForm::Base62);
 /// # Ok::<(), uidgen_core::UidError>(())
 /// ```

@@ -13,6 +13,9 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
+
+use jiff::tz::{TimeZone, TimeZoneDatabase};
 
 use crate::calendar::{CivilDate, civil_at};
 use crate::error::{Result, UidError};
@@ -45,7 +48,7 @@ enum Kind {
     Utc,
     /// Seconds east of UTC.
     Fixed(i32),
-    Iana(jiff::tz::TimeZone),
+    Iana(TimeZone),
 }
 
 impl Zone {
@@ -118,8 +121,7 @@ impl Zone {
                 "an IANA name holds only ASCII letters, digits and / _ + - .",
             ));
         }
-        let tz = jiff::tz::db()
-            .get(t)
+        let tz = lookup(t, &[jiff::tz::db(), bundled()])
             .map_err(|e| invalid(text, &format!("not an IANA time zone here ({e})")))?;
         Ok(Self {
             name: tz.iana_name().unwrap_or(t).to_owned(),
@@ -235,6 +237,27 @@ impl FromStr for Zone {
     }
 }
 
+/// jiff's embedded copy of the IANA database, opened once.
+fn bundled() -> &'static TimeZoneDatabase {
+    static BUNDLED: OnceLock<TimeZoneDatabase> = OnceLock::new();
+    BUNDLED.get_or_init(TimeZoneDatabase::bundled)
+}
+
+/// The first of `databases` that knows `name`. The host's database comes first (its rules are
+/// the host's, kept current by its package manager), the embedded copy second: jiff uses the
+/// embedded one only when the host has no zoneinfo at all, and a slim image may have a partial
+/// one.
+fn lookup(name: &str, databases: &[&TimeZoneDatabase]) -> std::result::Result<TimeZone, String> {
+    let mut last = String::from("no time zone database");
+    for db in databases {
+        match db.get(name) {
+            Ok(tz) => return Ok(tz),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(last)
+}
+
 #[cold]
 fn invalid(input: &str, reason: &str) -> UidError {
     UidError::InvalidZone {
@@ -321,6 +344,14 @@ mod tests {
             Zone::fixed(-(44 * 60 + 30)).unwrap().format_iso8601(0),
             "1969-12-31T23:15:30.000-00:44:30"
         );
+    }
+
+    #[test]
+    fn a_host_without_the_zone_falls_back_to_the_embedded_database() {
+        let none = TimeZoneDatabase::none();
+        assert!(lookup("Asia/Shanghai", &[&none]).is_err());
+        let tz = lookup("Asia/Shanghai", &[&none, bundled()]).unwrap();
+        assert_eq!(tz.iana_name(), Some("Asia/Shanghai"));
     }
 
     #[test]
