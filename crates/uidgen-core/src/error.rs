@@ -15,6 +15,12 @@ use crate::layout::FieldKind;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum UidError {
+    /// The field widths of a layout with a sign bit (which is bit 63) do not add up to 64.
+    #[error("layout bits must sum to 64, but the fields sum to {total}")]
+    BitsDoNotSumTo64 {
+        /// The sum of all field widths (u64: no sum of u32 widths can wrap it).
+        total: u64,
+    },
     /// The field widths of a layout add up to more than the 64 bits of an ID.
     #[error("layout fields sum to {total} bits, more than the 64 an ID has; narrow a field")]
     LayoutTooWide {

@@ -159,11 +159,11 @@ fn check_epoch(epoch_ms: u64) -> Result<()> {
 impl Layout {
     /// Build and validate a layout. `fields` run from the most significant bit down.
     ///
-    /// Rules: widths sum to at most 64 (fewer leaves the top bits of every ID zero); each kind
-    /// appears at most once; time, worker and sequence appear; time and sequence have at least
-    /// one bit and together at most 63 (generators pack them into one atomic word); a sign
-    /// field is the top bit of a 64-bit layout and one bit wide; the epoch is not in the future
-    /// by the system clock.
+    /// Rules: widths sum to at most 64 (fewer leaves the top bits of every ID zero); a sign
+    /// field is bit 63, so it is listed first, one bit wide, and its layout sums to exactly 64;
+    /// each kind appears at most once; time, worker and sequence appear; time and sequence have
+    /// at least one bit and together at most 63 (generators pack them into one atomic word);
+    /// the epoch is not in the future by the system clock.
     ///
     /// ```
     /// use uidgen_core::{FieldKind, Layout, TimeUnit, UidError};
@@ -185,6 +185,10 @@ impl Layout {
         check_epoch(epoch_ms)?;
         // Summed as u64 so that huge widths (from a config file) cannot wrap and pass.
         let total: u64 = fields.iter().map(|&(_, bits)| u64::from(bits)).sum();
+        // The sign is bit 63: a layout with one is a 64-bit layout.
+        if total != 64 && fields.iter().any(|&(kind, _)| kind == Sign) {
+            return Err(UidError::BitsDoNotSumTo64 { total });
+        }
         let width = u32::try_from(total)
             .ok()
             .filter(|&w| w <= 64)
@@ -201,14 +205,6 @@ impl Layout {
                     field: Sign,
                     bits,
                     reason: "the sign must be the single top bit",
-                });
-            }
-            if kind == Sign && width < 64 {
-                return Err(UidError::InvalidFieldWidth {
-                    field: Sign,
-                    bits,
-                    reason: "a layout narrower than 64 bits keeps every bit above its fields \
-                             zero, so its IDs are positive without a sign field; drop it",
                 });
             }
             slots[kind.index()] = Some(Slot { bits, shift });
@@ -387,15 +383,19 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
-        let cases: [(&[(FieldKind, u32)], &str); 9] = [
+        let cases: [(&[(FieldKind, u32)], &str); 10] = [
             (
-                &[(Sign, 1), (Time, 29), (Worker, 22), (Sequence, 13)],
+                &[(Time, 29), (Worker, 23), (Sequence, 13)],
                 "layout fields sum to 65 bits, more than the 64 an ID has; narrow a field",
             ),
             // u32 widths that would wrap in a u32 sum must not pass as a valid layout.
             (
+                &[(Time, u32::MAX), (Worker, 32), (Sequence, 32)],
+                "layout fields sum to 4294967359 bits, more than the 64 an ID has; narrow a field",
+            ),
+            (
                 &[(Sign, 1), (Time, u32::MAX), (Worker, 32), (Sequence, 32)],
-                "layout fields sum to 4294967360 bits, more than the 64 an ID has; narrow a field",
+                "layout bits must sum to 64, but the fields sum to 4294967360",
             ),
             (
                 &[(Sign, 1), (Time, 0), (Worker, 50), (Sequence, 13)],
@@ -411,9 +411,7 @@ mod tests {
             ),
             (
                 &[(Sign, 1), (Time, 28), (Worker, 11), (Sequence, 13)],
-                "layout field `sign` has invalid width 1: a layout narrower than 64 bits keeps \
-                 every bit above its fields zero, so its IDs are positive without a sign field; \
-                 drop it",
+                "layout bits must sum to 64, but the fields sum to 53",
             ),
             (
                 &[(Sign, 1), (Time, 28), (Time, 22), (Sequence, 13)],
