@@ -2,41 +2,18 @@
 //! new ID sorts above every legacy ID, equals none of them, and the legacy IDs still decode.
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-use std::time::Duration;
+mod common;
 
+use common::{GENERATOR_KINDS, generator_of_kind, largest_composed};
 use proptest::prelude::*;
 use uidgen_core::layout::BAIDU_LEGACY_EPOCH_MS;
 use uidgen_core::{
-    CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, ManualClock,
-    SnowflakeGenerator, UidError, UidGenerator,
+    CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, ManualClock, UidError,
+    UidGenerator,
 };
 
 /// 2024-11-20T13:24:16Z: the legacy layout's 2^28 seconds end here, the continuation begins.
 const SWITCH_MS: u64 = BAIDU_LEGACY_EPOCH_MS + (1 << 28) * 1000;
-
-fn generator(
-    kind: usize,
-    layout: Layout,
-    worker: u64,
-    clock: ManualClock,
-) -> Box<dyn UidGenerator> {
-    match kind {
-        0 => Box::new(DefaultUidGenerator::new(layout, worker, clock).unwrap()),
-        1 => Box::new(SnowflakeGenerator::new(layout, worker, clock).unwrap()),
-        _ => Box::new(
-            CachedUidGenerator::new(
-                layout,
-                worker,
-                clock,
-                CachedOptions {
-                    boost_power: 0,
-                    ..CachedOptions::waiting(Duration::from_secs(10))
-                },
-            )
-            .unwrap(),
-        ),
-    }
-}
 
 #[test]
 fn the_switch_is_where_the_legacy_time_field_ran_out() {
@@ -46,13 +23,7 @@ fn the_switch_is_where_the_legacy_time_field_ran_out() {
     assert_eq!(continued.millis_of(continued.first_time()), SWITCH_MS);
     assert_eq!(continued.epoch_ms(), legacy.epoch_ms());
     // The largest legacy ID there can be, against the smallest new one.
-    let last_legacy = legacy
-        .compose(&legacy.parts(
-            legacy.max_time(),
-            legacy.max_worker_id(),
-            legacy.max_sequence(),
-        ))
-        .unwrap();
+    let last_legacy = largest_composed(&legacy);
     let first_new = continued
         .compose(&continued.parts(continued.first_time(), 0, 0))
         .unwrap();
@@ -77,7 +48,7 @@ proptest! {
     /// and decodes under the continuation exactly as under the legacy layout.
     #[test]
     fn every_new_id_sorts_above_every_legacy_id_and_equals_none(
-        kind in 0..3usize,
+        kind in 0..GENERATOR_KINDS,
         legacy_time in 0..(1u64 << 28),
         legacy_sequence in 0..8192u64,
         worker in 0..(1u64 << 22),
@@ -95,7 +66,7 @@ proptest! {
         );
         let new_worker = if same_worker { worker } else { new_worker };
         let clock = ManualClock::auto_advancing(SWITCH_MS + seconds_after_switch * 1000);
-        let generator = generator(kind, continued.clone(), new_worker, clock);
+        let generator = generator_of_kind(kind, continued.clone(), new_worker, clock, 0);
         for id in generator.next_ids(3).unwrap() {
             prop_assert!(id > old, "{id} <= legacy {old}");
             let decoded = continued.decode(id).unwrap();
@@ -113,7 +84,7 @@ fn the_continuation_refuses_to_issue_inside_the_legacy_range() {
     let continued = Layout::baidu_continued().unwrap();
     let before = SWITCH_MS - 1;
     for kind in 0..2 {
-        let generator = generator(kind, continued.clone(), 1, ManualClock::new(before));
+        let generator = generator_of_kind(kind, continued.clone(), 1, ManualClock::new(before), 0);
         assert_eq!(
             generator.next_id(),
             Err(UidError::ClockBeforeStart {
@@ -152,9 +123,7 @@ fn a_deployment_with_its_own_baidu_epoch_continues_from_that_epoch() {
         Err(UidError::ClockBeforeStart { .. })
     ));
     let generator = DefaultUidGenerator::new(continued, 5, ManualClock::new(switch)).unwrap();
-    let last_own = own
-        .compose(&own.parts(own.max_time(), own.max_worker_id(), own.max_sequence()))
-        .unwrap();
+    let last_own = largest_composed(&own);
     assert!(generator.next_id().unwrap() > last_own);
 }
 

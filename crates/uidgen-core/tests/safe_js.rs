@@ -7,43 +7,27 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{assert_no_duplicates, assert_worker, hammer};
+use common::{
+    GENERATOR_KINDS, assert_no_duplicates, assert_worker, generator_of_kind, hammer,
+    largest_composed,
+};
 use proptest::prelude::*;
 use uidgen_core::layout::JS_MAX_SAFE_INTEGER;
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, DefaultUidGenerator, FieldKind, Layout, ManualClock,
-    SnowflakeGenerator, SystemClock, TimeUnit, UidError, UidGenerator,
+    SystemClock, TimeUnit, UidError, UidGenerator,
 };
 
-/// One generator of each kind: 0 Default, 1 Snowflake, 2 Snowflake with Leaf's random start,
-/// 3 Cached (a ring of one or two seconds of IDs).
+/// A generator of `kind` ([`generator_of_kind`]), cached ones with a ring of one or two
+/// seconds of IDs.
 fn generator(
     kind: usize,
     layout: Layout,
     worker: u64,
     clock: ManualClock,
 ) -> Box<dyn UidGenerator> {
-    match kind {
-        0 => Box::new(DefaultUidGenerator::new(layout, worker, clock).unwrap()),
-        1 => Box::new(SnowflakeGenerator::new(layout, worker, clock).unwrap()),
-        2 => Box::new(
-            SnowflakeGenerator::new(layout, worker, clock)
-                .unwrap()
-                .random_sequence_start(true),
-        ),
-        _ => Box::new(
-            CachedUidGenerator::new(
-                layout,
-                worker,
-                clock,
-                CachedOptions {
-                    boost_power: u32::try_from(worker % 2).unwrap(),
-                    ..CachedOptions::waiting(Duration::from_secs(10))
-                },
-            )
-            .unwrap(),
-        ),
-    }
+    let boost_power = u32::try_from(worker % 2).unwrap();
+    generator_of_kind(kind, layout, worker, clock, boost_power)
 }
 
 /// Take IDs until the generator refuses; return them and the refusal.
@@ -66,7 +50,7 @@ proptest! {
     /// and what ends the IDs is `TimestampExhausted`, never an ID past bit 53.
     #[test]
     fn no_generator_issues_an_id_past_2_pow_53_even_at_the_end_of_time(
-        kind in 0..4usize,
+        kind in 0..GENERATOR_KINDS,
         worker in 0..1024u64,
         seconds_left in 0..3u64,
         ms_into_second in 0..1000u64,
@@ -97,13 +81,7 @@ fn the_largest_safe_js_id_is_number_max_safe_integer() {
     assert_eq!(layout.width(), 53);
     assert_eq!(layout.max_id(), JS_MAX_SAFE_INTEGER);
     assert_eq!(JS_MAX_SAFE_INTEGER, 9_007_199_254_740_991);
-    let last = layout
-        .compose(&layout.parts(
-            layout.max_time(),
-            layout.max_worker_id(),
-            layout.max_sequence(),
-        ))
-        .unwrap();
+    let last = largest_composed(&layout);
     assert_eq!(last, JS_MAX_SAFE_INTEGER);
     // A double tells every integer up to 2^53 - 1 from its neighbour, but reads 2^53 + 1 as
     // 2^53: the first ID a browser would silently change.
@@ -155,7 +133,7 @@ fn any_narrow_layout_keeps_its_ids_below_its_width() {
         "2026-01-01",
     )
     .unwrap();
-    for kind in 0..4 {
+    for kind in 0..GENERATOR_KINDS {
         let clock = ManualClock::auto_advancing(layout.millis_of(layout.max_time() - 1));
         let generator = generator(kind, layout.clone(), 3, clock);
         let (ids, error) = drain(&*generator, 1_000);
