@@ -199,7 +199,7 @@ impl CivilDate {
             i64::from(self.month),
             i64::from(self.day),
         );
-        // The year is at least 1970, so the day count is not negative.
+        debug_assert!(days >= 0, "`new` keeps the year at 1970 or later");
         u64::try_from(days * MS_PER_DAY).unwrap_or(0)
     }
 

@@ -99,18 +99,19 @@ impl IdForm {
         let mut digits = Vec::with_capacity(width.max(13));
         let mut rest = id;
         loop {
-            // The remainder is below the radix, at most 61: an index into the alphabet.
-            let digit = usize::try_from(rest % radix).unwrap_or(0);
-            digits.push(alphabet[digit]);
+            let digit = rest % radix;
+            debug_assert!(
+                digit < radix,
+                "a remainder is below the radix, so it indexes the alphabet"
+            );
+            digits.push(alphabet[usize::try_from(digit).unwrap_or(0)]);
             rest /= radix;
             if rest == 0 {
                 break;
             }
         }
         digits.resize(digits.len().max(width), b'0');
-        digits.reverse();
-        // Only ASCII digits and letters were pushed.
-        String::from_utf8(digits).unwrap_or_default()
+        digits.iter().rev().map(|&b| char::from(b)).collect()
     }
 
     /// Read an ID written in this form. Radix forms must have exactly `width` digits, so that
@@ -305,7 +306,7 @@ impl DatedForm {
                 digits: self.digits,
             });
         }
-        // At most 20 digits: the width fits any usize.
+        debug_assert!(self.digits <= 20, "`new` keeps the digits at 1 to 20");
         let width = usize::try_from(self.digits).unwrap_or(20);
         Ok(format!(
             "{}{}-{number:0width$}",
