@@ -28,7 +28,7 @@ pub mod snowflake;
 mod sync;
 pub mod zone;
 
-pub use cached::{CachedOptions, CachedUidGenerator};
+pub use cached::{CachedOptions, CachedUidGenerator, PaddedHook};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use default_gen::DefaultUidGenerator;
 pub use error::{Result, UidError};

@@ -37,6 +37,38 @@ impl Layout {
         Ok(elapsed)
     }
 
+    /// Time units since the epoch of the wall-clock instant `time_ms` a caller asked for (to
+    /// build an ID from, as `make` does): as [`time_at`](Self::time_at), but an instant before
+    /// the epoch is [`UidError::TimeBeforeEpoch`], a mistake in the input, not a clock to
+    /// distrust; and a continued layout takes the time of the layout it continues, whose IDs it
+    /// decodes (only generators must stay above it).
+    ///
+    /// ```
+    /// use uidgen_core::Layout;
+    /// let baidu = Layout::baidu("2026-01-01").unwrap();
+    /// assert_eq!(baidu.time_of(baidu.epoch_ms() + 5_000).unwrap(), 5);
+    /// assert_eq!(
+    ///     baidu.time_of(915_148_800_000).unwrap_err().to_string(),
+    ///     "time 1999-01-01T00:00:00.000Z is before the layout's epoch 2026-01-01T00:00:00.000Z: \
+    ///      no ID of this layout holds it; give a later time, or a layout whose epoch is earlier"
+    /// );
+    /// let continued = Layout::baidu_continued().unwrap();
+    /// let legacy = Layout::baidu_legacy().unwrap();
+    /// let in_2020 = 1_600_000_000_000;
+    /// assert_eq!(continued.time_of(in_2020).unwrap(), legacy.time_of(in_2020).unwrap());
+    /// ```
+    pub fn time_of(&self, time_ms: u64) -> Result<u64> {
+        if time_ms < self.epoch_ms {
+            return Err(UidError::TimeBeforeEpoch {
+                time_ms,
+                epoch_ms: self.epoch_ms,
+            });
+        }
+        let elapsed = (time_ms - self.epoch_ms) / self.unit.millis();
+        self.check_time(elapsed)?;
+        Ok(elapsed)
+    }
+
     /// Check that a time value (units since the epoch) fits the time field.
     pub fn check_time(&self, time: u64) -> Result<()> {
         if time > self.max_time() {
