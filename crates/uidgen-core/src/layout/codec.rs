@@ -20,20 +20,21 @@ impl Layout {
     /// assert!(matches!(continued.time_at(then), Err(UidError::ClockBeforeStart { .. })));
     /// ```
     pub fn time_at(&self, now_ms: u64) -> Result<u64> {
-        if now_ms < self.epoch_ms {
-            return Err(UidError::ClockBeforeEpoch {
+        // The same arithmetic as `time_of`; only what an early instant means differs: here it is
+        // the clock's reading, not a caller's input.
+        let elapsed = self.time_of(now_ms).map_err(|error| match error {
+            UidError::TimeBeforeEpoch { .. } => UidError::ClockBeforeEpoch {
                 now_ms,
                 epoch_ms: self.epoch_ms,
-            });
-        }
-        let elapsed = (now_ms - self.epoch_ms) / self.unit.millis();
+            },
+            other => other,
+        })?;
         if elapsed < self.first_time {
             return Err(UidError::ClockBeforeStart {
                 now_ms,
                 start_ms: self.millis_of(self.first_time),
             });
         }
-        self.check_time(elapsed)?;
         Ok(elapsed)
     }
 
