@@ -367,8 +367,15 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
             padding_runs: AtomicU64::new(0),
             padded: OnceLock::new(),
         });
-        // Baidu fills the whole ring before the first take.
-        shared.pad()?;
+        // Baidu fills the whole ring before the first take. Within the ring's span of the time
+        // field's end it holds what is left: takes hand that out, then report the exhaustion
+        // (the padding stopped the ring with it), as the other generators do at the end.
+        match shared.pad() {
+            Err(UidError::TimestampExhausted { .. }) if !shared.ring.is_empty() => {}
+            padded => {
+                padded?;
+            }
+        }
 
         let worker = Arc::clone(&shared);
         let interval = options.schedule_interval;

@@ -1,7 +1,9 @@
 //! Civil-calendar arithmetic (proleptic Gregorian, UTC): parse epochs and timestamps, print the
-//! time an ID encodes, without pulling a date library into the pure core.
+//! time an ID encodes, name a calendar day. The arithmetic is written here rather than taken
+//! from a date library; only looking an IANA zone name up needs one (see [`crate::zone`]).
 //!
-//! The day/civil conversions are Howard Hinnant's `days_from_civil` / `civil_from_days`.
+//! The day/civil conversions are Howard Hinnant's `days_from_civil` / `civil_from_days`
+//! (<https://howardhinnant.github.io/date_algorithms.html>).
 
 use crate::error::{Result, UidError};
 
@@ -45,8 +47,9 @@ fn days_in_month(y: i64, m: i64) -> i64 {
     }
 }
 
-/// Broken-down UTC time of `ms` milliseconds since the Unix epoch.
-struct Civil {
+/// Broken-down time of `ms` milliseconds since the Unix epoch (UTC, or local time when the
+/// milliseconds are shifted by an offset).
+pub(crate) struct Civil {
     year: i64,
     month: i64,
     day: i64,
@@ -57,7 +60,12 @@ struct Civil {
 }
 
 fn civil(ms: u64) -> Civil {
-    let ms = i64::try_from(ms).unwrap_or(i64::MAX);
+    civil_at(i64::try_from(ms).unwrap_or(i64::MAX))
+}
+
+/// [`civil`] for a signed instant: local times just before 1970 (UTC midnight seen from a zone
+/// west of Greenwich) are negative.
+pub(crate) fn civil_at(ms: i64) -> Civil {
     let days = ms.div_euclid(MS_PER_DAY);
     let rem = ms.rem_euclid(MS_PER_DAY);
     let (year, month, day) = civil_from_days(days);
@@ -79,11 +87,7 @@ fn civil(ms: u64) -> Civil {
 ///     "2024-11-20T08:00:00.000Z");
 /// ```
 pub fn format_iso8601(ms: u64) -> String {
-    let c = civil(ms);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        c.year, c.month, c.day, c.hour, c.minute, c.second, c.millis
-    )
+    format!("{}Z", civil(ms).iso8601())
 }
 
 /// Baidu's `yyyy-MM-dd HH:mm:ss`, in UTC.
@@ -92,11 +96,143 @@ pub fn format_iso8601(ms: u64) -> String {
 /// assert_eq!(uidgen_core::calendar::format_baidu(0), "1970-01-01 00:00:00");
 /// ```
 pub fn format_baidu(ms: u64) -> String {
-    let c = civil(ms);
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-        c.year, c.month, c.day, c.hour, c.minute, c.second
-    )
+    civil(ms).baidu()
+}
+
+impl Civil {
+    /// `YYYY-MM-DDTHH:MM:SS.mmm`, without an offset.
+    pub(crate) fn iso8601(&self) -> String {
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}",
+            self.year, self.month, self.day, self.hour, self.minute, self.second, self.millis
+        )
+    }
+
+    /// Baidu's `yyyy-MM-dd HH:mm:ss`.
+    pub(crate) fn baidu(&self) -> String {
+        format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+            self.year, self.month, self.day, self.hour, self.minute, self.second
+        )
+    }
+
+    /// The calendar day, if within [`CivilDate`]'s range.
+    pub(crate) fn date(&self) -> Result<CivilDate> {
+        let bad = |reason| UidError::InvalidDate {
+            input: format!("{:04}-{:02}-{:02}", self.year, self.month, self.day),
+            reason,
+        };
+        let year = u16::try_from(self.year).map_err(|_| bad("year out of range"))?;
+        let month = u8::try_from(self.month).map_err(|_| bad("month out of range"))?;
+        let day = u8::try_from(self.day).map_err(|_| bad("day out of range"))?;
+        CivilDate::new(year, month, day)
+    }
+}
+
+/// A calendar day from 1970-01-01 to 9999-12-31: the date part of a dated ID form
+/// ([`DatedForm`](crate::forms::DatedForm)). Its order is the calendar's.
+///
+/// ```
+/// use uidgen_core::calendar::CivilDate;
+/// let day = CivilDate::new(2026, 11, 25)?;
+/// assert_eq!((day.to_string(), day.compact()), ("2026-11-25".to_owned(), "20261125".to_owned()));
+/// assert_eq!(CivilDate::of_millis(day.start_ms())?, day);
+/// assert!(CivilDate::new(2026, 2, 29).is_err());
+/// assert!(CivilDate::new(1969, 12, 31).is_err());
+/// # Ok::<(), uidgen_core::UidError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CivilDate {
+    year: u16,
+    month: u8,
+    day: u8,
+}
+
+impl CivilDate {
+    /// The first year a date may have: IDs count time from the Unix epoch on.
+    pub const MIN_YEAR: u16 = 1970;
+    /// The last year a date may have: four digits.
+    pub const MAX_YEAR: u16 = 9999;
+
+    /// The day `year-month-day`, checked against the calendar and the range.
+    pub fn new(year: u16, month: u8, day: u8) -> Result<Self> {
+        let bad = |reason| UidError::InvalidDate {
+            input: format!("{year:04}-{month:02}-{day:02}"),
+            reason,
+        };
+        if !(Self::MIN_YEAR..=Self::MAX_YEAR).contains(&year) {
+            return Err(bad("the year is outside 1970 to 9999"));
+        }
+        if !(1..=12).contains(&month)
+            || day < 1
+            || i64::from(day) > days_in_month(i64::from(year), i64::from(month))
+        {
+            return Err(bad("no such calendar date"));
+        }
+        Ok(Self { year, month, day })
+    }
+
+    /// The UTC day of `ms` milliseconds since the Unix epoch.
+    pub fn of_millis(ms: u64) -> Result<Self> {
+        civil(ms).date()
+    }
+
+    /// The year.
+    pub fn year(self) -> u16 {
+        self.year
+    }
+
+    /// The month, 1 to 12.
+    pub fn month(self) -> u8 {
+        self.month
+    }
+
+    /// The day of the month, 1 to 31.
+    pub fn day(self) -> u8 {
+        self.day
+    }
+
+    /// Midnight UTC at the start of the day, in milliseconds since the Unix epoch.
+    pub fn start_ms(self) -> u64 {
+        let days = days_from_civil(
+            i64::from(self.year),
+            i64::from(self.month),
+            i64::from(self.day),
+        );
+        debug_assert!(days >= 0, "`new` keeps the year at 1970 or later");
+        u64::try_from(days * MS_PER_DAY).unwrap_or(0)
+    }
+
+    /// `YYYYMMDD`, as the dated ID form writes it.
+    pub fn compact(self) -> String {
+        format!("{:04}{:02}{:02}", self.year, self.month, self.day)
+    }
+
+    /// Read `YYYYMMDD` (eight ASCII digits).
+    pub(crate) fn parse_compact(text: &str) -> Result<Self> {
+        let bad = |reason| UidError::InvalidDate {
+            input: text.chars().take(16).collect(),
+            reason,
+        };
+        if text.len() != 8 || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad("expected eight digits, YYYYMMDD"));
+        }
+        let field = |range: std::ops::Range<usize>| text[range].parse::<u16>();
+        match (field(0..4), field(4..6), field(6..8)) {
+            (Ok(year), Ok(month), Ok(day)) => Self::new(
+                year,
+                u8::try_from(month).map_err(|_| bad("no such calendar date"))?,
+                u8::try_from(day).map_err(|_| bad("no such calendar date"))?,
+            ),
+            _ => Err(bad("expected eight digits, YYYYMMDD")),
+        }
+    }
+}
+
+impl std::fmt::Display for CivilDate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:04}-{:02}-{:02}", self.year, self.month, self.day)
+    }
 }
 
 fn bad(input: &str, reason: &'static str) -> UidError {

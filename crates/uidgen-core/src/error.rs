@@ -15,9 +15,15 @@ use crate::layout::FieldKind;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum UidError {
-    /// The field widths of a layout do not add up to 64 bits.
+    /// The field widths of a layout with a sign bit (which is bit 63) do not add up to 64.
     #[error("layout bits must sum to 64, but the fields sum to {total}")]
     BitsDoNotSumTo64 {
+        /// The sum of all field widths (u64: no sum of u32 widths can wrap it).
+        total: u64,
+    },
+    /// The field widths of a layout add up to more than the 64 bits of an ID.
+    #[error("layout fields sum to {total} bits, more than the 64 an ID has; narrow a field")]
+    LayoutTooWide {
         /// The sum of all field widths (u64: no sum of u32 widths can wrap it).
         total: u64,
     },
@@ -54,6 +60,25 @@ pub enum UidError {
         input: String,
         /// What is wrong with it.
         reason: &'static str,
+    },
+    /// A calendar date is impossible or outside 1970-01-01 to 9999-12-31.
+    #[error("invalid date {input}: {reason}; dates run from 1970-01-01 to 9999-12-31")]
+    InvalidDate {
+        /// The date as given (or as computed, `YYYY-MM-DD`).
+        input: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A time zone could not be understood.
+    #[error(
+        "unknown time zone {input:?}: {reason} (expected \"UTC\", an offset such as \"+08:00\", \
+         or an IANA name such as \"Asia/Shanghai\")"
+    )]
+    InvalidZone {
+        /// What was given (at most 64 characters of it).
+        input: String,
+        /// What is wrong with it.
+        reason: String,
     },
     /// A value is too large for its field.
     #[error("{field} value {value} does not fit in {bits} bits (maximum {max})")]
@@ -94,6 +119,19 @@ pub enum UidError {
         /// The layout's epoch.
         epoch_ms: u64,
     },
+    /// The clock reads earlier than the first instant a continued layout issues at
+    /// ([`Layout::continued`](crate::Layout::continued)): the layout it continues may still be
+    /// issuing there.
+    #[error(
+        "clock reads {now_ms} ms, before {start_ms} ms where this layout's IDs begin (earlier \
+         time belongs to the layout it continues); refusing to issue IDs"
+    )]
+    ClockBeforeStart {
+        /// The clock's reading.
+        now_ms: u64,
+        /// Where the layout's first time value begins, ms since the Unix epoch.
+        start_ms: u64,
+    },
     /// A time given to build an ID from (`make`) lies before the layout's epoch: no ID of this
     /// layout holds it.
     #[error(
@@ -126,6 +164,27 @@ pub enum UidError {
         id: String,
         /// Why it was rejected.
         reason: &'static str,
+    },
+    /// A friendly form of an ID (base36, base62, dated) could not be read back.
+    #[error("malformed {form} form {input:?}: {reason}")]
+    MalformedForm {
+        /// The form's name: `base36`, `base62`, `decimal` or `dated`.
+        form: &'static str,
+        /// The text given (at most 64 characters of it).
+        input: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A number does not fit the digits of a dated form.
+    #[error(
+        "number {value} needs more than the form's {digits} digits; widen the form or start a \
+         new day's count"
+    )]
+    FormOverflow {
+        /// The number.
+        value: u64,
+        /// The form's digits.
+        digits: u32,
     },
     /// A batch size is zero or above the cap.
     #[error("count {requested} is out of range; ask for 1 to {max} IDs")]

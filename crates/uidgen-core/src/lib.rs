@@ -19,18 +19,21 @@ pub mod clock;
 pub mod default_gen;
 pub mod error;
 pub mod fence;
+pub mod forms;
 pub mod generator;
 pub mod layout;
 pub mod ring;
 mod sequencer;
 pub mod snowflake;
 mod sync;
+pub mod zone;
 
 pub use cached::{CachedOptions, CachedUidGenerator, PaddedHook};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use default_gen::DefaultUidGenerator;
 pub use error::{Result, UidError};
 pub use fence::{FenceRefusal, TimeFence};
+pub use forms::{DatedForm, DatedNumber, IdForm};
 pub use generator::{MAX_BATCH, UidGenerator, check_count};
 pub use layout::{
     DecodedUid, FieldKind, GenMethod, IntoEpoch, Layout, TimeUnit, UidParts, WorkerParts,
@@ -38,3 +41,4 @@ pub use layout::{
 };
 pub use ring::{RejectPut, RejectTake, RingBuffer};
 pub use snowflake::SnowflakeGenerator;
+pub use zone::Zone;

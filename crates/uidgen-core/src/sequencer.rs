@@ -54,12 +54,13 @@ impl<C: Clock> Sequencer<C> {
         layout.check_worker_id(worker_id)?;
         Ok(Self {
             seq_bits: layout.bits(FieldKind::Sequence),
+            // The layout's default (Leaf's 100 on `leaf`); `set_random_start_below` overrides.
+            random_start_below: layout.random_start_bound(),
             layout,
             worker_id,
             clock,
             state: AtomicU64::new(NONE),
             policy,
-            random_start_below: 0,
             random: RandomState::new(),
             fence: None,
         })

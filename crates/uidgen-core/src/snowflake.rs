@@ -39,7 +39,10 @@ pub struct SnowflakeGenerator<C: Clock = SystemClock> {
 
 impl<C: Clock> SnowflakeGenerator<C> {
     /// A generator for `worker_id` that waits out backward steps of up to
-    /// [`DEFAULT_MAX_BACKWARD_MS`]; sequences start at 0 in each new unit.
+    /// [`DEFAULT_MAX_BACKWARD_MS`]; each new unit starts at the layout's
+    /// [`random_start_bound`](Layout::random_start_bound) (a random sequence below 100 on
+    /// `leaf`, 0 elsewhere) until [`random_sequence_start`](Self::random_sequence_start) says
+    /// otherwise.
     pub fn new(layout: Layout, worker_id: u64, clock: C) -> Result<Self> {
         Self::with_max_backward_ms(layout, worker_id, clock, DEFAULT_MAX_BACKWARD_MS)
     }
@@ -62,7 +65,16 @@ impl<C: Clock> SnowflakeGenerator<C> {
     }
 
     /// Start each new time unit at a random sequence in `0..100` (Leaf), so that at low traffic
-    /// IDs are not all multiples of the sequence width, which would skew `id % shards`.
+    /// IDs are not all multiples of the sequence width, which would skew `id % shards`; `false`
+    /// starts at 0. Overrides the layout's default ([`Layout::with_random_start`]).
+    ///
+    /// ```
+    /// use uidgen_core::{Layout, ManualClock, SnowflakeGenerator, UidGenerator};
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let zero = SnowflakeGenerator::new(Layout::leaf()?, 1, clock)?.random_sequence_start(false);
+    /// assert_eq!(zero.parse(zero.next_id()?)?.parts.sequence, 0);
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
     pub fn random_sequence_start(mut self, on: bool) -> Self {
         let bound = if on { LEAF_RANDOM_START_BOUND } else { 0 };
         self.sequencer.set_random_start_below(bound);

@@ -5,9 +5,22 @@ use proptest::prelude::*;
 use uidgen_core::{FieldKind, Layout, UidParts};
 
 /// Every preset, `keyworker` included.
-const PRESETS: [&str; 8] = uidgen_core::layout::PRESET_NAMES;
+const PRESETS: [&str; 10] = uidgen_core::layout::PRESET_NAMES;
 
-fn in_range(layout: &Layout, raw: [u64; 6]) -> UidParts {
+/// Every preset, and each with a 5-bit datacenter field cut from its worker field (`keyworker`
+/// splits its 10 worker bits already, so it keeps them).
+fn layout(i: usize) -> Layout {
+    let preset = Layout::preset(PRESETS[i % PRESETS.len()]).unwrap();
+    if i >= PRESETS.len() && preset.worker_split().is_none() {
+        preset.with_datacenter_bits(5).unwrap()
+    } else {
+        preset
+    }
+}
+
+const LAYOUTS: usize = 2 * PRESETS.len();
+
+fn in_range(layout: &Layout, raw: [u64; 7]) -> UidParts {
     let fit = |kind: FieldKind, v: u64| match layout.max(kind) {
         0 => 0,
         max => v % (max + 1),
@@ -19,6 +32,7 @@ fn in_range(layout: &Layout, raw: [u64; 6]) -> UidParts {
         version: fit(FieldKind::Version, raw[3]),
         kind: fit(FieldKind::Type, raw[4]),
         method: fit(FieldKind::Method, raw[5]),
+        datacenter: fit(FieldKind::Datacenter, raw[6]),
     }
 }
 
@@ -26,29 +40,33 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2_000))]
 
     #[test]
-    fn compose_then_decompose_returns_the_parts(preset in 0..PRESETS.len(), raw in any::<[u64; 6]>()) {
-        let layout = Layout::preset(PRESETS[preset]).unwrap();
+    fn compose_then_decompose_returns_the_parts(preset in 0..LAYOUTS, raw in any::<[u64; 7]>()) {
+        let layout = layout(preset);
         let parts = in_range(&layout, raw);
         let id = layout.compose(&parts).unwrap();
         prop_assert_eq!(layout.decompose(id).unwrap(), parts);
         let decoded = layout.decode(id).unwrap();
         prop_assert_eq!(decoded.timestamp_ms, layout.epoch_ms() + parts.time * layout.unit().millis());
+        prop_assert!(id <= layout.max_id());
+        prop_assert_eq!(decoded.datacenter.is_some(), layout.has(FieldKind::Datacenter));
     }
 
     #[test]
-    fn decompose_then_compose_returns_the_id(preset in 0..PRESETS.len(), id in any::<u64>()) {
-        let layout = Layout::preset(PRESETS[preset]).unwrap();
+    fn decompose_then_compose_returns_the_id(preset in 0..LAYOUTS, id in any::<u64>(), narrow in any::<bool>()) {
+        let layout = layout(preset);
+        // Half the cases within the layout's width, so narrow layouts are exercised too.
+        let id = if narrow { id & layout.max_id() } else { id };
         match layout.decompose(id) {
             Ok(parts) => prop_assert_eq!(layout.compose(&parts).unwrap(), id),
-            // Only a set sign bit makes an ID undecodable.
-            Err(_) => prop_assert!(layout.shift(FieldKind::Sign) == Some(63) && id >> 63 == 1),
+            // Only a set sign bit, or a bit above the width, makes an ID undecodable.
+            Err(_) => prop_assert!(id > layout.max_id()),
         }
     }
 
     #[test]
-    fn compose_refuses_any_out_of_range_field(preset in 0..PRESETS.len(), field in 0..6usize, excess in 1..1_000u64) {
-        let layout = Layout::preset(PRESETS[preset]).unwrap();
-        let kinds = [FieldKind::Time, FieldKind::Worker, FieldKind::Sequence, FieldKind::Version, FieldKind::Type, FieldKind::Method];
+    fn compose_refuses_any_out_of_range_field(preset in 0..LAYOUTS, field in 0..7usize, excess in 1..1_000u64) {
+        let layout = layout(preset);
+        let kinds = [FieldKind::Time, FieldKind::Worker, FieldKind::Sequence, FieldKind::Version, FieldKind::Type, FieldKind::Method, FieldKind::Datacenter];
         let mut parts = UidParts::default();
         let value = layout.max(kinds[field]).saturating_add(excess);
         match kinds[field] {
@@ -57,7 +75,8 @@ proptest! {
             FieldKind::Sequence => parts.sequence = value,
             FieldKind::Version => parts.version = value,
             FieldKind::Type => parts.kind = value,
-            _ => parts.method = value,
+            FieldKind::Method => parts.method = value,
+            _ => parts.datacenter = value,
         }
         prop_assert!(layout.compose(&parts).is_err());
     }
@@ -67,7 +86,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2_000))]
 
     /// A keyworker ID decodes to a machine and a process part that join back into its worker,
-    /// and the bits are Snowflake's: the split only changes how the worker is shown.
+    /// and its bits are the write-up's `time << 22 | process << 17 | machine << 12 | sequence`.
     #[test]
     fn keyworker_decodes_machine_and_process_that_make_up_the_worker(
         time in any::<u64>(), machine in 0..32u64, process in 0..32u64, sequence in 0..4096u64,
@@ -81,8 +100,7 @@ proptest! {
         prop_assert_eq!(decoded.parts.worker, worker);
         let parts = decoded.worker_parts.unwrap();
         prop_assert_eq!((parts.machine, parts.process), (machine, process));
-        let snowflake = Layout::snowflake().unwrap();
-        prop_assert_eq!(snowflake.compose(&snowflake.parts(time, worker, sequence)).unwrap(), id);
+        prop_assert_eq!(id, (time << 22) | (process << 17) | (machine << 12) | sequence);
     }
 }
 

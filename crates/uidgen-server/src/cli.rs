@@ -60,8 +60,8 @@ impl ConfigArgs {
 /// Options that pick a layout, over the configured one.
 #[derive(Debug, Clone, Args)]
 pub struct LayoutArgs {
-    /// Layout preset: baidu, baidu_legacy, snowflake, leaf, vesta_max_peak,
-    /// vesta_min_granularity, sonyflake, keyworker.
+    /// Layout preset: baidu, baidu_legacy, baidu_continued, snowflake, leaf, vesta_max_peak,
+    /// vesta_min_granularity, sonyflake, keyworker, safe_js.
     #[arg(long)]
     pub layout: Option<String>,
     /// Epoch for any preset but baidu_legacy, e.g. a Leaf twepoch (`2026-01-01`,

@@ -139,8 +139,8 @@ pub enum AssignerKind {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LayoutConfig {
-    /// A preset name: baidu, baidu_legacy, snowflake, leaf, vesta_max_peak, vesta_min_granularity,
-    /// sonyflake, keyworker.
+    /// A preset name: baidu, baidu_legacy, baidu_continued, snowflake, leaf, vesta_max_peak,
+    /// vesta_min_granularity, sonyflake, keyworker, safe_js.
     pub preset: String,
     /// Epoch override for any preset but `baidu_legacy` (a Leaf `twepoch`, a Sonyflake start
     /// time): `"2026-01-01"`, `"2026-01-01+08:00"` or ms.

@@ -1,9 +1,6 @@
-//! The vocabulary of a layout: field kinds, time units, an ID's parts and its decoded form.
+//! The vocabulary of a layout: field kinds, time units, an ID's parts.
 
 use std::fmt;
-
-use super::WorkerParts;
-use crate::calendar;
 
 /// How an ID was issued, as Vesta's genMethod field records it on the layouts that have one.
 ///
@@ -49,6 +46,10 @@ pub enum FieldKind {
     Method,
     /// Time units since the layout's epoch.
     Time,
+    /// The datacenter id: fixed per deployment, stamped by every generator of the layout
+    /// ([`Layout::with_datacenter_id`](super::Layout::with_datacenter_id)), above the worker as
+    /// in Twitter's Snowflake (5 + 5 bits) and Baidu's 5 + 17 split of its 22 worker bits.
+    Datacenter,
     /// The worker (machine) id.
     Worker,
     /// The sequence within one time unit.
@@ -56,12 +57,17 @@ pub enum FieldKind {
 }
 
 impl FieldKind {
-    pub(super) const ALL: [FieldKind; 7] = [
+    /// How many kinds there are.
+    pub(super) const COUNT: usize = 8;
+
+    /// Every kind, in the order `compose` checks them.
+    pub(super) const ALL: [FieldKind; Self::COUNT] = [
         FieldKind::Sign,
         FieldKind::Version,
         FieldKind::Type,
         FieldKind::Method,
         FieldKind::Time,
+        FieldKind::Datacenter,
         FieldKind::Worker,
         FieldKind::Sequence,
     ];
@@ -75,6 +81,7 @@ impl FieldKind {
             FieldKind::Time => 4,
             FieldKind::Worker => 5,
             FieldKind::Sequence => 6,
+            FieldKind::Datacenter => 7,
         }
     }
 
@@ -86,6 +93,7 @@ impl FieldKind {
             FieldKind::Type => "type",
             FieldKind::Method => "method",
             FieldKind::Time => "time",
+            FieldKind::Datacenter => "datacenter",
             FieldKind::Worker => "worker",
             FieldKind::Sequence => "sequence",
         }
@@ -141,6 +149,8 @@ pub struct UidParts {
     pub kind: u64,
     /// Vesta generation method.
     pub method: u64,
+    /// Datacenter id, on layouts with a datacenter field.
+    pub datacenter: u64,
 }
 
 impl UidParts {
@@ -159,6 +169,7 @@ impl UidParts {
             FieldKind::Type => self.kind,
             FieldKind::Method => self.method,
             FieldKind::Time => self.time,
+            FieldKind::Datacenter => self.datacenter,
             FieldKind::Worker => self.worker,
             FieldKind::Sequence => self.sequence,
         }
@@ -171,77 +182,9 @@ impl UidParts {
             FieldKind::Type => self.kind = value,
             FieldKind::Method => self.method = value,
             FieldKind::Time => self.time = value,
+            FieldKind::Datacenter => self.datacenter = value,
             FieldKind::Worker => self.worker = value,
             FieldKind::Sequence => self.sequence = value,
         }
-    }
-}
-
-/// An ID taken apart, with the wall-clock time it encodes (Vesta's "explain", Baidu's `parseUID`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecodedUid {
-    /// The ID.
-    pub id: u64,
-    /// Its fields.
-    pub parts: UidParts,
-    /// The wall-clock time it encodes, in milliseconds since the Unix epoch.
-    pub timestamp_ms: u64,
-    /// The name of the layout that decoded it.
-    pub layout: String,
-    /// The worker's machine and process parts, for a layout that splits its worker field
-    /// (`keyworker`); `None` for every other layout.
-    pub worker_parts: Option<WorkerParts>,
-}
-
-impl DecodedUid {
-    /// The encoded time as ISO-8601 UTC, e.g. `2026-01-01T00:00:05.000Z`.
-    pub fn timestamp_iso8601(&self) -> String {
-        calendar::format_iso8601(self.timestamp_ms)
-    }
-
-    /// Baidu's `parseUID` JSON shape; the timestamp is `yyyy-MM-dd HH:mm:ss` in UTC.
-    ///
-    /// ```
-    /// use uidgen_core::{Layout, UidParts};
-    /// let layout = Layout::baidu("2016-05-20").unwrap();
-    /// let id = layout
-    ///     .compose(&UidParts { time: 3, worker: 2, sequence: 1, ..Default::default() })
-    ///     .unwrap();
-    /// assert_eq!(
-    ///     layout.decode(id).unwrap().to_baidu_json(),
-    ///     format!(
-    ///         "{{\"UID\":\"{id}\",\"timestamp\":\"2016-05-20 00:00:03\",\
-    ///          \"workerId\":\"2\",\"sequence\":\"1\"}}"
-    ///     )
-    /// );
-    /// ```
-    ///
-    /// A `keyworker` ID also names its worker's parts, `machineId` and `processId`, after
-    /// `workerId` (Baidu's shape has no such keys, so its readers skip them):
-    ///
-    /// ```
-    /// use uidgen_core::Layout;
-    /// let layout = Layout::keyworker()?;
-    /// let id = layout.compose(&layout.parts(0, (3 << 5) | 17, 0))?;
-    /// let json = layout.decode(id)?.to_baidu_json();
-    /// let fields = r#""workerId":"113","machineId":"3","processId":"17","sequence":"0""#;
-    /// assert!(json.contains(fields));
-    /// # Ok::<(), uidgen_core::UidError>(())
-    /// ```
-    pub fn to_baidu_json(&self) -> String {
-        // Every value is a number or a fixed-format date, so nothing needs escaping.
-        let parts = self.worker_parts.map_or_else(String::new, |p| {
-            format!(
-                r#","machineId":"{}","processId":"{}""#,
-                p.machine, p.process
-            )
-        });
-        format!(
-            r#"{{"UID":"{}","timestamp":"{}","workerId":"{}"{parts},"sequence":"{}"}}"#,
-            self.id,
-            calendar::format_baidu(self.timestamp_ms),
-            self.parts.worker,
-            self.parts.sequence
-        )
     }
 }

@@ -1,15 +1,33 @@
-//! Bit layouts: how a 64-bit ID is cut into fields (Baidu's `BitsAllocator`, generalised).
+//! Bit layouts: how an ID of at most 64 bits is cut into fields (Baidu's `BitsAllocator`,
+//! generalised).
+//!
+//! Invariants every [`Layout`] value keeps (checked by [`Layout::new`] and the builders):
+//! - the fields tile the ID's low [`width`](Layout::width) bits, from the most significant
+//!   down; every bit above the width is zero in every ID (a JavaScript-safe layout is 53 wide);
+//! - a sign field, if any, is the single top bit of a 64-bit layout;
+//! - time and sequence have at least one bit and together at most 63 (generators pack them
+//!   into one atomic word);
+//! - the defaults generators stamp (Vesta's fields, the datacenter) fit their fields.
+//!
+//! The module is cut along its seams: this file holds the type and its accessors, `builders`
+//! the ways to derive one layout from another, `codec` composing and taking IDs apart,
+//! `presets` the named layouts, `split` the worker field read as machine and process parts,
+//! `fields` the vocabulary, `decoded` how a taken-apart ID is shown.
 
+mod builders;
+mod codec;
+mod decoded;
 mod fields;
 mod presets;
 mod split;
 
-pub use fields::{DecodedUid, FieldKind, GenMethod, TimeUnit, UidParts};
+pub use decoded::DecodedUid;
+pub use fields::{FieldKind, GenMethod, TimeUnit, UidParts};
 pub use presets::{
-    BAIDU_LEGACY_EPOCH_MS, DEFAULT_EPOCH, PRESET_NAMES, SONYFLAKE_EPOCH_MS, TWITTER_EPOCH_MS,
-    VESTA_EPOCH_MS,
+    BAIDU_LEGACY_EPOCH_MS, DEFAULT_EPOCH, JS_MAX_SAFE_INTEGER, PRESET_NAMES, SONYFLAKE_EPOCH_MS,
+    TWITTER_EPOCH_MS, VESTA_EPOCH_MS,
 };
-pub use split::{WorkerParts, WorkerSplit};
+pub use split::{PartOrder, PartSpan, WorkerParts, WorkerSplit};
 
 use crate::calendar;
 use crate::clock::{Clock, SystemClock};
@@ -24,18 +42,25 @@ struct Slot {
 
 impl Slot {
     fn max(self) -> u64 {
-        if self.bits == 0 {
-            0
-        } else {
-            u64::MAX >> (64 - self.bits)
-        }
+        low_mask(self.bits)
     }
 }
 
-/// How a 64-bit ID is cut into fields, in which time unit, from which epoch.
+/// The lowest `bits` bits set (all 64 for 64).
+fn low_mask(bits: u32) -> u64 {
+    if bits == 0 {
+        0
+    } else {
+        u64::MAX >> (64 - bits.min(64))
+    }
+}
+
+/// How an ID is cut into fields, in which time unit, from which epoch.
 ///
-/// Fields are listed from the most significant bit down. Construction validates the layout, so a
-/// `Layout` value is always usable.
+/// Fields are listed from the most significant bit down and tile the ID's low
+/// [`width`](Layout::width) bits: 64 for every classic scheme, fewer for a layout whose IDs must
+/// stay small (53 for JavaScript's `Number`, [`Layout::safe_js`]). Construction validates the
+/// layout, so a `Layout` value is always usable.
 ///
 /// ```
 /// use uidgen_core::{FieldKind, Layout, TimeUnit, UidParts};
@@ -49,23 +74,41 @@ impl Slot {
 ///     ],
 ///     TimeUnit::Seconds,
 ///     "2020-01-01",
-/// ).unwrap();
+/// )?;
 /// let parts = UidParts { time: 100, worker: 7, sequence: 9, ..Default::default() };
-/// let id = layout.compose(&parts).unwrap();
-/// assert_eq!(layout.decompose(id).unwrap(), parts);
+/// let id = layout.compose(&parts)?;
+/// assert_eq!(layout.decompose(id)?, parts);
 /// assert_eq!(layout.max_worker_id(), 65_535);
+/// // A narrower layout: 40 bits, so every ID stays below 2^40.
+/// let small = Layout::new(
+///     "small",
+///     &[(FieldKind::Time, 24), (FieldKind::Worker, 6), (FieldKind::Sequence, 10)],
+///     TimeUnit::Seconds,
+///     "2020-01-01",
+/// )?;
+/// assert_eq!((small.width(), small.max_id()), (40, (1 << 40) - 1));
+/// # Ok::<(), uidgen_core::UidError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     name: String,
     fields: Vec<(FieldKind, u32)>,
-    slots: [Option<Slot>; 7],
+    slots: [Option<Slot>; FieldKind::COUNT],
+    /// The sum of the field widths: every ID is below `2^width`.
+    width: u32,
     unit: TimeUnit,
     epoch_ms: u64,
+    /// What generators stamp in the fields they are not given: Vesta's version, type and
+    /// method, and the datacenter.
     defaults: UidParts,
-    /// How decoding reads the worker field as machine and process parts (`keyworker`); it
-    /// changes no bit of any ID.
+    /// How the worker field reads as machine and process parts (`keyworker`).
     worker_split: Option<WorkerSplit>,
+    /// Sequencing generators start each new time unit at a random sequence below this bound
+    /// (Leaf: 100); 0 starts at 0.
+    random_start_bound: u64,
+    /// The first time value generators may stamp: above 0 only for a layout that continues
+    /// another whose time field ran out ([`Layout::continued`]).
+    first_time: u64,
 }
 
 /// An epoch given either as milliseconds or as a date string (parsed by
@@ -102,15 +145,36 @@ impl IntoEpoch for &String {
     }
 }
 
-use FieldKind::{Method, Sequence, Sign, Time, Type, Version, Worker};
+use FieldKind::{Sequence, Sign, Time, Worker};
+
+/// Refuse an epoch after the system clock's now.
+fn check_epoch(epoch_ms: u64) -> Result<()> {
+    let now_ms = SystemClock.now_millis();
+    if epoch_ms > now_ms {
+        return Err(UidError::EpochInFuture { epoch_ms, now_ms });
+    }
+    Ok(())
+}
 
 impl Layout {
     /// Build and validate a layout. `fields` run from the most significant bit down.
     ///
-    /// Rules: widths sum to 64; each kind appears at most once; time, worker and sequence appear;
-    /// time and sequence have at least one bit and together at most 63 (generators pack them into
-    /// one atomic word); a sign field is the top bit and one bit wide; the epoch is not in the
-    /// future by the system clock.
+    /// Rules: widths sum to at most 64 (fewer leaves the top bits of every ID zero); a sign
+    /// field is bit 63, so it is listed first, one bit wide, and its layout sums to exactly 64;
+    /// each kind appears at most once; time, worker and sequence appear; time and sequence have
+    /// at least one bit and together at most 63 (generators pack them into one atomic word);
+    /// the epoch is not in the future by the system clock.
+    ///
+    /// ```
+    /// use uidgen_core::{FieldKind, Layout, TimeUnit, UidError};
+    /// let too_wide = Layout::new(
+    ///     "t",
+    ///     &[(FieldKind::Time, 41), (FieldKind::Worker, 12), (FieldKind::Sequence, 12)],
+    ///     TimeUnit::Millis,
+    ///     0u64,
+    /// );
+    /// assert_eq!(too_wide, Err(UidError::LayoutTooWide { total: 65 }));
+    /// ```
     pub fn new(
         name: impl Into<String>,
         fields: &[(FieldKind, u32)],
@@ -118,17 +182,19 @@ impl Layout {
         epoch: impl IntoEpoch,
     ) -> Result<Self> {
         let epoch_ms = epoch.into_epoch_ms()?;
-        let now_ms = SystemClock.now_millis();
-        if epoch_ms > now_ms {
-            return Err(UidError::EpochInFuture { epoch_ms, now_ms });
-        }
-        // Summed as u64 so that huge widths (from a config file) cannot wrap to 64 and pass.
+        check_epoch(epoch_ms)?;
+        // Summed as u64 so that huge widths (from a config file) cannot wrap and pass.
         let total: u64 = fields.iter().map(|&(_, bits)| u64::from(bits)).sum();
-        if total != 64 {
+        // The sign is bit 63: a layout with one is a 64-bit layout.
+        if total != 64 && fields.iter().any(|&(kind, _)| kind == Sign) {
             return Err(UidError::BitsDoNotSumTo64 { total });
         }
-        let mut slots = [None; 7];
-        let mut shift = 64;
+        let width = u32::try_from(total)
+            .ok()
+            .filter(|&w| w <= 64)
+            .ok_or(UidError::LayoutTooWide { total })?;
+        let mut slots = [None; FieldKind::COUNT];
+        let mut shift = width;
         for (i, &(kind, bits)) in fields.iter().enumerate() {
             shift -= bits;
             if slots[kind.index()].is_some() {
@@ -150,9 +216,9 @@ impl Layout {
                 ));
             }
         }
-        let width = |k: FieldKind| slots[k.index()].map_or(0, |s: Slot| s.bits);
+        let width_of = |k: FieldKind| slots[k.index()].map_or(0, |s: Slot| s.bits);
         for kind in [Time, Sequence] {
-            if width(kind) == 0 {
+            if width_of(kind) == 0 {
                 return Err(UidError::InvalidFieldWidth {
                     field: kind,
                     bits: 0,
@@ -160,10 +226,10 @@ impl Layout {
                 });
             }
         }
-        if width(Time) + width(Sequence) > 63 {
+        if width_of(Time) + width_of(Sequence) > 63 {
             return Err(UidError::InvalidFieldWidth {
                 field: Time,
-                bits: width(Time),
+                bits: width_of(Time),
                 reason: "time and sequence together may use at most 63 bits",
             });
         }
@@ -171,68 +237,19 @@ impl Layout {
             name: name.into(),
             fields: fields.to_vec(),
             slots,
+            width,
             unit,
             epoch_ms,
             defaults: UidParts::default(),
             worker_split: None,
+            random_start_bound: 0,
+            first_time: 0,
         })
-    }
-
-    /// The same layout counting time from another epoch, checked as [`Layout::new`] checks it
-    /// (not in the future). A Leaf or Snowflake deployment that set its own `twepoch` keeps
-    /// its ID space this way.
-    ///
-    /// ```
-    /// use uidgen_core::{Layout, UidError};
-    /// let twepoch = 1_500_000_000_000; // 2017-07-14, a Leaf user's own
-    /// let leaf = Layout::leaf()?.with_epoch(twepoch)?;
-    /// assert_eq!((leaf.name(), leaf.epoch_ms()), ("leaf", twepoch));
-    /// assert_eq!(leaf.fields(), Layout::leaf()?.fields());
-    /// assert!(matches!(
-    ///     Layout::leaf()?.with_epoch("2999-01-01"),
-    ///     Err(UidError::EpochInFuture { .. })
-    /// ));
-    /// # Ok::<(), UidError>(())
-    /// ```
-    pub fn with_epoch(mut self, epoch: impl IntoEpoch) -> Result<Self> {
-        let epoch_ms = epoch.into_epoch_ms()?;
-        let now_ms = SystemClock.now_millis();
-        if epoch_ms > now_ms {
-            return Err(UidError::EpochInFuture { epoch_ms, now_ms });
-        }
-        self.epoch_ms = epoch_ms;
-        Ok(self)
-    }
-
-    /// Read the worker field as a machine part above a `process_bits`-wide process part when
-    /// decoding (see [`WorkerSplit`]). Both parts need at least one bit.
-    pub fn with_worker_split(mut self, process_bits: u32) -> Result<Self> {
-        self.worker_split = Some(WorkerSplit::new(self.bits(Worker), process_bits)?);
-        Ok(self)
     }
 
     /// How the worker field divides into machine and process parts, if the layout says so.
     pub fn worker_split(&self) -> Option<WorkerSplit> {
         self.worker_split
-    }
-
-    /// Rename the layout (the name shows in decoded IDs).
-    pub fn named(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Set the values generators put in the Vesta fields (version, type, method).
-    pub fn with_defaults(mut self, version: u64, kind: u64, method: u64) -> Result<Self> {
-        let parts = UidParts {
-            version,
-            kind,
-            method,
-            ..UidParts::default()
-        };
-        self.compose(&parts)?;
-        self.defaults = parts;
-        Ok(self)
     }
 
     /// The layout's name.
@@ -255,6 +272,35 @@ impl Layout {
         self.epoch_ms
     }
 
+    /// How many low bits the fields cover: 64, or fewer for a narrower layout, whose IDs keep
+    /// every bit above zero.
+    ///
+    /// ```
+    /// use uidgen_core::Layout;
+    /// assert_eq!(Layout::snowflake()?.width(), 64);
+    /// assert_eq!(Layout::safe_js()?.width(), 53);
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// The largest ID the layout can hold: `2^63 - 1` under a sign bit, `2^width - 1`
+    /// otherwise.
+    ///
+    /// ```
+    /// use uidgen_core::Layout;
+    /// use uidgen_core::layout::JS_MAX_SAFE_INTEGER;
+    /// assert_eq!(Layout::snowflake()?.max_id(), i64::MAX as u64);
+    /// assert_eq!(Layout::vesta_max_peak()?.max_id(), u64::MAX);
+    /// assert_eq!(Layout::safe_js()?.max_id(), JS_MAX_SAFE_INTEGER);
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn max_id(&self) -> u64 {
+        let sign = u32::from(self.slots[Sign.index()].is_some());
+        low_mask(self.width - sign)
+    }
+
     /// Width of a field in bits (0 if the layout lacks it).
     pub fn bits(&self, kind: FieldKind) -> u32 {
         self.slots[kind.index()].map_or(0, |s| s.bits)
@@ -268,6 +314,18 @@ impl Layout {
     /// The largest value a field holds (0 if the layout lacks it).
     pub fn max(&self, kind: FieldKind) -> u64 {
         self.slots[kind.index()].map_or(0, Slot::max)
+    }
+
+    /// Whether the layout has a field of this kind with at least one bit: what decoders show.
+    ///
+    /// ```
+    /// use uidgen_core::{FieldKind, Layout};
+    /// assert!(Layout::vesta_max_peak()?.has(FieldKind::Method));
+    /// assert!(!Layout::baidu_default()?.has(FieldKind::Method));
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn has(&self, kind: FieldKind) -> bool {
+        self.bits(kind) > 0
     }
 
     /// The largest worker id.
@@ -285,6 +343,23 @@ impl Layout {
         self.max(Time)
     }
 
+    /// The first time value generators stamp: 0, except on a layout that continues another
+    /// ([`Layout::continued`]), whose IDs begin where the other's time field ran out.
+    pub fn first_time(&self) -> u64 {
+        self.first_time
+    }
+
+    /// The bound below which sequencing generators start each new time unit (0: they start
+    /// at 0). The `leaf` preset sets Leaf's 100; see [`Layout::with_random_start`].
+    pub fn random_start_bound(&self) -> u64 {
+        self.random_start_bound
+    }
+
+    /// The datacenter id generators stamp (0 on a layout without a datacenter field).
+    pub fn datacenter_id(&self) -> u64 {
+        self.defaults.datacenter
+    }
+
     /// Check that a worker id fits this layout.
     pub fn check_worker_id(&self, worker_id: u64) -> Result<()> {
         if worker_id > self.max_worker_id() {
@@ -294,248 +369,6 @@ impl Layout {
             });
         }
         Ok(())
-    }
-
-    /// Time units since the epoch at wall-clock `now_ms`, checked against the time field.
-    ///
-    /// ```
-    /// use uidgen_core::{Layout, UidError};
-    /// let legacy = Layout::baidu_legacy().unwrap();
-    /// let now = 1_800_000_000_000; // 2027
-    /// assert!(matches!(legacy.time_at(now), Err(UidError::TimestampExhausted { .. })));
-    /// ```
-    pub fn time_at(&self, now_ms: u64) -> Result<u64> {
-        if now_ms < self.epoch_ms {
-            return Err(UidError::ClockBeforeEpoch {
-                now_ms,
-                epoch_ms: self.epoch_ms,
-            });
-        }
-        let elapsed = (now_ms - self.epoch_ms) / self.unit.millis();
-        self.check_time(elapsed)?;
-        Ok(elapsed)
-    }
-
-    /// Time units since the epoch of the wall-clock instant `time_ms` a caller asked for (to
-    /// build an ID from, as `make` does): as [`time_at`](Self::time_at), but an instant before
-    /// the epoch is [`UidError::TimeBeforeEpoch`], a mistake in the input, not a clock to
-    /// distrust.
-    ///
-    /// ```
-    /// use uidgen_core::Layout;
-    /// let baidu = Layout::baidu("2026-01-01").unwrap();
-    /// assert_eq!(baidu.time_of(baidu.epoch_ms() + 5_000).unwrap(), 5);
-    /// assert_eq!(
-    ///     baidu.time_of(915_148_800_000).unwrap_err().to_string(),
-    ///     "time 1999-01-01T00:00:00.000Z is before the layout's epoch 2026-01-01T00:00:00.000Z: \
-    ///      no ID of this layout holds it; give a later time, or a layout whose epoch is earlier"
-    /// );
-    /// ```
-    pub fn time_of(&self, time_ms: u64) -> Result<u64> {
-        match self.time_at(time_ms) {
-            Err(UidError::ClockBeforeEpoch { .. }) => Err(UidError::TimeBeforeEpoch {
-                time_ms,
-                epoch_ms: self.epoch_ms,
-            }),
-            other => other,
-        }
-    }
-
-    /// Check that a time value (units since the epoch) fits the time field.
-    pub fn check_time(&self, time: u64) -> Result<()> {
-        if time > self.max_time() {
-            return Err(UidError::TimestampExhausted {
-                elapsed: time,
-                max: self.max_time(),
-            });
-        }
-        Ok(())
-    }
-
-    /// Wall-clock milliseconds at which time value `time` begins.
-    pub fn millis_of(&self, time: u64) -> u64 {
-        self.epoch_ms
-            .saturating_add(time.saturating_mul(self.unit.millis()))
-    }
-
-    /// Parts with the layout's default Vesta fields and the given time, worker and sequence.
-    pub fn parts(&self, time: u64, worker: u64, sequence: u64) -> UidParts {
-        UidParts {
-            time,
-            worker,
-            sequence,
-            ..self.defaults
-        }
-    }
-
-    /// Pack parts into an ID, checking every field's range.
-    pub fn compose(&self, parts: &UidParts) -> Result<u64> {
-        let mut id = 0u64;
-        for kind in FieldKind::ALL {
-            let value = parts.get(kind);
-            match self.slots[kind.index()] {
-                Some(slot) if value <= slot.max() => {
-                    if slot.bits > 0 {
-                        id |= value << slot.shift;
-                    }
-                }
-                None if value == 0 => {}
-                slot => {
-                    let bits = slot.map_or(0, |s| s.bits);
-                    if kind == Worker {
-                        return Err(UidError::WorkerIdOverflow {
-                            worker_id: value,
-                            max: self.max_worker_id(),
-                        });
-                    }
-                    if kind == Time {
-                        return Err(UidError::TimestampExhausted {
-                            elapsed: value,
-                            max: self.max_time(),
-                        });
-                    }
-                    return Err(UidError::FieldOverflow {
-                        field: kind,
-                        value,
-                        bits,
-                        max: slot.map_or(0, Slot::max),
-                    });
-                }
-            }
-        }
-        Ok(id)
-    }
-
-    /// `id` with its generation-method field (Vesta's genMethod) set to `method`; on a layout
-    /// without that field, `id` unchanged.
-    ///
-    /// This is how a channel says how it issued an ID (Vesta: 0 embedded, 1 center server,
-    /// 2 REST; see [`GenMethod`]) while every channel shares one generator. Uniqueness survives
-    /// the rewrite: two IDs of one generator already differ in time, worker or sequence, and
-    /// those bits are left alone, so two IDs that differ only in their method bits can only
-    /// come from two channels stamping the same issued ID, which the generator never hands out
-    /// twice.
-    ///
-    /// ```
-    /// use uidgen_core::{FieldKind, GenMethod, Layout, UidError};
-    /// let vesta = Layout::vesta_max_peak()?;
-    /// let id = vesta.compose(&vesta.parts(1_000, 7, 3))?;
-    /// let rest = vesta.with_method(id, GenMethod::Rest.value())?;
-    /// assert_eq!(vesta.decompose(rest)?.method, 2);
-    /// assert_eq!(vesta.decompose(rest)?.sequence, 3);
-    /// assert!(matches!(
-    ///     vesta.with_method(id, 4),
-    ///     Err(UidError::FieldOverflow { field: FieldKind::Method, .. })
-    /// ));
-    /// // Layouts without the field keep their IDs as they are.
-    /// let baidu = Layout::baidu_default()?;
-    /// assert_eq!(baidu.with_method(12_345, GenMethod::Rest.value())?, 12_345);
-    /// # Ok::<(), UidError>(())
-    /// ```
-    pub fn with_method(&self, id: u64, method: u64) -> Result<u64> {
-        let Some(slot) = self.slots[Method.index()].filter(|s| s.bits > 0) else {
-            return Ok(id);
-        };
-        if method > slot.max() {
-            return Err(UidError::FieldOverflow {
-                field: Method,
-                value: method,
-                bits: slot.bits,
-                max: slot.max(),
-            });
-        }
-        let mask = slot.max() << slot.shift;
-        Ok((id & !mask) | (method << slot.shift))
-    }
-
-    /// Whether the layout has a field of this kind with at least one bit: what decoders show.
-    ///
-    /// ```
-    /// use uidgen_core::{FieldKind, Layout};
-    /// assert!(Layout::vesta_max_peak()?.has(FieldKind::Method));
-    /// assert!(!Layout::baidu_default()?.has(FieldKind::Method));
-    /// # Ok::<(), uidgen_core::UidError>(())
-    /// ```
-    pub fn has(&self, kind: FieldKind) -> bool {
-        self.bits(kind) > 0
-    }
-
-    /// Pack time, worker and sequence with the layout's defaults, skipping the range checks.
-    ///
-    /// For generators whose inputs are already checked (worker at construction, time by
-    /// [`Layout::time_at`] or [`Layout::check_time`], sequence by masking): the hot path.
-    #[inline]
-    pub(crate) fn compose_unchecked(&self, time: u64, worker: u64, sequence: u64) -> u64 {
-        let shift = |k: FieldKind| self.slots[k.index()].map_or(0, |s| s.shift);
-        let mut id = (time << shift(Time)) | (sequence << shift(Sequence));
-        if self.bits(Worker) > 0 {
-            id |= worker << shift(Worker);
-        }
-        for kind in [Version, Type, Method] {
-            let value = self.defaults.get(kind);
-            if value != 0 {
-                id |= value << shift(kind);
-            }
-        }
-        id
-    }
-
-    /// Take an ID apart. An ID with its sign bit set is malformed.
-    pub fn decompose(&self, id: u64) -> Result<UidParts> {
-        let mut parts = UidParts::default();
-        for kind in FieldKind::ALL {
-            if let Some(slot) = self.slots[kind.index()] {
-                let value = if slot.bits == 0 {
-                    0
-                } else {
-                    (id >> slot.shift) & slot.max()
-                };
-                if kind == Sign && value != 0 {
-                    return Err(UidError::MalformedId {
-                        id: id.to_string(),
-                        reason: "the sign bit is set",
-                    });
-                }
-                parts.set(kind, value);
-            }
-        }
-        Ok(parts)
-    }
-
-    /// Take an ID apart and say when it was made.
-    pub fn decode(&self, id: u64) -> Result<DecodedUid> {
-        let parts = self.decompose(id)?;
-        Ok(DecodedUid {
-            id,
-            parts,
-            timestamp_ms: self.millis_of(parts.time),
-            layout: self.name.clone(),
-            worker_parts: self.worker_split.map(|s| s.split(parts.worker)),
-        })
-    }
-
-    /// Parse a decimal ID from text and decode it.
-    ///
-    /// ```
-    /// use uidgen_core::{Layout, UidError};
-    /// let layout = Layout::snowflake().unwrap();
-    /// assert!(matches!(layout.decode_str("-5"), Err(UidError::MalformedId { .. })));
-    /// assert_eq!(layout.decode_str("4194304").unwrap().parts.time, 1);
-    /// ```
-    pub fn decode_str(&self, text: &str) -> Result<DecodedUid> {
-        let malformed = |reason| UidError::MalformedId {
-            id: text.chars().take(64).collect(),
-            reason,
-        };
-        let t = text.trim();
-        if t.is_empty() {
-            return Err(malformed("empty"));
-        }
-        if !t.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(malformed("not a non-negative decimal integer"));
-        }
-        let id: u64 = t.parse().map_err(|_| malformed("larger than 64 bits"))?;
-        self.decode(id)
     }
 }
 
@@ -550,12 +383,16 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
-        let cases: [(&[(FieldKind, u32)], &str); 8] = [
+        let cases: [(&[(FieldKind, u32)], &str); 10] = [
             (
-                &[(Sign, 1), (Time, 28), (Worker, 22), (Sequence, 12)],
-                "layout bits must sum to 64, but the fields sum to 63",
+                &[(Time, 29), (Worker, 23), (Sequence, 13)],
+                "layout fields sum to 65 bits, more than the 64 an ID has; narrow a field",
             ),
-            // u32 widths that would wrap to 64 in a u32 sum must not pass as a valid layout.
+            // u32 widths that would wrap in a u32 sum must not pass as a valid layout.
+            (
+                &[(Time, u32::MAX), (Worker, 32), (Sequence, 32)],
+                "layout fields sum to 4294967359 bits, more than the 64 an ID has; narrow a field",
+            ),
             (
                 &[(Sign, 1), (Time, u32::MAX), (Worker, 32), (Sequence, 32)],
                 "layout bits must sum to 64, but the fields sum to 4294967360",
@@ -571,6 +408,10 @@ mod tests {
             (
                 &[(Time, 28), (Sign, 1), (Worker, 22), (Sequence, 13)],
                 "layout field `sign` has invalid width 1: the sign must be the single top bit",
+            ),
+            (
+                &[(Sign, 1), (Time, 28), (Worker, 11), (Sequence, 13)],
+                "layout bits must sum to 64, but the fields sum to 53",
             ),
             (
                 &[(Sign, 1), (Time, 28), (Time, 22), (Sequence, 13)],
@@ -618,81 +459,19 @@ mod tests {
     }
 
     #[test]
-    fn compose_checks_every_field() {
-        let layout = Layout::baidu_default().unwrap();
-        let parts = |time, worker, sequence| UidParts {
-            time,
-            worker,
-            sequence,
-            ..Default::default()
-        };
+    fn narrow_layouts_tile_their_low_bits() {
+        let layout = Layout::new(
+            "narrow",
+            &[(Time, 20), (Worker, 4), (Sequence, 8)],
+            TimeUnit::Seconds,
+            0u64,
+        )
+        .unwrap();
+        assert_eq!(layout.width(), 32);
+        assert_eq!(layout.max_id(), u64::from(u32::MAX));
         assert_eq!(
-            layout
-                .compose(&parts(0, 1 << 22, 0))
-                .unwrap_err()
-                .to_string(),
-            "worker id 4194304 exceeds the layout's maximum 4194303; widen the worker bits or use \
-             a smaller id"
+            [Time, Worker, Sequence].map(|k| layout.shift(k)),
+            [Some(12), Some(8), Some(0)]
         );
-        assert_eq!(
-            layout.compose(&parts(1 << 28, 0, 0)),
-            Err(UidError::TimestampExhausted {
-                elapsed: 1 << 28,
-                max: (1 << 28) - 1
-            })
-        );
-        assert_eq!(
-            layout.compose(&parts(0, 0, 8192)).unwrap_err().to_string(),
-            "sequence value 8192 does not fit in 13 bits (maximum 8191)"
-        );
-        let with_method = UidParts {
-            method: 1,
-            ..Default::default()
-        };
-        assert_eq!(
-            layout.compose(&with_method).unwrap_err().to_string(),
-            "method value 1 does not fit in 0 bits (maximum 0)"
-        );
-        let max = layout
-            .compose(&parts(
-                layout.max_time(),
-                layout.max_worker_id(),
-                layout.max_sequence(),
-            ))
-            .unwrap();
-        assert_eq!(max, i64::MAX.unsigned_abs(), "all bits but the sign");
-    }
-
-    #[test]
-    fn decode_rejects_a_set_sign_bit_and_reports_the_time() {
-        let layout = Layout::snowflake().unwrap();
-        assert_eq!(
-            layout.decode(1 << 63).unwrap_err().to_string(),
-            "malformed id 9223372036854775808: the sign bit is set"
-        );
-        let id = layout.compose(&layout.parts(1000, 3, 4)).unwrap();
-        let decoded = layout.decode(id).unwrap();
-        assert_eq!(decoded.timestamp_ms, TWITTER_EPOCH_MS + 1000);
-        assert_eq!(decoded.timestamp_iso8601(), "2010-11-04T01:42:55.657Z");
-        assert_eq!(decoded.layout, "snowflake");
-        for bad in ["", "abc", "-1", "1e5", "18446744073709551616"] {
-            assert!(
-                matches!(layout.decode_str(bad), Err(UidError::MalformedId { .. })),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn legacy_baidu_epoch_is_exhausted_today() {
-        let legacy = Layout::baidu_legacy().unwrap();
-        // 2016-05-19T16:00:00Z + 2^28 s = 2024-11-20T...Z: Baidu issue #100,
-        // https://github.com/baidu/uid-generator/issues/100
-        let last = legacy.millis_of(legacy.max_time());
-        assert!(last.to_string().starts_with("1732"), "{last}");
-        assert!(matches!(
-            legacy.time_at(SystemClock.now_millis()),
-            Err(UidError::TimestampExhausted { .. })
-        ));
     }
 }

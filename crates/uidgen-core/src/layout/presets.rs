@@ -1,9 +1,11 @@
 //! The preset layouts of the ID schemes uidgen speaks: Baidu, Snowflake, Leaf, Vesta, Sonyflake,
-//! and the machine+process Snowflake variant (`keyworker`).
+//! the machine+process Snowflake variant (`keyworker`), JavaScript-safe IDs (`safe_js`), and
+//! Baidu's layout continued past its 2024 exhaustion (`baidu_continued`).
 
 use super::FieldKind::{Method, Sequence, Sign, Time, Type, Version, Worker};
-use super::{IntoEpoch, Layout, TimeUnit};
+use super::{IntoEpoch, Layout, PartOrder, TimeUnit};
 use crate::error::{Result, UidError};
+use crate::snowflake::LEAF_RANDOM_START_BOUND;
 
 /// The epoch of the default service layout: recent, so 28 bits of seconds last until 2034.
 pub const DEFAULT_EPOCH: &str = "2026-01-01";
@@ -18,16 +20,22 @@ pub const VESTA_EPOCH_MS: u64 = 1_420_041_600_000;
 /// Sonyflake's default start time, 2014-09-01 00:00 UTC.
 pub const SONYFLAKE_EPOCH_MS: u64 = 1_409_529_600_000;
 
+/// JavaScript's `Number.MAX_SAFE_INTEGER`, `2^53 - 1`: the largest integer a `Number` (an IEEE
+/// double) holds exactly, and so the largest ID a browser reads back unchanged.
+pub const JS_MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
 /// Every preset name [`Layout::preset`] knows, in the order the docs list them.
-pub const PRESET_NAMES: [&str; 8] = [
+pub const PRESET_NAMES: [&str; 10] = [
     "baidu",
     "baidu_legacy",
+    "baidu_continued",
     "snowflake",
     "leaf",
     "vesta_max_peak",
     "vesta_min_granularity",
     "sonyflake",
     "keyworker",
+    "safe_js",
 ];
 
 /// The presets, by constructor or by name.
@@ -83,9 +91,30 @@ impl Layout {
     }
 
     /// Baidu's layout with its original epoch (2016-05-20 +08:00). Decodes old IDs; generating
-    /// with it fails with [`UidError::TimestampExhausted`] since 2024-11-20.
+    /// with it fails with [`UidError::TimestampExhausted`] since 2024-11-20. To go on issuing
+    /// IDs that sort above the old ones, use [`Layout::baidu_continued`].
     pub fn baidu_legacy() -> Result<Self> {
         Ok(Self::baidu(BAIDU_LEGACY_EPOCH_MS)?.named("baidu_legacy"))
+    }
+
+    /// `baidu_legacy` continued past 2024-11-20 ([`Layout::continued`]): 29 bits of seconds
+    /// from the same 2016 epoch, taking the sign bit, the worker and sequence fields where they
+    /// were. It decodes every legacy ID unchanged, and every ID it issues has bit 63 set, so it
+    /// is above every legacy ID as an unsigned number and equal to none; it runs until
+    /// 2033-05-24. A deployment that used its own Baidu epoch continues with
+    /// `Layout::preset_with_epoch("baidu_continued", Some(epoch))`.
+    ///
+    /// ```
+    /// use uidgen_core::{FieldKind, Layout};
+    /// let layout = Layout::baidu_continued()?;
+    /// assert_eq!(layout.fields(), [(FieldKind::Time, 29), (FieldKind::Worker, 22), (FieldKind::Sequence, 13)]);
+    /// assert_eq!(layout.first_time(), 1 << 28);
+    /// let first = layout.compose(&layout.parts(layout.first_time(), 0, 0))?;
+    /// assert_eq!(first, 1 << 63);
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn baidu_continued() -> Result<Self> {
+        Ok(Self::baidu_legacy()?.continued()?.named("baidu_continued"))
     }
 
     /// Twitter Snowflake: 1/41/10/12 in milliseconds from 2010-11-04T01:42:54.657Z.
@@ -98,9 +127,13 @@ impl Layout {
         )
     }
 
-    /// Meituan Leaf's snowflake mode: 41/10/12 under a sign bit, Leaf's `twepoch`.
+    /// Meituan Leaf's snowflake mode: 41/10/12 under a sign bit, Leaf's `twepoch`, and Leaf's
+    /// random sequence start below 100 in each new millisecond
+    /// ([`Layout::random_start_bound`]), which the sequencing generators read as their default.
     pub fn leaf() -> Result<Self> {
-        Ok(Self::snowflake()?.named("leaf"))
+        Self::snowflake()?
+            .named("leaf")
+            .with_random_start(LEAF_RANDOM_START_BOUND)
     }
 
     /// Vesta's max-peak type: machine bits 0-9, sequence 10-29, seconds 30-59, method 60-61,
@@ -152,12 +185,18 @@ impl Layout {
     }
 
     /// The Snowflake variant with a machine and a process part (the "keyworker" write-up):
-    /// 1 sign bit, 41 bits of milliseconds, a 10-bit worker read as a 5-bit machine part above
-    /// a 5-bit process part, and 12 bits of sequence. Its IDs have Snowflake's bit positions;
-    /// only decoding differs, showing both parts
+    /// 1 sign bit, 41 bits of milliseconds, a 10-bit worker field holding a 5-bit process part
+    /// above a 5-bit machine part, as the write-up's code packs them
+    /// (`(processId << 17) | (machineId << 12)`), and 12 bits of sequence. The worker number
+    /// that assigners hand out and generators take stays `machine << 5 | process`
+    /// ([`WorkerSplit`](super::WorkerSplit)); composing places the parts, decoding shows both
     /// ([`DecodedUid::worker_parts`](super::DecodedUid::worker_parts)). The `machine` worker-id
-    /// assigner of `uidgen-store` fills the two parts from the host's MAC addresses and the process
-    /// id.
+    /// assigner of `uidgen-store` fills the two parts from the host's MAC addresses and the
+    /// process id.
+    ///
+    /// Until this order was fixed the preset put the machine part above the process part
+    /// (its IDs had Snowflake's bits for worker `machine << 5 | process`); an ID issued then
+    /// decodes here with its two parts swapped: docs/API.md says how to read one.
     ///
     /// Two corrections to the write-up, both so that IDs stay positive 64-bit numbers:
     /// - it counts "42 bits" of time because its `(timestamp - twepoch) << 22` is not masked and
@@ -178,9 +217,14 @@ impl Layout {
     ///     (bits(FieldKind::Time), bits(FieldKind::Worker), bits(FieldKind::Sequence)),
     ///     (41, 10, 12)
     /// );
-    /// let id = layout.compose(&layout.parts(1_000, (7 << 5) | 30, 9))?;
-    /// let parts = layout.decode(id)?.worker_parts.expect("both parts are shown");
-    /// assert_eq!((parts.machine, parts.process), (7, 30));
+    /// let (machine, process) = (7, 30);
+    /// let worker = (machine << 5) | process;
+    /// let id = layout.compose(&layout.parts(1_000, worker, 9))?;
+    /// // The write-up's packing, bit for bit.
+    /// assert_eq!(id, (1_000 << 22) | (process << 17) | (machine << 12) | 9);
+    /// let decoded = layout.decode(id)?;
+    /// let parts = decoded.worker_parts.expect("both parts are shown");
+    /// assert_eq!((parts.machine, parts.process, decoded.parts.worker), (7, 30, worker));
     /// # Ok::<(), uidgen_core::UidError>(())
     /// ```
     pub fn keyworker() -> Result<Self> {
@@ -190,21 +234,68 @@ impl Layout {
             TimeUnit::Millis,
             TWITTER_EPOCH_MS,
         )?
-        .with_worker_split(5)
+        .with_worker_split_order(5, PartOrder::ProcessHigh)
     }
 
-    /// Look a preset up by name: `baidu` (with [`DEFAULT_EPOCH`]), `baidu_legacy`, `snowflake`,
-    /// `leaf`, `vesta_max_peak`, `vesta_min_granularity`, `sonyflake`, `keyworker`.
+    /// IDs that JavaScript reads back exactly: 53 bits, so every ID is at most
+    /// [`JS_MAX_SAFE_INTEGER`] (`Number.MAX_SAFE_INTEGER`); a browser parses larger numbers to
+    /// the nearest double and silently changes them (CosId's `SafeJavaScriptSnowflakeId`,
+    /// <https://github.com/Ahoo-Wang/CosId>; Sonyflake issue
+    /// [#56](https://github.com/sony/sonyflake/issues/56)).
+    ///
+    /// 31 bits of seconds from [`DEFAULT_EPOCH`] (68 years, until 2094), a 10-bit worker and a
+    /// 12-bit sequence. Why these widths:
+    /// - **seconds**, because 53 bits leave no room for both a long life and millisecond
+    ///   precision: 41 bits of ms (Snowflake's 69 years) would leave 12 bits for worker and
+    ///   sequence together. CosId's millisecond variant does that with 3 worker bits;
+    /// - **10 worker bits** (1,024 ids), the range every worker-id assigner here serves: leases
+    ///   need spare ids while an expired holder's fence runs out, ZooKeeper and the `machine`
+    ///   assigner hand out ids up to 1023. CosId's second variant keeps 3 bits (8 machines);
+    /// - **12 sequence bits**: 4,096 IDs per second per worker, sustained; the cached generator
+    ///   absorbs bursts by borrowing future seconds. A deployment that needs more per worker
+    ///   and fewer workers builds its own with [`Layout::new`] (e.g. 31/6/16).
+    ///
+    /// When its 31 bits run out, generators fail with [`UidError::TimestampExhausted`]; no ID
+    /// ever spills past bit 53.
+    ///
+    /// ```
+    /// use uidgen_core::layout::JS_MAX_SAFE_INTEGER;
+    /// use uidgen_core::{Layout, ManualClock, SnowflakeGenerator, UidError, UidGenerator};
+    /// let layout = Layout::safe_js()?;
+    /// let last = layout.compose(&layout.parts(layout.max_time(), 1023, 4095))?;
+    /// assert_eq!(last, JS_MAX_SAFE_INTEGER);
+    /// // At the end of the time field: the last second's IDs, then a typed error.
+    /// let end = layout.millis_of(layout.max_time());
+    /// let generator = SnowflakeGenerator::new(layout.clone(), 5, ManualClock::new(end))?;
+    /// assert!(generator.next_id()? <= JS_MAX_SAFE_INTEGER);
+    /// let generator = SnowflakeGenerator::new(layout, 5, ManualClock::new(end + 1_000))?;
+    /// assert!(matches!(generator.next_id(), Err(UidError::TimestampExhausted { .. })));
+    /// # Ok::<(), UidError>(())
+    /// ```
+    pub fn safe_js() -> Result<Self> {
+        Self::new(
+            "safe_js",
+            &[(Time, 31), (Worker, 10), (Sequence, 12)],
+            TimeUnit::Seconds,
+            DEFAULT_EPOCH,
+        )
+    }
+
+    /// Look a preset up by name: `baidu` (with [`DEFAULT_EPOCH`]), `baidu_legacy`,
+    /// `baidu_continued`, `snowflake`, `leaf`, `vesta_max_peak`, `vesta_min_granularity`,
+    /// `sonyflake`, `keyworker`, `safe_js`.
     pub fn preset(name: &str) -> Result<Self> {
         match name {
             "baidu" => Self::baidu_default(),
             "baidu_legacy" => Self::baidu_legacy(),
+            "baidu_continued" => Self::baidu_continued(),
             "snowflake" => Self::snowflake(),
             "leaf" => Self::leaf(),
             "vesta_max_peak" => Self::vesta_max_peak(),
             "vesta_min_granularity" => Self::vesta_min_granularity(),
             "sonyflake" => Self::sonyflake(),
             "keyworker" => Self::keyworker(),
+            "safe_js" => Self::safe_js(),
             _ => Err(UidError::InvalidOption {
                 name: "layout",
                 reason: format!(

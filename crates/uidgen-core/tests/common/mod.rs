@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use uidgen_core::layout::PRESET_NAMES;
-use uidgen_core::{UidError, UidGenerator};
+use uidgen_core::{
+    CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, ManualClock,
+    SnowflakeGenerator, UidError, UidGenerator,
+};
 
 /// Take `per_thread` IDs on each of `threads` threads at once and return them all, sorted.
 pub fn hammer<G: UidGenerator + 'static>(
@@ -104,4 +107,50 @@ pub fn presets_but_legacy() -> impl Iterator<Item = &'static str> {
     PRESET_NAMES
         .into_iter()
         .filter(|&name| name != "baidu_legacy")
+}
+
+/// How many kinds [`generator_of_kind`] makes.
+pub const GENERATOR_KINDS: usize = 4;
+
+/// One generator of each kind: 0 Default, 1 Snowflake, 2 Snowflake with Leaf's random start,
+/// 3 cached (a ring of `2^boost_power` units of IDs, waiting up to 10 s when empty).
+pub fn generator_of_kind(
+    kind: usize,
+    layout: Layout,
+    worker: u64,
+    clock: ManualClock,
+    boost_power: u32,
+) -> Box<dyn UidGenerator> {
+    match kind {
+        0 => Box::new(DefaultUidGenerator::new(layout, worker, clock).expect("default")),
+        1 => Box::new(SnowflakeGenerator::new(layout, worker, clock).expect("snowflake")),
+        2 => Box::new(
+            SnowflakeGenerator::new(layout, worker, clock)
+                .expect("snowflake")
+                .random_sequence_start(true),
+        ),
+        _ => Box::new(
+            CachedUidGenerator::new(
+                layout,
+                worker,
+                clock,
+                CachedOptions {
+                    boost_power,
+                    ..CachedOptions::waiting(Duration::from_secs(10))
+                },
+            )
+            .expect("cached"),
+        ),
+    }
+}
+
+/// The largest ID `layout` composes with its defaults: every time, worker and sequence bit set.
+pub fn largest_composed(layout: &Layout) -> u64 {
+    layout
+        .compose(&layout.parts(
+            layout.max_time(),
+            layout.max_worker_id(),
+            layout.max_sequence(),
+        ))
+        .expect("the maxima fit")
 }

@@ -20,18 +20,15 @@ pub(super) fn fields(layout: &Layout, decoded: Option<&DecodedUid>) -> Vec<Field
             && let Some(split) = layout.worker_split()
         {
             let worker = split.split(parts.worker);
-            out.push(field(
-                "machine",
-                worker.machine,
-                split.machine_bits(),
-                shift + split.process_bits(),
-            ));
-            out.push(field(
-                "process",
-                worker.process,
-                split.process_bits(),
-                shift,
-            ));
+            // In the order the layout places them (keyworker: process above machine).
+            for part in split.spans() {
+                let value = if part.name == "machine" {
+                    worker.machine
+                } else {
+                    worker.process
+                };
+                out.push(field(part.name, value, part.bits, shift + part.offset));
+            }
             continue;
         }
         out.push(field(kind.name(), parts.get(kind), bits, shift));
@@ -93,6 +90,8 @@ pub(super) fn make(
         version: request.version,
         kind: request.r#type.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
         method: request.method,
+        // The served layout's own datacenter, on a layout with that field (0 elsewhere).
+        datacenter: layout.datacenter_id(),
     };
     for (name, why) in misfits(layout, &parts) {
         bad.entry(name).or_insert(why);

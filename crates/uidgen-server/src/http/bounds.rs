@@ -202,13 +202,9 @@ fn max_i64(value: i64) -> u64 {
 }
 
 /// The largest ID `layout` decodes: below 2^63 with a sign bit, any 64-bit value without
-/// (the Vesta layouts).
+/// (the Vesta layouts), below 2^width for a narrower layout (`safe_js`).
 fn largest_id(layout: &Layout) -> u64 {
-    if layout.has(FieldKind::Sign) {
-        i64::MAX.unsigned_abs()
-    } else {
-        u64::MAX
-    }
+    layout.max_id()
 }
 
 /// The names the decode route takes as `layout=`: the served one, the presets, `sharded`.

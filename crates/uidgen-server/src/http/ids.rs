@@ -222,6 +222,8 @@ pub async fn vesta_makeid(
         method: param_u64(&params, "genMethod")?.unwrap_or(0),
         kind: param_u64(&params, "type")?.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
         version: param_u64(&params, "version")?.unwrap_or(0),
+        // The served layout's own datacenter, on a layout with that field (0 elsewhere).
+        datacenter: layout.datacenter_id(),
     };
     Ok(make_id(layout, &parts)?.to_string())
 }

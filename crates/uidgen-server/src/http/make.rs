@@ -188,6 +188,8 @@ pub async fn make(
         version: req.version,
         kind: req.kind.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
         method: req.method,
+        // The served layout's own datacenter, on a layout with that field (0 elsewhere).
+        datacenter: layout.datacenter_id(),
     };
     for (name, why) in misfits(layout, &parts) {
         bad.entry(name).or_insert(why);

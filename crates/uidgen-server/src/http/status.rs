@@ -49,30 +49,26 @@ pub struct LayoutInfo {
     /// The epoch in ISO-8601 UTC; absent for `sharded`.
     #[serde(skip_serializing_if = "Option::is_none")]
     epoch: Option<String>,
-    /// The fields from the most significant bit down; widths sum to 64.
+    /// The fields from the most significant bit down; widths sum to 64, or to fewer for a
+    /// narrower layout (`safe_js`: 53), whose IDs keep the bits above zero.
     fields: Vec<LayoutField>,
 }
 
 impl LayoutInfo {
     pub(super) fn of(layout: &Layout, served: bool) -> Self {
         let mut fields = Vec::with_capacity(layout.fields().len() + 1);
-        let mut top = 64u32;
         for &(kind, bits) in layout.fields() {
-            let shift = top - bits;
-            top = shift;
+            // A layout narrower than 64 bits tiles only its low bits: the layout says where.
+            let shift = layout.shift(kind).unwrap_or_default();
             match (kind, layout.worker_split()) {
-                // Coloured as two fields, as the decode route reports them.
+                // Coloured as two fields, as the decode route reports them, in the order the
+                // layout places them (keyworker: process above machine).
                 (uidgen_core::FieldKind::Worker, Some(split)) => {
-                    fields.push(LayoutField {
-                        name: "machine".to_owned(),
-                        bits: split.machine_bits(),
-                        shift: shift + split.process_bits(),
-                    });
-                    fields.push(LayoutField {
-                        name: "process".to_owned(),
-                        bits: split.process_bits(),
-                        shift,
-                    });
+                    fields.extend(split.spans().map(|part| LayoutField {
+                        name: part.name.to_owned(),
+                        bits: part.bits,
+                        shift: shift + part.offset,
+                    }));
                 }
                 _ => fields.push(LayoutField {
                     name: kind.name().to_owned(),
