@@ -159,24 +159,14 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
                 None => assigner,
             })
         }
-        AssignerKind::Leased => {
-            let ttl = Duration::from_secs(config.worker.lease_ttl_secs);
-            Arc::new(LeasedWorkerIdAssigner::new(
-                store.clone(),
-                SystemClock,
-                LeaseOptions {
-                    ttl,
-                    // Three heartbeats per lease: one lost renewal does not lose the lease.
-                    heartbeat_interval: Some(ttl / 3),
-                    // The lease must outlast a takeover's wait for the previous holder's time.
-                    max_takeover_wait: (ttl / 2).min(Duration::from_secs(5)),
-                    cache_path: config.worker.cache_file.clone(),
-                    cache_reserve: Duration::from_secs(config.worker.cache_reserve_secs),
-                    range,
-                    ..LeaseOptions::default()
-                },
-            ))
-        }
+        AssignerKind::Leased => Arc::new(LeasedWorkerIdAssigner::new(
+            store.clone(),
+            SystemClock,
+            LeaseOptions {
+                range,
+                ..config.worker.lease_options()
+            },
+        )),
         // Needs no configuration: the state directory only keeps the processes of one host
         // apart (and their restarts); its fixed range 0-1023 is recorded in the store.
         // The trait's way in (no status for readiness); `serve` goes through
