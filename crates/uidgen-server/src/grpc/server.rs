@@ -2,13 +2,15 @@
 //! (`grpc.health.v1.Health`) and server reflection (v1 and v1alpha, so `grpcurl` and older
 //! tools list and call the API without the `.proto` file).
 
-use std::sync::Arc;
-
+use std::convert::Infallible;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tonic::codegen::{BoxFuture, Service, http};
 use tonic::server::NamedService;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
@@ -16,7 +18,7 @@ use tonic_health::ServingStatus;
 use uidgen_proto::v1::id_service_server::IdServiceServer;
 
 use super::GrpcService;
-use crate::http::{AppState, ReadinessCheck};
+use crate::http::{AppState, ReadinessCheck, STARTING_MESSAGE};
 
 /// Serve gRPC on `listener` over `state` until `stopping` turns true; then report NOT_SERVING
 /// on the health service, end open streams, and finish the calls in flight. Until then the
@@ -37,12 +39,53 @@ pub async fn serve(
     max_lease_size: u64,
     stopping: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
+    let (_started, state) = watch::channel(Some(state));
+    serve_starting(state, listener, max_lease_size, stopping).await
+}
+
+/// [`serve`] for a server that is still starting: until `started` holds the state (the
+/// [`StartGate`](crate::http::StartGate) opened), every `uidgen.v1.IdService` call is answered
+/// `UNAVAILABLE` at once and the health service says NOT_SERVING, so a client fails over
+/// instead of waiting for a server that holds no worker id yet. A stop while starting (or the
+/// gate going away unopened) ends the server.
+pub async fn serve_starting(
+    mut started: watch::Receiver<Option<Arc<AppState>>>,
+    listener: TcpListener,
+    max_lease_size: u64,
+    mut stopping: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
     let (health, health_service) = tonic_health::server::health_reporter();
-    let readiness = Arc::clone(&state.readiness);
+    let id_service = GatedIdService::default();
+    let opened = id_service.clone();
     // Known before the port answers: a checker never sees the service as unknown.
-    let ready = readiness().await.is_ok();
+    let state = started.borrow().clone();
+    let ready = match &state {
+        Some(state) => (state.readiness)().await.is_ok(),
+        None => false,
+    };
     set(&health, ready).await;
-    let follower = tokio::spawn(follow_readiness(readiness, health, ready, stopping.clone()));
+    let follower = tokio::spawn(async move {
+        let state = match state {
+            Some(state) => state,
+            None => {
+                let opened = tokio::select! {
+                    opened = started.wait_for(Option::is_some) => opened.ok().and_then(|s| s.clone()),
+                    _ = stopping.wait_for(|&s| s) => None,
+                };
+                let Some(state) = opened else {
+                    set(&health, false).await;
+                    return;
+                };
+                state
+            }
+        };
+        let readiness = Arc::clone(&state.readiness);
+        let service = GrpcService::new(state, max_lease_size, stopping.clone());
+        opened.open(IdServiceServer::new(service));
+        let ready = readiness().await.is_ok();
+        set(&health, ready).await;
+        follow_readiness(readiness, health, ready, stopping).await;
+    });
     let reflection = |builder: tonic_reflection::server::Builder<'static>| {
         builder
             .register_encoded_file_descriptor_set(uidgen_proto::FILE_DESCRIPTOR_SET)
@@ -55,7 +98,6 @@ pub async fn serve(
     let reflection_v1alpha = reflection(tonic_reflection::server::Builder::configure())
         .build_v1alpha()
         .context("cannot build gRPC reflection")?;
-    let service = GrpcService::new(state, max_lease_size, stopping);
     // The follower ends at the stop, after reporting NOT_SERVING: only then do the calls in
     // flight drain, so a health checker learns of the stop before the port closes.
     let shutdown = async {
@@ -65,7 +107,7 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(IdServiceServer::new(service))
+        .add_service(id_service)
         // TCP_NODELAY: an answer must not wait for the client's delayed ACK (Nagle's
         // algorithm held batch answers back some 40 ms each without it).
         .serve_with_incoming_shutdown(
@@ -118,4 +160,52 @@ async fn set(health: &tonic_health::server::HealthReporter, serving: bool) {
         .await;
     // "": the server as a whole, which is what most health checkers ask about.
     health.set_service_status("", status).await;
+}
+
+/// `uidgen.v1.IdService` behind the start gate: `UNAVAILABLE` until the service is put in
+/// place, then the service itself (one atomic load per call).
+#[derive(Debug, Clone, Default)]
+struct GatedIdService {
+    service: Arc<OnceLock<IdServiceServer<GrpcService>>>,
+}
+
+impl GatedIdService {
+    /// Serve calls with `service` from now on.
+    fn open(&self, service: IdServiceServer<GrpcService>) {
+        let _ = self.service.set(service);
+    }
+}
+
+impl NamedService for GatedIdService {
+    const NAME: &'static str = IdServiceServer::<GrpcService>::NAME;
+}
+
+impl<B> Service<http::Request<B>> for GatedIdService
+where
+    IdServiceServer<GrpcService>: Service<
+            http::Request<B>,
+            Response = http::Response<tonic::body::Body>,
+            Error = Infallible,
+            Future = BoxFuture<http::Response<tonic::body::Body>, Infallible>,
+        >,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Self::Error>> {
+        // The generated service is always ready.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        match self.service.get() {
+            // A clone is an Arc increment: `call` needs the service mutably.
+            Some(service) => service.clone().call(request),
+            None => {
+                let status = tonic::Status::unavailable(STARTING_MESSAGE);
+                Box::pin(std::future::ready(Ok(status.into_http())))
+            }
+        }
+    }
 }

@@ -17,6 +17,7 @@ mod openapi;
 mod ops;
 mod segments;
 mod sharded;
+mod starting;
 mod status;
 
 use std::future::Future;
@@ -42,6 +43,7 @@ pub(crate) use lease::lease;
 pub use segments::segment_error;
 pub(crate) use segments::{segment_count, service as segment_service};
 pub use sharded::sharded_error;
+pub use starting::{GatedApp, STARTING_MESSAGE, STARTING_RETRY_AFTER_SECS, StartGate};
 
 use crate::metrics::Metrics;
 
