@@ -18,7 +18,7 @@ use uidgen_store::{
 
 use crate::cli::{GenArgs, MigrateArgs, ServeArgs};
 use crate::config::{AssignerKind, Config, GeneratorKind, RingConfig};
-use crate::http::{AppState, NotReady, ReadinessCheck, ReadyRing, StartGate};
+use crate::http::{AppState, NotReady, ReadinessCheck, ReadyRing};
 use crate::servers::{Listeners, Servers};
 
 /// A generator ready to serve, with a view of its ring buffer when it has one.
@@ -445,7 +445,7 @@ pub fn store_readiness(store: Store, lease: Option<LeaseGuard>) -> ReadinessChec
 /// The ports are bound first, so a busy port costs no worker id (and a ZooKeeper worker id is
 /// named after the bound port), and answer at once from then on: `503 starting` (gRPC
 /// `UNAVAILABLE`) until the worker id is held and the generators are built, then the service
-/// ([`crate::servers`]). A shutdown signal while starting abandons the start, as a kill would.
+/// (`servers.rs`). A shutdown signal while starting abandons the start, as a kill would.
 /// Once the id is held, every way out (segment mode failing to start, the server failing, a
 /// shutdown that outlasts [`SHUTDOWN_GRACE`]) goes through the lease release.
 pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
@@ -471,13 +471,12 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let gate = StartGate::new();
     let listeners = Listeners {
         http: listener,
         grpc: grpc_listener,
     };
     let max_lease = u64::try_from(config.segment.max_lease_size).unwrap_or(0);
-    let servers = Servers::start(listeners, &gate, max_lease)?;
+    let servers = Servers::start(listeners, max_lease)?;
     info!(
         listen = %servers.http_addr,
         grpc_listen = %servers.grpc_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
@@ -509,16 +508,7 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     };
     // Kept past the server's end: the lease release records how far this generator issued.
     let generator = Arc::clone(&built.generator);
-    let served = serve_with_worker(
-        &config,
-        &store,
-        &gate,
-        servers,
-        built,
-        &assignment,
-        zk.clone(),
-    )
-    .await;
+    let served = serve_with_worker(&config, &store, servers, built, &assignment, zk.clone()).await;
     if let Some(holder) = &zk {
         // The forever node and the cache stay: a restart with this ip:port continues them.
         holder.shutdown();
@@ -549,7 +539,6 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
 async fn serve_with_worker(
     config: &Config,
     store: &Store,
-    gate: &StartGate,
     servers: Servers,
     built: BuiltGenerator,
     assignment: &WorkerAssignment,
@@ -581,7 +570,7 @@ async fn serve_with_worker(
 
     let segments = state.segments.clone();
     let sharded = state.sharded.clone();
-    gate.open(Arc::new(state));
+    servers.open(Arc::new(state));
     // Logged once the gate is open: whoever waits for this line is answered.
     info!(
         listen = %servers.http_addr,

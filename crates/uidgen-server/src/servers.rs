@@ -9,6 +9,7 @@
 //! [`SHUTDOWN_GRACE`] to finish.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use anyhow::Context;
 use axum::ServiceExt;
@@ -16,7 +17,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::http::StartGate;
+use crate::grpc::GrpcGate;
+use crate::http::{AppState, StartGate};
 use crate::serve::{SHUTDOWN_GRACE, shutdown_signal};
 
 /// The bound sockets: HTTP, and gRPC unless `grpc_listen` is empty.
@@ -29,6 +31,12 @@ pub(crate) struct Listeners {
 pub(crate) struct Servers {
     http: JoinHandle<anyhow::Result<()>>,
     grpc: JoinHandle<anyhow::Result<()>>,
+    /// The HTTP routes' gate.
+    gate: StartGate,
+    /// The gRPC service's gate, when gRPC is served.
+    grpc_gate: Option<GrpcGate>,
+    /// `segment.max_lease_size`, for the gRPC service.
+    max_lease_size: u64,
     /// Turns true on SIGTERM or SIGINT.
     stopping: watch::Receiver<bool>,
     /// Where they listen, for the log.
@@ -37,13 +45,10 @@ pub(crate) struct Servers {
 }
 
 impl Servers {
-    /// Serve `gate` on `listeners` from now on, and watch for the shutdown signal. Must be
-    /// called inside a tokio runtime.
-    pub(crate) fn start(
-        listeners: Listeners,
-        gate: &StartGate,
-        max_lease_size: u64,
-    ) -> anyhow::Result<Self> {
+    /// Answer on `listeners` from now on ("starting" until [`open`](Self::open)), and watch
+    /// for the shutdown signal. Must be called inside a tokio runtime.
+    pub(crate) fn start(listeners: Listeners, max_lease_size: u64) -> anyhow::Result<Self> {
+        let gate = StartGate::new();
         let http_addr = listeners.http.local_addr()?;
         let grpc_addr = listeners
             .grpc
@@ -61,22 +66,39 @@ impl Servers {
                 let _ = http_stop.wait_for(|&s| s).await;
             });
         let http = tokio::spawn(async move { serving.await.context("the HTTP server failed") });
-        let grpc = match listeners.grpc {
-            Some(listener) => tokio::spawn(crate::grpc::serve_starting(
+        let grpc_gate = listeners.grpc.as_ref().map(|_| GrpcGate::default());
+        let grpc = match (listeners.grpc, &grpc_gate) {
+            (Some(listener), Some(grpc_gate)) => tokio::spawn(crate::grpc::serve_starting(
+                grpc_gate.clone(),
                 gate.state(),
                 listener,
-                max_lease_size,
                 stopping.clone(),
             )),
-            None => tokio::spawn(async { Ok(()) }),
+            _ => tokio::spawn(async { Ok(()) }),
         };
         Ok(Self {
             http,
             grpc,
+            gate,
+            grpc_gate,
+            max_lease_size,
             stopping,
             http_addr,
             grpc_addr,
         })
+    }
+
+    /// Serve `state` on both ports from now on: gRPC first, then HTTP (whose gate also tells
+    /// the gRPC health service), so that both answer once this returns.
+    pub(crate) fn open(&self, state: Arc<AppState>) {
+        if let Some(grpc_gate) = &self.grpc_gate {
+            grpc_gate.open(
+                Arc::clone(&state),
+                self.max_lease_size,
+                self.stopping.clone(),
+            );
+        }
+        self.gate.open(state);
     }
 
     /// Resolves once a shutdown signal arrived.

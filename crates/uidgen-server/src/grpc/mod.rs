@@ -29,7 +29,8 @@ use uidgen_proto::v1::{
     StreamIdsRequest,
 };
 
-pub use server::{serve, serve_starting};
+pub use server::serve;
+pub(crate) use server::{GrpcGate, serve_starting};
 pub use status::status;
 
 use crate::http::{ApiError, AppState, batch_count, many_as, one_as, segment_count};

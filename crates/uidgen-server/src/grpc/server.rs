@@ -39,24 +39,24 @@ pub async fn serve(
     max_lease_size: u64,
     stopping: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
+    let gate = GrpcGate::default();
+    gate.open(Arc::clone(&state), max_lease_size, stopping.clone());
     let (_started, state) = watch::channel(Some(state));
-    serve_starting(state, listener, max_lease_size, stopping).await
+    serve_starting(gate, state, listener, stopping).await
 }
 
-/// [`serve`] for a server that is still starting: until `started` holds the state (the
-/// [`StartGate`](crate::http::StartGate) opened), every `uidgen.v1.IdService` call is answered
-/// `UNAVAILABLE` at once and the health service says NOT_SERVING, so a client fails over
-/// instead of waiting for a server that holds no worker id yet. A stop while starting (or the
-/// gate going away unopened) ends the server.
-pub async fn serve_starting(
+/// [`serve`] for a server that is still starting: until `gate` is
+/// [opened](GrpcGate::open), every `uidgen.v1.IdService` call is answered `UNAVAILABLE` at once,
+/// so a client fails over instead of waiting for a server that holds no worker id yet; the
+/// health service says NOT_SERVING until `started` holds the state, then follows readiness. A
+/// stop while starting (or the state's sender going away unsent) ends the server.
+pub(crate) async fn serve_starting(
+    gate: GrpcGate,
     mut started: watch::Receiver<Option<Arc<AppState>>>,
     listener: TcpListener,
-    max_lease_size: u64,
     mut stopping: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let (health, health_service) = tonic_health::server::health_reporter();
-    let id_service = GatedIdService::default();
-    let opened = id_service.clone();
     // Known before the port answers: a checker never sees the service as unknown.
     let state = started.borrow().clone();
     let ready = match &state {
@@ -80,8 +80,6 @@ pub async fn serve_starting(
             }
         };
         let readiness = Arc::clone(&state.readiness);
-        let service = GrpcService::new(state, max_lease_size, stopping.clone());
-        opened.open(IdServiceServer::new(service));
         let ready = readiness().await.is_ok();
         set(&health, ready).await;
         follow_readiness(readiness, health, ready, stopping).await;
@@ -107,7 +105,7 @@ pub async fn serve_starting(
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(id_service)
+        .add_service(gate)
         // TCP_NODELAY: an answer must not wait for the client's delayed ACK (Nagle's
         // algorithm held batch answers back some 40 ms each without it).
         .serve_with_incoming_shutdown(
@@ -162,25 +160,32 @@ async fn set(health: &tonic_health::server::HealthReporter, serving: bool) {
     health.set_service_status("", status).await;
 }
 
-/// `uidgen.v1.IdService` behind the start gate: `UNAVAILABLE` until the service is put in
-/// place, then the service itself (one atomic load per call).
+/// `uidgen.v1.IdService` behind the start gate: `UNAVAILABLE` until [`open`](Self::open), then
+/// the service itself (one atomic load per call).
 #[derive(Debug, Clone, Default)]
-struct GatedIdService {
+pub(crate) struct GrpcGate {
     service: Arc<OnceLock<IdServiceServer<GrpcService>>>,
 }
 
-impl GatedIdService {
-    /// Serve calls with `service` from now on.
-    fn open(&self, service: IdServiceServer<GrpcService>) {
-        let _ = self.service.set(service);
+impl GrpcGate {
+    /// Serve calls from `state` from now on (see [`GrpcService::new`]). Only the first call
+    /// counts.
+    pub(crate) fn open(
+        &self,
+        state: Arc<AppState>,
+        max_lease_size: u64,
+        stopping: watch::Receiver<bool>,
+    ) {
+        let service = GrpcService::new(state, max_lease_size, stopping);
+        let _ = self.service.set(IdServiceServer::new(service));
     }
 }
 
-impl NamedService for GatedIdService {
+impl NamedService for GrpcGate {
     const NAME: &'static str = IdServiceServer::<GrpcService>::NAME;
 }
 
-impl<B> Service<http::Request<B>> for GatedIdService
+impl<B> Service<http::Request<B>> for GrpcGate
 where
     IdServiceServer<GrpcService>: Service<
             http::Request<B>,
