@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Server, assert_unique, run};
+use common::{Server, assert_unique, fetch, run};
 use uidgen_sharded::testing::{PrivateRedis, check_redis, delete_prefix, redis_url, unique_prefix};
 use uidgen_sharded::{ShardedId, shard_of};
 use uidgen_store::testing::{TestDb, fresh_url};
@@ -124,6 +124,20 @@ fn client_thread(
     })
 }
 
+/// 16 client threads over `servers`, taking batches of 20 and single IDs until `stop`, 503s
+/// allowed (a fault is under way).
+fn fault_threads(
+    servers: &[Server; 2],
+    stop: &Arc<AtomicBool>,
+) -> Vec<std::thread::JoinHandle<Seen>> {
+    (0..16_u64)
+        .map(|t| {
+            let base = servers[usize::from(t % 2 == 1)].base.clone();
+            client_thread(base, t, 0, 20, Some(Arc::clone(stop)))
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_server_processes_hand_out_half_a_million_distinct_ids() {
     let redis = redis_url();
@@ -166,12 +180,7 @@ async fn flushall_then_a_redis_restart_mid_run_repeat_nothing_and_the_servers_re
     let store = database_with_app(TestDb::MySql, 200).await;
     let servers = two_servers(&store, &redis.url(), &prefix);
     let stop = Arc::new(AtomicBool::new(false));
-    let threads: Vec<_> = (0..16_u64)
-        .map(|t| {
-            let base = servers[usize::from(t % 2 == 1)].base.clone();
-            client_thread(base, t, 0, 20, Some(stop.clone()))
-        })
-        .collect();
+    let threads = fault_threads(&servers, &stop);
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(redis.command(&["FLUSHALL"]), "+OK");
     std::thread::sleep(Duration::from_millis(1500));
@@ -226,12 +235,7 @@ async fn lists_written_back_under_two_server_processes_repeat_nothing() {
     let store = database_with_app(TestDb::Postgres, 200).await;
     let servers = two_servers(&store, &redis.url(), &prefix);
     let stop = Arc::new(AtomicBool::new(false));
-    let threads: Vec<_> = (0..16_u64)
-        .map(|t| {
-            let base = servers[usize::from(t % 2 == 1)].base.clone();
-            client_thread(base, t, 0, 20, Some(stop.clone()))
-        })
-        .collect();
+    let threads = fault_threads(&servers, &stop);
     let mut conn = redis::Client::open(redis.url())
         .unwrap()
         .get_multiplexed_async_connection()
@@ -277,14 +281,9 @@ async fn lists_written_back_under_two_server_processes_repeat_nothing() {
     let count = ids.len();
     assert!(restored > 0, "nothing was backed up");
     assert_unique(ids);
-    let mut noticed = 0;
+    let (http, mut noticed) = (reqwest::Client::new(), 0);
     for server in &servers {
-        let metrics = reqwest::get(server.url("/metrics"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let (_, metrics) = fetch(&http, &server.url("/metrics")).await;
         noticed += metrics
             .lines()
             .find_map(|l| l.strip_prefix("uidgen_sharded{event=\"restored_lists\"} "))

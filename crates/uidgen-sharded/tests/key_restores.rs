@@ -32,6 +32,14 @@ enum WriteBack {
     DumpPayload,
 }
 
+/// Send `command` on `conn`, failing the test on an error reply: what it answered.
+async fn send<T: redis::FromRedisValue>(
+    conn: &mut MultiplexedConnection,
+    command: &redis::Cmd,
+) -> T {
+    command.query_async(conn).await.unwrap()
+}
+
 /// A raw connection to `redis`, behind the service's back.
 async fn raw(redis: &PrivateRedis) -> MultiplexedConnection {
     redis::Client::open(redis.url())
@@ -97,11 +105,7 @@ async fn lists_restored_key_by_key_into_the_same_server_are_never_served_again()
             "{way:?}: the list holds {}",
             backup.len()
         );
-        let dump: Vec<u8> = redis::cmd("DUMP")
-            .arg(&list)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
+        let dump: Vec<u8> = send(&mut conn, redis::cmd("DUMP").arg(&list)).await;
         served.extend(take(&service, shard, 300, 100).await);
         let first_served = served.iter().map(|&id| index_of(id)).min().unwrap();
         assert!(
@@ -111,44 +115,26 @@ async fn lists_restored_key_by_key_into_the_same_server_are_never_served_again()
 
         match way {
             WriteBack::AppendAtTheTail => {
-                let _: u64 = redis::cmd("RPUSH")
-                    .arg(&list)
-                    .arg(&backup)
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
+                send::<u64>(&mut conn, redis::cmd("RPUSH").arg(&list).arg(&backup)).await;
             }
             WriteBack::PrependAtTheHead => {
                 let reversed: Vec<u64> = backup.iter().rev().copied().collect();
-                let _: u64 = redis::cmd("LPUSH")
-                    .arg(&list)
-                    .arg(&reversed)
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
+                send::<u64>(&mut conn, redis::cmd("LPUSH").arg(&list).arg(&reversed)).await;
             }
             WriteBack::Replace => {
-                let _: u64 = redis::cmd("DEL")
-                    .arg(&list)
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
-                let _: u64 = redis::cmd("RPUSH")
-                    .arg(&list)
-                    .arg(&backup)
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
+                send::<u64>(&mut conn, redis::cmd("DEL").arg(&list)).await;
+                send::<u64>(&mut conn, redis::cmd("RPUSH").arg(&list).arg(&backup)).await;
             }
             WriteBack::DumpPayload => {
-                let _: () = redis::cmd("RESTORE")
-                    .arg(&list)
-                    .arg(0)
-                    .arg(&dump)
-                    .arg("REPLACE")
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
+                send::<()>(
+                    &mut conn,
+                    redis::cmd("RESTORE")
+                        .arg(&list)
+                        .arg(0)
+                        .arg(&dump)
+                        .arg("REPLACE"),
+                )
+                .await;
             }
         }
         let before = service.stats().restored_lists;
@@ -194,31 +180,13 @@ async fn a_list_restored_with_its_mark_is_closed_by_setting_the_mark_from_the_da
     // The first batch is the refill's own share; the second comes through the list.
     let mut served = take(&service, 0, 20, 10).await;
     let list_backup = list_contents(&mut conn, &list).await;
-    let mark_backup: String = redis::cmd("GET")
-        .arg(&mark)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let mark_backup: String = send(&mut conn, redis::cmd("GET").arg(&mark)).await;
     served.extend(take(&service, 0, 300, 100).await);
 
     // Both written back: the mark says less was served than was.
-    let _: u64 = redis::cmd("DEL")
-        .arg(&list)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let _: u64 = redis::cmd("RPUSH")
-        .arg(&list)
-        .arg(&list_backup)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("SET")
-        .arg(&mark)
-        .arg(&mark_backup)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    send::<u64>(&mut conn, redis::cmd("DEL").arg(&list)).await;
+    send::<u64>(&mut conn, redis::cmd("RPUSH").arg(&list).arg(&list_backup)).await;
+    send::<()>(&mut conn, redis::cmd("SET").arg(&mark).arg(&mark_backup)).await;
     let highest_served = served.iter().map(|&id| index_of(id)).max().unwrap();
     assert!(
         mark_backup.parse::<u64>().unwrap() < highest_served
@@ -228,12 +196,7 @@ async fn a_list_restored_with_its_mark_is_closed_by_setting_the_mark_from_the_da
 
     // The operator's action (docs/OPERATIONS.md): the mark set from the database.
     let max_id = store.app(APP).await.unwrap().unwrap().shards[0].max_id;
-    let _: () = redis::cmd("SET")
-        .arg(&mark)
-        .arg(max_id - 1)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    send::<()>(&mut conn, redis::cmd("SET").arg(&mark).arg(max_id - 1)).await;
 
     served.extend(take(&service, 0, 2_000, 100).await);
     assert_unique(&mut served, "after the restore of the list and its mark");
@@ -250,12 +213,7 @@ async fn a_mark_that_is_not_a_number_stops_its_list_with_a_clear_error() {
     let mut conn = raw(&redis).await;
     service.get_in_shard(APP, 0).await.unwrap();
     let mark = format!("{}popped_{APP}_0", keys.prefix);
-    let _: () = redis::cmd("SET")
-        .arg(&mark)
-        .arg("garbage")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    send::<()>(&mut conn, redis::cmd("SET").arg(&mark).arg("garbage")).await;
     let error = service.get_in_shard(APP, 0).await.unwrap_err();
     let message = error.to_string();
     assert!(error.is_service_fault(), "{error:?}");
