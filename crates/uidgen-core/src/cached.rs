@@ -105,6 +105,11 @@ struct PadState {
     pending: Option<(u64, u64)>,
 }
 
+/// Called by the padding thread after each run that put IDs into the ring, and once when the
+/// padding stops for good: what a caller waiting for IDs without a thread of its own (an async
+/// service) needs to be woken by. See [`CachedUidGenerator::on_padded`].
+pub type PaddedHook = Arc<dyn Fn() + Send + Sync>;
+
 /// How a padding run ended.
 #[derive(Debug, PartialEq, Eq)]
 enum Padded {
@@ -130,9 +135,27 @@ struct Shared<C> {
     sequence_shift: u32,
     stopping: AtomicBool,
     padding_runs: AtomicU64,
+    /// Told when padding delivered IDs or stopped (set at most once).
+    padded: OnceLock<Announcer>,
+}
+
+/// A [`PaddedHook`], which has no `Debug` of its own.
+struct Announcer(PaddedHook);
+
+impl std::fmt::Debug for Announcer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PaddedHook")
+    }
 }
 
 impl<C: Clock> Shared<C> {
+    /// Tell the hook, if one is set, that IDs arrived or the padding stopped.
+    fn announce(&self) {
+        if let Some(Announcer(hook)) = self.padded.get() {
+            hook();
+        }
+    }
+
     /// The clock's time unit, saturating at both ends: before the epoch counts as 0 (padding goes
     /// on from `last_second`), past the layout's range counts as the overflowing value (the range
     /// check on what is composed reports it).
@@ -342,6 +365,7 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
             sequence_shift: layout_sequence_shift,
             stopping: AtomicBool::new(false),
             padding_runs: AtomicU64::new(0),
+            padded: OnceLock::new(),
         });
         // Baidu fills the whole ring before the first take.
         shared.pad()?;
@@ -391,6 +415,52 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
     pub fn clock(&self) -> &C {
         &self.shared.clock
     }
+
+    /// Call `hook` on the padding thread after every padding run that put IDs into the ring,
+    /// and once when the padding stops for good, so that a caller waiting for IDs can sleep
+    /// until then instead of polling or holding a thread (the service's async handlers wake a
+    /// `tokio::sync::Notify` from it). The hook runs on the padding thread: it must be quick and
+    /// must not take from the ring. Set once; `false` if a hook was already set.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidGenerator};
+    /// let generator =
+    ///     CachedUidGenerator::new(Layout::baidu_default()?, 7, SystemClock, CachedOptions::default())?;
+    /// let runs = Arc::new(AtomicU64::new(0));
+    /// let counted = Arc::clone(&runs);
+    /// assert!(generator.on_padded(Arc::new(move || {
+    ///     counted.fetch_add(1, Ordering::SeqCst);
+    /// })));
+    /// let capacity = generator.ring().buffer_size();
+    /// generator.next_ids(capacity)?; // drains the ring: padding refills it, and says so
+    /// while runs.load(Ordering::SeqCst) == 0 {
+    ///     std::thread::yield_now();
+    /// }
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn on_padded(&self, hook: PaddedHook) -> bool {
+        self.shared.padded.set(Announcer(hook)).is_ok()
+    }
+
+    /// How long a taker may wait for padding that delivers nothing before it gives up: padding
+    /// adds at least one unit per unit of clock time unless something stops it (a fence that
+    /// does not rise), so two units and a few seconds of silence mean it is stuck. A borrowing
+    /// bound that was reached makes takers wait up to a unit for the clock, well within it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock};
+    /// let generator =
+    ///     CachedUidGenerator::new(Layout::baidu_default()?, 7, SystemClock, CachedOptions::default())?;
+    /// assert_eq!(generator.stall_limit(), Duration::from_secs(7));
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn stall_limit(&self) -> Duration {
+        let unit = Duration::from_millis(self.shared.layout.unit().millis());
+        unit * 2 + Duration::from_secs(5)
+    }
 }
 
 /// The borrowing bound in time units: the options' own, tightened by the fence's (whole units,
@@ -427,6 +497,8 @@ impl<C: Clock> Drop for StopRingOnExit<'_, C> {
             "the padding thread exited; no more IDs will be padded"
         };
         self.shared.ring.stop(reason);
+        // Waiters learn of the stop now rather than at the end of their wait.
+        self.shared.announce();
     }
 }
 
@@ -448,10 +520,16 @@ fn padding_loop<C: Clock>(shared: &Shared<C>, interval: Option<Duration>) {
         if shared.stopping.load(Ordering::SeqCst) {
             return;
         }
-        retry_soon = match shared.pad() {
+        let before = shared.ring.tail();
+        let padded = shared.pad();
+        if shared.ring.tail() != before {
+            shared.announce();
+        }
+        retry_soon = match padded {
             Ok(Padded::Full) => false,
             Ok(Padded::BorrowLimit) => true,
-            // The ring carries the error for takes; nothing more can be padded.
+            // The ring carries the error for takes; nothing more can be padded (the guard
+            // announces the stop as the loop ends).
             Err(_) => return,
         };
     }
@@ -465,16 +543,6 @@ impl<C: Clock + 'static> Drop for CachedUidGenerator<C> {
             // A panic in the padding thread has nothing left to report to; the ring is gone.
             let _ = padder.join();
         }
-    }
-}
-
-impl<C: Clock + 'static> CachedUidGenerator<C> {
-    /// How long a batch waits for padding that delivers nothing before it gives up: padding
-    /// adds at least one unit per unit of clock time unless something stops it (a fence that
-    /// does not rise), so two units and a few seconds of silence mean it is stuck.
-    fn batch_stall_limit(&self) -> Duration {
-        let unit = Duration::from_millis(self.shared.layout.unit().millis());
-        unit * 2 + Duration::from_secs(5)
     }
 }
 
@@ -503,7 +571,7 @@ impl<C: Clock + 'static> UidGenerator for CachedUidGenerator<C> {
                         progress = (ids.len(), Instant::now());
                     }
                     let stalled = progress.1.elapsed();
-                    if stalled >= self.batch_stall_limit() {
+                    if stalled >= self.stall_limit() {
                         return Err(UidError::RingEmpty(format!(
                             "{reason}; no ID padded for {stalled:?} with {} of {n} taken",
                             ids.len()

@@ -94,6 +94,20 @@ pub enum UidError {
         /// The layout's epoch.
         epoch_ms: u64,
     },
+    /// A time given to build an ID from (`make`) lies before the layout's epoch: no ID of this
+    /// layout holds it.
+    #[error(
+        "time {} is before the layout's epoch {}: no ID of this layout holds it; give a later \
+         time, or a layout whose epoch is earlier",
+        crate::calendar::format_iso8601(*time_ms),
+        crate::calendar::format_iso8601(*epoch_ms)
+    )]
+    TimeBeforeEpoch {
+        /// The time given, in milliseconds since the Unix epoch.
+        time_ms: u64,
+        /// The layout's epoch.
+        epoch_ms: u64,
+    },
     /// The time field has no room left: every value up to its maximum has been used.
     #[error(
         "timestamp bits exhausted: {elapsed} time units since the epoch exceed the layout's \

@@ -26,7 +26,7 @@ mod sequencer;
 pub mod snowflake;
 mod sync;
 
-pub use cached::{CachedOptions, CachedUidGenerator};
+pub use cached::{CachedOptions, CachedUidGenerator, PaddedHook};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use default_gen::DefaultUidGenerator;
 pub use error::{Result, UidError};

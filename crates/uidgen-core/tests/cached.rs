@@ -455,3 +455,39 @@ fn padded_ids_are_exactly_what_the_layout_composes_for_every_preset() {
         }
     }
 }
+
+#[test]
+fn the_padded_hook_hears_of_each_refill_and_of_the_stop() {
+    // 4 time bits standing at second 14: the ring holds second 14, a refill brings second 15,
+    // and the next refill finds the time field exhausted and stops the padding.
+    let layout = Layout::baidu_bits(4, 46, 13, "2026-01-01").unwrap();
+    let clock = standing_clock(&layout, 14);
+    let options = CachedOptions {
+        boost_power: 0,
+        ..CachedOptions::default()
+    };
+    let generator = CachedUidGenerator::new(layout, 1, clock, options).unwrap();
+    let heard = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&heard);
+    assert!(generator.on_padded(Arc::new(move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+    })));
+    assert!(!generator.on_padded(Arc::new(|| {})), "set once");
+    // Draining second 14 (the whole ring, one claim) asks for a refill: second 15 arrives,
+    // and the hook hears of it.
+    let mut ids = Vec::new();
+    assert_eq!(generator.ring().take_batch(&mut ids, 8192), 8192);
+    eventually("the refill is announced", || {
+        heard.load(Ordering::SeqCst) >= 1
+    });
+    eventually("second 15 is padded", || generator.ring().is_full());
+    // Draining second 15 asks for a refill that cannot come: the stop is announced too, so a
+    // waiter learns of it at once.
+    let before = heard.load(Ordering::SeqCst);
+    assert_eq!(generator.ring().take_batch(&mut ids, 8192), 8192);
+    eventually("the stop is announced", || {
+        heard.load(Ordering::SeqCst) > before
+    });
+    assert!(generator.ring().stop_error().is_some());
+    assert_eq!(ids.len(), 2 * 8192);
+}

@@ -71,7 +71,8 @@ pub struct LayoutArgs {
 }
 
 impl LayoutArgs {
-    /// Apply the arguments to a configuration and build its layout.
+    /// Apply the arguments to a configuration, check it again (a configured static worker id
+    /// or worker range must fit the new layout too), and build its layout.
     pub fn apply(&self, config: &mut Config) -> anyhow::Result<Layout> {
         if let Some(preset) = &self.layout {
             config.layout.preset.clone_from(preset);
@@ -81,6 +82,9 @@ impl LayoutArgs {
         }
         if let Some(epoch) = &self.epoch {
             config.layout.epoch = Some(epoch.clone());
+        }
+        if self.layout.is_some() || self.epoch.is_some() {
+            config.validate()?;
         }
         Ok(config.build_layout()?)
     }
@@ -92,6 +96,9 @@ pub struct ServeArgs {
     /// Configuration.
     #[command(flatten)]
     pub config: ConfigArgs,
+    /// Layout, over the configuration (`UIDGEN_LAYOUT`, `UIDGEN_LAYOUT_EPOCH`).
+    #[command(flatten)]
+    pub layout: LayoutArgs,
     /// Listen address, over the configuration (`UIDGEN_LISTEN`).
     #[arg(long)]
     pub listen: Option<String>,
@@ -133,8 +140,9 @@ pub struct DecodeArgs {
     /// Print Baidu's parseUID JSON instead of a line of text.
     #[arg(long)]
     pub json: bool,
-    /// The IDs.
-    #[arg(required = true, allow_hyphen_values = true)]
+    /// The IDs. Options may come before, between or after them; a negative number is taken
+    /// as an ID (and refused as one), not as an option.
+    #[arg(required = true, allow_negative_numbers = true)]
     pub ids: Vec<String>,
 }
 
@@ -183,6 +191,39 @@ pub struct MigrateArgs {
     /// Store URL, over the configuration.
     #[arg(long)]
     pub store: Option<String>,
+}
+
+/// An error as one line: the message and each cause the message does not already quote.
+///
+/// Errors that carry a driver's error often put its text in their own message and also keep
+/// it as their source, and the driver's error quotes its own source again: anyhow's `{:#}`
+/// would print the same sentence two or three times. A cause whose text is already in the line
+/// adds nothing and is left out.
+///
+/// ```
+/// use anyhow::Context;
+/// let driver = std::io::Error::other("connection refused");
+/// let error = anyhow::Error::new(driver)
+///     .context("cannot reach database at postgres://db/uid: connection refused")
+///     .context("cannot open the store");
+/// assert_eq!(
+///     uidgen_server::cli::error_line(&error),
+///     "cannot open the store: cannot reach database at postgres://db/uid: connection refused"
+/// );
+/// ```
+pub fn error_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// `uidgen decode`: one line per ID (or JSON), failing on the first malformed one.
@@ -235,7 +276,7 @@ pub fn make(args: &MakeArgs) -> anyhow::Result<()> {
     let time = match (&args.time, args.units) {
         (Some(t), None) => {
             let ms = parse_epoch_ms(t).with_context(|| format!("--time {t:?}"))?;
-            layout.time_at(ms)?
+            layout.time_of(ms)?
         }
         (None, Some(units)) => units,
         _ => bail!("give --time (wall clock) or --units (raw time field)"),

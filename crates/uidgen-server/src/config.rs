@@ -42,6 +42,23 @@ pub enum ConfigError {
         /// Why.
         reason: String,
     },
+    /// A `UIDGEN_…` variable that is no configuration key and none of the other variables
+    /// uidgen reads ([`ENV_NOT_CONFIG`]): a typo would otherwise be ignored without a word.
+    #[error("unknown environment variable {name}; {}", hint_for(suggestion.as_deref()))]
+    UnknownEnv {
+        /// The variable.
+        name: String,
+        /// The known variable closest to it, if one is close.
+        suggestion: Option<String>,
+    },
+}
+
+fn hint_for(suggestion: Option<&str>) -> String {
+    match suggestion {
+        Some(known) => format!("did you mean {known}?"),
+        None => "no uidgen setting has this name (README.md, Configuration, lists them); unset it"
+            .to_owned(),
+    }
 }
 
 fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
@@ -49,6 +66,32 @@ fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
         key,
         reason: reason.into(),
     }
+}
+
+/// `text` as a socket address for `key`: `127.0.0.1:8080` or `[::1]:8080` as it is, a host name
+/// and port through the system's resolver (its first address, as `bind` would try first).
+fn resolve(
+    key: &'static str,
+    text: &str,
+    port: u16,
+    note: &str,
+) -> Result<SocketAddr, ConfigError> {
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    let why = match std::net::ToSocketAddrs::to_socket_addrs(text) {
+        Ok(mut addrs) => match addrs.next() {
+            Some(addr) => return Ok(addr),
+            None => "the name resolves to no address".to_owned(),
+        },
+        Err(e) => e.to_string(),
+    };
+    Err(invalid(
+        key,
+        format!(
+            "{text:?} is not an address like 127.0.0.1:{port} or localhost:{port} ({why}){note}"
+        ),
+    ))
 }
 
 /// Which generator serves `/v1/ids`, `/genid` and `/api/snowflake/get`.
@@ -177,8 +220,9 @@ pub struct WorkerConfig {
     /// read as the same key.
     #[serde(rename = "range", alias = "id_range")]
     pub id_range: Option<String>,
-    /// zookeeper: a static worker id to run on when ZooKeeper is unreachable at start-up and
-    /// no usable local cache exists (Vesta's fallback chain); outside the ZooKeeper range.
+    /// Removed (it was one static id for the whole fleet while ZooKeeper is down): still read,
+    /// so that a configuration setting it is refused with what to use instead
+    /// ([`crate::zk::FALLBACK_STATIC_REMOVED`]).
     pub fallback_static: Option<u64>,
     /// `"LO-HI"`, `"LO-max"` or `"off"`: the embedded range, whose worker ids this server
     /// leases to clients' fallback generators (default: 0-923 on Vesta layouts, none
@@ -251,9 +295,18 @@ pub struct RingConfig {
     pub padding_factor: u32,
     /// Also pad every this many seconds (0: only on demand).
     pub schedule_interval_secs: u64,
-    /// Do not run more than this many seconds ahead of the clock (unset: unbounded, Baidu).
-    pub max_borrow_seconds: Option<u64>,
+    /// Do not run more than this many seconds ahead of the clock: past it, callers wait for
+    /// the clock (default [`DEFAULT_MAX_BORROW_SECONDS`]; 0: unbounded, as Baidu's).
+    pub max_borrow_seconds: u64,
 }
+
+/// How far the cached generator may run ahead of the clock unless `ring.max_borrow_seconds`
+/// says otherwise. Unbounded, a load test of `/v1/ids?count=1000` borrowed 17,127 seconds
+/// (IDs stamped 4.75 hours ahead, eating into the 28-bit time field at 8 seconds a second);
+/// a minute absorbs a burst of 60 × (max sequence + 1) IDs above the sustained rate (491,520
+/// on Baidu's layout) while the IDs' time stays within a minute of the truth. The default ring
+/// (8 units) fits well within it.
+pub const DEFAULT_MAX_BORROW_SECONDS: u64 = 60;
 
 impl Default for RingConfig {
     fn default() -> Self {
@@ -262,7 +315,7 @@ impl Default for RingConfig {
             boost_power: baidu.boost_power,
             padding_factor: baidu.padding_factor,
             schedule_interval_secs: baidu.schedule_interval.map_or(0, |d| d.as_secs()),
-            max_borrow_seconds: None,
+            max_borrow_seconds: DEFAULT_MAX_BORROW_SECONDS,
         }
     }
 }
@@ -415,6 +468,7 @@ const ENV_KEYS: &[(&[&str], Kind)] = &[
     (&["zookeeper", "session_timeout_ms"], Kind::Int),
     (&["zookeeper", "report_interval_ms"], Kind::Int),
     (&["zookeeper", "max_peer_skew_ms"], Kind::Int),
+    (&["zookeeper", "reservation_secs"], Kind::Int),
     (&["zookeeper", "max_outage_secs"], Kind::Int),
     (&["zookeeper", "auto_reclaim_after_secs"], Kind::Int),
     (&["zookeeper", "cache_file"], Kind::Str),
@@ -482,6 +536,59 @@ pub fn env_name(path: &[&str]) -> String {
     name
 }
 
+/// `UIDGEN_…` variables that are not configuration keys but are read elsewhere, so that start-up
+/// does not refuse them as typos: the config file's path (`--config`), a container's host and
+/// port for `worker_node` rows, and the variables of scripts, benches and tests.
+pub const ENV_NOT_CONFIG: &[&str] = &[
+    "UIDGEN_CONFIG",
+    uidgen_store::ENV_HOST,
+    uidgen_store::ENV_PORT,
+    // benches/client.rs and scripts: the binary to run.
+    "UIDGEN_BIN",
+    // scripts/test.sh: run the tests without starting the local services.
+    "UIDGEN_SKIP_SERVICES",
+    // The console's browser test.
+    "UIDGEN_CHROMEDRIVER",
+    "UIDGEN_CHROMIUM",
+    "UIDGEN_CONSOLE_SCREENSHOT",
+    // The container's state directory (Dockerfile): listed here until a configuration key
+    // reads it, so that the image starts.
+    "UIDGEN_STATE_DIR",
+];
+
+/// Variables starting with this are the tests' (`UIDGEN_TEST_MYSQL_URL`, `UIDGEN_TEST_ZK`, ...),
+/// never configuration.
+pub const ENV_TEST_PREFIX: &str = "UIDGEN_TEST_";
+
+/// The first (by name) `UIDGEN_…` variable among `names` that uidgen does not know, with the
+/// closest known name when one is close (a third of the name's length in edits, at least two).
+/// The configuration keys' variables come from [`ENV_KEYS`], so a new key is known at once.
+fn unknown_env<'a>(
+    names: impl Iterator<Item = &'a str>,
+    env_keys: &[(String, &[&str], Kind)],
+) -> Option<ConfigError> {
+    let known: Vec<&str> = env_keys
+        .iter()
+        .map(|(name, _, _)| name.as_str())
+        .chain(ENV_NOT_CONFIG.iter().copied())
+        .collect();
+    let name = names
+        .filter(|name| name.starts_with("UIDGEN_") && !name.starts_with(ENV_TEST_PREFIX))
+        .filter(|name| !known.contains(name))
+        .min()?;
+    let limit = (name.len() - "UIDGEN_".len()).div_ceil(3).max(2);
+    let suggestion = known
+        .iter()
+        .map(|&k| (strsim::levenshtein(name, k), k))
+        .min()
+        .filter(|&(distance, _)| distance <= limit)
+        .map(|(_, k)| k.to_owned());
+    Some(ConfigError::UnknownEnv {
+        name: name.to_owned(),
+        suggestion,
+    })
+}
+
 /// Every variable that overrides a key, with the key's path and type.
 fn env_keys() -> Vec<(String, &'static [&'static str], Kind)> {
     let kind_of = |path: &[&str]| ENV_KEYS.iter().find(|(p, _)| *p == path).map(|(_, k)| *k);
@@ -527,6 +634,10 @@ impl Config {
             .map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
         rename_old_keys(&mut table)?;
         let env_keys = env_keys();
+        let env: Vec<(String, String)> = env.into_iter().collect();
+        if let Some(unknown) = unknown_env(env.iter().map(|(n, _)| n.as_str()), &env_keys) {
+            return Err(unknown);
+        }
         for (name, value) in env {
             let Some((env_name, path, kind)) = env_keys.iter().find(|(n, _, _)| *n == name) else {
                 continue;
@@ -564,31 +675,20 @@ impl Config {
         Ok(config)
     }
 
-    /// The listen address, parsed.
+    /// The listen address: an IP address and port as it is, a host name and port
+    /// (`localhost:8080`) through the system's resolver (its first address).
     pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
-        self.listen.parse().map_err(|_| {
-            invalid(
-                "listen",
-                format!("{:?} is not an address like 127.0.0.1:8080", self.listen),
-            )
-        })
+        resolve("listen", &self.listen, 8080, "")
     }
 
-    /// The gRPC address, parsed; `None` when `grpc_listen` is empty (gRPC off).
+    /// The gRPC address (resolved as [`listen_addr`](Self::listen_addr) is); `None` when
+    /// `grpc_listen` is empty (gRPC off).
     pub fn grpc_listen_addr(&self) -> Result<Option<SocketAddr>, ConfigError> {
         let text = self.grpc_listen.trim();
         if text.is_empty() {
             return Ok(None);
         }
-        text.parse().map(Some).map_err(|_| {
-            invalid(
-                "grpc_listen",
-                format!(
-                    "{:?} is not an address like 127.0.0.1:9090 (empty turns gRPC off)",
-                    self.grpc_listen
-                ),
-            )
-        })
+        resolve("grpc_listen", text, 9090, "; empty turns gRPC off").map(Some)
     }
 
     /// The layout the configuration describes.
@@ -663,7 +763,9 @@ impl Config {
         })
     }
 
-    fn validate(&self) -> Result<(), ConfigError> {
+    /// Check every key (done by [`load`](Self::load); again after a command line overrides
+    /// keys, such as `serve --layout`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.listen_addr()?;
         self.grpc_listen_addr()?;
         self.build_layout()?;
@@ -948,6 +1050,65 @@ mod tests {
     }
 
     #[test]
+    fn a_mistyped_variable_is_refused_naming_the_closest_known_one() {
+        let cases: &[Refusal] = &[
+            (
+                "",
+                &[("UIDGEN_LAYOUTT", "snowflake")],
+                "unknown environment variable UIDGEN_LAYOUTT; did you mean UIDGEN_LAYOUT?",
+            ),
+            (
+                "",
+                &[("UIDGEN_SEGMENT_MAXSTEP", "5")],
+                "unknown environment variable UIDGEN_SEGMENT_MAXSTEP; did you mean \
+                 UIDGEN_SEGMENT_MAX_STEP?",
+            ),
+            (
+                "",
+                &[("UIDGEN_RING_MAX_BORROW_SECS", "5")],
+                "did you mean UIDGEN_RING_MAX_BORROW_SECONDS?",
+            ),
+            (
+                "",
+                &[("UIDGEN_COLOUR", "blue")],
+                "unknown environment variable UIDGEN_COLOUR; no uidgen setting has this name",
+            ),
+        ];
+        assert_refused(cases);
+        // Variables read elsewhere are not typos: the config file's path, a container's host
+        // and port, the tests', scripts' and benches' own.
+        let mut env: Vec<(&str, &str)> = ENV_NOT_CONFIG.iter().map(|&n| (n, "x")).collect();
+        env.push(("UIDGEN_TEST_POSTGRES_URL", "postgres://elsewhere/test"));
+        env.push(("UIDGEN_TEST_SOMETHING_NEW", "1"));
+        env.push(("NOT_UIDGEN_AT_ALL", "1"));
+        parse("", &env).unwrap();
+        // Every key's variable is known, whatever section it is in, old names included (an
+        // empty value may be refused, but not as an unknown name).
+        for (name, _, _) in env_keys() {
+            let error = parse("", &[(name.as_str(), "")]).err();
+            assert!(
+                !matches!(error, Some(ConfigError::UnknownEnv { .. })),
+                "{name}: {error:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_variable_the_container_sets_is_known() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for file in ["Dockerfile", "compose.yaml"] {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            let names: Vec<&str> = text
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|word| word.starts_with("UIDGEN_"))
+                .collect();
+            assert!(!names.is_empty(), "{file} sets no UIDGEN_ variable");
+            let unknown = unknown_env(names.into_iter(), &env_keys());
+            assert!(unknown.is_none(), "{file}: {unknown:?}");
+        }
+    }
+
+    #[test]
     fn worker_id_range_is_parsed_from_the_file_or_the_environment() {
         assert_eq!(parse("", &[]).unwrap().worker.id_range().unwrap(), None);
         let c = parse("[worker]\nid_range = \" 100 - 199 \"", &[]).unwrap();
@@ -1060,6 +1221,40 @@ mod tests {
     }
 
     #[test]
+    fn listen_addresses_may_name_a_host() {
+        let c = parse(
+            "listen = \"localhost:8080\"\ngrpc_listen = \"localhost:0\"",
+            &[],
+        )
+        .unwrap();
+        assert!(c.listen_addr().unwrap().ip().is_loopback());
+        assert_eq!(c.listen_addr().unwrap().port(), 8080);
+        assert!(c.grpc_listen_addr().unwrap().unwrap().ip().is_loopback());
+        let refused = parse("listen = \"no-such-host.invalid:8080\"", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.starts_with(
+                "invalid config key `listen`: \"no-such-host.invalid:8080\" is not an address like \
+                 127.0.0.1:8080 or localhost:8080 ("
+            ),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn the_ring_borrows_at_most_a_minute_by_default_and_zero_lifts_the_bound() {
+        let units = |text: &str, env: &[(&str, &str)]| {
+            let c = parse(text, env).unwrap();
+            crate::serve::cached_options(&c.ring, &c.build_layout().unwrap()).max_borrow_units
+        };
+        assert_eq!(units("", &[]), Some(60), "baidu: seconds");
+        assert_eq!(units("", &[("UIDGEN_LAYOUT", "snowflake")]), Some(60_000));
+        assert_eq!(units("[ring]\nmax_borrow_seconds = 5", &[]), Some(5));
+        assert_eq!(units("", &[("UIDGEN_RING_MAX_BORROW_SECONDS", "0")]), None);
+    }
+
+    #[test]
     fn grpc_listens_on_9090_by_default_and_an_empty_address_turns_it_off() {
         let default = parse("", &[]).unwrap();
         assert_eq!(
@@ -1103,7 +1298,8 @@ mod tests {
             (
                 "listen = \"nowhere\"",
                 &[],
-                "invalid config key `listen`: \"nowhere\" is not an address like 127.0.0.1:8080",
+                "invalid config key `listen`: \"nowhere\" is not an address like 127.0.0.1:8080 \
+                 or localhost:8080 (invalid socket address)",
             ),
             (
                 "store = \"oracle://x\"",
@@ -1275,7 +1471,7 @@ mod tests {
                 "grpc_listen = \"nowhere\"",
                 &[],
                 "invalid config key `grpc_listen`: \"nowhere\" is not an address like \
-                 127.0.0.1:9090 (empty turns gRPC off)",
+                 127.0.0.1:9090 or localhost:9090 (invalid socket address); empty turns gRPC off",
             ),
             (
                 "[layout]\nversion = 1",

@@ -152,17 +152,6 @@ pub(crate) fn validate(config: &Config) -> Result<(), ConfigError> {
             ),
         ));
     }
-    if let Some(id) = config.worker.fallback_static
-        && embedded.contains(id)
-    {
-        return Err(invalid(
-            "worker.fallback_static",
-            format!(
-                "{id} lies in the embedded range {embedded} (`worker.fallback_range`), whose ids \
-                 are leased to clients: pick an id outside it"
-            ),
-        ));
-    }
     Ok(())
 }
 
@@ -275,11 +264,6 @@ mod tests {
                 "[worker]\nrange = \"1-99\"\nfallback_range = \"100-99999999\"",
                 &[],
                 "does not fit the layout",
-            ),
-            (
-                "[layout]\npreset = \"vesta_max_peak\"\n[worker]\nassigner = \"zookeeper\"\nfallback_static = 5",
-                &[],
-                "invalid config key `worker.fallback_static`: 5 lies in the embedded range 0-923",
             ),
         ]);
         let env = [

@@ -65,8 +65,7 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // One line, with the chain of causes.
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", cli::error_line(&e));
             ExitCode::FAILURE
         }
     }

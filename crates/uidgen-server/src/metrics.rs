@@ -1,7 +1,8 @@
 //! Prometheus metrics: IDs issued by route, errors by kind, request latency, and the state of the
 //! ring buffer and segments, read when scraped.
 
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -64,14 +65,24 @@ pub struct RouteMetrics {
     pub name: Arc<str>,
     /// `uidgen_http_request_duration_seconds{route=...}`.
     pub latency: Histogram,
-    /// `uidgen_ids_issued_total{route=...}`.
-    issued: IssuedCounter,
+    /// `uidgen_ids_issued_total{route=...}`, created by the route's first ID: a route that
+    /// issues nothing (`/healthz`, `/metrics`) has no series of permanent zeros.
+    issued: OnceLock<IssuedCounter>,
+    /// Where the issued counter comes from, and its label.
+    issued_family: Family<RouteLabel, Counter>,
+    issued_total: Counter,
+    label: RouteLabel,
 }
 
 impl RouteMetrics {
     /// Count `n` IDs issued on this route, and in the all-routes total.
     pub fn issued(&self, n: u64) {
-        self.issued.add(n);
+        self.issued
+            .get_or_init(|| IssuedCounter {
+                route: self.issued_family.get_or_create_owned(&self.label),
+                total: self.issued_total.clone(),
+            })
+            .add(n);
     }
 }
 
@@ -113,20 +124,22 @@ pub struct Metrics {
     pub ring_capacity: Gauge,
     /// IDs ready to take in the ring buffer.
     pub ring_available: Gauge,
-    /// Padding runs so far.
-    pub ring_padding_runs: Gauge,
+    /// Padding runs so far (`uidgen_ring_padding_runs_total`).
+    pub ring_padding_runs: Counter,
     /// Time units the ring runs ahead of the clock.
     pub ring_borrowed_units: Gauge,
     /// IDs left in the current segment, per tag.
     pub segment_idle: Family<TagLabel, Gauge>,
     /// Current step per tag.
     pub segment_step: Family<TagLabel, Gauge>,
-    /// Segments loaded from the database per tag (a count read from the buffer when scraped).
-    pub segment_loads: Family<TagLabel, Gauge>,
-    /// Failed segment loads per tag.
-    pub segment_load_failures: Family<TagLabel, Gauge>,
-    /// What the sharded mode did, by event (copied from its counters when scraped).
-    pub sharded: Family<EventLabel, Gauge>,
+    /// Segments loaded from the database per tag (`uidgen_segment_loads_total`, the buffer's
+    /// count copied in when scraped).
+    pub segment_loads: Family<TagLabel, Counter>,
+    /// Failed segment loads per tag (`uidgen_segment_load_failures_total`).
+    pub segment_load_failures: Family<TagLabel, Counter>,
+    /// What the sharded mode did, by event (`uidgen_sharded_events_total`, copied from its
+    /// counters when scraped).
+    pub sharded: Family<EventLabel, Counter>,
     /// The ZooKeeper holder's figures, registered only when the worker id comes from it (so
     /// other deployments do not export a permanent "disconnected").
     pub zk: Option<ZkMetrics>,
@@ -141,7 +154,7 @@ pub struct ZkMetrics {
     pub report_failures: Counter,
     /// Seconds since the last accepted report.
     pub last_report_age_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
-    /// 1 while the worker id may issue IDs (held, inside the outage allowance).
+    /// 1 while the worker id may issue IDs (held, inside the reservation of its last accepted report).
     pub issuing: Gauge,
 }
 
@@ -163,13 +176,13 @@ impl Metrics {
         let segment_leased_ids = Family::<ChannelLabel, Counter>::default();
         let ring_capacity = Gauge::default();
         let ring_available = Gauge::default();
-        let ring_padding_runs = Gauge::default();
+        let ring_padding_runs = Counter::default();
         let ring_borrowed_units = Gauge::default();
         let segment_idle = Family::<TagLabel, Gauge>::default();
         let segment_step = Family::<TagLabel, Gauge>::default();
-        let segment_loads = Family::<TagLabel, Gauge>::default();
-        let segment_load_failures = Family::<TagLabel, Gauge>::default();
-        let sharded = Family::<EventLabel, Gauge>::default();
+        let segment_loads = Family::<TagLabel, Counter>::default();
+        let segment_load_failures = Family::<TagLabel, Counter>::default();
+        let sharded = Family::<EventLabel, Counter>::default();
         registry.register("ids_issued", "IDs handed out, by route", ids_issued.clone());
         registry.register("errors", "Error responses, by kind", errors.clone());
         registry.register(
@@ -202,6 +215,8 @@ impl Metrics {
             "IDs ready to take in the ring buffer",
             ring_available.clone(),
         );
+        // Counters whose count another part owns (the ring, a tag's buffer, the sharded
+        // service): a scrape copies the count in (`copy`), so the registry adds `_total`.
         registry.register(
             "ring_padding_runs",
             "Padding runs of the ring buffer since start",
@@ -222,8 +237,8 @@ impl Metrics {
             "Current segment step, by tag",
             segment_step.clone(),
         );
-        // Gauges, not counters: the buffer owns the count and a scrape copies it; a tag evicted
-        // and re-created starts again at zero, which a counter may not do.
+        // A tag evicted and re-created counts from zero again: a counter reset, which
+        // Prometheus's rate() takes in its stride.
         registry.register(
             "segment_loads",
             "Segments loaded from the database, by tag",
@@ -234,9 +249,8 @@ impl Metrics {
             "Segment loads that failed (database error, timeout, exhausted tag), by tag",
             segment_load_failures.clone(),
         );
-        // Gauges for the same reason: the sharded service owns its counters.
         registry.register(
-            "sharded",
+            "sharded_events",
             "Sharded mode since start, by event: pops, ids_popped, empty_pops, refills, \
              numbers_pushed, refill_failures, lock_busy, reconnects, purges, removed_lists, \
              corrupt_entries, restored_lists",
@@ -285,7 +299,7 @@ impl Metrics {
         );
         self.registry.register(
             "zk_issuing",
-            "1 while the ZooKeeper worker id may issue IDs (held, inside the outage allowance)",
+            "1 while the ZooKeeper worker id may issue IDs (held, inside its last accepted reservation)",
             zk.issuing.clone(),
         );
         self.zk = Some(zk);
@@ -326,7 +340,10 @@ impl Metrics {
         RouteMetrics {
             name: Arc::from(route),
             latency: self.latency.get_or_create_owned(&label),
-            issued: self.issued_counter_for(&label),
+            issued: OnceLock::new(),
+            issued_family: self.ids_issued.clone(),
+            issued_total: self.issued_total.clone(),
+            label,
         }
     }
 
@@ -387,8 +404,8 @@ impl Metrics {
         self.segment_step.get_or_create(&label).set(state.step);
         let current = &state.segments[state.pos.min(1)];
         self.segment_idle.get_or_create(&label).set(current.idle);
-        Self::set(&self.segment_loads.get_or_create(&label), state.loads);
-        Self::set(
+        Self::copy(&self.segment_loads.get_or_create(&label), state.loads);
+        Self::copy(
             &self.segment_load_failures.get_or_create(&label),
             state.load_failures,
         );
@@ -411,8 +428,22 @@ impl Metrics {
             ("restored_lists", stats.restored_lists),
         ];
         for (event, value) in events {
-            Self::set(&self.sharded.get_or_create(&EventLabel { event }), value);
+            Self::copy(&self.sharded.get_or_create(&EventLabel { event }), value);
         }
+    }
+
+    /// Set a counter to a count its owner keeps (read when scraped). Relaxed: a monitoring
+    /// figure, nothing is ordered by it.
+    ///
+    /// ```
+    /// use uidgen_server::metrics::Metrics;
+    /// let metrics = Metrics::new();
+    /// Metrics::copy(&metrics.ring_padding_runs, 7);
+    /// assert!(metrics.encode().contains("# TYPE uidgen_ring_padding_runs counter"));
+    /// assert!(metrics.encode().contains("uidgen_ring_padding_runs_total 7"));
+    /// ```
+    pub fn copy(counter: &Counter, value: u64) {
+        counter.inner().store(value, Ordering::Relaxed);
     }
 
     /// Set a gauge from an unsigned value, saturating at `i64::MAX`.

@@ -241,9 +241,10 @@ pub async fn assign_and_build_holding(
 }
 
 /// The ring options a service runs with: the configured sizes, and a reject-take policy that
-/// waits for padding (up to a second) rather than failing a request the next refill would serve.
+/// waits for padding (up to a second) rather than failing a request the next refill would serve
+/// (the HTTP and gRPC handlers do not use it: they await the padding's signal). A non-zero
 /// `ring.max_borrow_seconds` is converted to the layout's time units (whole units, at least
-/// one: padding must always reach the unit after the clock's).
+/// one: padding must always reach the unit after the clock's); 0 leaves borrowing unbounded.
 pub fn cached_options(ring: &RingConfig, layout: &Layout) -> CachedOptions {
     let unit_ms = layout.unit().millis();
     CachedOptions {
@@ -251,9 +252,8 @@ pub fn cached_options(ring: &RingConfig, layout: &Layout) -> CachedOptions {
         padding_factor: ring.padding_factor,
         schedule_interval: (ring.schedule_interval_secs > 0)
             .then(|| Duration::from_secs(ring.schedule_interval_secs)),
-        max_borrow_units: ring
-            .max_borrow_seconds
-            .map(|secs| (secs.saturating_mul(1000) / unit_ms).max(1)),
+        max_borrow_units: (ring.max_borrow_seconds > 0)
+            .then(|| (ring.max_borrow_seconds.saturating_mul(1000) / unit_ms).max(1)),
         ..CachedOptions::waiting(Duration::from_secs(1))
     }
 }
@@ -326,11 +326,14 @@ pub async fn migrate(args: &MigrateArgs) -> anyhow::Result<()> {
 }
 
 /// The generator `uidgen bench` measures in process: the configured kind and layout, worker 0
-/// (the IDs are counted and thrown away, so no worker id needs to be reserved).
+/// (the IDs are counted and thrown away, so no worker id needs to be reserved), with borrowing
+/// unbounded: the bound keeps served IDs' time near the clock, and would otherwise turn a
+/// measure of the generator into one of the layout's sequence per second.
 pub fn bench_generator(
     config_args: &crate::cli::ConfigArgs,
 ) -> anyhow::Result<Arc<dyn UidGenerator>> {
-    let config = config_args.load()?;
+    let mut config = config_args.load()?;
+    config.ring.max_borrow_seconds = 0;
     let layout = config.build_layout()?;
     let assignment = WorkerAssignment::fixed(0, uidgen_store::AssignmentKind::Static);
     Ok(build_generator(&config, layout, &assignment)?.generator)
@@ -401,42 +404,47 @@ pub async fn start_segments(
     Ok(Some(service))
 }
 
-/// How long `/readyz` waits for the store to answer a ping before calling it unready: a
-/// probe that hangs as long as the database does is no probe.
-pub const READY_TIMEOUT: Duration = Duration::from_secs(2);
+pub use crate::http::READY_TIMEOUT;
 
 /// After a shutdown signal, in-flight requests get this long to finish; then they are
 /// abandoned, and the worker id lease is still released.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
-/// The readiness probe of a served store: the worker lease (if any) still holds, and the store
-/// answers a ping within [`READY_TIMEOUT`]. Failures carry the driver's text for the log only.
-pub fn store_readiness(store: Store, lease: Option<LeaseGuard>) -> ReadinessCheck {
+/// Segment mode's readiness: the store answers a ping within [`READY_TIMEOUT`]. Failures carry
+/// the driver's text for the log only.
+pub fn store_readiness(store: Store) -> ReadinessCheck {
     Arc::new(move || {
         let store = store.clone();
-        let lease = lease.clone();
         Box::pin(async move {
-            if let Some(lease) = &lease {
-                lease.check().map_err(|e| NotReady {
-                    public: "the worker id lease is lost",
-                    detail: e.to_string(),
-                })?;
-            }
+            let failed = |detail| NotReady {
+                code: "not_ready",
+                public: "the store does not answer",
+                detail,
+            };
             match tokio::time::timeout(READY_TIMEOUT, store.ping()).await {
                 Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(NotReady {
-                    public: "the store does not answer",
-                    detail: e.to_string(),
-                }),
-                Err(_) => Err(NotReady {
-                    public: "the store does not answer",
-                    detail: format!(
-                        "no answer to a ping within {READY_TIMEOUT:?} from {}",
-                        store.redacted_url()
-                    ),
-                }),
+                Ok(Err(e)) => Err(failed(e.to_string())),
+                Err(_) => Err(failed(format!(
+                    "no answer to a ping within {READY_TIMEOUT:?} from {}",
+                    store.redacted_url()
+                ))),
             }
         })
+    })
+}
+
+/// What the ID generator needs besides itself: its worker id's lease still holds (a lease
+/// outlives an outage of the store by its ttl; no database is asked here).
+pub fn lease_readiness(lease: Option<LeaseGuard>) -> ReadinessCheck {
+    Arc::new(move || {
+        let checked = lease.as_ref().map_or(Ok(()), |lease| {
+            lease.check().map_err(|e| NotReady {
+                code: "not_ready",
+                public: "the worker id lease is lost",
+                detail: e.to_string(),
+            })
+        });
+        Box::pin(async move { checked })
     })
 }
 
@@ -456,8 +464,8 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     if let Some(grpc_listen) = &args.grpc_listen {
         config.grpc_listen.clone_from(grpc_listen);
     }
+    let layout = args.layout.apply(&mut config)?;
     let addr = config.listen_addr()?;
-    let layout = config.build_layout()?;
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
@@ -552,7 +560,8 @@ async fn serve_with_worker(
     state.generator_kind = Some(config.generator.kind.name());
     state.assigner = Some(assignment.kind.name());
     state.admin_token.clone_from(&config.admin_token);
-    state.readiness = store_readiness(store.clone(), assignment.lease.clone());
+    state.worker_check = lease_readiness(assignment.lease.clone());
+    state.store_check = store_readiness(store.clone());
     let modes = async {
         state.segments = start_segments(config, store).await?;
         state.sharded = crate::sharded::start_sharded(config, store).await?;

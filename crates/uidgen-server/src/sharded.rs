@@ -113,7 +113,8 @@ fn config_key(option: &str) -> &'static str {
 }
 
 /// Start the sharded mode when enabled. A Redis or database that is down is not an error here:
-/// the service answers 503 until they are back.
+/// the service answers 503 until they are back. A Redis that refuses the credentials of
+/// `redis.url` is: it would refuse them on every retry.
 pub async fn start_sharded(
     config: &Config,
     store: &Store,

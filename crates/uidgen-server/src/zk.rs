@@ -10,9 +10,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::clock::saturating_millis;
 use uidgen_core::{Clock, Layout, SystemClock};
 use uidgen_store::{Store, WorkerAssignment};
-use uidgen_zk::{
-    ReleaseMode, StaticFallback, ZkHolder, ZkOptions, ZkSource, ZkStatus, ZooKeeperWorkerIdAssigner,
-};
+use uidgen_zk::{ReleaseMode, ZkHolder, ZkOptions, ZkSource, ZkStatus, ZooKeeperWorkerIdAssigner};
 
 use crate::config::{AssignerKind, Config, ConfigError};
 
@@ -34,10 +32,14 @@ pub struct ZookeeperConfig {
     pub report_interval_ms: u64,
     /// The most this clock may differ from the other live holders' average report at start.
     pub max_peer_skew_ms: u64,
-    /// How long a holder keeps issuing while ZooKeeper accepts no report (seconds).
+    /// How far ahead of each report the id is reserved (seconds): a holder cut off from
+    /// ZooKeeper issues this long past its last accepted report, and a restart without the
+    /// cache or a reclaim takes the id this long after its holder went silent.
+    pub reservation_secs: u64,
+    /// The most `reservation_secs` may be (seconds).
     pub max_outage_secs: u64,
     /// Free dead holders' ids automatically after this many seconds of silence (opt-in; at
-    /// least `max_outage_secs`).
+    /// least `reservation_secs`).
     pub auto_reclaim_after_secs: Option<u64>,
     /// The local cache: worker id, last accepted report, reserved-until mark (default
     /// `uidgen-zk-{name}-{port}.state` in the working directory).
@@ -53,6 +55,7 @@ impl Default for ZookeeperConfig {
             session_timeout_ms: saturating_millis(defaults.session_timeout),
             report_interval_ms: saturating_millis(defaults.report_interval),
             max_peer_skew_ms: saturating_millis(defaults.max_peer_skew),
+            reservation_secs: defaults.reservation.as_secs(),
             max_outage_secs: defaults.max_outage.as_secs(),
             auto_reclaim_after_secs: None,
             cache_file: None,
@@ -81,6 +84,7 @@ pub fn options(config: &Config, layout: &Layout) -> Result<ZkOptions, ConfigErro
     options.session_timeout = Duration::from_millis(z.session_timeout_ms);
     options.report_interval = Duration::from_millis(z.report_interval_ms);
     options.max_peer_skew = Duration::from_millis(z.max_peer_skew_ms);
+    options.reservation = Duration::from_secs(z.reservation_secs);
     options.max_outage = Duration::from_secs(z.max_outage_secs);
     options.auto_reclaim_after = z.auto_reclaim_after_secs.map(Duration::from_secs);
     if let Some(cache) = &z.cache_file {
@@ -92,48 +96,35 @@ pub fn options(config: &Config, layout: &Layout) -> Result<ZkOptions, ConfigErro
             .id_range()?
             .unwrap_or_else(|| ReleaseMode::Server.default_range(layout)),
     );
-    options.fallback_static = config.worker.fallback_static.map(|id| StaticFallback {
-        worker_id: id,
-        state_file: config.worker.state_file_for(id),
-    });
     Ok(options)
 }
 
+/// Why `worker.fallback_static` is refused, and what to use instead.
+pub const FALLBACK_STATIC_REMOVED: &str = "the static fallback was removed: one configured id is \
+    the same id on every host that starts while ZooKeeper is down (their IDs repeat), and \
+    ZooKeeper never records it (a leased service on the same store can be handed it too). Delete \
+    the key; a start while ZooKeeper is down runs on the ZooKeeper-assigned id that \
+    `zookeeper.cache_file` records, so keep that file on disk that survives restarts";
+
 /// The `[zookeeper]` keys, checked by the library's own rules; this only names the key.
 pub fn validate(config: &Config) -> Result<(), ConfigError> {
+    if config.worker.fallback_static.is_some() {
+        return Err(invalid("worker.fallback_static", FALLBACK_STATIC_REMOVED));
+    }
     if config.worker.assigner != AssignerKind::Zookeeper {
-        if config.worker.fallback_static.is_some() {
-            return Err(invalid(
-                "worker.fallback_static",
-                "only the zookeeper assigner falls back on a static worker id",
-            ));
-        }
         return Ok(());
     }
     let layout = config.build_layout()?;
     let options = options(config, &layout)?;
-    let range = options
+    options
         .range_for(&layout)
         .map_err(|e| invalid("worker.range", e.to_string()))?;
-    if let Some(fallback) = &options.fallback_static {
-        layout
-            .check_worker_id(fallback.worker_id)
-            .map_err(|e| invalid("worker.fallback_static", e.to_string()))?;
-        if range.contains(fallback.worker_id) {
-            return Err(invalid(
-                "worker.fallback_static",
-                format!(
-                    "{} lies in the ZooKeeper range {range}: ZooKeeper may hand it to another \
-                     process; pick an id outside it",
-                    fallback.worker_id
-                ),
-            ));
-        }
-    }
     options.validate().map_err(|error| {
         let text = error.to_string();
         let key = if matches!(error, uidgen_zk::ZkError::ReclaimThreshold { .. }) {
             "zookeeper.auto_reclaim_after_secs"
+        } else if text.contains("reservation") {
+            "zookeeper.reservation_secs"
         } else if text.contains("max_outage") {
             "zookeeper.max_outage_secs"
         } else if text.contains("report interval") {
@@ -151,8 +142,8 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     })
 }
 
-/// Take a worker id from ZooKeeper (or its cache, or the static fallback), after recording
-/// its range in the store so SQL assigners sharing it keep out.
+/// Take a worker id from ZooKeeper (or its local cache), after recording its range in the
+/// store so SQL assigners sharing it keep out.
 pub async fn assign(
     config: &Config,
     layout: &Layout,
@@ -172,11 +163,11 @@ pub async fn assign(
         tracing::warn!(source = ?assigned.source, worker_id = assigned.assignment.worker_id,
             "not a ZooKeeper-held worker id: see the log above for why");
     }
-    Ok((assigned.assignment, assigned.holder))
+    Ok((assigned.assignment, Some(assigned.holder)))
 }
 
 /// What `/readyz` says of a ZooKeeper holder: `Err` (503) once it cannot issue (the id was lost
-/// or the outage allowance ran out); `Ok(Some(..))` (200, degraded) while ZooKeeper is away but
+/// or the reservation of its last accepted report ran out); `Ok(Some(..))` (200, degraded) while ZooKeeper is away but
 /// the held id still issues; `Ok(None)` when all is well.
 pub fn readiness(holder: &ZkHolder) -> Result<Option<String>, String> {
     holder.check().map_err(|e| e.to_string())?;
@@ -216,7 +207,7 @@ pub struct ZkArgs {
 #[derive(Debug, Subcommand)]
 pub enum ZkCommand {
     /// Free the worker ids of holders that are gone: no live node, and no report for longer
-    /// than `--older-than` (at least `zookeeper.max_outage_secs`).
+    /// than `--older-than` (at least `zookeeper.reservation_secs`).
     Reclaim {
         /// How long a holder must have been silent: `7d`, `36h`, `90m`, `3600s` or seconds.
         #[arg(long, value_parser = parse_duration)]

@@ -131,7 +131,7 @@ async fn tour(server: &Server) {
     let (_, metrics) = fetch(&client, &server.url("/metrics")).await;
     let loads = metrics
         .lines()
-        .find(|l| l.starts_with("uidgen_segment_loads{tag=\"leaf-segment-test\"}"))
+        .find(|l| l.starts_with("uidgen_segment_loads_total{tag=\"leaf-segment-test\"}"))
         .unwrap_or_else(|| panic!("no segment_loads for the sample tag: {metrics}"));
     assert!(!loads.ends_with(" 0"), "{loads}");
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use common::{call, get, json};
+use common::{get, json, put_tag};
 use uidgen_core::{Layout, ManualClock, SnowflakeGenerator, SystemClock};
 use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_server::http::{AppState, app};
@@ -62,7 +62,7 @@ async fn a_failing_store_is_not_quoted_to_clients() {
         let mut state = AppState::embedded(Arc::new(generator), 5);
         state.segments = Some(segments.clone());
         state.admin_token = Some(TOKEN.into());
-        state.readiness = store_readiness(store.clone(), None);
+        state.store_check = store_readiness(store.clone());
         let r = app(Arc::new(state));
         assert_eq!(get(&r, "/readyz").await.0, StatusCode::OK, "{db:?}");
 
@@ -77,14 +77,7 @@ async fn a_failing_store_is_not_quoted_to_clients() {
         assert_clean("GET /api/segment/get/order", &body);
 
         let auth = format!("Bearer {TOKEN}");
-        let (status, body) = call(
-            &r,
-            "PUT",
-            "/v1/admin/segments/invoice",
-            &[("authorization", &auth)],
-            r#"{"step": 10}"#,
-        )
-        .await;
+        let (status, body) = put_tag(&r, "invoice", Some(&auth), r#"{"step": 10}"#).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{db:?}: {body}");
         assert_eq!(json(&body)["code"], "store_unavailable");
         assert_eq!(
@@ -105,13 +98,20 @@ async fn a_failing_store_is_not_quoted_to_clients() {
         assert_clean("GET /api/segment/get/nope", &body);
 
         store.close().await;
+        // The generator needs no store: the server stays ready, segment mode does not.
         let (status, body) = get(&r, "/readyz").await;
+        assert_eq!(status, StatusCode::OK, "{db:?}: {body}");
+        assert_eq!(
+            body,
+            "ready (degraded: segment mode: the store does not answer)"
+        );
+        let (status, body) = get(&r, "/readyz?mode=segment").await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{db:?}: {body}");
         assert_eq!(
             json(&body)["message"],
             "the store does not answer; see the server log"
         );
-        assert_clean("GET /readyz", &body);
+        assert_clean("GET /readyz?mode=segment", &body);
         segments.shutdown();
     }
 }

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use common::{get, ids_in, json};
+use common::{get, ids_in, json, put_tag};
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, Layout, ManualClock, SnowflakeGenerator, UidError,
     UidGenerator,
@@ -612,17 +612,6 @@ async fn segment_router() -> (Arc<SegmentService>, axum::Router) {
     state.segments = Some(segments.clone());
     state.admin_token = Some(TOKEN.into());
     (segments, app(Arc::new(state)))
-}
-
-async fn put_tag(
-    r: &axum::Router,
-    tag: &str,
-    auth: Option<&str>,
-    body: &str,
-) -> (StatusCode, String) {
-    let uri = format!("/v1/admin/segments/{tag}");
-    let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
-    common::call(r, "PUT", &uri, &headers, body).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -286,7 +286,7 @@ async fn lists_written_back_under_two_server_processes_repeat_nothing() {
         let (_, metrics) = fetch(&http, &server.url("/metrics")).await;
         noticed += metrics
             .lines()
-            .find_map(|l| l.strip_prefix("uidgen_sharded{event=\"restored_lists\"} "))
+            .find_map(|l| l.strip_prefix("uidgen_sharded_events_total{event=\"restored_lists\"} "))
             .unwrap_or_else(|| panic!("no restored_lists counter in:\n{metrics}"))
             .trim()
             .parse::<u64>()

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Server, fetch, run};
+use common::{Server, assert_unique, fetch, free_port, run};
 use uidgen_core::Layout;
 use uidgen_zk::testing::{test_connect, unique};
 
@@ -86,21 +86,68 @@ async fn serve_takes_its_worker_id_from_zookeeper_and_leafs_route_stamps_it() {
     // Vesta's server range on Leaf's 10-bit worker field: 924 up.
     workers.sort_unstable();
     assert_eq!(workers, vec![924, 925]);
-    let (status, log) = first.terminate();
-    assert!(status.success(), "{log}");
-    assert!(log.contains("holding a ZooKeeper worker id"), "{log}");
+    for server in [first, second] {
+        let (status, log) = server.terminate();
+        assert!(status.success(), "{log}");
+        assert!(log.contains("holding a ZooKeeper worker id"), "{log}");
+        // A first claim has no cache to record into until it starts one: no warning that the
+        // id "was given up" (there used to be one on every fresh claim).
+        let warnings: Vec<&str> = log.lines().filter(|l| l.contains("WARN")).collect();
+        assert!(
+            !warnings
+                .iter()
+                .any(|l| l.contains("given up") || l.contains("local cache")),
+            "{warnings:#?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_killed_and_started_again_without_its_cache_file_keeps_its_worker_id() {
+    let connect = test_connect();
+    let dir = temp_dir("restart");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut env = zk_env(&connect, &dir, 1);
+    // A short reservation, so that the test need not wait ten minutes for it to pass.
+    for (key, value) in [
+        ("UIDGEN_ZK_REPORT_INTERVAL_MS", "500"),
+        ("UIDGEN_ZK_RESERVATION_SECS", "2"),
+        ("UIDGEN_ZK_SESSION_TIMEOUT_MS", "4000"),
+    ] {
+        env.push((key.to_owned(), value.to_owned()));
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let client = reqwest::Client::new();
+    let (mut workers, mut ids) = (Vec::new(), Vec::new());
+    for _life in 0..3 {
+        // A container re-created without a volume: no cache file, the same ip:port.
+        let _ = std::fs::remove_file(dir.join("zk-1.state"));
+        let server = Server::start_listening(&listen, &[], &env);
+        workers.push(server.worker_id());
+        for _ in 0..100 {
+            let (status, body) = fetch(&client, &server.url("/api/snowflake/get/order")).await;
+            assert_eq!(status, 200, "{body}");
+            ids.push(body.trim().parse::<u64>().unwrap());
+        }
+        server.kill();
+        // Past the reservation of the killed life's last report.
+        tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    }
+    assert!(workers.windows(2).all(|w| w[0] == w[1]), "{workers:?}");
+    assert_eq!(assert_unique(ids).len(), 300);
 }
 
 #[test]
-fn zk_reclaim_refuses_a_threshold_below_the_outage_allowance_and_lists_in_a_dry_run() {
+fn zk_reclaim_refuses_a_threshold_below_the_reservation_and_lists_in_a_dry_run() {
     let connect = test_connect();
     let env = [
         ("UIDGEN_ZK_CONNECT", connect.as_str()),
         ("UIDGEN_ZK_NAME", "reclaim-e2e"),
     ];
-    let (status, _, stderr) = run(&["zk", "reclaim", "--older-than", "1h"], &env);
+    // The reservation is ten minutes: a dead holder's id may come back the same day.
+    let (status, _, stderr) = run(&["zk", "reclaim", "--older-than", "5m"], &env);
     assert!(!status.success());
-    assert!(stderr.contains("below the outage allowance"), "{stderr}");
+    assert!(stderr.contains("below the reservation"), "{stderr}");
     let (status, stdout, stderr) = run(&["zk", "reclaim", "--older-than", "7d", "--dry-run"], &env);
     assert!(status.success(), "{stderr}");
     assert!(
@@ -112,13 +159,24 @@ fn zk_reclaim_refuses_a_threshold_below_the_outage_allowance_and_lists_in_a_dry_
 #[test]
 fn zookeeper_keys_are_checked_naming_the_key() {
     let cases: &[(&[(&str, &str)], &str)] = &[
+        // The static fallback is gone (one id for every host starting while ZooKeeper is down):
+        // refused whatever its value, saying what to keep instead.
         (
             &[
                 ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
                 ("UIDGEN_LAYOUT", "leaf"),
                 ("UIDGEN_WORKER_FALLBACK_STATIC", "1000"),
             ],
-            "invalid config key `worker.fallback_static`: 1000 lies in the ZooKeeper range 924-1023",
+            "invalid config key `worker.fallback_static`: the static fallback was removed: one \
+             configured id is the same id on every host that starts while ZooKeeper is down",
+        ),
+        (
+            &[
+                ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
+                ("UIDGEN_LAYOUT", "vesta_max_peak"),
+                ("UIDGEN_WORKER_FALLBACK_STATIC", "5"),
+            ],
+            "keep that file on disk that survives restarts",
         ),
         (
             &[
@@ -135,8 +193,27 @@ fn zookeeper_keys_are_checked_naming_the_key() {
             "invalid config key `zookeeper.report_interval_ms`",
         ),
         (
+            &[
+                ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
+                ("UIDGEN_ZK_RESERVATION_SECS", "1"),
+            ],
+            "invalid config key `zookeeper.reservation_secs`: invalid ZooKeeper options: \
+             reservation 1s must be at least \
+             twice the report interval 3s",
+        ),
+        (
+            &[
+                ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
+                ("UIDGEN_ZK_RESERVATION_SECS", "7200"),
+                ("UIDGEN_ZK_MAX_OUTAGE_SECS", "3600"),
+            ],
+            "invalid config key `zookeeper.reservation_secs`: invalid ZooKeeper options: \
+             reservation 7200s is longer than \
+             max_outage 3600s",
+        ),
+        (
             &[("UIDGEN_WORKER_FALLBACK_STATIC", "3")],
-            "invalid config key `worker.fallback_static`: only the zookeeper assigner",
+            "invalid config key `worker.fallback_static`: the static fallback was removed",
         ),
     ];
     for (env, expected) in cases {

@@ -158,6 +158,19 @@ pub enum ShardedError {
         reason: String,
     },
 
+    /// Redis refused this service's credentials (a wrong password or user in the URL). Unlike
+    /// a Redis that is down, retrying cannot help, so start-up fails on it.
+    #[error(
+        "redis at {url} refused the credentials: {reason}; check the user and password in \
+         `redis.url`"
+    )]
+    RedisAuth {
+        /// The URL, password redacted.
+        url: String,
+        /// What the client said.
+        reason: String,
+    },
+
     /// The database did not answer in time.
     #[error(
         "the database did not answer within {waited_ms} ms while {action}; is it paused or \

@@ -278,7 +278,16 @@ impl RedisLink {
             .client
             .get_multiplexed_async_connection_with_config(&self.config)
             .await
-            .map_err(|e| self.error("connecting", e))?;
+            .map_err(|e| {
+                if e.kind() == redis::ErrorKind::AuthenticationFailed {
+                    ShardedError::RedisAuth {
+                        url: self.url.clone(),
+                        reason: e.to_string(),
+                    }
+                } else {
+                    self.error("connecting", e)
+                }
+            })?;
         Stats::add(&self.stats.reconnects, 1);
         let instance = read_instance(&mut conn)
             .await

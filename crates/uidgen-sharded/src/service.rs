@@ -73,7 +73,8 @@ impl ShardedService {
     /// Neither a database nor a Redis that is down at start is an error: calls answer
     /// [`NotInitialised`](ShardedError::NotInitialised) until the app list loads, and
     /// [`Redis`](ShardedError::Redis) errors until Redis answers. Invalid options are an
-    /// error.
+    /// error, and so is a Redis that refuses the credentials of the URL
+    /// ([`RedisAuth`](ShardedError::RedisAuth)).
     pub async fn start(store: Store, options: ShardedOptions) -> Result<Arc<Self>> {
         options.validate()?;
         let stats = Arc::new(Stats::default());
@@ -100,6 +101,15 @@ impl ShardedService {
             shut_down: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
         });
+        // A Redis that is down may come back, and is retried in the background; one that
+        // refuses the credentials refuses them on every retry, so start-up fails on it.
+        match service.link.verified().await {
+            Err(error @ ShardedError::RedisAuth { .. }) => return Err(error),
+            Err(error) => {
+                warn!(%error, "sharded mode: redis is not usable yet; retrying in the background");
+            }
+            Ok(_) => {}
+        }
         if let Err(error) = service.sync_apps().await {
             warn!(%error, "sharded mode: cannot load the app list yet; retrying in the background");
         }

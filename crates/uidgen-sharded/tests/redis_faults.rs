@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 //! Redis losing data, on private `redis-server` processes (so the shared one is never
 //! disturbed): a restart from an old snapshot, `FLUSHALL` and a restart mid-run, a Redis that
-//! is down at start, and failovers to replicas that missed pops. The database's `max_id` is the
+//! is down at start, one that refuses the password, and failovers to replicas that missed pops. The database's `max_id` is the
 //! only authority: numbers may be lost, none is served twice.
 
 mod common;
@@ -186,6 +186,35 @@ async fn a_redis_down_at_start_is_a_redis_error_until_it_comes_up() {
     recovered(&service, 2, 0, 10).await;
     service.ready().await.unwrap();
     service.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_that_refuses_the_password_stops_start_up_at_once() {
+    let redis = PrivateRedis::start();
+    assert_eq!(
+        redis.command(&["CONFIG", "SET", "requirepass", "s3cret"]),
+        "+OK"
+    );
+    let url = format!("redis://:not-the-password@127.0.0.1:{}", redis.port());
+    let keys = Keyspace::on(&url, "wrongpass");
+    let (store, _) = fresh_store(TestDb::Sqlite).await.unwrap();
+    let error = ShardedService::start(store, keys.options())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ShardedError::RedisAuth { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "redis at redis://:***@127.0.0.1:{} refused the credentials: ",
+            redis.port()
+        )),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("check the user and password in `redis.url`"),
+        "{message}"
+    );
+    assert!(!message.contains("not-the-password"), "{message}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

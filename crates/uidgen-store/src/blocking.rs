@@ -55,6 +55,7 @@ impl Store {
     ///
     /// ```
     /// let dir = std::env::temp_dir().join(format!("uidgen-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap(); // the file is created, its folder is not
     /// let url = format!("sqlite://{}/blocking.db", dir.display());
     /// let store = uidgen_store::Store::connect_blocking(&url, Default::default())?;
     /// assert_eq!(store.dialect(), uidgen_store::Dialect::Sqlite);

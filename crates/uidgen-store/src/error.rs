@@ -53,6 +53,22 @@ pub enum StoreError {
         source: sqlx::Error,
     },
 
+    /// The database refused the credentials of the URL (SQLSTATE class 28: a wrong password,
+    /// an unknown user, or no rule admitting the user from this host). Retrying cannot help.
+    #[error(
+        "authentication failed for user {user} at {url}: {message}; check the user name and \
+         password in the store URL"
+    )]
+    AuthenticationFailed {
+        /// The URL, password redacted.
+        url: String,
+        /// The user the URL names, quoted (`'root'`), or "(default)" when it names none.
+        user: String,
+        /// The server's own words, once (e.g. "Access denied for user 'root'@'10.0.0.7'
+        /// (using password: YES)").
+        message: String,
+    },
+
     /// The database answered with an error.
     #[error("database error at {url} while {action}: {source}")]
     Database {
@@ -80,6 +96,26 @@ pub enum StoreError {
         /// The driver's error.
         #[source]
         source: sqlx::Error,
+    },
+
+    /// A migration recorded as applied has another text in this build than when it was
+    /// applied: a landed migration was edited. Nothing later was migrated.
+    #[error(
+        "migration {version:04}_{description} at {url} was changed after it was applied \
+         (recorded checksum {recorded}, this build's {embedded}); a landed migration is never \
+         edited: restore its file and put the change in a new migration"
+    )]
+    MigrationChanged {
+        /// The migration's version, e.g. 2.
+        version: i64,
+        /// The migration's description, e.g. "worker_lease".
+        description: &'static str,
+        /// The URL, password redacted.
+        url: String,
+        /// The SHA-256 recorded in `uidgen_schema_migrations`.
+        recorded: String,
+        /// The SHA-256 of the file this build embeds.
+        embedded: String,
     },
 
     /// The lock that serialises concurrent migrators could not be taken (MySQL/MariaDB's
@@ -428,6 +464,37 @@ pub(crate) fn reason_of(error: &sqlx::Error) -> String {
         sqlx::Error::PoolTimedOut => "timed out waiting for a connection".to_owned(),
         sqlx::Error::PoolClosed => "the store was closed".to_owned(),
         other => other.to_string(),
+    }
+}
+
+/// The error of a first connection: refused credentials become
+/// [`StoreError::AuthenticationFailed`], other answers from the server (an unknown database)
+/// [`StoreError::Database`], and everything else [`StoreError::Unreachable`].
+pub(crate) fn connect_error(url: &str, source: sqlx::Error) -> StoreError {
+    match &source {
+        sqlx::Error::Database(db) => {
+            // SQLSTATE class 28, "invalid authorization specification", in both MySQL/MariaDB
+            // (1045 is 28000) and PostgreSQL (28P01 invalid_password, 28000):
+            // https://www.postgresql.org/docs/current/errcodes-appendix.html
+            if db.code().is_some_and(|code| code.starts_with("28")) {
+                return StoreError::AuthenticationFailed {
+                    url: url.to_owned(),
+                    user: crate::url::user_of(url)
+                        .map_or_else(|| "(default)".to_owned(), |user| format!("'{user}'")),
+                    message: db.message().to_owned(),
+                };
+            }
+            StoreError::Database {
+                url: url.to_owned(),
+                action: "connecting",
+                source,
+            }
+        }
+        _ => StoreError::Unreachable {
+            url: url.to_owned(),
+            reason: reason_of(&source),
+            source,
+        },
     }
 }
 

@@ -5,7 +5,7 @@
 //! `worker_node` rows, leases on narrow layouts, a configured number, or the zero-config
 //! machine+process id of [`MachineWorkerIdAssigner`]), for claiming Leaf
 //! segments from `leaf_alloc` and the sharded mode's per-app, per-shard segments from
-//! `id_alloc`, and for creating those tables (migrations from `sql/`). It is not
+//! `id_alloc`, and for creating those tables (checksummed migrations from this crate's `sql/`). It is not
 //! for generating IDs (that is `uidgen-core`, which this crate wires up in
 //! [`GeneratorBuilder`]), nor for the per-tag segment buffers (`uidgen-segment`) or HTTP
 //! (`uidgen-server`), nor for the Redis lists of the sharded mode (`uidgen-sharded`).

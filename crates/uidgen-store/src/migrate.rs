@@ -1,9 +1,17 @@
-//! The schema: migrations embedded from `sql/<dialect>/NNNN_name.sql`, applied once each and
-//! recorded in `uidgen_schema_migrations(version, description, applied_at)`.
+//! The schema: migrations embedded from this crate's `sql/<dialect>/NNNN_name.sql`, applied once
+//! each and recorded in `uidgen_schema_migrations(version, description, applied_at, checksum)`.
 //!
 //! The files use idempotent DDL (`CREATE TABLE IF NOT EXISTS`), so a DBA may also run them by
 //! hand, in order, and a later [`Store::migrate`] merely records them.
+//!
+//! A landed migration is never edited: each is recorded with the SHA-256 of its text, and every
+//! start compares the recorded checksum with the embedded file's. A difference is refused with
+//! [`StoreError::MigrationChanged`] before anything else runs, as sqlx's own migrator does
+//! (<https://docs.rs/sqlx/latest/sqlx/migrate/struct.Migrator.html>): a database migrated by
+//! one text and a build carrying another would disagree about the schema silently. Rows
+//! recorded before checksums existed (no checksum) take the embedded file's on their next start.
 
+use sha2::{Digest, Sha256};
 use sqlx::{Connection, Executor};
 
 use crate::error::{Result, StoreError};
@@ -29,7 +37,25 @@ pub struct Migration {
     pub sql: &'static str,
 }
 
-/// Every dialect's migrations, from `sql/<dialect>/NNNN_<description>.sql`: one list, so a new
+impl Migration {
+    /// The SHA-256 of [`sql`](Self::sql) in lowercase hex: what `uidgen_schema_migrations`
+    /// records, so an edited landed migration is noticed.
+    ///
+    /// ```
+    /// use uidgen_store::{Dialect, migrations};
+    /// let checksum = migrations(Dialect::Sqlite)[0].checksum();
+    /// assert_eq!(checksum.len(), 64);
+    /// assert_ne!(checksum, migrations(Dialect::Sqlite)[1].checksum());
+    /// ```
+    pub fn checksum(&self) -> String {
+        Sha256::digest(self.sql.as_bytes())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+}
+
+/// Every dialect's migrations, from this crate's `sql/<dialect>/NNNN_<description>.sql`: one list, so a new
 /// migration is one line here plus its three files.
 macro_rules! migrations_in {
     ($dialect:literal) => {
@@ -49,7 +75,7 @@ macro_rules! migration {
             version: $version,
             description: $description,
             sql: include_str!(concat!(
-                "../../../sql/",
+                "../sql/",
                 $dialect,
                 "/",
                 $prefix,
@@ -78,29 +104,63 @@ const CREATE_MIGRATIONS_TABLE: Sql = Sql {
     sqlite: "CREATE TABLE IF NOT EXISTS uidgen_schema_migrations (
         version BIGINT PRIMARY KEY,
         description VARCHAR(128) NOT NULL,
-        applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+        applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+        checksum VARCHAR(64))",
     mysql: "CREATE TABLE IF NOT EXISTS uidgen_schema_migrations (
         version BIGINT NOT NULL PRIMARY KEY,
         description VARCHAR(128) NOT NULL,
-        applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP
+        applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+        checksum VARCHAR(64)
         ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4",
     postgres: "CREATE TABLE IF NOT EXISTS uidgen_schema_migrations (
         version BIGINT PRIMARY KEY,
         description VARCHAR(128) NOT NULL,
-        applied_at TIMESTAMPTZ NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+        applied_at TIMESTAMPTZ NOT NULL DEFAULT CURRENT_TIMESTAMP,
+        checksum VARCHAR(64))",
 };
 
-const IS_APPLIED: Sql = Sql {
-    sqlite: "SELECT COUNT(*) FROM uidgen_schema_migrations WHERE version = ?1",
-    mysql: "SELECT COUNT(*) FROM uidgen_schema_migrations WHERE version = ?",
-    postgres: "SELECT COUNT(*) FROM uidgen_schema_migrations WHERE version = $1",
+/// Tables created before checksums were recorded lack the column. MySQL 8 has no `ADD COLUMN
+/// IF NOT EXISTS`, and a failed probe would abort PostgreSQL's transaction, so [`run`] asks the
+/// catalogue first.
+const HAS_CHECKSUM: Sql = Sql {
+    sqlite: "SELECT COUNT(*) FROM pragma_table_info('uidgen_schema_migrations') \
+             WHERE name = 'checksum'",
+    mysql: "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() \
+            AND table_name = 'uidgen_schema_migrations' AND column_name = 'checksum'",
+    postgres: "SELECT COUNT(*) FROM information_schema.columns \
+               WHERE table_schema = current_schema() \
+               AND table_name = 'uidgen_schema_migrations' AND column_name = 'checksum'",
+};
+const ADD_CHECKSUM: &str = "ALTER TABLE uidgen_schema_migrations ADD COLUMN checksum VARCHAR(64)";
+
+/// The recorded checksum of a migration: no row when it was never applied, a NULL checksum
+/// when it was recorded before checksums were.
+const RECORDED: Sql = Sql {
+    sqlite: "SELECT checksum FROM uidgen_schema_migrations WHERE version = ?1",
+    mysql: "SELECT checksum FROM uidgen_schema_migrations WHERE version = ?",
+    postgres: "SELECT checksum FROM uidgen_schema_migrations WHERE version = $1",
 };
 
 const RECORD: Sql = Sql {
-    sqlite: "INSERT INTO uidgen_schema_migrations (version, description) VALUES (?1, ?2)",
-    mysql: "INSERT INTO uidgen_schema_migrations (version, description) VALUES (?, ?)",
-    postgres: "INSERT INTO uidgen_schema_migrations (version, description) VALUES ($1, $2)",
+    sqlite: "INSERT INTO uidgen_schema_migrations (version, description, checksum) \
+             VALUES (?1, ?2, ?3)",
+    mysql: "INSERT INTO uidgen_schema_migrations (version, description, checksum) \
+            VALUES (?, ?, ?)",
+    postgres: "INSERT INTO uidgen_schema_migrations (version, description, checksum) \
+               VALUES ($1, $2, $3)",
 };
+
+const BACKFILL: Sql = Sql {
+    sqlite: "UPDATE uidgen_schema_migrations SET checksum = ?1 WHERE version = ?2",
+    mysql: "UPDATE uidgen_schema_migrations SET checksum = ? WHERE version = ?",
+    postgres: "UPDATE uidgen_schema_migrations SET checksum = $1 WHERE version = $2",
+};
+
+/// What one migration's step found, decided inside its transaction.
+enum Step {
+    Done,
+    Changed { recorded: String, embedded: String },
+}
 
 /// Serialises concurrent migrators of one database; answers 1 once the lock is held.
 ///
@@ -169,6 +229,12 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
             sqlx::raw_sql(CREATE_MIGRATIONS_TABLE.get(dialect))
                 .execute(&mut *tx)
                 .await?;
+            let has_checksum: i64 = sqlx::query_scalar(HAS_CHECKSUM.get(dialect))
+                .fetch_one(&mut *tx)
+                .await?;
+            if has_checksum == 0 {
+                sqlx::raw_sql(ADD_CHECKSUM).execute(&mut *tx).await?;
+            }
             tx.commit().await
         }
         .await
@@ -178,36 +244,67 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
             if outcome.is_err() {
                 break;
             }
+            let embedded = migration.checksum();
             let applied = async {
                 let mut tx = conn.begin_with(BEGIN_WRITE.get(dialect)).await?;
-                let count: i64 = sqlx::query_scalar(IS_APPLIED.get(dialect))
+                let recorded: Option<Option<String>> = sqlx::query_scalar(RECORDED.get(dialect))
                     .bind(migration.version)
-                    .fetch_one(&mut *tx)
+                    .fetch_optional(&mut *tx)
                     .await?;
-                if count == 0 {
-                    sqlx::raw_sql(migration.sql).execute(&mut *tx).await?;
-                    sqlx::query(RECORD.get(dialect))
-                        .bind(migration.version)
-                        .bind(migration.description)
-                        .execute(&mut *tx)
-                        .await?;
-                    tracing::info!(
-                        version = migration.version,
-                        description = migration.description,
-                        %url,
-                        "applied migration"
-                    );
-                }
-                tx.commit().await
+                let step = match recorded {
+                    None => {
+                        sqlx::raw_sql(migration.sql).execute(&mut *tx).await?;
+                        sqlx::query(RECORD.get(dialect))
+                            .bind(migration.version)
+                            .bind(migration.description)
+                            .bind(&embedded)
+                            .execute(&mut *tx)
+                            .await?;
+                        tracing::info!(
+                            version = migration.version,
+                            description = migration.description,
+                            %url,
+                            "applied migration"
+                        );
+                        Step::Done
+                    }
+                    Some(None) => {
+                        sqlx::query(BACKFILL.get(dialect))
+                            .bind(&embedded)
+                            .bind(migration.version)
+                            .execute(&mut *tx)
+                            .await?;
+                        Step::Done
+                    }
+                    Some(Some(recorded)) if recorded == embedded => Step::Done,
+                    Some(Some(recorded)) => Step::Changed {
+                        recorded,
+                        embedded: embedded.clone(),
+                    },
+                };
+                tx.commit().await.map(|()| step)
             };
-            if let Err(source) = applied.await {
-                outcome = Err(StoreError::Migration {
-                    version: migration.version,
-                    description: migration.description,
-                    url: url.clone(),
-                    source,
-                });
-                break;
+            match applied.await {
+                Ok(Step::Done) => {}
+                Ok(Step::Changed { recorded, embedded }) => {
+                    outcome = Err(StoreError::MigrationChanged {
+                        version: migration.version,
+                        description: migration.description,
+                        url: url.clone(),
+                        recorded,
+                        embedded,
+                    });
+                    break;
+                }
+                Err(source) => {
+                    outcome = Err(StoreError::Migration {
+                        version: migration.version,
+                        description: migration.description,
+                        url: url.clone(),
+                        source,
+                    });
+                    break;
+                }
             }
         }
         // Unlocking is best effort: the lock also ends with the session.

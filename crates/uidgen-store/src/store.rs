@@ -11,7 +11,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{ConnectOptions, Connection};
 
-use crate::error::{Result, StoreError, map_db, reason_of};
+use crate::error::{Result, StoreError, connect_error, map_db};
 use crate::url::{Dialect, redact_url};
 
 /// How long SQLite waits for another process's write lock before failing with "database is
@@ -239,11 +239,7 @@ impl Store {
                     Dialect::MySql => probe_with(mysql_options(url)?, timeout).await,
                     Dialect::Postgres => probe_with(pg_options(url)?, timeout).await,
                 }
-                .map_err(|source| StoreError::Unreachable {
-                    url: store.url.to_string(),
-                    reason: reason_of(&source),
-                    source,
-                })
+                .map_err(|source| connect_error(&store.url, source))
             };
             attempt.await?;
         }
@@ -338,14 +334,21 @@ fn invalid(url: &str, e: &sqlx::Error) -> StoreError {
 
 fn sqlite_options(url: &str) -> Result<SqliteConnectOptions> {
     let options = SqliteConnectOptions::from_str(url).map_err(|e| invalid(url, &e))?;
+    // The file is created if missing, its folder is not: a folder that does not exist is far
+    // more often a typo in the URL than a wish for a new directory tree.
     if let Some(parent) = options.get_filename().parent()
         && !parent.as_os_str().is_empty()
         && !url.contains(":memory:")
+        && !parent.is_dir()
     {
-        std::fs::create_dir_all(parent).map_err(|e| StoreError::InvalidUrl {
+        return Err(StoreError::InvalidUrl {
             url: redact_url(url),
-            reason: format!("cannot create the folder {}: {e}", parent.display()),
-        })?;
+            reason: format!(
+                "the folder {} does not exist; create it first, or fix the path (only the \
+                 database file is created)",
+                parent.display()
+            ),
+        });
     }
     // WAL lets readers run beside one writer and several processes share the file; the busy
     // timeout makes a writer wait for another process's lock instead of failing at once.

@@ -6,7 +6,8 @@
 //! `UIDGEN_TEST_MYSQL_URL` (default `mysql://root@127.0.0.1:3306/test`) or
 //! `UIDGEN_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`). Databases
 //! left by runs more than an hour old are dropped on the way. An unreachable server is an error
-//! naming the service and the variable, never a silently skipped test.
+//! naming the service and the variable, never a silently skipped test. [`proxy::Proxy`] cuts
+//! or silences a test's connections to a server that keeps running for the others.
 //!
 //! ```no_run
 //! # async fn demo() -> uidgen_store::Result<()> {
@@ -18,6 +19,8 @@
 //! }
 //! # Ok(()) }
 //! ```
+
+pub mod proxy;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -45,7 +45,7 @@ impl Dialect {
         }
     }
 
-    /// The folder of `sql/` holding this dialect's migrations.
+    /// The folder of the store crate's `sql/` holding this dialect's migrations.
     pub fn dir(self) -> &'static str {
         match self {
             Self::Sqlite => "sqlite",
@@ -86,6 +86,15 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// The user name a URL's userinfo holds (`mysql://root:pw@db/uid`: `root`), if any.
+pub(crate) fn user_of(url: &str) -> Option<String> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+    (!user.is_empty()).then(|| user.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +107,13 @@ mod tests {
         );
         assert_eq!(redact_url("mariadb://u:@h/d"), "mariadb://u:***@h/d");
         assert_eq!(redact_url("not a url"), "not a url");
+    }
+
+    #[test]
+    fn user_of_reads_the_userinfo_without_the_password() {
+        assert_eq!(user_of("mysql://root:pw@db/uid").as_deref(), Some("root"));
+        assert_eq!(user_of("postgres://app@db/uid").as_deref(), Some("app"));
+        assert_eq!(user_of("postgres://db/uid?user=x"), None);
+        assert_eq!(user_of("mysql://:pw@db/uid"), None);
     }
 }

@@ -41,6 +41,61 @@ per_db! {
 }
 
 per_db! {
+    async fn a_landed_migration_edited_afterwards_is_refused_by_name(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        // As if 0003's file had been edited after this database applied it.
+        run_script(
+            &store,
+            "UPDATE uidgen_schema_migrations SET checksum = 'edited' WHERE version = 3",
+        )
+        .await
+        .unwrap();
+        let error = Store::connect(&url).await.unwrap_err();
+        let message = error.to_string();
+        assert!(matches!(error, StoreError::MigrationChanged { version: 3, .. }), "{error:?}");
+        assert!(message.contains("migration 0003_leaf_alloc"), "{message}");
+        assert!(message.contains("recorded checksum edited"), "{message}");
+        assert!(message.contains("never edited"), "{message}");
+    }
+}
+
+per_db! {
+    async fn a_schema_recorded_before_checksums_gains_them_on_the_next_start(db: TestDb) {
+        // The migrations table as it was before checksums, with every migration recorded.
+        let url = fresh_url(db).await.unwrap();
+        let options = StoreOptions { migrate: false, ..StoreOptions::default() };
+        let store = Store::connect_with(&url, options).await.unwrap();
+        run_script(
+            &store,
+            "CREATE TABLE uidgen_schema_migrations (version BIGINT PRIMARY KEY, \
+             description VARCHAR(128) NOT NULL)",
+        )
+        .await
+        .unwrap();
+        for migration in migrations(store.dialect()) {
+            run_script(&store, migration.sql).await.unwrap();
+            let record = format!(
+                "INSERT INTO uidgen_schema_migrations (version, description) VALUES ({}, '{}')",
+                migration.version, migration.description
+            );
+            run_script(&store, &record).await.unwrap();
+        }
+        store.migrate().await.unwrap();
+        // Backfilled, so an edit from now on is caught.
+        run_script(
+            &store,
+            "UPDATE uidgen_schema_migrations SET checksum = 'edited' WHERE version = 1",
+        )
+        .await
+        .unwrap();
+        assert!(matches!(
+            store.migrate().await,
+            Err(StoreError::MigrationChanged { version: 1, .. })
+        ));
+    }
+}
+
+per_db! {
     async fn concurrent_migrators_agree(db: TestDb) {
         let url = fresh_url(db).await.unwrap();
         let tasks: Vec<_> = (0..4)
@@ -85,6 +140,52 @@ async fn unreachable_mysql_names_the_redacted_url() {
         "{message}"
     );
     assert!(message.contains("connection refused"), "{message}");
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_an_authentication_failure_said_once() {
+    // The MariaDB test server's URL with a password its user does not have.
+    let server = uidgen_store::testing::server_url(TestDb::MySql).unwrap();
+    let (scheme, rest) = server.split_once("://").unwrap();
+    let (userinfo, host) = rest.split_once('@').unwrap();
+    let user = userinfo.split(':').next().unwrap();
+    let url = format!("{scheme}://{user}:not-the-password@{host}");
+    let error = Store::connect(&url).await.unwrap_err();
+    assert!(
+        matches!(error, StoreError::AuthenticationFailed { .. }),
+        "{error:?} (is the MariaDB server of {} up?)",
+        uidgen_store::testing::MYSQL_URL_VAR
+    );
+    assert!(!error.is_unreachable(), "a refusal is not an outage");
+    let message = error.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "authentication failed for user '{user}' at {scheme}://{user}:***@{host}: "
+        )),
+        "{message}"
+    );
+    assert!(message.ends_with("check the user name and password in the store URL"));
+    assert_eq!(message.matches("Access denied").count(), 1, "{message}");
+    assert!(!message.contains("not-the-password"), "{message}");
+    assert!(
+        std::error::Error::source(&error).is_none(),
+        "said once: {message}"
+    );
+}
+
+#[tokio::test]
+async fn a_sqlite_url_in_a_missing_folder_is_refused_and_nothing_is_created() {
+    let parent = std::env::temp_dir().join(format!("uidgen-missing-{:x}", fastrand::u64(..)));
+    let url = format!("sqlite://{}/dir/x.db", parent.display());
+    let error = Store::connect(&url).await.unwrap_err();
+    assert!(
+        error.to_string().contains(&format!(
+            "the folder {}/dir does not exist; create it first",
+            parent.display()
+        )),
+        "{error}"
+    );
+    assert!(!parent.exists(), "no directory tree is created");
 }
 
 #[tokio::test]

@@ -4,8 +4,12 @@
 //!
 //! Every life of a worker id hands its generator a fence whose `limit` is
 //! `min(local mark, R)`, where `R` is the `reserved_until` of its last report ZooKeeper
-//! accepted (`R >= t + max_outage`, `t` the report's own clock reading) and the local mark is
-//! synced to the cache file before any ID past it. Its successors' `floor`s are:
+//! accepted (`R >= t + reservation`, `t` the report's own clock reading, rolling forward a
+//! few minutes with every report) and the local mark is synced to the cache file before any
+//! ID past it. A holder cut off from ZooKeeper therefore stops at `R`, `reservation` after
+//! its last accepted report: it cannot tell an outage from a partition in which a successor
+//! takes its node, so it may not stamp past what that successor reads (`max_outage` only
+//! bounds the reservation). Its successors' `floor`s are:
 //!
 //! - **A restart on this host whose cache saw the node's last write** (the cache records the
 //!   node's czxid and the mzxid of this host's last accepted report, and the node is still at
@@ -14,11 +18,14 @@
 //!   node since (every start writes it, at the version it read, before issuing); and the lives
 //!   before that write were already below the floor of the life that made it, which its mark
 //!   covers (the mark is raised to at least the floor at start).
-//! - **Any other restart with the same ip:port** (no cache, or one that did not see the last
-//!   write): `floor = max(R, t)`: the last writer's promise. If the clock cannot reach it
-//!   within [`max_start_wait`](crate::ZkOptions::max_start_wait), the node is left alone and a
-//!   fresh id is claimed (a later start reuses the node once `R` has passed, or a reclaim
-//!   frees it).
+//! - **Any other restart with the same ip:port** (no cache, one that did not see the last
+//!   write, or another host with the same address), once the last session's live node is
+//!   gone: `floor = max(R, t)`: the last writer's promise, read at the version the start's
+//!   first report writes at (so a report of the last holder in between fails that write).
+//!   If the clock cannot reach it within
+//!   [`max_start_wait`](crate::ZkOptions::max_start_wait), the node is left alone and another
+//!   id is claimed (a later start reuses the node once `R` has passed, minutes later, or a
+//!   reclaim frees it). The last holder may still be running cut off, but it stops at `R`.
 //! - **A new holder of a reclaimed id**: the tombstone's floor, at least `R` (see
 //!   `reclaim.rs`).
 //! - **A start from the local cache while ZooKeeper is down**: `floor = cache mark`, and the
@@ -38,14 +45,15 @@ use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, SystemClock};
 use uidgen_store::{
-    AssignmentKind, BoxFuture, CachedWorker, LocalMark, StaticWorkerIdAssigner, WorkerAssignment,
-    WorkerIdAssigner, WorkerIdRange, read_cache,
+    AssignmentKind, BoxFuture, CachedWorker, LocalMark, WorkerAssignment, WorkerIdAssigner,
+    WorkerIdRange, read_cache,
 };
 use zookeeper_client as zk;
 
 use crate::error::{Result, ZkError};
 use crate::holder::{Conn, POLL, Shared, ZkHolder, holder_prefix, lock};
 use crate::options::{ZkOptions, ms};
+use crate::peers::check_peers;
 use crate::reclaim::{ReclaimCandidate, Reclaimer};
 use crate::session::{PERSISTENT, connect, ensure_tree, zk_error};
 use crate::tree::{IdClaim, NodeData, Tree, forever_name, parse_forever_name};
@@ -58,10 +66,9 @@ const CLAIM_ATTEMPTS: u32 = 8;
 pub enum ZkSource {
     /// A forever node in ZooKeeper (this process's own, or a newly claimed one).
     ZooKeeper,
-    /// The local cache, because ZooKeeper was unreachable at start-up.
+    /// The local cache, because ZooKeeper was unreachable at start-up: the id ZooKeeper
+    /// assigned to this address, within the reservation its last accepted report recorded.
     LocalCache,
-    /// The configured static fallback, because neither ZooKeeper nor the cache could serve.
-    StaticFallback,
 }
 
 /// A worker id from ZooKeeper, with what keeps it.
@@ -69,8 +76,8 @@ pub enum ZkSource {
 pub struct ZkAssignment {
     /// The worker id and its fence, as the store's assigners return them.
     pub assignment: WorkerAssignment,
-    /// The holder (reports, status); `None` for the static fallback.
-    pub holder: Option<ZkHolder>,
+    /// The holder (reports, status).
+    pub holder: ZkHolder,
     /// Where the id came from.
     pub source: ZkSource,
 }
@@ -140,8 +147,9 @@ impl ZooKeeperWorkerIdAssigner {
         lock(&self.last).clone()
     }
 
-    /// Take a worker id for `layout`: from ZooKeeper, else from the local cache, else from the
-    /// static fallback; else a typed error. Must run inside a tokio runtime (the holder
+    /// Take a worker id for `layout`: from ZooKeeper, else from the local cache; else a typed
+    /// error. There is no static fallback: one configured id would be the same id on every
+    /// host that starts while ZooKeeper is down, and ZooKeeper would not know of it. Must run inside a tokio runtime (the holder
     /// reports from a task).
     ///
     /// Cancel safety: a start dropped midway may leave a claimed forever node behind, which
@@ -149,21 +157,13 @@ impl ZooKeeperWorkerIdAssigner {
     pub async fn start(&self, layout: &Layout) -> Result<ZkAssignment> {
         self.options.validate()?;
         let range = self.options.range_for(layout)?;
-        if let Some(fallback) = &self.options.fallback_static
-            && range.contains(fallback.worker_id)
-        {
-            return Err(ZkError::InvalidOptions(format!(
-                "fallback_static {} lies in the ZooKeeper range {range}; pick one outside it",
-                fallback.worker_id
-            )));
-        }
         let options = &self.options;
         let assigned = match connect(&options.connect, options.session_timeout).await {
             Ok(client) => self.start_with(client, layout, range).await,
             Err(error) if error.is_unreachable() => self.start_without(layout, range, &error).await,
             Err(error) => Err(error),
         }?;
-        *lock(&self.last) = assigned.holder.clone();
+        *lock(&self.last) = Some(assigned.holder.clone());
         Ok(assigned)
     }
 
@@ -177,7 +177,6 @@ impl ZooKeeperWorkerIdAssigner {
         let options = &self.options;
         let tree = Tree::new(options.root());
         ensure_tree(&client, &options.connect, &tree).await?;
-        self.check_peers(&client, &tree).await?;
         let (worker_id, name, version, floor, reserved) = match self
             .find_own(&client, &tree, layout, range)
             .await?
@@ -196,7 +195,11 @@ impl ZooKeeperWorkerIdAssigner {
                     reuse.reserved_ms,
                 )
             }
-            None => self.claim(&client, &tree, range).await?,
+            None => {
+                // A new node only: a restart on its own node checks that node's last report.
+                check_peers(&client, &tree, options, self.clock.as_ref()).await?;
+                self.claim(&client, &tree, range).await?
+            }
         };
         let node = tree.forever(&name);
         self.wait_for_live_node(&client, &tree, worker_id, &node)
@@ -219,13 +222,14 @@ impl ZooKeeperWorkerIdAssigner {
         );
         let mut conn = Conn::new(Some(client), Some(version), None);
         // The first report, before any ID: from here on a reclaim's version check fails, and a
-        // restart sees this life's write.
-        let stat = conn.report(&shared).await.map_err(|source| match source {
+        // restart sees this life's write. The cache is written by `begin` below, not by the
+        // report: a fresh cache has nothing to record into yet.
+        let first = conn.report(&shared).await.map_err(|source| match source {
             zk::Error::BadVersion | zk::Error::NoNode => ZkError::Contention { attempts: 1 },
             source => zk_error(&options.connect, "writing the first report", source),
         })?;
         shared.mark.begin(
-            Some(&shared.holder_string(&stat)),
+            Some(&shared.holder_string(&first.stat)),
             Some(shared.accepted_until()),
         )?;
         // The mark covers the floor: a later restart from this cache starts above every
@@ -251,72 +255,9 @@ impl ZooKeeperWorkerIdAssigner {
         };
         ZkAssignment {
             assignment,
-            holder: Some(holder),
+            holder,
             source,
         }
-    }
-
-    /// Meituan's check: this clock against the average report of the other live holders.
-    async fn check_peers(&self, client: &zk::Client, tree: &Tree) -> Result<()> {
-        let options = &self.options;
-        let error = |source| {
-            zk_error(
-                &options.connect,
-                "reading the other holders' reports",
-                source,
-            )
-        };
-        let live: HashSet<u64> = client
-            .list_children(&tree.live_dir())
-            .await
-            .map_err(error)?
-            .iter()
-            .filter_map(|id| id.parse().ok())
-            .collect();
-        let own = format!("{}-", options.listen_address());
-        let mut reported = Vec::new();
-        for name in client
-            .list_children(&tree.forever_dir())
-            .await
-            .map_err(error)?
-        {
-            let Some((_, id)) = parse_forever_name(&name) else {
-                continue;
-            };
-            if !live.contains(&id) || name.starts_with(&own) {
-                continue;
-            }
-            let path = tree.forever(&name);
-            if let Ok((bytes, _)) = client.get_data(&path).await
-                && let Ok(data) = NodeData::parse(&path, &bytes)
-            {
-                reported.push(u128::from(data.timestamp));
-            }
-        }
-        if reported.is_empty() {
-            return Ok(());
-        }
-        let peers = reported.len();
-        let average = reported.iter().sum::<u128>() / peers as u128;
-        let peers_avg_ms = u64::try_from(average).unwrap_or(u64::MAX);
-        let now_ms = self.clock.now_millis();
-        // A report is up to one interval old: a true clock reads at most that much past it.
-        let skew_ms = if peers_avg_ms > now_ms {
-            peers_avg_ms - now_ms
-        } else {
-            (now_ms - peers_avg_ms).saturating_sub(ms(options.report_interval))
-        };
-        let max_skew_ms = ms(options.max_peer_skew);
-        if skew_ms > max_skew_ms {
-            return Err(ZkError::PeerSkew {
-                now_ms,
-                peers_avg_ms,
-                peers,
-                skew_ms,
-                max_skew_ms,
-            });
-        }
-        Ok(())
     }
 
     /// This address's forever node that may be continued now, if any (see the module doc for
@@ -491,7 +432,8 @@ impl ZooKeeperWorkerIdAssigner {
                     ip: options.ip.clone(),
                     port: options.port.clone(),
                     timestamp: now,
-                    reserved_until: Some(floor_ms.max(now).saturating_add(ms(options.max_outage))),
+                    reserved_until: Some(floor_ms.max(now).saturating_add(ms(options.reservation))),
+                    life: None,
                 };
                 let mut multi = client.new_multi_writer();
                 let built = (|| {
@@ -621,7 +563,7 @@ impl ZooKeeperWorkerIdAssigner {
         }
     }
 
-    /// ZooKeeper is unreachable: the local cache, else the static fallback, else refuse.
+    /// ZooKeeper is unreachable: the local cache, else refuse.
     async fn start_without(
         &self,
         layout: &Layout,
@@ -635,14 +577,7 @@ impl ZooKeeperWorkerIdAssigner {
             cache: options.cache_file.display().to_string(),
             reason,
         };
-        let from_cache = match self.usable_cache(layout, range) {
-            Ok(cached) => Ok(cached),
-            Err(reason) => Err(refuse(reason)),
-        };
-        let (cached, czxid, mzxid) = match from_cache {
-            Ok(found) => found,
-            Err(refused) => return self.fallback(layout, refused).await,
-        };
+        let (cached, czxid, mzxid) = self.usable_cache(layout, range).map_err(refuse)?;
         let worker_id = cached.worker_id;
         let cap = cached.lease_expires_ms.unwrap_or(0);
         let mark = self.open_mark(worker_id, layout, false)?;
@@ -706,36 +641,15 @@ impl ZooKeeperWorkerIdAssigner {
         match cached.lease_expires_ms {
             Some(cap) if now < cap => Ok((cached, czxid, mzxid)),
             Some(cap) => Err(format!(
-                "its reservation ended at {cap} ms (the outage allowance past its last accepted \
-                 report); the id may have been reclaimed since"
+                "its reservation ended at {cap} ms (`reservation` past its last accepted report); \
+                 the id may have been reused or reclaimed since"
             )),
             None => Err("it records no reservation".to_owned()),
         }
     }
 
-    /// Vesta's fallback chain: the configured static id, or the refusal.
-    async fn fallback(&self, layout: &Layout, refused: ZkError) -> Result<ZkAssignment> {
-        let Some(fallback) = &self.options.fallback_static else {
-            return Err(refused);
-        };
-        tracing::warn!(
-            worker_id = fallback.worker_id,
-            state = %fallback.state_file.display(),
-            reason = %refused,
-            "ZooKeeper unreachable and no usable local cache: using the static fallback worker id"
-        );
-        let assigner = StaticWorkerIdAssigner::new(fallback.worker_id, fallback.state_file.clone())
-            .with_clock(Arc::clone(&self.clock));
-        let assignment = assigner.assign(layout).await?;
-        Ok(ZkAssignment {
-            assignment,
-            holder: None,
-            source: ZkSource::StaticFallback,
-        })
-    }
-
     /// Free dead holders' ids in this namespace (see `reclaim.rs`): those with no live node,
-    /// silent for longer than `older_than` (at least the outage allowance) and past their
+    /// silent for longer than `older_than` (at least the reservation) and past their
     /// reservation. `dry_run` only lists them.
     pub async fn reclaim(
         &self,
@@ -751,7 +665,7 @@ impl ZooKeeperWorkerIdAssigner {
             connect: &options.connect,
             tree: &tree,
             clock: self.clock.as_ref(),
-            max_outage: options.max_outage,
+            reservation: options.reservation,
         };
         reclaimer.run(older_than, dry_run).await
     }

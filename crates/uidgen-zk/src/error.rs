@@ -151,8 +151,9 @@ pub enum ZkError {
     /// ZooKeeper is unreachable at start-up and the local cache cannot stand in for it.
     #[error(
         "cannot reach ZooKeeper at {connect} ({zk_reason}) and cannot start from the local cache \
-         {cache}: {reason}; start ZooKeeper, or set `worker.fallback_static` to a static worker id \
-         outside the ZooKeeper range"
+         {cache}: {reason}; start ZooKeeper (a start from the cache needs the file this address's \
+         last run wrote, within the reservation of its last accepted report: keep \
+         `zookeeper.cache_file` on disk that survives restarts)"
     )]
     NoUsableCache {
         /// The connect string.
@@ -204,21 +205,21 @@ pub enum ZkError {
         attempts: u32,
     },
 
-    /// A reclaim threshold below the outage allowance: a holder cut off from ZooKeeper may
-    /// still be issuing IDs with an id that old.
+    /// A reclaim threshold below the reservation: a holder cut off from ZooKeeper may still be
+    /// issuing IDs with an id silent for less.
     #[error(
-        "reclaim threshold {threshold_secs} s is below the outage allowance \
-         `zookeeper.max_outage_secs` = {max_outage_secs} s: a holder cut off from ZooKeeper keeps \
-         issuing that long, so its id cannot be freed earlier"
+        "reclaim threshold {threshold_secs} s is below the reservation \
+         `zookeeper.reservation_secs` = {reservation_secs} s: a holder cut off from ZooKeeper keeps \
+         issuing that long after its last report, so its id cannot be freed earlier"
     )]
     ReclaimThreshold {
         /// The threshold asked for.
         threshold_secs: u64,
-        /// The outage allowance.
-        max_outage_secs: u64,
+        /// The reservation.
+        reservation_secs: u64,
     },
 
-    /// The local state file, or the static fallback, failed.
+    /// The local state file failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -6,11 +6,17 @@
 //!   it fails if anyone else wrote or deleted the node meanwhile; the id is then lost and the
 //!   fence closes. A reclaim, conversely, deletes the node only at the version it read, so a
 //!   report racing it makes the reclaim fail.
-//! - `reserved_until` (the promise in the node) is `max(previous, now + max_outage)`: it never
-//!   falls. The holder raises its own cap to a value only after ZooKeeper accepted it.
+//! - `reserved_until` (the promise in the node) is `max(previous, now + reservation)`: it rolls
+//!   forward with every report and never falls. The holder raises its own cap to a value only
+//!   after ZooKeeper accepted it.
 //! - The fence's limit is `min(local mark, accepted cap)`: the mark is synced to disk before
 //!   any ID past it (so a restart on this host knows how far this life went), and the cap
-//!   stops a holder cut off from ZooKeeper for `max_outage` before anyone may reclaim its id.
+//!   stops a holder cut off from ZooKeeper at the reservation of its last accepted report,
+//!   before a restart without the cache or a reclaim may take its id.
+//! - A report whose reply was lost (the connection broke after sending it) may or may not have
+//!   been written: the next round reads the node before writing again, and takes the write as
+//!   its own only when the node holds exactly what it sent, one version on (see
+//!   `unconfirmed.rs`).
 //! - A lost session is replaced by a new one, and the live node re-created under it; an old
 //!   session's leftover live node is deleted only if it was ours.
 
@@ -26,6 +32,16 @@ use crate::error::{ZkError, is_connectivity};
 use crate::options::{ZkOptions, ms};
 use crate::session::{EPHEMERAL, connect};
 use crate::tree::{NodeData, Tree};
+use crate::unconfirmed::Unconfirmed;
+
+/// A report ZooKeeper accepted: this clock when it was written, the reservation it carried,
+/// and the node's stat after it.
+#[derive(Debug, Clone)]
+pub(crate) struct Accepted {
+    pub(crate) now_ms: u64,
+    pub(crate) reserved_ms: u64,
+    pub(crate) stat: zk::Stat,
+}
 
 /// A snapshot of a holder's state, for readiness and metrics.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +86,8 @@ pub(crate) struct Shared {
     pub(crate) mark: LocalMark,
     /// Where the id's earlier holders stopped.
     pub(crate) floor_ms: u64,
+    /// This life's random number, written with every report (see `unconfirmed.rs`).
+    life: u64,
     /// The `reserved_until` of the last report ZooKeeper accepted (or the cache recorded).
     accepted_until_ms: AtomicU64,
     /// This clock at the last accepted report; 0 before the first.
@@ -101,6 +119,7 @@ impl Shared {
             clock,
             mark,
             floor_ms,
+            life: fastrand::u64(..),
             accepted_until_ms: AtomicU64::new(accepted_until_ms),
             last_report_ms: AtomicU64::new(0),
             connected: AtomicBool::new(false),
@@ -133,8 +152,10 @@ impl Shared {
         holder_string(&self.options, stat.czxid, stat.mzxid)
     }
 
-    /// ZooKeeper accepted a report written at `now` reserving until `reserved`.
-    fn accepted(&self, now: u64, reserved: u64, stat: &zk::Stat) {
+    /// ZooKeeper accepted `report`: raise the cap to its reservation. The cache records it
+    /// separately ([`record`](Self::record)): a start writes the cache's first claim itself.
+    pub(crate) fn accepted(&self, report: &Accepted) {
+        let (now, reserved) = (report.now_ms, report.reserved_ms);
         // SeqCst: see accepted_until().
         self.accepted_until_ms.fetch_max(reserved, Ordering::SeqCst);
         // Relaxed (these three): figures for status and metrics; nothing is ordered by them.
@@ -148,14 +169,20 @@ impl Shared {
                 "ZooKeeper answers again: time reports resumed"
             );
         }
-        if let Err(error) = self.mark.record_claim(&self.holder_string(stat), reserved) {
+    }
+
+    /// Record an accepted report in the local cache: the write (czxid, mzxid) a restart
+    /// checks the node against, and the reservation a start without ZooKeeper runs to.
+    pub(crate) fn record(&self, report: &Accepted) {
+        let holder = self.holder_string(&report.stat);
+        if let Err(error) = self.mark.record_claim(&holder, report.reserved_ms) {
             // Only costs the fast restart: a restart then reads the node's reservation.
             tracing::warn!(%error, "cannot record the accepted report in the local cache");
         }
     }
 
     /// A report could not reach ZooKeeper: count it and keep issuing under the cap.
-    fn failed(&self, reason: &str) {
+    pub(crate) fn failed(&self, reason: &str) {
         let now = self.clock.now_millis();
         // Relaxed (all three): status figures only.
         let failures = self.report_failures.fetch_add(1, Ordering::Relaxed) + 1;
@@ -170,7 +197,7 @@ impl Shared {
                 failures,
                 issuing_until_ms = self.accepted_until(),
                 "cannot report to ZooKeeper ({reason}); still issuing IDs on the held worker id \
-                 until the outage allowance ends"
+                 until issuing_until_ms, the reservation of the last accepted report"
             );
         }
     }
@@ -235,6 +262,11 @@ pub(crate) struct Conn {
     pub(crate) version: Option<i32>,
     /// For a start from the cache: the node's (czxid, mzxid) the cache recorded.
     pub(crate) verify: Option<(i64, i64)>,
+    /// The node's czxid, once a report was accepted or the node verified: a node deleted and
+    /// created again is not ours.
+    pub(crate) czxid: Option<i64>,
+    /// A report sent whose reply was lost: settled before the next write.
+    pub(crate) unconfirmed: Option<Unconfirmed>,
     /// The session whose live node exists.
     live_session: Option<i64>,
     /// Sessions this holder had before: their leftover live node is ours to delete.
@@ -252,33 +284,61 @@ impl Conn {
             client,
             version,
             verify,
+            czxid: None,
+            unconfirmed: None,
             live_session: None,
             old_sessions: Vec::new(),
             next_reclaim_ms: 0,
         }
     }
 
-    /// Write the node: `timestamp = now`, `reserved_until = max(previous, now + max_outage)`,
-    /// at the version last seen. `Err` carries the client's error when ZooKeeper did not
-    /// accept it (the id is lost when that error is BadVersion or NoNode).
-    pub(crate) async fn report(&mut self, shared: &Shared) -> Result<zk::Stat, zk::Error> {
+    /// Write the node: `timestamp = now`, `reserved_until = max(previous, now + reservation)`,
+    /// at the version last seen, and raise the cap once ZooKeeper accepted it (the caller
+    /// records it in the cache). `Err` carries the client's error when ZooKeeper did not
+    /// accept it (the id is lost when that error is BadVersion or NoNode); after a broken
+    /// connection the write is kept as [`Unconfirmed`], since it may have gone through.
+    pub(crate) async fn report(&mut self, shared: &Shared) -> Result<Accepted, zk::Error> {
         let client = self.client.clone().ok_or(zk::Error::ConnectionLoss)?;
         let now = shared.clock.now_millis();
         let reserved = shared
             .accepted_until()
-            .max(now.saturating_add(ms(shared.options.max_outage)));
+            .max(now.saturating_add(ms(shared.options.reservation)));
         let data = NodeData {
             ip: shared.options.ip.clone(),
             port: shared.options.port.clone(),
             timestamp: now,
             reserved_until: Some(reserved),
-        };
-        let stat = client
-            .set_data(&shared.node, &data.to_json(), self.version)
-            .await?;
-        self.version = Some(stat.version);
-        shared.accepted(now, reserved, &stat);
-        Ok(stat)
+            life: Some(shared.life),
+        }
+        .to_json();
+        match client.set_data(&shared.node, &data, self.version).await {
+            Ok(stat) => {
+                let accepted = Accepted {
+                    now_ms: now,
+                    reserved_ms: reserved,
+                    stat,
+                };
+                self.adopt(shared, &accepted);
+                Ok(accepted)
+            }
+            Err(error) => {
+                if is_connectivity(&error) {
+                    self.unconfirmed = Some(Unconfirmed {
+                        data,
+                        now_ms: now,
+                        reserved_ms: reserved,
+                    });
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// A write of ours is in the node: continue from its version, and raise the cap.
+    pub(crate) fn adopt(&mut self, shared: &Shared, accepted: &Accepted) {
+        self.version = Some(accepted.stat.version);
+        self.czxid = Some(accepted.stat.czxid);
+        shared.accepted(accepted);
     }
 
     /// One round of upkeep: a session, a report, the live node, the automatic reclaim.
@@ -289,8 +349,11 @@ impl Conn {
         if self.version.is_none() && !self.verify_cached_node(shared).await {
             return;
         }
+        if self.unconfirmed.is_some() && !self.settle_unconfirmed(shared).await {
+            return;
+        }
         match self.report(shared).await {
-            Ok(_) => {}
+            Ok(accepted) => shared.record(&accepted),
             Err(zk::Error::BadVersion | zk::Error::NoNode) => {
                 shared.lose(format!(
                     "its forever node {} was reclaimed or written by another process",
@@ -344,6 +407,7 @@ impl Conn {
         match client.get_data(&shared.node).await {
             Ok((_, stat)) if self.verify == Some((stat.czxid, stat.mzxid)) => {
                 self.version = Some(stat.version);
+                self.czxid = Some(stat.czxid);
                 tracing::info!(
                     worker_id = shared.worker_id,
                     "ZooKeeper answers: the worker id taken from the local cache is still this \
@@ -435,7 +499,7 @@ impl Conn {
             connect: &shared.options.connect,
             tree: &shared.tree,
             clock: shared.clock.as_ref(),
-            max_outage: shared.options.max_outage,
+            reservation: shared.options.reservation,
         };
         match reclaim.run(threshold, false).await {
             Ok(freed) => {
@@ -519,7 +583,8 @@ impl ZkHolder {
         self.shared.status()
     }
 
-    /// `Ok` while IDs may be issued: the id is held and the outage allowance has not run out.
+    /// `Ok` while IDs may be issued: the id is held and the reservation of the last accepted
+    /// report has not run out.
     pub fn check(&self) -> crate::Result<()> {
         let shared = &self.shared;
         if let Some(reason) = shared.lost_reason() {
@@ -533,9 +598,9 @@ impl ZkHolder {
             return Err(ZkError::Lost {
                 worker_id: shared.worker_id,
                 reason: format!(
-                    "ZooKeeper accepted no report for the outage allowance ({:?}); IDs stopped at \
-                     {cap} ms",
-                    shared.options.max_outage
+                    "ZooKeeper accepted no report within the reservation ({:?}) of the last one; \
+                     IDs stopped at {cap} ms",
+                    shared.options.reservation
                 ),
             });
         }
@@ -592,8 +657,8 @@ impl TimeFence for ZkFence {
                 limit_ms: self.limit_ms(),
                 reason: format!(
                     "ZooKeeper has accepted no report of worker id {} that reserves past {cap} ms \
-                     (outage allowance {:?})",
-                    shared.worker_id, shared.options.max_outage
+                     (reservation {:?} past each accepted report)",
+                    shared.worker_id, shared.options.reservation
                 ),
             });
         }

@@ -36,19 +36,21 @@ mod assigner;
 mod error;
 mod holder;
 mod options;
+mod peers;
 mod reclaim;
 mod session;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tree;
+mod unconfirmed;
 
 pub use assigner::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner};
 pub use error::{Result, ZkError};
 pub use holder::{ZkHolder, ZkStatus};
 pub use options::{
     DEFAULT_MAX_OUTAGE, DEFAULT_MAX_PEER_SKEW, DEFAULT_MAX_START_WAIT, DEFAULT_REPORT_INTERVAL,
-    DEFAULT_SESSION_TIMEOUT, MAX_OUTAGE_LIMIT, ReleaseMode, StaticFallback, VESTA_SERVER_RANGE,
-    ZkOptions,
+    DEFAULT_RESERVATION, DEFAULT_SESSION_TIMEOUT, MAX_OUTAGE_LIMIT, ReleaseMode,
+    VESTA_SERVER_RANGE, ZkOptions,
 };
 pub use reclaim::ReclaimCandidate;
 pub use tree::NodeData;

@@ -12,8 +12,13 @@ use crate::error::{Result, ZkError};
 /// Leaf reports its time every 3 s (`SnowflakeZookeeperHolder.scheduledUploadData`).
 pub const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(3);
 
-/// The longest a holder keeps issuing without a report ZooKeeper accepted, by default: a day.
+/// The most [`ZkOptions::reservation`] may be, by default: a day.
 pub const DEFAULT_MAX_OUTAGE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How far ahead of each report a holder reserves its id, by default: ten minutes. A holder
+/// cut off from ZooKeeper issues that long past its last accepted report; a restart without
+/// the cache, or a reclaim, may take the id that long after its holder went silent.
+pub const DEFAULT_RESERVATION: Duration = Duration::from_secs(10 * 60);
 
 /// The most a clock may be off from the other live holders' average, by default.
 pub const DEFAULT_MAX_PEER_SKEW: Duration = Duration::from_secs(5);
@@ -25,7 +30,7 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// fast restart's few seconds.
 pub const DEFAULT_MAX_START_WAIT: Duration = Duration::from_secs(5);
 
-/// The longest outage allowance accepted: 30 days. Longer only delays every reclaim.
+/// The longest `max_outage` accepted: 30 days. A longer reservation only delays every reuse.
 pub const MAX_OUTAGE_LIMIT: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
 /// Vesta's split of a 10-bit machine id between its release modes: the embedded library and
@@ -69,16 +74,6 @@ impl ReleaseMode {
     }
 }
 
-/// A static worker id to fall back on when ZooKeeper is unreachable at start-up and no usable
-/// local cache exists (Vesta's fallback chain). It must lie outside the ZooKeeper range.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StaticFallback {
-    /// The worker id.
-    pub worker_id: u64,
-    /// Its own state file (the static assigner's reserved-until mark).
-    pub state_file: PathBuf,
-}
-
 /// How a [`ZooKeeperWorkerIdAssigner`](crate::ZooKeeperWorkerIdAssigner) takes and keeps a
 /// worker id.
 ///
@@ -109,26 +104,30 @@ pub struct ZkOptions {
     /// The most this clock may differ from the other live holders' average report at
     /// start-up, beyond the staleness of their reports.
     pub max_peer_skew: Duration,
-    /// How long a holder keeps issuing without a report ZooKeeper accepted; then its fence
-    /// stops it. No id is reclaimed before its holder's allowance has run out.
+    /// How far ahead of each report the holder reserves its id (`reserved_until = now +
+    /// reservation`, rolling forward with every report, never lowered). The holder stamps
+    /// nothing past the reservation of its last accepted report, so one cut off from
+    /// ZooKeeper stops this long after it; a restart on the same ip:port without the cache,
+    /// and a reclaim, take the id only once it has passed.
+    pub reservation: Duration,
+    /// The most `reservation` may be: the longest any holder may issue without a report
+    /// ZooKeeper accepted.
     pub max_outage: Duration,
     /// The longest a start waits for its clock to pass where the id was last used.
     pub max_start_wait: Duration,
     /// Free dead holders' ids in the background after this long without a report (opt-in;
-    /// at least `max_outage`).
+    /// at least `reservation`).
     pub auto_reclaim_after: Option<Duration>,
     /// The local state file: the worker id, its last accepted report and the reserved-until
     /// mark, synced before any ID past the mark is issued.
     pub cache_file: PathBuf,
     /// The worker ids to take (default: [`ReleaseMode::Embedded`]'s range of the layout).
     pub range: Option<WorkerIdRange>,
-    /// A static worker id for a start without ZooKeeper and without a usable cache.
-    pub fallback_static: Option<StaticFallback>,
 }
 
 impl ZkOptions {
-    /// Options with the defaults: reports every 3 s, a day's outage allowance, a 5 s peer
-    /// skew, the cache file `uidgen-zk-{name}-{port}.state` in the working directory.
+    /// Options with the defaults: reports every 3 s, a ten-minute reservation (at most a day),
+    /// a 5 s peer skew, the cache file `uidgen-zk-{name}-{port}.state` in the working directory.
     pub fn new(
         connect: impl Into<String>,
         name: impl Into<String>,
@@ -145,11 +144,11 @@ impl ZkOptions {
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             report_interval: DEFAULT_REPORT_INTERVAL,
             max_peer_skew: DEFAULT_MAX_PEER_SKEW,
+            reservation: DEFAULT_RESERVATION,
             max_outage: DEFAULT_MAX_OUTAGE,
             max_start_wait: DEFAULT_MAX_START_WAIT,
             auto_reclaim_after: None,
             range: None,
-            fallback_static: None,
         }
     }
 
@@ -170,7 +169,7 @@ impl ZkOptions {
     /// use std::time::Duration;
     /// use uidgen_zk::{ZkError, ZkOptions};
     /// let mut options = ZkOptions::new("127.0.0.1:2181", "order", "10.0.0.7", "8080");
-    /// options.auto_reclaim_after = Some(Duration::from_secs(3600)); // below a day's outage
+    /// options.auto_reclaim_after = Some(Duration::from_secs(60)); // below the reservation
     /// assert!(matches!(options.validate(), Err(ZkError::ReclaimThreshold { .. })));
     /// ```
     pub fn validate(&self) -> Result<()> {
@@ -203,28 +202,26 @@ impl ZkOptions {
                 self.max_outage
             ));
         }
-        // A holder must get at least two chances to report inside its allowance, or a single
-        // lost report stops it.
-        if self.max_outage < self.report_interval.saturating_mul(2) {
+        // A holder must get at least two chances to report inside its reservation, or a
+        // single lost report stops it.
+        if self.reservation < self.report_interval.saturating_mul(2) {
             return invalid(format!(
-                "max_outage {:?} must be at least twice the report interval {:?}",
-                self.max_outage, self.report_interval
+                "reservation {:?} must be at least twice the report interval {:?}",
+                self.reservation, self.report_interval
+            ));
+        }
+        if self.reservation > self.max_outage {
+            return invalid(format!(
+                "reservation {:?} is longer than max_outage {:?}, the longest a holder may issue \
+                 without ZooKeeper: shorten the reservation or raise max_outage",
+                self.reservation, self.max_outage
             ));
         }
         if self.max_peer_skew.is_zero() {
             return invalid("max_peer_skew must be positive".into());
         }
         if let Some(threshold) = self.auto_reclaim_after {
-            check_threshold(threshold, self.max_outage)?;
-        }
-        if let (Some(fallback), Some(range)) = (&self.fallback_static, self.range)
-            && range.contains(fallback.worker_id)
-        {
-            return invalid(format!(
-                "fallback_static {} lies in the ZooKeeper range {range}: ZooKeeper may hand that \
-                 id to another process; pick one outside it",
-                fallback.worker_id
-            ));
+            check_threshold(threshold, self.reservation)?;
         }
         Ok(())
     }
@@ -239,12 +236,12 @@ impl ZkOptions {
     }
 }
 
-/// A reclaim threshold must cover the outage allowance (see `reclaim.rs` for why).
-pub(crate) fn check_threshold(threshold: Duration, max_outage: Duration) -> Result<()> {
-    if threshold < max_outage {
+/// A reclaim threshold must cover the reservation (see `reclaim.rs` for why).
+pub(crate) fn check_threshold(threshold: Duration, reservation: Duration) -> Result<()> {
+    if threshold < reservation {
         return Err(ZkError::ReclaimThreshold {
             threshold_secs: threshold.as_secs(),
-            max_outage_secs: max_outage.as_secs(),
+            reservation_secs: reservation.as_secs(),
         });
     }
     Ok(())

@@ -6,8 +6,8 @@
 //! A forever node is freed only when
 //!
 //! 1. no live node exists for its id (no running holder has a session), and
-//! 2. its last report is older than the threshold, which is at least the outage allowance
-//!    `max_outage`, and its `reserved_until` has passed by the reclaimer's clock.
+//! 2. its last report is older than the threshold, which is at least the reservation
+//!    (`reservation`, minutes), and its `reserved_until` has passed by the reclaimer's clock.
 //!
 //! Freeing is one ZooKeeper `multi`: delete the forever node *at the version read* and turn
 //! the id's `ids` node into a tombstone whose `floor` is the old holder's reservation. A report
@@ -16,17 +16,18 @@
 //!
 //! **Why a new holder of a reclaimed id never stamps a unit the old holder may have used.**
 //! The old holder's last accepted report wrote `timestamp = t` and
-//! `reserved_until = R >= t + max_outage` (its own clock's labels). Its fence caps every ID at
-//! `R`: it stamps nothing ending after `R` unless ZooKeeper accepts another report, and the
+//! `reserved_until = R >= t + reservation` (its own clock's labels). Its fence caps every ID
+//! at `R`: it stamps nothing ending after `R` unless ZooKeeper accepts another report, and the
 //! reclaim's version check means none was accepted after the one read. A holder cut off from
 //! ZooKeeper (whose live node vanished with its session) keeps issuing, but still stops at
 //! `R`; a restart from its local cache is bounded by the cap its cache recorded, which is at
-//! most `R`. So `limit(old) <= R`. The tombstone records `floor = max(R, t + max_outage)`, and
-//! the next claimant of the id takes it as its fence's floor: it stamps no unit starting
+//! most `R`. So `limit(old) <= R`. The tombstone records `floor = max(R, t + reservation)`,
+//! and the next claimant of the id takes it as its fence's floor: it stamps no unit starting
 //! before it, whatever its clock reads (and waits, or refuses, while its clock is behind). So
 //! `limit(old) <= R <= floor(new)`, comparing labels only. The threshold
-//! (`t + threshold < now`, threshold >= max_outage) is the operator's margin on top: a node
-//! is not freed while its holder might still be issuing.
+//! (`t + threshold < now`, threshold >= reservation) is the operator's margin on top: a node
+//! is not freed while its holder might still be issuing. Because the reservation rolls only
+//! minutes ahead of each report (not a day), a dead holder's id can come back the same day.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -61,7 +62,9 @@ pub(crate) struct Reclaimer<'a> {
     pub(crate) connect: &'a str,
     pub(crate) tree: &'a Tree,
     pub(crate) clock: &'a dyn Clock,
-    pub(crate) max_outage: Duration,
+    /// The reclaimer's own reservation: the least a threshold may be, and the least a
+    /// tombstone's floor lies past the last report.
+    pub(crate) reservation: Duration,
 }
 
 impl Reclaimer<'_> {
@@ -71,7 +74,7 @@ impl Reclaimer<'_> {
         older_than: Duration,
         dry_run: bool,
     ) -> Result<Vec<ReclaimCandidate>> {
-        check_threshold(older_than, self.max_outage)?;
+        check_threshold(older_than, self.reservation)?;
         let error = |action, source| zk_error(self.connect, action, source);
         let list = |dir: String| async move {
             match self.client.list_children(&dir).await {
@@ -114,7 +117,7 @@ impl Reclaimer<'_> {
             if data.timestamp.saturating_add(ms(older_than)) >= now || reserved >= now {
                 continue;
             }
-            let floor = reserved.max(data.timestamp.saturating_add(ms(self.max_outage)));
+            let floor = reserved.max(data.timestamp.saturating_add(ms(self.reservation)));
             let mut candidate = ReclaimCandidate {
                 worker_id,
                 node: name.clone(),

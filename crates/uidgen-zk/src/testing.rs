@@ -1,5 +1,5 @@
-//! Test support (cargo feature `testing`): a chroot per test on the shared ZooKeeper, and a
-//! private ZooKeeper server a test may stop and start.
+//! Test support (cargo feature `testing`): a chroot per test on the shared ZooKeeper, a
+//! private ZooKeeper server a test may stop and start, and a proxy that loses a reply.
 //!
 //! Tests never skip a missing ZooKeeper: they fail with a message naming [`ENV_TEST_ZK`].
 
@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+mod proxy;
+pub use proxy::ReplyDropper;
 
 /// The variable naming the test ensemble (default `127.0.0.1:2181`).
 pub const ENV_TEST_ZK: &str = "UIDGEN_TEST_ZK";

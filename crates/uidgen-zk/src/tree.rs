@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! /snowflake/{name}/forever/{ip}:{port}-{id:010}   persistent; Leaf's node, JSON data
-//!                                                  {"ip","port","timestamp"} + "reserved_until"
+//!                                                  {"ip","port","timestamp"} + "reserved_until",
+//!                                                  "life"
 //! /snowflake/{name}/ids/{id}                       persistent claim of the id: "ip:port", or
 //!                                                  a tombstone {"free":true,"floor":..} once
 //!                                                  reclaimed
@@ -79,8 +80,8 @@ pub(crate) fn parse_forever_name(name: &str) -> Option<(&str, u64)> {
 ///
 /// `timestamp` is the holder's clock at its last accepted report (Leaf's meaning).
 /// `reserved_until` is the holder's promise: it stamps no time unit ending after it unless it
-/// first reports again (it is `timestamp + max_outage`, never lowered). Java Leaf does not
-/// write it.
+/// first reports again (it is `timestamp + reservation`, rolling forward with every report and
+/// never lowered). Java Leaf does not write it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeData {
     /// The holder's IP.
@@ -94,6 +95,11 @@ pub struct NodeData {
     /// Leaf's nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserved_until: Option<u64>,
+    /// A random number each holder life writes with its reports, so that a holder whose
+    /// report's reply was lost knows the write it finds is its own; absent in Leaf's nodes
+    /// and in a claim's first write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub life: Option<u64>,
 }
 
 impl NodeData {
@@ -193,12 +199,13 @@ mod tests {
         assert_eq!(data.reserved_until_ms(), 1_700_000_003_000);
         let ours = NodeData {
             reserved_until: Some(9),
+            life: Some(7),
             ..data
         };
         let json = String::from_utf8(ours.to_json()).unwrap();
         assert_eq!(
             json,
-            r#"{"ip":"10.0.0.7","port":"8080","timestamp":1700000000000,"reserved_until":9}"#
+            r#"{"ip":"10.0.0.7","port":"8080","timestamp":1700000000000,"reserved_until":9,"life":7}"#
         );
         let numeric = br#"{"ip":"h","port":8080,"timestamp":1}"#;
         assert_eq!(NodeData::parse("/x", numeric).unwrap().port, "8080");

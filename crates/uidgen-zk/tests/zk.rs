@@ -4,69 +4,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::HashSet;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use uidgen_core::{
-    Clock, Layout, ManualClock, SnowflakeGenerator, SystemClock, UidError, UidGenerator,
-};
+use common::{generator, now, options, start, start_on, stop};
+use uidgen_core::{Layout, ManualClock, SystemClock, UidError, UidGenerator};
 use uidgen_store::WorkerIdRange;
-use uidgen_zk::testing::{PrivateZooKeeper, free_port, test_connect, unique};
-use uidgen_zk::{
-    StaticFallback, ZkAssignment, ZkError, ZkOptions, ZkSource, ZooKeeperWorkerIdAssigner,
-};
+use uidgen_zk::testing::{PrivateZooKeeper, ReplyDropper, free_port, test_connect, unique};
+use uidgen_zk::{ZkError, ZkSource, ZooKeeperWorkerIdAssigner};
 use zookeeper_client as zk;
 
 const DAY_MS: u64 = 24 * 60 * 60 * 1000;
-
-fn options(connect: &str, port: u16, dir: &Path) -> ZkOptions {
-    let mut options = ZkOptions::new(connect, "orders", "127.0.0.1", port.to_string());
-    options.cache_file = dir.join(format!("cache-{port}.state"));
-    options.report_interval = Duration::from_millis(200);
-    options.session_timeout = Duration::from_secs(4);
-    options
-}
-
-async fn start(options: &ZkOptions) -> Result<ZkAssignment, ZkError> {
-    ZooKeeperWorkerIdAssigner::new(options.clone())
-        .start(&Layout::leaf().unwrap())
-        .await
-}
-
-async fn start_on(options: &ZkOptions, clock: &ManualClock) -> Result<ZkAssignment, ZkError> {
-    ZooKeeperWorkerIdAssigner::new(options.clone())
-        .with_clock(clock.clone())
-        .start(&Layout::leaf().unwrap())
-        .await
-}
-
-fn stop(assigned: &ZkAssignment) {
-    if let Some(holder) = &assigned.holder {
-        holder.shutdown();
-    }
-}
-
-fn now() -> u64 {
-    SystemClock.now_millis()
-}
-
-fn generator<C: Clock + 'static>(assigned: &ZkAssignment, clock: C) -> SnowflakeGenerator<C> {
-    let generator = SnowflakeGenerator::new(
-        Layout::leaf().unwrap(),
-        assigned.assignment.worker_id,
-        clock,
-    )
-    .unwrap();
-    generator.fenced(
-        assigned
-            .assignment
-            .fence
-            .clone()
-            .expect("a ZooKeeper id is fenced"),
-    )
-}
 
 /// A client on the test's chroot, to look at the tree the way an operator would.
 async fn client(connect: &str) -> zk::Client {
@@ -194,19 +145,65 @@ async fn the_peer_average_check_refuses_a_skewed_clock() {
     let dir = tempfile::tempdir().unwrap();
     let a = start(&options(&connect, 1, dir.path())).await.unwrap();
     let b = start(&options(&connect, 2, dir.path())).await.unwrap();
+    // A clock a minute ahead sees every report as stale: it waits for fresh ones (two session
+    // timeouts and two intervals), then is refused all the same.
+    let mut new_node = options(&connect, 3, dir.path());
+    new_node.session_timeout = Duration::from_secs(1);
     for skew in [60_000i64, -60_000] {
         let clock = ManualClock::new(now().checked_add_signed(skew).unwrap());
-        let error = start_on(&options(&connect, 3, dir.path()), &clock)
-            .await
-            .unwrap_err();
+        let error = start_on(&new_node, &clock).await.unwrap_err();
         assert!(
             matches!(error, ZkError::PeerSkew { peers: 2, .. }),
             "{error}"
         );
     }
     // A clock within the bound starts.
-    let fine = start(&options(&connect, 3, dir.path())).await.unwrap();
-    for held in [&a, &b, &fine] {
+    let fine = start(&new_node).await.unwrap();
+    stop(&fine);
+    // A restart on its own node is checked against that node's last report only (Leaf): a
+    // clock ahead of the peers starts there.
+    let a_id = a.assignment.worker_id;
+    stop(&a);
+    drop(a);
+    let ahead = ManualClock::new(now() + 60_000);
+    let again = start_on(&options(&connect, 1, dir.path()), &ahead)
+        .await
+        .unwrap();
+    assert_eq!(again.assignment.worker_id, a_id);
+    for held in [&again, &b] {
+        stop(held);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_new_holder_started_right_after_a_zookeeper_outage_is_not_refused_for_skew() {
+    let mut server = PrivateZooKeeper::start();
+    let dir = tempfile::tempdir().unwrap();
+    let connect = format!("{}/after-outage", server.address());
+    let opts = |port| {
+        let mut o = options(&connect, port, dir.path());
+        o.report_interval = Duration::from_millis(500);
+        o.session_timeout = Duration::from_secs(2);
+        o
+    };
+    let peers = [
+        start(&opts(1)).await.unwrap(),
+        start(&opts(2)).await.unwrap(),
+    ];
+    // Away for longer than the session timeout and the skew allowed (5 s) plus an interval:
+    // the peers' last reports are that old when it returns.
+    server.stop();
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    server.resume();
+    let fresh = start(&opts(3)).await.unwrap();
+    assert_eq!(fresh.source, ZkSource::ZooKeeper);
+    let ids: HashSet<u64> = peers
+        .iter()
+        .chain([&fresh])
+        .map(|p| p.assignment.worker_id)
+        .collect();
+    assert_eq!(ids.len(), 3);
+    for held in peers.iter().chain([&fresh]) {
         stop(held);
     }
 }
@@ -218,7 +215,7 @@ async fn zookeeper_killed_mid_run_keeps_ids_flowing_and_reports_resume_when_it_r
     let mut opts = options(&format!("{}/outage", server.address()), 7000, dir.path());
     opts.session_timeout = Duration::from_secs(2);
     let held = start(&opts).await.unwrap();
-    let holder = held.holder.clone().unwrap();
+    let holder = held.holder.clone();
     let generator = Arc::new(generator(&held, SystemClock));
     let first_session = live_owner(&server.address(), holder.worker_id())
         .await
@@ -308,7 +305,7 @@ async fn zookeeper_down_at_start_up_runs_on_the_cache_and_refuses_a_cache_ahead_
     );
     let next = generator(&cached, SystemClock).next_id().unwrap();
     assert!(next > *issued.iter().max().unwrap());
-    assert!(!cached.holder.as_ref().unwrap().status().connected);
+    assert!(!cached.holder.status().connected);
     stop(&cached);
     drop(cached);
 
@@ -320,20 +317,16 @@ async fn zookeeper_down_at_start_up_runs_on_the_cache_and_refuses_a_cache_ahead_
         "{error}"
     );
 
-    // No cache: refused, naming both; with a static fallback outside the range: that id.
+    // No cache: refused, naming both and saying what to keep (there is no static fallback: it
+    // would be one id for every host starting while ZooKeeper is down).
     let mut no_cache = down.clone();
     no_cache.cache_file = dir.path().join("missing.state");
     let error = start(&no_cache).await.unwrap_err();
     assert!(matches!(error, ZkError::NoUsableCache { .. }), "{error}");
-    no_cache.range = Some(WorkerIdRange::new(0, 923).unwrap());
-    no_cache.fallback_static = Some(StaticFallback {
-        worker_id: 1000,
-        state_file: dir.path().join("static-1000.state"),
-    });
-    let fallback = start(&no_cache).await.unwrap();
-    assert_eq!(
-        (fallback.source, fallback.assignment.worker_id),
-        (ZkSource::StaticFallback, 1000)
+    assert!(
+        error.to_string().contains("missing.state")
+            && error.to_string().contains("keep `zookeeper.cache_file`"),
+        "{error}"
     );
 }
 
@@ -368,9 +361,9 @@ async fn reclaim_frees_dead_holders_ids_but_never_a_live_nodes() {
     );
     assert!(freed[0].freed);
     assert!(reclaimer.nodes().await.unwrap().contains_key(&live_id));
-    // A threshold below the outage allowance is refused.
+    // A threshold below the reservation (ten minutes) is refused.
     let error = reclaimer
-        .reclaim(Duration::from_secs(3600), true)
+        .reclaim(Duration::from_secs(60), true)
         .await
         .unwrap_err();
     assert!(matches!(error, ZkError::ReclaimThreshold { .. }), "{error}");
@@ -394,7 +387,7 @@ async fn a_reclaimed_id_never_issues_in_a_time_unit_its_old_holder_used() {
         old_ids.extend(old_gen.next_ids(100).unwrap());
         old_clock.advance(1);
     }
-    let reserved = old.holder.as_ref().unwrap().status().reserved_until_ms;
+    let reserved = old.holder.status().reserved_until_ms;
     stop(&old);
     let layout = Layout::leaf().unwrap();
     let old_last = old_ids
@@ -471,7 +464,7 @@ async fn a_used_up_range_is_a_typed_error_naming_it() {
     // A node outside the configured range refuses the start (Vesta).
     let mut moved = options(&connect, 1, dir.path());
     moved.range = Some(WorkerIdRange::new(100, 200).unwrap());
-    held[0].holder.as_ref().unwrap().shutdown();
+    held[0].holder.shutdown();
     let error = start(&moved).await.unwrap_err();
     assert!(
         matches!(error, ZkError::OutsideRange { id: 7, .. }),
@@ -533,7 +526,7 @@ async fn automatic_reclaim_frees_a_dead_holders_id_after_the_threshold() {
     let dir = tempfile::tempdir().unwrap();
     let short = |port| {
         let mut o = options(&connect, port, dir.path());
-        o.max_outage = Duration::from_secs(1);
+        o.reservation = Duration::from_secs(1);
         o
     };
     let dead = start(&short(1)).await.unwrap();
@@ -541,7 +534,7 @@ async fn automatic_reclaim_frees_a_dead_holders_id_after_the_threshold() {
     let mut reclaiming = short(2);
     reclaiming.auto_reclaim_after = Some(Duration::from_secs(1));
     let held = start(&reclaiming).await.unwrap();
-    let holder = held.holder.clone().unwrap();
+    let holder = held.holder.clone();
     let deadline = Instant::now() + Duration::from_secs(20);
     while holder.status().reclaimed == 0 {
         assert!(
@@ -579,7 +572,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
         (cached.source, cached.assignment.worker_id),
         (ZkSource::LocalCache, id)
     );
-    let holder = cached.holder.clone().unwrap();
+    let holder = cached.holder.clone();
     server.resume();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !holder.status().connected {
@@ -604,7 +597,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
     server.stop();
     let cached = start(&opts).await.unwrap();
     assert_eq!(cached.source, ZkSource::LocalCache);
-    let holder = cached.holder.clone().unwrap();
+    let holder = cached.holder.clone();
     let gen_ = generator(&cached, SystemClock);
     gen_.next_id().unwrap();
     server.resume();
@@ -621,4 +614,70 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
     assert!(gen_.next_id().is_err());
     // The cache is forgotten: a later start while ZooKeeper is down cannot take the id.
     assert!(!opts.cache_file.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lost_report_reply_or_request_keeps_the_worker_id_and_refuses_nothing() {
+    let connect = test_connect();
+    let (upstream, chroot) = connect.split_once('/').unwrap();
+    let proxy = ReplyDropper::start(upstream);
+    let dir = tempfile::tempdir().unwrap();
+    let opts = options(&format!("{}/{chroot}", proxy.address()), 7200, dir.path());
+    let held = start(&opts).await.unwrap();
+    let holder = held.holder.clone();
+    let id = held.assignment.worker_id;
+    let generator = generator(&held, SystemClock);
+    let mut ids = Vec::new();
+    let mut refusals = 0;
+    let mut issue = |ids: &mut Vec<u64>| match generator.next_ids(100) {
+        Ok(batch) => ids.extend(batch),
+        Err(_) => refusals += 1,
+    };
+    // First the server writes a report and its reply is lost with the connection (the next
+    // report would fail on the version and give the id up); then a report is lost before it
+    // reaches the server.
+    for (round, lose) in [
+        ReplyDropper::drop_next_set_data_reply as fn(&ReplyDropper),
+        ReplyDropper::drop_next_set_data_request,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        lose(&proxy);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while proxy.dropped() == round as u64 {
+            assert!(Instant::now() < deadline, "no report passed the proxy");
+            issue(&mut ids);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let lost_at = now();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            issue(&mut ids);
+            let status = holder.status();
+            assert_eq!(status.lost, None, "round {round}: {status:?}");
+            if status.connected && status.last_report_ms.is_some_and(|t| t > lost_at + 500) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: reports did not resume: {status:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(holder.status().report_failures > round as u64);
+    }
+    holder.check().unwrap();
+    assert_eq!(refusals, 0);
+    assert!(opts.cache_file.exists(), "the cache was given up");
+    let nodes = ZooKeeperWorkerIdAssigner::new(opts.clone())
+        .nodes()
+        .await
+        .unwrap();
+    assert!(nodes.contains_key(&id));
+    let total = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), total);
+    holder.shutdown();
 }

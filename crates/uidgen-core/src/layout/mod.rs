@@ -316,6 +316,31 @@ impl Layout {
         Ok(elapsed)
     }
 
+    /// Time units since the epoch of the wall-clock instant `time_ms` a caller asked for (to
+    /// build an ID from, as `make` does): as [`time_at`](Self::time_at), but an instant before
+    /// the epoch is [`UidError::TimeBeforeEpoch`], a mistake in the input, not a clock to
+    /// distrust.
+    ///
+    /// ```
+    /// use uidgen_core::Layout;
+    /// let baidu = Layout::baidu("2026-01-01").unwrap();
+    /// assert_eq!(baidu.time_of(baidu.epoch_ms() + 5_000).unwrap(), 5);
+    /// assert_eq!(
+    ///     baidu.time_of(915_148_800_000).unwrap_err().to_string(),
+    ///     "time 1999-01-01T00:00:00.000Z is before the layout's epoch 2026-01-01T00:00:00.000Z: \
+    ///      no ID of this layout holds it; give a later time, or a layout whose epoch is earlier"
+    /// );
+    /// ```
+    pub fn time_of(&self, time_ms: u64) -> Result<u64> {
+        match self.time_at(time_ms) {
+            Err(UidError::ClockBeforeEpoch { .. }) => Err(UidError::TimeBeforeEpoch {
+                time_ms,
+                epoch_ms: self.epoch_ms,
+            }),
+            other => other,
+        }
+    }
+
     /// Check that a time value (units since the epoch) fits the time field.
     pub fn check_time(&self, time: u64) -> Result<()> {
         if time > self.max_time() {

@@ -5,7 +5,7 @@ use uidgen_core::calendar::format_iso8601;
 use uidgen_core::{DecodedUid, FieldKind, Layout, UidParts};
 use uidgen_proto::v1::{ExplainIdResponse, Field, MakeIdRequest};
 
-use crate::http::ApiError;
+use crate::http::{ApiError, FieldErrors, misfits};
 
 /// The layout's fields, most significant first, with their values in `decoded` (zeros without
 /// one). A worker field the layout splits (`keyworker`) shows as its machine and process parts.
@@ -65,18 +65,25 @@ pub(super) fn explain(layout: &Layout, text: &str) -> Result<ExplainIdResponse, 
     Ok(response(layout, &decoded))
 }
 
-/// `MakeId`: the ID with the requested fields (nothing is issued), decoded back.
+/// `MakeId`: the ID with the requested fields (nothing is issued), decoded back. Every bad
+/// field is named at once, each with its own sentence, as `POST /v1/ids/make` does.
 pub(super) fn make(
     layout: &Layout,
     request: &MakeIdRequest,
 ) -> Result<ExplainIdResponse, ApiError> {
+    let mut bad = FieldErrors::new();
     let time = match (request.time, request.timestamp_ms) {
         (Some(time), None) => time,
-        (None, Some(ms)) => layout.time_at(ms).map_err(ApiError::input)?,
+        (None, Some(ms)) => layout.time_of(ms).unwrap_or_else(|e| {
+            bad.insert("timestamp_ms".to_owned(), e.to_string());
+            0
+        }),
         _ => {
-            return Err(ApiError::bad_parameter(
-                "give exactly one of `time` (units since the epoch) or `timestamp_ms`",
-            ));
+            bad.insert(
+                "time".to_owned(),
+                "give exactly one of `time` (units since the epoch) or `timestamp_ms`".to_owned(),
+            );
+            0
         }
     };
     let parts = UidParts {
@@ -87,6 +94,12 @@ pub(super) fn make(
         kind: request.r#type.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
         method: request.method,
     };
+    for (name, why) in misfits(layout, &parts) {
+        bad.entry(name).or_insert(why);
+    }
+    if !bad.is_empty() {
+        return Err(ApiError::bad_fields(bad));
+    }
     let id = layout.compose(&parts).map_err(ApiError::input)?;
     let decoded = layout.decode(id).map_err(ApiError::input)?;
     Ok(response(layout, &decoded))

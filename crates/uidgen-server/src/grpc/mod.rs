@@ -29,11 +29,11 @@ use uidgen_proto::v1::{
     StreamIdsRequest,
 };
 
-pub use server::serve;
 pub(crate) use server::{GrpcGate, serve_starting};
+pub use server::{mode_service_name, serve};
 pub use status::status;
 
-use crate::http::{ApiError, AppState, batch_count, many_as, one_as, segment_count};
+use crate::http::{ApiError, AppState, batch_count, batch_size, many_as, one_as};
 use crate::metrics::{IssuedCounter, Metrics};
 
 /// How many batches a stream may run ahead of tonic's sender. A client that stops reading
@@ -190,10 +190,10 @@ impl IdService for GrpcService {
         request: Request<StreamIdsRequest>,
     ) -> Result<Response<IdStream>, Status> {
         let StreamIdsRequest {
-            batch_size,
+            batch_size: per_batch,
             max_ids,
         } = request.into_inner();
-        let batch = match count(batch_size, self.state.batch_cap) {
+        let batch = match batch_size("batch_size", u64::from(per_batch), self.state.batch_cap) {
             Ok(batch) => batch,
             Err(error) => return Err(self.failed("StreamIds", &error)),
         };
@@ -229,10 +229,10 @@ impl IdService for GrpcService {
         &self,
         request: Request<SegmentIdsRequest>,
     ) -> Result<Response<SegmentIdBatch>, Status> {
-        let SegmentIdsRequest { tag, count } = request.into_inner();
+        let SegmentIdsRequest { tag, count: wanted } = request.into_inner();
         self.answer("SegmentIds", async {
             let service = crate::http::segment_service(&self.state)?;
-            let n = segment_count(&count.to_string(), self.state.batch_cap)?;
+            let n = count(wanted, self.state.batch_cap)?;
             let ids = service
                 .get_batch_async(&tag, n)
                 .await

@@ -15,14 +15,16 @@ use tonic::server::NamedService;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
 use uidgen_proto::v1::id_service_server::IdServiceServer;
 
 use super::GrpcService;
-use crate::http::{AppState, ReadinessCheck, STARTING_MESSAGE};
+use crate::http::{AppState, Mode, Readiness, STARTING_MESSAGE, check_readiness};
 
 /// Serve gRPC on `listener` over `state` until `stopping` turns true; then report NOT_SERVING
 /// on the health service, end open streams, and finish the calls in flight. Until then the
-/// health service follows the server's readiness (the `/readyz` check).
+/// health service follows the server's readiness (the `/readyz` checks), as a whole and per
+/// mode ([`mode_service_name`]).
 ///
 /// ```no_run
 /// # async fn demo(state: std::sync::Arc<uidgen_server::http::AppState>) -> anyhow::Result<()> {
@@ -59,30 +61,29 @@ pub(crate) async fn serve_starting(
     let (health, health_service) = tonic_health::server::health_reporter();
     // Known before the port answers: a checker never sees the service as unknown.
     let state = started.borrow().clone();
-    let ready = match &state {
-        Some(state) => (state.readiness)().await.is_ok(),
-        None => false,
+    let serving = match &state {
+        Some(state) => Serving::of(&check_readiness(state).await),
+        None => Serving::starting(),
     };
-    set(&health, ready).await;
+    serving.report(&health, None).await;
     let follower = tokio::spawn(async move {
-        let state = match state {
-            Some(state) => state,
+        let (state, serving) = match state {
+            Some(state) => (state, serving),
             None => {
                 let opened = tokio::select! {
                     opened = started.wait_for(Option::is_some) => opened.ok().and_then(|s| s.clone()),
                     _ = stopping.wait_for(|&s| s) => None,
                 };
                 let Some(state) = opened else {
-                    set(&health, false).await;
+                    serving.stopped().report(&health, None).await;
                     return;
                 };
-                state
+                let now = Serving::of(&check_readiness(&state).await);
+                now.report(&health, Some(&serving)).await;
+                (state, now)
             }
         };
-        let readiness = Arc::clone(&state.readiness);
-        let ready = readiness().await.is_ok();
-        set(&health, ready).await;
-        follow_readiness(readiness, health, ready, stopping).await;
+        follow_readiness(state, health, serving, stopping).await;
     });
     let reflection = |builder: tonic_reflection::server::Builder<'static>| {
         builder
@@ -116,18 +117,93 @@ pub(crate) async fn serve_starting(
         .context("the gRPC server failed")
 }
 
-/// How often the health service re-reads readiness (the same check as `/readyz`).
+/// How often the health service re-reads readiness (the same checks as `/readyz`).
 const HEALTH_INTERVAL: Duration = Duration::from_secs(2);
 
-/// Keep the health service's status for `""` and `uidgen.v1.IdService` equal to readiness
-/// (store answers, worker lease held, ring padding alive, layout not exhausted): SERVING or
-/// NOT_SERVING, re-read every [`HEALTH_INTERVAL`] from `serving` (the status set last), so
-/// failover clients can probe it. When `stopping` turns true (or its sender goes away),
-/// report NOT_SERVING and end.
+/// The health service's name for one mode (`uidgen.v1.IdService/segment`): SERVING while that
+/// mode can serve, as `/readyz?mode=segment` answers; only the modes this server serves have one.
+///
+/// ```
+/// use uidgen_server::grpc::mode_service_name;
+/// use uidgen_server::http::Mode;
+/// assert_eq!(mode_service_name(Mode::Segment), "uidgen.v1.IdService/segment");
+/// ```
+pub fn mode_service_name(mode: Mode) -> String {
+    format!("{}/{}", IdServiceServer::<GrpcService>::NAME, mode.name())
+}
+
+/// What the health service reports: the server as a whole (some mode can serve, as `/readyz`
+/// answers), and each configured mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Serving {
+    any: bool,
+    modes: Vec<(Mode, bool)>,
+}
+
+impl Serving {
+    fn of(readiness: &Readiness) -> Self {
+        Self {
+            any: readiness.any_ready(),
+            modes: readiness
+                .modes
+                .iter()
+                .map(|(mode, check)| (*mode, check.is_ok()))
+                .collect(),
+        }
+    }
+
+    /// A starting server: NOT_SERVING as a whole (its modes are not known yet).
+    fn starting() -> Self {
+        Self {
+            any: false,
+            modes: Vec::new(),
+        }
+    }
+
+    /// Everything NOT_SERVING: the server is stopping.
+    fn stopped(&self) -> Self {
+        Self {
+            any: false,
+            modes: self.modes.iter().map(|(mode, _)| (*mode, false)).collect(),
+        }
+    }
+
+    /// Set the statuses that differ from `before` (all of them without one).
+    async fn report(&self, health: &HealthReporter, before: Option<&Serving>) {
+        if before.is_none_or(|b| b.any != self.any) {
+            let status = status_of(self.any);
+            health
+                .set_service_status(IdServiceServer::<GrpcService>::NAME, status)
+                .await;
+            // "": the server as a whole, which is what most health checkers ask about.
+            health.set_service_status("", status).await;
+        }
+        for (i, (mode, serving)) in self.modes.iter().enumerate() {
+            if before.is_none_or(|b| b.modes.get(i) != Some(&(*mode, *serving))) {
+                health
+                    .set_service_status(mode_service_name(*mode), status_of(*serving))
+                    .await;
+            }
+        }
+    }
+}
+
+fn status_of(serving: bool) -> ServingStatus {
+    if serving {
+        ServingStatus::Serving
+    } else {
+        ServingStatus::NotServing
+    }
+}
+
+/// Keep the health service's statuses equal to readiness: `""` and `uidgen.v1.IdService`
+/// SERVING while some mode can serve, each `uidgen.v1.IdService/{mode}` while that mode can;
+/// re-read every [`HEALTH_INTERVAL`], so failover clients can probe it. When `stopping` turns
+/// true (or its sender goes away), report NOT_SERVING everywhere and end.
 async fn follow_readiness(
-    readiness: ReadinessCheck,
-    health: tonic_health::server::HealthReporter,
-    mut serving: bool,
+    state: Arc<AppState>,
+    health: HealthReporter,
+    mut serving: Serving,
     mut stopping: watch::Receiver<bool>,
 ) {
     loop {
@@ -135,29 +211,16 @@ async fn follow_readiness(
             _ = stopping.wait_for(|&s| s) => break,
             () = tokio::time::sleep(HEALTH_INTERVAL) => {}
         }
-        let ready = readiness().await.is_ok();
+        let now = Serving::of(&check_readiness(&state).await);
         if *stopping.borrow() {
             break;
         }
-        if ready != serving {
-            set(&health, ready).await;
-            serving = ready;
+        if now != serving {
+            now.report(&health, Some(&serving)).await;
+            serving = now;
         }
     }
-    set(&health, false).await;
-}
-
-async fn set(health: &tonic_health::server::HealthReporter, serving: bool) {
-    let status = if serving {
-        ServingStatus::Serving
-    } else {
-        ServingStatus::NotServing
-    };
-    health
-        .set_service_status(IdServiceServer::<GrpcService>::NAME, status)
-        .await;
-    // "": the server as a whole, which is what most health checkers ask about.
-    health.set_service_status("", status).await;
+    serving.stopped().report(&health, None).await;
 }
 
 /// `uidgen.v1.IdService` behind the start gate: `UNAVAILABLE` until [`open`](Self::open), then

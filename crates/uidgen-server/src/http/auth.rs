@@ -87,7 +87,7 @@ fn authorise(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(bearer_token)
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::UNAUTHORIZED,
@@ -106,6 +106,14 @@ fn authorise(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// The token of an `Authorization: Bearer <token>` value. The scheme's name is
+/// case-insensitive (RFC 9110, section 11.1: <https://www.rfc-editor.org/rfc/rfc9110#section-11.1>),
+/// so `bearer` and `BEARER` are as good as `Bearer`; spaces around the token are not part of it.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
 /// Whether `given` equals `secret`, in time that depends only on the lengths, never on where
 /// the bytes differ. `subtle`'s slice comparison returns early on a length mismatch, which
 /// tells an attacker the secret's length; here every byte of the secret is compared whatever
@@ -118,4 +126,24 @@ pub fn ct_eq(given: &[u8], secret: &[u8]) -> bool {
         equal &= g.ct_eq(s);
     }
     bool::from(equal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        for value in [
+            "Bearer t0ken",
+            "bearer t0ken",
+            "BEARER  t0ken ",
+            " Bearer t0ken",
+        ] {
+            assert_eq!(bearer_token(value), Some("t0ken"), "{value:?}");
+        }
+        for value in ["Basic t0ken", "Bearert0ken", "t0ken", ""] {
+            assert_eq!(bearer_token(value), None, "{value:?}");
+        }
+    }
 }

@@ -1,24 +1,31 @@
 //! Taking IDs without stalling the async runtime.
 //!
 //! A generator may wait: Baidu's default generator sleeps until the next second when a
-//! second's sequence runs out, and the cached generator's reject-take policy waits up to a
-//! second for padding. On a worker thread of the runtime that wait would stall every other
-//! request on that thread (on 2 cores, two such requests freeze `/healthz`). So the only work
-//! done inline is taking IDs the ring already holds, which is one CAS; everything else runs on
-//! tokio's blocking pool.
+//! second's sequence runs out, and the cached generator's ring may be empty until its padding
+//! thread refills it (or, with borrowing bounded, until the clock reaches the next unit). On a
+//! worker thread of the runtime a sleeping wait would stall every other request on that thread
+//! (on 2 cores, two such requests freeze `/healthz`), and on the blocking pool it costs a thread
+//! per waiting request (a load test grew the process from 5 to 414 threads). So a generator
+//! with a ring is never waited for on a thread: a handler takes what the ring holds, and while
+//! it is empty awaits a [`Notify`] the padding thread wakes ([`PaddingSignal`]). Generators
+//! without a ring run on tokio's blocking pool.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use uidgen_core::{CachedUidGenerator, Clock, FieldKind, GenMethod, UidGenerator};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use uidgen_core::{
+    CachedUidGenerator, Clock, FieldKind, GenMethod, PaddedHook, UidError, UidGenerator,
+};
 use uidgen_store::GuardedGenerator;
 
 use super::{ApiError, AppState, RingSnapshot};
 
-/// Batches up to this many IDs are taken inline when the ring holds them: copying a thousand
-/// ready IDs is a few microseconds. Larger batches may have to wait for padding (a batch of
-/// [`DEFAULT_BATCH_CAP`](super::DEFAULT_BATCH_CAP) IDs is more than the default 65,536-slot
-/// ring), so they go to the blocking pool.
-pub const INLINE_BATCH: usize = 1024;
+/// A waiter that has not been woken looks at the ring again after this long anyway: the
+/// padding thread's signal is what wakes it, this only bounds the damage of a signal that
+/// cannot be connected (a ring whose hook another state already holds).
+const LOOK_AGAIN: Duration = Duration::from_millis(10);
 
 /// What the HTTP layer needs from a generator with a ring buffer (the cached generator): IDs
 /// that are ready now, never waiting, and the ring's state.
@@ -35,6 +42,18 @@ pub trait ReadyRing: Send + Sync {
 
     /// Why the ring's producer stopped for good, if it did: no more IDs will be padded.
     fn stop_reason(&self) -> Option<String>;
+
+    /// The same, as the typed error takes report (an exhausted time field stays
+    /// [`UidError::TimestampExhausted`], so the route answers `exhausted`).
+    fn stop_error(&self) -> Option<UidError>;
+
+    /// How long a caller waits for padding that delivers nothing before it gives up
+    /// ([`CachedUidGenerator::stall_limit`]).
+    fn stall_limit(&self) -> Duration;
+
+    /// Have `hook` called whenever padding put IDs into the ring or stopped
+    /// ([`CachedUidGenerator::on_padded`]); `false` if a hook was already set.
+    fn on_padded(&self, hook: PaddedHook) -> bool;
 }
 
 fn snapshot_of<C: Clock + 'static>(cached: &CachedUidGenerator<C>) -> RingSnapshot {
@@ -63,6 +82,18 @@ impl<C: Clock + 'static> ReadyRing for CachedUidGenerator<C> {
 
     fn stop_reason(&self) -> Option<String> {
         self.ring().stop_reason()
+    }
+
+    fn stop_error(&self) -> Option<UidError> {
+        self.ring().stop_error()
+    }
+
+    fn stall_limit(&self) -> Duration {
+        CachedUidGenerator::stall_limit(self)
+    }
+
+    fn on_padded(&self, hook: PaddedHook) -> bool {
+        CachedUidGenerator::on_padded(self, hook)
     }
 }
 
@@ -96,6 +127,82 @@ impl<C: Clock + 'static> ReadyRing for GuardedGenerator<CachedUidGenerator<C>> {
     fn stop_reason(&self) -> Option<String> {
         self.inner().ring().stop_reason()
     }
+
+    fn stop_error(&self) -> Option<UidError> {
+        self.inner().ring().stop_error()
+    }
+
+    fn stall_limit(&self) -> Duration {
+        self.inner().stall_limit()
+    }
+
+    fn on_padded(&self, hook: PaddedHook) -> bool {
+        self.inner().on_padded(hook)
+    }
+}
+
+/// What a handler waiting for the ring awaits: a [`Notify`] the padding thread wakes after
+/// every refill and when it stops, connected to the ring (through
+/// [`ReadyRing::on_padded`]) on the first wait, so however the state was built, its waiters
+/// are woken.
+#[derive(Debug, Default)]
+pub struct PaddingSignal {
+    notify: Arc<Notify>,
+    connected: OnceLock<bool>,
+}
+
+impl PaddingSignal {
+    /// The signal of `ring`, connecting it first if this is the first wait.
+    fn of(&self, ring: &dyn ReadyRing) -> &Notify {
+        self.connected.get_or_init(|| {
+            let notify = Arc::clone(&self.notify);
+            // notify_waiters, not notify_one: every handler waiting may find IDs now, and none
+            // is left a permit to wake later to an empty ring.
+            ring.on_padded(Arc::new(move || notify.notify_waiters()))
+        });
+        &self.notify
+    }
+}
+
+/// `n` IDs from `ring`: what it holds now, then, while it is empty, awaiting the padding's
+/// signal (no thread is held). Fails when the producer stopped, when the lease ended, or when
+/// nothing was padded for the ring's stall limit.
+///
+/// Cancel safety: IDs taken before the future is dropped are lost, never reissued.
+async fn from_ring(state: &AppState, ring: &dyn ReadyRing, n: usize) -> Result<Vec<u64>, ApiError> {
+    let padded = state.padded.of(ring);
+    let mut ids = Vec::new();
+    let mut progress = Instant::now();
+    loop {
+        // Registered before looking, so a refill between the look and the await still wakes us.
+        let notified = padded.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let wanted = n - ids.len();
+        if ring
+            .take_ready(&mut ids, wanted)
+            .map_err(ApiError::generation)?
+            > 0
+        {
+            progress = Instant::now();
+        }
+        if ids.len() == n {
+            return Ok(ids);
+        }
+        if let Some(stopped) = ring.stop_error() {
+            return Err(ApiError::generation(stopped));
+        }
+        let stalled = progress.elapsed();
+        let limit = ring.stall_limit();
+        if stalled >= limit {
+            return Err(ApiError::generation(UidError::RingEmpty(format!(
+                "no ID padded for {stalled:?} with {} of {n} taken",
+                ids.len()
+            ))));
+        }
+        // Whether woken or timed out, the loop looks again.
+        let _ = tokio::time::timeout(LOOK_AGAIN.min(limit - stalled), notified).await;
+    }
 }
 
 /// Run a generator call on the blocking pool.
@@ -120,38 +227,34 @@ pub async fn many(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
     many_as(state, n, GenMethod::Rest).await
 }
 
-/// One new ID issued through `channel`: from the ring inline when it holds one, else on the
-/// blocking pool. On a layout with a genMethod field the ID says which channel issued it
+/// One new ID issued through `channel`: from the ring (awaiting its padding when it is
+/// empty), or from a generator without one on the blocking pool. On a layout with a genMethod
+/// field the ID says which channel issued it
 /// ([`Layout::with_method`](uidgen_core::Layout::with_method)); this and [`many_as`] are the
 /// only places a served ID gets its method, whichever channel serves it.
 pub async fn one_as(state: &AppState, channel: GenMethod) -> Result<u64, ApiError> {
-    if let Some(ring) = &state.ring
-        && let Some(id) = ring.take_one().map_err(ApiError::generation)?
-    {
-        return stamp(state, id, channel);
-    }
-    let id = blocking(&state.generator, |g| g.next_id()).await?;
+    let id = match &state.ring {
+        Some(ring) => match ring.take_one().map_err(ApiError::generation)? {
+            Some(id) => id,
+            // `from_ring` answers exactly the IDs asked for, or an error.
+            None => from_ring(state, ring.as_ref(), 1)
+                .await?
+                .pop()
+                .ok_or_else(|| ApiError::internal("the ring answered no ID"))?,
+        },
+        None => blocking(&state.generator, |g| g.next_id()).await?,
+    };
     stamp(state, id, channel)
 }
 
-/// `n` new IDs issued through `channel` (`n` already checked against the batch cap): inline
-/// when the ring holds them and the batch is small, the rest on the blocking pool.
+/// `n` new IDs issued through `channel` (`n` already checked against the batch cap): from the
+/// ring (awaiting its padding as often as a batch larger than the ring needs), or from a
+/// generator without one on the blocking pool.
 pub async fn many_as(state: &AppState, n: usize, channel: GenMethod) -> Result<Vec<u64>, ApiError> {
-    let mut ids = Vec::new();
-    if n <= INLINE_BATCH
-        && let Some(ring) = &state.ring
-    {
-        ring.take_ready(&mut ids, n).map_err(ApiError::generation)?;
-    }
-    if ids.len() < n {
-        let rest = n - ids.len();
-        let more = blocking(&state.generator, move |g| g.next_ids(rest)).await?;
-        if ids.is_empty() {
-            ids = more;
-        } else {
-            ids.extend(more);
-        }
-    }
+    let mut ids = match &state.ring {
+        Some(ring) => from_ring(state, ring.as_ref(), n).await?,
+        None => blocking(&state.generator, move |g| g.next_ids(n)).await?,
+    };
     let layout = state.generator.layout();
     if layout.has(FieldKind::Method) {
         for id in &mut ids {

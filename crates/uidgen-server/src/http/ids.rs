@@ -263,16 +263,22 @@ pub struct IdBatch {
     ids: Vec<u64>,
 }
 
-/// `count` as a batch size, 1 to `cap` (HTTP's `count`, gRPC's `count` and `batch_size`).
+/// `count` as a batch size, 1 to `cap` (HTTP's `count`, gRPC's `count`).
 pub(crate) fn batch_count(count: u64, cap: usize) -> Result<usize, ApiError> {
-    usize::try_from(count)
+    batch_size("count", count, cap)
+}
+
+/// The request field `name` as a batch size, 1 to `cap`, with a sentence naming that field
+/// (gRPC's `StreamIds` asks for `batch_size`, not `count`).
+pub(crate) fn batch_size(name: &str, value: u64, cap: usize) -> Result<usize, ApiError> {
+    usize::try_from(value)
         .ok()
         .filter(|&n| (1..=cap).contains(&n))
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "invalid_count",
-                format!("count {count} is out of range; ask for 1 to {cap} IDs"),
+                format!("{name} {value} is out of range; ask for 1 to {cap} IDs"),
             )
         })
 }

@@ -61,13 +61,74 @@ fn make_time(layout: &Layout, req: &MakeRequest) -> Result<u64, (&'static str, S
                     "must be ISO-8601 (\"2026-01-01T00:00:00Z\") or milliseconds".to_owned(),
                 )
             })?;
-            layout.time_at(ms).map_err(|e| ("timestamp", e.to_string()))
+            layout.time_of(ms).map_err(|e| ("timestamp", e.to_string()))
         }
         _ => Err((
             "time",
             "give exactly one of `time` (units since the epoch) or `timestamp`".to_owned(),
         )),
     }
+}
+
+/// Every field of `parts` that does not fit `layout`, by its name in a make request (`time`,
+/// `worker`, `sequence`, `version`, `type`, `method`), each with its own sentence. Each field
+/// is tried alone, the others zero, so every field that does not fit is named, not only the
+/// first one `compose` meets (HTTP's make route and gRPC's `MakeId` both report them all).
+pub(crate) fn misfits(layout: &Layout, parts: &UidParts) -> FieldErrors {
+    let zero = UidParts::default();
+    let alone: [(&str, UidParts); 6] = [
+        (
+            "time",
+            UidParts {
+                time: parts.time,
+                ..zero
+            },
+        ),
+        (
+            "worker",
+            UidParts {
+                worker: parts.worker,
+                ..zero
+            },
+        ),
+        (
+            "sequence",
+            UidParts {
+                sequence: parts.sequence,
+                ..zero
+            },
+        ),
+        (
+            "version",
+            UidParts {
+                version: parts.version,
+                ..zero
+            },
+        ),
+        (
+            "type",
+            UidParts {
+                kind: parts.kind,
+                ..zero
+            },
+        ),
+        (
+            "method",
+            UidParts {
+                method: parts.method,
+                ..zero
+            },
+        ),
+    ];
+    alone
+        .into_iter()
+        .filter_map(|(name, single)| {
+            layout
+                .compose(&single)
+                .err()
+                .map(|e| (name.to_owned(), e.to_string()))
+        })
+        .collect()
 }
 
 /// `POST /v1/ids/make`: the ID with the given fields, and its decoded form. Every bad field is
@@ -128,56 +189,8 @@ pub async fn make(
         kind: req.kind.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
         method: req.method,
     };
-    // Each field alone, the others zero: every field that does not fit is named, not just the
-    // first one `compose` meets.
-    let alone: [(&str, UidParts); 6] = [
-        (
-            "time",
-            UidParts {
-                time,
-                ..UidParts::default()
-            },
-        ),
-        (
-            "worker",
-            UidParts {
-                worker,
-                ..UidParts::default()
-            },
-        ),
-        (
-            "sequence",
-            UidParts {
-                sequence,
-                ..UidParts::default()
-            },
-        ),
-        (
-            "version",
-            UidParts {
-                version: parts.version,
-                ..UidParts::default()
-            },
-        ),
-        (
-            "type",
-            UidParts {
-                kind: parts.kind,
-                ..UidParts::default()
-            },
-        ),
-        (
-            "method",
-            UidParts {
-                method: parts.method,
-                ..UidParts::default()
-            },
-        ),
-    ];
-    for (name, single) in alone {
-        if let Err(e) = layout.compose(&single) {
-            bad.entry(name.to_owned()).or_insert_with(|| e.to_string());
-        }
+    for (name, why) in misfits(layout, &parts) {
+        bad.entry(name).or_insert(why);
     }
     if !bad.is_empty() {
         return Err(ApiError::bad_fields(bad));

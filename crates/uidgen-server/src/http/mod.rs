@@ -15,6 +15,7 @@ mod make;
 mod observe;
 mod openapi;
 mod ops;
+mod ready;
 mod segments;
 mod sharded;
 mod starting;
@@ -36,12 +37,16 @@ pub use error::{ApiError, ErrorBody, ErrorReport, FieldErrors, SEE_LOG, TextErro
 pub(crate) use fallback::{
     claim as claim_fallback, release as release_fallback, renew as renew_fallback,
 };
-pub use generate::{INLINE_BATCH, ReadyRing, many_as, one_as};
-pub(crate) use ids::batch_count;
+pub use generate::{PaddingSignal, ReadyRing, many_as, one_as};
+pub(crate) use ids::{batch_count, batch_size};
 pub use lease::SegmentLease;
 pub(crate) use lease::lease;
+pub(crate) use make::misfits;
+pub use ready::{
+    Mode, ModeCheck, READY_TIMEOUT, Readiness, ReadinessBoard, check as check_readiness, check_mode,
+};
 pub use segments::segment_error;
-pub(crate) use segments::{segment_count, service as segment_service};
+pub(crate) use segments::service as segment_service;
 pub use sharded::sharded_error;
 pub use starting::{GatedApp, STARTING_MESSAGE, STARTING_RETRY_AFTER_SECS, StartGate};
 
@@ -63,18 +68,26 @@ pub struct RingSnapshot {
 /// A boxed future, for the readiness probe.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Why the service is not ready: a sentence safe for clients, and the details for the log
-/// (which may name the database and quote its driver).
+/// Why a mode is not ready: a sentence safe for clients, and the details for the log (which
+/// may name the database and quote its driver).
 #[derive(Debug, Clone)]
 pub struct NotReady {
+    /// The error code a probe of the mode answers with: `not_ready`, or `exhausted` when the
+    /// layout's time bits have run out.
+    pub code: &'static str,
     /// What the client is told, e.g. "the store does not answer".
     pub public: &'static str,
     /// What the log is told.
     pub detail: String,
 }
 
-/// Checks that what the service depends on answers (the store, the worker lease).
+/// Checks that something a mode depends on answers (the store, the worker lease).
 pub type ReadinessCheck = Arc<dyn Fn() -> BoxFuture<Result<(), NotReady>> + Send + Sync>;
+
+/// A [`ReadinessCheck`] that always passes: nothing to depend on.
+pub fn always_ready() -> ReadinessCheck {
+    Arc::new(|| Box::pin(async { Ok(()) }))
+}
 
 /// Everything a handler needs, shared as one `Arc`.
 pub struct AppState {
@@ -85,14 +98,20 @@ pub struct AppState {
     /// The same generator's ring buffer, when it has one: the inline fast path, readiness and
     /// metrics read it.
     pub ring: Option<Arc<dyn ReadyRing>>,
+    /// What handlers waiting for the ring await (connected to `ring` on the first wait).
+    pub padded: PaddingSignal,
     /// The most IDs one request may ask for.
     pub batch_cap: usize,
     /// Bearer token for admin routes; `None` disables them.
     pub admin_token: Option<String>,
     /// Metrics.
     pub metrics: Metrics,
-    /// Readiness probe.
-    pub readiness: ReadinessCheck,
+    /// What the ID generator depends on besides itself: the worker id's lease, if leased.
+    pub worker_check: ReadinessCheck,
+    /// Whether the store answers: segment mode's readiness.
+    pub store_check: ReadinessCheck,
+    /// The last readiness of every mode, for `GET /v1/status`.
+    pub readiness: ReadinessBoard,
     /// Leaf segment mode, when enabled.
     pub segments: Option<Arc<uidgen_segment::SegmentService>>,
     /// The sharded mode (IDs with app id and shard inside, from Redis lists), when enabled.
@@ -125,16 +144,20 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// State with no store behind it (always ready) and no ring: for the embedded CLI and tests.
+    /// State with no store behind it (every check passes) and no ring: for the embedded CLI and
+    /// tests.
     pub fn embedded(generator: Arc<dyn UidGenerator>, worker_id: u64) -> Self {
         Self {
             generator,
             worker_id,
             ring: None,
+            padded: PaddingSignal::default(),
             batch_cap: DEFAULT_BATCH_CAP,
             admin_token: None,
             metrics: Metrics::new(),
-            readiness: Arc::new(|| Box::pin(async { Ok(()) })),
+            worker_check: always_ready(),
+            store_check: always_ready(),
+            readiness: ReadinessBoard::default(),
             segments: None,
             sharded: None,
             fallback: None,

@@ -225,5 +225,10 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} missing from:\n{text}");
         }
+        // Routes that issue nothing have no issued series at all.
+        for route in ["/healthz", "unmatched"] {
+            let series = format!(r#"uidgen_ids_issued_total{{route="{route}"}}"#);
+            assert!(!text.contains(&series), "{series} in:\n{text}");
+        }
     }
 }

@@ -6,8 +6,9 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
-use super::error::ErrorBody;
-use super::{ApiError, AppState, SEE_LOG, TextError};
+use super::error::{ECHO_CHARS, ErrorBody, clip};
+use super::extract::QueryParams;
+use super::{ApiError, AppState, Mode, NotReady, SEE_LOG, TextError, check_mode, check_readiness};
 use crate::metrics::Metrics;
 
 /// `GET /healthz`: the process is up.
@@ -27,79 +28,115 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// `GET /readyz`: the store answers and the generator issues IDs. Why not is logged; the
-/// client gets a fixed sentence, since the reason can name the database.
-///
-/// A ZooKeeper worker id whose ensemble is away is *degraded but ready*: the held id still
-/// issues (until the outage allowance ends), so a load balancer keeps the instance, and the
-/// body says `ready (degraded: …)`. It turns 503 once the id is lost or the allowance ran out.
+/// `GET /readyz[?mode=ids|segment|sharded]`: whether this server can serve. Without `mode`,
+/// 200 while at least one configured mode can serve (a store outage takes segment mode down,
+/// not the ID generator, so a load balancer keeps the instance), with the modes that cannot,
+/// and a ZooKeeper outage within the reservation of the last accepted report, as
+/// `ready (degraded: …)`; 503 when none can. With `mode`, that mode alone: 200, 503, or 404
+/// when it is not enabled here. Why a mode is not ready is logged; the client gets a fixed
+/// sentence, since the reason can name the database.
 #[utoipa::path(
     get,
     path = "/readyz",
     tag = "operations",
+    params((
+        "mode" = inline(Option<Mode>),
+        Query,
+        description = "Probe one mode: `ids` (the ID generator), `segment` or `sharded`"
+    )),
     responses(
         (
             status = 200,
-            description = "`ready`, or `ready (degraded: …)` while a ZooKeeper outage is within \
-                           its allowance",
+            description = "`ready`, or `ready (degraded: …)` naming the modes that cannot serve \
+                           and a ZooKeeper outage within its allowance",
             content_type = "text/plain",
             body = String,
             example = "ready"
         ),
+        (status = 400, description = "An unknown mode", body = ErrorBody),
+        (status = 404, description = "The mode is not enabled on this server", body = ErrorBody),
         (
             status = 503,
-            description = "Not ready: the store, the lease, ZooKeeper or the generator",
+            description = "No mode can serve (or the mode asked for cannot): the store, the \
+                           lease, ZooKeeper, Redis or the generator",
             body = ErrorBody
         ),
     )
 )]
-pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<String, ApiError> {
-    if let Some(reason) = state.ring.as_ref().and_then(|ring| ring.stop_reason()) {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not_ready",
-            format!("the ID generator has stopped; {SEE_LOG}"),
-        )
-        .with_cause(format!(
-            "not ready: the ring buffer's padding has stopped: {reason}"
-        )));
-    }
-    if let Err(why) = (state.readiness)().await {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not_ready",
-            format!("{}; {SEE_LOG}", why.public),
-        )
-        .with_cause(format!("not ready: {}: {}", why.public, why.detail)));
-    }
-    let degraded = match state.zk.as_ref().map(crate::zk::readiness) {
-        Some(Err(why)) => {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "not_ready",
-                format!("the ZooKeeper worker id can no longer issue IDs; {SEE_LOG}"),
+pub async fn readyz(
+    State(state): State<Arc<AppState>>,
+    params: QueryParams,
+) -> Result<String, ApiError> {
+    if let Some(name) = params.get("mode") {
+        let mode = Mode::from_name(name).ok_or_else(|| {
+            ApiError::bad_parameter(format!(
+                "unknown mode {:?}; use ids, segment or sharded",
+                clip(name, ECHO_CHARS)
+            ))
+        })?;
+        let check = check_mode(&state, mode).await.ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "mode_disabled",
+                format!("{} mode is not enabled on this server", mode.name()),
             )
-            .with_cause(format!("not ready: {why}")));
-        }
-        Some(Ok(degraded)) => degraded,
-        None => None,
-    };
-    if state.generator.layout().time_at(now_ms()).is_err() {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "exhausted",
-            "the layout's time bits cannot represent the current time",
-        ));
+        })?;
+        return match check {
+            Ok(note) => Ok(ready_text(note.into_iter().collect())),
+            Err(why) => Err(not_ready(why.code, why.public.to_owned(), &[(mode, &why)])),
+        };
     }
-    Ok(degraded.map_or_else(
-        || "ready".to_owned(),
-        |why| format!("ready (degraded: {why})"),
-    ))
+    let readiness = check_readiness(&state).await;
+    let failed: Vec<(Mode, &NotReady)> = readiness
+        .modes
+        .iter()
+        .filter_map(|(mode, check)| check.as_ref().err().map(|why| (*mode, why)))
+        .collect();
+    if !readiness.any_ready() {
+        return Err(match failed.as_slice() {
+            [(_, why)] => not_ready(why.code, why.public.to_owned(), &failed),
+            _ => {
+                let each: Vec<String> = failed
+                    .iter()
+                    .map(|(mode, why)| format!("{}: {}", mode.name(), why.public))
+                    .collect();
+                let message = format!("no mode can serve: {}", each.join("; "));
+                not_ready("not_ready", message, &failed)
+            }
+        });
+    }
+    let mut notes = Vec::new();
+    for (mode, check) in &readiness.modes {
+        match check {
+            Ok(Some(note)) => notes.push(note.clone()),
+            Ok(None) => {}
+            Err(why) => notes.push(format!("{} mode: {}", mode.name(), why.public)),
+        }
+    }
+    Ok(ready_text(notes))
 }
 
-fn now_ms() -> u64 {
-    use uidgen_core::Clock;
-    uidgen_core::SystemClock.now_millis()
+/// `ready`, or `ready (degraded: …)` with the notes.
+fn ready_text(notes: Vec<String>) -> String {
+    if notes.is_empty() {
+        "ready".to_owned()
+    } else {
+        format!("ready (degraded: {})", notes.join("; "))
+    }
+}
+
+/// 503 with `message` and the server-log pointer; the modes' details go to the log.
+fn not_ready(code: &'static str, message: String, failed: &[(Mode, &NotReady)]) -> ApiError {
+    let cause: Vec<String> = failed
+        .iter()
+        .map(|(mode, why)| format!("{} mode: {}: {}", mode.name(), why.public, why.detail))
+        .collect();
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        code,
+        format!("{message}; {SEE_LOG}"),
+    )
+    .with_cause(format!("not ready: {}", cause.join("; ")))
 }
 
 /// `GET /metrics`: Prometheus text exposition.
@@ -119,7 +156,7 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
         let s = ring.snapshot();
         Metrics::set(&state.metrics.ring_capacity, s.capacity);
         Metrics::set(&state.metrics.ring_available, s.available);
-        Metrics::set(&state.metrics.ring_padding_runs, s.padding_runs);
+        Metrics::copy(&state.metrics.ring_padding_runs, s.padding_runs);
         Metrics::set(&state.metrics.ring_borrowed_units, s.borrowed_units);
     }
     if let Some(segments) = &state.segments {

@@ -167,22 +167,20 @@ pub struct SegmentBatch {
     ids: Vec<i64>,
 }
 
-/// A segment batch size from its text, 1 to `cap` (HTTP's `count` query parameter, gRPC's
-/// `count` field written out), with the same sentence for both.
+/// A batch size from the text of a `count` query parameter, 1 to `cap`: a number gets the
+/// sentence of [`batch_count`](super::batch_count), anything else says what a count is.
 pub(crate) fn segment_count(raw: &str, cap: usize) -> Result<usize, ApiError> {
-    raw.parse::<usize>()
-        .ok()
-        .filter(|n| (1..=cap).contains(n))
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_count",
-                format!(
-                    "count {:?} is out of range; ask for 1 to {cap} IDs",
-                    clip(raw, ECHO_CHARS),
-                ),
-            )
-        })
+    match raw.parse::<u64>() {
+        Ok(count) => super::batch_count(count, cap),
+        Err(_) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_count",
+            format!(
+                "`count` must be a whole number from 1 to {cap}, got {:?}",
+                clip(raw, ECHO_CHARS),
+            ),
+        )),
+    }
 }
 
 /// `GET /v1/segments/{tag}?count=N`: a batch of a tag's IDs.

@@ -1,9 +1,11 @@
 //! What the web console reads: the layouts this server can decode (`GET /v1/layouts`) and the
 //! generator's state in one document (`GET /v1/status`), polled once a second.
 //!
-//! Nothing here reaches the database: a console left open all day costs one cheap request a
-//! second. Texts that may quote the database or ZooKeeper (a stopped ring's reason, a lost
-//! ZooKeeper id's reason) are replaced by a flag and a fixed sentence, as `/readyz` does.
+//! Nothing here waits for the database: a console left open all day costs one cheap request a
+//! second. The modes' readiness is the last one checked, refreshed in the background at most
+//! every 2 s however many consoles poll. Texts that may quote the database or ZooKeeper (a
+//! stopped ring's reason, a lost ZooKeeper id's reason) are replaced by a flag and a fixed
+//! sentence, as `/readyz` does.
 
 use std::sync::Arc;
 
@@ -15,7 +17,7 @@ use uidgen_core::layout::PRESET_NAMES;
 use uidgen_core::{Clock, Layout, SystemClock};
 use utoipa::ToSchema;
 
-use super::{AppState, SEE_LOG};
+use super::{AppState, Mode, SEE_LOG};
 
 /// One run of bits in an ID.
 #[derive(Debug, Serialize, ToSchema)]
@@ -172,7 +174,7 @@ pub struct RingStatus {
 pub struct ZkView {
     /// The last time report reached ZooKeeper.
     connected: bool,
-    /// IDs may still be issued (the id is held and the outage allowance has not run out).
+    /// IDs may still be issued (the id is held and the reservation of its last accepted report has not run out).
     issuing: bool,
     /// Reports that failed since start.
     report_failures: u64,
@@ -207,6 +209,22 @@ pub struct ShardedView {
     lock_busy: u64,
     /// Connections opened to Redis.
     reconnects: u64,
+}
+
+/// One mode's readiness, as `GET /readyz?mode=…` answers it (checked at most a few seconds
+/// ago).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ModeStatus {
+    /// The mode: `ids` (the ID generator), `segment` or `sharded`.
+    mode: Mode,
+    /// Whether the mode can serve.
+    ready: bool,
+    /// What is degraded while it still serves (a ZooKeeper outage within its allowance).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    degraded: Option<String>,
+    /// Why it cannot serve, as a sentence safe to show (the details are in the server log).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
 }
 
 /// `GET /v1/status`: what the console's Live panel shows.
@@ -247,6 +265,10 @@ pub struct Status {
     /// Why generation stopped, if it did, as a sentence safe to show.
     #[serde(skip_serializing_if = "Option::is_none")]
     stopped: Option<String>,
+    /// Whether some mode can serve (what `/readyz` answers).
+    ready: bool,
+    /// Each mode this server serves, and whether it can now.
+    modes: Vec<ModeStatus>,
 }
 
 /// `GET /v1/status`: the generator's state, for the console (no database round trip).
@@ -257,6 +279,17 @@ pub struct Status {
     responses((status = 200, description = "The generator's state", body = Status))
 )]
 pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
+    let readiness = super::ready::latest(&state).await;
+    let modes = readiness
+        .modes
+        .iter()
+        .map(|(mode, check)| ModeStatus {
+            mode: *mode,
+            ready: check.is_ok(),
+            degraded: check.as_ref().ok().cloned().flatten(),
+            reason: check.as_ref().err().map(|why| why.public),
+        })
+        .collect();
     let now_ms = SystemClock.now_millis();
     let ring = state.ring.as_ref().map(|ring| {
         let s = ring.snapshot();
@@ -315,5 +348,7 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
         zookeeper,
         sharded,
         stopped,
+        ready: readiness.any_ready(),
+        modes,
     })
 }

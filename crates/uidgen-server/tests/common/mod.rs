@@ -172,6 +172,11 @@ impl Server {
         self.log().contains(line)
     }
 
+    /// The server's process id (its threads are `/proc/{pid}/task/*`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What the server logged so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
@@ -252,6 +257,18 @@ pub async fn call(
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// `PUT /v1/admin/segments/{tag}` with `body`, and `auth` as the `Authorization` header.
+pub async fn put_tag(
+    router: &axum::Router,
+    tag: &str,
+    auth: Option<&str>,
+    body: &str,
+) -> (axum::http::StatusCode, String) {
+    let uri = format!("/v1/admin/segments/{tag}");
+    let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
+    call(router, "PUT", &uri, &headers, body).await
 }
 
 /// `GET uri`.

@@ -1,17 +1,20 @@
 //! A small worker process for the multi-process tests of `uidgen-zk`.
 //!
 //! `uidgen-zk-worker --connect C --name N --port P --cache FILE --out FILE [--secs S]
-//! [--max-count M] [--range LO-HI]` takes a worker id from ZooKeeper for the address
-//! `127.0.0.1:P` under the namespace N, prints it on stdout at once, then takes IDs from a
-//! `SnowflakeGenerator` on Leaf's layout for S seconds (default 2, at most M IDs), writes
-//! them to the out file as little-endian u64s, and stops its holder. A refused start exits
-//! with status 3 and the typed error on stderr.
+//! [--max-count M] [--range LO-HI] [--clock-offset-ms O] [--reservation-ms R] [--report-ms I]
+//! [--session-ms T]` takes a worker id from ZooKeeper for the address `127.0.0.1:P` under the
+//! namespace N, prints it on stdout at once, then takes IDs from a `SnowflakeGenerator` on
+//! Leaf's layout for S seconds (default 2, at most M IDs), appending them to the out file as
+//! little-endian u64s batch by batch (so a process killed midway leaves what it issued), and
+//! stops its holder. The clock is the system clock moved by O ms (a host whose clock is off,
+//! or stepped across a restart). A refused start exits with status 3 and the typed error on
+//! stderr.
 
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use uidgen_core::{Layout, SnowflakeGenerator, SystemClock, UidGenerator};
+use uidgen_core::{Clock, Layout, SnowflakeGenerator, SystemClock, UidGenerator};
 use uidgen_zk::{ZkOptions, ZooKeeperWorkerIdAssigner};
 
 type AnyResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
@@ -20,7 +23,18 @@ type AnyResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 const REFUSED: i32 = 3;
 
 const USAGE: &str = "uidgen-zk-worker --connect C --name N --port P --cache FILE --out FILE \
-                     [--secs S] [--max-count M] [--range LO-HI]";
+                     [--secs S] [--max-count M] [--range LO-HI] [--clock-offset-ms O] \
+                     [--reservation-ms R] [--report-ms I] [--session-ms T]";
+
+/// The system clock moved by a fixed offset: this process's host clock, off by that much.
+#[derive(Debug, Clone, Copy)]
+struct OffsetClock(i64);
+
+impl Clock for OffsetClock {
+    fn now_millis(&self) -> u64 {
+        SystemClock.now_millis().saturating_add_signed(self.0)
+    }
+}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> AnyResult {
@@ -42,11 +56,27 @@ async fn main() -> AnyResult {
     if let Some(range) = flag("--range") {
         options.range = Some(range.parse()?);
     }
+    let millis = |name: &str| -> AnyResult<Option<Duration>> {
+        Ok(match flag(name) {
+            Some(ms) => Some(Duration::from_millis(ms.parse()?)),
+            None => None,
+        })
+    };
+    if let Some(reservation) = millis("--reservation-ms")? {
+        options.reservation = reservation;
+    }
+    if let Some(interval) = millis("--report-ms")? {
+        options.report_interval = interval;
+    }
+    if let Some(timeout) = millis("--session-ms")? {
+        options.session_timeout = timeout;
+    }
+    let clock = OffsetClock(flag("--clock-offset-ms").map_or(Ok(0), |s| s.parse())?);
     let out = need("--out")?;
     let secs: f64 = flag("--secs").map_or(Ok(2.0), |s| s.parse())?;
     let max_count: usize = flag("--max-count").map_or(Ok(500_000), |s| s.parse())?;
     let layout = Layout::leaf()?;
-    let assigner = ZooKeeperWorkerIdAssigner::new(options);
+    let assigner = ZooKeeperWorkerIdAssigner::new(options).with_clock(clock);
     let assigned = match assigner.start(&layout).await {
         Ok(assigned) => assigned,
         Err(error) => {
@@ -57,7 +87,7 @@ async fn main() -> AnyResult {
     let worker_id = assigned.assignment.worker_id;
     println!("{worker_id}");
     std::io::stdout().flush()?;
-    let mut generator = SnowflakeGenerator::new(layout, worker_id, SystemClock)?;
+    let mut generator = SnowflakeGenerator::new(layout, worker_id, clock)?;
     if let Some(fence) = assigned.assignment.fence.clone() {
         generator = generator.fenced(fence);
     }
@@ -65,19 +95,19 @@ async fn main() -> AnyResult {
     let until = Instant::now() + Duration::from_secs_f64(secs);
     // Off the runtime: the generator may sleep for the next millisecond, and the holder's
     // reports must keep running meanwhile.
-    let bytes = tokio::task::spawn_blocking(move || -> uidgen_core::Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        while Instant::now() < until && bytes.len() / 8 < max_count {
-            for id in generator.next_ids(1000)? {
-                bytes.extend_from_slice(&id.to_le_bytes());
-            }
+    let mut file = std::fs::File::create(out)?;
+    tokio::task::spawn_blocking(move || -> Result<(), String> {
+        let mut count = 0;
+        while Instant::now() < until && count < max_count {
+            let batch = generator.next_ids(1000).map_err(|e| e.to_string())?;
+            count += batch.len();
+            let bytes: Vec<u8> = batch.iter().flat_map(|id| id.to_le_bytes()).collect();
+            // Unbuffered: written before the next batch is taken, so a kill loses none.
+            file.write_all(&bytes).map_err(|e| e.to_string())?;
         }
-        Ok(bytes)
+        Ok(())
     })
     .await??;
-    std::fs::File::create(out)?.write_all(&bytes)?;
-    if let Some(holder) = &assigned.holder {
-        holder.shutdown();
-    }
+    assigned.holder.shutdown();
     Ok(())
 }

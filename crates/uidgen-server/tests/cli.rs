@@ -1,0 +1,205 @@
+//! The real `uidgen` binary as a newcomer meets it: options anywhere on the command line,
+//! clap's exit code for a bad option, a mistyped `UIDGEN_…` variable refused, `serve --layout`
+//! and `--epoch`, a host name to listen on, and start-up errors that say what is wrong, once.
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod common;
+
+use common::{Server, fetch, run, sqlite_url, temp_dir};
+
+#[test]
+fn decode_reads_options_after_the_ids() {
+    // 1 << 12 in Snowflake's bits is worker 1, sequence 0; in Baidu's, sequence 4096.
+    let id = (1u64 << 12).to_string();
+    let (status, out, err) = run(&["decode", &id, "--layout", "snowflake"], &[]);
+    assert!(status.success(), "{err}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.contains("worker=1 sequence=0"), "{out}");
+    assert!(out.trim_end().ends_with("layout=snowflake"), "{out}");
+    let (status, out, err) = run(
+        &["decode", "--json", &id, "--layout", "snowflake", "7"],
+        &[],
+    );
+    assert!(status.success(), "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(out.contains(r#""workerId":"1""#), "{out}");
+}
+
+#[test]
+fn an_unknown_option_is_a_usage_error_and_a_negative_id_a_malformed_one() {
+    let (status, _, err) = run(&["decode", "1", "--bogus"], &[]);
+    assert_eq!(status.code(), Some(2), "clap's usage error: {err}");
+    assert!(err.contains("unexpected argument '--bogus'"), "{err}");
+    let (status, _, err) = run(&["decode", "-5"], &[]);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.trim(),
+        "error: malformed id -5: not a non-negative decimal integer"
+    );
+}
+
+#[test]
+fn a_mistyped_variable_stops_every_command_that_reads_the_configuration() {
+    let store = sqlite_url("typo");
+    let typo = [("UIDGEN_LAYOUTT", "x"), ("UIDGEN_STORE", store.as_str())];
+    for args in [
+        &["serve", "--listen", "127.0.0.1:0"][..],
+        &["decode", "1"],
+        &["make", "--units", "1", "--worker", "1", "--seq", "1"],
+        &["gen", "--worker", "1"],
+        &["migrate"],
+    ] {
+        let (status, out, err) = run(args, &typo);
+        assert!(!status.success(), "{args:?} ran: {out}");
+        assert_eq!(
+            err.trim(),
+            "error: unknown environment variable UIDGEN_LAYOUTT; did you mean UIDGEN_LAYOUT?",
+            "{args:?}"
+        );
+    }
+    // Variables that are not configuration keys, but are read by the worker-node registry, the
+    // tests or the scripts, are no typos.
+    let known = [
+        ("UIDGEN_HOST", "10.0.0.7"),
+        ("UIDGEN_PORT", "8080"),
+        ("UIDGEN_BIN", "/usr/bin/uidgen"),
+        ("UIDGEN_TEST_ANYTHING", "x"),
+    ];
+    let (status, _, err) = run(&["decode", "1"], &known);
+    assert!(status.success(), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_takes_a_layout_and_an_epoch_and_may_listen_on_a_host_name() {
+    let store = sqlite_url("serve-layout");
+    let server = Server::start_listening(
+        "localhost:0",
+        &["--layout", "snowflake", "--epoch", "2020-01-01"],
+        &[("UIDGEN_STORE", &store), ("UIDGEN_GENERATOR", "snowflake")],
+    );
+    let client = reqwest::Client::new();
+    let (status, body) = fetch(&client, &server.url("/v1/layouts")).await;
+    assert_eq!(status, 200, "{body}");
+    let served = &common::json(&body)[0];
+    assert_eq!(served["name"], "snowflake", "{body}");
+    assert_eq!(served["served"], true, "{body}");
+    assert_eq!(served["epoch"], "2020-01-01T00:00:00.000Z", "{body}");
+    let (_, id) = fetch(&client, &server.url("/genid")).await;
+    let (status, out, err) = run(
+        &[
+            "decode",
+            id.trim(),
+            "--layout",
+            "snowflake",
+            "--epoch",
+            "2020-01-01",
+        ],
+        &[],
+    );
+    assert!(status.success(), "{err}");
+    assert!(
+        out.contains(&format!("worker={}", server.worker_id())),
+        "{out}"
+    );
+    // The epoch moves every ID of the space: an override that does not fit is refused at once.
+    let (status, _, err) = run(
+        &["serve", "--listen", "127.0.0.1:0", "--layout", "snowflake"],
+        &[
+            ("UIDGEN_STORE", &store),
+            ("UIDGEN_WORKER_ASSIGNER", "static"),
+            ("UIDGEN_WORKER_ID", "5000"),
+        ],
+    );
+    assert!(!status.success());
+    assert!(
+        err.contains(
+            "invalid config key `worker.id`: worker id 5000 exceeds the layout's maximum 1023"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_sqlite_folder_is_refused_and_not_created() {
+    let parent = temp_dir("missing-folder").join("not-there");
+    let url = format!("sqlite://{}/dir/x.db", parent.display());
+    let (status, _, err) = run(&["migrate", "--store", &url], &[]);
+    assert!(!status.success());
+    assert!(
+        err.contains(&format!(
+            "the folder {}/dir does not exist",
+            parent.display()
+        )),
+        "{err}"
+    );
+    assert!(!parent.exists(), "created {}", parent.display());
+}
+
+#[test]
+fn a_wrong_database_password_is_an_authentication_failure_said_once() {
+    let server = uidgen_store::testing::server_url(uidgen_store::testing::TestDb::MySql).unwrap();
+    let (scheme, rest) = server.split_once("://").unwrap();
+    let (userinfo, host) = rest.split_once('@').unwrap();
+    let user = userinfo.split(':').next().unwrap();
+    let url = format!("{scheme}://{user}:not-the-password@{host}");
+    let (status, _, err) = run(&["migrate", "--store", &url], &[]);
+    assert!(!status.success());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("authentication failed for user '{user}'")),
+        "{err} (is the MariaDB server of {} up?)",
+        uidgen_store::testing::MYSQL_URL_VAR
+    );
+    assert_eq!(err.matches("Access denied").count(), 1, "said once: {err}");
+    assert!(!err.contains("cannot reach"), "{err}");
+    assert!(!err.contains("not-the-password"), "{err}");
+}
+
+#[test]
+fn a_wrong_redis_password_stops_start_up() {
+    let redis = uidgen_sharded::testing::PrivateRedis::start();
+    assert_eq!(
+        redis.command(&["CONFIG", "SET", "requirepass", "s3cret"]),
+        "+OK"
+    );
+    let url = format!("redis://:wrong@127.0.0.1:{}", redis.port());
+    let store = sqlite_url("redis-auth");
+    let (status, _, err) = run(
+        &["serve", "--listen", "127.0.0.1:0"],
+        &[
+            ("UIDGEN_STORE", &store),
+            ("UIDGEN_SHARDED_ENABLED", "true"),
+            ("UIDGEN_REDIS_URL", &url),
+        ],
+    );
+    assert!(!status.success(), "started with a wrong Redis password");
+    assert!(err.contains("refused the credentials"), "{err}");
+    assert!(
+        err.contains("check the user and password in `redis.url`"),
+        "{err}"
+    );
+    assert!(!err.contains(":wrong@"), "{err}");
+}
+
+#[test]
+fn make_with_a_time_before_the_epoch_says_so() {
+    let (status, _, err) = run(
+        &[
+            "make",
+            "--time",
+            "1999-01-01T00:00:00Z",
+            "--worker",
+            "1",
+            "--seq",
+            "1",
+        ],
+        &[],
+    );
+    assert!(!status.success());
+    assert_eq!(
+        err.trim(),
+        "error: time 1999-01-01T00:00:00.000Z is before the layout's epoch \
+         2026-01-01T00:00:00.000Z: no ID of this layout holds it; give a later time, or a layout \
+         whose epoch is earlier"
+    );
+}
