@@ -238,6 +238,17 @@ impl WorkerConfig {
             .unwrap_or_else(|| PathBuf::from(format!("uidgen-worker-{id}.state")))
     }
 
+    /// The leased assigner's options (its range aside): the lease's timing derived from
+    /// `lease_ttl_secs` by [`LeaseOptions::with_ttl`], so the takeover wait (half the ttl)
+    /// covers what a holder may borrow.
+    pub fn lease_options(&self) -> LeaseOptions {
+        LeaseOptions {
+            cache_path: self.cache_file.clone(),
+            cache_reserve: Duration::from_secs(self.cache_reserve_secs),
+            ..LeaseOptions::with_ttl(Duration::from_secs(self.lease_ttl_secs))
+        }
+    }
+
     /// The machine assigner's state directory.
     pub fn machine_state_dir(&self) -> PathBuf {
         self.state_dir
@@ -825,22 +836,30 @@ impl Config {
                 "must be at least 3 seconds",
             ));
         }
-        // The library checks the rest of the lease options (bounds included); this only names
-        // the key.
-        let lease = LeaseOptions {
-            ttl: Duration::from_secs(self.worker.lease_ttl_secs),
-            heartbeat_interval: None,
-            max_takeover_wait: Duration::ZERO,
-            cache_reserve: Duration::from_secs(self.worker.cache_reserve_secs),
-            ..LeaseOptions::default()
-        };
-        if let Err(error) = lease.validate() {
+        // The library checks the lease options (bounds included, and for a leased worker id
+        // that the takeover wait, half the ttl, covers the layout); this only names the key.
+        let lease = self.worker.lease_options();
+        lease.validate().map_err(|error| {
             let key = if lease.cache_reserve > uidgen_store::MAX_LEASE_TTL {
                 "worker.cache_reserve_secs"
             } else {
                 "worker.lease_ttl_secs"
             };
-            return Err(invalid(key, error.to_string()));
+            invalid(key, error.to_string())
+        })?;
+        if self.worker.assigner == AssignerKind::Leased {
+            let layout = self.build_layout()?;
+            lease.validate_for(&layout).map_err(|error| {
+                // The wait is half the ttl: name the ttl that gives the wait asked for.
+                let wait_ms = lease.min_takeover_wait(&layout).as_millis();
+                invalid(
+                    "worker.lease_ttl_secs",
+                    format!(
+                        "{error}; the takeover wait is half the ttl, so set it to at least {}",
+                        (2 * wait_ms).div_ceil(1000)
+                    ),
+                )
+            })?;
         }
         if self.segment.enabled && self.segment.sample_step == 0 {
             return Err(invalid("segment.sample_step", "must be greater than 0"));

@@ -34,5 +34,6 @@ pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod serve;
+mod servers;
 pub mod sharded;
 pub mod zk;

@@ -253,7 +253,7 @@ impl Metrics {
             "sharded_events",
             "Sharded mode since start, by event: pops, ids_popped, empty_pops, refills, \
              numbers_pushed, refill_failures, lock_busy, reconnects, purges, removed_lists, \
-             corrupt_entries",
+             corrupt_entries, restored_lists",
             sharded.clone(),
         );
         Self {
@@ -425,6 +425,7 @@ impl Metrics {
             ("purges", stats.purges),
             ("removed_lists", stats.removed_lists),
             ("corrupt_entries", stats.corrupt_entries),
+            ("restored_lists", stats.restored_lists),
         ];
         for (event, value) in events {
             Self::copy(&self.sharded.get_or_create(&EventLabel { event }), value);

@@ -1,6 +1,5 @@
 //! `uidgen serve`: configuration in, a listening service out, and a clean stop on SIGTERM/SIGINT.
 
-use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +18,8 @@ use uidgen_store::{
 
 use crate::cli::{GenArgs, MigrateArgs, ServeArgs};
 use crate::config::{AssignerKind, Config, GeneratorKind, RingConfig};
-use crate::http::{AppState, NotReady, ReadinessCheck, ReadyRing, app};
+use crate::http::{AppState, NotReady, ReadinessCheck, ReadyRing};
+use crate::servers::{Listeners, Servers};
 
 /// A generator ready to serve, with a view of its ring buffer when it has one.
 pub struct BuiltGenerator {
@@ -159,24 +159,14 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
                 None => assigner,
             })
         }
-        AssignerKind::Leased => {
-            let ttl = Duration::from_secs(config.worker.lease_ttl_secs);
-            Arc::new(LeasedWorkerIdAssigner::new(
-                store.clone(),
-                SystemClock,
-                LeaseOptions {
-                    ttl,
-                    // Three heartbeats per lease: one lost renewal does not lose the lease.
-                    heartbeat_interval: Some(ttl / 3),
-                    // The lease must outlast a takeover's wait for the previous holder's time.
-                    max_takeover_wait: (ttl / 2).min(Duration::from_secs(5)),
-                    cache_path: config.worker.cache_file.clone(),
-                    cache_reserve: Duration::from_secs(config.worker.cache_reserve_secs),
-                    range,
-                    ..LeaseOptions::default()
-                },
-            ))
-        }
+        AssignerKind::Leased => Arc::new(LeasedWorkerIdAssigner::new(
+            store.clone(),
+            SystemClock,
+            LeaseOptions {
+                range,
+                ..config.worker.lease_options()
+            },
+        )),
         // Needs no configuration: the state directory only keeps the processes of one host
         // apart (and their restarts); its fixed range 0-1023 is recorded in the store.
         // The trait's way in (no status for readiness); `serve` goes through
@@ -460,9 +450,12 @@ pub fn lease_readiness(lease: Option<LeaseGuard>) -> ReadinessCheck {
 
 /// Run the service until a shutdown signal.
 ///
-/// The listener is bound before a worker id is taken, so a busy port costs no id; once the id
-/// is held, every way out (segment mode failing to start, the server failing, a shutdown that
-/// outlasts [`SHUTDOWN_GRACE`]) goes through the lease release.
+/// The ports are bound first, so a busy port costs no worker id (and a ZooKeeper worker id is
+/// named after the bound port), and answer at once from then on: `503 starting` (gRPC
+/// `UNAVAILABLE`) until the worker id is held and the generators are built, then the service
+/// (`servers.rs`). A shutdown signal while starting abandons the start, as a kill would.
+/// Once the id is held, every way out (segment mode failing to start, the server failing, a
+/// shutdown that outlasts [`SHUTDOWN_GRACE`]) goes through the lease release.
 pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let mut config = args.config.load()?;
     if let Some(listen) = &args.listen {
@@ -486,23 +479,44 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let store = open_store(&config).await?;
-    let (built, assignment, zk) =
-        match assign_and_build_holding(&config, layout.clone(), &store).await {
-            Ok(assigned) => assigned,
-            Err(error) => {
-                store.close().await;
-                return Err(error);
-            }
-        };
-    // Kept past the server's end: the lease release records how far this generator issued.
-    let generator = Arc::clone(&built.generator);
     let listeners = Listeners {
         http: listener,
         grpc: grpc_listener,
     };
-    let served =
-        serve_with_worker(&config, &store, listeners, built, &assignment, zk.clone()).await;
+    let max_lease = u64::try_from(config.segment.max_lease_size).unwrap_or(0);
+    let servers = Servers::start(listeners, max_lease)?;
+    info!(
+        listen = %servers.http_addr,
+        grpc_listen = %servers.grpc_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
+        "uidgen starting: answering 503 (gRPC UNAVAILABLE) until the worker id is held"
+    );
+    let start = async {
+        let store = open_store(&config).await?;
+        match assign_and_build_holding(&config, layout.clone(), &store).await {
+            Ok(assigned) => Ok((store, assigned)),
+            Err(error) => {
+                store.close().await;
+                Err(error)
+            }
+        }
+    };
+    let started = tokio::select! {
+        started = start => started,
+        () = servers.stopped() => {
+            info!("stopped while starting");
+            return servers.run().await;
+        }
+    };
+    let (store, (built, assignment, zk)) = match started {
+        Ok(started) => started,
+        Err(error) => {
+            servers.abort();
+            return Err(error);
+        }
+    };
+    // Kept past the server's end: the lease release records how far this generator issued.
+    let generator = Arc::clone(&built.generator);
+    let served = serve_with_worker(&config, &store, servers, built, &assignment, zk.clone()).await;
     if let Some(holder) = &zk {
         // The forever node and the cache stay: a restart with this ip:port continues them.
         holder.shutdown();
@@ -528,18 +542,12 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     served
 }
 
-/// The bound sockets: HTTP, and gRPC unless `grpc_listen` is empty.
-struct Listeners {
-    http: TcpListener,
-    grpc: Option<TcpListener>,
-}
-
-/// Everything between holding a worker id and giving it back: segment mode, the HTTP and gRPC
-/// servers, and the bounded graceful shutdown of both.
+/// Everything between holding a worker id and giving it back: segment mode, opening the gate
+/// to the service on both ports, and the bounded graceful shutdown of both servers.
 async fn serve_with_worker(
     config: &Config,
     store: &Store,
-    listeners: Listeners,
+    servers: Servers,
     built: BuiltGenerator,
     assignment: &WorkerAssignment,
     zk: Option<uidgen_zk::ZkHolder>,
@@ -554,23 +562,29 @@ async fn serve_with_worker(
     state.admin_token.clone_from(&config.admin_token);
     state.worker_check = lease_readiness(assignment.lease.clone());
     state.store_check = store_readiness(store.clone());
-    state.segments = start_segments(config, store).await?;
-    state.sharded = crate::sharded::start_sharded(config, store).await?;
-    state.fallback = crate::fallback::start(config, store, &layout)?;
+    let modes = async {
+        state.segments = start_segments(config, store).await?;
+        state.sharded = crate::sharded::start_sharded(config, store).await?;
+        state.fallback = crate::fallback::start(config, store, &layout)?;
+        anyhow::Ok(())
+    };
+    if let Err(error) = modes.await {
+        servers.abort();
+        return Err(error);
+    }
     if zk.is_some() {
         state.metrics.register_zk();
     }
     state.zk = zk;
 
-    let local = listeners.http.local_addr()?;
-    let grpc_local = match &listeners.grpc {
-        Some(grpc) => grpc.local_addr()?.to_string(),
-        None => "off".to_owned(),
-    };
+    let segments = state.segments.clone();
+    let sharded = state.sharded.clone();
+    servers.open(Arc::new(state));
+    // Logged once the gate is open: whoever waits for this line is answered.
     info!(
-        listen = %local,
-        grpc_listen = %grpc_local,
-        segments = state.segments.as_ref().map_or(0, |s| s.tags().len()),
+        listen = %servers.http_addr,
+        grpc_listen = %servers.grpc_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
+        segments = segments.as_ref().map_or(0, |s| s.tags().len()),
         store = store.redacted_url(),
         layout = layout.name(),
         epoch_ms = layout.epoch_ms(),
@@ -579,48 +593,7 @@ async fn serve_with_worker(
         worker_id,
         "uidgen serving"
     );
-    let segments = state.segments.clone();
-    let sharded = state.sharded.clone();
-    let state = Arc::new(state);
-    let (signalled, on_signal) = tokio::sync::watch::channel(false);
-    let mut grace_signal = on_signal.clone();
-    let http = async {
-        axum::serve(listeners.http, app(Arc::clone(&state)))
-            .with_graceful_shutdown(async move {
-                shutdown_signal().await;
-                let _ = signalled.send(true);
-            })
-            .into_future()
-            .await
-            .context("the HTTP server failed")
-    };
-    let grpc = async {
-        match listeners.grpc {
-            Some(grpc) => {
-                let max_lease = u64::try_from(config.segment.max_lease_size).unwrap_or(0);
-                crate::grpc::serve(Arc::clone(&state), grpc, max_lease, on_signal).await
-            }
-            None => Ok(()),
-        }
-    };
-    let grace_over = async {
-        // The sender only goes away with the HTTP server future, which then has already won.
-        if grace_signal.wait_for(|&s| s).await.is_err() {
-            std::future::pending::<()>().await;
-        }
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
-    };
-    let served = tokio::select! {
-        // Either server failing stops both: a half-served process is worse than a restart.
-        result = async { tokio::try_join!(http, grpc).map(|_| ()) } => result,
-        () = grace_over => {
-            tracing::warn!(
-                grace = ?SHUTDOWN_GRACE,
-                "in-flight requests did not finish in time; abandoning them"
-            );
-            Ok(())
-        }
-    };
+    let served = servers.run().await;
     if let Some(segments) = &segments {
         segments.shutdown();
     }

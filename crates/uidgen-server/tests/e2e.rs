@@ -435,7 +435,10 @@ async fn leased_worker_id_survives_a_database_outage_at_start_through_the_cache_
         ("UIDGEN_LAYOUT", "snowflake"),
         ("UIDGEN_GENERATOR", "snowflake"),
         ("UIDGEN_SEGMENT_ENABLED", "false"),
-        ("UIDGEN_WORKER_LEASE_TTL_SECS", "3"),
+        // The shortest ttl whose takeover wait (half of it) covers the cache's mark, which
+        // runs up to two steps of a second ahead of the clock: a restart right after the
+        // crash waits for the mark instead of being refused.
+        ("UIDGEN_WORKER_LEASE_TTL_SECS", "5"),
     ];
     let client = reqwest::Client::new();
     // First life: the database is up; the worker id is leased and cached, then the process dies
@@ -449,9 +452,6 @@ async fn leased_worker_id_survives_a_database_outage_at_start_through_the_cache_
         (worker_id(&server), body.parse::<u64>().unwrap())
     };
     assert!(cache.exists(), "the lease was not cached");
-    // A crash leaves no record of how far the id issued: the cache is only good once the
-    // lease it recorded has run out.
-    std::thread::sleep(std::time::Duration::from_millis(3_500));
     // Second life: the database is unreachable; the cached id is used, and IDs come after the
     // first life's.
     let mut envs = common.to_vec();

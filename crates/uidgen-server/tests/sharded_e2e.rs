@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Server, assert_unique, run};
+use common::{Server, assert_unique, fetch, run};
 use uidgen_sharded::testing::{PrivateRedis, check_redis, delete_prefix, redis_url, unique_prefix};
 use uidgen_sharded::{ShardedId, shard_of};
 use uidgen_store::testing::{TestDb, fresh_url};
@@ -124,6 +124,20 @@ fn client_thread(
     })
 }
 
+/// 16 client threads over `servers`, taking batches of 20 and single IDs until `stop`, 503s
+/// allowed (a fault is under way).
+fn fault_threads(
+    servers: &[Server; 2],
+    stop: &Arc<AtomicBool>,
+) -> Vec<std::thread::JoinHandle<Seen>> {
+    (0..16_u64)
+        .map(|t| {
+            let base = servers[usize::from(t % 2 == 1)].base.clone();
+            client_thread(base, t, 0, 20, Some(Arc::clone(stop)))
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_server_processes_hand_out_half_a_million_distinct_ids() {
     let redis = redis_url();
@@ -166,12 +180,7 @@ async fn flushall_then_a_redis_restart_mid_run_repeat_nothing_and_the_servers_re
     let store = database_with_app(TestDb::MySql, 200).await;
     let servers = two_servers(&store, &redis.url(), &prefix);
     let stop = Arc::new(AtomicBool::new(false));
-    let threads: Vec<_> = (0..16_u64)
-        .map(|t| {
-            let base = servers[usize::from(t % 2 == 1)].base.clone();
-            client_thread(base, t, 0, 20, Some(stop.clone()))
-        })
-        .collect();
+    let threads = fault_threads(&servers, &stop);
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(redis.command(&["FLUSHALL"]), "+OK");
     std::thread::sleep(Duration::from_millis(1500));
@@ -213,6 +222,82 @@ async fn flushall_then_a_redis_restart_mid_run_repeat_nothing_and_the_servers_re
         logs.iter().any(|log| log.contains("deleted every list")),
         "{logs:?}"
     );
+}
+
+/// Issue 18: lists backed up (`LRANGE`) and written back (`RPUSH`) into the same Redis process
+/// while two server processes pop from them, five times over: the instance stays the same, so
+/// only the lists' marks can tell; no ID is served twice, and the servers count the restored
+/// lists they found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_written_back_under_two_server_processes_repeat_nothing() {
+    let redis = PrivateRedis::start();
+    let prefix = unique_prefix("e2e-restore");
+    let store = database_with_app(TestDb::Postgres, 200).await;
+    let servers = two_servers(&store, &redis.url(), &prefix);
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads = fault_threads(&servers, &stop);
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let lists: Vec<String> = (0..64)
+        .map(|s| format!("{prefix}idList_{APP}_{s}"))
+        .collect();
+    let mut restored = 0;
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut backups = Vec::new();
+        for list in &lists {
+            let backup: Vec<String> = redis::cmd("LRANGE")
+                .arg(list)
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            backups.push(backup);
+        }
+        // Pops go on meanwhile, then every backup goes back behind what is left.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for (list, backup) in lists.iter().zip(&backups) {
+            if !backup.is_empty() {
+                let _: u64 = redis::cmd("RPUSH")
+                    .arg(list)
+                    .arg(backup)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                restored += 1;
+            }
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    stop.store(true, Ordering::Relaxed);
+    let ids: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap().ids)
+        .collect();
+    let count = ids.len();
+    assert!(restored > 0, "nothing was backed up");
+    assert_unique(ids);
+    let (http, mut noticed) = (reqwest::Client::new(), 0);
+    for server in &servers {
+        let (_, metrics) = fetch(&http, &server.url("/metrics")).await;
+        noticed += metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("uidgen_sharded_events_total{event=\"restored_lists\"} "))
+            .unwrap_or_else(|| panic!("no restored_lists counter in:\n{metrics}"))
+            .trim()
+            .parse::<u64>()
+            .unwrap();
+    }
+    eprintln!("{count} distinct IDs across {restored} list restores; {noticed} noticed");
+    assert!(noticed > 0, "no server noticed a restored list");
+    for server in servers {
+        let (status, log) = server.terminate();
+        assert!(status.success(), "{log}");
+    }
 }
 
 #[test]

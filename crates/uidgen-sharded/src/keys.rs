@@ -1,12 +1,15 @@
 //! Every Redis key the service uses, built in one place from the configured prefix.
 //!
 //! - `{prefix}idList_{app}_{shard}`: a shard's list of indexes (the original's names);
+//! - `{prefix}popped_{app}_{shard}`: the highest index ever popped from that list, its mark
+//!   (see `pop.rs`);
 //! - `{prefix}lock.refill_{app}_{shard}`: the refill lock of one list;
 //! - `{prefix}lock.config`: the lock whose holder deletes the lists of removed apps;
 //! - `{prefix}verified.{run_id}.{replid}`: set once the lists on that server instance were
 //!   purged (see `link.rs`).
 //!
-//! Lock and marker names do not start with `idList_`, so the list pattern never matches them.
+//! Lock, mark and marker names do not start with `idList_`, so the list pattern never matches
+//! them: a purge deletes lists and keeps their marks.
 
 /// The key names of one prefix.
 #[derive(Debug, Clone)]
@@ -24,6 +27,11 @@ impl Keys {
     /// The list of one shard.
     pub(crate) fn list(&self, app_id: u8, shard: u8) -> String {
         format!("{}idList_{app_id}_{shard}", self.prefix)
+    }
+
+    /// The mark of one shard's list: the highest index ever popped from it.
+    pub(crate) fn popped_mark(&self, app_id: u8, shard: u8) -> String {
+        format!("{}popped_{app_id}_{shard}", self.prefix)
     }
 
     /// The refill lock of one shard's list.
@@ -71,6 +79,8 @@ mod tests {
     fn keys_follow_the_original_names_and_parse_back() {
         let keys = Keys::new("id.gen.");
         assert_eq!(keys.list(7, 63), "id.gen.idList_7_63");
+        assert_eq!(keys.popped_mark(7, 63), "id.gen.popped_7_63");
+        assert_eq!(keys.parse_list("id.gen.popped_7_63"), None);
         assert_eq!(keys.parse_list("id.gen.idList_7_63"), Some((7, 63)));
         assert_eq!(keys.parse_list("id.gen.lock.refill_7_63"), None);
         assert_eq!(keys.parse_list("other.idList_7_63"), None);

@@ -14,8 +14,10 @@
 //! The database is the only authority for numbers: a segment is pushed only after its claim is
 //! committed and is pushed once, and a list Redis may have rolled back (a restart from an old
 //! snapshot, a failover) is detected by the server's run id and replication id and deleted
-//! before anything is popped from that server (`link.rs` argues it in full). Redis losing data
-//! skips numbers; it never repeats one.
+//! before anything is popped from that server (`link.rs` argues it in full). A list restored
+//! key by key into the same server is caught by its mark, the highest index ever popped from
+//! it, checked in the same script as every pop (`pop.rs`). Redis losing data skips numbers; it
+//! never repeats one.
 //!
 //! ```
 //! use uidgen_sharded::{ShardedId, java_string_hash, shard_of};
@@ -66,6 +68,7 @@ mod layout;
 mod link;
 mod lock;
 mod options;
+mod pop;
 mod refill;
 mod service;
 mod stats;

@@ -172,13 +172,14 @@ impl ShardedService {
         }
         let entry = self.shard_entry(app_id, shard)?;
         let key = self.keys.list(app_id, shard);
+        let mark = self.keys.popped_mark(app_id, shard);
         let mut ids = Vec::with_capacity(count);
         // Waits for another server's refill that brought nothing, and rounds without a
         // single new ID: both bounded, so a call never spins forever.
         let (mut stalled, mut idle_rounds) = (0, 0);
         loop {
             let before = ids.len();
-            let (popped, left) = self.pop(&key, count - ids.len()).await?;
+            let (popped, left) = self.pop(&key, &mark, count - ids.len()).await?;
             Stats::add(&self.stats.pops, 1);
             // A list left short is refilled in the background, unless this call is about to
             // refill it itself (below): a background refill holding the lock would push one
@@ -247,22 +248,28 @@ impl ShardedService {
         }
     }
 
-    /// `LPOP key n` and `LLEN key` in one round trip: what was popped and what is left.
-    async fn pop(&self, key: &str, n: usize) -> Result<(Vec<String>, u64)> {
-        let (popped, left): (Option<Vec<String>>, u64) = self
+    /// `LPOP key n` against the list's mark (`pop.rs`), in one round trip: what was popped
+    /// and what is left. A list found written behind our back is reported and counted; what
+    /// it held from the stale entry on is gone, and the caller refills.
+    async fn pop(&self, key: &str, mark: &str, n: usize) -> Result<(Vec<String>, u64)> {
+        let popped = self
             .link
             .run("popping IDs", Retry::Once, |mut conn| async move {
-                redis::pipe()
-                    .cmd("LPOP")
-                    .arg(key)
-                    .arg(n)
-                    .cmd("LLEN")
-                    .arg(key)
-                    .query_async(&mut conn)
-                    .await
+                crate::pop::pop(&mut conn, key, mark, n).await
             })
             .await?;
-        Ok((popped.unwrap_or_default(), left))
+        if popped.dropped > 0 {
+            Stats::add(&self.stats.restored_lists, 1);
+            warn!(
+                list = key,
+                mark = %popped.mark,
+                dropped = popped.dropped,
+                "list held an index at or below the highest already served from it (restored \
+                 from a backup, or written by hand): deleted it from there on; it is refilled \
+                 from fresh segments"
+            );
+        }
+        Ok((popped.served, popped.left))
     }
 
     /// The ID of a popped list entry: `None` for an entry that is not an index (skipped and

@@ -21,6 +21,7 @@ pub(crate) struct Stats {
     pub(crate) purges: AtomicU64,
     pub(crate) removed_lists: AtomicU64,
     pub(crate) corrupt_entries: AtomicU64,
+    pub(crate) restored_lists: AtomicU64,
 }
 
 /// A copy of the counters at one moment (each counter read on its own).
@@ -54,6 +55,9 @@ pub struct StatsSnapshot {
     pub removed_lists: u64,
     /// List entries that were not indexes, skipped.
     pub corrupt_entries: u64,
+    /// Lists found holding an index at or below their mark (written back behind uidgen's
+    /// back, e.g. a restored backup), deleted from that entry on.
+    pub restored_lists: u64,
 }
 
 impl Stats {
@@ -78,6 +82,7 @@ impl Stats {
             purges: read(&self.purges),
             removed_lists: read(&self.removed_lists),
             corrupt_entries: read(&self.corrupt_entries),
+            restored_lists: read(&self.restored_lists),
         }
     }
 }

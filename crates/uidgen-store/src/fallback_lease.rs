@@ -25,8 +25,8 @@ use uidgen_core::clock::saturating_millis;
 use uidgen_core::{Clock, Layout, SystemClock};
 
 use crate::error::{Result, StoreError};
-use crate::lease::{MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 use crate::lease_claim::{claim_row, holder_with_token};
+use crate::lease_options::{MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 use crate::store::Store;
 use crate::worker_range::WorkerIdRange;
 

@@ -13,8 +13,11 @@
 //!   cannot stamp the same unit, whatever this holder's clock did meanwhile.
 //! - The heartbeat records the generator's
 //!   [`issued_until_ms`](uidgen_core::UidGenerator::issued_until_ms); a new holder waits until its
-//!   clock has passed the recorded time (up to a bound, else
-//!   [`StoreError::ClockBehindLastIssued`]).
+//!   clock has passed the recorded time (up to
+//!   [`max_takeover_wait`](LeaseOptions::max_takeover_wait), else
+//!   [`StoreError::ClockBehindLastIssued`]). The holder's borrowing is bounded so that this
+//!   wait covers it ([`LeaseOptions::max_borrow`]): a successor on the same clock is never
+//!   refused for a burst.
 //! - A lease that cannot be renewed stops being valid at its expiry; one taken over is lost at
 //!   once. Either way [`LeaseGuard::check`] fails with [`StoreError::LeaseLost`].
 //! - Every claim writes a holder string of its own (the configured name, `#`, a random token),
@@ -29,7 +32,6 @@
 //!   could do only after that expiry); otherwise the lease is lost. Without a cache the
 //!   reserve is zero. The file is deleted before a release, and locked while a lease uses it.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,134 +43,10 @@ use crate::cache::{CacheLock, read_cache};
 use crate::error::{Result, StoreError};
 use crate::lease_claim::{ClaimedRow, claim_row, holder_with_token};
 use crate::lease_guard::{LeaseGuard, NewLease};
+use crate::lease_options::LeaseOptions;
 use crate::mark::{LocalMark, mark_step_ms};
 use crate::store::Store;
 use crate::worker_range::WorkerIdRange;
-
-/// The longest configured holder name: the `worker_lease.holder` column holds 128 characters,
-/// and each claim appends `#` and a 16-hex-digit token.
-pub const MAX_HOLDER_NAME_LEN: usize = 128 - 17;
-
-/// The longest lease ttl (and cache reserve) accepted: a day. Longer values gain nothing and
-/// would overflow the database's BIGINT columns near the end of time.
-pub const MAX_LEASE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// How a [`LeasedWorkerIdAssigner`] leases.
-///
-/// ```
-/// use std::time::Duration;
-/// use uidgen_store::LeaseOptions;
-/// let options = LeaseOptions {
-///     cache_path: Some("/var/lib/uidgen/worker.cache".into()),
-///     ..Default::default()
-/// };
-/// assert_eq!(options.ttl, Duration::from_secs(30));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseOptions {
-    /// How long a lease lasts without renewal (default 30 s).
-    pub ttl: Duration,
-    /// Renew this often from a background task (default 10 s; must be shorter than `ttl`);
-    /// `None` leaves renewal to the caller ([`LeaseGuard::renew`]).
-    pub heartbeat_interval: Option<Duration>,
-    /// The longest a new holder waits for its clock to pass the previous holder's last issued
-    /// time before refusing (default 5 s; must be shorter than `ttl`, or the lease would lapse
-    /// while waiting).
-    pub max_takeover_wait: Duration,
-    /// A local file caching the worker id, its holder string, the lease's expiry and a
-    /// reserved-until mark, for start-up while the database is unreachable (default none).
-    pub cache_path: Option<PathBuf>,
-    /// With a cache: how long past its own expiry a lease stays recorded in the database, the
-    /// window in which this host may restart on the cached id while the database is
-    /// unreachable. Other processes wait that much longer to take over a crashed holder's id
-    /// (default 60 s; ignored without a cache).
-    pub cache_reserve: Duration,
-    /// The holder's name (1 to [`MAX_HOLDER_NAME_LEN`] characters); default `<ip>/<pid>`.
-    /// Each claim appends `#` and a random token, so two processes given the same name
-    /// still hold distinct leases.
-    pub holder: Option<String>,
-    /// The worker ids to lease from (default `None`: `0-max`, every id of the layout).
-    /// Registered in the store before a claim, so that other assigners on the same store keep
-    /// out of it; every leased service on one store must use the same range.
-    pub range: Option<WorkerIdRange>,
-}
-
-impl LeaseOptions {
-    /// `Ok` when these options can keep a lease: a positive ttl, a heartbeat and a takeover
-    /// wait both shorter than it, and a holder name that fits; else
-    /// [`StoreError::InvalidLeaseOptions`]. [`LeasedWorkerIdAssigner::claim`] checks this
-    /// first.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use uidgen_store::{LeaseOptions, StoreError};
-    /// assert!(LeaseOptions::default().validate().is_ok());
-    /// let slow = LeaseOptions {
-    ///     heartbeat_interval: Some(Duration::from_secs(30)),
-    ///     ..Default::default()
-    /// };
-    /// assert!(matches!(slow.validate(), Err(StoreError::InvalidLeaseOptions(_))));
-    /// ```
-    pub fn validate(&self) -> Result<()> {
-        let invalid = |reason: String| Err(StoreError::InvalidLeaseOptions(reason));
-        let ttl = self.ttl;
-        if saturating_millis(ttl) == 0 {
-            return invalid(format!("ttl {ttl:?} must be at least 1 ms"));
-        }
-        if ttl > MAX_LEASE_TTL {
-            return invalid(format!(
-                "ttl {ttl:?} is longer than the longest accepted, {MAX_LEASE_TTL:?}"
-            ));
-        }
-        if self.cache_reserve > MAX_LEASE_TTL {
-            return invalid(format!(
-                "cache_reserve {:?} is longer than the longest accepted, {MAX_LEASE_TTL:?}",
-                self.cache_reserve
-            ));
-        }
-        if self.max_takeover_wait >= ttl {
-            return invalid(format!(
-                "max_takeover_wait {:?} must be shorter than the ttl {ttl:?}: the lease would \
-                 lapse while waiting",
-                self.max_takeover_wait
-            ));
-        }
-        if let Some(interval) = self.heartbeat_interval {
-            if interval.is_zero() {
-                return invalid("heartbeat_interval must be positive".to_owned());
-            }
-            if interval >= ttl {
-                return invalid(format!(
-                    "heartbeat_interval {interval:?} must be shorter than the ttl {ttl:?}, or the \
-                     lease lapses between renewals"
-                ));
-            }
-        }
-        if let Some(holder) = &self.holder {
-            let len = holder.chars().count();
-            if len == 0 || len > MAX_HOLDER_NAME_LEN {
-                return invalid(format!(
-                    "holder {holder:?} must be 1 to {MAX_HOLDER_NAME_LEN} characters (it is {len})"
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Default for LeaseOptions {
-    fn default() -> Self {
-        Self {
-            ttl: Duration::from_secs(30),
-            heartbeat_interval: Some(Duration::from_secs(10)),
-            max_takeover_wait: Duration::from_secs(5),
-            cache_path: None,
-            cache_reserve: Duration::from_secs(60),
-            holder: None,
-            range: None,
-        }
-    }
-}
 
 /// Leases a worker id in `0..=layout.max_worker_id()` (or in [`LeaseOptions::range`]) from the
 /// `worker_lease` table.
@@ -369,6 +247,7 @@ impl LeasedWorkerIdAssigner {
             mark,
             confirmed: true,
             floor_ms: floor,
+            max_borrow_ms: saturating_millis(self.options.max_borrow(layout)),
         });
         if let Err(error) = wait_for_clock(
             self.clock.as_ref(),
@@ -382,6 +261,17 @@ impl LeasedWorkerIdAssigner {
             // forgets the state file: this host did not get it).
             let _ = guard.release_recording(last_issued_ms).await;
             return Err(error);
+        }
+        if last_issued_ms >= claimed.claimed_at_ms {
+            // The wait (up to half the ttl by default) came out of the lease: renew now, so the
+            // heartbeat starts from a whole ttl and one lost renewal still does not lose the
+            // lease. Nothing is issued yet: record the predecessor's time, not our expiry.
+            // Any other error leaves it valid until the claim's expiry; the heartbeat retries.
+            if let Err(error @ StoreError::LeaseLost { .. }) =
+                guard.renew_recording(last_issued_ms).await
+            {
+                return Err(error);
+            }
         }
         if let Some(interval) = self.options.heartbeat_interval {
             guard.start_heartbeat(interval);
@@ -488,6 +378,7 @@ impl LeasedWorkerIdAssigner {
             confirmed: false,
             // The crashed life stamped only before its mark.
             floor_ms: previous.until_ms,
+            max_borrow_ms: saturating_millis(self.options.max_borrow(layout)),
         });
         mark.start_refresher()?;
         if let Some(interval) = self.options.heartbeat_interval {

@@ -39,6 +39,9 @@ pub(crate) struct NewLease {
     pub(crate) confirmed: bool,
     /// Where earlier holders of the id stopped: this lease stamps no unit starting before it.
     pub(crate) floor_ms: u64,
+    /// How far ahead of the clock a cached generator may borrow under this lease
+    /// ([`LeaseOptions::max_borrow`](crate::LeaseOptions::max_borrow)).
+    pub(crate) max_borrow_ms: u64,
 }
 
 /// The shared state of a lease.
@@ -52,6 +55,8 @@ struct LeaseState {
     reserve_ms: u64,
     /// See [`NewLease::floor_ms`].
     floor_ms: u64,
+    /// See [`NewLease::max_borrow_ms`].
+    max_borrow_ms: u64,
     /// The expiry of our last accepted claim or renewal, less the reserve: IDs must end by it.
     valid_until_ms: AtomicU64,
     /// The highest issued-until instant known (recorded or read from the generator).
@@ -105,6 +110,7 @@ impl LeaseGuard {
                 ttl_ms: lease.ttl_ms,
                 reserve_ms: lease.reserve_ms,
                 floor_ms: lease.floor_ms,
+                max_borrow_ms: lease.max_borrow_ms,
                 valid_until_ms: AtomicU64::new(lease.valid_until_ms),
                 issued_until_ms: AtomicU64::new(lease.last_issued_ms),
                 tracked: AtomicBool::new(false),
@@ -230,11 +236,20 @@ impl LeaseGuard {
     /// Cancel safety: dropping the future after the database accepted leaves the database's
     /// expiry higher than ours, which only delays a successor.
     pub async fn renew(&self) -> Result<()> {
+        if self.is_ended() {
+            return self.check();
+        }
+        self.renew_recording(self.issued_until()).await
+    }
+
+    /// [`renew`](Self::renew), recording `issued` as the issued-until time: for a renewal
+    /// before any generator is tracked, whose default (the lease's expiry) would hold the id
+    /// back from the next holder far longer than needed.
+    pub(crate) async fn renew_recording(&self, issued: u64) -> Result<()> {
         let state = &self.state;
         if self.is_ended() {
             return self.check();
         }
-        let issued = self.issued_until();
         let valid_until = state.clock.now_millis().saturating_add(state.ttl_ms);
         let expires = valid_until.saturating_add(state.reserve_ms);
         match state
@@ -423,8 +438,8 @@ impl TimeFence for LeaseGuard {
     }
 
     fn max_borrow_ms(&self) -> Option<u64> {
-        // Well inside the ttl: a burst waits for the clock, never for a renewal.
-        Some(self.state.ttl_ms / 3)
+        // Inside the ttl and covered by a successor's takeover wait (`LeaseOptions::max_borrow`).
+        Some(self.state.max_borrow_ms)
     }
 
     fn floor_ms(&self) -> u64 {

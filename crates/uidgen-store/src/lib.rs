@@ -67,6 +67,7 @@ mod leaf_alloc;
 mod lease;
 mod lease_claim;
 mod lease_guard;
+mod lease_options;
 mod machine;
 mod mark;
 mod migrate;
@@ -95,8 +96,9 @@ pub use leaf_alloc::{
     LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_description,
     validate_step, validate_tag,
 };
-pub use lease::{LeaseOptions, LeasedWorkerIdAssigner, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
+pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;
+pub use lease_options::{LeaseOptions, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 pub use machine::{
     MACHINE_BITS, MachinePart, MachineSource, MachineWorkerIdAssigner, PROCESS_BITS, fnv1a_64,
 };

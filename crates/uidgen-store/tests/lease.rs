@@ -114,6 +114,11 @@ per_db! {
         let new = claim.await.unwrap().unwrap();
         assert_eq!(new.worker_id(), 0);
         assert!(clock.now_millis() > T0 + 40_000);
+        // The wait came out of the claim's ttl: renewed at once, from a whole ttl, recording the
+        // old holder's time (nothing is issued yet), not the new expiry.
+        assert_eq!(new.valid_until_ms(), T0 + 40_001 + 30_000);
+        let row = store.lease_row(0).await.unwrap().unwrap();
+        assert_eq!((row.expires_at_ms, row.last_issued_ms), (T0 + 70_001, T0 + 40_000));
 
         // The old holder finds out at its next renewal and stops for good.
         let error = old.renew().await.unwrap_err();

@@ -283,3 +283,70 @@ async fn a_static_id_restart_waits_out_the_seconds_its_cached_generator_borrowed
         "P1 stamped second {p1_last}, P3 second {p3_first}"
     );
 }
+
+/// A burst of IDs far past what a second holds: 100,000 on a 13-bit sequence (8,192 a second)
+/// is twelve seconds of IDs, so the cached generator borrows as far as the lease lets it.
+const BURST: usize = 100_000;
+
+/// Flags of a leased life on a range of one worker id (5-5 of a 20-bit worker field, leaving 13
+/// bits of sequence), with the cached generator on the system clock and the library's default
+/// lease options.
+fn one_id_burst(url: &str) -> String {
+    format!("--url {url} --worker-bits 20 --range 5-5 --generator cached")
+}
+
+per_db! {
+    /// Issue 18: a leased holder bursts and releases; its successor starts at once on the only
+    /// id of the range. The holder borrowed as far as the lease let it (a third of the ttl);
+    /// the successor's wait covers that bound, so it is served, not refused for its clock,
+    /// and stamps only seconds after the burst's.
+    ///
+    /// Before the fix the holder borrowed 10 s while a successor waited 5 s at most.
+    async fn a_restart_right_after_a_burst_on_a_range_of_one_id_is_served(db: TestDb) {
+        let (store, url) = fresh_store(db).await.unwrap();
+        let dir = test_dir();
+        let flags = one_id_burst(&url);
+
+        let a = live(dir.path(), "a", &format!("{flags} --count {BURST}")).await;
+        a.expect_ran(5, "Leased");
+        assert_eq!(a.ids.len(), BURST);
+        let recorded = store.lease_row(5).await.unwrap().unwrap().last_issued_ms;
+        let now = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
+        eprintln!("A released worker id 5 issued until {recorded} ms, {} ms ahead of the clock", recorded.saturating_sub(now));
+
+        let b = live(dir.path(), "b", &format!("{flags} --count 8192")).await;
+        b.expect_ran(5, "Leased");
+
+        assert_no_duplicates(&[&a, &b]);
+        let (_, a_last) = units(20, &[&a]);
+        let (b_first, _) = units(20, &[&b]);
+        assert!(a_last < b_first, "A stamped second {a_last}, B second {b_first}");
+    }
+}
+
+per_db! {
+    /// Issue 18, with the local cache: the holder bursts and crashes; a restart on the same
+    /// host while the database is unreachable waits for the cache's mark, which lies past
+    /// every borrowed second (and a step more), and is served within its wait.
+    async fn a_cache_restart_right_after_a_burst_on_a_range_of_one_id_is_served(db: TestDb) {
+        let (_store, url) = fresh_store(db).await.unwrap();
+        let dir = test_dir();
+        let cache = dir.path().join("worker-5.cache");
+        let flags = format!("{} --cache {}", one_id_burst(&url), cache.display());
+
+        let a = live(dir.path(), "a", &format!("{flags} --count {BURST} --crash")).await;
+        a.expect_ran(5, "Leased");
+        let mark = read_cache(&cache).unwrap().until_ms;
+        let now = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
+        eprintln!("A crashed with its mark at {mark} ms, {} ms ahead of the clock", mark.saturating_sub(now));
+
+        // Crashes too: a release needs the database.
+        let a2 = live(dir.path(), "a2", &format!("{flags} --down --count 8192 --crash")).await;
+        a2.expect_ran(5, "LocalCache");
+
+        assert_no_duplicates(&[&a, &a2]);
+        let (_, a_last) = units(20, &[&a]);
+        let (a2_first, _) = units(20, &[&a2]);
+        assert!(a_last < a2_first, "A stamped second {a_last}, A2 second {a2_first}");
+    }
+}

@@ -29,6 +29,7 @@ use uidgen_proto::v1::{
     StreamIdsRequest,
 };
 
+pub(crate) use server::{GrpcGate, serve_starting};
 pub use server::{mode_service_name, serve};
 pub use status::status;
 

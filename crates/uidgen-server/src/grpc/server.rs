@@ -2,13 +2,15 @@
 //! (`grpc.health.v1.Health`) and server reflection (v1 and v1alpha, so `grpcurl` and older
 //! tools list and call the API without the `.proto` file).
 
-use std::sync::Arc;
-
+use std::convert::Infallible;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tonic::codegen::{BoxFuture, Service, http};
 use tonic::server::NamedService;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
@@ -17,7 +19,7 @@ use tonic_health::server::HealthReporter;
 use uidgen_proto::v1::id_service_server::IdServiceServer;
 
 use super::GrpcService;
-use crate::http::{AppState, Mode, Readiness, check_readiness};
+use crate::http::{AppState, Mode, Readiness, STARTING_MESSAGE, check_readiness};
 
 /// Serve gRPC on `listener` over `state` until `stopping` turns true; then report NOT_SERVING
 /// on the health service, end open streams, and finish the calls in flight. Until then the
@@ -39,16 +41,50 @@ pub async fn serve(
     max_lease_size: u64,
     stopping: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
+    let gate = GrpcGate::default();
+    gate.open(Arc::clone(&state), max_lease_size, stopping.clone());
+    let (_started, state) = watch::channel(Some(state));
+    serve_starting(gate, state, listener, stopping).await
+}
+
+/// [`serve`] for a server that is still starting: until `gate` is
+/// [opened](GrpcGate::open), every `uidgen.v1.IdService` call is answered `UNAVAILABLE` at once,
+/// so a client fails over instead of waiting for a server that holds no worker id yet; the
+/// health service says NOT_SERVING until `started` holds the state, then follows readiness. A
+/// stop while starting (or the state's sender going away unsent) ends the server.
+pub(crate) async fn serve_starting(
+    gate: GrpcGate,
+    mut started: watch::Receiver<Option<Arc<AppState>>>,
+    listener: TcpListener,
+    mut stopping: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
     let (health, health_service) = tonic_health::server::health_reporter();
     // Known before the port answers: a checker never sees the service as unknown.
-    let serving = Serving::of(&check_readiness(&state).await);
+    let state = started.borrow().clone();
+    let serving = match &state {
+        Some(state) => Serving::of(&check_readiness(state).await),
+        None => Serving::starting(),
+    };
     serving.report(&health, None).await;
-    let follower = tokio::spawn(follow_readiness(
-        Arc::clone(&state),
-        health,
-        serving,
-        stopping.clone(),
-    ));
+    let follower = tokio::spawn(async move {
+        let (state, serving) = match state {
+            Some(state) => (state, serving),
+            None => {
+                let opened = tokio::select! {
+                    opened = started.wait_for(Option::is_some) => opened.ok().and_then(|s| s.clone()),
+                    _ = stopping.wait_for(|&s| s) => None,
+                };
+                let Some(state) = opened else {
+                    serving.stopped().report(&health, None).await;
+                    return;
+                };
+                let now = Serving::of(&check_readiness(&state).await);
+                now.report(&health, Some(&serving)).await;
+                (state, now)
+            }
+        };
+        follow_readiness(state, health, serving, stopping).await;
+    });
     let reflection = |builder: tonic_reflection::server::Builder<'static>| {
         builder
             .register_encoded_file_descriptor_set(uidgen_proto::FILE_DESCRIPTOR_SET)
@@ -61,7 +97,6 @@ pub async fn serve(
     let reflection_v1alpha = reflection(tonic_reflection::server::Builder::configure())
         .build_v1alpha()
         .context("cannot build gRPC reflection")?;
-    let service = GrpcService::new(state, max_lease_size, stopping);
     // The follower ends at the stop, after reporting NOT_SERVING: only then do the calls in
     // flight drain, so a health checker learns of the stop before the port closes.
     let shutdown = async {
@@ -71,7 +106,7 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(IdServiceServer::new(service))
+        .add_service(gate)
         // TCP_NODELAY: an answer must not wait for the client's delayed ACK (Nagle's
         // algorithm held batch answers back some 40 ms each without it).
         .serve_with_incoming_shutdown(
@@ -114,6 +149,14 @@ impl Serving {
                 .iter()
                 .map(|(mode, check)| (*mode, check.is_ok()))
                 .collect(),
+        }
+    }
+
+    /// A starting server: NOT_SERVING as a whole (its modes are not known yet).
+    fn starting() -> Self {
+        Self {
+            any: false,
+            modes: Vec::new(),
         }
     }
 
@@ -178,4 +221,59 @@ async fn follow_readiness(
         }
     }
     serving.stopped().report(&health, None).await;
+}
+
+/// `uidgen.v1.IdService` behind the start gate: `UNAVAILABLE` until [`open`](Self::open), then
+/// the service itself (one atomic load per call).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GrpcGate {
+    service: Arc<OnceLock<IdServiceServer<GrpcService>>>,
+}
+
+impl GrpcGate {
+    /// Serve calls from `state` from now on (see [`GrpcService::new`]). Only the first call
+    /// counts.
+    pub(crate) fn open(
+        &self,
+        state: Arc<AppState>,
+        max_lease_size: u64,
+        stopping: watch::Receiver<bool>,
+    ) {
+        let service = GrpcService::new(state, max_lease_size, stopping);
+        let _ = self.service.set(IdServiceServer::new(service));
+    }
+}
+
+impl NamedService for GrpcGate {
+    const NAME: &'static str = IdServiceServer::<GrpcService>::NAME;
+}
+
+impl<B> Service<http::Request<B>> for GrpcGate
+where
+    IdServiceServer<GrpcService>: Service<
+            http::Request<B>,
+            Response = http::Response<tonic::body::Body>,
+            Error = Infallible,
+            Future = BoxFuture<http::Response<tonic::body::Body>, Infallible>,
+        >,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), Self::Error>> {
+        // The generated service is always ready.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        match self.service.get() {
+            // A clone is an Arc increment: `call` needs the service mutably.
+            Some(service) => service.clone().call(request),
+            None => {
+                let status = tonic::Status::unavailable(STARTING_MESSAGE);
+                Box::pin(std::future::ready(Ok(status.into_http())))
+            }
+        }
+    }
 }

@@ -153,6 +153,16 @@ impl ApiError {
         }
     }
 
+    /// 503: the server is starting (it holds no worker id yet, or is still building its
+    /// generators): ask another server, or this one again shortly.
+    pub fn starting() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "starting",
+            super::STARTING_MESSAGE,
+        )
+    }
+
     /// 500: a generation task panicked; `what` happened goes to the log, not the response.
     pub fn internal(what: impl Into<String>) -> Self {
         Self::new(

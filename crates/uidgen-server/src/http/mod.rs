@@ -18,6 +18,7 @@ mod ops;
 mod ready;
 mod segments;
 mod sharded;
+mod starting;
 mod status;
 
 use std::future::Future;
@@ -47,6 +48,7 @@ pub use ready::{
 pub use segments::segment_error;
 pub(crate) use segments::service as segment_service;
 pub use sharded::sharded_error;
+pub use starting::{GatedApp, STARTING_MESSAGE, STARTING_RETRY_AFTER_SECS, StartGate};
 
 use crate::metrics::Metrics;
 

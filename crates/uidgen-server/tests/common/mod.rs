@@ -81,6 +81,18 @@ impl Server {
     /// [`start`](Self::start) on a given address, so that a restarted server comes back where
     /// its clients look for it.
     pub fn start_listening(listen: &str, args: &[&str], envs: &[(&str, &str)]) -> Server {
+        Self::spawn_until(listen, args, envs, "uidgen serving")
+    }
+
+    /// Start `uidgen serve --listen 127.0.0.1:0 <args>` and return as soon as its ports are
+    /// bound ("uidgen starting"), before it holds a worker id.
+    pub fn start_answering(args: &[&str], envs: &[(&str, &str)]) -> Server {
+        Self::spawn_until("127.0.0.1:0", args, envs, "uidgen starting")
+    }
+
+    /// Spawn the server and wait for a log line containing `line` that names its addresses.
+    fn spawn_until(listen: &str, args: &[&str], envs: &[(&str, &str)], line: &str) -> Server {
+        let marker = line.to_owned();
         let mut child = Command::new(binary())
             .arg("serve")
             .args(["--listen", listen])
@@ -106,7 +118,7 @@ impl Server {
                     log.push_str(&line);
                     log.push('\n');
                 }
-                if line.contains("uidgen serving") {
+                if line.contains(&marker) {
                     let field = |name: &str| {
                         line.split_whitespace()
                             .find_map(|w| w.strip_prefix(name))
@@ -130,7 +142,7 @@ impl Server {
                 let _ = child.wait();
                 std::thread::sleep(Duration::from_millis(100));
                 panic!(
-                    "uidgen serve did not start within 60 s; its log:\n{}",
+                    "uidgen serve logged no `{line}` within 60 s; its log:\n{}",
                     log.lock().unwrap()
                 );
             }
@@ -146,6 +158,18 @@ impl Server {
             .unwrap()
             .parse()
             .unwrap()
+    }
+
+    /// Wait (up to `within`) for the server to log `line`; whether it did.
+    pub fn wait_for_log(&self, line: &str, within: Duration) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        while std::time::Instant::now() < deadline {
+            if self.log().contains(line) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.log().contains(line)
     }
 
     /// The server's process id (its threads are `/proc/{pid}/task/*`).

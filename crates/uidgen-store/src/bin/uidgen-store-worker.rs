@@ -26,7 +26,7 @@ use uidgen_core::{
 };
 use uidgen_store::{
     Built, DisposableWorkerIdAssigner, GeneratorBuilder, LeaseOptions, LeasedWorkerIdAssigner,
-    StaticWorkerIdAssigner, Store, StoreError, WorkerIdAssigner,
+    StaticWorkerIdAssigner, Store, StoreError, WorkerIdAssigner, WorkerIdRange,
 };
 
 type AnyResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
@@ -117,7 +117,7 @@ async fn take_ids<G: UidGenerator + ?Sized + 'static>(
 
 const REUSE_USAGE: &str = "uidgen-store-worker reuse --out FILE [--count N] \
 [--assigner leased|static] [--url URL] [--down] [--cache PATH] [--state PATH] [--worker-id N] \
-[--worker-bits N] [--clock-ms T] [--max-wait-ms N] [--generator default|cached] \
+[--worker-bits N] [--range LO-HI] [--clock-ms T] [--max-wait-ms N] [--generator default|cached] \
 [--boost-power N] [--renew-at-ms T] [--crash]";
 
 /// Where the worker id comes from.
@@ -150,6 +150,8 @@ struct ReuseArgs {
     worker_id: u64,
     /// Worker bits of the seconds layout (default 0: one worker id).
     worker_bits: u32,
+    /// The leased worker ids (`LeaseOptions::range`; default: every id of the layout).
+    range: Option<WorkerIdRange>,
     /// The lease's local cache (`LeaseOptions::cache_path`).
     cache: Option<PathBuf>,
     /// The static id's state file (required for `static`).
@@ -180,6 +182,7 @@ impl ReuseArgs {
             assigner: AssignerKind::Leased,
             worker_id: 0,
             worker_bits: 0,
+            range: None,
             cache: None,
             state: None,
             clock_ms: None,
@@ -212,6 +215,7 @@ impl ReuseArgs {
                 }
                 "--worker-id" => parsed.worker_id = value()?.parse()?,
                 "--worker-bits" => parsed.worker_bits = value()?.parse()?,
+                "--range" => parsed.range = Some(value()?.parse()?),
                 "--cache" => parsed.cache = Some(value()?.into()),
                 "--state" => parsed.state = Some(value()?.into()),
                 "--clock-ms" => parsed.clock_ms = Some(value()?.parse()?),
@@ -317,6 +321,7 @@ async fn reuse_on<C: Clock + Clone + 'static>(
                 cache_path: args.cache.clone(),
                 max_takeover_wait: args.max_wait().unwrap_or(defaults.max_takeover_wait),
                 holder: Some(format!("worker-{}", std::process::id())),
+                range: args.range,
                 ..defaults
             };
             Arc::new(LeasedWorkerIdAssigner::new(store, clock.clone(), options))

@@ -1,0 +1,158 @@
+//! The HTTP and gRPC servers of `uidgen serve`, from the bound ports to the bounded graceful
+//! stop.
+//!
+//! They run from the moment the ports are bound, before the worker id is taken: behind a
+//! [`StartGate`] they answer `503 starting` (gRPC `UNAVAILABLE`) at once until the service can
+//! issue, so no request waits on a start (a takeover that waits for its predecessor's last
+//! IDs, a database or ZooKeeper that does not answer yet). A shutdown signal stops both,
+//! whether the service is still starting or serving; in-flight requests then get
+//! [`SHUTDOWN_GRACE`] to finish.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::ServiceExt;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::grpc::GrpcGate;
+use crate::http::{AppState, StartGate};
+use crate::serve::{SHUTDOWN_GRACE, shutdown_signal};
+
+/// The bound sockets: HTTP, and gRPC unless `grpc_listen` is empty.
+pub(crate) struct Listeners {
+    pub(crate) http: TcpListener,
+    pub(crate) grpc: Option<TcpListener>,
+}
+
+/// The running servers and the shutdown signal they follow.
+pub(crate) struct Servers {
+    http: JoinHandle<anyhow::Result<()>>,
+    grpc: JoinHandle<anyhow::Result<()>>,
+    /// The HTTP routes' gate.
+    gate: StartGate,
+    /// The gRPC service's gate, when gRPC is served.
+    grpc_gate: Option<GrpcGate>,
+    /// `segment.max_lease_size`, for the gRPC service.
+    max_lease_size: u64,
+    /// Turns true on SIGTERM or SIGINT.
+    stopping: watch::Receiver<bool>,
+    /// Where they listen, for the log.
+    pub(crate) http_addr: SocketAddr,
+    pub(crate) grpc_addr: Option<SocketAddr>,
+}
+
+impl Servers {
+    /// Answer on `listeners` from now on ("starting" until [`open`](Self::open)), and watch
+    /// for the shutdown signal. Must be called inside a tokio runtime.
+    pub(crate) fn start(listeners: Listeners, max_lease_size: u64) -> anyhow::Result<Self> {
+        let gate = StartGate::new();
+        let http_addr = listeners.http.local_addr()?;
+        let grpc_addr = listeners
+            .grpc
+            .as_ref()
+            .map(TcpListener::local_addr)
+            .transpose()?;
+        let (signalled, stopping) = watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = signalled.send(true);
+        });
+        let mut http_stop = stopping.clone();
+        let serving = axum::serve(listeners.http, gate.http_service().into_make_service())
+            .with_graceful_shutdown(async move {
+                let _ = http_stop.wait_for(|&s| s).await;
+            });
+        let http = tokio::spawn(async move { serving.await.context("the HTTP server failed") });
+        let grpc_gate = listeners.grpc.as_ref().map(|_| GrpcGate::default());
+        let grpc = match (listeners.grpc, &grpc_gate) {
+            (Some(listener), Some(grpc_gate)) => tokio::spawn(crate::grpc::serve_starting(
+                grpc_gate.clone(),
+                gate.state(),
+                listener,
+                stopping.clone(),
+            )),
+            _ => tokio::spawn(async { Ok(()) }),
+        };
+        Ok(Self {
+            http,
+            grpc,
+            gate,
+            grpc_gate,
+            max_lease_size,
+            stopping,
+            http_addr,
+            grpc_addr,
+        })
+    }
+
+    /// Serve `state` on both ports from now on: gRPC first, then HTTP (whose gate also tells
+    /// the gRPC health service), so that both answer once this returns.
+    pub(crate) fn open(&self, state: Arc<AppState>) {
+        if let Some(grpc_gate) = &self.grpc_gate {
+            grpc_gate.open(
+                Arc::clone(&state),
+                self.max_lease_size,
+                self.stopping.clone(),
+            );
+        }
+        self.gate.open(state);
+    }
+
+    /// Resolves once a shutdown signal arrived.
+    pub(crate) async fn stopped(&self) {
+        let mut stopping = self.stopping.clone();
+        // The sender lives as long as the signal task, which only ends after sending.
+        let _ = stopping.wait_for(|&s| s).await;
+    }
+
+    /// Wait until both servers have stopped after a shutdown signal, at most
+    /// [`SHUTDOWN_GRACE`] past it for the requests in flight; either server failing stops
+    /// both (a half-served process is worse than a restart).
+    pub(crate) async fn run(self) -> anyhow::Result<()> {
+        let Self {
+            http,
+            grpc,
+            stopping,
+            ..
+        } = self;
+        let aborts = [http.abort_handle(), grpc.abort_handle()];
+        let joined =
+            async { tokio::try_join!(finished(http, "HTTP"), finished(grpc, "gRPC")).map(|_| ()) };
+        let mut grace_signal = stopping;
+        let grace_over = async {
+            if grace_signal.wait_for(|&s| s).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        };
+        let served = tokio::select! {
+            result = joined => result,
+            () = grace_over => {
+                tracing::warn!(
+                    grace = ?SHUTDOWN_GRACE,
+                    "in-flight requests did not finish in time; abandoning them"
+                );
+                Ok(())
+            }
+        };
+        for abort in aborts {
+            abort.abort();
+        }
+        served
+    }
+
+    /// Stop both servers now (the start failed: nothing was served but `starting`).
+    pub(crate) fn abort(self) {
+        self.http.abort();
+        self.grpc.abort();
+    }
+}
+
+/// A server task's result, its panic told as an error.
+async fn finished(task: JoinHandle<anyhow::Result<()>>, which: &str) -> anyhow::Result<()> {
+    task.await
+        .with_context(|| format!("the {which} server task failed"))?
+}
