@@ -89,6 +89,9 @@ pub(crate) struct LeaseKeeper {
     current: RwLock<Option<Arc<Held>>>,
     /// Why there is no lease now, for [`ClientError::NoFallbackLease`].
     why_none: Mutex<String>,
+    /// What the last server to answer said of this client's lease (a refusal or a loss): kept
+    /// when every server goes quiet afterwards, so the error still says why the lease went.
+    last_answer: Mutex<Option<String>>,
 }
 
 impl LeaseKeeper {
@@ -100,6 +103,7 @@ impl LeaseKeeper {
             name,
             current: RwLock::new(None),
             why_none: Mutex::new("no server has been asked for one yet".to_owned()),
+            last_answer: Mutex::new(None),
         }
     }
 
@@ -125,6 +129,29 @@ impl LeaseKeeper {
 
     fn set_why_none(&self, why: String) {
         *self.why_none.lock().unwrap_or_else(PoisonError::into_inner) = why;
+    }
+
+    /// Why there is no lease, as a server said it: also kept as the last answer.
+    fn set_answered_why_none(&self, why: String) {
+        *self
+            .last_answer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(why.clone());
+        self.set_why_none(why);
+    }
+
+    /// Why there is no lease when no server answers: `why`, and what the last server to answer
+    /// said, if one ever did.
+    fn set_unanswered_why_none(&self, why: String) {
+        let last = self
+            .last_answer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        self.set_why_none(match last {
+            Some(last) => format!("{why}; the last server to answer said: {last}"),
+            None => why,
+        });
     }
 
     fn why_none(&self) -> String {
@@ -176,7 +203,7 @@ impl LeaseKeeper {
                 self.start(fallback, peers, &peer, value).await
             }
             Quiet::Refused { peer, message, .. } => {
-                self.set_why_none(format!("{peer} refused to lease one: {message}"));
+                self.set_answered_why_none(format!("{peer} refused to lease one: {message}"));
                 tracing::warn!(%peer, message, "uidgen client: no fallback lease");
                 Next::Renewal
             }
@@ -194,7 +221,7 @@ impl LeaseKeeper {
                         }
                     },
                     Ok(None) => {
-                        self.set_why_none(format!(
+                        self.set_unanswered_why_none(format!(
                             "no server has answered a claim ({last_error}), and the state \
                              directory {} holds no unexpired lease to continue",
                             self.state_dir.display()
@@ -202,7 +229,7 @@ impl LeaseKeeper {
                         Next::Soon
                     }
                     Err(error) => {
-                        self.set_why_none(format!(
+                        self.set_unanswered_why_none(format!(
                             "no server has answered a claim ({last_error}), and the state \
                              directory cannot be read: {error}"
                         ));
@@ -246,6 +273,10 @@ impl LeaseKeeper {
                     %peer,
                     "uidgen client: leased a fallback worker id"
                 );
+                *self
+                    .last_answer
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = None;
                 self.set_current(Some(Arc::new(held)));
                 Next::Renewal
             }
@@ -293,7 +324,9 @@ impl LeaseKeeper {
                 );
                 held.lease.lose(&reason);
                 self.set_current(None);
-                self.set_why_none(format!("the lease on worker id {id} was lost: {reason}"));
+                self.set_answered_why_none(format!(
+                    "the lease on worker id {id} was lost: {reason}"
+                ));
                 Next::Now
             }
             Quiet::Refused { peer, message, .. } => {

@@ -312,6 +312,8 @@ async fn no_lease_ever_obtained_means_no_fallback() {
         .unwrap();
     assert_eq!(client.fallback_worker_id(), None);
     client.next_id().await.unwrap();
+    // Killed perhaps while a new claim is in flight: the error then says no server answered,
+    // and still carries what the last server to answer said of the lease.
     cluster.kill(0).await;
     let error = drain_until_error(&client).await;
     match &error {
@@ -459,6 +461,8 @@ async fn a_renewal_after_a_takeover_fails_and_the_client_stops_falling_back() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(!file.exists(), "the lost lease's state file is still there");
+    // Killed perhaps while a new claim is in flight: the error then says no server answered,
+    // and still carries what the last server to answer said of the lease.
     cluster.kill(0).await;
     let error = drain_until_error(&client).await;
     match &error {
