@@ -89,8 +89,8 @@ pub use cache::{CachedWorker, read_cache, write_cache};
 pub use error::{Result, StoreError};
 pub use fallback_lease::{FallbackLeases, LeaseGrant, MIN_FALLBACK_LEASE_TTL};
 pub use id_alloc::{
-    AppShard, AppSpec, DEFAULT_ID_ALLOC_STEP, ID_ALLOC_SHARDS, IdAllocApp, IdSegment,
-    MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP,
+    AppShard, AppSpec, DEFAULT_ID_ALLOC_STEP, ID_ALLOC_INDEX_SHIFT, ID_ALLOC_SHARDS, IdAllocApp,
+    IdSegment, MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP, index_ceiling,
 };
 pub use leaf_alloc::{
     LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_description,
