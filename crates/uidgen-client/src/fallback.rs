@@ -107,8 +107,8 @@ impl FallbackOptions {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn leased_in_state_dir(layout: Layout) -> Result<Self> {
-        let dir = uidgen_store::StateDir::find(None)
-            .map_err(|e| invalid("fallback", e.to_string()))?;
+        let dir =
+            uidgen_store::StateDir::find(None).map_err(|e| invalid("fallback", e.to_string()))?;
         Ok(Self::leased(layout, dir.resolve(Path::new("fallback"))))
     }
 

@@ -126,8 +126,7 @@ impl StateDir {
     ) -> Result<Self, StateDirError> {
         // An empty variable counts as unset, as XDG says of XDG_STATE_HOME.
         let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let (path, source) = if let Some(path) = configured.filter(|p| !p.as_os_str().is_empty())
-        {
+        let (path, source) = if let Some(path) = configured.filter(|p| !p.as_os_str().is_empty()) {
             (path.to_owned(), StateDirSource::Configured)
         } else if let Some(path) = var(ENV_STATE_DIR) {
             (path, StateDirSource::Env)
@@ -207,7 +206,10 @@ impl StateDir {
         {
             return url.to_owned();
         }
-        format!("sqlite://{}{query}", self.resolve(Path::new(file_path)).display())
+        format!(
+            "sqlite://{}{query}",
+            self.resolve(Path::new(file_path)).display()
+        )
     }
 }
 
@@ -291,7 +293,10 @@ mod tests {
         let dir = StateDir::at("/s").unwrap();
         for (url, resolved) in [
             ("sqlite://uidgen.db", "sqlite:///s/uidgen.db"),
-            ("sqlite:data/u.db?mode=rwc", "sqlite:///s/data/u.db?mode=rwc"),
+            (
+                "sqlite:data/u.db?mode=rwc",
+                "sqlite:///s/data/u.db?mode=rwc",
+            ),
             ("sqlite:///abs/u.db", "sqlite:///abs/u.db"),
             ("sqlite::memory:", "sqlite::memory:"),
             ("postgres://db/uid", "postgres://db/uid"),

@@ -244,7 +244,13 @@ fn a_static_id_on_two_hosts_sharing_only_the_store_never_gives_one_time_unit_to_
     run_property(
         static_hosts_case(),
         STATIC_HOSTS_CASES,
-        |units, ops| async move { StaticHostsWorld::new(units, 2).await.run(&ops).await.map(drop) },
+        |units, ops| async move {
+            StaticHostsWorld::new(units, 2)
+                .await
+                .run(&ops)
+                .await
+                .map(drop)
+        },
     );
 }
 
