@@ -254,13 +254,20 @@ impl WorkerConfig {
     /// The leased assigner's options (its range aside): the lease's timing derived from
     /// `lease_ttl_secs` by [`LeaseOptions::with_ttl`], so the takeover wait (half the ttl)
     /// covers what a holder may borrow.
-    /// A relative `cache_file` is taken in the state directory `dir`.
-    pub fn lease_options(&self, dir: &StateDir) -> LeaseOptions {
+    /// `cache_path` is `cache_file` as written: [`cache_file_in`](Self::cache_file_in) places
+    /// a relative one.
+    pub fn lease_options(&self) -> LeaseOptions {
         LeaseOptions {
-            cache_path: self.cache_file.as_deref().map(|file| dir.resolve(file)),
+            cache_path: self.cache_file.clone(),
             cache_reserve: Duration::from_secs(self.cache_reserve_secs),
             ..LeaseOptions::with_ttl(Duration::from_secs(self.lease_ttl_secs))
         }
+    }
+
+    /// The leased assigner's cache file, a relative `cache_file` taken in the state directory
+    /// `dir`; `None` when unset.
+    pub fn cache_file_in(&self, dir: &StateDir) -> Option<PathBuf> {
+        self.cache_file.as_deref().map(|file| dir.resolve(file))
     }
 
     /// The machine assigner's directory: `state_dir`, or `machine`, in the state directory
@@ -795,7 +802,11 @@ impl Config {
     /// Check every key (done by [`load`](Self::load); again after a command line overrides
     /// keys, such as `serve --layout`).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let state_dir = self.state_dir()?;
+        // Only a configured directory is checked here: `decode` and `make` need none, so a
+        // host without HOME still runs them; the commands that keep files find theirs.
+        if let Some(dir) = &self.state_dir {
+            StateDir::at(dir).map_err(|e| invalid("state_dir", e.to_string()))?;
+        }
         self.listen_addr()?;
         self.grpc_listen_addr()?;
         self.build_layout()?;
@@ -868,7 +879,7 @@ impl Config {
         }
         // The library checks the lease options (bounds included, and for a leased worker id
         // that the takeover wait, half the ttl, covers the layout); this only names the key.
-        let lease = self.worker.lease_options(&state_dir);
+        let lease = self.worker.lease_options();
         lease.validate().map_err(|error| {
             let key = if lease.cache_reserve > uidgen_store::MAX_LEASE_TTL {
                 "worker.cache_reserve_secs"
@@ -1229,7 +1240,7 @@ mod tests {
             Path::new("/srv/uidgen/w/5.state")
         );
         assert_eq!(
-            c.worker.lease_options(&dir).cache_path.as_deref(),
+            c.worker.cache_file_in(&dir).as_deref(),
             Some(Path::new("/srv/uidgen/lease.cache"))
         );
         let layout = c.build_layout().unwrap();

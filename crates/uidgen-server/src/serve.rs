@@ -172,7 +172,8 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
             SystemClock,
             LeaseOptions {
                 range,
-                ..config.worker.lease_options(&state_dir)
+                cache_path: config.worker.cache_file_in(&state_dir),
+                ..config.worker.lease_options()
             },
         )),
         // Needs no configuration: the state directory only keeps the processes of one host
