@@ -20,11 +20,29 @@ fn equal_ids(a: &[u64], b: &[u64]) -> usize {
     b.iter().filter(|id| a.contains(id)).count()
 }
 
-/// `uidgen gen -n N --worker 5`, spawned from its own working directory on `state_dir`.
-fn spawn_gen(state_dir: &Path) -> std::process::Child {
-    Command::new(binary())
+/// How `uidgen gen` is told to use static worker id 5.
+#[derive(Debug, Clone, Copy)]
+enum StaticId {
+    /// `--worker 5`: no store, the state file alone.
+    Flag,
+    /// `UIDGEN_WORKER_ASSIGNER=static UIDGEN_WORKER_ID=5`: registered in the default store.
+    Config,
+}
+
+/// `uidgen gen -n N` with static worker id 5, spawned from its own working directory on
+/// `state_dir`.
+fn spawn_gen(state_dir: &Path, how: StaticId) -> std::process::Child {
+    let count = GEN_COUNT.to_string();
+    let mut command = Command::new(binary());
+    match how {
+        StaticId::Flag => command.args(["gen", "-n", &count, "--worker", "5"]),
+        StaticId::Config => command
+            .args(["gen", "-n", &count])
+            .env("UIDGEN_WORKER_ASSIGNER", "static")
+            .env("UIDGEN_WORKER_ID", "5"),
+    };
+    command
         .current_dir(fresh_cwd())
-        .args(["gen", "-n", &GEN_COUNT.to_string(), "--worker", "5"])
         .env("UIDGEN_STATE_DIR", state_dir)
         .env_remove("UIDGEN_CONFIG")
         .stdout(Stdio::piped())
@@ -38,8 +56,14 @@ fn spawn_gen(state_dir: &Path) -> std::process::Child {
 /// file: the second is refused while the first holds it, or waits past its mark.
 #[test]
 fn a_static_id_from_two_working_directories_never_repeats_an_id() {
+    for how in [StaticId::Flag, StaticId::Config] {
+        two_static_runs_from_two_working_directories(how);
+    }
+}
+
+fn two_static_runs_from_two_working_directories(how: StaticId) {
     let state_dir = temp_dir("static-two-cwds").join("state");
-    let children = [spawn_gen(&state_dir), spawn_gen(&state_dir)];
+    let children = [spawn_gen(&state_dir, how), spawn_gen(&state_dir, how)];
     let mut issued: Vec<Vec<u64>> = Vec::new();
     let mut refusals = Vec::new();
     for child in children {
@@ -53,9 +77,11 @@ fn a_static_id_from_two_working_directories_never_repeats_an_id() {
             assert_eq!(ids.len(), GEN_COUNT, "{stderr}");
             issued.push(ids);
         } else {
-            // The only acceptable failure: the other run holds worker id 5 on this host.
+            // The only acceptable failure: the other run holds worker id 5 (its state file's
+            // lock on this host, or a claim a store records).
             assert!(
-                stderr.contains("another process on this host uses it"),
+                stderr.contains("another process on this host uses it")
+                    || stderr.contains("worker id 5"),
                 "refused for another reason: {stderr}"
             );
             refusals.push(stderr);
@@ -67,7 +93,7 @@ fn a_static_id_from_two_working_directories_never_repeats_an_id() {
         _ => 0,
     };
     println!(
-        "{} run(s) issued {GEN_COUNT} IDs each, {} refused; equal IDs: {equal}",
+        "{how:?}: {} run(s) issued {GEN_COUNT} IDs each, {} refused; equal IDs: {equal}",
         issued.len(),
         refusals.len()
     );
