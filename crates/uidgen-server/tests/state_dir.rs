@@ -110,8 +110,9 @@ async fn two_zero_config_servers_from_two_working_directories_take_distinct_work
     let state = state_dir.to_str().unwrap();
     // No UIDGEN_STORE: the default `sqlite://uidgen.db`, wherever that resolves.
     let env = [("UIDGEN_STATE_DIR", state)];
-    let a = Server::start_in(&fresh_cwd(), &[], &env);
-    let b = Server::start_in(&fresh_cwd(), &[], &env);
+    let cwds = [fresh_cwd(), fresh_cwd()];
+    let a = Server::start_in(&cwds[0], &[], &env);
+    let b = Server::start_in(&cwds[1], &[], &env);
     assert_ne!(a.worker_id(), b.worker_id(), "both took one worker id");
     for server in [&a, &b] {
         let log = server.log();
@@ -121,6 +122,13 @@ async fn two_zero_config_servers_from_two_working_directories_take_distinct_work
         );
     }
     assert!(state_dir.join("uidgen.db").exists());
+    for cwd in &cwds {
+        let left: Vec<_> = std::fs::read_dir(cwd).unwrap().collect();
+        assert!(
+            left.is_empty(),
+            "serve wrote into its working directory: {left:?}"
+        );
+    }
 
     let client = reqwest::Client::new();
     let (mut from_a, mut from_b) = (Vec::new(), Vec::new());
