@@ -254,6 +254,7 @@ impl WorkerConfig {
     /// The leased assigner's options (its range aside): the lease's timing derived from
     /// `lease_ttl_secs` by [`LeaseOptions::with_ttl`], so the takeover wait (half the ttl)
     /// covers what a holder may borrow.
+    ///
     /// `cache_path` is `cache_file` as written: [`cache_file_in`](Self::cache_file_in) places
     /// a relative one.
     pub fn lease_options(&self) -> LeaseOptions {
