@@ -2,64 +2,47 @@
 //!
 //! # Why IDs never repeat
 //!
+//! This is the `zookeeper` row of docs/OPERATIONS.md ("Why IDs never repeat"); the guarantee
+//! this file keeps is the row's rule itself, **`limit(old) <= floor(new)`** for every way a
+//! start may take an id, and the files below each keep one part of it.
+//!
 //! Every life of a worker id hands its generator a fence whose `limit` is
 //! `min(local mark, R)`, where `R` is the `reserved_until` of its last report ZooKeeper
 //! accepted (`R >= t + reservation`, `t` the report's own clock reading, rolling forward a
 //! few minutes with every report) and the local mark is synced to the cache file before any
-//! ID past it. A holder cut off from ZooKeeper therefore stops at `R`, `reservation` after
-//! its last accepted report: it cannot tell an outage from a partition in which a successor
-//! takes its node, so it may not stamp past what that successor reads (`max_outage` only
-//! bounds the reservation). Its successors' `floor`s are:
+//! ID past it (`holder.rs`; the reports in `holder/report.rs`). A holder cut off from
+//! ZooKeeper therefore stops at `R`, `reservation` after its last accepted report: it cannot
+//! tell an outage from a partition in which a successor takes its node, so it may not stamp
+//! past what that successor reads (`max_outage` only bounds the reservation). Its successors'
+//! `floor`s are:
 //!
-//! - **A restart on this host whose cache saw the node's last write** (the cache records the
-//!   node's czxid and the mzxid of this host's last accepted report, and the node is still at
-//!   that write): `floor = max(cache mark, t)`. Every life that used this cache stamped below
-//!   its mark (synced first, and the cache is locked while in use); no other life wrote the
-//!   node since (every start writes it, at the version it read, before issuing); and the lives
-//!   before that write were already below the floor of the life that made it, which its mark
-//!   covers (the mark is raised to at least the floor at start).
-//! - **Any other restart with the same ip:port** (no cache, one that did not see the last
-//!   write, or another host with the same address), once the last session's live node is
-//!   gone: `floor = max(R, t)`: the last writer's promise, read at the version the start's
-//!   first report writes at (so a report of the last holder in between fails that write).
-//!   If the clock cannot reach it within
-//!   [`max_start_wait`](crate::ZkOptions::max_start_wait), the node is left alone and another
-//!   id is claimed (a later start reuses the node once `R` has passed, minutes later, or a
-//!   reclaim frees it). The last holder may still be running cut off, but it stops at `R`.
-//! - **A new holder of a reclaimed id**: the tombstone's floor, at least `R` (see
-//!   `reclaim.rs`).
-//! - **A start from the local cache while ZooKeeper is down**: `floor = cache mark`, and the
-//!   cap the cache recorded (an `R` ZooKeeper accepted) as its limit: it is the same life's
-//!   lease continued. When ZooKeeper answers, the holder checks the node is still at the write
-//!   the cache recorded; if not, the id is lost and the fence closes (anyone who wrote it
-//!   started above `R`, so nothing was shared meanwhile).
+//! - a start while ZooKeeper answers, on this address's node or on a newly claimed or
+//!   reclaimed id: `assigner/claim.rs`;
+//! - a start from the local cache while ZooKeeper is down: `assigner/offline.rs`.
 //!
 //! In each case `limit(old) <= floor(new)` compares one holder's own labels with a value it
 //! wrote, so clock skew between hosts can delay a start but not make two holders share a
 //! unit. Within a life, the generator refuses a clock below the floor, and Leaf's rule for a
-//! clock that steps back while running is `SnowflakeGenerator`'s.
+//! clock that steps back while running is `SnowflakeGenerator`'s. Every start waits here
+//! (`wait_for_clock`) until its clock has passed its floor, or refuses.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, SystemClock};
-use uidgen_store::{
-    AssignmentKind, BoxFuture, CachedWorker, LocalMark, WorkerAssignment, WorkerIdAssigner,
-    WorkerIdRange, read_cache,
-};
+use uidgen_store::{AssignmentKind, BoxFuture, LocalMark, WorkerAssignment, WorkerIdAssigner};
 use zookeeper_client as zk;
 
 use crate::error::{Result, ZkError};
-use crate::holder::{Conn, POLL, Shared, ZkHolder, holder_prefix, lock};
+use crate::holder::{ZkHolder, lock};
 use crate::options::{ZkOptions, ms};
-use crate::peers::check_peers;
 use crate::reclaim::{ReclaimCandidate, Reclaimer};
-use crate::session::{PERSISTENT, connect, ensure_tree, zk_error};
-use crate::tree::{IdClaim, NodeData, Tree, forever_name, parse_forever_name};
+use crate::session::{connect, zk_error};
+use crate::tree::{NodeData, Tree, parse_forever_name};
 
-/// How many rounds a claim may lose to other claimants before giving up.
-const CLAIM_ATTEMPTS: u32 = 8;
+mod claim;
+mod offline;
 
 /// Where a [`ZkAssignment`]'s worker id came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,16 +93,6 @@ pub struct ZooKeeperWorkerIdAssigner {
     last: Mutex<Option<ZkHolder>>,
 }
 
-/// A forever node of this process's address that the start may continue.
-#[derive(Debug)]
-struct Reuse {
-    worker_id: u64,
-    name: String,
-    version: i32,
-    floor_ms: u64,
-    reserved_ms: u64,
-}
-
 impl ZooKeeperWorkerIdAssigner {
     /// An assigner with `options`, on the system clock.
     pub fn new(options: ZkOptions) -> Self {
@@ -167,87 +140,6 @@ impl ZooKeeperWorkerIdAssigner {
         Ok(assigned)
     }
 
-    /// ZooKeeper answers: continue this address's node, or claim a fresh id.
-    async fn start_with(
-        &self,
-        client: zk::Client,
-        layout: &Layout,
-        range: WorkerIdRange,
-    ) -> Result<ZkAssignment> {
-        let options = &self.options;
-        let tree = Tree::new(options.root());
-        ensure_tree(&client, &options.connect, &tree).await?;
-        let (worker_id, name, version, floor, reserved) = match self
-            .find_own(&client, &tree, layout, range)
-            .await?
-        {
-            Some(reuse) => {
-                tracing::info!(
-                    worker_id = reuse.worker_id,
-                    node = %reuse.name,
-                    "continuing this address's forever node (Leaf: a restart keeps its worker id)"
-                );
-                (
-                    reuse.worker_id,
-                    reuse.name,
-                    reuse.version,
-                    reuse.floor_ms,
-                    reuse.reserved_ms,
-                )
-            }
-            None => {
-                // A new node only: a restart on its own node checks that node's last report.
-                check_peers(&client, &tree, options, self.clock.as_ref()).await?;
-                self.claim(&client, &tree, range).await?
-            }
-        };
-        let node = tree.forever(&name);
-        self.wait_for_live_node(&client, &tree, worker_id, &node)
-            .await?;
-        let mark = self.open_mark(worker_id, layout, true)?;
-        self.wait_for_clock(
-            worker_id,
-            floor,
-            "where the id was last used (its node's reservation or this host's mark)",
-        )
-        .await?;
-        let shared = Shared::new(
-            worker_id,
-            options.clone(),
-            tree,
-            node.clone(),
-            Arc::clone(&self.clock),
-            mark,
-            (floor, reserved),
-        );
-        let mut conn = Conn::new(Some(client), Some(version), None);
-        // The first report, before any ID: from here on a reclaim's version check fails, and a
-        // restart sees this life's write. The cache is written by `begin` below, not by the
-        // report: a fresh cache has nothing to record into yet.
-        let first = conn.report(&shared).await.map_err(|source| match source {
-            zk::Error::BadVersion | zk::Error::NoNode => ZkError::Contention { attempts: 1 },
-            source => zk_error(&options.connect, "writing the first report", source),
-        })?;
-        shared.mark.begin(
-            Some(&shared.holder_string(&first.stat)),
-            Some(shared.accepted_until()),
-        )?;
-        // The mark covers the floor: a later restart from this cache starts above every
-        // earlier life, not only this one.
-        shared.mark.reserve(floor.max(self.clock.now_millis()))?;
-        shared.mark.start_refresher()?;
-        conn.ensure_live(&shared).await;
-        let holder = ZkHolder::start(shared, conn);
-        tracing::info!(
-            worker_id,
-            node = %holder.node(),
-            floor_ms = floor,
-            %range,
-            "holding a ZooKeeper worker id"
-        );
-        Ok(self.assignment(holder, ZkSource::ZooKeeper))
-    }
-
     fn assignment(&self, holder: ZkHolder, source: ZkSource) -> ZkAssignment {
         let assignment = WorkerAssignment {
             fence: Some(holder.fence()),
@@ -257,270 +149,6 @@ impl ZooKeeperWorkerIdAssigner {
             assignment,
             holder,
             source,
-        }
-    }
-
-    /// This address's forever node that may be continued now, if any (see the module doc for
-    /// the floors). A node whose reservation the clock cannot reach soon is left alone.
-    async fn find_own(
-        &self,
-        client: &zk::Client,
-        tree: &Tree,
-        layout: &Layout,
-        range: WorkerIdRange,
-    ) -> Result<Option<Reuse>> {
-        let options = &self.options;
-        let error = |action, source| zk_error(&options.connect, action, source);
-        let address = options.listen_address();
-        let mut own: Vec<(u64, String)> = client
-            .list_children(&tree.forever_dir())
-            .await
-            .map_err(|source| error("listing the forever nodes", source))?
-            .into_iter()
-            .filter_map(|name| match parse_forever_name(&name) {
-                Some((a, id)) if a == address => Some((id, name.clone())),
-                _ => None,
-            })
-            .collect();
-        own.sort();
-        let cache = read_cache(&options.cache_file).ok();
-        let wait_ms = ms(options.max_start_wait);
-        for (worker_id, name) in own {
-            let path = tree.forever(&name);
-            let max = layout.max_worker_id();
-            if worker_id > max {
-                return Err(ZkError::OutsideLayout {
-                    id: worker_id,
-                    max,
-                    node: path,
-                });
-            }
-            if !range.contains(worker_id) {
-                return Err(ZkError::OutsideRange {
-                    id: worker_id,
-                    range,
-                    node: path,
-                });
-            }
-            let (bytes, stat) = match client.get_data(&path).await {
-                Ok(found) => found,
-                Err(zk::Error::NoNode) => continue, // reclaimed just now
-                Err(source) => return Err(error("reading this address's forever node", source)),
-            };
-            let data = NodeData::parse(&path, &bytes)?;
-            let now = self.clock.now_millis();
-            // Leaf's check: the node's last report ahead of this clock means the clock went
-            // back across the restart.
-            clock_reaches(
-                worker_id,
-                "its forever node's last report",
-                data.timestamp,
-                now,
-                wait_ms,
-            )?;
-            let reserved_ms = data.reserved_until.unwrap_or(0);
-            let saw_last_write = cache
-                .as_ref()
-                .is_some_and(|c| cache_saw(c, options, worker_id, &stat));
-            // Reusable from where the cache says the last life stopped, or else from the node's
-            // own reservation once this clock can reach it.
-            let floor_ms = if let Some(cache) = cache.as_ref().filter(|_| saw_last_write) {
-                let floor_ms = cache.until_ms.max(data.timestamp);
-                clock_reaches(
-                    worker_id,
-                    "the local cache's reserved-until mark",
-                    floor_ms,
-                    now,
-                    wait_ms,
-                )?;
-                floor_ms
-            } else {
-                let floor_ms = data.reserved_until_ms().max(data.timestamp);
-                if floor_ms > now.saturating_add(wait_ms) {
-                    tracing::warn!(
-                        worker_id,
-                        node = %path,
-                        reserved_until_ms = floor_ms,
-                        cache = %options.cache_file.display(),
-                        "this address's forever node is reserved by its last holder until \
-                         reserved_until_ms and no local cache shows that holder's last write: \
-                         not reusing it before then (claiming another id); keep the cache file \
-                         across restarts to keep the id"
-                    );
-                    continue;
-                }
-                floor_ms
-            };
-            return Ok(Some(Reuse {
-                worker_id,
-                name,
-                version: stat.version,
-                floor_ms,
-                reserved_ms,
-            }));
-        }
-        Ok(None)
-    }
-
-    /// Claim the lowest free id of the range: one `multi` creates (or takes over a tombstone
-    /// of) its `ids` node and creates its forever node. Returns (id, name, version, floor,
-    /// reserved).
-    async fn claim(
-        &self,
-        client: &zk::Client,
-        tree: &Tree,
-        range: WorkerIdRange,
-    ) -> Result<(u64, String, i32, u64, u64)> {
-        let options = &self.options;
-        let error = |action, source| zk_error(&options.connect, action, source);
-        let address = options.listen_address();
-        for attempt in 0..CLAIM_ATTEMPTS {
-            if attempt > 0 {
-                // Racers that retry in lockstep keep colliding; a short random pause spreads them.
-                let pause = fastrand::u64(1..=5 * u64::from(attempt));
-                tokio::time::sleep(Duration::from_millis(pause)).await;
-            }
-            let used: HashSet<u64> = client
-                .list_children(&tree.forever_dir())
-                .await
-                .map_err(|source| error("listing the forever nodes", source))?
-                .iter()
-                .filter_map(|name| parse_forever_name(name).map(|(_, id)| id))
-                .collect();
-            let claims: HashSet<u64> = client
-                .list_children(&tree.ids_dir())
-                .await
-                .map_err(|source| error("listing the id claims", source))?
-                .iter()
-                .filter_map(|id| id.parse().ok())
-                .collect();
-            let mut raced = false;
-            for worker_id in range.low()..=range.high() {
-                if used.contains(&worker_id) {
-                    continue;
-                }
-                let ids = tree.ids(worker_id);
-                let (floor_ms, previous) = if claims.contains(&worker_id) {
-                    match client.get_data(&ids).await {
-                        Ok((bytes, stat)) => match IdClaim::parse(&bytes) {
-                            IdClaim::Free(tombstone) => (tombstone.floor, Some(stat.version)),
-                            // Claimed but without a forever node: someone's claim in flight
-                            // (or a node deleted by hand); not free.
-                            IdClaim::Held(_) => continue,
-                        },
-                        Err(zk::Error::NoNode) => (0, None),
-                        Err(source) => return Err(error("reading an id's claim", source)),
-                    }
-                } else {
-                    (0, None)
-                };
-                let now = self.clock.now_millis();
-                let wait_ms = ms(options.max_start_wait);
-                // A clock this far behind the previous holder would only sit on the id.
-                clock_reaches(
-                    worker_id,
-                    "where the reclaimed id's previous holder stopped",
-                    floor_ms,
-                    now,
-                    wait_ms,
-                )?;
-                let name = forever_name(&address, worker_id);
-                let node = tree.forever(&name);
-                // The promise covers the floor too, so that a later start which reads only
-                // this node (no cache) never starts below the previous holder.
-                let data = NodeData {
-                    ip: options.ip.clone(),
-                    port: options.port.clone(),
-                    timestamp: now,
-                    reserved_until: Some(floor_ms.max(now).saturating_add(ms(options.reservation))),
-                    life: None,
-                };
-                let mut multi = client.new_multi_writer();
-                let built = (|| {
-                    match previous {
-                        Some(version) => {
-                            multi.add_set_data(&ids, address.as_bytes(), Some(version))?
-                        }
-                        None => multi.add_create(&ids, address.as_bytes(), &PERSISTENT)?,
-                    }
-                    multi.add_create(&node, &data.to_json(), &PERSISTENT)
-                })();
-                built.map_err(|source| error("claiming a worker id", source))?;
-                match multi.commit().await {
-                    Ok(_) => {
-                        // The multi's own stat may be invalid (ZOOKEEPER-4026): read it back.
-                        let (_, stat) = client
-                            .get_data(&node)
-                            .await
-                            .map_err(|source| error("reading the claimed forever node", source))?;
-                        tracing::info!(
-                            worker_id,
-                            node = %node,
-                            floor_ms,
-                            "claimed a free worker id"
-                        );
-                        return Ok((
-                            worker_id,
-                            name,
-                            stat.version,
-                            floor_ms,
-                            data.reserved_until.unwrap_or(0),
-                        ));
-                    }
-                    Err(zk::MultiWriteError::OperationFailed {
-                        source: zk::Error::NodeExists | zk::Error::BadVersion | zk::Error::NoNode,
-                        ..
-                    }) => raced = true,
-                    Err(source) => return Err(error("claiming a worker id", source.into())),
-                }
-            }
-            if !raced {
-                return Err(ZkError::RangeUsedUp {
-                    range,
-                    root: tree.root().to_owned(),
-                });
-            }
-        }
-        Err(ZkError::Contention {
-            attempts: CLAIM_ATTEMPTS,
-        })
-    }
-
-    /// Wait for a leftover live node of the id (a previous life whose session has not expired
-    /// yet) to go; a live node that stays means another running process has the id.
-    async fn wait_for_live_node(
-        &self,
-        client: &zk::Client,
-        tree: &Tree,
-        worker_id: u64,
-        node: &str,
-    ) -> Result<()> {
-        let live = tree.live(worker_id);
-        // A dead session's ephemeral node lives until the server expires it.
-        let deadline = tokio::time::Instant::now()
-            + self.options.session_timeout.saturating_mul(2)
-            + Duration::from_secs(1);
-        loop {
-            match client.check_stat(&live).await {
-                Ok(None) => return Ok(()),
-                Ok(Some(_)) if tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(POLL).await
-                }
-                Ok(Some(_)) => {
-                    return Err(ZkError::Live {
-                        worker_id,
-                        node: node.to_owned(),
-                        live,
-                    });
-                }
-                Err(source) => {
-                    return Err(zk_error(
-                        &self.options.connect,
-                        "reading the live node",
-                        source,
-                    ));
-                }
-            }
         }
     }
 
@@ -560,91 +188,6 @@ impl ZooKeeperWorkerIdAssigner {
                 return Err(clock_behind(worker_id, what, until_ms, now_ms, max_wait_ms));
             }
             tokio::time::sleep(Duration::from_millis((until_ms - now_ms + 1).min(10))).await;
-        }
-    }
-
-    /// ZooKeeper is unreachable: the local cache, else refuse.
-    async fn start_without(
-        &self,
-        layout: &Layout,
-        range: WorkerIdRange,
-        down: &ZkError,
-    ) -> Result<ZkAssignment> {
-        let options = &self.options;
-        let refuse = |reason: String| ZkError::NoUsableCache {
-            connect: options.connect.clone(),
-            zk_reason: down.to_string(),
-            cache: options.cache_file.display().to_string(),
-            reason,
-        };
-        let (cached, czxid, mzxid) = self.usable_cache(layout, range).map_err(refuse)?;
-        let worker_id = cached.worker_id;
-        let cap = cached.lease_expires_ms.unwrap_or(0);
-        let mark = self.open_mark(worker_id, layout, false)?;
-        self.wait_for_clock(
-            worker_id,
-            cached.until_ms,
-            "the local cache's reserved-until mark",
-        )
-        .await?;
-        let tree = Tree::new(options.root());
-        let node = tree.forever(&forever_name(&options.listen_address(), worker_id));
-        let shared = Shared::new(
-            worker_id,
-            options.clone(),
-            tree,
-            node,
-            Arc::clone(&self.clock),
-            mark,
-            (cached.until_ms, cap),
-        );
-        shared.mark.reserve(self.clock.now_millis())?;
-        shared.mark.start_refresher()?;
-        tracing::warn!(
-            worker_id,
-            cache = %options.cache_file.display(),
-            mark_ms = cached.until_ms,
-            issuing_until_ms = cap,
-            "ZooKeeper unreachable at start-up: started from the local cache (this clock is past \
-             its mark); reports begin when ZooKeeper answers, and IDs stop at issuing_until_ms \
-             without one"
-        );
-        let holder = ZkHolder::start(shared, Conn::new(None, None, Some((czxid, mzxid))));
-        Ok(self.assignment(holder, ZkSource::LocalCache))
-    }
-
-    /// The cache, if it can stand in for ZooKeeper now: it names this namespace and address,
-    /// an id of the range, and a cap not yet reached. `Err` says why not.
-    fn usable_cache(
-        &self,
-        layout: &Layout,
-        range: WorkerIdRange,
-    ) -> std::result::Result<(CachedWorker, i64, i64), String> {
-        let options = &self.options;
-        let cached =
-            read_cache(&options.cache_file).map_err(|e| format!("it cannot be read ({e})"))?;
-        let prefix = holder_prefix(options);
-        let Some((czxid, mzxid)) = cached
-            .holder
-            .as_deref()
-            .and_then(|h| h.strip_prefix(&prefix))
-            .and_then(|zxids| zxids.split_once(':'))
-            .and_then(|(c, m)| Some((c.parse().ok()?, m.parse().ok()?)))
-        else {
-            return Err(format!("it records no ZooKeeper worker id of {prefix}…"));
-        };
-        let id = cached.worker_id;
-        if id > layout.max_worker_id() || !range.contains(id) {
-            return Err(format!("its worker id {id} is outside the range {range}"));
-        }
-        let now = self.clock.now_millis();
-        match cached.lease_expires_ms {
-            Some(cap) if now < cap => Ok((cached, czxid, mzxid)),
-            Some(cap) => Err(format!(
-                "its reservation ended at {cap} ms (`reservation` past its last accepted report); \
-                 the id may have been reused or reclaimed since"
-            )),
-            None => Err("it records no reservation".to_owned()),
         }
     }
 
@@ -701,16 +244,6 @@ impl ZooKeeperWorkerIdAssigner {
         }
         Ok(nodes)
     }
-}
-
-/// Whether `cache` saw the node's last write: it names this namespace, address, id, and the
-/// node's creation and last modification.
-fn cache_saw(cache: &CachedWorker, options: &ZkOptions, worker_id: u64, stat: &zk::Stat) -> bool {
-    cache.worker_id == worker_id
-        && cache.holder.as_deref()
-            == Some(&crate::holder::holder_string(
-                options, stat.czxid, stat.mzxid,
-            ))
 }
 
 impl WorkerIdAssigner for ZooKeeperWorkerIdAssigner {

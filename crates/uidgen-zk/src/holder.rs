@@ -1,24 +1,18 @@
-//! [`ZkHolder`]: a held ZooKeeper worker id, its reports, and the fence its generator obeys.
+//! [`ZkHolder`]: a held ZooKeeper worker id, its state, and the fence its generator obeys.
 //!
-//! Invariants (the argument is in `assigner.rs`; this file keeps them):
+//! The guarantee this file keeps, from the `zookeeper` row of docs/OPERATIONS.md ("Why IDs
+//! never repeat"; the argument is in `assigner.rs`): **the holder's `limit` is
+//! `min(local mark, R)`**, `R` the `reserved_until` of the last report ZooKeeper accepted.
 //!
-//! - A report writes the forever node with the version this holder last wrote (or read), so
-//!   it fails if anyone else wrote or deleted the node meanwhile; the id is then lost and the
-//!   fence closes. A reclaim, conversely, deletes the node only at the version it read, so a
-//!   report racing it makes the reclaim fail.
-//! - `reserved_until` (the promise in the node) is `max(previous, now + reservation)`: it rolls
-//!   forward with every report and never falls. The holder raises its own cap to a value only
-//!   after ZooKeeper accepted it.
 //! - The fence's limit is `min(local mark, accepted cap)`: the mark is synced to disk before
 //!   any ID past it (so a restart on this host knows how far this life went), and the cap
 //!   stops a holder cut off from ZooKeeper at the reservation of its last accepted report,
 //!   before a restart without the cache or a reclaim may take its id.
-//! - A report whose reply was lost (the connection broke after sending it) may or may not have
-//!   been written: the next round reads the node before writing again, and takes the write as
-//!   its own only when the node holds exactly what it sent, one version on (see
-//!   `unconfirmed.rs`).
-//! - A lost session is replaced by a new one, and the live node re-created under it; an old
-//!   session's leftover live node is deleted only if it was ours.
+//! - The holder raises its own cap to a value only after ZooKeeper accepted it, and never
+//!   lowers it; once the id is lost the fence closes (limit 0) and the local cache is
+//!   forgotten, so a start while ZooKeeper is down does not pick the id again.
+//!
+//! The reports that raise the cap, and the session they run on, are in `holder/report.rs`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,11 +22,14 @@ use uidgen_core::{Clock, FenceRefusal, TimeFence};
 use uidgen_store::LocalMark;
 use zookeeper_client as zk;
 
-use crate::error::{ZkError, is_connectivity};
+use crate::error::ZkError;
 use crate::options::{ZkOptions, ms};
-use crate::session::{EPHEMERAL, connect};
-use crate::tree::{NodeData, Tree};
-use crate::unconfirmed::Unconfirmed;
+use crate::tree::Tree;
+
+mod report;
+
+pub(crate) use report::Conn;
+use report::run;
 
 /// A report ZooKeeper accepted: this clock when it was written, the reservation it carried,
 /// and the node's stat after it.
@@ -251,286 +248,6 @@ pub(crate) fn holder_string(options: &ZkOptions, czxid: i64, mzxid: i64) -> Stri
 /// The part of the holder string that names the namespace and address.
 pub(crate) fn holder_prefix(options: &ZkOptions) -> String {
     format!("zk:{}/{}#", options.name, options.listen_address())
-}
-
-/// The ZooKeeper side of a held id: the session, the node's version, the live node.
-#[derive(Debug)]
-pub(crate) struct Conn {
-    pub(crate) client: Option<zk::Client>,
-    /// The forever node's version as this holder last wrote or read it; `None` until a start
-    /// from the cache has checked the node.
-    pub(crate) version: Option<i32>,
-    /// For a start from the cache: the node's (czxid, mzxid) the cache recorded.
-    pub(crate) verify: Option<(i64, i64)>,
-    /// The node's czxid, once a report was accepted or the node verified: a node deleted and
-    /// created again is not ours.
-    pub(crate) czxid: Option<i64>,
-    /// A report sent whose reply was lost: settled before the next write.
-    pub(crate) unconfirmed: Option<Unconfirmed>,
-    /// The session whose live node exists.
-    live_session: Option<i64>,
-    /// Sessions this holder had before: their leftover live node is ours to delete.
-    old_sessions: Vec<i64>,
-    next_reclaim_ms: u64,
-}
-
-impl Conn {
-    pub(crate) fn new(
-        client: Option<zk::Client>,
-        version: Option<i32>,
-        verify: Option<(i64, i64)>,
-    ) -> Self {
-        Self {
-            client,
-            version,
-            verify,
-            czxid: None,
-            unconfirmed: None,
-            live_session: None,
-            old_sessions: Vec::new(),
-            next_reclaim_ms: 0,
-        }
-    }
-
-    /// Write the node: `timestamp = now`, `reserved_until = max(previous, now + reservation)`,
-    /// at the version last seen, and raise the cap once ZooKeeper accepted it (the caller
-    /// records it in the cache). `Err` carries the client's error when ZooKeeper did not
-    /// accept it (the id is lost when that error is BadVersion or NoNode); after a broken
-    /// connection the write is kept as [`Unconfirmed`], since it may have gone through.
-    pub(crate) async fn report(&mut self, shared: &Shared) -> Result<Accepted, zk::Error> {
-        let client = self.client.clone().ok_or(zk::Error::ConnectionLoss)?;
-        let now = shared.clock.now_millis();
-        let reserved = shared
-            .accepted_until()
-            .max(now.saturating_add(ms(shared.options.reservation)));
-        let data = NodeData {
-            ip: shared.options.ip.clone(),
-            port: shared.options.port.clone(),
-            timestamp: now,
-            reserved_until: Some(reserved),
-            life: Some(shared.life),
-        }
-        .to_json();
-        match client.set_data(&shared.node, &data, self.version).await {
-            Ok(stat) => {
-                let accepted = Accepted {
-                    now_ms: now,
-                    reserved_ms: reserved,
-                    stat,
-                };
-                self.adopt(shared, &accepted);
-                Ok(accepted)
-            }
-            Err(error) => {
-                if is_connectivity(&error) {
-                    self.unconfirmed = Some(Unconfirmed {
-                        data,
-                        now_ms: now,
-                        reserved_ms: reserved,
-                    });
-                }
-                Err(error)
-            }
-        }
-    }
-
-    /// A write of ours is in the node: continue from its version, and raise the cap.
-    pub(crate) fn adopt(&mut self, shared: &Shared, accepted: &Accepted) {
-        self.version = Some(accepted.stat.version);
-        self.czxid = Some(accepted.stat.czxid);
-        shared.accepted(accepted);
-    }
-
-    /// One round of upkeep: a session, a report, the live node, the automatic reclaim.
-    async fn tick(&mut self, shared: &Shared) {
-        if !self.ensure_session(shared).await {
-            return;
-        }
-        if self.version.is_none() && !self.verify_cached_node(shared).await {
-            return;
-        }
-        if self.unconfirmed.is_some() && !self.settle_unconfirmed(shared).await {
-            return;
-        }
-        match self.report(shared).await {
-            Ok(accepted) => shared.record(&accepted),
-            Err(zk::Error::BadVersion | zk::Error::NoNode) => {
-                shared.lose(format!(
-                    "its forever node {} was reclaimed or written by another process",
-                    shared.node
-                ));
-                return;
-            }
-            Err(error) => {
-                shared.failed(&error.to_string());
-                return;
-            }
-        }
-        self.ensure_live(shared).await;
-        self.auto_reclaim(shared).await;
-    }
-
-    /// A usable session: the current one, or a new one when it ended (expired while
-    /// ZooKeeper was away). `false` when none could be made.
-    async fn ensure_session(&mut self, shared: &Shared) -> bool {
-        if let Some(client) = &self.client {
-            if !client.state().is_terminated() {
-                return true;
-            }
-            tracing::info!(
-                worker_id = shared.worker_id,
-                state = %client.state(),
-                "the ZooKeeper session ended; opening a new one"
-            );
-            self.old_sessions.push(client.session_id().0);
-            self.client = None;
-            self.live_session = None;
-        }
-        match connect(&shared.options.connect, shared.options.session_timeout).await {
-            Ok(client) => {
-                self.client = Some(client);
-                true
-            }
-            Err(error) => {
-                shared.failed(&error.to_string());
-                false
-            }
-        }
-    }
-
-    /// A start from the cache checks, on its first contact, that nobody wrote the node since
-    /// the write the cache recorded; otherwise the id is lost.
-    async fn verify_cached_node(&mut self, shared: &Shared) -> bool {
-        let Some(client) = self.client.clone() else {
-            return false;
-        };
-        match client.get_data(&shared.node).await {
-            Ok((_, stat)) if self.verify == Some((stat.czxid, stat.mzxid)) => {
-                self.version = Some(stat.version);
-                self.czxid = Some(stat.czxid);
-                tracing::info!(
-                    worker_id = shared.worker_id,
-                    "ZooKeeper answers: the worker id taken from the local cache is still this \
-                     host's"
-                );
-                true
-            }
-            Ok(_) => {
-                shared.lose(format!(
-                    "while this process ran on its local cache, another process wrote its forever \
-                     node {}",
-                    shared.node
-                ));
-                false
-            }
-            Err(zk::Error::NoNode) => {
-                shared.lose(format!(
-                    "while this process ran on its local cache, its forever node {} was reclaimed",
-                    shared.node
-                ));
-                false
-            }
-            Err(error) => {
-                shared.failed(&error.to_string());
-                false
-            }
-        }
-    }
-
-    /// The live node under the current session (after a session expiry, a new one).
-    pub(crate) async fn ensure_live(&mut self, shared: &Shared) {
-        let Some(client) = self.client.clone() else {
-            return;
-        };
-        let session = client.session_id().0;
-        if self.live_session == Some(session) {
-            return;
-        }
-        let live = shared.tree.live(shared.worker_id);
-        let address = shared.options.listen_address();
-        match client.create(&live, address.as_bytes(), &EPHEMERAL).await {
-            Ok(_) => {
-                if self.live_session.is_none() && !self.old_sessions.is_empty() {
-                    tracing::info!(
-                        worker_id = shared.worker_id,
-                        "re-created the live node under a new ZooKeeper session"
-                    );
-                }
-                self.live_session = Some(session);
-            }
-            Err(zk::Error::NodeExists) => match client.check_stat(&live).await {
-                Ok(Some(stat)) if stat.ephemeral_owner == session => {
-                    self.live_session = Some(session);
-                }
-                Ok(Some(stat)) if self.old_sessions.contains(&stat.ephemeral_owner) => {
-                    // Our own earlier session, not yet expired on the server: replace it now.
-                    let _ = client.delete(&live, Some(stat.version)).await;
-                }
-                Ok(_) => tracing::warn!(
-                    worker_id = shared.worker_id,
-                    "the live node belongs to another session; retrying"
-                ),
-                Err(error) => shared.failed(&error.to_string()),
-            },
-            Err(error) if is_connectivity(&error) => shared.failed(&error.to_string()),
-            Err(error) => {
-                tracing::warn!(worker_id = shared.worker_id, %error, "cannot create the live node")
-            }
-        }
-    }
-
-    async fn auto_reclaim(&mut self, shared: &Shared) {
-        let Some(threshold) = shared.options.auto_reclaim_after else {
-            return;
-        };
-        let Some(client) = self.client.clone() else {
-            return;
-        };
-        let now = shared.clock.now_millis();
-        if now < self.next_reclaim_ms {
-            return;
-        }
-        // A tenth of the threshold, between a second and ten minutes: dead ids come back
-        // soon after they may, without a listing every few seconds.
-        let period = (ms(threshold) / 10).clamp(1_000, 600_000);
-        self.next_reclaim_ms = now.saturating_add(period);
-        let reclaim = crate::reclaim::Reclaimer {
-            client: &client,
-            connect: &shared.options.connect,
-            tree: &shared.tree,
-            clock: shared.clock.as_ref(),
-            reservation: shared.options.reservation,
-        };
-        match reclaim.run(threshold, false).await {
-            Ok(freed) => {
-                let n = u64::try_from(freed.iter().filter(|c| c.freed).count()).unwrap_or(0);
-                // Relaxed: a counter for status only.
-                self.reclaimed_add(shared, n);
-            }
-            Err(error) => tracing::warn!(%error, "automatic reclaim failed; retrying later"),
-        }
-    }
-
-    fn reclaimed_add(&self, shared: &Shared, n: u64) {
-        // Relaxed: a counter for status only.
-        shared.reclaimed.fetch_add(n, Ordering::Relaxed);
-    }
-}
-
-/// Report every interval until lost or dropped.
-async fn run(shared: Arc<Shared>, mut conn: Conn, first_immediately: bool) {
-    let interval = shared.options.report_interval;
-    let mut first = first_immediately;
-    loop {
-        if !first {
-            tokio::time::sleep(interval).await;
-        }
-        first = false;
-        if shared.is_lost() {
-            return;
-        }
-        conn.tick(&shared).await;
-    }
 }
 
 /// A held ZooKeeper worker id: its reporter runs until [`shutdown`](Self::shutdown) or until

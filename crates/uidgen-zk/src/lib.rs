@@ -23,7 +23,11 @@
 //! ```
 //!
 //! The tree, the reports, the floors and the reclaim rule are documented where they are kept:
-//! `tree.rs`, `holder.rs`, `assigner.rs` ("why IDs never repeat") and `reclaim.rs`.
+//! `tree.rs`; `assigner.rs` ("why IDs never repeat", the `zookeeper` row of
+//! docs/OPERATIONS.md), whose parts each file keeps: `holder.rs` (the fence),
+//! `holder/report.rs` (the reports), `assigner/claim.rs` (a start while ZooKeeper answers),
+//! `assigner/offline.rs` (a start from the local cache), `peers.rs` (a new holder's clock) and
+//! `reclaim.rs` (a reclaimed id).
 //!
 //! # Testing
 //!
