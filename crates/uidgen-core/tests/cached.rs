@@ -9,14 +9,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{
-    assert_exhausted_after_16_units, assert_no_duplicates, assert_worker, eventually, hammer,
-    on_threads, presets_but_legacy,
+    assert_exhausted_after_16_units, assert_no_duplicates, assert_worker, hammer, on_threads,
+    presets_but_legacy,
 };
 use uidgen_core::ring::policy;
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, Clock, Layout, ManualClock, RingBuffer, SystemClock,
     UidError, UidGenerator,
 };
+use uidgen_testkit::eventually;
 
 fn waiting() -> CachedOptions {
     CachedOptions::waiting(Duration::from_secs(10))

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::{assert_no_duplicates, eventually};
+use common::assert_no_duplicates;
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, DefaultUidGenerator, FenceRefusal, Layout, ManualClock,
     SnowflakeGenerator, SystemClock, TimeFence, UidError, UidGenerator,
 };
+use uidgen_testkit::eventually;
 
 /// A fence the test moves by hand; `extend` raises it only when `extensible` (as a
 /// reserved-until mark does), and counts how often it was asked.

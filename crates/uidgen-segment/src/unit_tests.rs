@@ -39,12 +39,8 @@ async fn service_with(
 }
 
 /// Poll until `done` holds (loads run as tasks), failing after 5 s.
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+async fn eventually(what: &str, done: impl FnMut() -> bool) {
+    uidgen_testkit::eventually_within(what, 5, done).await;
 }
 
 fn steps(source: &MemorySource) -> Vec<i64> {

@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{Server, fetch, json};
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
@@ -31,11 +29,11 @@ async fn health(channel: &Channel, service: &str) -> ServingStatus {
 /// Poll `probe` until it returns true, failing with `what` after 30 s: readiness is re-read
 /// every 2 s, and a cut connection may take a ping's 2 s to notice.
 async fn eventually<F: Future<Output = bool>>(what: &str, mut probe: impl FnMut() -> F) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !probe().await {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    uidgen_testkit::eventually_some(what, 30, || {
+        let held = probe();
+        async move { held.await.then_some(()) }
+    })
+    .await;
 }
 
 /// `ready` of `mode` in `GET /v1/status`.

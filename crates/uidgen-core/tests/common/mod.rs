@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use uidgen_core::layout::PRESET_NAMES;
 use uidgen_core::{
@@ -70,19 +70,6 @@ pub fn assert_worker<G: UidGenerator>(generator: &G, ids: &[u64], worker: u64) {
             "id {id} decodes to worker {}",
             parts.worker
         );
-    }
-}
-
-/// Poll `done` until it holds; fails (rather than hangs) after a generous bound. Not a timing
-/// assertion: the bound only keeps a broken build from running forever.
-pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "gave up waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -43,13 +43,7 @@ pub async fn max_id(store: &Store, tag: &str) -> i64 {
 }
 
 /// Poll until `done` holds, failing with `what` after `secs`.
-pub async fn eventually(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
+pub use uidgen_testkit::eventually_within as eventually;
 
 /// Assert that `ids` holds no duplicate (sorts it).
 pub fn assert_unique(ids: &mut [i64], context: &str) {

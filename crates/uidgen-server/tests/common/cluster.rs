@@ -8,8 +8,9 @@ use std::time::Duration;
 use uidgen_client::{ClientBuilder, Peer};
 use uidgen_core::Layout;
 use uidgen_store::testing::{TestDb, fresh_url};
+use uidgen_testkit::free_port;
 
-use super::common::{Server, free_port};
+use super::common::Server;
 
 /// The segment tag every server creates at start (the sample tag).
 pub const TAG: &str = "client-test";

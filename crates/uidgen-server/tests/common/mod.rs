@@ -249,13 +249,6 @@ impl Server {
     }
 }
 
-/// A port nobody listens on right now (the OS's choice for an ephemeral bind), for a server
-/// that must come back on the same address after a restart.
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    listener.local_addr().expect("local address").port()
-}
-
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();

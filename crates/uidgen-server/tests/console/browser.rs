@@ -37,7 +37,7 @@ fn tool(var: &str, default: &str) -> String {
 
 pub async fn start_chromedriver() -> Chromedriver {
     let path = tool("UIDGEN_CHROMEDRIVER", "/usr/bin/chromedriver");
-    let port = uidgen_zk::testing::free_port();
+    let port = uidgen_testkit::free_port();
     let child = Command::new(&path)
         .arg(format!("--port={port}"))
         .stdout(Stdio::null())
@@ -83,22 +83,13 @@ pub async fn browser(driver: &Chromedriver) -> Client {
 }
 
 /// Poll `check` until it gives a value; fail naming `what` once [`PATIENCE`] is over.
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the console never showed {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let what = format!("the console never showed {what}");
+    uidgen_testkit::eventually_some(&what, PATIENCE.as_secs(), check).await
 }
 
 pub async fn text(c: &Client, css: &str) -> Option<String> {
