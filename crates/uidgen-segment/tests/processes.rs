@@ -7,7 +7,9 @@
 mod common;
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use common::{all_dbs, assert_unique, fresh, max_id, service};
@@ -17,11 +19,13 @@ use tokio::sync::Barrier;
 use uidgen_core::SystemClock;
 use uidgen_segment::SegmentOptions;
 
-const WORKER: &str = env!("CARGO_BIN_EXE_uidgen-segment-worker");
+/// The worker binary (built on first use: it is uidgen-testkit's).
+static WORKER: LazyLock<PathBuf> =
+    LazyLock::new(|| uidgen_testkit::worker_binary("uidgen-segment-worker"));
 const STEP: i64 = 1_000;
 
 async fn run_worker(url: &str, tag: &str, count: u64) -> Vec<i64> {
-    let output = Command::new(WORKER)
+    let output = Command::new(&*WORKER)
         .args([url, tag, &count.to_string()])
         .output()
         .await
@@ -46,7 +50,7 @@ fn segments(ids: &[i64]) -> HashSet<i64> {
 
 /// A worker in `forever` mode, killed when dropped.
 fn spawn_forever(url: &str, tag: &str) -> Child {
-    Command::new(WORKER)
+    Command::new(&*WORKER)
         .args([url, tag, "forever"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -131,7 +135,7 @@ async fn after_kill_9_the_next_instance_never_reissues_what_the_dead_one_could_s
         let first = run_worker(&url, "crash", 2_500).await;
         let after_first = max_id(&store, "crash").await;
 
-        let mut child = Command::new(WORKER)
+        let mut child = Command::new(&*WORKER)
             .args([url.as_str(), "crash", "forever"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

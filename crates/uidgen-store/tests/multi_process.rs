@@ -38,7 +38,7 @@ per_db! {
         let children: Vec<_> = outputs
             .iter()
             .map(|out| {
-                tokio::process::Command::new(env!("CARGO_BIN_EXE_uidgen-store-worker"))
+                tokio::process::Command::new(uidgen_testkit::worker_binary("uidgen-store-worker"))
                     .arg(&url)
                     .arg(IDS_PER_PROCESS.to_string())
                     .arg(out)
@@ -81,7 +81,7 @@ per_db! {
         let children: Vec<_> = outputs
             .iter()
             .map(|out| {
-                tokio::process::Command::new(env!("CARGO_BIN_EXE_uidgen-store-worker"))
+                tokio::process::Command::new(uidgen_testkit::worker_binary("uidgen-store-worker"))
                     .arg("--leased")
                     .arg(&url)
                     .arg(IDS_PER_LEASE.to_string())

@@ -75,7 +75,7 @@ fn test_dir() -> tempfile::TempDir {
 /// FLAGS is split on whitespace.
 async fn live(dir: &Path, name: &str, flags: &str) -> Life {
     let out = dir.join(format!("{name}.ids"));
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_uidgen-store-worker"))
+    let output = tokio::process::Command::new(uidgen_testkit::worker_binary("uidgen-store-worker"))
         .arg("reuse")
         .args(flags.split_whitespace())
         .arg("--out")

@@ -1,7 +1,10 @@
-//! Test support shared by uidgen's crates: the waits tests poll with, and a free port.
+//! Test support shared by uidgen's crates: the waits tests poll with, a free port, and the
+//! worker processes that multi-process tests spawn.
 //!
 //! It is for tests only (a dev-dependency, `publish = false`): one copy of the helpers that
-//! several crates' tests had written each for themselves. It is not for anything a library
+//! several crates' tests had written each for themselves, and the `uidgen-*-worker` binaries,
+//! which lived as `[[bin]]`s of the library crates they drive (so those crates shipped test
+//! binaries). A test finds one with [`worker_binary`]. It is not for anything a library
 //! exposes: the `testing` modules of the publishable crates (`uidgen_store::testing`,
 //! `uidgen_zk::testing`, `uidgen_sharded::testing`) keep their own, since a published crate
 //! cannot depend on this one.
@@ -18,6 +21,9 @@
 //! assert_ne!(uidgen_testkit::free_port(), 0);
 //! ```
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long [`eventually`] polls before it fails.
@@ -112,4 +118,85 @@ pub fn free_port() -> u16 {
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
         .unwrap_or_else(|e| panic!("cannot find a free port on 127.0.0.1: {e}"))
+}
+
+/// The path of this crate's worker binary `name` (`uidgen-store-worker`, `uidgen-zk-worker`,
+/// `uidgen-segment-worker`), built first if need be, once per test process.
+///
+/// `env!("CARGO_BIN_EXE_…")` names only binaries of the test's own package, and cargo builds
+/// another package's binaries for no test, so this runs `cargo build -p uidgen-testkit
+/// --features workers --bin NAME` (a no-op when it is fresh) into the target directory and
+/// profile of the running test binary, and takes the path cargo reports. Cargo does not hold
+/// its build lock while tests run, so the nested build does not wait on the outer one.
+///
+/// # Panics
+///
+/// When the build fails or reports no executable (with cargo's output).
+pub fn worker_binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Mutex<Vec<(String, PathBuf)>>> = OnceLock::new();
+    // One build at a time: the tests of one process share what the first built.
+    let mut built = BUILT
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, path)) = built.iter().find(|(built, _)| built == name) {
+        return path.clone();
+    }
+    let path = build_worker(name);
+    built.push((name.to_owned(), path.clone()));
+    path
+}
+
+fn build_worker(name: &str) -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command.args([
+        "build",
+        "--package",
+        "uidgen-testkit",
+        "--features",
+        "workers",
+        "--bin",
+        name,
+        "--message-format",
+        "json-render-diagnostics",
+    ]);
+    // The running test binary is `{target}/{profile}/deps/{test}`: build beside it, so that a
+    // `--release` or `--target-dir` run is not built again in the default place.
+    if let Some(profile_dir) = std::env::current_exe()
+        .ok()
+        .as_deref()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+    {
+        if let Some(target) = profile_dir
+            .parent()
+            .filter(|t| t.join("CACHEDIR.TAG").exists())
+        {
+            command.arg("--target-dir").arg(target);
+        }
+        if profile_dir.file_name().is_some_and(|p| p == "release") {
+            command.arg("--release");
+        }
+    }
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run cargo to build {name}: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "building {name} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // One JSON message per line; the binary's artifact names its executable.
+    let wanted = format!("\"name\":\"{name}\"");
+    let executable = stdout
+        .lines()
+        .filter(|line| line.contains("\"reason\":\"compiler-artifact\"") && line.contains(&wanted))
+        .find_map(|line| {
+            let start = line.find("\"executable\":\"")? + "\"executable\":\"".len();
+            let end = start + line[start..].find('"')?;
+            Some(PathBuf::from(&line[start..end]))
+        });
+    executable.unwrap_or_else(|| panic!("cargo built {name} but named no executable:\n{stdout}"))
 }

@@ -31,7 +31,7 @@ async fn twenty_processes_started_at_once_get_distinct_worker_ids_and_issue_no_d
     let mut children = Vec::new();
     for i in 0..20u16 {
         let out = dir.path().join(format!("ids-{i}"));
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_uidgen-zk-worker"))
+        let child = tokio::process::Command::new(uidgen_testkit::worker_binary("uidgen-zk-worker"))
             .args([
                 "--connect",
                 &connect,
