@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use common::{duplicates, generator, now, options, start_on};
 use uidgen_core::{Clock, ManualClock, UidGenerator};
 use uidgen_store::WorkerIdRange;
+use uidgen_testkit::worker_binary;
 use uidgen_zk::testing::test_connect;
 use uidgen_zk::{ZkAssignment, ZkSource};
 
@@ -102,23 +103,22 @@ async fn host_restarting(
     let (mut ids, mut workers) = (Vec::new(), Vec::new());
     for life in 0..lives {
         let out = dir.join(format!("ids-{port}-{life}"));
-        let mut child =
-            tokio::process::Command::new(uidgen_testkit::worker_binary("uidgen-zk-worker"))
-                .args(["--connect", connect, "--name", "restarts", "--port"])
-                .arg(port.to_string())
-                .arg("--cache")
-                .arg(dir.join(format!("cache-{port}-{life}")))
-                .arg("--out")
-                .arg(&out)
-                .args(["--secs", "1", "--max-count", "200000", "--range", "0-1"])
-                .args(["--reservation-ms", "2000", "--report-ms", "100"])
-                .args(["--session-ms", "4000", "--clock-offset-ms"])
-                .arg(offset_ms.to_string())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .unwrap();
+        let mut child = tokio::process::Command::new(worker_binary("uidgen-zk-worker"))
+            .args(["--connect", connect, "--name", "restarts", "--port"])
+            .arg(port.to_string())
+            .arg("--cache")
+            .arg(dir.join(format!("cache-{port}-{life}")))
+            .arg("--out")
+            .arg(&out)
+            .args(["--secs", "1", "--max-count", "200000", "--range", "0-1"])
+            .args(["--reservation-ms", "2000", "--report-ms", "100"])
+            .args(["--session-ms", "4000", "--clock-offset-ms"])
+            .arg(offset_ms.to_string())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
         let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
         let first = lines.next_line().await.unwrap();
         let Some(worker) = first.and_then(|l| l.trim().parse().ok()) else {
