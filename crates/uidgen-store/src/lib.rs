@@ -72,6 +72,7 @@ mod machine;
 mod mark;
 mod migrate;
 mod remote_lease;
+mod residue;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -97,6 +98,7 @@ pub use leaf_alloc::{
     validate_step, validate_tag,
 };
 pub use lease::LeasedWorkerIdAssigner;
+pub use residue::{MAX_DELTA, Residue};
 pub use lease_guard::LeaseGuard;
 pub use lease_options::{LeaseOptions, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 pub use machine::{

@@ -65,6 +65,7 @@ macro_rules! migrations_in {
             migration!($dialect, 3, "0003", "leaf_alloc"),
             migration!($dialect, 4, "0004", "worker_id_range"),
             migration!($dialect, 5, "0005", "id_alloc"),
+            migration!($dialect, 6, "0006", "leaf_alloc_residue"),
         ]
     };
 }
