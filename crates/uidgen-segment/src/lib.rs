@@ -40,7 +40,7 @@ mod step;
 mod unit_tests;
 
 pub use buffer::SegmentBuffer;
-pub use error::{Result, SegmentError};
+pub use error::{GroupProblem, Result, SegmentError};
 pub use handle::TagHandle;
 pub use options::{MAX_WAIT, SegmentOptions};
 pub use service::{SegmentService, validate_tag};

@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use uidgen_core::Clock;
 use uidgen_store::{LeafAlloc, Store};
 
-use crate::buffer::SegmentBuffer;
+use crate::buffer::{SegmentBuffer, ServedMax};
 use crate::error::{Result, SegmentError, display_tag};
 use crate::handle::{TagHandle, check_count};
 use crate::options::SegmentOptions;
@@ -116,7 +116,7 @@ pub struct SegmentService {
     /// The highest `max_id` served of each evicted tag, to seed the buffer of the tag if it
     /// comes back: a re-created row restarts at `max_id` 1, and this service must not repeat
     /// what it served before the deletion.
-    evicted: Mutex<HashMap<Box<str>, i64>>,
+    evicted: Mutex<HashMap<Box<str>, ServedMax>>,
     sync_task: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -209,7 +209,7 @@ impl SegmentService {
             Some(taken)
         });
         match found {
-            Some(Ok(range)) => Ok(range.start),
+            Some(Ok(taken)) => Ok(taken.first),
             // Both segments used up: wait outside the cache's borrow.
             Some(Err(buffer)) => buffer.next_id(),
             None => match self.tags.read().get(tag).cloned() {
@@ -288,9 +288,21 @@ impl SegmentService {
             .ok()
             .filter(|s| (1..=max).contains(s))
             .ok_or(SegmentError::InvalidLeaseSize { size, max })?;
+        if self.shared.source.is_group_tag(tag) {
+            return Err(SegmentError::LeaseOfGroupTag {
+                tag: tag.to_owned(),
+            });
+        }
         let claim = self.shared.source.claim(tag, Some(step));
         let claimed = self.shared.timed("leasing a segment", claim).await?;
         debug_assert_eq!(claimed.step, step, "a claim with a step uses that step");
+        if claimed.residue != uidgen_store::Residue::SINGLE {
+            // A row set up by hand for several databases: the range holds other databases'
+            // numbers. Skipped, never served.
+            return Err(SegmentError::LeaseOfGroupTag {
+                tag: tag.to_owned(),
+            });
+        }
         Ok(claimed.max_id - claimed.step..claimed.max_id)
     }
 
@@ -451,7 +463,7 @@ impl SegmentService {
 
     /// A buffer for `tag`, refusing segments below anything served before an eviction.
     fn new_buffer(&self, tag: &str) -> SegmentBuffer {
-        let served_max = self.evicted.lock().remove(tag).unwrap_or(i64::MIN);
+        let served_max = self.evicted.lock().remove(tag).unwrap_or_default();
         SegmentBuffer::new(tag, Arc::clone(&self.shared), served_max)
     }
 

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use uidgen_store::{LeafAlloc, Store};
+use uidgen_store::{LeafAlloc, Residue, Store};
 
 use crate::error::{Result, from_store};
 
@@ -23,6 +23,8 @@ pub(crate) struct Claimed {
     /// The step stored in the table, read by the claim itself (the dynamic step never goes
     /// below it).
     pub(crate) table_step: i64,
+    /// The row's residue: of the segment, only these numbers are this database's.
+    pub(crate) residue: Residue,
 }
 
 /// The database operations the segment service needs.
@@ -33,6 +35,12 @@ pub(crate) trait SegmentSource: Send + Sync + std::fmt::Debug + 'static {
 
     /// Every tag.
     fn list_tags(&self) -> BoxFuture<'_, Result<Vec<String>>>;
+
+    /// Whether `tag` is served from a group of databases (its numbers are not contiguous, so it
+    /// cannot be leased as a range).
+    fn is_group_tag(&self, _tag: &str) -> bool {
+        false
+    }
 
     /// Create or update a tag.
     fn upsert<'a>(
@@ -55,6 +63,7 @@ impl SegmentSource for Store {
                 max_id: claim.max_id,
                 step: claim.step,
                 table_step: claim.stored_step,
+                residue: claim.residue,
             })
         })
     }
@@ -87,7 +96,7 @@ pub(crate) mod memory {
 
     use parking_lot::Mutex;
     use tokio::sync::Semaphore;
-    use uidgen_store::{LeafAlloc, StoreError};
+    use uidgen_store::{LeafAlloc, Residue, StoreError};
 
     use super::{BoxFuture, Claimed, SegmentSource};
     use crate::error::{Result, SegmentError};
@@ -96,6 +105,8 @@ pub(crate) mod memory {
     #[derive(Debug, Default)]
     pub(crate) struct MemorySource {
         rows: Mutex<BTreeMap<String, (i64, i64)>>,
+        /// Residues of tags that have one other than `Residue::SINGLE`.
+        pub(crate) residues: Mutex<BTreeMap<String, Residue>>,
         /// Every claim, in order: (tag, start, end).
         pub(crate) claims: Mutex<Vec<(String, i64, i64)>>,
         pub(crate) fail: AtomicBool,
@@ -177,6 +188,7 @@ pub(crate) mod memory {
                     max_id: row.0,
                     step: used,
                     table_step: row.1,
+                    residue: self.residues.lock().get(tag).copied().unwrap_or_default(),
                 })
             })
         }
@@ -208,6 +220,7 @@ pub(crate) mod memory {
                     step,
                     description: description.map(str::to_owned),
                     update_time_ms: None,
+                    residue: self.residues.lock().get(tag).copied().unwrap_or_default(),
                 })
             })
         }
