@@ -29,8 +29,10 @@
 
 mod buffer;
 mod error;
+mod group;
 mod handle;
 mod options;
+mod routed;
 mod service;
 mod slot;
 mod source;
@@ -41,6 +43,7 @@ mod unit_tests;
 
 pub use buffer::SegmentBuffer;
 pub use error::{GroupProblem, Result, SegmentError};
+pub use group::{GroupDatabaseState, GroupState, GroupTagRow, SegmentGroup};
 pub use handle::TagHandle;
 pub use options::{MAX_WAIT, SegmentOptions};
 pub use service::{SegmentService, validate_tag};

@@ -49,6 +49,19 @@ pub(crate) trait SegmentSource: Send + Sync + std::fmt::Debug + 'static {
         step: i64,
         description: Option<&'a str>,
     ) -> BoxFuture<'a, Result<LeafAlloc>>;
+
+    /// The row of `tag`, if any.
+    fn row<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<LeafAlloc>>>;
+
+    /// Create or update a tag as one database of a group: a new row gets `residue`; an
+    /// existing row with another residue is refused.
+    fn upsert_residue<'a>(
+        &'a self,
+        tag: &'a str,
+        step: i64,
+        description: Option<&'a str>,
+        residue: Residue,
+    ) -> BoxFuture<'a, Result<LeafAlloc>>;
 }
 
 impl SegmentSource for Store {
@@ -80,6 +93,24 @@ impl SegmentSource for Store {
     ) -> BoxFuture<'a, Result<LeafAlloc>> {
         Box::pin(async move {
             self.upsert_tag(tag, step, description)
+                .await
+                .map_err(|e| from_store(tag, e))
+        })
+    }
+
+    fn row<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<LeafAlloc>>> {
+        Box::pin(async move { self.get_tag(tag).await.map_err(|e| from_store(tag, e)) })
+    }
+
+    fn upsert_residue<'a>(
+        &'a self,
+        tag: &'a str,
+        step: i64,
+        description: Option<&'a str>,
+        residue: Residue,
+    ) -> BoxFuture<'a, Result<LeafAlloc>> {
+        Box::pin(async move {
+            self.upsert_group_tag(tag, step, description, residue)
                 .await
                 .map_err(|e| from_store(tag, e))
         })
@@ -200,6 +231,41 @@ pub(crate) mod memory {
                     return Err(outage());
                 }
                 Ok(self.rows.lock().keys().cloned().collect())
+            })
+        }
+
+        fn row<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<LeafAlloc>>> {
+            Box::pin(async move {
+                if self.fail.load(Ordering::SeqCst) {
+                    return Err(outage());
+                }
+                let row = self.rows.lock().get(tag).copied();
+                Ok(row.map(|(max_id, step)| LeafAlloc {
+                    biz_tag: tag.to_owned(),
+                    max_id,
+                    step,
+                    description: None,
+                    update_time_ms: None,
+                    residue: self.residues.lock().get(tag).copied().unwrap_or_default(),
+                }))
+            })
+        }
+
+        fn upsert_residue<'a>(
+            &'a self,
+            tag: &'a str,
+            step: i64,
+            description: Option<&'a str>,
+            residue: Residue,
+        ) -> BoxFuture<'a, Result<LeafAlloc>> {
+            Box::pin(async move {
+                if self.fail.load(Ordering::SeqCst) {
+                    return Err(outage());
+                }
+                if !self.rows.lock().contains_key(tag) {
+                    self.residues.lock().insert(tag.to_owned(), residue);
+                }
+                self.upsert(tag, step, description).await
             })
         }
 
