@@ -57,8 +57,8 @@ use crate::state::TagState;
 
 mod load;
 
-use load::{FailureKind, LoadFailure, LoadKind};
 pub(crate) use load::ServedMax;
+use load::{FailureKind, LoadFailure, LoadKind};
 
 /// What the slow path decided, under the control lock.
 enum Advance {

@@ -316,7 +316,9 @@ impl GroupSource {
 }
 
 /// Await every future, in order (a group has few members; no extra dependency for this).
-async fn futures_join_all<T>(futures: impl Iterator<Item = impl std::future::Future<Output = T>>) -> Vec<T> {
+async fn futures_join_all<T>(
+    futures: impl Iterator<Item = impl std::future::Future<Output = T>>,
+) -> Vec<T> {
     let mut out = Vec::new();
     for future in futures {
         out.push(future.await);
@@ -427,7 +429,10 @@ impl SegmentSource for GroupSource {
             for (k, residue) in residues.into_iter().enumerate() {
                 let residue = residue.unwrap_or_default();
                 let row = self
-                    .attempt(k, self.members[k].upsert_residue(tag, step, description, residue))
+                    .attempt(
+                        k,
+                        self.members[k].upsert_residue(tag, step, description, residue),
+                    )
                     .await?;
                 first_row.get_or_insert(row);
             }

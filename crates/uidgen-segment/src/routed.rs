@@ -84,6 +84,7 @@ impl SegmentSource for Routed {
         description: Option<&'a str>,
         residue: Residue,
     ) -> BoxFuture<'a, Result<LeafAlloc>> {
-        self.source(tag).upsert_residue(tag, step, description, residue)
+        self.source(tag)
+            .upsert_residue(tag, step, description, residue)
     }
 }

@@ -15,9 +15,9 @@ use uidgen_store::{LeafAlloc, Store};
 use crate::buffer::{SegmentBuffer, ServedMax};
 use crate::error::{Result, SegmentError, display_tag};
 use crate::group::{GroupSource, GroupState, SegmentGroup};
-use crate::routed::Routed;
 use crate::handle::{TagHandle, check_count};
 use crate::options::SegmentOptions;
+use crate::routed::Routed;
 use crate::source::SegmentSource;
 use crate::state::TagState;
 

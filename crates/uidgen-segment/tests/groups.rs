@@ -126,8 +126,14 @@ async fn a_tag_on_postgres_and_mariadb_serves_while_one_lives_and_never_repeats(
     service.upsert_tag("g", STEP, None).await.unwrap();
     let pg_row = pg_direct.get_tag("g").await.unwrap().unwrap();
     let my_row = my_direct.get_tag("g").await.unwrap().unwrap();
-    assert_eq!((pg_row.residue, pg_row.step), (Residue::new(2, 0).unwrap(), STEP));
-    assert_eq!((my_row.residue, my_row.step), (Residue::new(2, 1).unwrap(), STEP));
+    assert_eq!(
+        (pg_row.residue, pg_row.step),
+        (Residue::new(2, 0).unwrap(), STEP)
+    );
+    assert_eq!(
+        (my_row.residue, my_row.step),
+        (Residue::new(2, 1).unwrap(), STEP)
+    );
 
     let takers = Takers::start(&service, "g");
     takers.take(2_000, "IDs with both databases up").await;
@@ -155,10 +161,16 @@ async fn a_tag_on_postgres_and_mariadb_serves_while_one_lives_and_never_repeats(
     let (pg_max, my_max) = (max_id(&pg_direct, "g").await, max_id(&my_direct, "g").await);
     let even = ids.iter().filter(|id| *id % 2 == 0).count();
     let odd = ids.len() - even;
-    assert!(even > 0 && odd > 0, "both databases served: {even} even, {odd} odd");
+    assert!(
+        even > 0 && odd > 0,
+        "both databases served: {even} even, {odd} odd"
+    );
     for &id in &ids {
         let below = if id % 2 == 0 { pg_max } else { my_max };
-        assert!(id >= 1 && id < below, "{id} outside what its database granted");
+        assert!(
+            id >= 1 && id < below,
+            "{id} outside what its database granted"
+        );
     }
     assert_unique(&mut ids, "two databases, two cuts");
     eprintln!(
@@ -177,12 +189,18 @@ async fn a_tag_on_postgres_and_mariadb_serves_while_one_lives_and_never_repeats(
             Ok(id) => break id,
             Err(error) => {
                 assert_eq!(error.code(), -3, "{error}");
-                assert!(tokio::time::Instant::now() < deadline, "no recovery: {error}");
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "no recovery: {error}"
+                );
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
     };
-    assert!(ids.binary_search(&next).is_err(), "{next} repeated after recovery");
+    assert!(
+        ids.binary_search(&next).is_err(),
+        "{next} repeated after recovery"
+    );
     service.shutdown();
 }
 
@@ -191,18 +209,32 @@ async fn a_group_whose_databases_disagree_is_refused_at_start() {
     let (pg, _) = fresh(TestDb::Postgres).await;
     let (my, _) = fresh(TestDb::MySql).await;
     // Both hold remainder 0: they would hand out the same even numbers.
-    pg.upsert_group_tag("g", 10, None, Residue::new(2, 0).unwrap()).await.unwrap();
-    my.upsert_group_tag("g", 10, None, Residue::new(2, 0).unwrap()).await.unwrap();
+    pg.upsert_group_tag("g", 10, None, Residue::new(2, 0).unwrap())
+        .await
+        .unwrap();
+    my.upsert_group_tag("g", 10, None, Residue::new(2, 0).unwrap())
+        .await
+        .unwrap();
     let (main, _) = fresh(TestDb::Sqlite).await;
     let group = SegmentGroup::new("pair", vec![pg.clone(), my.clone()], vec!["g".into()]).unwrap();
-    let error = SegmentService::start_with_groups(main.clone(), vec![group], options(), SystemClock)
-        .await
-        .unwrap_err();
+    let error =
+        SegmentService::start_with_groups(main.clone(), vec![group], options(), SystemClock)
+            .await
+            .unwrap_err();
     assert!(
-        matches!(&error, SegmentError::GroupInconsistent { problem: GroupProblem::DuplicateRemainder { remainder: 0, .. }, .. }),
+        matches!(
+            &error,
+            SegmentError::GroupInconsistent {
+                problem: GroupProblem::DuplicateRemainder { remainder: 0, .. },
+                ..
+            }
+        ),
         "{error}"
     );
-    assert!(error.to_string().contains("both hold remainder 0"), "{error}");
+    assert!(
+        error.to_string().contains("both hold remainder 0"),
+        "{error}"
+    );
     // A plain single-database row in a group of two: delta 1 is not 2.
     pg.upsert_tag("plain", 10, None).await.unwrap();
     let group = SegmentGroup::new("pair", vec![pg, my], vec!["plain".into()]).unwrap();
@@ -210,7 +242,17 @@ async fn a_group_whose_databases_disagree_is_refused_at_start() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, SegmentError::GroupInconsistent { problem: GroupProblem::WrongDelta { delta: 1, expected: 2, .. }, .. }),
+        matches!(
+            &error,
+            SegmentError::GroupInconsistent {
+                problem: GroupProblem::WrongDelta {
+                    delta: 1,
+                    expected: 2,
+                    ..
+                },
+                ..
+            }
+        ),
         "{error}"
     );
 }

@@ -426,9 +426,8 @@ async fn segment_groups(config: &Config) -> anyhow::Result<Vec<uidgen_segment::S
                         .with_context(|| format!("invalid config key `{key}.stores`"))?
                 }
                 Err(error) => {
-                    return Err(error).with_context(|| {
-                        format!("cannot open {} of `{key}`", redacted(url))
-                    });
+                    return Err(error)
+                        .with_context(|| format!("cannot open {} of `{key}`", redacted(url)));
                 }
             };
             stores.push(store);

@@ -28,12 +28,21 @@ fn config_file(name: &str, store: &str, stores: &[String]) -> std::path::PathBuf
 
 /// `count` IDs of `g` from `server`, or the error body.
 async fn take(client: &reqwest::Client, server: &Server, count: usize) -> Result<Vec<i64>, String> {
-    let (status, body) = fetch(client, &server.url(&format!("/v1/segments/g?count={count}"))).await;
+    let (status, body) = fetch(
+        client,
+        &server.url(&format!("/v1/segments/g?count={count}")),
+    )
+    .await;
     if status != 200 {
         return Err(format!("{status}: {body}"));
     }
     let value: serde_json::Value = serde_json::from_str(&body).unwrap();
-    Ok(value["ids"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect())
+    Ok(value["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect())
 }
 
 /// The `databases` of tag `g` in `/v1/segments`.
@@ -52,7 +61,10 @@ async fn a_group_tag_is_created_on_both_databases_and_served_while_one_is_cut() 
     let my_url = fresh_url(TestDb::MySql).await.unwrap();
     let pg_proxy = Proxy::start(server_addr(&pg_url)).await;
     let my_proxy = Proxy::start(server_addr(&my_url)).await;
-    let stores = [with_addr(&pg_url, pg_proxy.addr), with_addr(&my_url, my_proxy.addr)];
+    let stores = [
+        with_addr(&pg_url, pg_proxy.addr),
+        with_addr(&my_url, my_proxy.addr),
+    ];
     let file = config_file("groups", &sqlite_url("groups"), &stores);
     let server = Server::start(
         &["--config", file.to_str().unwrap()],
@@ -68,11 +80,18 @@ async fn a_group_tag_is_created_on_both_databases_and_served_while_one_is_cut() 
         .unwrap();
     assert_eq!(response.status().as_u16(), 200);
     let row: serde_json::Value = response.json().await.unwrap();
-    assert_eq!((row["delta"].as_i64(), row["remainder"].as_i64()), (Some(2), Some(0)), "{row}");
+    assert_eq!(
+        (row["delta"].as_i64(), row["remainder"].as_i64()),
+        (Some(2), Some(0)),
+        "{row}"
+    );
     // Both rows, as the databases hold them.
     let my_direct = Store::connect(&my_url).await.unwrap();
     let my_row = my_direct.get_tag("g").await.unwrap().unwrap();
-    assert_eq!((my_row.residue, my_row.step), (Residue::new(2, 1).unwrap(), 20));
+    assert_eq!(
+        (my_row.residue, my_row.step),
+        (Residue::new(2, 1).unwrap(), 20)
+    );
 
     let mut seen = HashSet::new();
     let mut keep = |ids: Vec<i64>| {
@@ -83,9 +102,19 @@ async fn a_group_tag_is_created_on_both_databases_and_served_while_one_is_cut() 
     keep(take(&client, &server, 100).await.unwrap());
     let dbs = databases(&client, &server).await;
     assert_eq!(dbs.len(), 2);
-    assert_eq!((dbs[0]["kind"].as_str(), dbs[0]["remainder"].as_i64()), (Some("postgres"), Some(0)));
-    assert_eq!((dbs[1]["kind"].as_str(), dbs[1]["remainder"].as_i64()), (Some("mysql"), Some(1)));
-    assert!(dbs.iter().all(|d| d["reachable"] == true && d["delta"] == 2), "{dbs:?}");
+    assert_eq!(
+        (dbs[0]["kind"].as_str(), dbs[0]["remainder"].as_i64()),
+        (Some("postgres"), Some(0))
+    );
+    assert_eq!(
+        (dbs[1]["kind"].as_str(), dbs[1]["remainder"].as_i64()),
+        (Some("mysql"), Some(1))
+    );
+    assert!(
+        dbs.iter()
+            .all(|d| d["reachable"] == true && d["delta"] == 2),
+        "{dbs:?}"
+    );
     // No address in the monitor.
     assert!(!format!("{dbs:?}").contains("127.0.0.1"), "{dbs:?}");
 
@@ -98,11 +127,24 @@ async fn a_group_tag_is_created_on_both_databases_and_served_while_one_is_cut() 
     }
     assert!(odd > 0, "MariaDB took over");
     let dbs = databases(&client, &server).await;
-    assert_eq!((dbs[0]["reachable"].as_bool(), dbs[1]["preferred"].as_bool()), (Some(false), Some(true)));
+    assert_eq!(
+        (dbs[0]["reachable"].as_bool(), dbs[1]["preferred"].as_bool()),
+        (Some(false), Some(true))
+    );
     // A group tag is not leasable.
-    let response = client.post(server.url("/v1/segments/g/lease?size=10")).send().await.unwrap();
+    let response = client
+        .post(server.url("/v1/segments/g/lease?size=10"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status().as_u16(), 400);
-    assert!(response.text().await.unwrap().contains("group_tag_not_leasable"));
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("group_tag_not_leasable")
+    );
     pg_proxy.restore();
     server.terminate();
 }
@@ -117,10 +159,20 @@ async fn a_group_whose_rows_disagree_refuses_to_start_naming_the_problem() {
         store.upsert_group_tag("g", 20, None, even).await.unwrap();
     }
     let file = config_file("groups-bad", &sqlite_url("groups-bad"), &[pg_url, my_url]);
-    let (status, _, stderr) = run(&["serve", "--listen", "127.0.0.1:0", "--config", file.to_str().unwrap()], &[]);
+    let (status, _, stderr) = run(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert!(!status.success());
     assert!(
-        stderr.contains("segment group `pair`, biz tag `g`") && stderr.contains("both hold remainder 0"),
+        stderr.contains("segment group `pair`, biz tag `g`")
+            && stderr.contains("both hold remainder 0"),
         "{stderr}"
     );
 }

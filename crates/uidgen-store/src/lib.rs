@@ -98,7 +98,6 @@ pub use leaf_alloc::{
     validate_step, validate_tag,
 };
 pub use lease::LeasedWorkerIdAssigner;
-pub use residue::{MAX_DELTA, Residue};
 pub use lease_guard::LeaseGuard;
 pub use lease_options::{LeaseOptions, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 pub use machine::{
@@ -107,6 +106,7 @@ pub use machine::{
 pub use mark::LocalMark;
 pub use migrate::{Migration, migrations};
 pub use remote_lease::RemoteLease;
+pub use residue::{MAX_DELTA, Residue};
 pub use store::{Store, StoreOptions};
 pub use url::{Dialect, redact_url};
 pub use worker_lease::WorkerLeaseRow;

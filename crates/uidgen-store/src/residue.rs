@@ -114,6 +114,7 @@ fn gcd(mut a: i64, mut b: i64) -> i64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -122,12 +123,16 @@ mod tests {
     fn first_and_count_match_a_filter() {
         for delta in 1..=5 {
             for remainder in 0..delta {
-                let residue = Residue::new(delta, remainder).unwrap_or(Residue::SINGLE);
+                let residue = Residue::new(delta, remainder).unwrap();
                 for start in -7..13 {
                     for len in 0..12 {
-                        let wanted: Vec<i64> =
-                            (start..start + len).filter(|x| residue.contains(*x)).collect();
-                        assert_eq!(residue.count_in(start..start + len), wanted.len() as i64);
+                        let wanted: Vec<i64> = (start..start + len)
+                            .filter(|x| residue.contains(*x))
+                            .collect();
+                        assert_eq!(
+                            residue.count_in(start..start + len),
+                            i64::try_from(wanted.len()).unwrap()
+                        );
                         if let Some(&first) = wanted.first() {
                             assert_eq!(residue.first_at_or_after(start), Some(first));
                         }
@@ -139,8 +144,14 @@ mod tests {
 
     #[test]
     fn the_top_of_the_id_space_does_not_overflow() {
-        let odd = Residue { delta: 2, remainder: 1 };
-        let even = Residue { delta: 2, remainder: 0 };
+        let odd = Residue {
+            delta: 2,
+            remainder: 1,
+        };
+        let even = Residue {
+            delta: 2,
+            remainder: 0,
+        };
         assert_eq!(odd.first_at_or_after(i64::MAX), Some(i64::MAX));
         assert_eq!(even.first_at_or_after(i64::MAX), None);
         assert_eq!(even.count_in(i64::MAX - 3..i64::MAX), 2);

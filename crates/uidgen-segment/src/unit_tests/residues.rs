@@ -46,7 +46,10 @@ async fn a_segment_serves_exactly_the_numbers_of_its_residue_in_order() {
         assert_eq!(ids, all[..ids.len()], "{residue} step {step}");
         // The monitor shows the next ID of this residue and the claimed end.
         let current = &state.segments[state.pos];
-        assert!(residue.contains(current.value) || current.value == current.max, "{state:?}");
+        assert!(
+            residue.contains(current.value) || current.value == current.max,
+            "{state:?}"
+        );
         service.shutdown();
     }
 }
@@ -64,9 +67,13 @@ async fn a_single_database_tag_is_served_as_before() {
 /// Two in-process databases holding `t` with delta 2 and remainders 0 and 1.
 fn pair(step: i64) -> (Arc<MemorySource>, Arc<MemorySource>, Arc<GroupSource>) {
     let even = MemorySource::with_tag("t", step);
-    even.residues.lock().insert("t".into(), Residue::new(2, 0).unwrap());
+    even.residues
+        .lock()
+        .insert("t".into(), Residue::new(2, 0).unwrap());
     let odd = MemorySource::with_tag("t", step);
-    odd.residues.lock().insert("t".into(), Residue::new(2, 1).unwrap());
+    odd.residues
+        .lock()
+        .insert("t".into(), Residue::new(2, 1).unwrap());
     let group = GroupSource::from_members(
         "g".into(),
         vec!["t".into()],
@@ -97,7 +104,10 @@ async fn a_group_fails_over_between_databases_and_never_repeats() {
     assert!(seen.iter().all(|id| id % 2 == 0), "{seen:?}");
     even.fail.store(true, Ordering::SeqCst);
     take(60, &mut seen).await;
-    assert!(seen.iter().any(|id| id % 2 == 1), "the odd database took over");
+    assert!(
+        seen.iter().any(|id| id % 2 == 1),
+        "the odd database took over"
+    );
     even.fail.store(false, Ordering::SeqCst);
     odd.fail.store(true, Ordering::SeqCst);
     take(60, &mut seen).await;
@@ -113,7 +123,10 @@ async fn a_group_fails_over_between_databases_and_never_repeats() {
     assert!(error.to_string().contains("segment group `g`"), "{error}");
     // A plain tag of the main store is unaffected, and a group tag cannot be leased.
     assert_eq!(service.get_async("plain").await.unwrap(), 1);
-    assert!(matches!(service.lease("t", 10).await, Err(SegmentError::LeaseOfGroupTag { .. })));
+    assert!(matches!(
+        service.lease("t", 10).await,
+        Err(SegmentError::LeaseOfGroupTag { .. })
+    ));
     odd.fail.store(false, Ordering::SeqCst);
     eventually("recovery", || service.get("t").is_ok()).await;
 }
@@ -123,9 +136,15 @@ async fn creating_a_group_tag_writes_every_database_with_its_own_remainder() {
     let (even, odd, group) = pair(10);
     let row = group.upsert("new", 100, None).await.unwrap();
     assert_eq!(row.residue, Residue::new(2, 0).unwrap());
-    assert_eq!(odd.row("new").await.unwrap().unwrap().residue, Residue::new(2, 1).unwrap());
+    assert_eq!(
+        odd.row("new").await.unwrap().unwrap().residue,
+        Residue::new(2, 1).unwrap()
+    );
     // A step below the number of databases is refused.
-    assert!(matches!(group.upsert("small", 1, None).await, Err(SegmentError::InvalidInput(_))));
+    assert!(matches!(
+        group.upsert("small", 1, None).await,
+        Err(SegmentError::InvalidInput(_))
+    ));
     // One database down: nothing is written anywhere.
     odd.fail.store(true, Ordering::SeqCst);
     assert!(matches!(
@@ -135,14 +154,21 @@ async fn creating_a_group_tag_writes_every_database_with_its_own_remainder() {
     assert!(even.row("half").await.unwrap().is_none());
 }
 
+/// A way to make the pair's rows disagree.
+type BreakRows = fn(&MemorySource, &MemorySource);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn databases_that_disagree_are_refused_at_start_by_what_disagrees() {
-    let cases: [(&str, fn(&MemorySource, &MemorySource)); 3] = [
+    let cases: [(&str, BreakRows); 3] = [
         ("wrong delta", |_, odd| {
-            odd.residues.lock().insert("t".into(), Residue::new(3, 1).unwrap());
+            odd.residues
+                .lock()
+                .insert("t".into(), Residue::new(3, 1).unwrap());
         }),
         ("duplicate remainder", |_, odd| {
-            odd.residues.lock().insert("t".into(), Residue::new(2, 0).unwrap());
+            odd.residues
+                .lock()
+                .insert("t".into(), Residue::new(2, 0).unwrap());
         }),
         ("missing row", |_, odd| odd.remove("t")),
     ];
@@ -162,9 +188,19 @@ async fn databases_that_disagree_are_refused_at_start_by_what_disagrees() {
             panic!("{what}: {error:?}");
         };
         let matched = match what {
-            "wrong delta" => matches!(problem, GroupProblem::WrongDelta { delta: 3, expected: 2, .. }),
+            "wrong delta" => matches!(
+                problem,
+                GroupProblem::WrongDelta {
+                    delta: 3,
+                    expected: 2,
+                    ..
+                }
+            ),
             "duplicate remainder" => {
-                matches!(problem, GroupProblem::DuplicateRemainder { remainder: 0, .. })
+                matches!(
+                    problem,
+                    GroupProblem::DuplicateRemainder { remainder: 0, .. }
+                )
             }
             _ => matches!(problem, GroupProblem::MissingRow { database } if database == "odd"),
         };

@@ -90,9 +90,11 @@ pub fn segment_error(err: SegmentError) -> ApiError {
             "shutting_down",
             err.to_string(),
         ),
-        SegmentError::LeaseOfGroupTag { .. } => {
-            (StatusCode::BAD_REQUEST, "group_tag_not_leasable", err.to_string())
-        }
+        SegmentError::LeaseOfGroupTag { .. } => (
+            StatusCode::BAD_REQUEST,
+            "group_tag_not_leasable",
+            err.to_string(),
+        ),
         SegmentError::GroupInconsistent { tag, group, .. } => {
             log_cause = true;
             (
