@@ -173,6 +173,24 @@ pub(crate) mod memory {
             self.rows.lock().insert(tag.to_owned(), (1, step));
         }
 
+        /// The row of `tag` as the store would return it.
+        fn leaf_alloc(
+            &self,
+            tag: &str,
+            max_id: i64,
+            step: i64,
+            description: Option<&str>,
+        ) -> LeafAlloc {
+            LeafAlloc {
+                biz_tag: tag.to_owned(),
+                max_id,
+                step,
+                description: description.map(str::to_owned),
+                update_time_ms: None,
+                residue: self.residues.lock().get(tag).copied().unwrap_or_default(),
+            }
+        }
+
         /// Never answer until `silent_admin` is cleared (checked every millisecond).
         async fn stall_if_silent(&self) {
             while self.silent_admin.load(Ordering::SeqCst) {
@@ -240,14 +258,7 @@ pub(crate) mod memory {
                     return Err(outage());
                 }
                 let row = self.rows.lock().get(tag).copied();
-                Ok(row.map(|(max_id, step)| LeafAlloc {
-                    biz_tag: tag.to_owned(),
-                    max_id,
-                    step,
-                    description: None,
-                    update_time_ms: None,
-                    residue: self.residues.lock().get(tag).copied().unwrap_or_default(),
-                }))
+                Ok(row.map(|(max_id, step)| self.leaf_alloc(tag, max_id, step, None)))
             })
         }
 
@@ -280,14 +291,7 @@ pub(crate) mod memory {
                 let mut rows = self.rows.lock();
                 let row = rows.entry(tag.to_owned()).or_insert((1, step));
                 row.1 = step;
-                Ok(LeafAlloc {
-                    biz_tag: tag.to_owned(),
-                    max_id: row.0,
-                    step,
-                    description: description.map(str::to_owned),
-                    update_time_ms: None,
-                    residue: self.residues.lock().get(tag).copied().unwrap_or_default(),
-                })
+                Ok(self.leaf_alloc(tag, row.0, step, description))
             })
         }
     }

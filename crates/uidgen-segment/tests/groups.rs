@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Proxy, TestDb, assert_unique, fresh, max_id, server_addr, with_addr};
+use common::{Proxy, TestDb, assert_unique, fresh, max_id, server_addr};
 use parking_lot::Mutex;
 use uidgen_core::SystemClock;
 use uidgen_segment::{GroupProblem, SegmentError, SegmentGroup, SegmentOptions, SegmentService};
-use uidgen_store::{Residue, Store, StoreOptions};
+use uidgen_store::{Residue, Store};
 
 const STEP: i64 = 40;
 const THREADS: usize = 8;
@@ -30,23 +30,11 @@ fn options() -> SegmentOptions {
     }
 }
 
-/// A store through `proxy` that gives up on connecting after 500 ms.
-async fn proxied(url: &str, proxy: &Proxy) -> Store {
-    let store_options = StoreOptions {
-        connect_timeout: Duration::from_millis(500),
-        max_connections: 2,
-        migrate: false,
-    };
-    Store::connect_with(&with_addr(url, proxy.addr), store_options)
-        .await
-        .unwrap()
-}
-
 /// A fresh database of `kind`, a proxy in front of it, and a store through the proxy.
 async fn behind_proxy(kind: TestDb) -> (Store, Proxy, Store) {
     let (direct, url) = fresh(kind).await;
     let proxy = Proxy::start(server_addr(&url)).await;
-    let through = proxied(&url, &proxy).await;
+    let through = common::proxied_store(&url, &proxy, Duration::from_millis(500)).await;
     (direct, proxy, through)
 }
 
@@ -204,6 +192,15 @@ async fn a_tag_on_postgres_and_mariadb_serves_while_one_lives_and_never_repeats(
     service.shutdown();
 }
 
+/// Why a service with group `pair` of `pg` and `my` serving `tag` refuses to start.
+async fn refusal(main: &Store, pg: &Store, my: &Store, tag: &str) -> SegmentError {
+    let group =
+        SegmentGroup::new("pair", vec![pg.clone(), my.clone()], vec![tag.to_owned()]).unwrap();
+    SegmentService::start_with_groups(main.clone(), vec![group], options(), SystemClock)
+        .await
+        .unwrap_err()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_whose_databases_disagree_is_refused_at_start() {
     let (pg, _) = fresh(TestDb::Postgres).await;
@@ -216,11 +213,7 @@ async fn a_group_whose_databases_disagree_is_refused_at_start() {
         .await
         .unwrap();
     let (main, _) = fresh(TestDb::Sqlite).await;
-    let group = SegmentGroup::new("pair", vec![pg.clone(), my.clone()], vec!["g".into()]).unwrap();
-    let error =
-        SegmentService::start_with_groups(main.clone(), vec![group], options(), SystemClock)
-            .await
-            .unwrap_err();
+    let error = refusal(&main, &pg, &my, "g").await;
     assert!(
         matches!(
             &error,
@@ -237,10 +230,7 @@ async fn a_group_whose_databases_disagree_is_refused_at_start() {
     );
     // A plain single-database row in a group of two: delta 1 is not 2.
     pg.upsert_tag("plain", 10, None).await.unwrap();
-    let group = SegmentGroup::new("pair", vec![pg, my], vec!["plain".into()]).unwrap();
-    let error = SegmentService::start_with_groups(main, vec![group], options(), SystemClock)
-        .await
-        .unwrap_err();
+    let error = refusal(&main, &pg, &my, "plain").await;
     assert!(
         matches!(
             &error,
