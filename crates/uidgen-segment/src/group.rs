@@ -204,10 +204,7 @@ impl GroupSource {
     ) -> Result<T> {
         let outcome = match tokio::time::timeout(self.attempt_timeout, call).await {
             Ok(outcome) => outcome,
-            Err(_) => Err(SegmentError::TimedOut {
-                action: "asking a database of a segment group",
-                waited_ms: u64::try_from(self.attempt_timeout.as_millis()).unwrap_or(u64::MAX),
-            }),
+            Err(_) => Err(attempt_timed_out(self.attempt_timeout)),
         };
         self.last_error.lock()[member] = outcome.as_ref().err().map(ToString::to_string);
         outcome
@@ -215,8 +212,34 @@ impl GroupSource {
 
     /// Every member's row of `tag`, `Err` for a member that did not answer.
     async fn rows(&self, tag: &str) -> Vec<Result<Option<LeafAlloc>>> {
-        let reads = (0..self.members.len()).map(|k| self.attempt(k, self.members[k].row(tag)));
-        futures_join_all(reads).await
+        let all: Vec<usize> = (0..self.members.len()).collect();
+        self.rows_of(tag, &all).await
+    }
+
+    /// The rows of `tag` in `members` (indexes, ascending), read at once: a member that does
+    /// not answer costs one attempt timeout, not one per member. The answers come back in
+    /// member order; members not asked are `Err`.
+    async fn rows_of(&self, tag: &str, members: &[usize]) -> Vec<Result<Option<LeafAlloc>>> {
+        let timeout = self.attempt_timeout;
+        let mut reads = tokio::task::JoinSet::new();
+        for &k in members {
+            let (member, tag) = (Arc::clone(&self.members[k]), tag.to_owned());
+            reads.spawn(async move {
+                let read = tokio::time::timeout(timeout, member.row(&tag)).await;
+                (k, read.unwrap_or_else(|_| Err(attempt_timed_out(timeout))))
+            });
+        }
+        let mut rows: Vec<Result<Option<LeafAlloc>>> = (0..self.members.len())
+            .map(|_| Err(attempt_timed_out(timeout)))
+            .collect();
+        while let Some(joined) = reads.join_next().await {
+            // A read task only panics on a bug; its member then counts as not answering.
+            if let Ok((k, row)) = joined {
+                self.last_error.lock()[k] = row.as_ref().err().map(ToString::to_string);
+                rows[k] = row;
+            }
+        }
+        rows
     }
 
     /// Check the rows of `tag` in every member that answers: delta = N, distinct remainders,
@@ -284,8 +307,17 @@ impl GroupSource {
             })
             .collect();
         for tag in &self.tags {
-            for (k, row) in self.rows(tag).await.into_iter().enumerate() {
+            // A member that did not answer for one tag is not asked again for the next: the
+            // page costs one attempt timeout per silent database, not one per tag.
+            let asked: Vec<usize> = (0..databases.len())
+                .filter(|&k| databases[k].reachable)
+                .collect();
+            let rows = self.rows_of(tag, &asked).await;
+            for (k, row) in rows.into_iter().enumerate() {
                 let database = &mut databases[k];
+                if !database.reachable {
+                    continue;
+                }
                 match row {
                     Ok(row) => database.tags.push(GroupTagRow {
                         tag: tag.clone(),
@@ -315,15 +347,13 @@ impl GroupSource {
     }
 }
 
-/// Await every future, in order (a group has few members; no extra dependency for this).
-async fn futures_join_all<T>(
-    futures: impl Iterator<Item = impl std::future::Future<Output = T>>,
-) -> Vec<T> {
-    let mut out = Vec::new();
-    for future in futures {
-        out.push(future.await);
+/// A member that did not answer within the group's attempt timeout.
+#[cold]
+fn attempt_timed_out(timeout: Duration) -> SegmentError {
+    SegmentError::TimedOut {
+        action: "asking a database of a segment group",
+        waited_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
     }
-    out
 }
 
 impl SegmentSource for GroupSource {

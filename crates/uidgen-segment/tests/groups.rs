@@ -130,6 +130,15 @@ async fn a_tag_on_postgres_and_mariadb_serves_while_one_lives_and_never_repeats(
     pg_proxy.restore();
     my_proxy.cut();
     takers.take(2_000, "IDs with MariaDB cut").await;
+    let cut_errors = takers.errors.lock().len();
+    // Silence instead of a refusal: PostgreSQL (preferred again) holds every packet; each claim
+    // gives up on it after its share of load_timeout and takes the segment from MariaDB.
+    my_proxy.restore();
+    pg_proxy.black_hole();
+    takers.take(2_000, "IDs with PostgreSQL silent").await;
+    pg_proxy.resume();
+    let silent_errors = takers.errors.lock().len() - cut_errors;
+    my_proxy.cut();
     // Both cut: the buffers run dry, then every call fails.
     pg_proxy.cut();
     let errors_before = takers.errors.lock().len();
@@ -162,8 +171,9 @@ async fn a_tag_on_postgres_and_mariadb_serves_while_one_lives_and_never_repeats(
     }
     assert_unique(&mut ids, "two databases, two cuts");
     eprintln!(
-        "{} IDs ({even} from PostgreSQL, {odd} from MariaDB), 0 duplicates, {errors_before} \
-         errors while one database lived, {} in all; max_id {pg_max} and {my_max}",
+        "{} IDs ({even} from PostgreSQL, {odd} from MariaDB), 0 duplicates; errors: {cut_errors} \
+         while one database was cut, {silent_errors} while PostgreSQL was silent, {} in all; \
+         max_id {pg_max} and {my_max}",
         ids.len(),
         errors.len()
     );
