@@ -10,6 +10,11 @@
 //! timestamp (that is `uidgen-core`'s Snowflake/Baidu generators), nor for talking to the
 //! database directly (that is `uidgen-store`), nor for HTTP (that is `uidgen-server`).
 //!
+//! A tag may also be served from several databases at once (Tinyid's multi-database segments,
+//! [`SegmentGroup`] and [`SegmentService::start_with_groups`]): each database holds the tag with
+//! `delta` = N and its own `remainder`, hands out only the numbers of its residue, and the
+//! service claims from whichever database answers, so the tag serves while one of them lives.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
