@@ -421,7 +421,10 @@ impl SegmentSource for GroupSource {
     }
 
     /// Every member or none: all must answer, their rows must agree, then each gets its row
-    /// (a new row takes the first remainder no member holds).
+    /// (a new row takes the first remainder no member holds). A member that fails between the
+    /// reads and its write leaves the rows written so far; the next start then refuses the
+    /// group (a missing row) until this call, repeated, completes them: existing rows keep
+    /// their remainders, missing ones take the free ones.
     fn upsert<'a>(
         &'a self,
         tag: &'a str,
@@ -477,6 +480,7 @@ impl SegmentSource for GroupSource {
         })
     }
 
+    /// A group assigns its members' residues itself: `residue` is not used.
     fn upsert_residue<'a>(
         &'a self,
         tag: &'a str,

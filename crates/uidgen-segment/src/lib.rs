@@ -35,6 +35,7 @@
 mod buffer;
 mod error;
 mod group;
+mod grouped;
 mod handle;
 mod options;
 mod routed;

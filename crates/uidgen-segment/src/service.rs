@@ -14,10 +14,9 @@ use uidgen_store::{LeafAlloc, Store};
 
 use crate::buffer::{SegmentBuffer, ServedMax};
 use crate::error::{Result, SegmentError, display_tag};
-use crate::group::{GroupSource, GroupState, SegmentGroup};
+use crate::group::GroupSource;
 use crate::handle::{TagHandle, check_count};
 use crate::options::SegmentOptions;
-use crate::routed::Routed;
 use crate::source::SegmentSource;
 use crate::state::TagState;
 
@@ -121,7 +120,7 @@ pub struct SegmentService {
     evicted: Mutex<HashMap<Box<str>, ServedMax>>,
     sync_task: Mutex<Option<JoinHandle<()>>>,
     /// The segment groups, for monitoring (their tags are routed by `shared.source`).
-    groups: Vec<Arc<GroupSource>>,
+    pub(crate) groups: Vec<Arc<GroupSource>>,
 }
 
 impl SegmentService {
@@ -141,88 +140,6 @@ impl SegmentService {
         Self::start_with_source(Arc::new(store), options, Arc::new(clock)).await
     }
 
-    /// [`start`](Self::start) with segment groups: each group's tags are served from all of its
-    /// databases (Tinyid's multi-database segments, see [`SegmentGroup`]), every other tag from
-    /// `store`.
-    ///
-    /// Before serving, every tag of every group is checked in each database that answers
-    /// within the attempt timeout (`load_timeout` shared among the group's databases): rows
-    /// with another `delta` than the group's size, two databases with one remainder, or a row
-    /// missing where others have one are [`GroupInconsistent`](SegmentError::GroupInconsistent);
-    /// a tag in two groups is [`InvalidGroup`](SegmentError::InvalidGroup). A database that does
-    /// not answer is not an error (the group serves from the others); it is checked at the next
-    /// start.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> uidgen_segment::Result<()> {
-    /// use uidgen_core::SystemClock;
-    /// use uidgen_segment::{SegmentGroup, SegmentOptions, SegmentService};
-    /// use uidgen_store::Store;
-    /// let main = Store::connect("sqlite://uidgen.db").await?;
-    /// let a = Store::connect("postgres://postgres@10.0.0.1:5432/ids").await?;
-    /// let b = Store::connect("mysql://root@10.0.0.2:3306/ids").await?;
-    /// let group = SegmentGroup::new("orders", vec![a, b], vec!["order".into()])?;
-    /// let service =
-    ///     SegmentService::start_with_groups(main, vec![group], SegmentOptions::default(), SystemClock)
-    ///         .await?;
-    /// service.upsert_tag("order", 1000, None).await?; // both rows: delta 2, remainders 0 and 1
-    /// let id = service.get_async("order").await?; // from whichever database answers
-    /// # Ok(()) }
-    /// ```
-    pub async fn start_with_groups(
-        store: Store,
-        groups: Vec<SegmentGroup>,
-        options: SegmentOptions,
-        clock: impl Clock + 'static,
-    ) -> Result<Arc<Self>> {
-        options.validate()?;
-        let mut owner: HashMap<&str, &str> = HashMap::new();
-        for group in &groups {
-            for tag in group.tags() {
-                if let Some(other) = owner.insert(tag, group.name()) {
-                    return Err(SegmentError::InvalidGroup {
-                        group: group.name().to_owned(),
-                        reason: format!("biz tag `{tag}` is also in group `{other}`"),
-                    });
-                }
-            }
-        }
-        let sources: Vec<Arc<GroupSource>> = groups
-            .into_iter()
-            .map(|group| {
-                let n = u32::try_from(group.len()).unwrap_or(u32::MAX).max(1);
-                Arc::new(GroupSource::new(group, options.load_timeout / n))
-            })
-            .collect();
-        Self::start_grouped(Arc::new(store), sources, options, Arc::new(clock)).await
-    }
-
-    /// Check every group's rows, then start over the routed source.
-    pub(crate) async fn start_grouped(
-        main: Arc<dyn SegmentSource>,
-        groups: Vec<Arc<GroupSource>>,
-        options: SegmentOptions,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Arc<Self>> {
-        for group in &groups {
-            for tag in &group.tags {
-                group.check_tag(tag).await?;
-            }
-        }
-        let routed = Arc::new(Routed::new(main, groups.clone()));
-        Self::start_inner(routed, groups, options, clock).await
-    }
-
-    /// Every segment group's databases, read live (each bounded by the group's attempt
-    /// timeout): reachable or not, and each tag's `max_id`, `delta` and `remainder` there.
-    pub async fn groups(&self) -> Vec<GroupState> {
-        let mut states = Vec::with_capacity(self.groups.len());
-        for group in &self.groups {
-            states.push(group.state().await);
-        }
-        states
-    }
-
     pub(crate) async fn start_with_source(
         source: Arc<dyn SegmentSource>,
         options: SegmentOptions,
@@ -231,7 +148,8 @@ impl SegmentService {
         Self::start_inner(source, Vec::new(), options, clock).await
     }
 
-    async fn start_inner(
+    /// Start over `source`, keeping `groups` for monitoring.
+    pub(crate) async fn start_inner(
         source: Arc<dyn SegmentSource>,
         groups: Vec<Arc<GroupSource>>,
         options: SegmentOptions,
