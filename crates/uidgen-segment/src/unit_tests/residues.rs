@@ -207,3 +207,79 @@ async fn databases_that_disagree_are_refused_at_start_by_what_disagrees() {
         assert!(matched, "{what}: {error}");
     }
 }
+
+/// Slots reloaded again and again from alternating databases (tiny segments, the databases
+/// failing in turn) while four threads take IDs and batches: no ID twice, and every ID lies in
+/// a segment its residue's database granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_threads_share_no_id_while_slots_switch_between_databases() {
+    let (even, odd, group) = pair(6);
+    let main = MemorySource::with_tag("plain", 10);
+    let options = crate::SegmentOptions {
+        wait_timeout: Duration::from_secs(5),
+        ..options()
+    };
+    let service =
+        SegmentService::start_grouped(main, vec![group], options, Arc::new(ManualClock::new(0)))
+            .await
+            .unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flipper = {
+        let (even, odd, stop) = (even.clone(), odd.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut turn = false;
+            while !stop.load(Ordering::SeqCst) {
+                // One database down at a time, never both.
+                even.fail.store(turn, Ordering::SeqCst);
+                odd.fail.store(!turn, Ordering::SeqCst);
+                turn = !turn;
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            even.fail.store(false, Ordering::SeqCst);
+            odd.fail.store(false, Ordering::SeqCst);
+        })
+    };
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let service = service.clone();
+            std::thread::spawn(move || {
+                let mut ids = Vec::new();
+                while ids.len() < 10_000 {
+                    let taken = if i % 2 == 0 {
+                        service.get("t").map(|id| vec![id])
+                    } else {
+                        service.get_batch("t", 7)
+                    };
+                    // A caller may meet both segments used up just as a database fails.
+                    if let Ok(taken) = taken {
+                        ids.extend(taken);
+                    }
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut all = HashSet::new();
+    for thread in threads {
+        for id in tokio::task::spawn_blocking(move || thread.join().unwrap())
+            .await
+            .unwrap()
+        {
+            assert!(all.insert(id), "duplicate {id}");
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    flipper.await.unwrap();
+    let granted = |source: &MemorySource, id: i64| {
+        source
+            .claims
+            .lock()
+            .iter()
+            .any(|(_, s, e)| (s..e).contains(&&id))
+    };
+    for &id in &all {
+        let source = if id % 2 == 0 { &even } else { &odd };
+        assert!(granted(source, id), "{id} was not granted by its database");
+    }
+    assert!(even.claims.lock().len() > 10 && odd.claims.lock().len() > 10);
+}
