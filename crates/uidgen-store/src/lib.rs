@@ -72,6 +72,7 @@ mod machine;
 mod mark;
 mod migrate;
 mod remote_lease;
+mod residue;
 mod state_dir;
 mod store;
 #[cfg(feature = "testing")]
@@ -106,6 +107,7 @@ pub use machine::{
 pub use mark::LocalMark;
 pub use migrate::{Migration, migrations};
 pub use remote_lease::RemoteLease;
+pub use residue::{MAX_DELTA, Residue};
 pub use state_dir::{ENV_STATE_DIR, SYSTEM_STATE_DIR, StateDir, StateDirError, StateDirSource};
 pub use store::{Store, StoreOptions};
 pub use url::{Dialect, redact_url};
