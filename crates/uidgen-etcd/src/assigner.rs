@@ -222,7 +222,11 @@ impl EtcdWorkerIdAssigner {
                         .map(|kv| kv.create_revision)
                 };
                 if let Some(create_revision) = create_revision {
-                    tracing::info!(worker_id, floor_ms = candidate.floor_ms, "claimed a worker id");
+                    tracing::info!(
+                        worker_id,
+                        floor_ms = candidate.floor_ms,
+                        "claimed a worker id"
+                    );
                     return Ok(Claimed {
                         worker_id,
                         lease,

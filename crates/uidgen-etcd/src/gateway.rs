@@ -121,7 +121,10 @@ impl Gateway {
             let parsed: Value = serde_json::from_str(&text).map_err(|e| EtcdError::Etcd {
                 endpoint: endpoint.clone(),
                 action,
-                reason: format!("answer is not JSON ({e}): {}", text.chars().take(200).collect::<String>()),
+                reason: format!(
+                    "answer is not JSON ({e}): {}",
+                    text.chars().take(200).collect::<String>()
+                ),
             })?;
             if !status.is_success() || parsed.get("error").is_some() {
                 let reason = parsed
@@ -152,7 +155,11 @@ impl Gateway {
     pub(crate) async fn grant(&self, ttl: Duration) -> Result<i64> {
         let secs = ttl.as_secs().max(1);
         let reply = self
-            .call("granting a lease", "/v3/lease/grant", &json!({"TTL": secs.to_string()}))
+            .call(
+                "granting a lease",
+                "/v3/lease/grant",
+                &json!({"TTL": secs.to_string()}),
+            )
             .await?;
         match int(&reply["ID"]) {
             0 => Err(self.unreadable("granting a lease", &reply)),
@@ -216,10 +223,7 @@ impl Gateway {
             .map(|responses| {
                 responses
                     .iter()
-                    .map(|r| {
-                        r.get("response_range")
-                            .map_or_else(|| Ok(Vec::new()), kvs)
-                    })
+                    .map(|r| r.get("response_range").map_or_else(|| Ok(Vec::new()), kvs))
                     .collect::<Result<Vec<_>>>()
             })
             .transpose()?

@@ -75,7 +75,12 @@ fn processes_claim_distinct_ids_and_no_id_repeats_across_them() {
     let mut children: Vec<_> = (0..4)
         .map(|i| {
             let out = dir.path().join(format!("ids-{i}"));
-            let child = spawn_worker(&endpoint, &prefix, &out, &["--secs", "1.5", "--range", "0-9"]);
+            let child = spawn_worker(
+                &endpoint,
+                &prefix,
+                &out,
+                &["--secs", "1.5", "--range", "0-9"],
+            );
             (child, out)
         })
         .collect();
@@ -90,9 +95,20 @@ fn processes_claim_distinct_ids_and_no_id_repeats_across_them() {
     }
     workers.sort_unstable();
     workers.dedup();
-    assert_eq!(workers.len(), 4, "four processes, four distinct ids: {workers:?}");
-    assert!(workers.iter().all(|w| *w <= 9), "ids outside the range: {workers:?}");
-    assert!(ids.len() >= 4_000, "the processes issued only {} IDs", ids.len());
+    assert_eq!(
+        workers.len(),
+        4,
+        "four processes, four distinct ids: {workers:?}"
+    );
+    assert!(
+        workers.iter().all(|w| *w <= 9),
+        "ids outside the range: {workers:?}"
+    );
+    assert!(
+        ids.len() >= 4_000,
+        "the processes issued only {} IDs",
+        ids.len()
+    );
     assert_eq!(duplicates(&ids), 0, "of {} IDs", ids.len());
 }
 
@@ -102,7 +118,13 @@ fn a_restart_on_the_only_id_starts_above_its_killed_predecessors_mark() {
     let prefix = test_prefix();
     let dir = tempfile::tempdir().unwrap();
     let short = [
-        "--range", "5-5", "--ttl-ms", "2000", "--reservation-ms", "2000", "--start-wait-ms",
+        "--range",
+        "5-5",
+        "--ttl-ms",
+        "2000",
+        "--reservation-ms",
+        "2000",
+        "--start-wait-ms",
         "10000",
     ];
     // The first life runs until it is killed (no release: its lease expires on its own).
@@ -116,7 +138,10 @@ fn a_restart_on_the_only_id_starts_above_its_killed_predecessors_mark() {
     assert_eq!(claimed(&mut first).map(|c| c.0), Some(5));
     let deadline = Instant::now() + Duration::from_secs(30);
     while read_ids(&first_out).len() < 10_000 {
-        assert!(Instant::now() < deadline, "the first life issued too few IDs");
+        assert!(
+            Instant::now() < deadline,
+            "the first life issued too few IDs"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     first.kill().unwrap();
@@ -139,15 +164,23 @@ fn a_restart_on_the_only_id_starts_above_its_killed_predecessors_mark() {
         }
         let output = child.wait_with_output().unwrap();
         let refusal = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert!(refusal.contains("range used up"), "unexpected refusal: {refusal}");
-        assert!(Instant::now() < deadline, "the id never came back: {refusal}");
+        assert!(
+            refusal.contains("range used up"),
+            "unexpected refusal: {refusal}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the id never came back: {refusal}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(worker_id, 5, "the only id of the range is reused");
     assert!(second.wait().unwrap().success());
     let marks = tokio::runtime::Runtime::new()
         .unwrap()
-        .block_on(EtcdWorkerIdAssigner::new(EtcdOptions::new([endpoint.as_str()], &prefix, "x")).marks())
+        .block_on(
+            EtcdWorkerIdAssigner::new(EtcdOptions::new([endpoint.as_str()], &prefix, "x")).marks(),
+        )
         .unwrap();
     let last_first = first_ids.iter().map(|id| stamped_ms(*id)).max().unwrap();
     assert!(
@@ -157,8 +190,14 @@ fn a_restart_on_the_only_id_starts_above_its_killed_predecessors_mark() {
     let second_ids = read_ids(&second_out);
     assert!(!second_ids.is_empty());
     let first_second = second_ids.iter().map(|id| stamped_ms(*id)).min().unwrap();
-    assert!(first_second >= floor_ms, "stamped {first_second} below the floor {floor_ms}");
-    assert!(marks[&5].reserved_until >= floor_ms, "the mark moved on with the second life");
+    assert!(
+        first_second >= floor_ms,
+        "stamped {first_second} below the floor {floor_ms}"
+    );
+    assert!(
+        marks[&5].reserved_until >= floor_ms,
+        "the mark moved on with the second life"
+    );
     let all: Vec<u64> = first_ids.iter().chain(&second_ids).copied().collect();
     assert_eq!(duplicates(&all), 0, "of {} IDs", all.len());
 }
@@ -207,10 +246,16 @@ async fn etcd_killed_under_load_serves_until_the_reservation_then_refuses() {
     assert!(status.keepalive_failures > 0, "{status:?}");
     let cap = status.reserved_until_ms;
     let after_kill = ids.iter().filter(|id| stamped_ms(**id) > killed_ms).count();
-    assert!(after_kill > 0, "nothing was issued between the kill and the reservation");
+    assert!(
+        after_kill > 0,
+        "nothing was issued between the kill and the reservation"
+    );
     let last = ids.iter().map(|id| stamped_ms(*id)).max().unwrap();
     assert!(last < cap, "stamped {last}, at or past the cap {cap}");
-    assert!(refusal.contains("etcd"), "refusal does not name etcd: {refusal}");
+    assert!(
+        refusal.contains("etcd"),
+        "refusal does not name etcd: {refusal}"
+    );
     assert!(
         matches!(held.holder.check(), Err(EtcdError::Lost { .. })),
         "{:?}",
@@ -235,7 +280,10 @@ async fn holders_in_one_process_take_distinct_ids_and_release_frees_the_claim_on
     assert_eq!((a.assignment.worker_id, b.assignment.worker_id), (0, 1));
     let reserved = a.holder.status().reserved_until_ms;
     a.holder.release().await.unwrap();
-    assert!(a.holder.check().is_err(), "a released holder issues nothing");
+    assert!(
+        a.holder.check().is_err(),
+        "a released holder issues nothing"
+    );
     // The claim is gone but the mark stays: the next start skips id 0 while it is reserved.
     let c = EtcdWorkerIdAssigner::new(options(&endpoint, &prefix, "c:1"))
         .start(&layout)

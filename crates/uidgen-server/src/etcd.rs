@@ -179,6 +179,9 @@ mod tests {
             &[],
         )
         .unwrap_err();
-        assert!(refused.to_string().contains("etcd.reservation_secs"), "{refused}");
+        assert!(
+            refused.to_string().contains("etcd.reservation_secs"),
+            "{refused}"
+        );
     }
 }

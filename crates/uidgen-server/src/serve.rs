@@ -530,7 +530,15 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     };
     // Kept past the server's end: the lease release records how far this generator issued.
     let generator = Arc::clone(&built.generator);
-    let served = serve_with_worker(&config, &store, servers, built, &assignment, coordinator.clone()).await;
+    let served = serve_with_worker(
+        &config,
+        &store,
+        servers,
+        built,
+        &assignment,
+        coordinator.clone(),
+    )
+    .await;
     match &coordinator {
         // The forever node and the cache stay: a restart with this ip:port continues them.
         Some(Coordinator::ZooKeeper(holder)) => holder.shutdown(),

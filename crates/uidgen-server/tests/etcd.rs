@@ -99,7 +99,10 @@ async fn a_server_cut_off_from_etcd_serves_until_the_reservation_then_turns_not_
     let (mut served_after, mut refused) = (0, None);
     let deadline = Instant::now() + Duration::from_secs(60);
     while refused.is_none() {
-        assert!(Instant::now() < deadline, "still serving 60 s after etcd was killed");
+        assert!(
+            Instant::now() < deadline,
+            "still serving 60 s after etcd was killed"
+        );
         let (status, body) = get(&client).await;
         if status == 200 {
             ids.push(body.trim().parse::<u64>().unwrap());
@@ -109,7 +112,10 @@ async fn a_server_cut_off_from_etcd_serves_until_the_reservation_then_turns_not_
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert!(served_after > 0, "nothing served between the kill and the reservation");
+    assert!(
+        served_after > 0,
+        "nothing served between the kill and the reservation"
+    );
     let (status, body) = refused.unwrap();
     assert_eq!(status, 503, "{body}");
     let (status, body) = fetch(&client, &server.url("/readyz")).await;
@@ -128,7 +134,10 @@ fn serve_refuses_to_start_when_etcd_cannot_be_reached_naming_it() {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let (status, _, stderr) = run(&["serve", "--listen", "127.0.0.1:0"], &env);
     assert!(!status.success());
-    assert!(stderr.contains("cannot obtain a worker id from etcd"), "{stderr}");
+    assert!(
+        stderr.contains("cannot obtain a worker id from etcd"),
+        "{stderr}"
+    );
     assert!(stderr.contains(&endpoint), "{stderr}");
 }
 
