@@ -12,10 +12,10 @@
 //! - The fence's limit is the cap: a holder cut off from etcd stops at the reservation of its
 //!   last accepted round, which is what the mark key holds for its successor.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
+use uidgen_store::HolderHealth;
 
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, compare_create, put};
@@ -63,15 +63,8 @@ pub(crate) struct Shared {
     /// Where the id's earlier holders stopped.
     pub(crate) floor_ms: u64,
     pub(crate) life: u64,
-    /// The `reserved_until` of the last round etcd accepted.
-    accepted_until_ms: AtomicU64,
-    last_report_ms: AtomicU64,
-    connected: AtomicBool,
-    failures: AtomicU64,
-    /// Since when rounds fail; 0 while they succeed.
-    outage_since_ms: AtomicU64,
-    lost_flag: AtomicBool,
-    lost: Mutex<Option<String>>,
+    /// The cap etcd last accepted, the rounds' fate, and the loss.
+    health: HolderHealth,
 }
 
 /// What a claim leaves for the holder: the id, its lease and claim, the floor, and the first
@@ -93,6 +86,9 @@ impl Shared {
         clock: Arc<dyn Clock>,
         claimed: &Claimed,
     ) -> Self {
+        // The claim was the first accepted round.
+        let health = HolderHealth::new(claimed.record.reserved_until);
+        health.accepted(claimed.record.timestamp, claimed.record.reserved_until);
         Self {
             worker_id: claimed.worker_id,
             options,
@@ -102,43 +98,16 @@ impl Shared {
             create_revision: claimed.create_revision,
             floor_ms: claimed.floor_ms,
             life: claimed.life,
-            accepted_until_ms: AtomicU64::new(claimed.record.reserved_until),
-            last_report_ms: AtomicU64::new(claimed.record.timestamp),
-            connected: AtomicBool::new(true),
-            failures: AtomicU64::new(0),
-            outage_since_ms: AtomicU64::new(0),
-            lost_flag: AtomicBool::new(false),
-            lost: Mutex::new(None),
+            health,
         }
-    }
-
-    pub(crate) fn accepted_until(&self) -> u64 {
-        // SeqCst: raised only after etcd accepted the value; a stamp under it must not be
-        // ordered before that store (the same rule as a lease's expiry).
-        self.accepted_until_ms.load(Ordering::SeqCst)
-    }
-
-    fn is_lost(&self) -> bool {
-        // SeqCst: pairs with the store in `lose`, so the fence sees the loss at once.
-        self.lost_flag.load(Ordering::SeqCst)
-    }
-
-    fn lost_reason(&self) -> Option<String> {
-        lock(&self.lost).clone()
     }
 
     /// etcd accepted a round written at `now` reserving until `reserved`: raise the cap.
     fn accepted(&self, now: u64, reserved: u64) {
-        // SeqCst: see accepted_until().
-        self.accepted_until_ms.fetch_max(reserved, Ordering::SeqCst);
-        // Relaxed (these three): figures for status and metrics; nothing is ordered by them.
-        self.last_report_ms.store(now, Ordering::Relaxed);
-        self.connected.store(true, Ordering::Relaxed);
-        let since = self.outage_since_ms.swap(0, Ordering::Relaxed);
-        if since != 0 {
+        if let Some(outage_ms) = self.health.accepted(now, reserved) {
             tracing::info!(
                 worker_id = self.worker_id,
-                outage_ms = now.saturating_sub(since),
+                outage_ms,
                 "etcd answers again: keep-alives resumed"
             );
         }
@@ -146,19 +115,12 @@ impl Shared {
 
     /// A round could not reach etcd: count it and keep issuing under the cap.
     fn failed(&self, error: &EtcdError) {
-        let now = self.clock.now_millis();
-        // Relaxed (all three): status figures only.
-        let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
-        self.connected.store(false, Ordering::Relaxed);
-        let first = self
-            .outage_since_ms
-            .compare_exchange(0, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok();
-        if first || failures.is_multiple_of(20) {
+        let (failures, log) = self.health.failed(self.clock.now_millis());
+        if log {
             tracing::warn!(
                 worker_id = self.worker_id,
                 failures,
-                issuing_until_ms = self.accepted_until(),
+                issuing_until_ms = self.health.accepted_until(),
                 "cannot keep the etcd lease alive ({error}); still issuing IDs on the held \
                  worker id until issuing_until_ms, the reservation of the last accepted round"
             );
@@ -167,18 +129,11 @@ impl Shared {
 
     /// The id is gone for good: close the fence.
     fn lose(&self, reason: String) {
-        {
-            let mut lost = lock(&self.lost);
-            if lost.is_none() {
-                *lost = Some(reason.clone());
-            }
-        }
-        // SeqCst: see is_lost().
-        self.lost_flag.store(true, Ordering::SeqCst);
         tracing::error!(
             worker_id = self.worker_id,
             "etcd worker id lost: {reason}; stopped issuing IDs"
         );
+        self.health.lose(reason);
     }
 
     /// One round: keep the lease alive, then record the next reservation.
@@ -196,6 +151,7 @@ impl Shared {
         }
         let now = self.clock.now_millis();
         let reserved = self
+            .health
             .accepted_until()
             .max(now.saturating_add(ms(self.options.reservation)));
         let record = Record {
@@ -228,17 +184,16 @@ impl Shared {
     }
 
     fn status(&self) -> EtcdStatus {
-        // Relaxed (all loads): a snapshot for people, not for deciding what to stamp.
-        let since = self.outage_since_ms.load(Ordering::Relaxed);
+        let health = self.health.snapshot();
         EtcdStatus {
             worker_id: self.worker_id,
             lease_id: self.lease,
-            connected: self.connected.load(Ordering::Relaxed),
-            keepalive_failures: self.failures.load(Ordering::Relaxed),
-            last_report_ms: self.last_report_ms.load(Ordering::Relaxed),
-            reserved_until_ms: self.accepted_until(),
-            outage_since_ms: (since != 0).then_some(since),
-            lost: self.lost_reason(),
+            connected: health.connected,
+            keepalive_failures: health.failures,
+            last_report_ms: health.last_report_ms.unwrap_or(0),
+            reserved_until_ms: health.accepted_until_ms,
+            outage_since_ms: health.outage_since_ms,
+            lost: health.lost,
         }
     }
 }
@@ -248,7 +203,7 @@ async fn run(shared: Arc<Shared>) {
     let interval = shared.options.report_interval();
     loop {
         tokio::time::sleep(interval).await;
-        if shared.is_lost() {
+        if shared.health.is_lost() {
             return;
         }
         shared.tick().await;
@@ -307,13 +262,13 @@ impl EtcdHolder {
     /// round has not run out.
     pub fn check(&self) -> Result<()> {
         let shared = &self.shared;
-        if let Some(reason) = shared.lost_reason() {
+        if let Some(reason) = shared.health.lost_reason() {
             return Err(EtcdError::Lost {
                 worker_id: shared.worker_id,
                 reason,
             });
         }
-        let (now, cap) = (shared.clock.now_millis(), shared.accepted_until());
+        let (now, cap) = (shared.clock.now_millis(), shared.health.accepted_until());
         if now >= cap {
             return Err(EtcdError::Lost {
                 worker_id: shared.worker_id,
@@ -358,21 +313,21 @@ struct EtcdFence {
 
 impl TimeFence for EtcdFence {
     fn limit_ms(&self) -> u64 {
-        if self.shared.is_lost() {
+        if self.shared.health.is_lost() {
             return 0;
         }
-        self.shared.accepted_until()
+        self.shared.health.accepted_until()
     }
 
     fn extend(&self, until_ms: u64) -> std::result::Result<u64, FenceRefusal> {
         let shared = &self.shared;
-        if let Some(reason) = shared.lost_reason() {
+        if let Some(reason) = shared.health.lost_reason() {
             return Err(FenceRefusal::Closed(format!(
                 "etcd worker id {} lost: {reason}",
                 shared.worker_id
             )));
         }
-        let cap = shared.accepted_until();
+        let cap = shared.health.accepted_until();
         if until_ms > cap {
             return Err(FenceRefusal::NotYet {
                 limit_ms: cap,

@@ -26,12 +26,11 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 /// How an [`EtcdWorkerIdAssigner`](crate::EtcdWorkerIdAssigner) takes and keeps a worker id.
 ///
 /// ```
-/// use std::time::Duration;
 /// use uidgen_etcd::EtcdOptions;
 /// let options = EtcdOptions::new(["http://127.0.0.1:2379"], "/uidgen/order", "10.0.0.7:8080");
 /// assert_eq!(options.claim_key(7), "/uidgen/order/workers/7");
 /// assert_eq!(options.mark_key(7), "/uidgen/order/marks/7");
-/// assert_eq!(options.report_interval(), Duration::from_millis(3_333));
+/// assert_eq!(options.report_interval().as_millis(), 3_333);
 /// options.validate()?;
 /// # Ok::<(), uidgen_etcd::EtcdError>(())
 /// ```

@@ -5,10 +5,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The variable naming the test etcd's client URL (default `http://127.0.0.1:2379`).
@@ -58,22 +57,7 @@ pub fn test_prefix() -> String {
     format!("/uidgen-tests/{}", unique("t"))
 }
 
-/// A name unique to this process and call: `{prefix}-{pid}-{n}-{nanos}`.
-pub fn unique(prefix: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    // Relaxed: only uniqueness within the process matters.
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!("{prefix}-{}-{n}-{nanos}", std::process::id())
-}
-
-/// A free TCP port on 127.0.0.1 (bound and released: good enough for a test's own server).
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
+pub use uidgen_store::testing::{free_port, unique};
 
 /// An etcd server of this test alone, on its own ports and data directory, so a test can kill
 /// it. Killed when dropped.

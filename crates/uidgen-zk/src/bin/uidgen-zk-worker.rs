@@ -12,7 +12,7 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, SnowflakeGenerator, SystemClock, UidGenerator};
 use uidgen_zk::{ZkOptions, ZooKeeperWorkerIdAssigner};
@@ -91,23 +91,8 @@ async fn main() -> AnyResult {
     if let Some(fence) = assigned.assignment.fence.clone() {
         generator = generator.fenced(fence);
     }
-    let generator = Arc::new(generator);
-    let until = Instant::now() + Duration::from_secs_f64(secs);
-    // Off the runtime: the generator may sleep for the next millisecond, and the holder's
-    // reports must keep running meanwhile.
-    let mut file = std::fs::File::create(out)?;
-    tokio::task::spawn_blocking(move || -> Result<(), String> {
-        let mut count = 0;
-        while Instant::now() < until && count < max_count {
-            let batch = generator.next_ids(1000).map_err(|e| e.to_string())?;
-            count += batch.len();
-            let bytes: Vec<u8> = batch.iter().flat_map(|id| id.to_le_bytes()).collect();
-            // Unbuffered: written before the next batch is taken, so a kill loses none.
-            file.write_all(&bytes).map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    })
-    .await??;
+    let generator: Arc<dyn UidGenerator> = Arc::new(generator);
+    uidgen_store::testing::issue_to_file(generator, out.as_ref(), secs, max_count).await?;
     assigned.holder.shutdown();
     Ok(())
 }
