@@ -20,10 +20,16 @@ pub type Result<T, E = EtcdError> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EtcdError {
-    /// [`EtcdOptions`](crate::EtcdOptions) that cannot work (a reservation shorter than two
-    /// keep-alives, an empty prefix).
-    #[error("invalid etcd options: {0}")]
-    InvalidOptions(String),
+    /// [`EtcdOptions`](crate::EtcdOptions) that cannot work (a reservation shorter than the
+    /// lease, an empty prefix).
+    #[error("invalid etcd options: {reason}")]
+    InvalidOptions {
+        /// The option at fault: `endpoints`, `prefix`, `lease_ttl`, `reservation` or
+        /// `request_timeout` (the field of [`EtcdOptions`](crate::EtcdOptions)).
+        field: &'static str,
+        /// Why, and what to change.
+        reason: String,
+    },
 
     /// No endpoint answered.
     #[error(

@@ -79,7 +79,10 @@ impl Gateway {
             .timeout(options.request_timeout)
             .connect_timeout(options.request_timeout.min(Duration::from_secs(1)))
             .build()
-            .map_err(|e| EtcdError::InvalidOptions(format!("cannot build an HTTP client: {e}")))?;
+            .map_err(|e| EtcdError::InvalidOptions {
+                field: "endpoints",
+                reason: format!("cannot build an HTTP client: {e}"),
+            })?;
         Ok(Self {
             http,
             endpoints: options

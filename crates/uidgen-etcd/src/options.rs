@@ -102,44 +102,64 @@ impl EtcdOptions {
     /// use uidgen_etcd::{EtcdError, EtcdOptions};
     /// let mut options = EtcdOptions::new(["http://127.0.0.1:2379"], "/uidgen", "a:1");
     /// options.reservation = Duration::from_secs(5); // under two keep-alive rounds of 10 s
-    /// assert!(matches!(options.validate(), Err(EtcdError::InvalidOptions(_))));
+    /// assert!(matches!(
+    ///     options.validate(),
+    ///     Err(EtcdError::InvalidOptions { field: "reservation", .. })
+    /// ));
     /// ```
     pub fn validate(&self) -> Result<()> {
-        let invalid = |reason: String| Err(EtcdError::InvalidOptions(reason));
+        let invalid =
+            |field: &'static str, reason: String| Err(EtcdError::InvalidOptions { field, reason });
         if self.endpoints.is_empty() || self.endpoints.iter().any(|e| e.trim().is_empty()) {
-            return invalid("no endpoints: give etcd's client URLs, http://host:2379".into());
+            return invalid(
+                "endpoints",
+                "no endpoints: give etcd's client URLs, http://host:2379".into(),
+            );
         }
         if let Some(bad) = self
             .endpoints
             .iter()
             .find(|e| !e.starts_with("http://") && !e.starts_with("https://"))
         {
-            return invalid(format!(
-                "endpoint {bad:?} is not a URL: write http://{bad} (etcd's JSON gateway)"
-            ));
+            return invalid(
+                "endpoints",
+                format!("endpoint {bad:?} is not a URL: write http://{bad} (etcd's JSON gateway)"),
+            );
         }
         if self.prefix.is_empty() || self.prefix.chars().any(char::is_whitespace) {
-            return invalid(format!(
-                "prefix {:?} must be non-empty and without spaces (keys are {{prefix}}/workers/{{id}})",
-                self.prefix
-            ));
+            return invalid(
+                "prefix",
+                format!(
+                    "prefix {:?} must be non-empty and without spaces (keys are {{prefix}}/workers/{{id}})",
+                    self.prefix
+                ),
+            );
         }
         if self.lease_ttl < Duration::from_secs(2) {
-            return invalid(format!(
-                "lease ttl {:?} is below 2 s (etcd grants whole seconds)",
-                self.lease_ttl
-            ));
+            return invalid(
+                "lease_ttl",
+                format!(
+                    "lease ttl {:?} is below 2 s (etcd grants whole seconds)",
+                    self.lease_ttl
+                ),
+            );
         }
         // A holder must get at least two chances to keep its lease inside its reservation, or
         // a single lost keep-alive stops it.
         if self.reservation < self.lease_ttl {
-            return invalid(format!(
-                "reservation {:?} must be at least the lease ttl {:?} (three keep-alives)",
-                self.reservation, self.lease_ttl
-            ));
+            return invalid(
+                "reservation",
+                format!(
+                    "reservation {:?} must be at least the lease ttl {:?} (three keep-alives)",
+                    self.reservation, self.lease_ttl
+                ),
+            );
         }
         if self.request_timeout.is_zero() {
-            return invalid("the request timeout must be positive".into());
+            return invalid(
+                "request_timeout",
+                "the request timeout must be positive".into(),
+            );
         }
         Ok(())
     }

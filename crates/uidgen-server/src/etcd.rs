@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::{Deserialize, Deserializer, Serialize};
 use uidgen_core::Layout;
-use uidgen_etcd::{EtcdHolder, EtcdOptions, EtcdWorkerIdAssigner};
+use uidgen_etcd::{EtcdError, EtcdHolder, EtcdOptions, EtcdWorkerIdAssigner};
 use uidgen_store::{Store, WorkerAssignment, WorkerIdRange};
 
 use crate::config::{AssignerKind, Config, ConfigError};
@@ -104,17 +104,20 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
         .range_for(&layout)
         .map_err(|e| invalid("worker.range", e.to_string()))?;
     options.validate().map_err(|error| {
-        let text = error.to_string();
-        let key = if text.contains("reservation") {
-            "etcd.reservation_secs"
-        } else if text.contains("lease ttl") {
-            "etcd.lease_ttl_secs"
-        } else if text.contains("prefix") {
-            "etcd.prefix"
-        } else {
-            "etcd.endpoints"
+        let key = match &error {
+            EtcdError::InvalidOptions {
+                field: "reservation",
+                ..
+            } => "etcd.reservation_secs",
+            EtcdError::InvalidOptions {
+                field: "lease_ttl", ..
+            } => "etcd.lease_ttl_secs",
+            EtcdError::InvalidOptions {
+                field: "prefix", ..
+            } => "etcd.prefix",
+            _ => "etcd.endpoints",
         };
-        invalid(key, text)
+        invalid(key, error.to_string())
     })
 }
 

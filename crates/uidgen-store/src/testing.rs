@@ -419,3 +419,76 @@ pub async fn issue_to_file(
     .await
     .map_err(|e| e.to_string())?
 }
+
+/// The command line of a test worker process: `--name value` pairs.
+///
+/// ```
+/// use uidgen_store::testing::WorkerArgs;
+/// let args = WorkerArgs::new(["--out", "ids", "--ttl-ms", "2000"], "worker --out FILE");
+/// assert_eq!(args.need("--out").as_deref(), Ok("ids"));
+/// assert_eq!(args.millis("--ttl-ms"), Ok(Some(std::time::Duration::from_secs(2))));
+/// assert_eq!(args.parsed("--secs", 2.0), Ok(2.0));
+/// assert!(args.need("--prefix").is_err());
+/// ```
+#[derive(Debug, Clone)]
+pub struct WorkerArgs {
+    args: Vec<String>,
+    usage: &'static str,
+}
+
+impl WorkerArgs {
+    /// The arguments (without the program's name) and the usage line errors quote.
+    pub fn new<S: Into<String>>(args: impl IntoIterator<Item = S>, usage: &'static str) -> Self {
+        Self {
+            args: args.into_iter().map(Into::into).collect(),
+            usage,
+        }
+    }
+
+    /// The value after `name`, if given.
+    pub fn flag(&self, name: &str) -> Option<String> {
+        self.args
+            .iter()
+            .position(|a| a == name)
+            .and_then(|i| self.args.get(i + 1))
+            .cloned()
+    }
+
+    /// The value after `name`, which must be given.
+    ///
+    /// # Errors
+    /// When it is missing, naming it and quoting the usage.
+    pub fn need(&self, name: &str) -> std::result::Result<String, String> {
+        self.flag(name)
+            .ok_or_else(|| format!("{name} is required; usage: {}", self.usage))
+    }
+
+    /// The value after `name` parsed, or `default` when not given.
+    ///
+    /// # Errors
+    /// When it does not parse.
+    pub fn parsed<T: std::str::FromStr>(
+        &self,
+        name: &str,
+        default: T,
+    ) -> std::result::Result<T, String> {
+        self.flag(name).map_or(Ok(default), |text| {
+            text.parse()
+                .map_err(|_| format!("{name} {text:?} does not parse; usage: {}", self.usage))
+        })
+    }
+
+    /// The value after `name` as milliseconds, if given.
+    ///
+    /// # Errors
+    /// When it is not a whole number.
+    pub fn millis(&self, name: &str) -> std::result::Result<Option<std::time::Duration>, String> {
+        self.flag(name)
+            .map(|text| {
+                text.parse()
+                    .map(std::time::Duration::from_millis)
+                    .map_err(|_| format!("{name} {text:?} is not milliseconds"))
+            })
+            .transpose()
+    }
+}

@@ -10,10 +10,10 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::time::Duration;
 
 use uidgen_core::{Layout, SnowflakeGenerator, SystemClock, UidGenerator};
 use uidgen_etcd::{EtcdOptions, EtcdWorkerIdAssigner};
+use uidgen_store::testing::WorkerArgs;
 
 type AnyResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
@@ -26,36 +26,27 @@ const USAGE: &str = "uidgen-etcd-worker --endpoint URL --prefix P --holder H --o
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> AnyResult {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let need = |name: &str| flag(name).ok_or_else(|| format!("{name} is required; usage: {USAGE}"));
-    let mut options = EtcdOptions::new([need("--endpoint")?], need("--prefix")?, need("--holder")?);
-    if let Some(range) = flag("--range") {
+    let args = WorkerArgs::new(std::env::args().skip(1), USAGE);
+    let mut options = EtcdOptions::new(
+        [args.need("--endpoint")?],
+        args.need("--prefix")?,
+        args.need("--holder")?,
+    );
+    if let Some(range) = args.flag("--range") {
         options.range = Some(range.parse()?);
     }
-    let millis = |name: &str| -> AnyResult<Option<Duration>> {
-        Ok(match flag(name) {
-            Some(ms) => Some(Duration::from_millis(ms.parse()?)),
-            None => None,
-        })
-    };
-    if let Some(ttl) = millis("--ttl-ms")? {
+    if let Some(ttl) = args.millis("--ttl-ms")? {
         options.lease_ttl = ttl;
     }
-    if let Some(reservation) = millis("--reservation-ms")? {
+    if let Some(reservation) = args.millis("--reservation-ms")? {
         options.reservation = reservation;
     }
-    if let Some(wait) = millis("--start-wait-ms")? {
+    if let Some(wait) = args.millis("--start-wait-ms")? {
         options.max_start_wait = wait;
     }
-    let out = need("--out")?;
-    let secs: f64 = flag("--secs").map_or(Ok(2.0), |s| s.parse())?;
-    let max_count: usize = flag("--max-count").map_or(Ok(500_000), |s| s.parse())?;
+    let out = args.need("--out")?;
+    let secs: f64 = args.parsed("--secs", 2.0)?;
+    let max_count: usize = args.parsed("--max-count", 500_000)?;
     let layout = Layout::leaf()?;
     let assigned = match EtcdWorkerIdAssigner::new(options).start(&layout).await {
         Ok(assigned) => assigned,
