@@ -297,8 +297,13 @@ impl EtcdHolder {
     /// Cancel safety: the fence is closed and the keep-alives stopped before the first await;
     /// a revoke dropped midway leaves the claim key to expire with its lease.
     pub async fn release(&self) -> Result<()> {
-        self.shared.lose("released at shutdown".to_owned());
+        // Not `lose`: a release is no failure worth an error line.
+        self.shared.health.lose("released at shutdown".to_owned());
         self.task.0.abort();
+        tracing::info!(
+            worker_id = self.shared.worker_id,
+            "released the etcd worker id; its reservation stays in its mark"
+        );
         self.shared.gateway.revoke(self.shared.lease).await
     }
 }

@@ -67,6 +67,8 @@ async fn two_servers_take_distinct_worker_ids_from_etcd_and_their_ids_never_repe
         assert!(status.success(), "{log}");
         assert!(log.contains("holding an etcd worker id"), "{log}");
         assert!(!log.contains("could not revoke"), "{log}");
+        assert!(log.contains("released the etcd worker id"), "{log}");
+        assert!(!log.contains("ERROR"), "{log}");
     }
 }
 
