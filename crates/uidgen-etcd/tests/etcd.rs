@@ -312,3 +312,49 @@ async fn an_unreachable_etcd_is_a_typed_error_naming_it() {
     assert!(error.is_unreachable(), "{error}");
     assert!(error.to_string().contains(&endpoint), "{error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_whose_claim_key_is_deleted_loses_the_id_and_refuses_at_once() {
+    use base64::Engine as _;
+    let endpoint = test_endpoint();
+    let layout = Layout::leaf().unwrap();
+    let mut options = options(&endpoint, &test_prefix(), "deleted:1");
+    options.reservation = Duration::from_secs(60);
+    let held = EtcdWorkerIdAssigner::new(options)
+        .start(&layout)
+        .await
+        .unwrap();
+    let generator = SnowflakeGenerator::new(layout, held.assignment.worker_id, SystemClock)
+        .unwrap()
+        .fenced(held.assignment.fence.clone().unwrap());
+    assert!(generator.next_id().is_ok());
+    // An operator (or anyone) deletes the claim: the next round's transaction, which holds only
+    // while the claim key is the one this holder created, fails, and the fence closes although
+    // the reservation has not run out.
+    let key = base64::engine::general_purpose::STANDARD.encode(held.holder.claim_key());
+    let deleted = reqwest::Client::new()
+        .post(format!("{endpoint}/v3/kv/deleterange"))
+        .json(&serde_json::json!({ "key": key }))
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while held.holder.status().lost.is_none() {
+        assert!(Instant::now() < deadline, "{:?}", held.holder.status());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = held.holder.status();
+    let now = uidgen_core::Clock::now_millis(&SystemClock);
+    assert!(
+        status.reserved_until_ms > now,
+        "the reservation was still running: {status:?}"
+    );
+    let reason = status.lost.unwrap();
+    assert!(
+        reason.contains("is no longer the one it created"),
+        "{reason}"
+    );
+    let refused = generator.next_id().unwrap_err().to_string();
+    assert!(refused.contains("lost"), "{refused}");
+}
