@@ -72,6 +72,8 @@ fn processes_claim_distinct_ids_and_no_id_repeats_across_them() {
     let endpoint = test_endpoint();
     let prefix = test_prefix();
     let dir = tempfile::tempdir().unwrap();
+    // All claim at the same instant, once every process is up: the claims race.
+    let start_at = (uidgen_core::Clock::now_millis(&SystemClock) + 1_500).to_string();
     let mut children: Vec<_> = (0..4)
         .map(|i| {
             let out = dir.path().join(format!("ids-{i}"));
@@ -79,7 +81,14 @@ fn processes_claim_distinct_ids_and_no_id_repeats_across_them() {
                 &endpoint,
                 &prefix,
                 &out,
-                &["--secs", "1.5", "--range", "0-9"],
+                &[
+                    "--secs",
+                    "1.5",
+                    "--range",
+                    "0-9",
+                    "--start-at-ms",
+                    &start_at,
+                ],
             );
             (child, out)
         })

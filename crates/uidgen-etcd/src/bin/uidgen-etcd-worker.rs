@@ -1,8 +1,8 @@
 //! A small worker process for the multi-process tests of `uidgen-etcd`.
 //!
 //! `uidgen-etcd-worker --endpoint URL --prefix P --holder H --out FILE [--secs S]
-//! [--max-count M] [--range LO-HI] [--ttl-ms T] [--reservation-ms R] [--start-wait-ms W]`
-//! claims a worker id from etcd, prints it on stdout at once, then takes IDs from a
+//! [--max-count M] [--range LO-HI] [--ttl-ms T] [--reservation-ms R] [--start-wait-ms W] [--start-at-ms T]`
+//! waits until the instant T (ms since the Unix epoch; claims race), claims a worker id from etcd, prints it on stdout at once, then takes IDs from a
 //! `SnowflakeGenerator` on Leaf's layout for S seconds (default 2, at most M IDs), appending
 //! them to the out file as little-endian u64s batch by batch (so a process killed midway leaves
 //! what it issued), and releases its id. A refused start exits with status 3 and the typed
@@ -22,7 +22,7 @@ const REFUSED: i32 = 3;
 
 const USAGE: &str = "uidgen-etcd-worker --endpoint URL --prefix P --holder H --out FILE \
                      [--secs S] [--max-count M] [--range LO-HI] [--ttl-ms T] \
-                     [--reservation-ms R] [--start-wait-ms W]";
+                     [--reservation-ms R] [--start-wait-ms W] [--start-at-ms T]";
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> AnyResult {
@@ -48,6 +48,10 @@ async fn main() -> AnyResult {
     let secs: f64 = args.parsed("--secs", 2.0)?;
     let max_count: usize = args.parsed("--max-count", 500_000)?;
     let layout = Layout::leaf()?;
+    // Racing claims: every process of a test waits for the same instant before claiming.
+    let start_at: u64 = args.parsed("--start-at-ms", 0)?;
+    let wait = start_at.saturating_sub(uidgen_core::Clock::now_millis(&SystemClock));
+    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
     let assigned = match EtcdWorkerIdAssigner::new(options).start(&layout).await {
         Ok(assigned) => assigned,
         Err(error) => {
