@@ -156,6 +156,17 @@ fn a_restart_on_the_only_id_starts_above_its_killed_predecessors_mark() {
     first.kill().unwrap();
     first.wait().unwrap();
     let first_ids = read_ids(&first_out);
+    let marks = || {
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(
+                EtcdWorkerIdAssigner::new(EtcdOptions::new([endpoint.as_str()], &prefix, "x"))
+                    .marks(),
+            )
+            .unwrap()
+    };
+    // What the killed life left: its last accepted reservation.
+    let first_mark = marks()[&5].reserved_until;
 
     // The next life retries while the first one's claim key lives (its lease ttl) and waits out
     // the first's reservation.
@@ -185,12 +196,10 @@ fn a_restart_on_the_only_id_starts_above_its_killed_predecessors_mark() {
     };
     assert_eq!(worker_id, 5, "the only id of the range is reused");
     assert!(second.wait().unwrap().success());
-    let marks = tokio::runtime::Runtime::new()
-        .unwrap()
-        .block_on(
-            EtcdWorkerIdAssigner::new(EtcdOptions::new([endpoint.as_str()], &prefix, "x")).marks(),
-        )
-        .unwrap();
+    assert!(
+        floor_ms >= first_mark,
+        "floor {floor_ms} is below the killed life's mark {first_mark}"
+    );
     let last_first = first_ids.iter().map(|id| stamped_ms(*id)).max().unwrap();
     assert!(
         floor_ms > last_first,
@@ -204,7 +213,7 @@ fn a_restart_on_the_only_id_starts_above_its_killed_predecessors_mark() {
         "stamped {first_second} below the floor {floor_ms}"
     );
     assert!(
-        marks[&5].reserved_until >= floor_ms,
+        marks()[&5].reserved_until >= floor_ms,
         "the mark moved on with the second life"
     );
     let all: Vec<u64> = first_ids.iter().chain(&second_ids).copied().collect();
