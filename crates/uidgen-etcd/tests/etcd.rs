@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use uidgen_core::{Layout, SnowflakeGenerator, SystemClock, UidGenerator};
 use uidgen_etcd::testing::{PrivateEtcd, free_port, test_endpoint, test_prefix};
-use uidgen_etcd::{EtcdError, EtcdOptions, EtcdWorkerIdAssigner};
+use uidgen_etcd::{EtcdAssignment, EtcdError, EtcdOptions, EtcdWorkerIdAssigner};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_uidgen-etcd-worker");
 
@@ -65,6 +65,19 @@ fn options(endpoint: &str, prefix: &str, holder: &str) -> EtcdOptions {
     options.lease_ttl = Duration::from_secs(2);
     options.reservation = Duration::from_secs(3);
     options
+}
+
+/// A held id on Leaf's layout and a Snowflake generator fenced by its holder.
+async fn start_fenced(options: EtcdOptions) -> (EtcdAssignment, SnowflakeGenerator<SystemClock>) {
+    let layout = Layout::leaf().unwrap();
+    let held = EtcdWorkerIdAssigner::new(options)
+        .start(&layout)
+        .await
+        .unwrap();
+    let generator = SnowflakeGenerator::new(layout, held.assignment.worker_id, SystemClock)
+        .unwrap()
+        .fenced(held.assignment.fence.clone().unwrap());
+    (held, generator)
 }
 
 #[test]
@@ -224,14 +237,7 @@ fn a_restart_on_the_only_id_starts_above_its_killed_predecessors_mark() {
 async fn etcd_killed_under_load_serves_until_the_reservation_then_refuses() {
     let mut etcd = PrivateEtcd::start();
     let options = options(&etcd.endpoint(), &test_prefix(), "outage:1");
-    let layout = Layout::leaf().unwrap();
-    let held = EtcdWorkerIdAssigner::new(options)
-        .start(&layout)
-        .await
-        .unwrap();
-    let generator = SnowflakeGenerator::new(layout, held.assignment.worker_id, SystemClock)
-        .unwrap()
-        .fenced(held.assignment.fence.clone().unwrap());
+    let (held, generator) = start_fenced(options).await;
     let generator = std::sync::Arc::new(generator);
     let load = {
         let generator = std::sync::Arc::clone(&generator);
@@ -335,16 +341,9 @@ async fn an_unreachable_etcd_is_a_typed_error_naming_it() {
 async fn a_holder_whose_claim_key_is_deleted_loses_the_id_and_refuses_at_once() {
     use base64::Engine as _;
     let endpoint = test_endpoint();
-    let layout = Layout::leaf().unwrap();
     let mut options = options(&endpoint, &test_prefix(), "deleted:1");
     options.reservation = Duration::from_secs(60);
-    let held = EtcdWorkerIdAssigner::new(options)
-        .start(&layout)
-        .await
-        .unwrap();
-    let generator = SnowflakeGenerator::new(layout, held.assignment.worker_id, SystemClock)
-        .unwrap()
-        .fenced(held.assignment.fence.clone().unwrap());
+    let (held, generator) = start_fenced(options).await;
     assert!(generator.next_id().is_ok());
     // An operator (or anyone) deletes the claim: the next round's transaction, which holds only
     // while the claim key is the one this holder created, fails, and the fence closes although

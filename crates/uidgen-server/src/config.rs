@@ -61,7 +61,7 @@ fn hint_for(suggestion: Option<&str>) -> String {
     }
 }
 
-fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
+pub(crate) fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key,
         reason: reason.into(),

@@ -8,7 +8,7 @@ use uidgen_core::Layout;
 use uidgen_etcd::{EtcdError, EtcdHolder, EtcdOptions, EtcdWorkerIdAssigner};
 use uidgen_store::{Store, WorkerAssignment, WorkerIdRange};
 
-use crate::config::{AssignerKind, Config, ConfigError};
+use crate::config::{AssignerKind, Config, ConfigError, invalid};
 use crate::http::{NotReady, ReadinessCheck};
 
 /// The name the etcd range is recorded under in the store's `worker_id_range`, so that a SQL
@@ -63,13 +63,6 @@ fn one_or_many<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>
             .collect(),
         OneOrMany::Many(list) => list,
     })
-}
-
-fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        key,
-        reason: reason.into(),
-    }
 }
 
 /// The library's options for this service: its holder name is its host (`UIDGEN_HOST` or the
