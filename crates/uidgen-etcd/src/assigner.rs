@@ -138,22 +138,25 @@ impl EtcdWorkerIdAssigner {
                 return Err(error);
             }
         };
-        if let Err(error) = self
-            .wait_for_clock(claimed.worker_id, claimed.floor_ms)
-            .await
-        {
-            // Hand the id back at once; its mark (written by the claim) keeps it fenced.
-            let _ = gateway.revoke(lease).await;
-            return Err(error);
-        }
         let (worker_id, floor_ms) = (claimed.worker_id, claimed.floor_ms);
-        let shared = Shared::new(
+        // The holder starts keeping the lease alive before the wait below, which may last
+        // longer than the lease's ttl; its fence is handed out only after the wait.
+        let holder = EtcdHolder::start(Shared::new(
             self.options.clone(),
             gateway,
             Arc::clone(&self.clock),
             &claimed,
-        );
-        let holder = EtcdHolder::start(shared);
+        ));
+        let waited = match self.wait_for_clock(worker_id, floor_ms).await {
+            // The id may have been lost meanwhile (its claim key deleted).
+            Ok(()) => holder.check(),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = waited {
+            // Hand the id back at once; its mark (written by the claim) keeps it fenced.
+            let _ = holder.release().await;
+            return Err(error);
+        }
         tracing::info!(
             worker_id,
             claim = %holder.claim_key(),

@@ -326,6 +326,57 @@ async fn holders_in_one_process_take_distinct_ids_and_release_frees_the_claim_on
     }
 }
 
+/// The system clock, this far behind: a host whose clock is late.
+#[derive(Debug, Clone, Copy)]
+struct Behind(u64);
+
+impl uidgen_core::Clock for Behind {
+    fn now_millis(&self) -> u64 {
+        uidgen_core::Clock::now_millis(&SystemClock) - self.0
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_that_waits_longer_than_the_lease_ttl_keeps_its_lease() {
+    let endpoint = test_endpoint();
+    let prefix = test_prefix();
+    let layout = Layout::leaf().unwrap();
+    let mut first = options(&endpoint, &prefix, "first:1");
+    first.range = Some("3-3".parse().unwrap());
+    let held = EtcdWorkerIdAssigner::new(first.clone())
+        .start(&layout)
+        .await
+        .unwrap();
+    let reserved = held.holder.status().reserved_until_ms;
+    held.holder.release().await.unwrap();
+    // A host 4 s late takes the id: it waits about 4 s + the reservation for its clock to pass
+    // the mark, twice the 2 s lease ttl.
+    let mut late = options(&endpoint, &prefix, "late:1");
+    late.range = first.range;
+    late.max_start_wait = Duration::from_secs(15);
+    let clock = Behind(4_000);
+    let held = EtcdWorkerIdAssigner::new(late)
+        .with_clock(clock)
+        .start(&layout)
+        .await
+        .unwrap();
+    assert_eq!(held.assignment.worker_id, 3);
+    assert!(held.holder.floor_ms() >= reserved);
+    // Rounds after the wait still find the lease and the claim.
+    let after = held.holder.status().keepalive_failures;
+    let until = uidgen_core::Clock::now_millis(&clock) + 2_000;
+    while held.holder.status().last_report_ms < until {
+        assert!(
+            held.holder.status().lost.is_none(),
+            "{:?}",
+            held.holder.status()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(held.holder.check().is_ok(), "{:?}", held.holder.status());
+    assert_eq!(held.holder.status().keepalive_failures, after);
+}
+
 #[tokio::test]
 async fn an_unreachable_etcd_is_a_typed_error_naming_it() {
     let endpoint = format!("http://127.0.0.1:{}", free_port());
