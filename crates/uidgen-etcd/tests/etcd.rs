@@ -132,6 +132,11 @@ fn processes_claim_distinct_ids_and_no_id_repeats_across_them() {
         ids.len()
     );
     assert_eq!(duplicates(&ids), 0, "of {} IDs", ids.len());
+    eprintln!(
+        "4 racing processes: worker ids {workers:?}, {} IDs, {} duplicates",
+        ids.len(),
+        duplicates(&ids)
+    );
 }
 
 #[test]
@@ -231,6 +236,13 @@ fn a_restart_on_the_only_id_starts_above_its_killed_predecessors_mark() {
     );
     let all: Vec<u64> = first_ids.iter().chain(&second_ids).copied().collect();
     assert_eq!(duplicates(&all), 0, "of {} IDs", all.len());
+    eprintln!(
+        "restart on id 5: {} + {} IDs, killed life's last ID at {last_first} ms, its mark \
+         {first_mark}, new floor {floor_ms}, {} duplicates",
+        first_ids.len(),
+        second_ids.len(),
+        duplicates(&all)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -286,6 +298,14 @@ async fn etcd_killed_under_load_serves_until_the_reservation_then_refuses() {
         held.holder.check()
     );
     assert_eq!(duplicates(&ids), 0, "of {} IDs", ids.len());
+    eprintln!(
+        "etcd killed under load: {} IDs, {after_kill} after the kill, last stamped {} ms after \
+         it, cap {} ms after it, {} duplicates",
+        ids.len(),
+        last - killed_ms,
+        cap - killed_ms,
+        duplicates(&ids)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
