@@ -61,7 +61,7 @@ fn hint_for(suggestion: Option<&str>) -> String {
     }
 }
 
-fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
+pub(crate) fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key,
         reason: reason.into(),
@@ -133,6 +133,8 @@ pub enum AssignerKind {
     Machine,
     /// A forever node in ZooKeeper (`[zookeeper]`), Leaf's snowflake mode.
     Zookeeper,
+    /// A claim key in etcd under a lease kept alive (`[etcd]`).
+    Etcd,
 }
 
 /// `[layout]`: the bit layout of IDs.
@@ -438,6 +440,8 @@ pub struct Config {
     pub sharded: crate::sharded::ShardedConfig,
     /// `[zookeeper]`: the ZooKeeper worker-id assigner (`worker.assigner = "zookeeper"`).
     pub zookeeper: crate::zk::ZookeeperConfig,
+    /// `[etcd]`: the etcd worker-id assigner (`worker.assigner = "etcd"`).
+    pub etcd: crate::etcd::EtcdConfig,
 }
 
 impl Default for Config {
@@ -457,6 +461,7 @@ impl Default for Config {
             redis: crate::sharded::RedisConfig::default(),
             sharded: crate::sharded::ShardedConfig::default(),
             zookeeper: crate::zk::ZookeeperConfig::default(),
+            etcd: crate::etcd::EtcdConfig::default(),
         }
     }
 }
@@ -507,6 +512,10 @@ const ENV_KEYS: &[(&[&str], Kind)] = &[
     (&["zookeeper", "max_outage_secs"], Kind::Int),
     (&["zookeeper", "auto_reclaim_after_secs"], Kind::Int),
     (&["zookeeper", "cache_file"], Kind::Str),
+    (&["etcd", "endpoints"], Kind::Str),
+    (&["etcd", "prefix"], Kind::Str),
+    (&["etcd", "lease_ttl_secs"], Kind::Int),
+    (&["etcd", "reservation_secs"], Kind::Int),
     (&["ring", "boost_power"], Kind::Int),
     (&["ring", "padding_factor"], Kind::Int),
     (&["ring", "schedule_interval_secs"], Kind::Int),
@@ -916,7 +925,8 @@ impl Config {
         self.validate_segment()?;
         crate::sharded::validate(self)?;
         crate::fallback::validate(self)?;
-        crate::zk::validate(self)
+        crate::zk::validate(self)?;
+        crate::etcd::validate(self)
     }
 
     /// The machine assigner's ids are `machine << 5 | process`: the layout must hold them, and

@@ -183,6 +183,9 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
         AssignerKind::Zookeeper => Arc::new(uidgen_zk::ZooKeeperWorkerIdAssigner::new(
             crate::zk::options(config, &config.build_layout()?)?,
         )),
+        AssignerKind::Etcd => Arc::new(uidgen_etcd::EtcdWorkerIdAssigner::new(
+            crate::etcd::options(config, &config.build_layout()?)?,
+        )),
         AssignerKind::Machine => Arc::new(
             uidgen_store::MachineWorkerIdAssigner::new(config.worker.machine_state_dir(&state_dir))
                 .registered_in(store.clone()),
@@ -211,24 +214,35 @@ pub async fn assign_and_build(
     layout: Layout,
     store: &Store,
 ) -> anyhow::Result<(BuiltGenerator, WorkerAssignment)> {
-    // A ZooKeeper holder keeps reporting while its generator (which holds its fence) lives.
-    let (built, assignment, _zk) = assign_and_build_holding(config, layout, store).await?;
+    // A ZooKeeper or etcd holder keeps its id while its generator (which holds its fence)
+    // lives.
+    let (built, assignment, _holder) = assign_and_build_holding(config, layout, store).await?;
     Ok((built, assignment))
 }
 
-/// [`assign_and_build`], also returning the ZooKeeper holder (its status feeds `/readyz` and
-/// `/metrics`) when the worker id comes from ZooKeeper.
+/// The coordinator-side keeper of a worker id, when it comes from one: readiness, metrics and
+/// shutdown read it.
+#[derive(Debug, Clone)]
+pub enum Coordinator {
+    /// A ZooKeeper forever node and its reports.
+    ZooKeeper(uidgen_zk::ZkHolder),
+    /// An etcd claim under a lease and its keep-alives.
+    Etcd(uidgen_etcd::EtcdHolder),
+}
+
+/// [`assign_and_build`], also returning the coordinator's holder (its status feeds `/readyz`
+/// and `/metrics`) when the worker id comes from ZooKeeper or etcd.
 pub async fn assign_and_build_holding(
     config: &Config,
     layout: Layout,
     store: &Store,
-) -> anyhow::Result<(
-    BuiltGenerator,
-    WorkerAssignment,
-    Option<uidgen_zk::ZkHolder>,
-)> {
-    let (assignment, zk) = if config.worker.assigner == AssignerKind::Zookeeper {
-        crate::zk::assign(config, &layout, store).await?
+) -> anyhow::Result<(BuiltGenerator, WorkerAssignment, Option<Coordinator>)> {
+    let (assignment, coordinator) = if config.worker.assigner == AssignerKind::Zookeeper {
+        let (assignment, holder) = crate::zk::assign(config, &layout, store).await?;
+        (assignment, holder.map(Coordinator::ZooKeeper))
+    } else if config.worker.assigner == AssignerKind::Etcd {
+        let (assignment, holder) = crate::etcd::assign(config, &layout, store).await?;
+        (assignment, Some(Coordinator::Etcd(holder)))
     } else {
         let assignment = assigner(config, store)?
             .assign(&layout)
@@ -238,7 +252,7 @@ pub async fn assign_and_build_holding(
         (assignment, None)
     };
     match build_generator(config, layout, &assignment) {
-        Ok(built) => Ok((built, assignment, zk)),
+        Ok(built) => Ok((built, assignment, coordinator)),
         Err(error) => {
             if let Some(lease) = &assignment.lease {
                 // Hand the id back at once rather than leaving it held until the lease expires.
@@ -559,7 +573,7 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             return servers.run().await;
         }
     };
-    let (store, (built, assignment, zk)) = match started {
+    let (store, (built, assignment, coordinator)) = match started {
         Ok(started) => started,
         Err(error) => {
             servers.abort();
@@ -568,10 +582,25 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     };
     // Kept past the server's end: the lease release records how far this generator issued.
     let generator = Arc::clone(&built.generator);
-    let served = serve_with_worker(&config, &store, servers, built, &assignment, zk.clone()).await;
-    if let Some(holder) = &zk {
+    let served = serve_with_worker(
+        &config,
+        &store,
+        servers,
+        built,
+        &assignment,
+        coordinator.clone(),
+    )
+    .await;
+    match &coordinator {
         // The forever node and the cache stay: a restart with this ip:port continues them.
-        holder.shutdown();
+        Some(Coordinator::ZooKeeper(holder)) => holder.shutdown(),
+        // The claim goes at once; the mark stays, above every ID this life issued.
+        Some(Coordinator::Etcd(holder)) => {
+            if let Err(error) = holder.release().await {
+                tracing::warn!(%error, "could not revoke the etcd lease; it will expire");
+            }
+        }
+        None => {}
     }
     if let Some(lease) = &assignment.lease {
         // Release only after in-flight requests finished (or were abandoned): the lease records
@@ -602,7 +631,7 @@ async fn serve_with_worker(
     servers: Servers,
     built: BuiltGenerator,
     assignment: &WorkerAssignment,
-    zk: Option<uidgen_zk::ZkHolder>,
+    coordinator: Option<Coordinator>,
 ) -> anyhow::Result<()> {
     let worker_id = assignment.worker_id;
     let layout = built.generator.layout().clone();
@@ -612,7 +641,10 @@ async fn serve_with_worker(
     state.generator_kind = Some(config.generator.kind.name());
     state.assigner = Some(assignment.kind.name());
     state.admin_token.clone_from(&config.admin_token);
-    state.worker_check = lease_readiness(assignment.lease.clone());
+    state.worker_check = match &coordinator {
+        Some(Coordinator::Etcd(holder)) => crate::etcd::readiness(holder.clone()),
+        _ => lease_readiness(assignment.lease.clone()),
+    };
     state.store_check = store_readiness(store.clone());
     let modes = async {
         state.segments = start_segments(config, store).await?;
@@ -624,10 +656,10 @@ async fn serve_with_worker(
         servers.abort();
         return Err(error);
     }
-    if zk.is_some() {
+    if let Some(Coordinator::ZooKeeper(zk)) = coordinator {
         state.metrics.register_zk();
+        state.zk = Some(zk);
     }
-    state.zk = zk;
 
     let segments = state.segments.clone();
     let sharded = state.sharded.clone();

@@ -36,6 +36,8 @@ pub enum AssignmentKind {
     /// A forever node in ZooKeeper (uidgen-zk), kept by a report every few seconds; or that
     /// node's id from the local cache, when ZooKeeper was unreachable at start-up.
     ZooKeeper,
+    /// A claim key in etcd (uidgen-etcd) under a lease kept alive, fenced by the id's mark.
+    Etcd,
     /// A machine part from the host's MAC addresses and a process part from the process id
     /// (the `machine` assigner): unique among the processes sharing its state directory, only
     /// probably unique across hosts; kept apart from earlier holders on the host by a
@@ -57,6 +59,7 @@ impl AssignmentKind {
             Self::Leased => "leased",
             Self::LocalCache => "local_cache",
             Self::ZooKeeper => "zookeeper",
+            Self::Etcd => "etcd",
             Self::Machine => "machine",
         }
     }

@@ -62,6 +62,7 @@ mod builder;
 mod cache;
 mod error;
 mod fallback_lease;
+mod holder_health;
 mod id_alloc;
 mod leaf_alloc;
 mod lease;
@@ -90,6 +91,7 @@ pub use builder::{Built, GeneratorBuilder, GuardedGenerator};
 pub use cache::{CachedWorker, read_cache, write_cache};
 pub use error::{Result, StoreError};
 pub use fallback_lease::{FallbackLeases, LeaseGrant, MIN_FALLBACK_LEASE_TTL};
+pub use holder_health::{HealthSnapshot, HolderHealth};
 pub use id_alloc::{
     AppShard, AppSpec, DEFAULT_ID_ALLOC_STEP, ID_ALLOC_INDEX_SHIFT, ID_ALLOC_SHARDS, IdAllocApp,
     IdSegment, MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP, index_ceiling,
