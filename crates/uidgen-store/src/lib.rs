@@ -60,7 +60,9 @@ mod assigner;
 pub mod blocking;
 mod builder;
 mod cache;
+mod container;
 mod error;
+mod exact_lease;
 mod fallback_lease;
 mod id_alloc;
 mod leaf_alloc;
@@ -69,6 +71,7 @@ mod lease_claim;
 mod lease_guard;
 mod lease_options;
 mod machine;
+mod machine_part;
 mod mark;
 mod migrate;
 mod remote_lease;
@@ -99,9 +102,9 @@ pub use leaf_alloc::{
 pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;
 pub use lease_options::{LeaseOptions, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
-pub use machine::{
-    MACHINE_BITS, MachinePart, MachineSource, MachineWorkerIdAssigner, PROCESS_BITS, fnv1a_64,
-};
+pub use container::{ContainerEvidence, ContainerProbe};
+pub use machine::{MachineWorkerIdAssigner, PROCESS_BITS};
+pub use machine_part::{HostIdentity, MACHINE_BITS, MachinePart, MachineSource};
 pub use mark::LocalMark;
 pub use migrate::{Migration, migrations};
 pub use remote_lease::RemoteLease;
