@@ -22,7 +22,14 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// What cgroup paths of container runtimes contain.
-const CGROUP_MARKERS: &[&str] = &["docker", "kubepods", "containerd", "libpod", "podman", "lxc"];
+const CGROUP_MARKERS: &[&str] = &[
+    "docker",
+    "kubepods",
+    "containerd",
+    "libpod",
+    "podman",
+    "lxc",
+];
 
 /// Process names of init systems that run as pid 1 on a host (or in a system container that
 /// boots one, which then looks like a host).
@@ -159,23 +166,36 @@ mod tests {
     const HOST: &[(&str, &str)] = &[
         ("proc/1/comm", "systemd\n"),
         ("proc/1/cgroup", "0::/init.scope\n"),
-        ("proc/self/cgroup", "0::/user.slice/user-1000.slice/session-2.scope\n"),
+        (
+            "proc/self/cgroup",
+            "0::/user.slice/user-1000.slice/session-2.scope\n",
+        ),
     ];
 
     #[test]
     fn a_host_with_systemd_as_pid_1_is_no_container() {
         let root = root_with(HOST);
         assert_eq!(ContainerProbe::at(root.path(), None).detect(), None);
-        assert_eq!(ContainerProbe::at(root.path(), Some(" ".into())).detect(), None);
+        assert_eq!(
+            ContainerProbe::at(root.path(), Some(" ".into())).detect(),
+            None
+        );
         // Nothing readable at all says nothing either.
-        assert_eq!(ContainerProbe::at(root.path().join("x"), None).detect(), None);
+        assert_eq!(
+            ContainerProbe::at(root.path().join("x"), None).detect(),
+            None
+        );
     }
 
     #[test]
     fn each_sign_alone_is_enough() {
         let cases: &[(&str, &str, &str)] = &[
             (".dockerenv", "", "/.dockerenv exists"),
-            ("run/.containerenv", "engine=\"podman\"", "/run/.containerenv exists"),
+            (
+                "run/.containerenv",
+                "engine=\"podman\"",
+                "/run/.containerenv exists",
+            ),
             (
                 "proc/1/cgroup",
                 "12:pids:/docker/4f3a\n0::/\n",
@@ -186,7 +206,11 @@ mod tests {
                 "0::/system.slice/containerd.service/kubepods-pod1.slice\n",
                 "/proc/self/cgroup says",
             ),
-            ("proc/1/comm", "uidgen\n", "pid 1 is \"uidgen\", not an init system"),
+            (
+                "proc/1/comm",
+                "uidgen\n",
+                "pid 1 is \"uidgen\", not an init system",
+            ),
             ("proc/1/comm", "tini\n", "pid 1 is \"tini\""),
         ];
         for (path, text, expected) in cases {

@@ -72,7 +72,10 @@ pub(crate) async fn claim_exact_row(
                 last_issued_ms,
             })
         };
-        if store.try_insert_lease(worker_id, holder, valid_until).await? {
+        if store
+            .try_insert_lease(worker_id, holder, valid_until)
+            .await?
+        {
             return Ok(won(0));
         }
         let Some(row) = store.lease_row(worker_id).await? else {
@@ -137,12 +140,14 @@ pub(crate) async fn lease_exact(
         ExactClaim::Held(live) => return Ok(Err(live)),
     };
     let claim = Some((holder.as_str(), claimed.expires_ms));
+    // Wait for the clock to pass what earlier holders stamped (the store's record, the local
+    // file's mark); the claim's own clock reading needs no wait, it is the floor below.
     let fence = match MarkFence::continue_above(
         cache,
         worker_id,
         layout,
         timing,
-        claimed.floor_ms(),
+        claimed.last_issued_ms,
         claim,
         true,
     )
@@ -162,6 +167,9 @@ pub(crate) async fn lease_exact(
         .unwrap_or(u64::MAX)
         .min(saturating_millis(options.max_borrow(layout)));
     let waited = fence.floor_ms >= claimed.claimed_at_ms;
+    // A takeover's predecessor stamped only before the expiry replaced, which lies below the
+    // claim's clock reading.
+    let floor_ms = fence.floor_ms.max(claimed.floor_ms());
     let guard = LeaseGuard::new(NewLease {
         store: store.clone(),
         clock,
@@ -174,7 +182,7 @@ pub(crate) async fn lease_exact(
         mark: Some(fence.mark),
         forget_mark_on_end: false,
         confirmed: true,
-        floor_ms: fence.floor_ms,
+        floor_ms,
         max_borrow_ms,
     });
     if waited {

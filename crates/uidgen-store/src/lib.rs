@@ -89,6 +89,7 @@ pub use assigner::{
 };
 pub use builder::{Built, GeneratorBuilder, GuardedGenerator};
 pub use cache::{CachedWorker, read_cache, write_cache};
+pub use container::{ContainerEvidence, ContainerProbe};
 pub use error::{Result, StoreError};
 pub use fallback_lease::{FallbackLeases, LeaseGrant, MIN_FALLBACK_LEASE_TTL};
 pub use id_alloc::{
@@ -102,7 +103,6 @@ pub use leaf_alloc::{
 pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;
 pub use lease_options::{LeaseOptions, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
-pub use container::{ContainerEvidence, ContainerProbe};
 pub use machine::{MachineWorkerIdAssigner, PROCESS_BITS};
 pub use machine_part::{HostIdentity, MACHINE_BITS, MachinePart, MachineSource};
 pub use mark::LocalMark;

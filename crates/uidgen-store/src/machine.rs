@@ -381,12 +381,18 @@ impl WorkerIdAssigner for MachineWorkerIdAssigner {
             let assignment = self.take_free_value(machine.value, layout).await?;
             let worker_id = assignment.worker_id;
             let scope = match (&self.store, self.store_shared) {
-                (Some(_), true) => "leased in the shared store: unique among every process \
-                                    sharing it",
-                (Some(_), false) => "leased in this host's own store: unique among the \
-                                     processes sharing it, only probably unique across hosts",
-                (None, _) => "unique among the processes sharing this state directory, only \
-                              probably unique across hosts",
+                (Some(_), true) => {
+                    "leased in the shared store: unique among every process \
+                                    sharing it"
+                }
+                (Some(_), false) => {
+                    "leased in this host's own store: unique among the \
+                                     processes sharing it, only probably unique across hosts"
+                }
+                (None, _) => {
+                    "unique among the processes sharing this state directory, only \
+                              probably unique across hosts"
+                }
             };
             tracing::info!(
                 worker_id,

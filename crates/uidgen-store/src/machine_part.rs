@@ -68,7 +68,11 @@ impl HostIdentity {
             .collect();
         macs.sort();
         macs.dedup();
-        let text = |s: Option<&str>| s.map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
+        let text = |s: Option<&str>| {
+            s.map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
         Self {
             machine_id: text(machine_id),
             macs,
@@ -318,8 +322,7 @@ mod tests {
         let parts: std::collections::HashSet<u64> = (0..=255u8)
             .map(|last| {
                 let mac = format!("02:42:ac:11:00:{last:02x}");
-                MachinePart::of(&HostIdentity::new(Some("same-image"), [mac], Some("same")))
-                    .value
+                MachinePart::of(&HostIdentity::new(Some("same-image"), [mac], Some("same"))).value
             })
             .collect();
         assert_eq!(parts.len(), 32, "{parts:?}");
