@@ -275,8 +275,9 @@ impl WorkerIdAssigner for DisposableWorkerIdAssigner {
 /// configured with the same id, on any host sharing the store, is refused at start-up with
 /// [`StoreError::WorkerIdHeld`], naming the holder; the lease's recorded issued-until time is
 /// a floor as the local mark is. Without a store it records nothing, and uniqueness across
-/// hosts is the operator's; [`refuse_uncoordinated_in_container`](Self::refuse_uncoordinated_in_container)
-/// makes it refuse to start in a container then.
+/// hosts is the operator's;
+/// [`refuse_uncoordinated_in_container`](Self::refuse_uncoordinated_in_container) makes it
+/// refuse to start in a container then.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
@@ -380,7 +381,8 @@ impl StaticWorkerIdAssigner {
     /// use uidgen_core::Layout;
     /// use uidgen_store::{ContainerProbe, StaticWorkerIdAssigner, StoreError, WorkerIdAssigner};
     /// let dir = tempfile::tempdir().map_err(|e| StoreError::InvalidInput(e.to_string()))?;
-    /// std::fs::write(dir.path().join(".dockerenv"), "").map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+    /// let io = |e: std::io::Error| StoreError::InvalidInput(e.to_string());
+    /// std::fs::write(dir.path().join(".dockerenv"), "").map_err(io)?;
     /// let assigner = StaticWorkerIdAssigner::new(5, dir.path().join("worker-5.state"))
     ///     .refuse_uncoordinated_in_container(ContainerProbe::at(dir.path(), None));
     /// let refused = assigner.assign(&Layout::snowflake()?).await.unwrap_err();

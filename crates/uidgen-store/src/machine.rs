@@ -320,8 +320,8 @@ impl MachineWorkerIdAssigner {
                             tracing::info!(
                                 worker_id,
                                 holder = %live.holder,
-                                "process value {process} of machine part {machine} is leased by another \
-                                 process sharing the store; trying the next one"
+                                "process value {process} of machine part {machine} is leased by \
+                                 another process sharing the store; trying the next one"
                             );
                             leased.push(live);
                             continue;

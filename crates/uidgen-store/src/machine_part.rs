@@ -172,8 +172,9 @@ impl fmt::Display for MachineSource {
 /// ```
 /// use uidgen_store::{HostIdentity, MachinePart, MachineSource};
 /// // Order and case of the MACs do not matter; a different last byte gives an unrelated part.
-/// let a = MachinePart::of(&HostIdentity::new(None, ["02:42:AC:11:00:02", "7e:b5:f2:d8:43:3f"], None));
-/// let b = MachinePart::of(&HostIdentity::new(None, ["7e:b5:f2:d8:43:3f", "02:42:ac:11:00:02"], None));
+/// let host = |macs: [&str; 2]| HostIdentity::new(None, macs, None);
+/// let a = MachinePart::of(&host(["02:42:AC:11:00:02", "7e:b5:f2:d8:43:3f"]));
+/// let b = MachinePart::of(&host(["7e:b5:f2:d8:43:3f", "02:42:ac:11:00:02"]));
 /// assert_eq!(a, b);
 /// assert!(a.value <= 31);
 /// assert!(matches!(a.source, MachineSource::Host(_)));

@@ -66,7 +66,8 @@ per_db! {
             other => panic!("expected WorkerIdHeld, got {other:?}"),
         }
         let said = refused.to_string();
-        assert!(said.contains("static worker id 7 is held by") && said.contains(lease.holder()), "{said}");
+        assert!(said.contains("static worker id 7 is held by"), "{said}");
+        assert!(said.contains(lease.holder()), "{said}");
 
         // A clean stop records how far A issued; B starts above it.
         let issued = first.generator.issued_until_ms().unwrap();
@@ -124,7 +125,8 @@ per_db! {
         let successor = on(&host()).assign(&layout).await.unwrap();
         let floor = successor.fence.as_ref().unwrap().floor_ms();
         assert!(floor > valid_until, "floor {floor} <= {valid_until}");
-        assert!(floor >= layout.millis_of(newest + 1), "the newest unit stamped lies below the floor");
+        let newest_end = layout.millis_of(newest + 1);
+        assert!(floor >= newest_end, "the newest unit stamped ends at {newest_end} > {floor}");
         successor.lease.unwrap().release().await.unwrap();
     }
 }
