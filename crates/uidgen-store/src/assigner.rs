@@ -28,7 +28,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum AssignmentKind {
     /// A fresh `worker_node` row (Baidu's disposable worker id).
     Disposable,
-    /// A configured number, kept apart from its earlier lives by a local reserved-until mark.
+    /// A configured number, kept apart from its earlier lives by a local reserved-until mark
+    /// (and, with a store, leased there so that no other live process holds it).
     Static,
     /// A lease in `worker_lease`, renewed by a heartbeat.
     Leased,
@@ -39,10 +40,10 @@ pub enum AssignmentKind {
     /// A forever node in ZooKeeper (uidgen-zk), kept by a report every few seconds; or that
     /// node's id from the local cache, when ZooKeeper was unreachable at start-up.
     ZooKeeper,
-    /// A machine part from the host's MAC addresses and a process part from the process id
-    /// (the `machine` assigner): unique among the processes sharing its state directory, only
-    /// probably unique across hosts; kept apart from earlier holders on the host by a
-    /// reserved-until mark, as a static id is.
+    /// A machine part hashed from the host's identity and a process part from the process id
+    /// (the `machine` assigner): leased in the store when it has one (unique among every
+    /// process sharing it), unique among the processes sharing its state directory, and kept
+    /// apart from earlier holders by a reserved-until mark, as a static id is.
     Machine,
 }
 
