@@ -353,23 +353,7 @@ impl StaticWorkerIdAssigner {
         self
     }
 
-    /// Whether the registered store is shared by every host that could be configured with
-    /// this worker id (default `true`); `false` for a store private to this host, which then
-    /// does not count as a coordinator for
-    /// [`refuse_uncoordinated_in_container`](Self::refuse_uncoordinated_in_container).
-    #[must_use]
-    pub fn with_store_shared(mut self, shared: bool) -> Self {
-        self.store_shared = shared;
-        self
-    }
-
-    /// The lease's ttl, heartbeat and holder name in the store (default
-    /// [`LeaseOptions::default`]; its range and cache are not used).
-    #[must_use]
-    pub fn with_lease_options(mut self, options: LeaseOptions) -> Self {
-        self.lease = options;
-        self
-    }
+    crate::exact_lease::exact_lease_setters!();
 
     /// Refuse to start without a shared store when `probe` finds a container
     /// ([`StoreError::UncoordinatedInContainer`]): a recreated container starts with a fresh
@@ -466,12 +450,17 @@ impl WorkerIdAssigner for StaticWorkerIdAssigner {
                             });
                         }
                     };
+                let scope = if self.store_shared {
+                    "no other live process sharing it holds this id"
+                } else {
+                    "the store is this host's own, so that no other host uses this id is the \
+                     operator's to ensure"
+                };
                 tracing::info!(
                     worker_id = id,
                     holder = %guard.holder(),
                     state = %path.display(),
-                    "static worker id, leased in the store: no other live process sharing it \
-                     holds this id"
+                    "static worker id, leased in the store: {scope}"
                 );
                 return Ok(WorkerAssignment::leased(guard, AssignmentKind::Static));
             }

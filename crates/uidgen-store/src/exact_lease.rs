@@ -200,3 +200,29 @@ pub(crate) async fn lease_exact(
     }
     Ok(Ok(guard))
 }
+
+/// The builder methods of an assigner that leases its exact id in the store it is registered
+/// in (static, machine). The type needs `store_shared: bool` and `lease: LeaseOptions` fields.
+macro_rules! exact_lease_setters {
+    () => {
+        /// Whether the registered store is shared by every host and container that could take
+        /// these worker ids (default `true`). Say `false` for a store private to this host (the
+        /// service's zero-config SQLite file): it still keeps the processes that share it
+        /// apart, but does not count as a coordinator, so the container check applies.
+        #[must_use]
+        pub fn with_store_shared(mut self, shared: bool) -> Self {
+            self.store_shared = shared;
+            self
+        }
+
+        /// The lease's ttl, heartbeat and holder name in the store (default
+        /// [`LeaseOptions::default`](crate::LeaseOptions::default); its range and cache are
+        /// not used).
+        #[must_use]
+        pub fn with_lease_options(mut self, options: crate::LeaseOptions) -> Self {
+            self.lease = options;
+            self
+        }
+    };
+}
+pub(crate) use exact_lease_setters;

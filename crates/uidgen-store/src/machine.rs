@@ -168,23 +168,7 @@ impl MachineWorkerIdAssigner {
         self
     }
 
-    /// Whether the registered store is shared by every host and container that could take
-    /// these worker ids (default `true`). Say `false` for a store private to this host (the
-    /// service's zero-config SQLite file): it still keeps the processes that share it apart,
-    /// but does not count as a coordinator, so the container check applies.
-    #[must_use]
-    pub fn with_store_shared(mut self, shared: bool) -> Self {
-        self.store_shared = shared;
-        self
-    }
-
-    /// The lease's ttl, heartbeat and holder name in the store (default
-    /// [`LeaseOptions::default`]; its range and cache are not used).
-    #[must_use]
-    pub fn with_lease_options(mut self, options: LeaseOptions) -> Self {
-        self.lease = options;
-        self
-    }
+    crate::exact_lease::exact_lease_setters!();
 
     /// Start without a shared store even inside a container: the operator states that the
     /// containers' worker ids are kept apart some other way (one container per host with host

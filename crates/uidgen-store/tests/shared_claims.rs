@@ -12,7 +12,7 @@ use uidgen_core::{Layout, ManualClock, UidGenerator};
 use uidgen_store::testing::{TestDb, fresh_store};
 use uidgen_store::{
     ContainerProbe, GeneratorBuilder, LeaseOptions, MachineWorkerIdAssigner,
-    StaticWorkerIdAssigner, StoreError, WorkerIdAssigner,
+    StaticWorkerIdAssigner, Store, StoreError, WorkerIdAssigner,
 };
 
 mod common;
@@ -33,17 +33,25 @@ fn manual_leases() -> LeaseOptions {
     }
 }
 
+/// Static worker id `id` on the host whose files are in `dir`, registered in `store`.
+fn static_on_host(
+    id: u64,
+    dir: &std::path::Path,
+    store: &Store,
+    clock: &ManualClock,
+) -> StaticWorkerIdAssigner {
+    StaticWorkerIdAssigner::new(id, dir.join(format!("worker-{id}.state")))
+        .registered_in(store.clone())
+        .with_lease_options(manual_leases())
+        .with_clock(clock.clone())
+}
+
 per_db! {
     async fn a_static_id_is_held_by_one_host_and_its_successor_starts_above_its_mark(db: TestDb) {
         let (store, _) = fresh_store(db).await.unwrap();
         let layout = Layout::snowflake().unwrap();
         let clock = ManualClock::new(T0);
-        let on = |dir: &std::path::Path| {
-            StaticWorkerIdAssigner::new(7, dir.join("worker-7.state"))
-                .registered_in(store.clone())
-                .with_lease_options(manual_leases())
-                .with_clock(clock.clone())
-        };
+        let on = |dir: &std::path::Path| static_on_host(7, dir, &store, &clock);
         let (host_a, host_b) = (host(), host());
         let first = GeneratorBuilder::new(layout.clone())
             .assigner(on(&host_a))
@@ -98,12 +106,7 @@ per_db! {
         let (store, _) = fresh_store(db).await.unwrap();
         let layout = Layout::snowflake().unwrap();
         let clock = ManualClock::new(T0);
-        let on = |dir: &std::path::Path| {
-            StaticWorkerIdAssigner::new(9, dir.join("w.state"))
-                .registered_in(store.clone())
-                .with_lease_options(manual_leases())
-                .with_clock(clock.clone())
-        };
+        let on = |dir: &std::path::Path| static_on_host(9, dir, &store, &clock);
         let crashed = GeneratorBuilder::new(layout.clone())
             .assigner(on(&host()))
             .build_default(clock.clone())
