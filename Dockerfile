@@ -23,7 +23,9 @@ RUN groupadd --system --gid 10001 uidgen \
         --shell /usr/sbin/nologin uidgen
 COPY --from=build /src/target/release/uidgen /usr/local/bin/uidgen
 VOLUME ["/var/lib/uidgen"]
-# Relative paths (the default `sqlite://uidgen.db` included) resolve in the state directory.
+# Relative paths in the configuration (the default `sqlite://uidgen.db` included) resolve in
+# UIDGEN_STATE_DIR whatever the working directory; it is the working directory too, so that
+# anything else run in the container lands on the volume.
 WORKDIR /var/lib/uidgen
 # By number, so that the host and a runtime that does not read /etc/passwd agree.
 USER 10001:10001

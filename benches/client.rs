@@ -48,6 +48,7 @@ fn start_server(dir: &std::path::Path) -> (Server, String) {
     let mut child = Command::new(&bin)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .current_dir(dir)
+        .env("UIDGEN_STATE_DIR", dir)
         .env_remove("UIDGEN_CONFIG")
         .env(
             "UIDGEN_STORE",

@@ -54,7 +54,7 @@ pids+=($!)
 # The service as the README starts it: embedded SQLite, the sample segment tag created at start;
 # borrowing unbounded (as when docs/BENCHMARKS.md was measured), so batch routes measure the HTTP
 # layer rather than the layout's 8,192 IDs a second.
-TOKIO_WORKER_THREADS=1 RUST_LOG=warn UIDGEN_STORE="sqlite://$work/uidgen.db" UIDGEN_RING_MAX_BORROW_SECONDS=0 \
+TOKIO_WORKER_THREADS=1 RUST_LOG=warn UIDGEN_STATE_DIR="$work" UIDGEN_STORE="sqlite://$work/uidgen.db" UIDGEN_RING_MAX_BORROW_SECONDS=0 \
   "$TARGET_DIR/release/uidgen" serve --listen "127.0.0.1:$UIDGEN_PORT" 2>"$work/uidgen.log" &
 pids+=($!)
 

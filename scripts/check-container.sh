@@ -50,6 +50,8 @@ for needed in ("postgres", "zookeeper"):
     if needed not in service.get("depends_on", {}):
         errors.append(f"compose's uidgen service must wait for {needed}")
 env = service.get("environment", {})
+if env.get("UIDGEN_STATE_DIR", "/var/lib/uidgen") != "/var/lib/uidgen":
+    errors.append("compose's UIDGEN_STATE_DIR must be the volume /var/lib/uidgen")
 if not str(env.get("UIDGEN_STORE", "")).startswith("postgres://") or env.get("UIDGEN_WORKER_ASSIGNER") != "zookeeper":
     errors.append("compose's uidgen must use PostgreSQL as its store and ZooKeeper for worker ids")
 

@@ -46,7 +46,7 @@ trap cleanup EXIT
 # bound is tested in crates/uidgen-server/tests/ring_load.rs).
 # A port nobody listens on: bind 0, read it back, let go.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-UIDGEN_STORE="sqlite://$work/uidgen.db" \
+UIDGEN_STATE_DIR="$work" UIDGEN_STORE="sqlite://$work/uidgen.db" \
 UIDGEN_SHARDED_ENABLED=true UIDGEN_REDIS_URL="$redis_url" UIDGEN_SHARDED_KEY_PREFIX="$prefix" \
 UIDGEN_ADMIN_TOKEN="$token" UIDGEN_GRPC_LISTEN="" RUST_LOG=warn \
 UIDGEN_RING_MAX_BORROW_SECONDS=0 \

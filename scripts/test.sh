@@ -132,6 +132,17 @@ cargo test --workspace --locked --no-fail-fast
 log "API fuzz: schemathesis against /openapi.json of a live server"
 FUZZ_EXAMPLES=${FUZZ_EXAMPLES:-100} scripts/fuzz-api.sh target/debug/uidgen
 
+# The README's first command needs nothing but Rust. The .proto files are compiled by protox
+# (in Rust), never by a system protoc: prove it by building the generated code with a `protoc`
+# that fails, first on PATH and in PROTOC, in a target dir of its own so the build script runs.
+log "gRPC code builds without protoc"
+fake=$(mktemp -d)
+printf '#!/bin/sh\necho "protoc was called: the build must not need it" >&2\nexit 1\n' >"$fake/protoc"
+chmod +x "$fake/protoc"
+PATH="$fake:$PATH" PROTOC="$fake/protoc" CARGO_TARGET_DIR=target/noprotoc \
+  cargo build -p uidgen-proto --locked --quiet
+rm -rf "$fake"
+
 log "container: Dockerfile and compose.yaml (built when a container engine runs, else linted)"
 scripts/check-container.sh
 

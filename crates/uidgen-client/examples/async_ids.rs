@@ -16,8 +16,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // README start
     // If every server is down: IDs from a worker id the servers leased to this process (from
-    // their embedded range, 0-923 on Vesta layouts), its lease kept in `uidgen-state/`.
-    let fallback = FallbackOptions::leased(Layout::vesta_max_peak()?, "uidgen-state");
+    // their embedded range, 0-923 on Vesta layouts), its lease kept in the per-host state
+    // directory (`UIDGEN_STATE_DIR`, else `~/.local/state/uidgen`), whatever the cwd.
+    let fallback = FallbackOptions::leased_in_state_dir(Layout::vesta_max_peak()?)?;
     let client = ClientBuilder::new(peers)
         .fallback(fallback)
         .connect()

@@ -22,7 +22,7 @@
 //! On the Vesta layouts the fallback's IDs carry genMethod 0 (embedded), the servers' 1
 //! (gRPC) or 2 (HTTP), so every ID says where it came from.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -92,6 +92,24 @@ impl FallbackOptions {
                 holder: None,
             },
         }
+    }
+
+    /// [`leased`](Self::leased), its leases kept in `fallback/` of the per-host state
+    /// directory that `uidgen serve` uses too (`UIDGEN_STATE_DIR`, `$XDG_STATE_HOME/uidgen`,
+    /// `/var/lib/uidgen` for root, `$HOME/.local/state/uidgen`): one directory for every client
+    /// process of the host, whatever its working directory, so a restarted process finds the
+    /// lease it left there. Created when the first lease is kept.
+    ///
+    /// ```
+    /// use uidgen_client::FallbackOptions;
+    /// use uidgen_core::Layout;
+    /// let fallback = FallbackOptions::leased_in_state_dir(Layout::vesta_max_peak()?)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn leased_in_state_dir(layout: Layout) -> Result<Self> {
+        let dir =
+            uidgen_store::StateDir::find(None).map_err(|e| invalid("fallback", e.to_string()))?;
+        Ok(Self::leased(layout, dir.resolve(Path::new("fallback"))))
     }
 
     /// Issue IDs of `layout` with `worker_id`, which the operator states no server and no other

@@ -364,7 +364,7 @@ async function pollApps() {
     const apps = await api('/v1/apps');
     $('apps').tBodies[0].replaceChildren(...apps.map((a) => el('tr', {},
       el('td', { text: a.app_id }), el('td', { text: a.name }), el('td', { text: fmt(a.step) }),
-      el('td', { text: fmt(a.largest_index) }), el('td', { text: a.shards }))));
+      el('td', { text: fmt(a.largest_id) }), el('td', { text: a.shards }))));
   } catch (e) {
     $('apps').tBodies[0].replaceChildren(el('tr', {}, el('td', { colspan: 5, class: 'bad', text: e.message })));
   }

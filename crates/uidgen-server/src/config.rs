@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::cached::MAX_BOOST_POWER;
 use uidgen_core::clock::saturating_millis;
 use uidgen_core::{CachedOptions, Layout, MAX_BATCH};
-use uidgen_store::{LeaseOptions, WorkerIdRange};
+use uidgen_store::{LeaseOptions, StateDir, WorkerIdRange};
 
 /// A configuration problem, naming the key and the reason.
 #[derive(Debug, thiserror::Error)]
@@ -210,12 +210,13 @@ pub struct WorkerConfig {
     /// which this host may restart on the cached id while the database is unreachable.
     pub cache_reserve_secs: u64,
     /// The static assigner's state file, holding its reserved-until mark (default
-    /// `uidgen-worker-{id}.state` in the working directory). An absolute path set here is the
-    /// operator's statement that the id is unique to that volume: it lets a static id start
-    /// in a container without a shared store.
+    /// `uidgen-worker-{id}.state` in the state directory; a relative path is taken in it). An
+    /// absolute path set here is the operator's statement that the id is unique to that
+    /// volume: it lets a static id start in a container without a shared store.
     pub state_file: Option<PathBuf>,
     /// The machine assigner's directory of lock and state files, one per worker id; every
-    /// process on a host must share it (default `uidgen-machine` in the system temp dir).
+    /// process on a host must share it (default `machine` in the state directory; a relative
+    /// path is taken in it).
     pub state_dir: Option<PathBuf>,
     /// `"LO-HI"` (or `"LO..=HI"`): the worker ids this assigner hands out on the store,
     /// recorded there so that assigners sharing it keep to disjoint ranges (default: the whole
@@ -247,16 +248,31 @@ pub struct MachineConfig {
 }
 
 impl WorkerConfig {
-    /// The static assigner's state file for worker id `id`.
-    pub fn state_file_for(&self, id: u64) -> PathBuf {
-        self.state_file
+    /// The static assigner's state file for worker id `id`: `state_file`, or
+    /// `uidgen-worker-{id}.state`, in the state directory `dir` unless absolute.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use uidgen_server::config::WorkerConfig;
+    /// let dir = uidgen_store::StateDir::at("/var/lib/uidgen")?;
+    /// let worker = WorkerConfig::default();
+    /// assert_eq!(worker.state_file_for(5, &dir), Path::new("/var/lib/uidgen/uidgen-worker-5.state"));
+    /// # Ok::<(), uidgen_store::StateDirError>(())
+    /// ```
+    pub fn state_file_for(&self, id: u64, dir: &StateDir) -> PathBuf {
+        let file = self
+            .state_file
             .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("uidgen-worker-{id}.state")))
+            .unwrap_or_else(|| PathBuf::from(format!("uidgen-worker-{id}.state")));
+        dir.resolve(&file)
     }
 
     /// The leased assigner's options (its range aside): the lease's timing derived from
     /// `lease_ttl_secs` by [`LeaseOptions::with_ttl`], so the takeover wait (half the ttl)
     /// covers what a holder may borrow.
+    ///
+    /// `cache_path` is `cache_file` as written: [`cache_file_in`](Self::cache_file_in) places
+    /// a relative one.
     pub fn lease_options(&self) -> LeaseOptions {
         LeaseOptions {
             cache_path: self.cache_file.clone(),
@@ -265,11 +281,16 @@ impl WorkerConfig {
         }
     }
 
-    /// The machine assigner's state directory.
-    pub fn machine_state_dir(&self) -> PathBuf {
-        self.state_dir
-            .clone()
-            .unwrap_or_else(uidgen_store::MachineWorkerIdAssigner::default_state_dir)
+    /// The leased assigner's cache file, a relative `cache_file` taken in the state directory
+    /// `dir`; `None` when unset.
+    pub fn cache_file_in(&self, dir: &StateDir) -> Option<PathBuf> {
+        self.cache_file.as_deref().map(|file| dir.resolve(file))
+    }
+
+    /// The machine assigner's directory: `state_dir`, or `machine`, in the state directory
+    /// `dir` unless absolute.
+    pub fn machine_state_dir(&self, dir: &StateDir) -> PathBuf {
+        dir.resolve(self.state_dir.as_deref().unwrap_or(Path::new("machine")))
     }
 
     /// `id_range`, parsed; `None` when unset (the assigner's default range).
@@ -400,8 +421,13 @@ pub struct Config {
     pub listen: String,
     /// Address of the gRPC center server; empty turns it off.
     pub grpc_listen: String,
-    /// Store URL: `sqlite://path`, `mysql://…`, `postgres://…`.
+    /// Store URL: `sqlite://path` (a relative path is taken in the state directory),
+    /// `mysql://…`, `postgres://…`.
     pub store: String,
+    /// The per-host state directory: the default SQLite store, worker-id marks, locks and
+    /// caches, and the base of every relative path in the configuration (default: see
+    /// [`StateDir::find`]; `UIDGEN_STATE_DIR`).
+    pub state_dir: Option<PathBuf>,
     /// Bearer token for the admin routes; unset disables them.
     pub admin_token: Option<String>,
     /// The most IDs one batch request may ask for.
@@ -430,6 +456,7 @@ impl Default for Config {
             listen: "127.0.0.1:8080".into(),
             grpc_listen: "127.0.0.1:9090".into(),
             store: "sqlite://uidgen.db".into(),
+            state_dir: None,
             admin_token: None,
             batch_cap: crate::http::DEFAULT_BATCH_CAP,
             layout: LayoutConfig::default(),
@@ -459,6 +486,7 @@ const ENV_KEYS: &[(&[&str], Kind)] = &[
     (&["listen"], Kind::Str),
     (&["grpc_listen"], Kind::Str),
     (&["store"], Kind::Str),
+    (&["state_dir"], Kind::Str),
     (&["admin_token"], Kind::Str),
     (&["batch_cap"], Kind::Int),
     (&["layout", "preset"], Kind::Str),
@@ -569,9 +597,6 @@ pub const ENV_NOT_CONFIG: &[&str] = &[
     "UIDGEN_CHROMEDRIVER",
     "UIDGEN_CHROMIUM",
     "UIDGEN_CONSOLE_SCREENSHOT",
-    // The container's state directory (Dockerfile): listed here until a configuration key
-    // reads it, so that the image starts.
-    "UIDGEN_STATE_DIR",
 ];
 
 /// Variables starting with this are the tests' (`UIDGEN_TEST_MYSQL_URL`, `UIDGEN_TEST_ZK`, ...),
@@ -725,6 +750,18 @@ impl Config {
         resolve("grpc_listen", text, 9090, "; empty turns gRPC off").map(Some)
     }
 
+    /// The per-host state directory (`state_dir`, `UIDGEN_STATE_DIR`, `$XDG_STATE_HOME/uidgen`,
+    /// `/var/lib/uidgen` for root, `$HOME/.local/state/uidgen`), found but not created.
+    pub fn state_dir(&self) -> Result<StateDir, ConfigError> {
+        StateDir::find(self.state_dir.as_deref()).map_err(|e| invalid("state_dir", e.to_string()))
+    }
+
+    /// The store URL, a relative SQLite file taken in the state directory `dir` (the default
+    /// `sqlite://uidgen.db` is `{dir}/uidgen.db`).
+    pub fn store_url(&self, dir: &StateDir) -> String {
+        dir.resolve_store_url(&self.store)
+    }
+
     /// The layout the configuration describes.
     pub fn build_layout(&self) -> Result<Layout, ConfigError> {
         let l = &self.layout;
@@ -800,6 +837,11 @@ impl Config {
     /// Check every key (done by [`load`](Self::load); again after a command line overrides
     /// keys, such as `serve --layout`).
     pub fn validate(&self) -> Result<(), ConfigError> {
+        // Only a configured directory is checked here: `decode` and `make` need none, so a
+        // host without HOME still runs them; the commands that keep files find theirs.
+        if let Some(dir) = &self.state_dir {
+            StateDir::at(dir).map_err(|e| invalid("state_dir", e.to_string()))?;
+        }
         self.listen_addr()?;
         self.grpc_listen_addr()?;
         self.build_layout()?;
@@ -1193,14 +1235,15 @@ mod tests {
     #[test]
     fn the_machine_assigner_shares_a_state_dir_by_default() {
         let c = parse(
-            "[worker]\nassigner = \"machine\"",
+            "state_dir = \"/srv/uidgen\"\n[worker]\nassigner = \"machine\"",
             &[("UIDGEN_LAYOUT", "keyworker")],
         )
         .unwrap();
         assert_eq!(c.worker.assigner, AssignerKind::Machine);
+        let dir = c.state_dir().unwrap();
         assert_eq!(
-            c.worker.machine_state_dir(),
-            std::env::temp_dir().join("uidgen-machine")
+            c.worker.machine_state_dir(&dir),
+            PathBuf::from("/srv/uidgen/machine")
         );
         let c = parse(
             "",
@@ -1211,9 +1254,49 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            c.worker.machine_state_dir(),
+            c.worker.machine_state_dir(&dir),
             PathBuf::from("/var/lib/uidgen/machine")
         );
+    }
+
+    #[test]
+    fn relative_paths_are_taken_in_the_state_directory_not_the_working_directory() {
+        let c = parse(
+            "store = \"sqlite://data/u.db\"\n[worker]\nstate_file = \"w/5.state\"\n\
+             cache_file = \"lease.cache\"\n[zookeeper]\ncache_file = \"zk.state\"",
+            &[("UIDGEN_STATE_DIR", "/srv/uidgen")],
+        )
+        .unwrap();
+        let dir = c.state_dir().unwrap();
+        assert_eq!(dir.path(), Path::new("/srv/uidgen"));
+        assert_eq!(c.store_url(&dir), "sqlite:///srv/uidgen/data/u.db");
+        assert_eq!(
+            c.worker.state_file_for(5, &dir),
+            Path::new("/srv/uidgen/w/5.state")
+        );
+        assert_eq!(
+            c.worker.cache_file_in(&dir).as_deref(),
+            Some(Path::new("/srv/uidgen/lease.cache"))
+        );
+        let layout = c.build_layout().unwrap();
+        assert_eq!(
+            crate::zk::options(&c, &layout).unwrap().cache_file,
+            Path::new("/srv/uidgen/zk.state")
+        );
+        // The defaults live there too.
+        let d = parse("", &[("UIDGEN_STATE_DIR", "/srv/uidgen")]).unwrap();
+        assert_eq!(d.store_url(&dir), "sqlite:///srv/uidgen/uidgen.db");
+        assert_eq!(
+            crate::zk::options(&d, &layout).unwrap().cache_file,
+            Path::new("/srv/uidgen/uidgen-zk-uidgen-8080.state")
+        );
+    }
+
+    #[test]
+    fn a_relative_state_dir_is_refused_naming_the_key() {
+        let error = parse("", &[("UIDGEN_STATE_DIR", "state")]).unwrap_err();
+        assert!(error.to_string().contains("`state_dir`"), "{error}");
+        assert!(error.to_string().contains("absolute"), "{error}");
     }
 
     #[test]

@@ -13,8 +13,8 @@ use uidgen_core::{
 use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_store::{
     ContainerProbe, DisposableWorkerIdAssigner, GuardedGenerator, LeaseGuard, LeaseOptions,
-    LeasedWorkerIdAssigner, StaticWorkerIdAssigner, Store, StoreOptions, WorkerAssignment,
-    WorkerIdAssigner,
+    LeasedWorkerIdAssigner, StateDir, StaticWorkerIdAssigner, Store, StoreOptions,
+    WorkerAssignment, WorkerIdAssigner,
 };
 
 use crate::cli::{GenArgs, MigrateArgs, ServeArgs};
@@ -105,19 +105,26 @@ pub fn build_generator(
     })
 }
 
-/// Open the configured store (creating a SQLite file if needed) and apply its migrations.
+/// The per-host state directory of `config` ([`Config::state_dir`]), created (0700) if
+/// missing: every default file that keeps worker ids apart lives there, and every relative
+/// path in the configuration is taken in it, so that no start depends on its working
+/// directory.
+pub fn ready_state_dir(config: &Config) -> anyhow::Result<StateDir> {
+    let dir = config.state_dir()?;
+    dir.create()?;
+    Ok(dir)
+}
+
+/// Open the configured store (creating a SQLite file if needed, a relative one in the state
+/// directory) and apply its migrations.
 ///
 /// A leased assigner with a local cache file may start while the database is down (it then
 /// runs on the cached worker id, under a lease it claims once the database answers): for it,
 /// a store that cannot be reached is opened lazily instead of stopping start-up.
 pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
-    let context = || {
-        format!(
-            "cannot open the store `store = {:?}`",
-            redacted(&config.store)
-        )
-    };
-    match Store::connect(&config.store).await {
+    let url = config.store_url(&ready_state_dir(config)?);
+    let context = || format!("cannot open the store `store = {:?}`", redacted(&url));
+    match Store::connect(&url).await {
         Ok(store) => Ok(store),
         Err(error)
             if config.worker.assigner == AssignerKind::Leased
@@ -130,7 +137,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
                 migrate: false,
                 ..StoreOptions::default()
             };
-            Store::connect_lazy(&config.store, options).with_context(context)
+            Store::connect_lazy(&url, options).with_context(context)
         }
         Err(error) => Err(error).with_context(context),
     }
@@ -145,6 +152,7 @@ fn redacted(url: &str) -> String {
 pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn WorkerIdAssigner>> {
     // `worker.range`, or Vesta's server range on Vesta layouts (the rest is the clients').
     let range = crate::fallback::server_range(config, &config.build_layout()?)?;
+    let state_dir = config.state_dir()?;
     Ok(match config.worker.assigner {
         AssignerKind::Disposable => {
             let disposable = DisposableWorkerIdAssigner::new(store.clone());
@@ -154,7 +162,7 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
             })
         }
         AssignerKind::Static => {
-            let assigner = static_assigner(config)?
+            let assigner = static_assigner(config, &state_dir)?
                 .registered_in(store.clone())
                 .with_store_shared(config.store_is_shared())
                 .with_lease_options(config.worker.lease_options());
@@ -176,6 +184,7 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
             SystemClock,
             LeaseOptions {
                 range,
+                cache_path: config.worker.cache_file_in(&state_dir),
                 ..config.worker.lease_options()
             },
         )),
@@ -188,7 +197,7 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
             crate::zk::options(config, &config.build_layout()?)?,
         )),
         AssignerKind::Machine => Arc::new(
-            uidgen_store::MachineWorkerIdAssigner::new(config.worker.machine_state_dir())
+            uidgen_store::MachineWorkerIdAssigner::new(config.worker.machine_state_dir(&state_dir))
                 .registered_in(store.clone())
                 .with_store_shared(config.store_is_shared())
                 .with_lease_options(config.worker.lease_options())
@@ -197,15 +206,15 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
     })
 }
 
-/// The static assigner for `worker.id`, keeping its mark in `worker.state_file`, limited to
-/// `worker.range` when set. Not registered in a store: [`assigner`] adds that, while
-/// `gen --worker N` runs without one.
-fn static_assigner(config: &Config) -> anyhow::Result<StaticWorkerIdAssigner> {
+/// The static assigner for `worker.id`, keeping its mark in `worker.state_file` (by default
+/// in the state directory `dir`), limited to `worker.range` when set. Not registered in a
+/// store: [`assigner`] adds that, while `gen --worker N` runs without one.
+fn static_assigner(config: &Config, dir: &StateDir) -> anyhow::Result<StaticWorkerIdAssigner> {
     let id = config
         .worker
         .id
         .context("invalid config key `worker.id`: the static assigner needs a worker id")?;
-    let assigner = StaticWorkerIdAssigner::new(id, config.worker.state_file_for(id));
+    let assigner = StaticWorkerIdAssigner::new(id, config.worker.state_file_for(id, dir));
     Ok(match config.worker.id_range()? {
         Some(range) => assigner.with_range(range),
         None => assigner,
@@ -292,7 +301,7 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
             Some(worker_id) => {
                 config.worker.assigner = AssignerKind::Static;
                 config.worker.id = Some(worker_id);
-                let assignment = static_assigner(&config)?
+                let assignment = static_assigner(&config, &ready_state_dir(&config)?)?
                     .assign(&layout)
                     .await
                     .context("cannot use the worker id")?;
@@ -481,6 +490,14 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         config.grpc_listen.clone_from(grpc_listen);
     }
     let layout = args.layout.apply(&mut config)?;
+    // Found and made before anything else, and said once: which files this host's worker ids
+    // are kept apart by is the first thing to know when two starts disagree.
+    let state_dir = ready_state_dir(&config)?;
+    info!(
+        state_dir = %state_dir,
+        from = state_dir.source().name(),
+        "state directory: {state_dir}"
+    );
     let addr = config.listen_addr()?;
     let listener = TcpListener::bind(addr)
         .await
@@ -602,6 +619,7 @@ async fn serve_with_worker(
         grpc_listen = %servers.grpc_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
         segments = segments.as_ref().map_or(0, |s| s.tags().len()),
         store = store.redacted_url(),
+        state_dir = %config.state_dir().map_or_else(|e| e.to_string(), |d| d.to_string()),
         layout = layout.name(),
         epoch_ms = layout.epoch_ms(),
         generator = ?config.generator.kind,

@@ -42,7 +42,8 @@ pub struct ZookeeperConfig {
     /// least `reservation_secs`).
     pub auto_reclaim_after_secs: Option<u64>,
     /// The local cache: worker id, last accepted report, reserved-until mark (default
-    /// `uidgen-zk-{name}-{port}.state` in the working directory).
+    /// `uidgen-zk-{name}-{port}.state` in the state directory; a relative path is taken in
+    /// it).
     pub cache_file: Option<PathBuf>,
 }
 
@@ -87,9 +88,10 @@ pub fn options(config: &Config, layout: &Layout) -> Result<ZkOptions, ConfigErro
     options.reservation = Duration::from_secs(z.reservation_secs);
     options.max_outage = Duration::from_secs(z.max_outage_secs);
     options.auto_reclaim_after = z.auto_reclaim_after_secs.map(Duration::from_secs);
-    if let Some(cache) = &z.cache_file {
-        options.cache_file.clone_from(cache);
-    }
+    // The library's default is a bare file name: both it and a relative `cache_file` are
+    // taken in the state directory, so that a restart from elsewhere finds its cache.
+    let cache = z.cache_file.as_ref().unwrap_or(&options.cache_file);
+    options.cache_file = config.state_dir()?.resolve(cache);
     options.range = Some(
         config
             .worker

@@ -185,6 +185,7 @@ fn two_gen_processes_started_together_never_collide() {
             let cwd = fresh_cwd();
             Command::new(binary())
                 .current_dir(&cwd)
+                .env("UIDGEN_STATE_DIR", &cwd)
                 .args(["gen", "-n", "300000"])
                 .envs(machine_env(&dir_text, &sqlite(&cwd, "store")))
                 .env_remove("UIDGEN_CONFIG")

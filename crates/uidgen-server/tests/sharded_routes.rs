@@ -75,7 +75,10 @@ async fn sharded_routes_hand_out_ids_batches_and_decode_them() {
     assert_eq!(status, StatusCode::OK, "{body}");
     let created = json(&body);
     assert_eq!(created["shards"], 64);
-    assert_eq!(created["largest_index"], (1_u64 << 49) - 1);
+    assert_eq!(
+        created["largest_id"],
+        ((1_u64 << 49) - 1) << 14 | 63 << 8 | 7
+    );
 
     // The original's route: a bare number, in the gate pass's shard.
     let (status, body) = get(&r, "/api/shard/get/7?gatePass=alice@example.com").await;
@@ -324,10 +327,13 @@ async fn an_exhausted_app_is_409_and_an_empty_queue_503() {
     let redis = shared_redis().await;
     let (service, prefix) = service_on(sqlite().await, &redis).await;
     let r = router(Some(Arc::clone(&service)));
-    let (status, body) = put_app(&r, "3", r#"{"name":"tiny","step":10,"max_limit_id":15}"#).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(json(&body)["largest_index"], 15);
+    // The limit is on the whole ID: the gate pass's shard gets indexes 1 to 15 under it.
     let shard = shard_of("a");
+    let limit = 15_u64 << 14 | u64::from(shard) << 8 | 3;
+    let app = format!(r#"{{"name":"tiny","step":10,"max_limit_id":{limit}}}"#);
+    let (status, body) = put_app(&r, "3", &app).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(json(&body)["largest_id"], limit);
     let (status, body) = get(&r, "/v1/apps/3/ids?gate_pass=a&count=15").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let (status, body) = get(&r, "/api/shard/get/3?gatePass=a").await;

@@ -1,10 +1,10 @@
 //! The app and shard configuration as this server last read it from `id_alloc`, and
 //! [`AppInfo`], what the admin call answers.
 
-use uidgen_store::IdAllocApp;
+use uidgen_store::{IdAllocApp, index_ceiling};
 
 use crate::error::{Result, ShardedError};
-use crate::layout::{MAX_INDEX, SHARDS};
+use crate::layout::{MAX_INDEX, SHARDS, ShardedId};
 use crate::options::ShardedOptions;
 
 /// One shard as the hot path needs it.
@@ -14,9 +14,9 @@ pub(crate) struct ShardEntry {
     pub(crate) step: i64,
     /// Refill once the list holds this many numbers or fewer.
     pub(crate) threshold: u64,
-    /// The largest index the shard may hand out: `max_limit_id` when set, never above
-    /// [`MAX_INDEX`].
-    pub(crate) ceiling: u64,
+    /// The largest index the shard may hand out: the last whose ID stays at or below
+    /// `max_limit_id` when set, never above [`MAX_INDEX`]; `None` when not even index 0 does.
+    pub(crate) ceiling: Option<u64>,
     /// The shard's `max_id` is above its ceiling: no segment can be claimed any more.
     pub(crate) exhausted: bool,
 }
@@ -33,19 +33,51 @@ pub(crate) struct AppTable {
     apps: Box<[Option<AppEntry>]>,
 }
 
-/// The largest index a `max_limit_id` allows: the limit itself when set (0 is none), never
-/// above the 49 index bits.
+impl ShardEntry {
+    /// Whether `index` stays within the shard's ceiling.
+    pub(crate) fn fits(&self, index: u64) -> bool {
+        self.ceiling.is_some_and(|ceiling| index <= ceiling)
+    }
+}
+
+/// The largest index shard `shard` of app `app_id` may hand out under `max_limit_id`, a
+/// ceiling on the whole ID (0 is none): never above the 49 index bits; `None` when even index
+/// 0 would make an ID above the limit.
 ///
 /// ```
-/// use uidgen_sharded::{MAX_INDEX, largest_index};
-/// assert_eq!(largest_index(0), MAX_INDEX);
-/// assert_eq!(largest_index(5000), 5000);
-/// assert_eq!(largest_index(i64::MAX), MAX_INDEX);
+/// use uidgen_sharded::{MAX_INDEX, ShardedId, shard_ceiling};
+/// assert_eq!(shard_ceiling(7, 3, 0), Some(MAX_INDEX));
+/// // IDs that fit an unsigned 32-bit column:
+/// let top = shard_ceiling(7, 3, u32::MAX.into()).unwrap();
+/// assert!(ShardedId::new(7, 3, top)?.to_u64() <= u32::MAX.into());
+/// assert!(ShardedId::new(7, 3, top + 1)?.to_u64() > u32::MAX.into());
+/// assert_eq!(shard_ceiling(7, 3, 700), None);
+/// # Ok::<(), uidgen_sharded::ShardedError>(())
 /// ```
-pub fn largest_index(max_limit_id: i64) -> u64 {
+pub fn shard_ceiling(app_id: u8, shard: u8, max_limit_id: i64) -> Option<u64> {
+    u64::try_from(index_ceiling(max_limit_id, app_id, shard))
+        .ok()
+        .map(|ceiling| ceiling.min(MAX_INDEX))
+}
+
+/// The largest ID app `app_id` may hand out: `max_limit_id` when set (0 is none), never above
+/// the largest ID its 49 index bits, 64 shards and app id can make.
+///
+/// ```
+/// use uidgen_sharded::largest_id;
+/// assert_eq!(largest_id(7, 0), ((1 << 49) - 1) << 14 | 63 << 8 | 7);
+/// assert_eq!(largest_id(7, 4_294_967_295), 4_294_967_295);
+/// ```
+pub fn largest_id(app_id: u8, max_limit_id: i64) -> u64 {
+    let largest = ShardedId {
+        app_id,
+        shard: SHARDS - 1,
+        index: MAX_INDEX,
+    }
+    .to_u64();
     match u64::try_from(max_limit_id) {
-        Ok(limit) if limit > 0 => limit.min(MAX_INDEX),
-        _ => MAX_INDEX,
+        Ok(limit) if limit > 0 => limit.min(largest),
+        _ => largest,
     }
 }
 
@@ -56,8 +88,10 @@ impl AppTable {
         for app in apps {
             let mut shards = [None; SHARDS as usize];
             for shard in &app.shards {
-                let ceiling = largest_index(shard.max_limit_id);
-                let exhausted = u64::try_from(shard.max_id).map_or(true, |max_id| max_id > ceiling);
+                let ceiling = shard_ceiling(app.app_id, shard.shard_id, shard.max_limit_id);
+                let exhausted = u64::try_from(shard.max_id).map_or(true, |max_id| {
+                    ceiling.is_none_or(|ceiling| max_id > ceiling)
+                });
                 if let Some(slot) = shards.get_mut(usize::from(shard.shard_id)) {
                     *slot = Some(ShardEntry {
                         step: shard.step,
@@ -119,11 +153,11 @@ pub struct AppInfo {
     pub description: Option<String>,
     /// Its step (of shard 0; an app's shards share it unless edited by hand).
     pub step: i64,
-    /// Its `max_limit_id` (0: none).
+    /// Its `max_limit_id`, the largest ID it may hand out (0: none).
     pub max_limit_id: i64,
-    /// The largest index its limit allows ([`largest_index`]): no ID of the app has a larger
-    /// index; past it, the app's shards answer [`AppExhausted`](ShardedError::AppExhausted).
-    pub largest_index: u64,
+    /// The largest ID it may hand out ([`largest_id`]): a shard whose next index would make
+    /// a larger one answers [`AppExhausted`](ShardedError::AppExhausted); nothing is wrapped.
+    pub largest_id: u64,
     /// How many shard rows it has (64).
     pub shards: usize,
 }
@@ -138,7 +172,7 @@ impl From<&IdAllocApp> for AppInfo {
             description: app.description.clone(),
             step: first.map_or(0, |s| s.step),
             max_limit_id,
-            largest_index: largest_index(max_limit_id),
+            largest_id: largest_id(app.app_id, max_limit_id),
             shards: app.shards.len(),
         }
     }

@@ -70,8 +70,9 @@ pub enum ShardedError {
         reason: String,
     },
 
-    /// The shard has handed out every index up to its ceiling (`max_limit_id`, or the 49 index
-    /// bits). Nothing is wrapped: raise `max_limit_id` or move to a new app id.
+    /// The shard has handed out every index up to its ceiling (the last whose ID stays at or
+    /// below `max_limit_id`, or the 49 index bits). Nothing is wrapped: raise `max_limit_id`
+    /// or move to a new app id.
     #[error(
         "app {app_id} shard {shard} is exhausted: every index up to {ceiling} is handed out \
          (max_limit_id or the 49 index bits); raise max_limit_id or move to a new app id"

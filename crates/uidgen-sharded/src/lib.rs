@@ -76,7 +76,7 @@ mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use apps::{AppInfo, largest_index};
+pub use apps::{AppInfo, largest_id, shard_ceiling};
 pub use error::{Result, ShardedError};
 pub use java_hash::{java_string_hash, shard_of};
 pub use layout::{APP_BITS, INDEX_BITS, MAX_INDEX, SHARD_BITS, SHARDS, ShardedId};

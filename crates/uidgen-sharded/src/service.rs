@@ -299,7 +299,7 @@ impl ShardedService {
     /// The ID of an index; [`AppExhausted`](ShardedError::AppExhausted) above the shard's
     /// ceiling.
     fn index_id(&self, app_id: u8, shard: u8, entry: &ShardEntry, index: u64) -> Result<u64> {
-        if index > entry.ceiling {
+        if !entry.fits(index) {
             return Err(exhausted(app_id, shard, entry));
         }
         Ok(ShardedId::new(app_id, shard, index)?.to_u64())
@@ -414,7 +414,7 @@ fn exhausted(app_id: u8, shard: u8, entry: &ShardEntry) -> ShardedError {
     ShardedError::AppExhausted {
         app_id,
         shard,
-        ceiling: entry.ceiling,
+        ceiling: entry.ceiling.unwrap_or(0),
     }
 }
 

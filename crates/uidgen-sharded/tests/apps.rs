@@ -9,12 +9,12 @@ use std::time::Duration;
 use common::{
     Keyspace, app, held_lock, list_contents, service, sqlite_service, sqlite_service_and_store,
 };
-use uidgen_sharded::{MAX_INDEX, ShardedError};
+use uidgen_sharded::{MAX_INDEX, ShardedError, ShardedId};
 use uidgen_store::testing::{TestDb, fresh_store};
 use uidgen_store::{AppSpec, Store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_app_answers_the_largest_index_its_limit_allows() {
+async fn an_app_answers_the_largest_id_its_limit_allows() {
     let (_keys, service) = sqlite_service("largest").await;
     let info = service
         .upsert_app(&AppSpec {
@@ -24,7 +24,8 @@ async fn an_app_answers_the_largest_index_its_limit_allows() {
         .await
         .unwrap();
     assert_eq!((info.app_id, info.shards, info.step), (12, 64, 1000));
-    assert_eq!((info.max_limit_id, info.largest_index), (0, MAX_INDEX));
+    let top = ShardedId::new(12, 63, MAX_INDEX).unwrap().to_u64();
+    assert_eq!((info.max_limit_id, info.largest_id), (0, top));
     let info = service
         .upsert_app(&AppSpec {
             max_limit_id: 1 << 60,
@@ -33,9 +34,18 @@ async fn an_app_answers_the_largest_index_its_limit_allows() {
         .await
         .unwrap();
     assert_eq!(
-        info.largest_index, MAX_INDEX,
-        "never above the 49 index bits"
+        info.largest_id,
+        1 << 60,
+        "a limit the bits can reach is the limit"
     );
+    let info = service
+        .upsert_app(&AppSpec {
+            max_limit_id: i64::MAX,
+            ..AppSpec::new(12, "orders")
+        })
+        .await
+        .unwrap();
+    assert_eq!(info.largest_id, top, "never above the 49 index bits");
     let error = service
         .upsert_app(&AppSpec {
             step: 0,

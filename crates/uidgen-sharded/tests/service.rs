@@ -174,18 +174,20 @@ async fn calls_are_not_initialised_until_the_app_list_loads() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_limit_id_is_a_ceiling_never_a_modulus() {
-    // The original answered `id % max_limit_id` past the limit, which repeats indexes 1, 2, ...
-    // Here the shard hands out exactly the indexes 1..=limit, then a typed error.
+    // The original answered `id % max_limit_id` past the limit, which repeats IDs. Here the
+    // limit is on the whole ID, as in the original: shard 17 of app 3 hands out exactly the
+    // indexes whose ID stays at or below it (1..=250), then a typed error.
     let (_keys, service) = sqlite_service("limit").await;
+    let limit = ShardedId::new(3, 17, 250).unwrap().to_u64();
     let info = service
         .upsert_app(&AppSpec {
             step: 100,
-            max_limit_id: 250,
+            max_limit_id: i64::try_from(limit).unwrap(),
             ..AppSpec::new(3, "small")
         })
         .await
         .unwrap();
-    assert_eq!(info.largest_index, 250);
+    assert_eq!(info.largest_id, limit);
     let mut ids = Vec::new();
     let error = loop {
         match service.get_batch_in_shard(3, 17, 7).await {
@@ -214,6 +216,7 @@ async fn max_limit_id_is_a_ceiling_never_a_modulus() {
         Err(ShardedError::AppExhausted { .. })
     ));
     let mut indexes: Vec<u64> = ids.iter().map(|&id| index_of(id)).collect();
+    assert!(ids.iter().all(|&id| id <= limit), "an ID above the limit");
     assert_unique(&mut ids, "limited shard");
     indexes.sort_unstable();
     // 245 of the 250 came in batches of 7; the last 5 went with the batch that hit the limit.
@@ -221,8 +224,29 @@ async fn max_limit_id_is_a_ceiling_never_a_modulus() {
         indexes.len() >= 245 && indexes.iter().all(|&i| (1..=250).contains(&i)),
         "{indexes:?}"
     );
-    // Other shards of the app are not affected.
-    service.get_in_shard(3, 18).await.unwrap();
+    // Other shards of the app have their own last index under the limit: 18's IDs are 256
+    // higher, so its index 250 would pass it.
+    assert!(service.get_in_shard(3, 16).await.unwrap() <= limit);
+    let ids = service.get_batch_in_shard(3, 18, 100).await.unwrap();
+    let ids = [ids, service.get_batch_in_shard(3, 18, 100).await.unwrap()].concat();
+    assert!(ids.iter().all(|&id| id <= limit), "{ids:?}");
+    let error = loop {
+        match service.get_batch_in_shard(3, 18, 7).await {
+            Ok(batch) => assert!(batch.iter().all(|&id| id <= limit), "{batch:?}"),
+            Err(error) => break error,
+        }
+    };
+    assert!(
+        matches!(
+            error,
+            ShardedError::AppExhausted {
+                shard: 18,
+                ceiling: 249,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
     service.shutdown();
 }
 
@@ -266,7 +290,8 @@ async fn numbers_above_a_lowered_limit_are_refused_not_wrapped() {
     service
         .upsert_app(&AppSpec {
             step: 100,
-            max_limit_id: 5,
+            // Index 5 of shard 1 of app 4 is the last under it: the list's 11..=100 are above.
+            max_limit_id: 5 << 14 | 1 << 8 | 4,
             ..AppSpec::new(4, "app4")
         })
         .await

@@ -7,9 +7,16 @@
 //!   transaction, so no reader sees half an app.
 //! - A claim is one `UPDATE ... SET max_id = max_id + step` read back in the same transaction,
 //!   so concurrent claimers (threads, processes, servers) get disjoint segments.
-//! - A claim never starts above the shard's ceiling (`max_limit_id`, the caller's largest
-//!   representable index, and `i64::MAX`): such a claim is refused with the row unchanged,
-//!   rather than handing out indexes that would have to be wrapped or cut.
+//! - A claim never starts above the shard's ceiling (the largest index whose ID stays at or
+//!   below `max_limit_id`, the caller's largest representable index, and `i64::MAX`): such a
+//!   claim is refused with the row unchanged, rather than handing out indexes that would have
+//!   to be wrapped or cut.
+//!
+//! `max_limit_id` is a ceiling on the whole ID, as in the original service, where it exists so
+//! that IDs fit a protocol's range (an unsigned 32-bit column: 4,294,967,295). The original
+//! wraps (`id % maxLimitId`), which repeats IDs; this refuses instead. An ID is
+//! `index << 14 | shard << 8 | app_id` ([`ID_ALLOC_INDEX_SHIFT`]), so a shard's largest index
+//! is `(max_limit_id - (shard << 8 | app_id)) >> 14` ([`index_ceiling`]).
 //!
 //! Every value reaches the database as a bind parameter, never spliced into SQL text.
 
@@ -28,6 +35,32 @@ pub const DEFAULT_ID_ALLOC_STEP: i64 = 1000;
 pub const MAX_ID_ALLOC_STEP: i64 = 100_000;
 /// The longest app name, in characters (`VARCHAR(128)`).
 pub const MAX_APP_NAME_LEN: usize = 128;
+/// How far an index is shifted in a sharded ID: above 6 bits of shard and 8 bits of app id.
+/// The SQL of a claim computes a shard's ceiling with it (`/ 16384`).
+pub const ID_ALLOC_INDEX_SHIFT: u32 = 14;
+
+/// The largest index shard `shard_id` of app `app_id` may hand out so that its IDs stay at or
+/// below `max_limit_id` (an ID is `index << 14 | shard << 8 | app_id`): `i64::MAX` when
+/// `max_limit_id` is 0 (no limit), and -1 when not even index 0 fits.
+///
+/// ```
+/// use uidgen_store::index_ceiling;
+/// assert_eq!(index_ceiling(0, 7, 3), i64::MAX);
+/// // IDs below 2^32: index 262,143 of shard 63, app 255 is 4,294,967,295 itself.
+/// assert_eq!(index_ceiling(u32::MAX.into(), 255, 63), 262_143);
+/// assert_eq!(262_143_u64 << 14 | 63 << 8 | 255, u64::from(u32::MAX));
+/// assert_eq!(index_ceiling(100, 7, 3), -1, "shard 3 of app 7 starts at ID 775");
+/// ```
+pub fn index_ceiling(max_limit_id: i64, app_id: u8, shard_id: u8) -> i64 {
+    if max_limit_id <= 0 {
+        return i64::MAX;
+    }
+    let low = i64::from(shard_id) << 8 | i64::from(app_id);
+    if max_limit_id < low {
+        return -1;
+    }
+    (max_limit_id - low) >> ID_ALLOC_INDEX_SHIFT
+}
 
 /// What [`Store::create_or_update_app`] writes to each of an app's 64 rows.
 ///
@@ -43,7 +76,8 @@ pub struct AppSpec {
     pub name: String,
     /// How many indexes one claim takes: 1 to [`MAX_ID_ALLOC_STEP`].
     pub step: i64,
-    /// The largest index a shard may hand out; 0 for no limit but the caller's.
+    /// The largest ID the app may hand out (every shard's IDs stay at or below it); 0 for no
+    /// limit but the caller's. See [`index_ceiling`].
     pub max_limit_id: i64,
     /// Free text; `None` keeps what an existing app has.
     pub description: Option<String>,
@@ -75,7 +109,7 @@ impl AppSpec {
         check_step(self.step, MAX_ID_ALLOC_STEP)?;
         if self.max_limit_id < 0 {
             return Err(StoreError::InvalidInput(format!(
-                "max_limit_id {} is negative; use 0 for no limit, or the largest index to hand out",
+                "max_limit_id {} is negative; use 0 for no limit, or the largest ID to hand out",
                 self.max_limit_id
             )));
         }
@@ -95,7 +129,7 @@ pub struct AppShard {
     pub max_id: i64,
     /// How far one claim moves `max_id`.
     pub step: i64,
-    /// The largest index this shard may hand out; 0: no limit.
+    /// The largest ID the app may hand out; 0: no limit. See [`index_ceiling`].
     pub max_limit_id: i64,
 }
 
@@ -129,8 +163,9 @@ pub struct IdSegment {
     pub start: i64,
     /// One past the last index (`max_id` after the claim).
     pub end: i64,
-    /// The largest index the shard may hand out: `max_limit_id` when set, else the caller's
-    /// ceiling, whichever is lower. Indexes of the segment above it are skipped, never wrapped.
+    /// The largest index the shard may hand out: the caller's ceiling or the last index whose
+    /// ID stays at or below `max_limit_id` ([`index_ceiling`]), whichever is lower. Indexes
+    /// of the segment above it are skipped, never wrapped.
     pub ceiling: i64,
 }
 
@@ -141,17 +176,15 @@ impl IdSegment {
     }
 }
 
-/// The lowest of the caller's ceiling and the row's `max_limit_id` (when set).
-fn effective_ceiling(caller: i64, max_limit_id: i64) -> i64 {
-    if max_limit_id > 0 {
-        caller.min(max_limit_id)
-    } else {
-        caller
-    }
+/// The lowest of the caller's ceiling and the index ceiling of the row's `max_limit_id`.
+fn effective_ceiling(caller: i64, max_limit_id: i64, app_id: u8, shard_id: u8) -> i64 {
+    caller.min(index_ceiling(max_limit_id, app_id, shard_id))
 }
 
-// The claim refuses rows whose next segment would start above the ceiling (the caller's and
-// `max_limit_id`) or whose `max_id + size` would pass i64::MAX (see leaf_alloc's CLAIM). The
+// The claim refuses rows whose next segment would start above the ceiling (the caller's, and
+// the index ceiling of `max_limit_id`, as `index_ceiling` computes it: the guard on `low`
+// keeps the division's numerator non-negative, so truncation is the floor; MySQL's `/` is a
+// decimal division, hence `DIV`) or whose `max_id + size` would pass i64::MAX (see leaf_alloc's CLAIM). The
 // size is the row's step, or the caller's `at_least` when larger (bound twice on MySQL, whose
 // `?` are positional): a caller that needs more than one step gets it in one claim.
 const CLAIM: Sql = Sql {
@@ -159,20 +192,26 @@ const CLAIM: Sql = Sql {
              SET max_id = max_id + (CASE WHEN step >= ?4 THEN step ELSE ?4 END),
                  update_time = CURRENT_TIMESTAMP
              WHERE app_id = ?1 AND shard_id = ?2 AND max_id <= ?3
-               AND (max_limit_id <= 0 OR max_id <= max_limit_id)
+               AND (max_limit_id <= 0
+                    OR (max_limit_id >= shard_id * 256 + app_id
+                        AND max_id <= (max_limit_id - shard_id * 256 - app_id) / 16384))
                AND max_id <= 9223372036854775807 - (CASE WHEN step >= ?4 THEN step ELSE ?4 END)
              RETURNING max_id, step, max_limit_id",
     mysql: "UPDATE id_alloc
             SET max_id = max_id + (CASE WHEN step >= ? THEN step ELSE ? END),
                 update_time = CURRENT_TIMESTAMP
             WHERE app_id = ? AND shard_id = ? AND max_id <= ?
-              AND (max_limit_id <= 0 OR max_id <= max_limit_id)
+              AND (max_limit_id <= 0
+                   OR (max_limit_id >= shard_id * 256 + app_id
+                       AND max_id <= (max_limit_id - shard_id * 256 - app_id) DIV 16384))
               AND max_id <= 9223372036854775807 - (CASE WHEN step >= ? THEN step ELSE ? END)",
     postgres: "UPDATE id_alloc
                SET max_id = max_id + (CASE WHEN step >= $4 THEN step ELSE $4 END),
                    update_time = CURRENT_TIMESTAMP
                WHERE app_id = $1 AND shard_id = $2 AND max_id <= $3
-                 AND (max_limit_id <= 0 OR max_id <= max_limit_id)
+                 AND (max_limit_id <= 0
+                      OR (max_limit_id >= shard_id * 256 + app_id
+                          AND max_id <= (max_limit_id - shard_id * 256 - app_id) / 16384))
                  AND max_id <= 9223372036854775807 - (CASE WHEN step >= $4 THEN step ELSE $4 END)
                RETURNING max_id, CAST(step AS BIGINT) AS step, max_limit_id",
 };
@@ -524,13 +563,13 @@ impl Store {
             Ok((end, step, max_limit_id)) => Ok(IdSegment {
                 start: end - step.max(at_least),
                 end,
-                ceiling: effective_ceiling(ceiling, max_limit_id),
+                ceiling: effective_ceiling(ceiling, max_limit_id, app_id, shard_id),
             }),
             Err(Some((max_id, step, max_limit_id))) => Err(StoreError::AppShardExhausted {
                 app_id,
                 shard_id,
                 max_id,
-                ceiling: effective_ceiling(ceiling, max_limit_id)
+                ceiling: effective_ceiling(ceiling, max_limit_id, app_id, shard_id)
                     .min(i64::MAX.saturating_sub(step.max(at_least))),
             }),
             Err(None) => Err(StoreError::UnknownAppShard { app_id, shard_id }),
@@ -555,9 +594,16 @@ mod tests {
             ..whole
         };
         assert_eq!(cut.range(), 1..11);
-        assert_eq!(effective_ceiling(1 << 49, 0), 1 << 49, "0 is no limit");
-        assert_eq!(effective_ceiling(1 << 49, 500), 500);
-        assert_eq!(effective_ceiling(100, 500), 100);
+        assert_eq!(
+            effective_ceiling(1 << 49, 0, 7, 3),
+            1 << 49,
+            "0 is no limit"
+        );
+        // Shard 3 of app 7: index i is the ID i << 14 | 775.
+        assert_eq!(effective_ceiling(1 << 49, 5 << 14 | 775, 7, 3), 5);
+        assert_eq!(effective_ceiling(1 << 49, (5 << 14 | 775) - 1, 7, 3), 4);
+        assert_eq!(effective_ceiling(2, 5 << 14 | 775, 7, 3), 2);
+        assert_eq!(effective_ceiling(1 << 49, 774, 7, 3), -1);
     }
 
     #[test]

@@ -75,6 +75,7 @@ mod machine_part;
 mod mark;
 mod migrate;
 mod remote_lease;
+mod state_dir;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -93,8 +94,8 @@ pub use container::{ContainerEvidence, ContainerProbe};
 pub use error::{Result, StoreError};
 pub use fallback_lease::{FallbackLeases, LeaseGrant, MIN_FALLBACK_LEASE_TTL};
 pub use id_alloc::{
-    AppShard, AppSpec, DEFAULT_ID_ALLOC_STEP, ID_ALLOC_SHARDS, IdAllocApp, IdSegment,
-    MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP,
+    AppShard, AppSpec, DEFAULT_ID_ALLOC_STEP, ID_ALLOC_INDEX_SHIFT, ID_ALLOC_SHARDS, IdAllocApp,
+    IdSegment, MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP, index_ceiling,
 };
 pub use leaf_alloc::{
     LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_description,
@@ -108,6 +109,7 @@ pub use machine_part::{HostIdentity, MACHINE_BITS, MachinePart, MachineSource};
 pub use mark::LocalMark;
 pub use migrate::{Migration, migrations};
 pub use remote_lease::RemoteLease;
+pub use state_dir::{ENV_STATE_DIR, SYSTEM_STATE_DIR, StateDir, StateDirError, StateDirSource};
 pub use store::{Store, StoreOptions};
 pub use url::{Dialect, redact_url};
 pub use worker_lease::WorkerLeaseRow;

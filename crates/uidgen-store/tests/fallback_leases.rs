@@ -155,9 +155,10 @@ per_db! {
 
 #[tokio::test]
 async fn malformed_requests_are_refused_before_the_database() {
-    // A lazy pool on a path nobody can open: every refusal below comes before any query.
+    // A lazy pool on a file nobody can create (its folder exists, as connecting checks, but
+    // /proc takes no new files): every refusal below comes before any query.
     let store = Store::connect_lazy(
-        "sqlite:///nonexistent-dir/uidgen.db",
+        "sqlite:///proc/uidgen-never-opened.db",
         uidgen_store::StoreOptions::default(),
     )
     .unwrap();

@@ -67,7 +67,8 @@ per_db! {
         let app = store
             .create_or_update_app(&AppSpec {
                 step: 10,
-                max_limit_id: 5000,
+                // An ID ceiling: shard 5 of app 3 may go up to index 5000.
+                max_limit_id: 5000 << 14 | 5 << 8 | 3,
                 ..AppSpec::new(3, "b")
             })
             .await
@@ -75,7 +76,7 @@ per_db! {
         assert_eq!(app.app_name, "b");
         assert_eq!(app.description.as_deref(), Some("first"), "None keeps the description");
         let shard = &app.shards[5];
-        assert_eq!((shard.max_id, shard.step, shard.max_limit_id), (1001, 10, 5000));
+        assert_eq!((shard.max_id, shard.step, shard.max_limit_id), (1001, 10, 5000 << 14 | 1283));
         assert_eq!(store.claim_id_segment(3, 5, CEILING).await.unwrap().range(), 1001..1011);
         assert_eq!(store.apps().await.unwrap().len(), 1);
     }
@@ -130,10 +131,17 @@ per_db! {
 per_db! {
     async fn max_limit_id_is_a_ceiling_that_cuts_and_then_refuses(db: TestDb) {
         let (store, _) = fresh_store(db).await.unwrap();
+        // The limit is on the whole ID, `index << 14 | shard << 8 | app`: shard 1 of app 2 may
+        // hand out indexes up to 2500, shard 63 (whose IDs are 15,872 higher) one fewer.
+        let limit = 2500 << 14 | 1 << 8 | 2;
         store
-            .create_or_update_app(&AppSpec { max_limit_id: 2500, ..AppSpec::new(2, "small") })
+            .create_or_update_app(&AppSpec { max_limit_id: limit, ..AppSpec::new(2, "small") })
             .await
             .unwrap();
+        let last = store.claim_id_segment_at_least(2, 63, CEILING, 5000).await.unwrap();
+        assert_eq!((last.start, last.end, last.range()), (1, 5001, 1..2500));
+        let (fits, next) = (2499_i64 << 14 | 63 << 8 | 2, 2500_i64 << 14 | 63 << 8 | 2);
+        assert!((fits..next).contains(&limit), "index 2499 of shard 63 is the last under it");
         assert_eq!(store.claim_id_segment(2, 1, CEILING).await.unwrap().range(), 1..1001);
         assert_eq!(store.claim_id_segment(2, 1, CEILING).await.unwrap().range(), 1001..2001);
         // The third segment holds 2001..3001 in the database, but only up to the limit is usable.
@@ -149,6 +157,17 @@ per_db! {
         );
         // The refused claim left the row alone.
         assert_eq!(store.app(2).await.unwrap().unwrap().shards[1].max_id, 3001);
+        // A limit below a shard's lowest ID leaves it nothing: shard 0 of app 2 starts at
+        // index 1, ID 16,386.
+        store
+            .create_or_update_app(&AppSpec { max_limit_id: 16385, ..AppSpec::new(2, "small") })
+            .await
+            .unwrap();
+        let error = store.claim_id_segment(2, 0, CEILING).await.unwrap_err();
+        assert!(
+            matches!(error, StoreError::AppShardExhausted { shard_id: 0, max_id: 1, ceiling: 0, .. }),
+            "{error:?}"
+        );
         // Raising the limit lets the shard go on, from where it stood.
         store
             .create_or_update_app(&AppSpec { max_limit_id: 0, ..AppSpec::new(2, "small") })

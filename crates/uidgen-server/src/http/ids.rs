@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use uidgen_core::calendar::format_iso8601;
-use uidgen_core::{DecodedUid, FieldKind, Layout, UidParts};
+use uidgen_core::{DecodedUid, FieldKind, GenMethod, Layout, UidParts};
 use utoipa::ToSchema;
 
 use super::error::{ECHO_CHARS, ErrorBody, clip};
@@ -159,10 +159,15 @@ pub(super) fn make_id(layout: &Layout, parts: &UidParts) -> Result<u64, ApiError
     layout.compose(parts).map_err(ApiError::input)
 }
 
-/// `GET /makeid?time=&seq=&machine=[&genMethod=&type=&version=]` (Vesta): the ID with these
+/// `GET /makeid?time=&seq=[&machine=&genMethod=&type=&version=]` (Vesta): the ID with these
 /// fields, as a bare decimal. `time` is in the layout's units since its epoch, as `/expid`
 /// reports it. On a layout that splits its worker field (`keyworker`), `machine` is the machine
-/// part and `process=` is required too, as `/expid` reports them.
+/// part and `process=` is required with it, as `/expid` reports them.
+///
+/// A field left out is the serving instance's, as Vesta's `makeId(time, seq)` fills it: the
+/// worker id this server stamps, genMethod 2 (REST, what this route's own IDs carry), and the
+/// layout's type and version. So `/expid`'s `time` and `seq` alone give back an ID this server
+/// served over HTTP.
 #[utoipa::path(
     get,
     path = "/makeid",
@@ -175,23 +180,32 @@ pub(super) fn make_id(layout: &Layout, parts: &UidParts) -> Result<u64, ApiError
         ),
         ("seq" = u64, Query, description = "Sequence"),
         (
-            "machine" = u64,
+            "machine" = Option<u64>,
             Query,
-            description = "Worker id, or its machine part on a layout that splits it"
+            description = "Worker id, or its machine part on a layout that splits it; this \
+                           server's own when absent"
         ),
         (
             "process" = Option<u64>,
             Query,
-            description = "The worker's process part: required on a layout that splits its worker \
-                           field (`keyworker`)"
+            description = "The worker's process part: required with `machine` on a layout that \
+                           splits its worker field (`keyworker`)"
         ),
-        ("genMethod" = Option<u64>, Query, description = "Vesta's genMethod; 0 when absent"),
+        (
+            "genMethod" = Option<u64>,
+            Query,
+            description = "Vesta's genMethod; 2 (REST, as this route's IDs) when absent"
+        ),
         (
             "type" = Option<u64>,
             Query,
             description = "Vesta's type bit; the layout's own when absent"
         ),
-        ("version" = Option<u64>, Query, description = "Vesta's version bit; 0 when absent"),
+        (
+            "version" = Option<u64>,
+            Query,
+            description = "Vesta's version bit; the layout's own when absent"
+        ),
     ),
     responses(
         (
@@ -208,22 +222,33 @@ pub async fn vesta_makeid(
     params: QueryParams,
 ) -> Result<String, ApiError> {
     let layout = state.generator.layout();
-    let machine = required_u64(&params, "machine")?;
-    let worker = match layout.worker_split() {
-        Some(split) => split
+    let worker = match (param_u64(&params, "machine")?, layout.worker_split()) {
+        (None, _) if params.get("process").is_some() => {
+            return Err(ApiError::bad_parameter(
+                "`process` without `machine`: give both, or neither for this server's worker",
+            ));
+        }
+        (None, _) => state.worker_id,
+        (Some(machine), Some(split)) => split
             .join(machine, required_u64(&params, "process")?)
             .map_err(ApiError::input)?,
-        None => machine,
+        (Some(machine), None) => machine,
+    };
+    // The layout's defaults: its type and version, its datacenter (0 on layouts without one).
+    let own = layout.parts(0, 0, 0);
+    let method = if layout.has(FieldKind::Method) {
+        GenMethod::Rest.value()
+    } else {
+        0
     };
     let parts = UidParts {
         time: required_u64(&params, "time")?,
         sequence: required_u64(&params, "seq")?,
         worker,
-        method: param_u64(&params, "genMethod")?.unwrap_or(0),
-        kind: param_u64(&params, "type")?.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
-        version: param_u64(&params, "version")?.unwrap_or(0),
-        // The served layout's own datacenter, on a layout with that field (0 elsewhere).
-        datacenter: layout.datacenter_id(),
+        method: param_u64(&params, "genMethod")?.unwrap_or(method),
+        kind: param_u64(&params, "type")?.unwrap_or(own.kind),
+        version: param_u64(&params, "version")?.unwrap_or(own.version),
+        datacenter: own.datacenter,
     };
     Ok(make_id(layout, &parts)?.to_string())
 }

@@ -181,8 +181,8 @@ enum ShardedFailures {
     NotFound(ErrorBody<'static>),
     #[response(
         status = 409,
-        description = "The app handed out every index its `max_limit_id` allows \
-                       (`app_exhausted`): raise the limit"
+        description = "The shard handed out every index whose ID stays at or below the \
+                       app's `max_limit_id` (`app_exhausted`): raise the limit"
     )]
     Exhausted(ErrorBody<'static>),
     #[response(
@@ -253,8 +253,9 @@ pub struct AppView {
     name: String,
     step: i64,
     max_limit_id: i64,
-    /// The largest index the limit allows: no ID of the app has a larger one.
-    largest_index: u64,
+    /// The largest ID the app may hand out: `max_limit_id` when set, else the largest its 49
+    /// index bits, 64 shards and app id make. No ID of the app is larger; none is wrapped.
+    largest_id: u64,
     shards: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<String>,
@@ -267,7 +268,7 @@ impl From<AppInfo> for AppView {
             name: app.name,
             step: app.step,
             max_limit_id: app.max_limit_id,
-            largest_index: app.largest_index,
+            largest_id: app.largest_id,
             shards: app.shards,
             description: app.description,
         }

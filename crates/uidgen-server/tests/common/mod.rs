@@ -25,6 +25,21 @@ pub fn fresh_cwd() -> std::path::PathBuf {
     dir
 }
 
+/// The state directory every `uidgen serve` of this test process runs with
+/// (`UIDGEN_STATE_DIR`), unless a test gives its own: the binary's default is the real
+/// per-host one (`/var/lib/uidgen` for root), which no test may write into.
+pub fn serve_state_dir() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir()
+            .join("uidgen-e2e-state")
+            .join(std::process::id().to_string());
+        std::fs::create_dir_all(&dir).expect("create a state directory");
+        dir
+    })
+    .clone()
+}
+
 /// A fresh directory for one test's files (a SQLite store, screenshots).
 pub fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!(
@@ -41,11 +56,14 @@ pub fn sqlite_url(name: &str) -> String {
     format!("sqlite://{}", temp_dir(name).join("uidgen.db").display())
 }
 
-/// Run `uidgen <args>` to completion, in a fresh working directory: (exit status, stdout,
+/// Run `uidgen <args>` to completion, in a fresh working directory that is also its state
+/// directory (unless `envs` names another), so runs share no files: (exit status, stdout,
 /// stderr).
 pub fn run(args: &[&str], envs: &[(&str, &str)]) -> (ExitStatus, String, String) {
+    let cwd = fresh_cwd();
     let out = Command::new(binary())
-        .current_dir(fresh_cwd())
+        .current_dir(&cwd)
+        .env("UIDGEN_STATE_DIR", &cwd)
         .args(args)
         // gRPC on an ephemeral port unless a test says otherwise: the default 9090 would be
         // shared by every server of a parallel run.
@@ -84,6 +102,11 @@ impl Server {
         Self::spawn_until(listen, args, envs, "uidgen serving")
     }
 
+    /// [`start`](Self::start) from the working directory `cwd`.
+    pub fn start_in(cwd: &std::path::Path, args: &[&str], envs: &[(&str, &str)]) -> Server {
+        Self::spawn_in(Some(cwd), "127.0.0.1:0", args, envs, "uidgen serving")
+    }
+
     /// Start `uidgen serve --listen 127.0.0.1:0 <args>` and return as soon as its ports are
     /// bound ("uidgen starting"), before it holds a worker id.
     pub fn start_answering(args: &[&str], envs: &[(&str, &str)]) -> Server {
@@ -92,12 +115,28 @@ impl Server {
 
     /// Spawn the server and wait for a log line containing `line` that names its addresses.
     fn spawn_until(listen: &str, args: &[&str], envs: &[(&str, &str)], line: &str) -> Server {
+        Self::spawn_in(None, listen, args, envs, line)
+    }
+
+    /// [`spawn_until`](Self::spawn_until), from `cwd` when given (else this process's).
+    fn spawn_in(
+        cwd: Option<&std::path::Path>,
+        listen: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        line: &str,
+    ) -> Server {
         let marker = line.to_owned();
-        let mut child = Command::new(binary())
+        let mut command = Command::new(binary());
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command
             .arg("serve")
             .args(["--listen", listen])
             .args(args)
             .env("UIDGEN_GRPC_LISTEN", "127.0.0.1:0")
+            .env("UIDGEN_STATE_DIR", serve_state_dir())
             .envs(envs.iter().copied())
             .env("NO_COLOR", "1")
             .env_remove("UIDGEN_CONFIG")

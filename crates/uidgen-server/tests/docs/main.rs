@@ -142,6 +142,9 @@ fn run(
         .current_dir(cwd)
         .env("PATH", path)
         .env("HOME", cwd)
+        // The binary's default state directory is the real per-host one (root's is
+        // /var/lib/uidgen): the README's commands keep theirs in the scratch directory.
+        .env("UIDGEN_STATE_DIR", cwd)
         .env("NO_COLOR", "1")
         .env("UIDGEN_GRPC_LISTEN", "");
     match &started.token {

@@ -1,4 +1,5 @@
-//! The leased world: hosts leasing worker ids from one database, each with a cache file.
+//! The leased world: hosts leasing worker ids from one database, each with a cache file in a
+//! state directory of its own (the hosts share no files, only the database).
 
 use super::*;
 
@@ -42,7 +43,12 @@ impl LeasedWorld {
                 )
                 .unwrap(),
                 outage: None,
-                cache: dir.path().join(format!("host-{h}.cache")),
+                // Configured alike (`worker.cache_file = "lease.cache"`), each host's own file.
+                cache: {
+                    let state_dir = StateDir::at(dir.path().join(format!("host-{h}"))).unwrap();
+                    state_dir.create().unwrap();
+                    state_dir.resolve(Path::new("lease.cache"))
+                },
                 life: None,
             })
             .collect::<Vec<_>>();

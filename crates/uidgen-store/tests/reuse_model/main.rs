@@ -13,6 +13,11 @@
 //! implies zero duplicate IDs; a duplicate is checked first and reported as such. Between ops,
 //! the lease rule those fences rest on is checked against the database too.
 //!
+//! Issue 18 adds hosts that share no files, only the store: every host has a state directory of
+//! its own (`StateDir`) and the same configuration, so one relative file name is a different
+//! file on each. The leased world is built that way; the static world runs on two such hosts
+//! with one configured id (`hosts.rs`), where only what the store records can keep them apart.
+//!
 //! Hosts' clocks start equal and move together on [`Op::Tick`] (time passes); a step moves one
 //! host's clock alone, as an NTP correction does. The checks compare time units, numbers
 //! stamped into IDs, never the moments at which hosts acted, so they do not depend on the
@@ -29,6 +34,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod harness;
+mod hosts;
 mod leased;
 mod lives;
 mod static_world;
@@ -39,6 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harness::*;
+use hosts::*;
 use leased::*;
 use lives::*;
 use proptest::prelude::*;
@@ -47,8 +54,8 @@ use static_world::*;
 use uidgen_core::{Clock, FieldKind, Layout, ManualClock, TimeUnit, UidGenerator};
 use uidgen_store::testing::{OccupiedPool, occupy_pool};
 use uidgen_store::{
-    AssignmentKind, GeneratorBuilder, LeaseOptions, LeasedWorkerIdAssigner, StaticWorkerIdAssigner,
-    Store, StoreOptions, WorkerAssignment, WorkerIdAssigner,
+    AssignmentKind, GeneratorBuilder, LeaseOptions, LeasedWorkerIdAssigner, StateDir,
+    StaticWorkerIdAssigner, Store, StoreOptions, WorkerAssignment, WorkerIdAssigner,
 };
 
 /// Where every host's clock starts (2027-01-15).
@@ -69,6 +76,8 @@ const OUTAGE_TIMEOUT: Duration = Duration::from_millis(10);
 const LEASED_CASES: u32 = 256;
 /// Cases per run of the static property: no database, about 2 ms each.
 const STATIC_CASES: u32 = 1_024;
+/// Cases per run of the two-host static property: a SQLite registration per start.
+const STATIC_HOSTS_CASES: u32 = 256;
 
 /// The generator a life runs.
 #[derive(Debug, Clone, Copy)]
@@ -203,6 +212,68 @@ fn static_case() -> impl Strategy<Value = (Units, Vec<StaticOp>)> {
         3 => step_ms().prop_map(StaticOp::StepBack),
     ];
     (units, prop::collection::vec(op, 4..=48))
+}
+
+/// Two hosts configured alike with static worker id 0 on one store, each with its own state
+/// directory and its own clock, stepped apart: their lives may stop, crash and restart in any
+/// order, on either host.
+fn static_hosts_case() -> impl Strategy<Value = (Units, Vec<Op>)> {
+    let units = prop_oneof![Just(Units::Seconds), Just(Units::Millis)];
+    let host = 0..2usize;
+    let op = prop_oneof![
+        4 => (host.clone(), kind()).prop_map(|(h, k)| Op::Start(h, k)),
+        2 => host.clone().prop_map(Op::Crash),
+        2 => host.clone().prop_map(Op::Stop),
+        1 => host.clone().prop_map(Op::Renew),
+        6 => (host.clone(), 1..=40usize).prop_map(|(h, n)| Op::Issue(h, n)),
+        4 => tick_ms().prop_map(Op::Tick),
+        1 => (host.clone(), step_ms()).prop_map(|(h, ms)| Op::StepForward(h, ms)),
+        3 => (host, step_ms()).prop_map(|(h, ms)| Op::StepBack(h, ms)),
+    ];
+    (units, prop::collection::vec(op, 4..=64))
+}
+
+// Why the two-host static properties are ignored: on this commit a static id registered in a
+// store records only its range there, and each host's state file protects that host alone, so
+// both hosts run worker 0 (the property finds it in a handful of cases). They pass once the
+// store keeps a lease on the exact id (issue 18, point 2): then remove the `ignore`s.
+
+#[test]
+#[ignore = "needs static ids registered as leases in the store (issue 18, point 2)"]
+fn a_static_id_on_two_hosts_sharing_only_the_store_never_gives_one_time_unit_to_two_lives() {
+    run_property(
+        static_hosts_case(),
+        STATIC_HOSTS_CASES,
+        |units, ops| async move {
+            StaticHostsWorld::new(units, 2)
+                .await
+                .run(&ops)
+                .await
+                .map(drop)
+        },
+    );
+}
+
+/// The smallest case of the property above: the second host starts while the first runs.
+/// Its own state file is empty, so only the store can refuse it.
+#[test]
+#[ignore = "needs static ids registered as leases in the store (issue 18, point 2)"]
+fn a_static_id_started_on_a_second_host_while_the_first_runs_never_repeats_its_units() {
+    use Op::{Issue, Start};
+    let ops = [
+        Start(0, Kind::Default),
+        Issue(0, 1),
+        Start(1, Kind::Default),
+        Issue(1, 1),
+    ];
+    let outcome = runtime().block_on(async {
+        StaticHostsWorld::new(Units::Seconds, 2)
+            .await
+            .run(&ops)
+            .await
+    });
+    // One life: the second host's start is refused.
+    check(outcome, 1);
 }
 
 #[test]
