@@ -100,7 +100,8 @@ impl Container {
             .env_remove("UIDGEN_CONFIG")
             .env("UIDGEN_GRPC_LISTEN", "")
             .env("UIDGEN_SEGMENT_ENABLED", "false")
-            .env("UIDGEN_WORKER_STATE_DIR", fresh_cwd().join("machine"))
+            // Each container's own volume: its default store, state files and machine locks.
+            .env("UIDGEN_STATE_DIR", fresh_cwd().join("state"))
             .env("NO_COLOR", "1")
             .env("RUST_LOG", "info")
             .envs(envs.iter().copied())
