@@ -358,6 +358,9 @@ impl Default for RingConfig {
     }
 }
 
+mod segment_groups;
+pub use segment_groups::SegmentGroupConfig;
+
 /// `[segment]`: Leaf segment mode.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -386,6 +389,9 @@ pub struct SegmentConfig {
     /// The largest range one segment lease may take (`POST /v1/segments/{tag}/lease`, gRPC
     /// `LeaseSegment`).
     pub max_lease_size: i64,
+    /// `[[segment.groups]]`: tags served from several databases (Tinyid's design); none by
+    /// default.
+    pub groups: Vec<SegmentGroupConfig>,
 }
 
 impl Default for SegmentConfig {
@@ -403,6 +409,7 @@ impl Default for SegmentConfig {
             dynamic_step: leaf.dynamic_step,
             segment_duration_secs: leaf.segment_duration.as_secs(),
             max_lease_size: leaf.max_lease_size,
+            groups: Vec::new(),
         }
     }
 }
@@ -1092,6 +1099,8 @@ mod tests {
                     prefix.pop();
                 }
             }
+            // Lists of tables (`[[segment.groups]]`) are set in the file only.
+            serde_json::Value::Array(_) => {}
             _ => out.push(prefix.join(".")),
         }
     }

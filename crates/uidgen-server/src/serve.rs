@@ -413,9 +413,13 @@ pub async fn start_segments(
         return Ok(None);
     }
     let options = segment_options(config);
-    let service = SegmentService::start(store.clone(), options, SystemClock)
-        .await
-        .context("cannot start segment mode")?;
+    let service = if config.segment.groups.is_empty() {
+        SegmentService::start(store.clone(), options, SystemClock).await
+    } else {
+        let groups = segment_groups(config).await?;
+        SegmentService::start_with_groups(store.clone(), groups, options, SystemClock).await
+    }
+    .context("cannot start segment mode")?;
     let sample = &config.segment.sample_tag;
     if !sample.is_empty() && store.get_tag(sample).await?.is_none() {
         let step = i64::try_from(config.segment.sample_step)
@@ -427,6 +431,37 @@ pub async fn start_segments(
         info!(tag = %sample, step, "created the sample segment tag");
     }
     Ok(Some(service))
+}
+
+/// `[[segment.groups]]` as the library takes them. A group's database that cannot be reached
+/// now is opened lazily (without migrations): the group serves from the others meanwhile, and
+/// the database joins once it answers (migrate it first if it never was).
+async fn segment_groups(config: &Config) -> anyhow::Result<Vec<uidgen_segment::SegmentGroup>> {
+    let mut groups = Vec::with_capacity(config.segment.groups.len());
+    for (i, group) in config.segment.groups.iter().enumerate() {
+        let key = format!("segment.groups[{i}]");
+        let mut stores = Vec::with_capacity(group.stores.len());
+        for url in &group.stores {
+            let store = match Store::connect(url).await {
+                Ok(store) => store,
+                Err(error) if error.is_unreachable() => {
+                    warn!(group = %group.name, store = %redacted(url), %error,
+                        "a database of the segment group is unreachable; serving from the others");
+                    Store::connect_lazy(url, uidgen_store::StoreOptions::default())
+                        .with_context(|| format!("invalid config key `{key}.stores`"))?
+                }
+                Err(error) => {
+                    return Err(error)
+                        .with_context(|| format!("cannot open {} of `{key}`", redacted(url)));
+                }
+            };
+            stores.push(store);
+        }
+        let built = uidgen_segment::SegmentGroup::new(&group.name, stores, group.tags.clone())
+            .with_context(|| format!("invalid config key `{key}`"))?;
+        groups.push(built);
+    }
+    Ok(groups)
 }
 
 pub use crate::http::READY_TIMEOUT;

@@ -273,6 +273,37 @@ pub enum StoreError {
         step: i64,
     },
 
+    /// A `leaf_alloc` row already holds another residue than the group asked for.
+    #[error(
+        "biz tag `{tag}` in {url} already holds remainder {stored} where its group wants \
+         {wanted}: the group's databases disagree; fix the rows by hand (every database's max_id \
+         past every number served) or correct the group's list of stores"
+    )]
+    ResidueMismatch {
+        /// The tag.
+        tag: String,
+        /// The database (password redacted).
+        url: String,
+        /// What the row holds.
+        stored: crate::residue::Residue,
+        /// What the group asked for.
+        wanted: crate::residue::Residue,
+    },
+
+    /// A `leaf_alloc` row whose `delta`/`remainder` make no residue (edited by hand).
+    #[error(
+        "biz tag `{tag}` holds delta {delta} and remainder {remainder}: delta must be 1 to 1024 \
+         and remainder 0 to delta - 1; fix the row"
+    )]
+    InvalidResidue {
+        /// The tag.
+        tag: String,
+        /// The stored delta.
+        delta: i64,
+        /// The stored remainder.
+        remainder: i64,
+    },
+
     /// No `id_alloc` row for this app and shard (the app was never created, or its rows were
     /// deleted).
     #[error(

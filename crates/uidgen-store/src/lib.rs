@@ -75,6 +75,7 @@ mod machine_part;
 mod mark;
 mod migrate;
 mod remote_lease;
+mod residue;
 mod state_dir;
 mod store;
 #[cfg(feature = "testing")]
@@ -109,6 +110,7 @@ pub use machine_part::{HostIdentity, MACHINE_BITS, MachinePart, MachineSource};
 pub use mark::LocalMark;
 pub use migrate::{Migration, migrations};
 pub use remote_lease::RemoteLease;
+pub use residue::{MAX_DELTA, Residue};
 pub use state_dir::{ENV_STATE_DIR, SYSTEM_STATE_DIR, StateDir, StateDirError, StateDirSource};
 pub use store::{Store, StoreOptions};
 pub use url::{Dialect, redact_url};
