@@ -127,9 +127,11 @@ pub enum AssignerKind {
     Leased,
     /// A configured number (`worker.id`).
     Static,
-    /// Zero-config: a machine part hashed from the host's MAC addresses above a process part
-    /// from the process id, distinct among the processes sharing `worker.state_dir`; only
-    /// probably unique across hosts.
+    /// Zero-config: a machine part hashed from the host's machine id, MAC addresses and
+    /// hostname above a process part from the process id, leased in the store (distinct among
+    /// every process sharing it) and distinct among the processes sharing `worker.state_dir`.
+    /// Refused in a container without a shared store unless
+    /// `worker.machine.allow_uncoordinated`.
     Machine,
     /// A forever node in ZooKeeper (`[zookeeper]`), Leaf's snowflake mode.
     Zookeeper,
@@ -210,7 +212,9 @@ pub struct WorkerConfig {
     /// which this host may restart on the cached id while the database is unreachable.
     pub cache_reserve_secs: u64,
     /// The static assigner's state file, holding its reserved-until mark (default
-    /// `uidgen-worker-{id}.state` in the state directory; a relative path is taken in it).
+    /// `uidgen-worker-{id}.state` in the state directory; a relative path is taken in it). An
+    /// absolute path set here is the operator's statement that the id is unique to that
+    /// volume: it lets a static id start in a container without a shared store.
     pub state_file: Option<PathBuf>,
     /// The machine assigner's directory of lock and state files, one per worker id; every
     /// process on a host must share it (default `machine` in the state directory; a relative
@@ -231,6 +235,18 @@ pub struct WorkerConfig {
     /// leases to clients' fallback generators (default: 0-923 on Vesta layouts, none
     /// otherwise; see [`crate::fallback`]).
     pub fallback_range: Option<String>,
+    /// `[worker.machine]`: the machine assigner.
+    pub machine: MachineConfig,
+}
+
+/// `[worker.machine]`: the `machine` assigner.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MachineConfig {
+    /// Start inside a container even without a shared store (default false: refused, since
+    /// containers from one image would take the same worker ids). Set it only when the
+    /// containers' worker ids are kept apart some other way.
+    pub allow_uncoordinated: bool,
 }
 
 impl WorkerConfig {
@@ -304,6 +320,7 @@ impl Default for WorkerConfig {
             id_range: None,
             fallback_static: None,
             fallback_range: None,
+            machine: MachineConfig::default(),
         }
     }
 }
@@ -503,6 +520,7 @@ const ENV_KEYS: &[(&[&str], Kind)] = &[
     (&["worker", "range"], Kind::Str),
     (&["worker", "fallback_static"], Kind::Int),
     (&["worker", "fallback_range"], Kind::Str),
+    (&["worker", "machine", "allow_uncoordinated"], Kind::Bool),
     (&["zookeeper", "connect"], Kind::Str),
     (&["zookeeper", "name"], Kind::Str),
     (&["zookeeper", "session_timeout_ms"], Kind::Int),
@@ -714,6 +732,22 @@ impl Config {
             })?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// Whether `store` was configured rather than left at the zero-config SQLite file. Only a
+    /// configured store counts as shared by the hosts and containers that could take the same
+    /// worker ids (the default file is private to one working directory of one host), so only
+    /// a configured store lets the `machine` and `static` assigners start in a container
+    /// without further statement.
+    ///
+    /// ```
+    /// use uidgen_server::config::Config;
+    /// assert!(!Config::default().store_is_shared());
+    /// let shared = Config { store: "postgres://db/ids".into(), ..Config::default() };
+    /// assert!(shared.store_is_shared());
+    /// ```
+    pub fn store_is_shared(&self) -> bool {
+        self.store != Self::default().store
     }
 
     /// The listen address: an IP address and port as it is, a host name and port

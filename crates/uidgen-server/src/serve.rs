@@ -12,8 +12,9 @@ use uidgen_core::{
 };
 use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_store::{
-    DisposableWorkerIdAssigner, GuardedGenerator, LeaseGuard, LeaseOptions, LeasedWorkerIdAssigner,
-    StateDir, StaticWorkerIdAssigner, Store, StoreOptions, WorkerAssignment, WorkerIdAssigner,
+    ContainerProbe, DisposableWorkerIdAssigner, GuardedGenerator, LeaseGuard, LeaseOptions,
+    LeasedWorkerIdAssigner, StateDir, StaticWorkerIdAssigner, Store, StoreOptions,
+    WorkerAssignment, WorkerIdAssigner,
 };
 
 use crate::cli::{GenArgs, MigrateArgs, ServeArgs};
@@ -161,7 +162,18 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
             })
         }
         AssignerKind::Static => {
-            let assigner = static_assigner(config, &state_dir)?.registered_in(store.clone());
+            let assigner = static_assigner(config, &state_dir)?
+                .registered_in(store.clone())
+                .with_store_shared(config.store_is_shared())
+                .with_lease_options(config.worker.lease_options());
+            // An explicit absolute state file is the operator's statement that the id is
+            // unique to that volume; without it, or a shared store, a container is refused.
+            let declared = (config.worker.state_file.as_ref()).is_some_and(|p| p.is_absolute());
+            let assigner = if declared {
+                assigner
+            } else {
+                assigner.refuse_uncoordinated_in_container(ContainerProbe::system())
+            };
             Arc::new(match range {
                 Some(range) => assigner.with_range(range),
                 None => assigner,
@@ -176,8 +188,9 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
                 ..config.worker.lease_options()
             },
         )),
-        // Needs no configuration: the state directory only keeps the processes of one host
-        // apart (and their restarts); its fixed range 0-1023 is recorded in the store.
+        // Needs no configuration: each (machine, process) value is leased in the store (and
+        // locked in the state directory); its fixed range 0-1023 is recorded there. Without a
+        // configured store it refuses to start in a container unless allowed.
         // The trait's way in (no status for readiness); `serve` goes through
         // `assign_and_build_holding`, which also records the range in the store.
         AssignerKind::Zookeeper => Arc::new(uidgen_zk::ZooKeeperWorkerIdAssigner::new(
@@ -188,7 +201,10 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
         )),
         AssignerKind::Machine => Arc::new(
             uidgen_store::MachineWorkerIdAssigner::new(config.worker.machine_state_dir(&state_dir))
-                .registered_in(store.clone()),
+                .registered_in(store.clone())
+                .with_store_shared(config.store_is_shared())
+                .with_lease_options(config.worker.lease_options())
+                .allow_uncoordinated(config.worker.machine.allow_uncoordinated),
         ),
     })
 }

@@ -60,7 +60,9 @@ mod assigner;
 pub mod blocking;
 mod builder;
 mod cache;
+mod container;
 mod error;
+mod exact_lease;
 mod fallback_lease;
 mod holder_health;
 mod id_alloc;
@@ -70,6 +72,7 @@ mod lease_claim;
 mod lease_guard;
 mod lease_options;
 mod machine;
+mod machine_part;
 mod mark;
 mod migrate;
 mod remote_lease;
@@ -89,6 +92,7 @@ pub use assigner::{
 };
 pub use builder::{Built, GeneratorBuilder, GuardedGenerator};
 pub use cache::{CachedWorker, read_cache, write_cache};
+pub use container::{ContainerEvidence, ContainerProbe};
 pub use error::{Result, StoreError};
 pub use fallback_lease::{FallbackLeases, LeaseGrant, MIN_FALLBACK_LEASE_TTL};
 pub use holder_health::{HealthSnapshot, HolderHealth};
@@ -103,9 +107,8 @@ pub use leaf_alloc::{
 pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;
 pub use lease_options::{LeaseOptions, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
-pub use machine::{
-    MACHINE_BITS, MachinePart, MachineSource, MachineWorkerIdAssigner, PROCESS_BITS, fnv1a_64,
-};
+pub use machine::{MachineWorkerIdAssigner, PROCESS_BITS};
+pub use machine_part::{HostIdentity, MACHINE_BITS, MachinePart, MachineSource};
 pub use mark::LocalMark;
 pub use migrate::{Migration, migrations};
 pub use remote_lease::RemoteLease;
