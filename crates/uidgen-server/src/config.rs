@@ -1109,8 +1109,10 @@ mod tests {
                     prefix.pop();
                 }
             }
-            // Lists of tables (`[[segment.groups]]`) are set in the file only.
-            serde_json::Value::Array(_) => {}
+            // Lists of tables (`[[segment.groups]]`) are set in the file only; a list of
+            // values (`etcd.endpoints`) is one key, with a variable of its own.
+            serde_json::Value::Array(items) if items.iter().any(serde_json::Value::is_object) => {}
+            serde_json::Value::Array(items) if items.is_empty() => {}
             _ => out.push(prefix.join(".")),
         }
     }
