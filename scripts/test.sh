@@ -92,6 +92,29 @@ ensure_zookeeper() {
   return 1
 }
 
+# etcd answers its gateway's /version with the server's version.
+etcd_answers() {
+  curl -sf --max-time 2 http://127.0.0.1:2379/version 2>/dev/null | grep -q etcdserver
+}
+
+ensure_etcd() {
+  # The uidgen-etcd tests also start private etcd processes (to kill them), so the binary must
+  # be here either way.
+  command -v etcd >/dev/null || apt_install etcd-server
+  etcd_answers && return 0
+  log "starting etcd"
+  # No systemd here: run it in the background on the client port only, data under /tmp.
+  local dir=${UIDGEN_ETCD_DIR:-/tmp/uidgen-etcd}
+  mkdir -p "$dir"
+  nohup etcd --name uidgen-test --data-dir "$dir/data" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster uidgen-test=http://127.0.0.1:2380 >"$dir/etcd.log" 2>&1 &
+  for _ in $(seq 1 120); do etcd_answers && return 0; sleep 0.5; done
+  echo "error: etcd does not answer on 127.0.0.1:2379 (see $dir/etcd.log)" >&2
+  return 1
+}
+
 # The web console's test (crates/uidgen-server/tests/console/main.rs) drives headless Chromium
 # through chromedriver; UIDGEN_CHROMEDRIVER / UIDGEN_CHROMIUM point elsewhere.
 ensure_chromium() {
@@ -113,6 +136,7 @@ if [ -z "${UIDGEN_SKIP_SERVICES:-}" ]; then
   ensure_mariadb
   ensure_redis
   ensure_zookeeper
+  ensure_etcd
 fi
 
 # --- checks -----------------------------------------------------------------------------------

@@ -3,10 +3,12 @@
 //!
 //! # How the hot path stays lock-free without repeating an ID
 //!
-//! Each of the two slots has a `cursor` (the next ID; only ever raised, by `fetch_add` and
+//! Each of the two slots has a `cursor` (the next position; only ever raised, by `fetch_add` and
 //! `fetch_max`) and bounds `start`/`max` describing the segment loaded into it. Taking IDs is
 //! `first = cursor.fetch_add(n)`, then `max` (Acquire), then `start`, and keeping
-//! `[first, first + n) ∩ [start, max)`. No lock, no allocation, no I/O.
+//! `[first, first + n) ∩ [start, max)`. No lock, no allocation, no I/O. A position is an ID for a
+//! single-database tag; for a tag served from several databases (Tinyid's `delta`), position
+//! `v` is the ID `first_id + (v - start) * delta` (see the `slot` module).
 //!
 //! A slot is reloaded while late readers may still be on it, so a reader can see bounds from
 //! different loads. That is safe because the loader writes `start` before `max` (Release) and
@@ -18,6 +20,19 @@
 //! are disjoint. So no ID is served twice, whatever the interleaving; a reader that loses a race
 //! at most skips IDs, which Leaf allows.
 //!
+//! The mapping from positions to IDs (`first_id`, `delta`) is read after `start`, so it could
+//! come from a later load than `start`. The loader stores `start`, then a Release fence, then
+//! the mapping; the reader reads the mapping, an Acquire fence, then `start` again. A mapping from
+//! a later load comes with that load's `start` on the second read (fence to fence), and starts
+//! strictly increase across a slot's loads (each segment has at least one position), so the
+//! reader sees the change and takes nothing (a seqlock's check). Otherwise the mapping is the
+//! one of `start`'s load, so the IDs are that segment's own.
+//!
+//! Across databases: positions of one slot keep increasing whichever database a segment came
+//! from (a load starts at or above the slot's previous `max`), and IDs of different databases of
+//! a group never coincide (distinct remainders of one delta); a claim whose residue overlaps one
+//! already served must start at or above what was served of it (`ServedMax`).
+//!
 //! # Waiting
 //!
 //! Only when both segments are used up does a caller wait, for at most
@@ -27,9 +42,8 @@
 //! on the service's tokio runtime; a blocking caller on a *current-thread* runtime's only thread
 //! would starve that task, so async code should use the `_async` methods.
 
-use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
@@ -38,11 +52,12 @@ use tokio::sync::Notify;
 
 use crate::error::{Result, SegmentError};
 use crate::service::Shared;
-use crate::slot::Slot;
+use crate::slot::{Slot, Taken};
 use crate::state::TagState;
 
 mod load;
 
+pub(crate) use load::ServedMax;
 use load::{FailureKind, LoadFailure, LoadKind};
 
 /// What the slow path decided, under the control lock.
@@ -71,10 +86,11 @@ struct Control {
     min_step: i64,
     /// When the previous segment was loaded (Leaf's `updateTimestamp`), clock ms.
     update_timestamp: Option<u64>,
-    /// The highest `max_id` served so far: a claim starting below it is refused. Seeded from the
-    /// tag's previous buffer when a deleted tag comes back, so a re-created row (which restarts
-    /// at `max_id` 1) cannot make this service repeat IDs.
-    served_max: i64,
+    /// The highest `max_id` served so far, per residue: a claim starting below that of a
+    /// residue it overlaps is refused. Seeded from the tag's previous buffer when a deleted tag
+    /// comes back, so a re-created row (which restarts at `max_id` 1) cannot make this service
+    /// repeat IDs.
+    served_max: ServedMax,
     /// Segments loaded.
     loads: u64,
     /// Loads that failed (including timeouts).
@@ -125,8 +141,8 @@ pub struct SegmentBuffer {
 
 impl SegmentBuffer {
     /// A buffer with no segment yet; it refuses any claim starting below `served_max` (pass
-    /// `i64::MIN` for a tag this service has never served).
-    pub(crate) fn new(tag: &str, shared: Arc<Shared>, served_max: i64) -> Self {
+    /// `ServedMax::default()` for a tag this service has never served).
+    pub(crate) fn new(tag: &str, shared: Arc<Shared>, served_max: ServedMax) -> Self {
         Self {
             tag: tag.into(),
             hot: CachePadded::new(Hot {
@@ -168,10 +184,10 @@ impl SegmentBuffer {
 
     /// Take up to `n` IDs from the current segment: the hot path.
     ///
-    /// `Ok` holds a non-empty range (shorter than `n` when the segment ran out); `Err` holds the
+    /// `Ok` holds at least one ID (fewer than `n` when the segment ran out); `Err` holds the
     /// index of the exhausted slot.
     #[inline]
-    pub(crate) fn try_take(self: &Arc<Self>, n: i64) -> Result<Range<i64>, usize> {
+    pub(crate) fn try_take(self: &Arc<Self>, n: i64) -> Result<Taken, usize> {
         // Acquire: pairs with the Release in `switch`, so a caller that sees the new index also
         // sees the bounds loaded before it (an older view only costs a retry).
         let idx = self.hot.current.load(Ordering::Acquire);
@@ -200,6 +216,16 @@ impl SegmentBuffer {
         let lo = first.max(start);
         let hi = first.saturating_add(n).min(max);
         if lo < hi {
+            // Relaxed (both): checked below, see the module docs.
+            let first_id = slot.bounds.first.load(Ordering::Relaxed);
+            let delta = slot.bounds.delta.load(Ordering::Relaxed);
+            // Acquire: pairs with the Release fence in `install`: a mapping from a later load
+            // shows that load's `start` on the read below.
+            fence(Ordering::Acquire);
+            // Relaxed: ordered by the fence above.
+            if slot.bounds.start.load(Ordering::Relaxed) != start {
+                return Err(idx & 1); // reloaded under us: skip these positions
+            }
             // Relaxed: both are hints; a stale read delays or repeats a prefetch check, and the
             // check itself runs under the control lock.
             if first >= slot.bounds.prefetch_at.load(Ordering::Relaxed)
@@ -207,7 +233,12 @@ impl SegmentBuffer {
             {
                 self.prefetch();
             }
-            Ok(lo..hi)
+            Ok(Taken {
+                // Inside the claimed segment, below its i64 max_id: no overflow.
+                first: first_id + (lo - start) * delta,
+                count: hi - lo,
+                delta,
+            })
         } else {
             Err(idx & 1)
         }
@@ -218,7 +249,7 @@ impl SegmentBuffer {
     pub(crate) fn next_id(self: &Arc<Self>) -> Result<i64> {
         loop {
             match self.try_take(1) {
-                Ok(range) => return Ok(range.start),
+                Ok(taken) => return Ok(taken.first),
                 Err(idx) => self.advance_blocking(idx)?,
             }
         }
@@ -228,7 +259,7 @@ impl SegmentBuffer {
     pub(crate) async fn next_id_async(self: &Arc<Self>) -> Result<i64> {
         loop {
             match self.try_take(1) {
-                Ok(range) => return Ok(range.start),
+                Ok(taken) => return Ok(taken.first),
                 Err(idx) => self.advance_async(idx).await?,
             }
         }
@@ -240,7 +271,7 @@ impl SegmentBuffer {
         let mut ids = Vec::with_capacity(n);
         while ids.len() < n {
             match self.try_take(remaining(n, ids.len())) {
-                Ok(range) => ids.extend(range),
+                Ok(taken) => ids.extend(taken.ids()),
                 Err(idx) => self.advance_blocking(idx)?,
             }
         }
@@ -252,7 +283,7 @@ impl SegmentBuffer {
         let mut ids = Vec::with_capacity(n);
         while ids.len() < n {
             match self.try_take(remaining(n, ids.len())) {
-                Ok(range) => ids.extend(range),
+                Ok(taken) => ids.extend(taken.ids()),
                 Err(idx) => self.advance_async(idx).await?,
             }
         }
@@ -400,14 +431,14 @@ impl SegmentBuffer {
     /// tag lookup ([`TagHandle`](crate::TagHandle), the per-thread cache) fall into the slow
     /// path, which reports [`Shutdown`](SegmentError::Shutdown) or
     /// [`UnknownTag`](SegmentError::UnknownTag).
-    pub(crate) fn evict(&self) -> i64 {
+    pub(crate) fn evict(&self) -> ServedMax {
         // Relaxed: read under the control lock (slow path, `load`), taken just below.
         self.hot.evicted.store(true, Ordering::Relaxed);
         let control = self.control.lock();
         for slot in &self.slots {
             slot.fence();
         }
-        let served_max = control.served_max;
+        let served_max = control.served_max.clone();
         drop(control);
         self.wake_waiters();
         served_max

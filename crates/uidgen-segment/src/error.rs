@@ -145,6 +145,74 @@ pub enum SegmentError {
         waited_ms: u64,
     },
 
+    /// A claimed segment holds no number of its database's residue: the step is below the
+    /// group's delta (set by hand; the admin calls refuse it).
+    #[error(
+        "biz tag `{tag}`: segment [{start}, {end}) holds no number congruent to {remainder} mod \
+         {delta}; raise the tag's step to at least {delta}"
+    )]
+    EmptySegment {
+        /// The tag.
+        tag: String,
+        /// Start of the segment.
+        start: i64,
+        /// End of the segment.
+        end: i64,
+        /// The row's delta.
+        delta: i64,
+        /// The row's remainder.
+        remainder: i64,
+    },
+
+    /// The databases of a segment group disagree about a tag (found at start-up, or when an
+    /// admin call creates the tag): serving it could repeat numbers, so the group is refused.
+    #[error("segment group `{group}`, biz tag `{tag}`: {problem}")]
+    GroupInconsistent {
+        /// The group's name.
+        group: String,
+        /// The tag.
+        tag: String,
+        /// What disagrees, and what to fix.
+        problem: GroupProblem,
+    },
+
+    /// A group's configuration cannot work (no store, a tag in two groups, ...).
+    #[error("invalid segment group `{group}`: {reason}")]
+    InvalidGroup {
+        /// The group's name.
+        group: String,
+        /// What is wrong and what would work.
+        reason: String,
+    },
+
+    /// Every database of the tag's group failed or timed out.
+    #[error(
+        "segment group `{group}`: no database answered for biz tag `{tag}` ({tried} tried); \
+         last error: {last}"
+    )]
+    GroupUnavailable {
+        /// The group's name.
+        group: String,
+        /// The tag.
+        tag: String,
+        /// How many databases were tried.
+        tried: usize,
+        /// The last database's error.
+        last: String,
+    },
+
+    /// A lease of a tag served from several databases (Tinyid's `delta` above 1): a contiguous
+    /// range would hold the other databases' numbers. A claim already made is skipped, never
+    /// served.
+    #[error(
+        "biz tag `{tag}` is served from several databases; its numbers are not contiguous, so it \
+         cannot be leased as a range: take IDs instead"
+    )]
+    LeaseOfGroupTag {
+        /// The tag.
+        tag: String,
+    },
+
     /// The service was shut down.
     #[error("segment service is shut down")]
     Shutdown,
@@ -171,6 +239,47 @@ impl SegmentError {
             _ => -4,
         }
     }
+}
+
+/// How the databases of a group disagree about one tag.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GroupProblem {
+    /// A database's row has another delta than the group's size.
+    #[error(
+        "{database} holds delta {delta} but the group has {expected} databases; every row must \
+         hold delta = {expected}"
+    )]
+    WrongDelta {
+        /// The database (password redacted).
+        database: String,
+        /// Its delta.
+        delta: i64,
+        /// The group's size.
+        expected: i64,
+    },
+    /// Two databases hold the same remainder: they would hand out the same numbers.
+    #[error(
+        "{first} and {second} both hold remainder {remainder}; each database needs its own \
+         remainder, 0 to delta - 1"
+    )]
+    DuplicateRemainder {
+        /// One database.
+        first: String,
+        /// The other.
+        second: String,
+        /// The shared remainder.
+        remainder: i64,
+    },
+    /// A reachable database has no row while others have one: its remainder is missing.
+    #[error(
+        "{database} has no row while other databases of the group do; create it with the \
+         missing remainder (or through the admin route, which creates every row)"
+    )]
+    MissingRow {
+        /// The database without the row.
+        database: String,
+    },
 }
 
 /// Map the store's own unknown-tag, exhausted-tag and invalid-input errors onto ours, so callers

@@ -40,7 +40,7 @@ impl TagHandle {
     #[inline]
     pub fn get(&self) -> Result<i64> {
         match self.buffer.try_take(1) {
-            Ok(range) => Ok(range.start),
+            Ok(taken) => Ok(taken.first),
             Err(_) => self.buffer.next_id(),
         }
     }

@@ -10,6 +10,11 @@
 //! timestamp (that is `uidgen-core`'s Snowflake/Baidu generators), nor for talking to the
 //! database directly (that is `uidgen-store`), nor for HTTP (that is `uidgen-server`).
 //!
+//! A tag may also be served from several databases at once (Tinyid's multi-database segments,
+//! [`SegmentGroup`] and [`SegmentService::start_with_groups`]): each database holds the tag with
+//! `delta` = N and its own `remainder`, hands out only the numbers of its residue, and the
+//! service claims from whichever database answers, so the tag serves while one of them lives.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,8 +34,11 @@
 
 mod buffer;
 mod error;
+mod group;
+mod grouped;
 mod handle;
 mod options;
+mod routed;
 mod service;
 mod slot;
 mod source;
@@ -40,7 +48,8 @@ mod step;
 mod unit_tests;
 
 pub use buffer::SegmentBuffer;
-pub use error::{Result, SegmentError};
+pub use error::{GroupProblem, Result, SegmentError};
+pub use group::{GroupDatabaseState, GroupState, GroupTagRow, SegmentGroup};
 pub use handle::TagHandle;
 pub use options::{MAX_WAIT, SegmentOptions};
 pub use service::{SegmentService, validate_tag};

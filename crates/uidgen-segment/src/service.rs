@@ -12,8 +12,9 @@ use tokio::task::JoinHandle;
 use uidgen_core::Clock;
 use uidgen_store::{LeafAlloc, Store};
 
-use crate::buffer::SegmentBuffer;
+use crate::buffer::{SegmentBuffer, ServedMax};
 use crate::error::{Result, SegmentError, display_tag};
+use crate::group::GroupSource;
 use crate::handle::{TagHandle, check_count};
 use crate::options::SegmentOptions;
 use crate::source::SegmentSource;
@@ -116,8 +117,10 @@ pub struct SegmentService {
     /// The highest `max_id` served of each evicted tag, to seed the buffer of the tag if it
     /// comes back: a re-created row restarts at `max_id` 1, and this service must not repeat
     /// what it served before the deletion.
-    evicted: Mutex<HashMap<Box<str>, i64>>,
+    evicted: Mutex<HashMap<Box<str>, ServedMax>>,
     sync_task: Mutex<Option<JoinHandle<()>>>,
+    /// The segment groups, for monitoring (their tags are routed by `shared.source`).
+    pub(crate) groups: Vec<Arc<GroupSource>>,
 }
 
 impl SegmentService {
@@ -142,6 +145,16 @@ impl SegmentService {
         options: SegmentOptions,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>> {
+        Self::start_inner(source, Vec::new(), options, clock).await
+    }
+
+    /// Start over `source`, keeping `groups` for monitoring.
+    pub(crate) async fn start_inner(
+        source: Arc<dyn SegmentSource>,
+        groups: Vec<Arc<GroupSource>>,
+        options: SegmentOptions,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Self>> {
         options.validate()?;
         let shared = Arc::new(Shared {
             source,
@@ -161,6 +174,7 @@ impl SegmentService {
             sync_lock: tokio::sync::Mutex::new(()),
             evicted: Mutex::new(HashMap::new()),
             sync_task: Mutex::new(None),
+            groups,
         });
         if let Err(error) = service.sync_tags().await {
             tracing::warn!(%error,
@@ -209,7 +223,7 @@ impl SegmentService {
             Some(taken)
         });
         match found {
-            Some(Ok(range)) => Ok(range.start),
+            Some(Ok(taken)) => Ok(taken.first),
             // Both segments used up: wait outside the cache's borrow.
             Some(Err(buffer)) => buffer.next_id(),
             None => match self.tags.read().get(tag).cloned() {
@@ -288,9 +302,21 @@ impl SegmentService {
             .ok()
             .filter(|s| (1..=max).contains(s))
             .ok_or(SegmentError::InvalidLeaseSize { size, max })?;
+        if self.shared.source.is_group_tag(tag) {
+            return Err(SegmentError::LeaseOfGroupTag {
+                tag: tag.to_owned(),
+            });
+        }
         let claim = self.shared.source.claim(tag, Some(step));
         let claimed = self.shared.timed("leasing a segment", claim).await?;
         debug_assert_eq!(claimed.step, step, "a claim with a step uses that step");
+        if claimed.residue != uidgen_store::Residue::SINGLE {
+            // A row set up by hand for several databases: the range holds other databases'
+            // numbers. Skipped, never served.
+            return Err(SegmentError::LeaseOfGroupTag {
+                tag: tag.to_owned(),
+            });
+        }
         Ok(claimed.max_id - claimed.step..claimed.max_id)
     }
 
@@ -451,7 +477,7 @@ impl SegmentService {
 
     /// A buffer for `tag`, refusing segments below anything served before an eviction.
     fn new_buffer(&self, tag: &str) -> SegmentBuffer {
-        let served_max = self.evicted.lock().remove(tag).unwrap_or(i64::MIN);
+        let served_max = self.evicted.lock().remove(tag).unwrap_or_default();
         SegmentBuffer::new(tag, Arc::clone(&self.shared), served_max)
     }
 

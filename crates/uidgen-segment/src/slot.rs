@@ -3,8 +3,14 @@
 //!
 //! The ordering argument that keeps the lock-free hot path from repeating an ID is in the
 //! `buffer` module's docs; this module holds the writes it relies on (`install`, `fence`).
+//!
+//! The cursor and the bounds count *positions*, not IDs: position `v` of a segment is the ID
+//! `first + (v - start) * delta`. A single-database segment has `delta` 1 and `first = start`,
+//! so positions are its IDs; a segment of a database in a group (Tinyid's `delta`/`remainder`)
+//! has one position per number of its residue. Positions only go up across the loads of a slot,
+//! whichever database a segment came from, which is what the ordering argument needs.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering, fence};
 
 use crossbeam_utils::CachePadded;
 
@@ -32,6 +38,31 @@ pub(crate) struct Bounds {
     pub(crate) step: AtomicI64,
     /// Once the cursor passes this, the next segment is loaded in the background.
     pub(crate) prefetch_at: AtomicI64,
+    /// The ID at position `start`; stored after `start` and a Release fence (`install`).
+    pub(crate) first: AtomicI64,
+    /// The distance between the IDs of consecutive positions (the residue's delta).
+    pub(crate) delta: AtomicI64,
+    /// The claimed `max_id` (exclusive end of the segment's IDs), for monitoring.
+    pub(crate) end: AtomicI64,
+}
+
+/// IDs taken from a slot: `count` numbers from `first`, `delta` apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Taken {
+    /// The first ID.
+    pub(crate) first: i64,
+    /// How many (at least 1).
+    pub(crate) count: i64,
+    /// The distance between consecutive IDs.
+    pub(crate) delta: i64,
+}
+
+impl Taken {
+    /// The IDs, in increasing order.
+    pub(crate) fn ids(self) -> impl Iterator<Item = i64> {
+        // Each ID lies in the claimed segment, below its i64 max_id: no overflow.
+        (0..self.count).map(move |k| self.first + k * self.delta)
+    }
 }
 
 impl Slot {
@@ -46,6 +77,9 @@ impl Slot {
                 max: AtomicI64::new(i64::MIN),
                 step: AtomicI64::new(0),
                 prefetch_at: AtomicI64::new(i64::MAX),
+                first: AtomicI64::new(0),
+                delta: AtomicI64::new(1),
+                end: AtomicI64::new(i64::MIN),
             }),
         }
     }
@@ -65,15 +99,32 @@ impl Slot {
         (start..max).contains(&cursor)
     }
 
-    /// Publish a claimed segment `[start, max)` (see the `buffer` module docs for the order).
+    /// Publish a claimed segment at positions `[start, max)`, whose IDs are `first`, `first +
+    /// delta`, ... (see the `buffer` module docs for the order); `end` is the claimed `max_id`.
     /// `prefetch_ratio` is Leaf's "load the next one once this share is used".
-    pub(crate) fn install(&self, start: i64, max: i64, step: i64, prefetch_ratio: f64) {
-        // Leaf: prefetch once more than `ratio` of the segment is used. f64 holds any step up to
-        // 2^53 exactly; the product is below `step`, so the conversion back cannot overflow.
+    pub(crate) fn install(&self, segment: Installed, prefetch_ratio: f64) {
+        let Installed {
+            start,
+            max,
+            first,
+            delta,
+            end,
+            step,
+        } = segment;
+        // Leaf: prefetch once more than `ratio` of the segment is used. f64 holds any count up
+        // to 2^53 exactly; the product is below it, so the conversion back cannot overflow.
         #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
-        let used = (step as f64 * prefetch_ratio) as i64;
+        let used = ((max - start) as f64 * prefetch_ratio) as i64;
         // Relaxed: published by the Release store of `max` below.
         self.bounds.start.store(start, Ordering::Relaxed);
+        // Release: a taker that reads the `first` or `delta` stored below and then fences
+        // (Acquire) sees this `start` or a later one, and so notices a mix of loads (`try_take`).
+        fence(Ordering::Release);
+        // Relaxed (three): published by the fence above for the check, and by the Release
+        // store of `max` below.
+        self.bounds.first.store(first, Ordering::Relaxed);
+        self.bounds.delta.store(delta, Ordering::Relaxed);
+        self.bounds.end.store(end, Ordering::Relaxed);
         // Relaxed: published by the Release store of `max` below.
         self.bounds.step.store(step, Ordering::Relaxed);
         // Relaxed: published by the Release store of `max` below.
@@ -103,6 +154,9 @@ impl Slot {
         let start = self.bounds.start.load(Ordering::Relaxed);
         let max = self.bounds.max.load(Ordering::Relaxed);
         let step = self.bounds.step.load(Ordering::Relaxed);
+        let first = self.bounds.first.load(Ordering::Relaxed);
+        let delta = self.bounds.delta.load(Ordering::Relaxed);
+        let end = self.bounds.end.load(Ordering::Relaxed);
         if max == i64::MIN {
             return SegmentState {
                 value: 0,
@@ -113,12 +167,29 @@ impl Slot {
         }
         let cursor = self.cursor.load(Ordering::Relaxed);
         // A cursor below `start` after a load has wrapped past i64::MAX: used up.
-        let value = if cursor < start { max } else { cursor.min(max) };
+        let position = if cursor < start { max } else { cursor.min(max) };
+        let value = if position < max {
+            first.saturating_add((position - start).saturating_mul(delta))
+        } else {
+            end
+        };
         SegmentState {
             value,
-            max,
+            max: end,
             step,
-            idle: max - value,
+            idle: max - position,
         }
     }
+}
+
+/// A claimed segment as a slot holds it: positions `[start, max)`, IDs from `first`, `delta`
+/// apart, below `end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Installed {
+    pub(crate) start: i64,
+    pub(crate) max: i64,
+    pub(crate) first: i64,
+    pub(crate) delta: i64,
+    pub(crate) end: i64,
+    pub(crate) step: i64,
 }

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use uidgen_store::{LeafAlloc, Store};
+use uidgen_store::{LeafAlloc, Residue, Store};
 
 use crate::error::{Result, from_store};
 
@@ -23,6 +23,8 @@ pub(crate) struct Claimed {
     /// The step stored in the table, read by the claim itself (the dynamic step never goes
     /// below it).
     pub(crate) table_step: i64,
+    /// The row's residue: of the segment, only these numbers are this database's.
+    pub(crate) residue: Residue,
 }
 
 /// The database operations the segment service needs.
@@ -34,12 +36,31 @@ pub(crate) trait SegmentSource: Send + Sync + std::fmt::Debug + 'static {
     /// Every tag.
     fn list_tags(&self) -> BoxFuture<'_, Result<Vec<String>>>;
 
+    /// Whether `tag` is served from a group of databases (its numbers are not contiguous, so it
+    /// cannot be leased as a range).
+    fn is_group_tag(&self, _tag: &str) -> bool {
+        false
+    }
+
     /// Create or update a tag.
     fn upsert<'a>(
         &'a self,
         tag: &'a str,
         step: i64,
         description: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<LeafAlloc>>;
+
+    /// The row of `tag`, if any.
+    fn row<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<LeafAlloc>>>;
+
+    /// Create or update a tag as one database of a group: a new row gets `residue`; an
+    /// existing row with another residue is refused.
+    fn upsert_residue<'a>(
+        &'a self,
+        tag: &'a str,
+        step: i64,
+        description: Option<&'a str>,
+        residue: Residue,
     ) -> BoxFuture<'a, Result<LeafAlloc>>;
 }
 
@@ -55,6 +76,7 @@ impl SegmentSource for Store {
                 max_id: claim.max_id,
                 step: claim.step,
                 table_step: claim.stored_step,
+                residue: claim.residue,
             })
         })
     }
@@ -75,6 +97,24 @@ impl SegmentSource for Store {
                 .map_err(|e| from_store(tag, e))
         })
     }
+
+    fn row<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<LeafAlloc>>> {
+        Box::pin(async move { self.get_tag(tag).await.map_err(|e| from_store(tag, e)) })
+    }
+
+    fn upsert_residue<'a>(
+        &'a self,
+        tag: &'a str,
+        step: i64,
+        description: Option<&'a str>,
+        residue: Residue,
+    ) -> BoxFuture<'a, Result<LeafAlloc>> {
+        Box::pin(async move {
+            self.upsert_group_tag(tag, step, description, residue)
+                .await
+                .map_err(|e| from_store(tag, e))
+        })
+    }
 }
 
 /// An in-process `leaf_alloc` for unit tests of the buffer logic (switching, prefetch, dynamic
@@ -87,7 +127,7 @@ pub(crate) mod memory {
 
     use parking_lot::Mutex;
     use tokio::sync::Semaphore;
-    use uidgen_store::{LeafAlloc, StoreError};
+    use uidgen_store::{LeafAlloc, Residue, StoreError};
 
     use super::{BoxFuture, Claimed, SegmentSource};
     use crate::error::{Result, SegmentError};
@@ -96,6 +136,8 @@ pub(crate) mod memory {
     #[derive(Debug, Default)]
     pub(crate) struct MemorySource {
         rows: Mutex<BTreeMap<String, (i64, i64)>>,
+        /// Residues of tags that have one other than `Residue::SINGLE`.
+        pub(crate) residues: Mutex<BTreeMap<String, Residue>>,
         /// Every claim, in order: (tag, start, end).
         pub(crate) claims: Mutex<Vec<(String, i64, i64)>>,
         pub(crate) fail: AtomicBool,
@@ -129,6 +171,24 @@ pub(crate) mod memory {
         /// `delete_tag` makes it.
         pub(crate) fn recreate(&self, tag: &str, step: i64) {
             self.rows.lock().insert(tag.to_owned(), (1, step));
+        }
+
+        /// The row of `tag` as the store would return it.
+        fn leaf_alloc(
+            &self,
+            tag: &str,
+            max_id: i64,
+            step: i64,
+            description: Option<&str>,
+        ) -> LeafAlloc {
+            LeafAlloc {
+                biz_tag: tag.to_owned(),
+                max_id,
+                step,
+                description: description.map(str::to_owned),
+                update_time_ms: None,
+                residue: self.residues.lock().get(tag).copied().unwrap_or_default(),
+            }
         }
 
         /// Never answer until `silent_admin` is cleared (checked every millisecond).
@@ -177,6 +237,7 @@ pub(crate) mod memory {
                     max_id: row.0,
                     step: used,
                     table_step: row.1,
+                    residue: self.residues.lock().get(tag).copied().unwrap_or_default(),
                 })
             })
         }
@@ -191,6 +252,34 @@ pub(crate) mod memory {
             })
         }
 
+        fn row<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<LeafAlloc>>> {
+            Box::pin(async move {
+                if self.fail.load(Ordering::SeqCst) {
+                    return Err(outage());
+                }
+                let row = self.rows.lock().get(tag).copied();
+                Ok(row.map(|(max_id, step)| self.leaf_alloc(tag, max_id, step, None)))
+            })
+        }
+
+        fn upsert_residue<'a>(
+            &'a self,
+            tag: &'a str,
+            step: i64,
+            description: Option<&'a str>,
+            residue: Residue,
+        ) -> BoxFuture<'a, Result<LeafAlloc>> {
+            Box::pin(async move {
+                if self.fail.load(Ordering::SeqCst) {
+                    return Err(outage());
+                }
+                if !self.rows.lock().contains_key(tag) {
+                    self.residues.lock().insert(tag.to_owned(), residue);
+                }
+                self.upsert(tag, step, description).await
+            })
+        }
+
         fn upsert<'a>(
             &'a self,
             tag: &'a str,
@@ -202,13 +291,7 @@ pub(crate) mod memory {
                 let mut rows = self.rows.lock();
                 let row = rows.entry(tag.to_owned()).or_insert((1, step));
                 row.1 = step;
-                Ok(LeafAlloc {
-                    biz_tag: tag.to_owned(),
-                    max_id: row.0,
-                    step,
-                    description: description.map(str::to_owned),
-                    update_time_ms: None,
-                })
+                Ok(self.leaf_alloc(tag, row.0, step, description))
             })
         }
     }

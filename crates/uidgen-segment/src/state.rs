@@ -53,6 +53,7 @@ pub struct SegmentState {
     pub max: i64,
     /// The segment's length.
     pub step: i64,
-    /// IDs left (`max - value`).
+    /// IDs left: `max - value` for a single-database tag; for a tag served from N databases
+    /// (Tinyid's `delta`), this database's numbers left, about `(max - value) / N`.
     pub idle: i64,
 }

@@ -13,11 +13,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Proxy, TestDb, assert_unique, fresh, max_id, server_addr, with_addr};
+use common::{Proxy, TestDb, assert_unique, fresh, max_id, server_addr};
 use sqlx::Connection;
 use uidgen_core::SystemClock;
 use uidgen_segment::{SegmentError, SegmentOptions, SegmentService};
-use uidgen_store::{Store, StoreOptions};
 
 const STEP: i64 = 100;
 
@@ -145,25 +144,13 @@ async fn serve_through_outage(
     ids
 }
 
-/// A proxied store that gives up on connecting after 1 s.
-async fn proxied_store(url: &str, proxy: &Proxy) -> Store {
-    let store_options = StoreOptions {
-        connect_timeout: Duration::from_secs(1),
-        max_connections: 2,
-        migrate: false,
-    };
-    Store::connect_with(&with_addr(url, proxy.addr), store_options)
-        .await
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_networked_database_outage_is_ridden_out_and_recovered_from() {
     for db in [TestDb::MySql, TestDb::Postgres] {
         let (direct, url) = fresh(db).await;
         direct.upsert_tag("t", STEP, None).await.unwrap();
         let proxy = Proxy::start(server_addr(&url)).await;
-        let store = proxied_store(&url, &proxy).await;
+        let store = common::proxied_store(&url, &proxy, Duration::from_secs(1)).await;
         let service = common::service(store, options(), SystemClock).await;
         let mut ids = serve_through_outage(db, &service, &Outage::Proxy(&proxy)).await;
         assert_unique(&mut ids, &format!("{db:?}"));
@@ -192,7 +179,7 @@ async fn a_silent_database_times_out_the_load_then_recovers_without_a_duplicate(
         let (direct, url) = fresh(db).await;
         direct.upsert_tag("t", STEP, None).await.unwrap();
         let proxy = Proxy::start(server_addr(&url)).await;
-        let store = proxied_store(&url, &proxy).await;
+        let store = common::proxied_store(&url, &proxy, Duration::from_secs(1)).await;
         // Shorter than the store's 1 s connect timeout, so the load timeout is what fires.
         let options = SegmentOptions {
             load_timeout: Duration::from_millis(500),

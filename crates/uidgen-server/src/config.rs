@@ -61,7 +61,7 @@ fn hint_for(suggestion: Option<&str>) -> String {
     }
 }
 
-fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
+pub(crate) fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key,
         reason: reason.into(),
@@ -127,12 +127,16 @@ pub enum AssignerKind {
     Leased,
     /// A configured number (`worker.id`).
     Static,
-    /// Zero-config: a machine part hashed from the host's MAC addresses above a process part
-    /// from the process id, distinct among the processes sharing `worker.state_dir`; only
-    /// probably unique across hosts.
+    /// Zero-config: a machine part hashed from the host's machine id, MAC addresses and
+    /// hostname above a process part from the process id, leased in the store (distinct among
+    /// every process sharing it) and distinct among the processes sharing `worker.state_dir`.
+    /// Refused in a container without a shared store unless
+    /// `worker.machine.allow_uncoordinated`.
     Machine,
     /// A forever node in ZooKeeper (`[zookeeper]`), Leaf's snowflake mode.
     Zookeeper,
+    /// A claim key in etcd under a lease kept alive (`[etcd]`).
+    Etcd,
 }
 
 /// `[layout]`: the bit layout of IDs.
@@ -208,7 +212,9 @@ pub struct WorkerConfig {
     /// which this host may restart on the cached id while the database is unreachable.
     pub cache_reserve_secs: u64,
     /// The static assigner's state file, holding its reserved-until mark (default
-    /// `uidgen-worker-{id}.state` in the state directory; a relative path is taken in it).
+    /// `uidgen-worker-{id}.state` in the state directory; a relative path is taken in it). An
+    /// absolute path set here is the operator's statement that the id is unique to that
+    /// volume: it lets a static id start in a container without a shared store.
     pub state_file: Option<PathBuf>,
     /// The machine assigner's directory of lock and state files, one per worker id; every
     /// process on a host must share it (default `machine` in the state directory; a relative
@@ -229,6 +235,18 @@ pub struct WorkerConfig {
     /// leases to clients' fallback generators (default: 0-923 on Vesta layouts, none
     /// otherwise; see [`crate::fallback`]).
     pub fallback_range: Option<String>,
+    /// `[worker.machine]`: the machine assigner.
+    pub machine: MachineConfig,
+}
+
+/// `[worker.machine]`: the `machine` assigner.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MachineConfig {
+    /// Start inside a container even without a shared store (default false: refused, since
+    /// containers from one image would take the same worker ids). Set it only when the
+    /// containers' worker ids are kept apart some other way.
+    pub allow_uncoordinated: bool,
 }
 
 impl WorkerConfig {
@@ -302,6 +320,7 @@ impl Default for WorkerConfig {
             id_range: None,
             fallback_static: None,
             fallback_range: None,
+            machine: MachineConfig::default(),
         }
     }
 }
@@ -341,6 +360,9 @@ impl Default for RingConfig {
     }
 }
 
+mod segment_groups;
+pub use segment_groups::SegmentGroupConfig;
+
 /// `[segment]`: Leaf segment mode.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -369,6 +391,9 @@ pub struct SegmentConfig {
     /// The largest range one segment lease may take (`POST /v1/segments/{tag}/lease`, gRPC
     /// `LeaseSegment`).
     pub max_lease_size: i64,
+    /// `[[segment.groups]]`: tags served from several databases (Tinyid's design); none by
+    /// default.
+    pub groups: Vec<SegmentGroupConfig>,
 }
 
 impl Default for SegmentConfig {
@@ -386,6 +411,7 @@ impl Default for SegmentConfig {
             dynamic_step: leaf.dynamic_step,
             segment_duration_secs: leaf.segment_duration.as_secs(),
             max_lease_size: leaf.max_lease_size,
+            groups: Vec::new(),
         }
     }
 }
@@ -431,6 +457,8 @@ pub struct Config {
     pub sharded: crate::sharded::ShardedConfig,
     /// `[zookeeper]`: the ZooKeeper worker-id assigner (`worker.assigner = "zookeeper"`).
     pub zookeeper: crate::zk::ZookeeperConfig,
+    /// `[etcd]`: the etcd worker-id assigner (`worker.assigner = "etcd"`).
+    pub etcd: crate::etcd::EtcdConfig,
 }
 
 impl Default for Config {
@@ -450,6 +478,7 @@ impl Default for Config {
             redis: crate::sharded::RedisConfig::default(),
             sharded: crate::sharded::ShardedConfig::default(),
             zookeeper: crate::zk::ZookeeperConfig::default(),
+            etcd: crate::etcd::EtcdConfig::default(),
         }
     }
 }
@@ -491,6 +520,7 @@ const ENV_KEYS: &[(&[&str], Kind)] = &[
     (&["worker", "range"], Kind::Str),
     (&["worker", "fallback_static"], Kind::Int),
     (&["worker", "fallback_range"], Kind::Str),
+    (&["worker", "machine", "allow_uncoordinated"], Kind::Bool),
     (&["zookeeper", "connect"], Kind::Str),
     (&["zookeeper", "name"], Kind::Str),
     (&["zookeeper", "session_timeout_ms"], Kind::Int),
@@ -500,6 +530,10 @@ const ENV_KEYS: &[(&[&str], Kind)] = &[
     (&["zookeeper", "max_outage_secs"], Kind::Int),
     (&["zookeeper", "auto_reclaim_after_secs"], Kind::Int),
     (&["zookeeper", "cache_file"], Kind::Str),
+    (&["etcd", "endpoints"], Kind::Str),
+    (&["etcd", "prefix"], Kind::Str),
+    (&["etcd", "lease_ttl_secs"], Kind::Int),
+    (&["etcd", "reservation_secs"], Kind::Int),
     (&["ring", "boost_power"], Kind::Int),
     (&["ring", "padding_factor"], Kind::Int),
     (&["ring", "schedule_interval_secs"], Kind::Int),
@@ -698,6 +732,22 @@ impl Config {
             })?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// Whether `store` was configured rather than left at the zero-config SQLite file. Only a
+    /// configured store counts as shared by the hosts and containers that could take the same
+    /// worker ids (the default file is private to one working directory of one host), so only
+    /// a configured store lets the `machine` and `static` assigners start in a container
+    /// without further statement.
+    ///
+    /// ```
+    /// use uidgen_server::config::Config;
+    /// assert!(!Config::default().store_is_shared());
+    /// let shared = Config { store: "postgres://db/ids".into(), ..Config::default() };
+    /// assert!(shared.store_is_shared());
+    /// ```
+    pub fn store_is_shared(&self) -> bool {
+        self.store != Self::default().store
     }
 
     /// The listen address: an IP address and port as it is, a host name and port
@@ -909,7 +959,8 @@ impl Config {
         self.validate_segment()?;
         crate::sharded::validate(self)?;
         crate::fallback::validate(self)?;
-        crate::zk::validate(self)
+        crate::zk::validate(self)?;
+        crate::etcd::validate(self)
     }
 
     /// The machine assigner's ids are `machine << 5 | process`: the layout must hold them, and
@@ -1058,6 +1109,10 @@ mod tests {
                     prefix.pop();
                 }
             }
+            // Lists of tables (`[[segment.groups]]`) are set in the file only; a list of
+            // values (`etcd.endpoints`) is one key, with a variable of its own.
+            serde_json::Value::Array(items) if items.iter().any(serde_json::Value::is_object) => {}
+            serde_json::Value::Array(items) if items.is_empty() => {}
             _ => out.push(prefix.join(".")),
         }
     }

@@ -100,6 +100,7 @@ fn effective_server_range(
                 AssignerKind::Disposable => (WorkerIdRange::from_low(1), "disposable"),
                 AssignerKind::Zookeeper => (ReleaseMode::Server.default_range(layout), "zookeeper"),
                 AssignerKind::Machine => (WorkerIdRange::full(layout), "machine"),
+                AssignerKind::Etcd => (WorkerIdRange::full(layout), "etcd"),
                 AssignerKind::Leased => (WorkerIdRange::from_low(0), "leased"),
                 AssignerKind::Static => (WorkerIdRange::from_low(0), "static"),
             };

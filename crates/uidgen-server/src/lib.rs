@@ -29,6 +29,7 @@
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod etcd;
 pub mod fallback;
 pub mod grpc;
 pub mod http;

@@ -12,8 +12,9 @@ use uidgen_core::{
 };
 use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_store::{
-    DisposableWorkerIdAssigner, GuardedGenerator, LeaseGuard, LeaseOptions, LeasedWorkerIdAssigner,
-    StateDir, StaticWorkerIdAssigner, Store, StoreOptions, WorkerAssignment, WorkerIdAssigner,
+    ContainerProbe, DisposableWorkerIdAssigner, GuardedGenerator, LeaseGuard, LeaseOptions,
+    LeasedWorkerIdAssigner, StateDir, StaticWorkerIdAssigner, Store, StoreOptions,
+    WorkerAssignment, WorkerIdAssigner,
 };
 
 use crate::cli::{GenArgs, MigrateArgs, ServeArgs};
@@ -161,7 +162,18 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
             })
         }
         AssignerKind::Static => {
-            let assigner = static_assigner(config, &state_dir)?.registered_in(store.clone());
+            let assigner = static_assigner(config, &state_dir)?
+                .registered_in(store.clone())
+                .with_store_shared(config.store_is_shared())
+                .with_lease_options(config.worker.lease_options());
+            // An explicit absolute state file is the operator's statement that the id is
+            // unique to that volume; without it, or a shared store, a container is refused.
+            let declared = (config.worker.state_file.as_ref()).is_some_and(|p| p.is_absolute());
+            let assigner = if declared {
+                assigner
+            } else {
+                assigner.refuse_uncoordinated_in_container(ContainerProbe::system())
+            };
             Arc::new(match range {
                 Some(range) => assigner.with_range(range),
                 None => assigner,
@@ -176,16 +188,23 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
                 ..config.worker.lease_options()
             },
         )),
-        // Needs no configuration: the state directory only keeps the processes of one host
-        // apart (and their restarts); its fixed range 0-1023 is recorded in the store.
+        // Needs no configuration: each (machine, process) value is leased in the store (and
+        // locked in the state directory); its fixed range 0-1023 is recorded there. Without a
+        // configured store it refuses to start in a container unless allowed.
         // The trait's way in (no status for readiness); `serve` goes through
         // `assign_and_build_holding`, which also records the range in the store.
         AssignerKind::Zookeeper => Arc::new(uidgen_zk::ZooKeeperWorkerIdAssigner::new(
             crate::zk::options(config, &config.build_layout()?)?,
         )),
+        AssignerKind::Etcd => Arc::new(uidgen_etcd::EtcdWorkerIdAssigner::new(
+            crate::etcd::options(config, &config.build_layout()?)?,
+        )),
         AssignerKind::Machine => Arc::new(
             uidgen_store::MachineWorkerIdAssigner::new(config.worker.machine_state_dir(&state_dir))
-                .registered_in(store.clone()),
+                .registered_in(store.clone())
+                .with_store_shared(config.store_is_shared())
+                .with_lease_options(config.worker.lease_options())
+                .allow_uncoordinated(config.worker.machine.allow_uncoordinated),
         ),
     })
 }
@@ -211,24 +230,35 @@ pub async fn assign_and_build(
     layout: Layout,
     store: &Store,
 ) -> anyhow::Result<(BuiltGenerator, WorkerAssignment)> {
-    // A ZooKeeper holder keeps reporting while its generator (which holds its fence) lives.
-    let (built, assignment, _zk) = assign_and_build_holding(config, layout, store).await?;
+    // A ZooKeeper or etcd holder keeps its id while its generator (which holds its fence)
+    // lives.
+    let (built, assignment, _holder) = assign_and_build_holding(config, layout, store).await?;
     Ok((built, assignment))
 }
 
-/// [`assign_and_build`], also returning the ZooKeeper holder (its status feeds `/readyz` and
-/// `/metrics`) when the worker id comes from ZooKeeper.
+/// The coordinator-side keeper of a worker id, when it comes from one: readiness, metrics and
+/// shutdown read it.
+#[derive(Debug, Clone)]
+pub enum Coordinator {
+    /// A ZooKeeper forever node and its reports.
+    ZooKeeper(uidgen_zk::ZkHolder),
+    /// An etcd claim under a lease and its keep-alives.
+    Etcd(uidgen_etcd::EtcdHolder),
+}
+
+/// [`assign_and_build`], also returning the coordinator's holder (its status feeds `/readyz`
+/// and `/metrics`) when the worker id comes from ZooKeeper or etcd.
 pub async fn assign_and_build_holding(
     config: &Config,
     layout: Layout,
     store: &Store,
-) -> anyhow::Result<(
-    BuiltGenerator,
-    WorkerAssignment,
-    Option<uidgen_zk::ZkHolder>,
-)> {
-    let (assignment, zk) = if config.worker.assigner == AssignerKind::Zookeeper {
-        crate::zk::assign(config, &layout, store).await?
+) -> anyhow::Result<(BuiltGenerator, WorkerAssignment, Option<Coordinator>)> {
+    let (assignment, coordinator) = if config.worker.assigner == AssignerKind::Zookeeper {
+        let (assignment, holder) = crate::zk::assign(config, &layout, store).await?;
+        (assignment, holder.map(Coordinator::ZooKeeper))
+    } else if config.worker.assigner == AssignerKind::Etcd {
+        let (assignment, holder) = crate::etcd::assign(config, &layout, store).await?;
+        (assignment, Some(Coordinator::Etcd(holder)))
     } else {
         let assignment = assigner(config, store)?
             .assign(&layout)
@@ -238,7 +268,7 @@ pub async fn assign_and_build_holding(
         (assignment, None)
     };
     match build_generator(config, layout, &assignment) {
-        Ok(built) => Ok((built, assignment, zk)),
+        Ok(built) => Ok((built, assignment, coordinator)),
         Err(error) => {
             if let Some(lease) = &assignment.lease {
                 // Hand the id back at once rather than leaving it held until the lease expires.
@@ -397,9 +427,13 @@ pub async fn start_segments(
         return Ok(None);
     }
     let options = segment_options(config);
-    let service = SegmentService::start(store.clone(), options, SystemClock)
-        .await
-        .context("cannot start segment mode")?;
+    let service = if config.segment.groups.is_empty() {
+        SegmentService::start(store.clone(), options, SystemClock).await
+    } else {
+        let groups = segment_groups(config).await?;
+        SegmentService::start_with_groups(store.clone(), groups, options, SystemClock).await
+    }
+    .context("cannot start segment mode")?;
     let sample = &config.segment.sample_tag;
     if !sample.is_empty() && store.get_tag(sample).await?.is_none() {
         let step = i64::try_from(config.segment.sample_step)
@@ -411,6 +445,37 @@ pub async fn start_segments(
         info!(tag = %sample, step, "created the sample segment tag");
     }
     Ok(Some(service))
+}
+
+/// `[[segment.groups]]` as the library takes them. A group's database that cannot be reached
+/// now is opened lazily (without migrations): the group serves from the others meanwhile, and
+/// the database joins once it answers (migrate it first if it never was).
+async fn segment_groups(config: &Config) -> anyhow::Result<Vec<uidgen_segment::SegmentGroup>> {
+    let mut groups = Vec::with_capacity(config.segment.groups.len());
+    for (i, group) in config.segment.groups.iter().enumerate() {
+        let key = format!("segment.groups[{i}]");
+        let mut stores = Vec::with_capacity(group.stores.len());
+        for url in &group.stores {
+            let store = match Store::connect(url).await {
+                Ok(store) => store,
+                Err(error) if error.is_unreachable() => {
+                    warn!(group = %group.name, store = %redacted(url), %error,
+                        "a database of the segment group is unreachable; serving from the others");
+                    Store::connect_lazy(url, uidgen_store::StoreOptions::default())
+                        .with_context(|| format!("invalid config key `{key}.stores`"))?
+                }
+                Err(error) => {
+                    return Err(error)
+                        .with_context(|| format!("cannot open {} of `{key}`", redacted(url)));
+                }
+            };
+            stores.push(store);
+        }
+        let built = uidgen_segment::SegmentGroup::new(&group.name, stores, group.tags.clone())
+            .with_context(|| format!("invalid config key `{key}`"))?;
+        groups.push(built);
+    }
+    Ok(groups)
 }
 
 pub use crate::http::READY_TIMEOUT;
@@ -524,7 +589,7 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             return servers.run().await;
         }
     };
-    let (store, (built, assignment, zk)) = match started {
+    let (store, (built, assignment, coordinator)) = match started {
         Ok(started) => started,
         Err(error) => {
             servers.abort();
@@ -533,10 +598,25 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     };
     // Kept past the server's end: the lease release records how far this generator issued.
     let generator = Arc::clone(&built.generator);
-    let served = serve_with_worker(&config, &store, servers, built, &assignment, zk.clone()).await;
-    if let Some(holder) = &zk {
+    let served = serve_with_worker(
+        &config,
+        &store,
+        servers,
+        built,
+        &assignment,
+        coordinator.clone(),
+    )
+    .await;
+    match &coordinator {
         // The forever node and the cache stay: a restart with this ip:port continues them.
-        holder.shutdown();
+        Some(Coordinator::ZooKeeper(holder)) => holder.shutdown(),
+        // The claim goes at once; the mark stays, above every ID this life issued.
+        Some(Coordinator::Etcd(holder)) => {
+            if let Err(error) = holder.release().await {
+                tracing::warn!(%error, "could not revoke the etcd lease; it will expire");
+            }
+        }
+        None => {}
     }
     if let Some(lease) = &assignment.lease {
         // Release only after in-flight requests finished (or were abandoned): the lease records
@@ -567,7 +647,7 @@ async fn serve_with_worker(
     servers: Servers,
     built: BuiltGenerator,
     assignment: &WorkerAssignment,
-    zk: Option<uidgen_zk::ZkHolder>,
+    coordinator: Option<Coordinator>,
 ) -> anyhow::Result<()> {
     let worker_id = assignment.worker_id;
     let layout = built.generator.layout().clone();
@@ -577,7 +657,10 @@ async fn serve_with_worker(
     state.generator_kind = Some(config.generator.kind.name());
     state.assigner = Some(assignment.kind.name());
     state.admin_token.clone_from(&config.admin_token);
-    state.worker_check = lease_readiness(assignment.lease.clone());
+    state.worker_check = match &coordinator {
+        Some(Coordinator::Etcd(holder)) => crate::etcd::readiness(holder.clone()),
+        _ => lease_readiness(assignment.lease.clone()),
+    };
     state.store_check = store_readiness(store.clone());
     let modes = async {
         state.segments = start_segments(config, store).await?;
@@ -589,10 +672,10 @@ async fn serve_with_worker(
         servers.abort();
         return Err(error);
     }
-    if zk.is_some() {
+    if let Some(Coordinator::ZooKeeper(zk)) = coordinator {
         state.metrics.register_zk();
+        state.zk = Some(zk);
     }
-    state.zk = zk;
 
     let segments = state.segments.clone();
     let sharded = state.sharded.clone();

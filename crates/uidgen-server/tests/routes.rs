@@ -289,11 +289,11 @@ async fn bad_input_gets_the_documented_status_code_and_message() {
         ),
         (
             "GET",
-            "/makeid?time=1&seq=1",
+            "/makeid?machine=1&seq=1",
             "",
             bad,
             "invalid_parameter",
-            "missing query parameter `machine`",
+            "missing query parameter `time`",
         ),
         (
             "GET",

@@ -25,7 +25,8 @@ fn equal_ids(a: &[u64], b: &[u64]) -> usize {
 enum StaticId {
     /// `--worker 5`: no store, the state file alone.
     Flag,
-    /// `UIDGEN_WORKER_ASSIGNER=static UIDGEN_WORKER_ID=5`: registered in the default store.
+    /// `UIDGEN_WORKER_ASSIGNER=static UIDGEN_WORKER_ID=5`: registered in the default store, with
+    /// the state file named (an absolute path, as a container requires).
     Config,
 }
 
@@ -36,10 +37,16 @@ fn spawn_gen(state_dir: &Path, how: StaticId) -> std::process::Child {
     let mut command = Command::new(binary());
     match how {
         StaticId::Flag => command.args(["gen", "-n", &count, "--worker", "5"]),
+        // Spelled out as the default would be: the zero-config store is this host's own, so
+        // inside a container (CI's) a static id runs only with an explicit, absolute state file.
         StaticId::Config => command
             .args(["gen", "-n", &count])
             .env("UIDGEN_WORKER_ASSIGNER", "static")
-            .env("UIDGEN_WORKER_ID", "5"),
+            .env("UIDGEN_WORKER_ID", "5")
+            .env(
+                "UIDGEN_WORKER_STATE_FILE",
+                state_dir.join("uidgen-worker-5.state"),
+            ),
     };
     command
         .current_dir(fresh_cwd())

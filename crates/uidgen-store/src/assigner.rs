@@ -9,8 +9,11 @@ use std::time::Duration;
 use uidgen_core::{Clock, Layout, TimeFence};
 
 use crate::cache::CacheLock;
+use crate::container::ContainerProbe;
 use crate::error::{Result, StoreError};
+use crate::exact_lease::lease_exact;
 use crate::lease_guard::LeaseGuard;
+use crate::lease_options::LeaseOptions;
 use crate::mark::{MarkFence, MarkTiming};
 use crate::store::Store;
 use crate::worker_node::WorkerNode;
@@ -25,7 +28,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum AssignmentKind {
     /// A fresh `worker_node` row (Baidu's disposable worker id).
     Disposable,
-    /// A configured number, kept apart from its earlier lives by a local reserved-until mark.
+    /// A configured number, kept apart from its earlier lives by a local reserved-until mark
+    /// (and, with a store, leased there so that no other live process holds it).
     Static,
     /// A lease in `worker_lease`, renewed by a heartbeat.
     Leased,
@@ -36,10 +40,12 @@ pub enum AssignmentKind {
     /// A forever node in ZooKeeper (uidgen-zk), kept by a report every few seconds; or that
     /// node's id from the local cache, when ZooKeeper was unreachable at start-up.
     ZooKeeper,
-    /// A machine part from the host's MAC addresses and a process part from the process id
-    /// (the `machine` assigner): unique among the processes sharing its state directory, only
-    /// probably unique across hosts; kept apart from earlier holders on the host by a
-    /// reserved-until mark, as a static id is.
+    /// A claim key in etcd (uidgen-etcd) under a lease kept alive, fenced by the id's mark.
+    Etcd,
+    /// A machine part hashed from the host's identity and a process part from the process id
+    /// (the `machine` assigner): leased in the store when it has one (unique among every
+    /// process sharing it), unique among the processes sharing its state directory, and kept
+    /// apart from earlier holders by a reserved-until mark, as a static id is.
     Machine,
 }
 
@@ -57,6 +63,7 @@ impl AssignmentKind {
             Self::Leased => "leased",
             Self::LocalCache => "local_cache",
             Self::ZooKeeper => "zookeeper",
+            Self::Etcd => "etcd",
             Self::Machine => "machine",
         }
     }
@@ -267,8 +274,14 @@ impl WorkerIdAssigner for DisposableWorkerIdAssigner {
 /// [Registered in a store](Self::registered_in), it records its range (by default `0-max`,
 /// every id of the layout; see [`with_range`](Self::with_range)) before anything else, so that a
 /// disposable or leased assigner on the same store cannot hand out ids in it, and refuses a
-/// worker id outside the range ([`StoreError::WorkerIdNotInRange`]). Without a store it
-/// records nothing.
+/// worker id outside the range ([`StoreError::WorkerIdNotInRange`]). It then leases the worker
+/// id itself there (an exact-id lease, renewed by a heartbeat): a second live process
+/// configured with the same id, on any host sharing the store, is refused at start-up with
+/// [`StoreError::WorkerIdHeld`], naming the holder; the lease's recorded issued-until time is
+/// a floor as the local mark is. Without a store it records nothing, and uniqueness across
+/// hosts is the operator's;
+/// [`refuse_uncoordinated_in_container`](Self::refuse_uncoordinated_in_container) makes it
+/// refuse to start in a container then.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
@@ -292,7 +305,12 @@ pub struct StaticWorkerIdAssigner {
     state_path: PathBuf,
     timing: MarkTiming,
     store: Option<Store>,
+    /// Whether `store` is seen by every host (see `MachineWorkerIdAssigner::with_store_shared`).
+    store_shared: bool,
     range: Option<WorkerIdRange>,
+    lease: LeaseOptions,
+    /// When set, an uncoordinated start in a container this probe finds is refused.
+    container_check: Option<ContainerProbe>,
 }
 
 impl StaticWorkerIdAssigner {
@@ -312,7 +330,10 @@ impl StaticWorkerIdAssigner {
             state_path: state_path.into(),
             timing: MarkTiming::new(Self::DEFAULT_MAX_START_WAIT, Self::DEFAULT_MAX_BORROW),
             store: None,
+            store_shared: true,
             range: None,
+            lease: LeaseOptions::default(),
+            container_check: None,
         }
     }
 
@@ -332,6 +353,33 @@ impl StaticWorkerIdAssigner {
     #[must_use]
     pub fn registered_in(mut self, store: Store) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    crate::exact_lease::exact_lease_setters!();
+
+    /// Refuse to start without a shared store when `probe` finds a container
+    /// ([`StoreError::UncoordinatedInContainer`]): a recreated container starts with a fresh
+    /// state file, and its siblings from one image are configured with the same id. For a
+    /// caller whose operator has not stated that the id is unique to this state file (the
+    /// service sets it unless `worker.state_file` is an explicit absolute path).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
+    /// use uidgen_core::Layout;
+    /// use uidgen_store::{ContainerProbe, StaticWorkerIdAssigner, StoreError, WorkerIdAssigner};
+    /// let dir = tempfile::tempdir().map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+    /// let io = |e: std::io::Error| StoreError::InvalidInput(e.to_string());
+    /// std::fs::write(dir.path().join(".dockerenv"), "").map_err(io)?;
+    /// let assigner = StaticWorkerIdAssigner::new(5, dir.path().join("worker-5.state"))
+    ///     .refuse_uncoordinated_in_container(ContainerProbe::at(dir.path(), None));
+    /// let refused = assigner.assign(&Layout::snowflake()?).await.unwrap_err();
+    /// assert!(matches!(refused, StoreError::UncoordinatedInContainer { assigner: "static", .. }));
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn refuse_uncoordinated_in_container(mut self, probe: ContainerProbe) -> Self {
+        self.container_check = Some(probe);
         self
     }
 
@@ -368,6 +416,21 @@ impl WorkerIdAssigner for StaticWorkerIdAssigner {
                         .await?;
                 }
             }
+            let coordinated = self.store.is_some() && self.store_shared;
+            if !coordinated
+                && let Some(evidence) = self.container_check.as_ref().and_then(|p| p.detect())
+            {
+                return Err(StoreError::UncoordinatedInContainer {
+                    assigner: "static",
+                    evidence: evidence.to_string(),
+                    remedy: "Configure a store that every container shares (`store = \
+                             \"postgres://...\"`), where the worker id is leased; or state that \
+                             this id is unique to this container's volume by setting \
+                             `worker.state_file` to an absolute path on it \
+                             (UIDGEN_WORKER_STATE_FILE=/data/uidgen-worker.state)."
+                        .to_owned(),
+                });
+            }
             let path = &self.state_path;
             let Some(cache) = CacheLock::try_acquire(path)? else {
                 return Err(StoreError::Cache {
@@ -378,11 +441,38 @@ impl WorkerIdAssigner for StaticWorkerIdAssigner {
                     ),
                 });
             };
+            if let Some(store) = &self.store {
+                let guard =
+                    match lease_exact(store, &self.lease, &self.timing, layout, id, cache).await? {
+                        Ok(guard) => guard,
+                        Err(live) => {
+                            return Err(StoreError::WorkerIdHeld {
+                                worker_id: id,
+                                holder: live.holder,
+                                expires_in_ms: live.expires_in_ms,
+                            });
+                        }
+                    };
+                let scope = if self.store_shared {
+                    "no other live process sharing it holds this id"
+                } else {
+                    "the store is this host's own, so that no other host uses this id is the \
+                     operator's to ensure"
+                };
+                tracing::info!(
+                    worker_id = id,
+                    holder = %guard.holder(),
+                    state = %path.display(),
+                    "static worker id, leased in the store: {scope}"
+                );
+                return Ok(WorkerAssignment::leased(guard, AssignmentKind::Static));
+            }
             let fence = MarkFence::continue_from(cache, id, layout, &self.timing).await?;
             tracing::info!(
                 worker_id = id,
                 state = %path.display(),
-                "static worker id; its reserved-until mark is kept in the state file"
+                "static worker id; its reserved-until mark is kept in the state file. No store \
+                 is shared: that no other host uses this id is the operator's to ensure"
             );
             Ok(WorkerAssignment {
                 fence: Some(Arc::new(fence)),

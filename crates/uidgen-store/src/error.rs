@@ -273,6 +273,37 @@ pub enum StoreError {
         step: i64,
     },
 
+    /// A `leaf_alloc` row already holds another residue than the group asked for.
+    #[error(
+        "biz tag `{tag}` in {url} already holds remainder {stored} where its group wants \
+         {wanted}: the group's databases disagree; fix the rows by hand (every database's max_id \
+         past every number served) or correct the group's list of stores"
+    )]
+    ResidueMismatch {
+        /// The tag.
+        tag: String,
+        /// The database (password redacted).
+        url: String,
+        /// What the row holds.
+        stored: crate::residue::Residue,
+        /// What the group asked for.
+        wanted: crate::residue::Residue,
+    },
+
+    /// A `leaf_alloc` row whose `delta`/`remainder` make no residue (edited by hand).
+    #[error(
+        "biz tag `{tag}` holds delta {delta} and remainder {remainder}: delta must be 1 to 1024 \
+         and remainder 0 to delta - 1; fix the row"
+    )]
+    InvalidResidue {
+        /// The tag.
+        tag: String,
+        /// The stored delta.
+        delta: i64,
+        /// The stored remainder.
+        remainder: i64,
+    },
+
     /// No `id_alloc` row for this app and shard (the app was never created, or its rows were
     /// deleted).
     #[error(
@@ -391,6 +422,56 @@ pub enum StoreError {
         count: u64,
         /// The shared state directory.
         state_dir: String,
+    },
+
+    /// The `machine` assigner registered in a shared store found every process value of this
+    /// host's machine part held: by live leases in the store (other hosts or containers whose
+    /// machine part is the same) or by processes sharing its state directory.
+    #[error(
+        "all {count} process values of machine part {machine} are held: {held}; stop one of \
+         those processes or wait for its lease to expire, or give this process another assigner"
+    )]
+    MachineProcessValuesHeld {
+        /// The host's machine part.
+        machine: u64,
+        /// How many process values there are (32).
+        count: u64,
+        /// Who holds them, e.g. "30 by leases in the store (e.g. `10.0.0.7/1#…`), 2 by
+        /// processes sharing /var/lib/uidgen/machine".
+        held: String,
+    },
+
+    /// A `static` worker id is leased in the shared store by another live process: two
+    /// processes configured with one worker id would issue equal IDs.
+    #[error(
+        "static worker id {worker_id} is held by `{holder}` in the store's worker_lease table \
+         (its lease runs another {expires_in_ms} ms): another process uses this worker id; give \
+         this one another `worker.id`, or stop the other (its lease then ends at once, or at its \
+         expiry if it crashed)"
+    )]
+    WorkerIdHeld {
+        /// The configured worker id.
+        worker_id: u64,
+        /// The live holder's string (its name, `#`, its claim token).
+        holder: String,
+        /// How long its lease still runs without renewal.
+        expires_in_ms: u64,
+    },
+
+    /// A worker id that is only unique per host (`machine`, `static`) was asked for inside a
+    /// container with nothing shared to register it in: its siblings would take the same id.
+    #[error(
+        "refusing the {assigner} assigner inside a container ({evidence}) without a shared \
+         store: containers started from one image share pid numbers, state files and often \
+         the machine part, so they would issue equal IDs. {remedy}"
+    )]
+    UncoordinatedInContainer {
+        /// `machine` or `static`.
+        assigner: &'static str,
+        /// What says this is a container.
+        evidence: String,
+        /// What to set instead.
+        remedy: String,
     },
 
     /// A layout whose worker field cannot hold the `machine` assigner's worker ids

@@ -5,6 +5,7 @@
 //! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
 
 use crate::error::{Result, StoreError};
+use crate::residue::Residue;
 use crate::store::{BEGIN_WRITE, Sql, Store, run_sql, with_pool, with_pool_returning};
 use crate::worker_node::{check_len, check_step};
 
@@ -28,12 +29,16 @@ pub struct LeafAlloc {
     pub description: Option<String>,
     /// When the row last changed, ms since the Unix epoch.
     pub update_time_ms: Option<i64>,
+    /// Which numbers of its segments this database hands out (Tinyid's `delta` and
+    /// `remainder`; [`Residue::SINGLE`] for a tag served from one database).
+    pub residue: Residue,
 }
 
 /// A claimed segment: the caller owns `[max_id - step, max_id)`.
 ///
 /// ```
-/// let claim = uidgen_store::SegmentClaim { max_id: 2001, step: 1000, stored_step: 1000 };
+/// use uidgen_store::{Residue, SegmentClaim};
+/// let claim = SegmentClaim { max_id: 2001, step: 1000, stored_step: 1000, residue: Residue::SINGLE };
 /// assert_eq!(claim.range(), 1001..2001);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,10 +50,13 @@ pub struct SegmentClaim {
     /// The step stored in the row, read in the claim's own statement (a dynamic step never
     /// goes below it), so callers need no second round trip to learn it.
     pub stored_step: i64,
+    /// The row's `delta` and `remainder`, read by the claim itself: of [`range`](Self::range)
+    /// the caller hands out only the numbers of this residue.
+    pub residue: Residue,
 }
 
 impl SegmentClaim {
-    /// The IDs this claim owns.
+    /// The IDs this claim owns (all of them when the residue is [`Residue::SINGLE`]).
     pub fn range(&self) -> std::ops::Range<i64> {
         self.max_id - self.step..self.max_id
     }
@@ -62,62 +70,76 @@ impl SegmentClaim {
 const CLAIM: Sql = Sql {
     sqlite: "UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
              WHERE biz_tag = ?1 AND max_id <= 9223372036854775807 - step
-             RETURNING max_id, step, step",
+             RETURNING max_id, step, step, delta, remainder",
     mysql: "UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
             WHERE biz_tag = ? AND max_id <= 9223372036854775807 - step",
     postgres: "UPDATE leaf_alloc SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP
                WHERE biz_tag = $1 AND max_id <= 9223372036854775807 - step
-               RETURNING max_id, CAST(step AS BIGINT) AS step, CAST(step AS BIGINT) AS stored_step",
+               RETURNING max_id, CAST(step AS BIGINT) AS step, CAST(step AS BIGINT) AS stored_step,
+                   CAST(delta AS BIGINT) AS delta, CAST(remainder AS BIGINT) AS remainder",
 };
 
 const CLAIM_WITH_STEP: Sql = Sql {
     sqlite: "UPDATE leaf_alloc SET max_id = max_id + ?2, update_time = CURRENT_TIMESTAMP
              WHERE biz_tag = ?1 AND max_id <= 9223372036854775807 - ?2
-             RETURNING max_id, ?2, step",
+             RETURNING max_id, ?2, step, delta, remainder",
     mysql: "UPDATE leaf_alloc SET max_id = max_id + ?, update_time = CURRENT_TIMESTAMP
             WHERE biz_tag = ? AND max_id <= 9223372036854775807 - ?",
     postgres: "UPDATE leaf_alloc SET max_id = max_id + $2, update_time = CURRENT_TIMESTAMP
                WHERE biz_tag = $1 AND max_id <= 9223372036854775807 - $2
-               RETURNING max_id, CAST($2 AS BIGINT) AS step, CAST(step AS BIGINT) AS stored_step",
+               RETURNING max_id, CAST($2 AS BIGINT) AS step, CAST(step AS BIGINT) AS stored_step,
+                   CAST(delta AS BIGINT) AS delta, CAST(remainder AS BIGINT) AS remainder",
 };
 
 /// The row as it stands: read back after a MySQL claim (no `RETURNING` on UPDATE there; the
 /// UPDATE's row lock keeps it ours), and after a claim that updated nothing, to tell an unknown
 /// tag from an exhausted one.
 const READ_CLAIM_ROW: Sql = Sql {
-    sqlite: "SELECT max_id, step FROM leaf_alloc WHERE biz_tag = ?1",
-    mysql: "SELECT max_id, CAST(step AS SIGNED) AS step FROM leaf_alloc WHERE biz_tag = ?",
-    postgres: "SELECT max_id, CAST(step AS BIGINT) AS step FROM leaf_alloc WHERE biz_tag = $1",
+    sqlite: "SELECT max_id, step, delta, remainder FROM leaf_alloc WHERE biz_tag = ?1",
+    mysql: "SELECT max_id, CAST(step AS SIGNED) AS step, CAST(delta AS SIGNED) AS delta,
+                   CAST(remainder AS SIGNED) AS remainder
+            FROM leaf_alloc WHERE biz_tag = ?",
+    postgres: "SELECT max_id, CAST(step AS BIGINT) AS step, CAST(delta AS BIGINT) AS delta,
+                      CAST(remainder AS BIGINT) AS remainder
+               FROM leaf_alloc WHERE biz_tag = $1",
 };
 
 const LIST_TAGS: Sql = Sql::same("SELECT biz_tag FROM leaf_alloc ORDER BY biz_tag");
 
 const GET_TAG: Sql = Sql {
     sqlite: "SELECT biz_tag, max_id, step, description,
-                    CAST(strftime('%s', update_time) AS INTEGER) * 1000 AS update_time_ms
+                    CAST(strftime('%s', update_time) AS INTEGER) * 1000 AS update_time_ms,
+                    delta, remainder
              FROM leaf_alloc WHERE biz_tag = ?1",
     mysql: "SELECT biz_tag, max_id, CAST(step AS SIGNED) AS step, description,
-                   CAST(UNIX_TIMESTAMP(update_time) * 1000 AS SIGNED) AS update_time_ms
+                   CAST(UNIX_TIMESTAMP(update_time) * 1000 AS SIGNED) AS update_time_ms,
+                   CAST(delta AS SIGNED) AS delta, CAST(remainder AS SIGNED) AS remainder
             FROM leaf_alloc WHERE biz_tag = ?",
     postgres: "SELECT biz_tag, max_id, CAST(step AS BIGINT) AS step, description,
-                      CAST(EXTRACT(EPOCH FROM update_time) * 1000 AS BIGINT) AS update_time_ms
+                      CAST(EXTRACT(EPOCH FROM update_time) * 1000 AS BIGINT) AS update_time_ms,
+                      CAST(delta AS BIGINT) AS delta, CAST(remainder AS BIGINT) AS remainder
                FROM leaf_alloc WHERE biz_tag = $1",
 };
 
-/// Create with `max_id` 1 (Leaf's default), or change step and, when given, description.
+/// Create with `max_id` 1 (Leaf's default) and the given residue, or change step and, when
+/// given, description. An existing row keeps its residue: changing it would let this database
+/// hand out numbers another one of its group already did.
 const UPSERT_TAG: Sql = Sql {
-    sqlite: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time)
-             VALUES (?1, 1, ?2, ?3, CURRENT_TIMESTAMP)
+    sqlite: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time, delta,
+                                     remainder)
+             VALUES (?1, 1, ?2, ?3, CURRENT_TIMESTAMP, ?4, ?5)
              ON CONFLICT (biz_tag) DO UPDATE SET step = excluded.step,
                  description = COALESCE(excluded.description, leaf_alloc.description),
                  update_time = CURRENT_TIMESTAMP",
-    mysql: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time)
-            VALUES (?, 1, ?, ?, CURRENT_TIMESTAMP)
+    mysql: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time, delta,
+                                    remainder)
+            VALUES (?, 1, ?, ?, CURRENT_TIMESTAMP, ?, ?)
             ON DUPLICATE KEY UPDATE step = VALUES(step),
                 description = COALESCE(VALUES(description), description),
                 update_time = CURRENT_TIMESTAMP",
-    postgres: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time)
-               VALUES ($1, 1, $2, $3, CURRENT_TIMESTAMP)
+    postgres: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time, delta,
+                                       remainder)
+               VALUES ($1, 1, $2, $3, CURRENT_TIMESTAMP, $4, $5)
                ON CONFLICT (biz_tag) DO UPDATE SET step = EXCLUDED.step,
                    description = COALESCE(EXCLUDED.description, leaf_alloc.description),
                    update_time = CURRENT_TIMESTAMP",
@@ -130,7 +152,7 @@ const DELETE_TAG: Sql = Sql {
 };
 
 /// A `leaf_alloc` row as selected by `GET_TAG`.
-type LeafAllocTuple = (String, i64, i64, Option<String>, Option<i64>);
+type LeafAllocTuple = (String, i64, i64, Option<String>, Option<i64>, i64, i64);
 
 /// Check a biz tag: non-empty, at most 128 characters, no surrounding whitespace or control
 /// characters (MySQL compares `'a'` and `'a '` as equal, so such tags would collide).
@@ -205,7 +227,7 @@ impl Store {
         let begin = BEGIN_WRITE.get(dialect);
         // `Err(row)`: nothing was updated; `row` is the row as it stands, if any. Every early
         // return drops the transaction, which rolls it back.
-        type Claimed = std::result::Result<(i64, i64, i64), Option<(i64, i64)>>;
+        type Claimed = std::result::Result<(i64, i64, i64, i64, i64), Option<ClaimRow>>;
         let claimed: Claimed = with_pool_returning!(self, pool,
             mysql => {
                 let mut tx = pool
@@ -222,15 +244,15 @@ impl Store {
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| self.err(action, e))?;
-                let row: Option<(i64, i64)> = sqlx::query_as(READ_CLAIM_ROW.mysql)
+                let row: Option<ClaimRow> = sqlx::query_as(READ_CLAIM_ROW.mysql)
                     .bind(biz_tag)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(|e| self.err(action, e))?;
                 match row {
-                    Some((max_id, stored)) if updated.rows_affected() > 0 => {
+                    Some((max_id, stored, delta, remainder)) if updated.rows_affected() > 0 => {
                         tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok((max_id, step.unwrap_or(stored), stored))
+                        Ok((max_id, step.unwrap_or(stored), stored, delta, remainder))
                     }
                     row => Err(row),
                 }
@@ -240,7 +262,7 @@ impl Store {
                     .begin_with(begin)
                     .await
                     .map_err(|e| self.err(action, e))?;
-                let row: Option<(i64, i64, i64)> = match step {
+                let row: Option<(i64, i64, i64, i64, i64)> = match step {
                     None => sqlx::query_as(CLAIM.get(dialect)).bind(biz_tag),
                     Some(step) => sqlx::query_as(CLAIM_WITH_STEP.get(dialect))
                         .bind(biz_tag)
@@ -263,12 +285,13 @@ impl Store {
             }
         );
         match claimed {
-            Ok((max_id, step, stored_step)) => Ok(SegmentClaim {
+            Ok((max_id, step, stored_step, delta, remainder)) => Ok(SegmentClaim {
                 max_id,
                 step,
                 stored_step,
+                residue: stored_residue(biz_tag, delta, remainder)?,
             }),
-            Err(Some((max_id, stored))) => Err(StoreError::TagExhausted {
+            Err(Some((max_id, stored, _, _))) => Err(StoreError::TagExhausted {
                 tag: biz_tag.to_owned(),
                 max_id,
                 step: step.unwrap_or(stored),
@@ -301,15 +324,19 @@ impl Store {
                 .await
                 .map_err(|e| self.err(action, e))?
         );
-        Ok(row.map(
-            |(biz_tag, max_id, step, description, update_time_ms)| LeafAlloc {
-                biz_tag,
-                max_id,
-                step,
-                description,
-                update_time_ms,
+        row.map(
+            |(biz_tag, max_id, step, description, update_time_ms, delta, remainder)| {
+                Ok(LeafAlloc {
+                    residue: stored_residue(&biz_tag, delta, remainder)?,
+                    biz_tag,
+                    max_id,
+                    step,
+                    description,
+                    update_time_ms,
+                })
             },
-        ))
+        )
+        .transpose()
     }
 
     /// Create `biz_tag` (with `max_id` 1) or change its step and, when `Some`, its
@@ -328,6 +355,57 @@ impl Store {
         step: i64,
         description: Option<&str>,
     ) -> Result<LeafAlloc> {
+        self.upsert(biz_tag, step, description, Residue::SINGLE)
+            .await
+    }
+
+    /// [`upsert_tag`](Self::upsert_tag) for one database of a group (Tinyid's multi-database
+    /// segments): a new row gets `residue`; an existing row keeps its own, and when that is not
+    /// `residue` the step is still changed but the call fails with
+    /// [`StoreError::ResidueMismatch`] (changing a residue could repeat numbers; a DBA does it
+    /// by hand, after moving every database's `max_id` past all served numbers). The step must
+    /// be at least `residue.delta`, so that every segment holds a number of every database.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+    /// use uidgen_store::Residue;
+    /// let row = store.upsert_group_tag("order", 1000, None, Residue::new(2, 1)?).await?;
+    /// assert_eq!((row.max_id, row.residue.delta, row.residue.remainder), (1, 2, 1));
+    /// # Ok(()) }
+    /// ```
+    pub async fn upsert_group_tag(
+        &self,
+        biz_tag: &str,
+        step: i64,
+        description: Option<&str>,
+        residue: Residue,
+    ) -> Result<LeafAlloc> {
+        if step < residue.delta {
+            return Err(StoreError::InvalidInput(format!(
+                "step {step} is below delta {}: every segment must hold a number of each of the \
+                 group's databases",
+                residue.delta
+            )));
+        }
+        let row = self.upsert(biz_tag, step, description, residue).await?;
+        if row.residue != residue {
+            return Err(StoreError::ResidueMismatch {
+                tag: biz_tag.to_owned(),
+                url: self.redacted_url().to_owned(),
+                stored: row.residue,
+                wanted: residue,
+            });
+        }
+        Ok(row)
+    }
+
+    async fn upsert(
+        &self,
+        biz_tag: &str,
+        step: i64,
+        description: Option<&str>,
+        residue: Residue,
+    ) -> Result<LeafAlloc> {
         validate_tag(biz_tag)?;
         validate_step(step)?;
         if let Some(description) = description {
@@ -340,6 +418,8 @@ impl Store {
                 .bind(biz_tag)
                 .bind(step)
                 .bind(description)
+                .bind(residue.delta)
+                .bind(residue.remainder)
                 .execute(pool)
                 .await
                 .map_err(|e| self.err("creating or updating a biz tag", e))
@@ -369,4 +449,16 @@ impl Store {
         );
         Ok(affected > 0)
     }
+}
+
+/// A claim's row as read back: `max_id`, stored step, delta, remainder.
+type ClaimRow = (i64, i64, i64, i64);
+
+/// The residue a row holds, refusing one no migration or admin route writes (edited by hand).
+fn stored_residue(biz_tag: &str, delta: i64, remainder: i64) -> Result<Residue> {
+    Residue::new(delta, remainder).map_err(|_| StoreError::InvalidResidue {
+        tag: biz_tag.to_owned(),
+        delta,
+        remainder,
+    })
 }

@@ -245,6 +245,7 @@ impl LeasedWorkerIdAssigner {
             valid_until_ms: valid_until,
             last_issued_ms,
             mark,
+            forget_mark_on_end: true,
             confirmed: true,
             floor_ms: floor,
             max_borrow_ms: saturating_millis(self.options.max_borrow(layout)),
@@ -375,6 +376,7 @@ impl LeasedWorkerIdAssigner {
             valid_until_ms: expires,
             last_issued_ms: previous.until_ms,
             mark: Some(mark.clone()),
+            forget_mark_on_end: true,
             confirmed: false,
             // The crashed life stamped only before its mark.
             floor_ms: previous.until_ms,
@@ -436,7 +438,8 @@ pub(crate) async fn wait_for_clock(
     }
 }
 
-fn default_holder() -> String {
+/// The holder name of a claim without a configured one: `<host>/<pid>`.
+pub(crate) fn default_holder() -> String {
     let host = crate::worker_node::WorkerNode::detect().host_name;
     format!("{host}/{}", std::process::id())
 }

@@ -34,6 +34,10 @@ pub(crate) struct NewLease {
     pub(crate) last_issued_ms: u64,
     /// The local state file's mark, when this lease keeps one.
     pub(crate) mark: Option<LocalMark>,
+    /// Whether ending the lease deletes the local state file: yes for a leased id's cache (a
+    /// start without the database must not pick an id given up); no for an exact-id lease
+    /// (`exact_lease.rs`), whose file is the id's own mark, kept across lives as a static id's.
+    pub(crate) forget_mark_on_end: bool,
     /// Whether the database has accepted this process's claim (false for a start from the
     /// local cache until its first renewal).
     pub(crate) confirmed: bool,
@@ -76,6 +80,8 @@ struct LeaseState {
     /// The local state file's mark: IDs also stay under it, so a restart from the file knows
     /// how far this process stamped.
     mark: Option<LocalMark>,
+    /// See [`NewLease::forget_mark_on_end`].
+    forget_mark_on_end: bool,
     heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -120,6 +126,7 @@ impl LeaseGuard {
                 ended: Mutex::new(None),
                 last_error: Mutex::new(None),
                 mark: lease.mark,
+                forget_mark_on_end: lease.forget_mark_on_end,
                 heartbeat: Mutex::new(None),
             }),
         }
@@ -302,6 +309,7 @@ impl LeaseGuard {
         let state = &self.state;
         self.end(&reason);
         if let Some(mark) = &state.mark
+            && state.forget_mark_on_end
             && let Err(error) = mark.forget()
         {
             // Harmless: the file's lease expiry lies before the new holder's claim.
@@ -380,7 +388,9 @@ impl LeaseGuard {
         // The id is given up: a start without the database must not take it from the file.
         // Releasing lets the next holder in at once, before the reserve a restart from the
         // file counts on, so a file that cannot be deleted keeps the row until it expires.
-        if let Some(mark) = &state.mark {
+        if let Some(mark) = &state.mark
+            && state.forget_mark_on_end
+        {
             mark.forget()?;
         }
         state

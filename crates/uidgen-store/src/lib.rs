@@ -60,8 +60,11 @@ mod assigner;
 pub mod blocking;
 mod builder;
 mod cache;
+mod container;
 mod error;
+mod exact_lease;
 mod fallback_lease;
+mod holder_health;
 mod id_alloc;
 mod leaf_alloc;
 mod lease;
@@ -69,9 +72,11 @@ mod lease_claim;
 mod lease_guard;
 mod lease_options;
 mod machine;
+mod machine_part;
 mod mark;
 mod migrate;
 mod remote_lease;
+mod residue;
 mod state_dir;
 mod store;
 #[cfg(feature = "testing")]
@@ -87,8 +92,10 @@ pub use assigner::{
 };
 pub use builder::{Built, GeneratorBuilder, GuardedGenerator};
 pub use cache::{CachedWorker, read_cache, write_cache};
+pub use container::{ContainerEvidence, ContainerProbe};
 pub use error::{Result, StoreError};
 pub use fallback_lease::{FallbackLeases, LeaseGrant, MIN_FALLBACK_LEASE_TTL};
+pub use holder_health::{HealthSnapshot, HolderHealth};
 pub use id_alloc::{
     AppShard, AppSpec, DEFAULT_ID_ALLOC_STEP, ID_ALLOC_INDEX_SHIFT, ID_ALLOC_SHARDS, IdAllocApp,
     IdSegment, MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP, index_ceiling,
@@ -100,12 +107,12 @@ pub use leaf_alloc::{
 pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;
 pub use lease_options::{LeaseOptions, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
-pub use machine::{
-    MACHINE_BITS, MachinePart, MachineSource, MachineWorkerIdAssigner, PROCESS_BITS, fnv1a_64,
-};
+pub use machine::{MachineWorkerIdAssigner, PROCESS_BITS};
+pub use machine_part::{HostIdentity, MACHINE_BITS, MachinePart, MachineSource};
 pub use mark::LocalMark;
 pub use migrate::{Migration, migrations};
 pub use remote_lease::RemoteLease;
+pub use residue::{MAX_DELTA, Residue};
 pub use state_dir::{ENV_STATE_DIR, SYSTEM_STATE_DIR, StateDir, StateDirError, StateDirSource};
 pub use store::{Store, StoreOptions};
 pub use url::{Dialect, redact_url};

@@ -1,31 +1,34 @@
 //! The zero-config `machine` assigner (the Snowflake-variant write-up): the worker id is a
-//! 5-bit machine part, hashed from the host's MAC addresses, above a 5-bit process part, from
-//! the process id.
+//! 5-bit machine part, hashed from what identifies the host ([`MachinePart`], in
+//! `machine_part.rs`), above a 5-bit process part, from the process id.
 //!
-//! Nothing is coordinated between hosts, so uniqueness across hosts is only probable: with N
-//! processes spread over the 1,024 worker ids, two share one with probability about
-//! `1 - exp(-N(N-1)/2048)` (docs/OPERATIONS.md, "The machine assigner's odds"). What it does
-//! guarantee, for the processes of one host that share its state directory:
+//! What it guarantees:
 //!
-//! - **No two live processes hold one worker id.** Each worker id has a lock file in the state
-//!   directory (`worker-{id}.state.lock`, an advisory `flock` released when the process dies);
-//!   a process starts at `pid % 32` and takes the first process value whose lock it gets,
-//!   wrapping within the 32 values of its machine part. All 32 held is
-//!   [`StoreError::MachineProcessValuesTaken`].
+//! - **Registered in a shared store, no two live processes anywhere hold one worker id.**
+//!   Each (machine, process) value is leased in `worker_lease` as an exact id
+//!   (`exact_lease.rs`): a value another live process holds, on this host or on another whose
+//!   machine part is the same, is skipped for the next one; all 32 held is
+//!   [`StoreError::MachineProcessValuesHeld`].
+//! - **On one host, no two live processes sharing the state directory hold one worker id.**
+//!   Each worker id has a lock file there (`worker-{id}.state.lock`, an advisory `flock`
+//!   released when the process dies); a process starts at `pid % 32` and takes the first value
+//!   whose lock it gets (and, with a store, whose lease), wrapping within the 32 values of its
+//!   machine part. All 32 locked is [`StoreError::MachineProcessValuesTaken`].
 //! - **No two lives of one worker id stamp the same time unit.** A later process that takes a
 //!   value again continues its reserved-until mark exactly as a static worker id does
-//!   ([`LocalMark`](crate::LocalMark), a state file synced before any ID past it): it waits
-//!   until its clock has passed the previous holder's mark, which becomes its fence's floor,
-//!   and its own mark is its fence's limit.
+//!   ([`LocalMark`](crate::LocalMark), a state file synced before any ID past it) and, with a
+//!   store, the lease's recorded issued-until time: it waits until its clock has passed both.
+//! - **Inside a container, nothing is left to chance.** Without a shared store the lock files
+//!   separate nothing (each container has its own), so the assigner refuses to start when
+//!   [`ContainerProbe`] finds a container, unless told the ids are kept apart otherwise
+//!   ([`allow_uncoordinated`](MachineWorkerIdAssigner::allow_uncoordinated)):
+//!   [`StoreError::UncoordinatedInContainer`].
 //!
-//! The machine part comes from the MAC addresses in `/sys/class/net/*/address` (Linux),
-//! skipping loopback and all-zero ones and preferring interfaces backed by a device (a
-//! container's veth or a bridge gets a new random MAC when it is recreated), sorted and hashed
-//! with FNV-1a, whose output does not change between builds or runs (std's `RandomState` is
-//! seeded per process). Without any usable MAC it hashes the hostname, and says so in the log.
+//! Outside containers and without a shared store, uniqueness across hosts is only probable:
+//! with N processes spread over the 1,024 worker ids, two share one with probability about
+//! `1 - exp(-N(N-1)/2048)` (docs/OPERATIONS.md, "The machine assigner's odds").
 
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,13 +36,15 @@ use uidgen_core::{Clock, FieldKind, Layout};
 
 use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
 use crate::cache::CacheLock;
+use crate::container::ContainerProbe;
 use crate::error::{Result, StoreError};
+use crate::exact_lease::{LiveHolder, lease_exact};
+use crate::lease_options::LeaseOptions;
+use crate::machine_part::{MACHINE_BITS, MachinePart, MachineSource};
 use crate::mark::{MarkFence, MarkTiming};
 use crate::store::Store;
 use crate::worker_range::WorkerIdRange;
 
-/// Width of the machine part.
-pub const MACHINE_BITS: u32 = 5;
 /// Width of the process part.
 pub const PROCESS_BITS: u32 = 5;
 /// How many process values one machine part has (32).
@@ -49,188 +54,19 @@ const MAX_MACHINE: u64 = (1 << MACHINE_BITS) - 1;
 /// The largest worker id the assigner hands out (1023).
 const MAX_WORKER: u64 = (1 << (MACHINE_BITS + PROCESS_BITS)) - 1;
 
-/// The `IFF_LOOPBACK` bit of `/sys/class/net/*/flags` (linux/if.h).
-const IFF_LOOPBACK: u64 = 0x8;
-
-/// Where a [`MachinePart`] came from, for the log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum MachineSource {
-    /// A hash of these MAC addresses (lowercase, sorted).
-    Macs(Vec<String>),
-    /// No usable MAC address: a hash of this hostname.
-    Hostname(String),
-    /// Given by the caller ([`MachineWorkerIdAssigner::with_machine_part`]).
-    Configured,
-    /// Neither a MAC address nor a hostname: 0.
-    Nothing,
-}
-
-impl fmt::Display for MachineSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Macs(macs) => write!(f, "MAC addresses {}", macs.join(", ")),
-            Self::Hostname(host) => write!(f, "hostname {host:?} (no usable MAC address)"),
-            Self::Configured => f.write_str("configuration"),
-            Self::Nothing => f.write_str("nothing (no MAC address, no hostname)"),
-        }
-    }
-}
-
-/// This host's 5-bit machine part and where it came from.
-///
-/// ```
-/// use uidgen_store::{MachinePart, MachineSource};
-/// // Loopback and all-zero addresses are skipped; order does not matter.
-/// let a = MachinePart::from_macs(["02:FC:00:00:00:01", "00:00:00:00:00:00", "7e:b5:f2:d8:43:3f"]);
-/// let b = MachinePart::from_macs(["7e:b5:f2:d8:43:3f", "02:fc:00:00:00:01"]);
-/// assert_eq!(a, b);
-/// assert!(a.as_ref().is_some_and(|m| m.value <= 31));
-/// assert_eq!(MachinePart::from_macs(["00:00:00:00:00:00"]), None);
-/// let host = MachinePart::from_hostname("db-7");
-/// assert!(matches!(host.source, MachineSource::Hostname(_)));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MachinePart {
-    /// The part, 0 to 31.
-    pub value: u64,
-    /// Where it came from.
-    pub source: MachineSource,
-}
-
-impl MachinePart {
-    /// This host's machine part: from its network interfaces (`/sys/class/net`), else from its
-    /// hostname, else 0.
-    pub fn detect() -> Self {
-        Self::detect_in(Path::new("/sys/class/net")).unwrap_or_else(|| {
-            hostname().map_or(
-                Self {
-                    value: 0,
-                    source: MachineSource::Nothing,
-                },
-                |host| Self::from_hostname(&host),
-            )
-        })
-    }
-
-    /// The machine part from the interfaces under `sys_class_net` (a directory laid out as
-    /// `/sys/class/net`), or `None` when none has a usable MAC address. Interfaces backed by a
-    /// device (`<iface>/device` exists) are preferred: a virtual interface's MAC may change when
-    /// it is recreated, and with it the machine part.
-    pub fn detect_in(sys_class_net: &Path) -> Option<Self> {
-        let mut physical = Vec::new();
-        let mut virtual_ = Vec::new();
-        for entry in std::fs::read_dir(sys_class_net).ok()?.flatten() {
-            let dir = entry.path();
-            let flags = std::fs::read_to_string(dir.join("flags"))
-                .ok()
-                .and_then(|f| u64::from_str_radix(f.trim().trim_start_matches("0x"), 16).ok());
-            if flags.is_some_and(|f| f & IFF_LOOPBACK != 0) {
-                continue;
-            }
-            let Ok(mac) = std::fs::read_to_string(dir.join("address")) else {
-                continue;
-            };
-            if dir.join("device").exists() {
-                physical.push(mac);
-            } else {
-                virtual_.push(mac);
-            }
-        }
-        Self::from_macs(physical).or_else(|| Self::from_macs(virtual_))
-    }
-
-    /// The machine part hashed from MAC addresses (`aa:bb:...`, any case), skipping malformed
-    /// and all-zero ones; `None` when none is left.
-    pub fn from_macs<S: AsRef<str>>(macs: impl IntoIterator<Item = S>) -> Option<Self> {
-        let mut usable: Vec<String> = macs
-            .into_iter()
-            .filter_map(|mac| normalise_mac(mac.as_ref()))
-            .collect();
-        usable.sort();
-        usable.dedup();
-        if usable.is_empty() {
-            return None;
-        }
-        Some(Self {
-            value: fold_to_machine(fnv1a_64(usable.join("\n").as_bytes())),
-            source: MachineSource::Macs(usable),
-        })
-    }
-
-    /// The machine part hashed from a hostname.
-    pub fn from_hostname(host: &str) -> Self {
-        Self {
-            value: fold_to_machine(fnv1a_64(host.as_bytes())),
-            source: MachineSource::Hostname(host.to_owned()),
-        }
-    }
-}
-
-/// A MAC address as lowercase `aa:bb:...`, or `None` if it is not hex bytes separated by `:`
-/// or all its bytes are zero (loopback, and interfaces without a hardware address).
-fn normalise_mac(text: &str) -> Option<String> {
-    let bytes: Vec<u8> = text
-        .trim()
-        .split(':')
-        .map(|b| u8::from_str_radix(b, 16).ok().filter(|_| b.len() == 2))
-        .collect::<Option<_>>()?;
-    if bytes.iter().all(|&b| b == 0) {
-        return None;
-    }
-    Some(
-        bytes
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<Vec<_>>()
-            .join(":"),
-    )
-}
-
-/// 64-bit FNV-1a (Fowler–Noll–Vo, <http://www.isthe.com/chongo/tech/comp/fnv/>): written out
-/// because the machine part must be the same for every process and every build on a host.
-///
-/// ```
-/// // The reference test vectors.
-/// assert_eq!(uidgen_store::fnv1a_64(b""), 0xcbf2_9ce4_8422_2325);
-/// assert_eq!(uidgen_store::fnv1a_64(b"a"), 0xaf63_dc4c_8601_ec8c);
-/// ```
-pub fn fnv1a_64(bytes: &[u8]) -> u64 {
-    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes.iter().fold(OFFSET_BASIS, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(PRIME)
-    })
-}
-
-/// The top 5 bits of a hash: FNV-1a's low bits depend only on the low bits of each input
-/// byte (a multiplication carries upwards only), so two MACs differing in high nibbles would
-/// share low bits far more often than chance; the top bits depend on every input bit.
-fn fold_to_machine(hash: u64) -> u64 {
-    hash >> (64 - MACHINE_BITS)
-}
-
-/// The hostname, from the kernel (Linux) or the environment; `None` when empty or unknown.
-fn hostname() -> Option<String> {
-    let from_file = |path: &str| std::fs::read_to_string(path).ok();
-    from_file("/proc/sys/kernel/hostname")
-        .or_else(|| from_file("/etc/hostname"))
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-}
-
 /// The zero-config assigner: worker id `machine << 5 | process`, where the machine part is
 /// [`MachinePart::detect`] and the process part starts at `pid % 32` and moves to the next free
-/// value among the processes sharing the state directory.
+/// value.
 ///
-/// What it guarantees: among the processes of one host that share its state directory, no two
-/// live ones hold one worker id (a lock file per value), and no two holders of a value, one
-/// after the other, stamp the same time unit (the value's reserved-until mark). What it cannot:
-/// uniqueness across hosts, which is only probable (with N processes over 1,024 values, some
-/// two collide with probability about `1 - exp(-N(N-1)/2048)`; docs/OPERATIONS.md has the
-/// table and what makes it worse).
+/// What it guarantees ([module docs](self) for the argument): registered in a store shared by
+/// every host ([`registered_in`](Self::registered_in)), no two live processes hold one worker
+/// id (an exact-id lease per value); among the processes of one host that share its state
+/// directory, the same without a store (a lock file per value); and no two holders of a value,
+/// one after the other, stamp the same time unit. Without a shared store it refuses to start
+/// in a container ([`StoreError::UncoordinatedInContainer`]) unless
+/// [`allow_uncoordinated`](Self::allow_uncoordinated) is set or the machine part is
+/// [configured](Self::with_machine_part); outside containers, uniqueness across hosts is then
+/// only probable (docs/OPERATIONS.md has the odds).
 ///
 /// Its assignment carries a fence as a static id's does: a restart on a value waits until its
 /// clock has passed the value's previous mark (up to
@@ -263,6 +99,12 @@ pub struct MachineWorkerIdAssigner {
     process_id: u32,
     timing: MarkTiming,
     store: Option<Store>,
+    /// Whether `store` is seen by every host that could take these ids (see
+    /// [`with_store_shared`](MachineWorkerIdAssigner::with_store_shared)).
+    store_shared: bool,
+    lease: LeaseOptions,
+    allow_uncoordinated: bool,
+    probe: ContainerProbe,
 }
 
 impl MachineWorkerIdAssigner {
@@ -284,6 +126,10 @@ impl MachineWorkerIdAssigner {
             process_id: std::process::id(),
             timing: MarkTiming::new(Self::DEFAULT_MAX_START_WAIT, Self::DEFAULT_MAX_BORROW),
             store: None,
+            store_shared: true,
+            lease: LeaseOptions::default(),
+            allow_uncoordinated: false,
+            probe: ContainerProbe::system(),
         }
     }
 
@@ -311,10 +157,32 @@ impl MachineWorkerIdAssigner {
     crate::mark::mark_fence_setters!();
 
     /// Record the range `0-1023` in `store` at every assignment, so that a disposable, leased
-    /// or static assigner sharing the store is refused if its range overlaps it.
+    /// or static assigner sharing the store is refused if its range overlaps it, and lease the
+    /// (machine, process) value taken there, so that no other process sharing the store (on
+    /// any host) holds it at the same time. The lease is renewed by a heartbeat and ends with
+    /// the process; lost, the generator stops issuing (its [`LeaseGuard`](crate::LeaseGuard)
+    /// is the assignment's `lease`).
     #[must_use]
     pub fn registered_in(mut self, store: Store) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    crate::exact_lease::exact_lease_setters!();
+
+    /// Start without a shared store even inside a container: the operator states that the
+    /// containers' worker ids are kept apart some other way (one container per host with host
+    /// networking and a shared state directory, say). Default `false`.
+    #[must_use]
+    pub fn allow_uncoordinated(mut self, allow: bool) -> Self {
+        self.allow_uncoordinated = allow;
+        self
+    }
+
+    /// Look for a container with `probe` instead of [`ContainerProbe::system`] (for tests).
+    #[must_use]
+    pub fn with_container_probe(mut self, probe: ContainerProbe) -> Self {
+        self.probe = probe;
         self
     }
 
@@ -379,29 +247,100 @@ impl MachineWorkerIdAssigner {
         }
     }
 
-    /// Lock the first free worker id of `machine`, starting at this process's value.
-    fn lock_free_value(&self, machine: u64) -> Result<(u64, CacheLock)> {
+    /// Refuse an uncoordinated start inside a container: without a store every host sees,
+    /// each container's lock files keep only itself apart. A configured machine part is the
+    /// operator's statement that it is this host's alone.
+    fn check_coordinated(&self) -> Result<()> {
+        let coordinated = self.store.is_some() && self.store_shared;
+        if coordinated || self.allow_uncoordinated || self.machine.is_some() {
+            return Ok(());
+        }
+        match self.probe.detect() {
+            None => Ok(()),
+            Some(evidence) => Err(StoreError::UncoordinatedInContainer {
+                assigner: "machine",
+                evidence: evidence.to_string(),
+                remedy: "Configure a store that every container shares (`store = \
+                         \"postgres://...\"`, or a SQLite file on a volume they all mount), where \
+                         each (machine, process) value is leased; or, if these worker ids are kept \
+                         apart some other way, set `worker.machine.allow_uncoordinated = true` \
+                         (UIDGEN_WORKER_MACHINE_ALLOW_UNCOORDINATED=true)."
+                    .to_owned(),
+            }),
+        }
+    }
+
+    /// Take the first free worker id of `machine`, starting at this process's value: its lock
+    /// file, and with a store its lease.
+    async fn take_free_value(&self, machine: u64, layout: &Layout) -> Result<WorkerAssignment> {
         let start = u64::from(self.process_id) % PROCESS_VALUES;
+        let mut locked_here = 0u64;
+        let mut leased: Vec<LiveHolder> = Vec::new();
         for step in 0..PROCESS_VALUES {
             let process = (start + step) % PROCESS_VALUES;
             let worker_id = (machine << PROCESS_BITS) | process;
-            if let Some(lock) = CacheLock::try_acquire(&self.state_path(worker_id))? {
-                if step > 0 {
-                    tracing::info!(
-                        worker_id,
-                        preferred = start,
-                        process,
-                        "process value {start} (pid % {PROCESS_VALUES}) is held by another process \
-                         on this host; took the next free one"
-                    );
+            let Some(lock) = CacheLock::try_acquire(&self.state_path(worker_id))? else {
+                locked_here += 1;
+                continue;
+            };
+            let assignment = match &self.store {
+                // From here on this value is ours: continue its mark as a static id continues
+                // its own, so a time unit an earlier holder on this host stamped is never
+                // stamped again.
+                None => {
+                    let fence =
+                        MarkFence::continue_from(lock, worker_id, layout, &self.timing).await?;
+                    WorkerAssignment {
+                        fence: Some(Arc::new(fence)),
+                        ..WorkerAssignment::fixed(worker_id, AssignmentKind::Machine)
+                    }
                 }
-                return Ok((worker_id, lock));
+                Some(store) => {
+                    match lease_exact(store, &self.lease, &self.timing, layout, worker_id, lock)
+                        .await?
+                    {
+                        Ok(guard) => WorkerAssignment::leased(guard, AssignmentKind::Machine),
+                        Err(live) => {
+                            tracing::info!(
+                                worker_id,
+                                holder = %live.holder,
+                                "process value {process} of machine part {machine} is leased by \
+                                 another process sharing the store; trying the next one"
+                            );
+                            leased.push(live);
+                            continue;
+                        }
+                    }
+                }
+            };
+            if step > 0 {
+                tracing::info!(
+                    worker_id,
+                    preferred = start,
+                    process,
+                    "process value {start} (pid % {PROCESS_VALUES}) is held by another process; \
+                     took the next free one"
+                );
             }
+            return Ok(assignment);
         }
-        Err(StoreError::MachineProcessValuesTaken {
-            machine,
-            count: PROCESS_VALUES,
-            state_dir: self.state_dir.display().to_string(),
+        let state_dir = self.state_dir.display().to_string();
+        Err(match leased.first() {
+            None => StoreError::MachineProcessValuesTaken {
+                machine,
+                count: PROCESS_VALUES,
+                state_dir,
+            },
+            Some(example) => StoreError::MachineProcessValuesHeld {
+                machine,
+                count: PROCESS_VALUES,
+                held: format!(
+                    "{} by leases in the store (e.g. `{}`), {locked_here} by processes sharing \
+                     {state_dir}",
+                    leased.len(),
+                    example.holder
+                ),
+            },
         })
     }
 }
@@ -411,37 +350,44 @@ impl WorkerIdAssigner for MachineWorkerIdAssigner {
         Box::pin(async move {
             Self::check_layout(layout)?;
             let machine = self.machine_part()?;
+            self.check_coordinated()?;
             if let Some(store) = &self.store {
                 store
                     .register_worker_range(Self::REGISTRY_NAME, WorkerIdRange::new(0, MAX_WORKER)?)
                     .await?;
             }
-            match &machine.source {
-                MachineSource::Macs(_) | MachineSource::Configured => {}
-                source => tracing::warn!(
+            if machine.source == MachineSource::Nothing {
+                tracing::warn!(
                     machine = machine.value,
-                    %source,
-                    "no usable MAC address on this host; the machine part comes from the hostname, \
-                     so hosts with one name share it"
-                ),
+                    "nothing identifies this host (no machine id, MAC address or hostname): \
+                     machine part 0, which every such host shares"
+                );
             }
-            let (worker_id, cache) = self.lock_free_value(machine.value)?;
-            // From here on this value is ours: continue its mark as a static id continues its
-            // own, so a time unit an earlier holder on this host stamped is never stamped again.
-            let fence = MarkFence::continue_from(cache, worker_id, layout, &self.timing).await?;
+            let assignment = self.take_free_value(machine.value, layout).await?;
+            let worker_id = assignment.worker_id;
+            let scope = match (&self.store, self.store_shared) {
+                (Some(_), true) => {
+                    "leased in the shared store: unique among every process \
+                                    sharing it"
+                }
+                (Some(_), false) => {
+                    "leased in this host's own store: unique among the \
+                                     processes sharing it, only probably unique across hosts"
+                }
+                (None, _) => {
+                    "unique among the processes sharing this state directory, only \
+                              probably unique across hosts"
+                }
+            };
             tracing::info!(
                 worker_id,
                 machine = machine.value,
                 process = worker_id & (PROCESS_VALUES - 1),
                 machine_from = %machine.source,
-                state = %fence.mark.path().display(),
-                "machine+process worker id: unique among the processes sharing this state \
-                 directory, only probably unique across hosts"
+                state_dir = %self.state_dir.display(),
+                "machine+process worker id, {scope}"
             );
-            Ok(WorkerAssignment {
-                fence: Some(Arc::new(fence)),
-                ..WorkerAssignment::fixed(worker_id, AssignmentKind::Machine)
-            })
+            Ok(assignment)
         })
     }
 }
@@ -451,75 +397,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-
-    fn interface(root: &Path, name: &str, mac: &str, flags: &str, device: bool) {
-        let dir = root.join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("address"), format!("{mac}\n")).unwrap();
-        std::fs::write(dir.join("flags"), format!("{flags}\n")).unwrap();
-        if device {
-            std::fs::create_dir_all(dir.join("device")).unwrap();
-        }
-    }
-
-    #[test]
-    fn detection_skips_loopback_and_prefers_device_backed_interfaces() {
-        let root = tempfile::tempdir().unwrap();
-        interface(root.path(), "lo", "00:00:00:00:00:00", "0x9", false);
-        interface(root.path(), "eth0", "02:FC:00:00:00:01", "0x1003", true);
-        interface(root.path(), "veth1", "7e:b5:f2:d8:43:3f", "0x1003", false);
-        let part = MachinePart::detect_in(root.path()).unwrap();
-        assert_eq!(
-            part.source,
-            MachineSource::Macs(vec!["02:fc:00:00:00:01".to_owned()])
-        );
-        assert_eq!(
-            Some(part),
-            MachinePart::from_macs(["02:fc:00:00:00:01"]),
-            "the virtual interface changes nothing"
-        );
-    }
-
-    #[test]
-    fn without_a_device_backed_interface_the_virtual_ones_count() {
-        let root = tempfile::tempdir().unwrap();
-        interface(root.path(), "lo", "00:00:00:00:00:00", "0x9", false);
-        interface(root.path(), "veth1", "7e:b5:f2:d8:43:3f", "0x1003", false);
-        interface(root.path(), "tun0", "", "0x1091", false);
-        let part = MachinePart::detect_in(root.path()).unwrap();
-        assert_eq!(
-            part.source,
-            MachineSource::Macs(vec!["7e:b5:f2:d8:43:3f".to_owned()])
-        );
-        let only_loopback = tempfile::tempdir().unwrap();
-        interface(
-            only_loopback.path(),
-            "lo",
-            "00:00:00:00:00:00",
-            "0x9",
-            false,
-        );
-        assert_eq!(MachinePart::detect_in(only_loopback.path()), None);
-        assert_eq!(
-            MachinePart::detect_in(&only_loopback.path().join("none")),
-            None
-        );
-    }
-
-    #[test]
-    fn the_machine_part_is_a_stable_hash() {
-        // Pinned: a change here would move every host's machine part on upgrade.
-        let part = MachinePart::from_macs(["02:fc:00:00:00:01"]).unwrap();
-        assert_eq!(part.value, fnv1a_64(b"02:fc:00:00:00:01") >> 59);
-        assert_eq!(fnv1a_64(b"foobar"), 0x85944171f73967e8);
-        for bad in ["", "zz:00:00:00:00:01", "2:fc:0:0:0:1", "02-fc-00-00-00-01"] {
-            assert_eq!(normalise_mac(bad), None, "{bad:?}");
-        }
-        assert_eq!(
-            MachinePart::from_hostname("db-7").value,
-            fnv1a_64(b"db-7") >> 59
-        );
-    }
 
     #[tokio::test]
     async fn layouts_without_room_for_both_parts_are_refused() {

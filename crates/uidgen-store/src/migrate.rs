@@ -65,6 +65,7 @@ macro_rules! migrations_in {
             migration!($dialect, 3, "0003", "leaf_alloc"),
             migration!($dialect, 4, "0004", "worker_id_range"),
             migration!($dialect, 5, "0005", "id_alloc"),
+            migration!($dialect, 6, "0006", "leaf_alloc_residue"),
         ]
     };
 }
@@ -132,6 +133,22 @@ const HAS_CHECKSUM: Sql = Sql {
                AND table_name = 'uidgen_schema_migrations' AND column_name = 'checksum'",
 };
 const ADD_CHECKSUM: &str = "ALTER TABLE uidgen_schema_migrations ADD COLUMN checksum VARCHAR(64)";
+
+/// Migrations that add columns, which SQLite and MySQL 8 cannot guard with `IF NOT EXISTS`: the
+/// catalogue query answers non-zero when a DBA already ran the file by hand, and the runner then
+/// only records it (as it does for the idempotent files).
+const ADDS_COLUMNS: &[(i64, Sql)] = &[(
+    6,
+    Sql {
+        sqlite: "SELECT COUNT(*) FROM pragma_table_info('leaf_alloc') WHERE name = 'remainder'",
+        mysql: "SELECT COUNT(*) FROM information_schema.columns \
+                WHERE table_schema = DATABASE() AND table_name = 'leaf_alloc' \
+                AND column_name = 'remainder'",
+        postgres: "SELECT COUNT(*) FROM information_schema.columns \
+                   WHERE table_schema = current_schema() AND table_name = 'leaf_alloc' \
+                   AND column_name = 'remainder'",
+    },
+)];
 
 /// The recorded checksum of a migration: no row when it was never applied, a NULL checksum
 /// when it was recorded before checksums were.
@@ -253,7 +270,21 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
                     .await?;
                 let step = match recorded {
                     None => {
-                        sqlx::raw_sql(migration.sql).execute(&mut *tx).await?;
+                        let probe = ADDS_COLUMNS
+                            .iter()
+                            .find(|(version, _)| *version == migration.version);
+                        let by_hand = match probe {
+                            Some((_, probe)) => {
+                                let found: i64 = sqlx::query_scalar(probe.get(dialect))
+                                    .fetch_one(&mut *tx)
+                                    .await?;
+                                found > 0
+                            }
+                            None => false,
+                        };
+                        if !by_hand {
+                            sqlx::raw_sql(migration.sql).execute(&mut *tx).await?;
+                        }
                         sqlx::query(RECORD.get(dialect))
                             .bind(migration.version)
                             .bind(migration.description)

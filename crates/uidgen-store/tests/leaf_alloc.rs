@@ -4,7 +4,7 @@
 mod common;
 
 use uidgen_store::testing::{TestDb, fresh_store, run_script};
-use uidgen_store::{SegmentClaim, StoreError};
+use uidgen_store::{Residue, SegmentClaim, StoreError};
 
 per_db! {
     async fn two_claims_give_consecutive_ranges(db: TestDb) {
@@ -14,7 +14,7 @@ per_db! {
         assert!(row.update_time_ms.unwrap() > 1_600_000_000_000);
         let first = store.claim_segment("order").await.unwrap();
         let second = store.claim_segment("order").await.unwrap();
-        assert_eq!(first, SegmentClaim { max_id: 1001, step: 1000, stored_step: 1000 });
+        assert_eq!(first, SegmentClaim { max_id: 1001, step: 1000, stored_step: 1000, residue: Residue::SINGLE });
         assert_eq!(second.range(), 1001..2001);
         assert_eq!(store.get_tag("order").await.unwrap().unwrap().max_id, 2001);
     }
@@ -60,9 +60,9 @@ per_db! {
         let (store, _) = fresh_store(db).await.unwrap();
         store.upsert_tag("dyn", 10, None).await.unwrap();
         let claim = store.claim_segment_with_step("dyn", 250).await.unwrap();
-        assert_eq!(claim, SegmentClaim { max_id: 251, step: 250, stored_step: 10 });
+        assert_eq!(claim, SegmentClaim { max_id: 251, step: 250, stored_step: 10, residue: Residue::SINGLE });
         let next = store.claim_segment("dyn").await.unwrap();
-        assert_eq!(next, SegmentClaim { max_id: 261, step: 10, stored_step: 10 });
+        assert_eq!(next, SegmentClaim { max_id: 261, step: 10, stored_step: 10, residue: Residue::SINGLE });
         assert!(matches!(store.claim_segment_with_step("dyn", 0).await, Err(StoreError::InvalidInput(_))));
     }
 }
@@ -108,7 +108,7 @@ per_db! {
         store.upsert_tag("bystander", 3, None).await.unwrap();
         for (i, tag) in tags.iter().enumerate() {
             let step = 7 + i64::try_from(i).unwrap();
-            assert_eq!(store.claim_segment(tag).await.unwrap(), SegmentClaim { max_id: 1 + step, step, stored_step: step });
+            assert_eq!(store.claim_segment(tag).await.unwrap(), SegmentClaim { max_id: 1 + step, step, stored_step: step, residue: Residue::SINGLE });
             let row = store.get_tag(tag).await.unwrap().unwrap();
             assert_eq!((row.biz_tag.as_str(), row.description.as_deref()), (*tag, Some(*tag)));
         }
@@ -130,7 +130,7 @@ per_db! {
         let first = store.claim_segment("top").await.unwrap();
         assert_eq!(first.range(), near..near + 1000);
         let last = store.claim_segment_with_step("top", 1000).await.unwrap();
-        assert_eq!(last, SegmentClaim { max_id: i64::MAX, step: 1000, stored_step: 1000 });
+        assert_eq!(last, SegmentClaim { max_id: i64::MAX, step: 1000, stored_step: 1000, residue: Residue::SINGLE });
         for attempt in 0..2 {
             let error = if attempt == 0 {
                 store.claim_segment("top").await.unwrap_err()
@@ -151,5 +151,34 @@ per_db! {
         assert_eq!(store.claim_segment_with_step("top", 10).await.unwrap().max_id, i64::MAX);
         // An unknown tag is still reported as unknown, not exhausted.
         assert!(matches!(store.claim_segment("none").await, Err(StoreError::UnknownTag(_))));
+    }
+}
+
+per_db! {
+    async fn a_group_row_keeps_its_residue_and_claims_report_it(db: TestDb) {
+        let (store, _) = fresh_store(db).await.unwrap();
+        // An existing single-database tag reads as delta 1, remainder 0 after the migration.
+        let plain = store.upsert_tag("plain", 10, None).await.unwrap();
+        assert_eq!(plain.residue, Residue::SINGLE);
+        assert_eq!(store.claim_segment("plain").await.unwrap().residue, Residue::SINGLE);
+        let odd = Residue::new(2, 1).unwrap();
+        let row = store.upsert_group_tag("g", 100, None, odd).await.unwrap();
+        assert_eq!((row.max_id, row.step, row.residue), (1, 100, odd));
+        let claim = store.claim_segment("g").await.unwrap();
+        assert_eq!((claim.range(), claim.residue), (1..101, odd));
+        let claim = store.claim_segment_with_step("g", 50).await.unwrap();
+        assert_eq!((claim.range(), claim.residue, claim.stored_step), (101..151, odd, 100));
+        // A plain upsert changes the step and keeps the residue.
+        assert_eq!(store.upsert_tag("g", 200, None).await.unwrap().residue, odd);
+        // Asking for another residue is refused, typed, and the row keeps its own.
+        let even = Residue::new(2, 0).unwrap();
+        let error = store.upsert_group_tag("g", 200, None, even).await.unwrap_err();
+        assert!(matches!(error, StoreError::ResidueMismatch { stored, wanted, .. } if stored == odd && wanted == even), "{error:?}");
+        assert_eq!(store.get_tag("g").await.unwrap().unwrap().residue, odd);
+        // A step below delta could leave a segment without a number of some database.
+        assert!(matches!(store.upsert_group_tag("h", 1, None, odd).await, Err(StoreError::InvalidInput(_))));
+        // A row edited by hand into nonsense is reported, not served.
+        run_script(&store, "UPDATE leaf_alloc SET remainder = 5 WHERE biz_tag = 'g'").await.unwrap();
+        assert!(matches!(store.claim_segment("g").await, Err(StoreError::InvalidResidue { remainder: 5, .. })));
     }
 }

@@ -14,12 +14,12 @@
 //!
 //! The reports that raise the cap, and the session they run on, are in `holder/report.rs`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
-use uidgen_store::LocalMark;
+use uidgen_store::{HolderHealth, LocalMark};
 use zookeeper_client as zk;
 
 use crate::error::ZkError;
@@ -85,16 +85,9 @@ pub(crate) struct Shared {
     pub(crate) floor_ms: u64,
     /// This life's random number, written with every report (see `unconfirmed.rs`).
     life: u64,
-    /// The `reserved_until` of the last report ZooKeeper accepted (or the cache recorded).
-    accepted_until_ms: AtomicU64,
-    /// This clock at the last accepted report; 0 before the first.
-    last_report_ms: AtomicU64,
-    connected: AtomicBool,
-    report_failures: AtomicU64,
-    /// Since when reports fail; 0 while they succeed.
-    outage_since_ms: AtomicU64,
-    lost_flag: AtomicBool,
-    lost: Mutex<Option<String>>,
+    /// The `reserved_until` of the last report ZooKeeper accepted (or the cache recorded),
+    /// the reports' fate, and the loss.
+    health: HolderHealth,
     reclaimed: AtomicU64,
 }
 
@@ -117,31 +110,23 @@ impl Shared {
             mark,
             floor_ms,
             life: fastrand::u64(..),
-            accepted_until_ms: AtomicU64::new(accepted_until_ms),
-            last_report_ms: AtomicU64::new(0),
-            connected: AtomicBool::new(false),
-            report_failures: AtomicU64::new(0),
-            outage_since_ms: AtomicU64::new(0),
-            lost_flag: AtomicBool::new(false),
-            lost: Mutex::new(None),
+            health: HolderHealth::new(accepted_until_ms),
             reclaimed: AtomicU64::new(0),
         }
     }
 
     pub(crate) fn accepted_until(&self) -> u64 {
-        // SeqCst: raised only after ZooKeeper accepted the value; a stamp under it must not
-        // be ordered before that store (the same rule as a lease's expiry).
-        self.accepted_until_ms.load(Ordering::SeqCst)
+        self.health.accepted_until()
     }
 
     fn is_lost(&self) -> bool {
-        // SeqCst: pairs with the store in `lose`, so that the fence sees the loss no later
-        // than the mark is forgotten.
-        self.lost_flag.load(Ordering::SeqCst)
+        // The flag is set before the mark is forgotten (`lose`), so the fence sees the loss no
+        // later than that.
+        self.health.is_lost()
     }
 
     fn lost_reason(&self) -> Option<String> {
-        lock(&self.lost).clone()
+        self.health.lost_reason()
     }
 
     /// The holder string recorded in the cache: which node, as of which write.
@@ -152,17 +137,10 @@ impl Shared {
     /// ZooKeeper accepted `report`: raise the cap to its reservation. The cache records it
     /// separately ([`record`](Self::record)): a start writes the cache's first claim itself.
     pub(crate) fn accepted(&self, report: &Accepted) {
-        let (now, reserved) = (report.now_ms, report.reserved_ms);
-        // SeqCst: see accepted_until().
-        self.accepted_until_ms.fetch_max(reserved, Ordering::SeqCst);
-        // Relaxed (these three): figures for status and metrics; nothing is ordered by them.
-        self.last_report_ms.store(now, Ordering::Relaxed);
-        self.connected.store(true, Ordering::Relaxed);
-        let since = self.outage_since_ms.swap(0, Ordering::Relaxed);
-        if since != 0 {
+        if let Some(outage_ms) = self.health.accepted(report.now_ms, report.reserved_ms) {
             tracing::info!(
                 worker_id = self.worker_id,
-                outage_ms = now.saturating_sub(since),
+                outage_ms,
                 "ZooKeeper answers again: time reports resumed"
             );
         }
@@ -180,15 +158,8 @@ impl Shared {
 
     /// A report could not reach ZooKeeper: count it and keep issuing under the cap.
     pub(crate) fn failed(&self, reason: &str) {
-        let now = self.clock.now_millis();
-        // Relaxed (all three): status figures only.
-        let failures = self.report_failures.fetch_add(1, Ordering::Relaxed) + 1;
-        self.connected.store(false, Ordering::Relaxed);
-        let first = self
-            .outage_since_ms
-            .compare_exchange(0, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok();
-        if first || failures.is_multiple_of(20) {
+        let (failures, log) = self.health.failed(self.clock.now_millis());
+        if log {
             tracing::warn!(
                 worker_id = self.worker_id,
                 failures,
@@ -202,14 +173,7 @@ impl Shared {
     /// The id is gone for good: close the fence, and forget the local cache so a start while
     /// ZooKeeper is down does not pick the id again.
     pub(crate) fn lose(&self, reason: String) {
-        {
-            let mut lost = lock(&self.lost);
-            if lost.is_none() {
-                *lost = Some(reason.clone());
-            }
-        }
-        // SeqCst: see is_lost().
-        self.lost_flag.store(true, Ordering::SeqCst);
+        self.health.lose(reason.clone());
         if let Err(error) = self.mark.forget() {
             tracing::warn!(%error, "cannot delete the local worker id cache");
         }
@@ -221,18 +185,17 @@ impl Shared {
 
     fn status(&self) -> ZkStatus {
         let now = self.clock.now_millis();
-        // Relaxed (all loads): a snapshot for people, not for deciding what to stamp.
-        let last = self.last_report_ms.load(Ordering::Relaxed);
-        let since = self.outage_since_ms.load(Ordering::Relaxed);
+        let health = self.health.snapshot();
         ZkStatus {
             worker_id: self.worker_id,
-            connected: self.connected.load(Ordering::Relaxed),
-            report_failures: self.report_failures.load(Ordering::Relaxed),
-            last_report_ms: (last != 0).then_some(last),
-            last_report_age_ms: (last != 0).then(|| now.saturating_sub(last)),
-            reserved_until_ms: self.accepted_until(),
-            outage_since_ms: (since != 0).then_some(since),
-            lost: self.lost_reason(),
+            connected: health.connected,
+            report_failures: health.failures,
+            last_report_ms: health.last_report_ms,
+            last_report_age_ms: health.last_report_ms.map(|last| now.saturating_sub(last)),
+            reserved_until_ms: health.accepted_until_ms,
+            outage_since_ms: health.outage_since_ms,
+            lost: health.lost,
+            // Relaxed: a counter for status only.
             reclaimed: self.reclaimed.load(Ordering::Relaxed),
         }
     }

@@ -6,10 +6,9 @@
 #![allow(clippy::unwrap_used)]
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 mod proxy;
@@ -57,22 +56,7 @@ pub fn test_connect() -> String {
     format!("{zk}/uidgen-tests/{}", unique("t"))
 }
 
-/// A name unique to this process and call: `{prefix}-{pid}-{n}-{nanos}`.
-pub fn unique(prefix: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    // Relaxed: only uniqueness within the process matters.
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!("{prefix}-{}-{n}-{nanos}", std::process::id())
-}
-
-/// A free TCP port on 127.0.0.1 (bound and released: good enough for a test's own server).
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
+pub use uidgen_store::testing::{free_port, unique};
 
 /// A ZooKeeper server of this test alone, on its own port and data directory, started with
 /// `java` and Debian's classpath (as `zkServer.sh` does), so a test can stop the process and

@@ -5,9 +5,38 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use uidgen_store::Residue;
+
 use super::{Control, SegmentBuffer};
 use crate::error::SegmentError;
+use crate::slot::Installed;
+use crate::source::Claimed;
 use crate::step::next_step;
+
+/// The highest `max_id` served of each residue a tag's segments had (one entry for a
+/// single-database tag; one per database of a group).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ServedMax(Vec<(Residue, i64)>);
+
+impl ServedMax {
+    /// The highest `max_id` served of every residue that shares a number with `residue`
+    /// (`i64::MIN` when none): a claim of `residue` starting below it could repeat a number.
+    fn floor(&self, residue: Residue) -> i64 {
+        self.0
+            .iter()
+            .filter(|(served, _)| served.overlaps(&residue))
+            .map(|&(_, max)| max)
+            .max()
+            .unwrap_or(i64::MIN)
+    }
+
+    fn record(&mut self, residue: Residue, max_id: i64) {
+        match self.0.iter_mut().find(|(served, _)| *served == residue) {
+            Some(entry) => entry.1 = entry.1.max(max_id),
+            None => self.0.push((residue, max_id)),
+        }
+    }
+}
 
 /// Which slot a load fills.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +112,69 @@ impl SegmentBuffer {
         });
     }
 
+    /// Check a claim against what was served and place it at positions of slot `target`: its
+    /// numbers of the claim's residue, from the first at or after `max_id - step`, at positions
+    /// starting at or above the slot's previous end (positions never go down within a slot,
+    /// whichever database the segment came from).
+    fn position(
+        &self,
+        control: &Control,
+        target: usize,
+        claim: Claimed,
+    ) -> Result<(Installed, Claimed), SegmentError> {
+        let start = claim
+            .max_id
+            .checked_sub(claim.step)
+            .filter(|_| claim.step > 0);
+        let served_max = control.served_max.floor(claim.residue);
+        let start = match start {
+            // Also what keeps a re-created tag (max_id back at 1) from repeating IDs.
+            Some(start) if start >= served_max => start,
+            _ => {
+                return Err(SegmentError::MaxIdWentBackwards {
+                    tag: self.tag.to_string(),
+                    start: start.unwrap_or(i64::MIN),
+                    end: claim.max_id,
+                    served_max,
+                });
+            }
+        };
+        let residue = claim.residue;
+        let count = residue.count_in(start..claim.max_id);
+        let first = match residue.first_at_or_after(start) {
+            Some(first) if count > 0 => first,
+            _ => {
+                return Err(SegmentError::EmptySegment {
+                    tag: self.tag.to_string(),
+                    start,
+                    end: claim.max_id,
+                    delta: residue.delta,
+                    remainder: residue.remainder,
+                });
+            }
+        };
+        // Relaxed: the slot's bounds change only under the control lock, which we hold.
+        let previous_end = self.slots[target].bounds.max.load(Ordering::Relaxed);
+        // A single-database segment keeps positions equal to IDs (`first == start`, and
+        // `served_max` keeps its start at or above the slot's previous end).
+        let position = first.max(previous_end);
+        let Some(max) = position.checked_add(count) else {
+            return Err(SegmentError::TagExhausted {
+                tag: self.tag.to_string(),
+                max_id: claim.max_id,
+            });
+        };
+        let segment = Installed {
+            start: position,
+            max,
+            first,
+            delta: residue.delta,
+            end: claim.max_id,
+            step: claim.step,
+        };
+        Ok((segment, claim))
+    }
+
     /// Claim a segment and install it in slot `target`.
     ///
     /// The claim is bounded by [`load_timeout`](crate::SegmentOptions::load_timeout): a database
@@ -126,27 +218,12 @@ impl SegmentBuffer {
             self.wake_waiters();
             return;
         }
-        let outcome = claimed.and_then(|claim| {
-            let start = claim
-                .max_id
-                .checked_sub(claim.step)
-                .filter(|_| claim.step > 0);
-            match start {
-                // Also what keeps a re-created tag (max_id back at 1) from repeating IDs.
-                Some(start) if start >= control.served_max => Ok((start, claim)),
-                _ => Err(SegmentError::MaxIdWentBackwards {
-                    tag: self.tag.to_string(),
-                    start: start.unwrap_or(i64::MIN),
-                    end: claim.max_id,
-                    served_max: control.served_max,
-                }),
-            }
-        });
+        let outcome = claimed.and_then(|claim| self.position(&control, target, claim));
         match outcome {
-            Ok((start, claim)) => {
-                let ratio = options.prefetch_ratio;
-                self.slots[target].install(start, claim.max_id, claim.step, ratio);
-                control.served_max = claim.max_id;
+            Ok((segment, claim)) => {
+                let start = segment.first;
+                self.slots[target].install(segment, options.prefetch_ratio);
+                control.served_max.record(claim.residue, claim.max_id);
                 control.step = claim.step;
                 control.min_step = claim.table_step;
                 match kind {

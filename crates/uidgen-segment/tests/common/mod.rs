@@ -28,6 +28,19 @@ pub async fn fresh_with_tag(kind: TestDb, tag: &str, step: i64) -> Store {
     store
 }
 
+/// A store through `proxy` (two connections, no migrations) that gives up on connecting after
+/// `connect_timeout`.
+pub async fn proxied_store(url: &str, proxy: &Proxy, connect_timeout: Duration) -> Store {
+    let store_options = uidgen_store::StoreOptions {
+        connect_timeout,
+        max_connections: 2,
+        migrate: false,
+    };
+    Store::connect_with(&with_addr(url, proxy.addr), store_options)
+        .await
+        .unwrap()
+}
+
 /// A service over `store` with `options`.
 pub async fn service(
     store: Store,

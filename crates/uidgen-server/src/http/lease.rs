@@ -72,7 +72,8 @@ pub(crate) async fn lease(
         ),
         (
             status = 400,
-            description = "A malformed tag, or a size of 0 or above the cap (`invalid_size`)",
+            description = "A malformed tag, a size of 0 or above the cap (`invalid_size`), or \
+                a tag of a segment group (`group_tag_not_leasable`)",
             body = ErrorBody
         ),
         (

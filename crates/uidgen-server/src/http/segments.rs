@@ -7,7 +7,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use uidgen_segment::{SegmentError, SegmentService, SegmentState, TagState};
+use uidgen_segment::{GroupState, SegmentError, SegmentService, SegmentState, TagState};
 use utoipa::ToSchema;
 
 use super::error::{ECHO_CHARS, ErrorBody, clip};
@@ -90,6 +90,24 @@ pub fn segment_error(err: SegmentError) -> ApiError {
             "shutting_down",
             err.to_string(),
         ),
+        SegmentError::LeaseOfGroupTag { .. } => (
+            StatusCode::BAD_REQUEST,
+            "group_tag_not_leasable",
+            err.to_string(),
+        ),
+        SegmentError::GroupInconsistent { tag, group, .. } => {
+            log_cause = true;
+            (
+                StatusCode::CONFLICT,
+                "group_inconsistent",
+                format!(
+                    "the databases of segment group `{}` disagree about biz tag `{}` (delta or \
+                     remainder); nothing was changed; {SEE_LOG}",
+                    clip(group, ECHO_CHARS),
+                    clip(tag, ECHO_CHARS)
+                ),
+            )
+        }
         _ => {
             log_cause = true;
             (
@@ -236,6 +254,36 @@ pub struct TagView {
     load_failing: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     last_error: Option<String>,
+    /// For a tag of a segment group (`[[segment.groups]]`): its group and each database's
+    /// row, read live; absent for a tag served from the main store.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    databases: Option<Vec<DatabaseView>>,
+}
+
+/// One database of a segment group, as `GET /v1/segments` shows it for each of the group's
+/// tags. Its address is not shown (it is in the configuration and the log).
+#[derive(Serialize, ToSchema)]
+pub struct DatabaseView {
+    /// Its position in the group's `stores` list.
+    index: usize,
+    /// `sqlite`, `mysql` or `postgres`.
+    kind: String,
+    /// It answered just now (within the group's attempt timeout).
+    reachable: bool,
+    /// Segments are claimed here first: the database that answered last.
+    preferred: bool,
+    /// It has the tag's row.
+    exists: bool,
+    /// The row's `max_id` (0 when unreachable or absent).
+    max_id: i64,
+    /// The row's stored step.
+    step: i64,
+    /// The row's `delta`: the number of databases serving the tag.
+    delta: i64,
+    /// The row's `remainder`: this database hands out the numbers `≡ remainder (mod delta)`.
+    remainder: i64,
 }
 
 /// One segment of a tag's double buffer (uidgen-segment's `SegmentState`, described here for
@@ -267,6 +315,8 @@ impl From<TagState> for TagView {
             segments: t.segments,
             load_failing,
             last_error: load_failing.then(|| format!("{STORE_UNAVAILABLE}; {SEE_LOG}")),
+            group: None,
+            databases: None,
         }
     }
 }
@@ -286,8 +336,38 @@ impl From<TagState> for TagView {
     )
 )]
 pub async fn monitor(State(state): State<Arc<AppState>>) -> Result<Json<Vec<TagView>>, ApiError> {
-    let tags = service(&state)?.monitor();
-    Ok(Json(tags.into_iter().map(TagView::from).collect()))
+    let service = service(&state)?;
+    let mut views: Vec<TagView> = service.monitor().into_iter().map(TagView::from).collect();
+    for group in service.groups().await {
+        for view in views.iter_mut().filter(|v| group.tags.contains(&v.tag)) {
+            view.group = Some(group.name.clone());
+            view.databases = Some(database_views(&group, &view.tag));
+        }
+    }
+    Ok(Json(views))
+}
+
+/// Each database of `group` as it holds `tag`.
+fn database_views(group: &GroupState, tag: &str) -> Vec<DatabaseView> {
+    group
+        .databases
+        .iter()
+        .enumerate()
+        .map(|(index, db)| {
+            let row = db.tags.iter().find(|r| r.tag == tag);
+            DatabaseView {
+                index,
+                kind: db.url.split("://").next().unwrap_or_default().to_owned(),
+                reachable: db.reachable,
+                preferred: db.preferred,
+                exists: row.is_some_and(|r| r.exists),
+                max_id: row.map_or(0, |r| r.max_id),
+                step: row.map_or(0, |r| r.step),
+                delta: row.map_or(0, |r| r.delta),
+                remainder: row.map_or(0, |r| r.remainder),
+            }
+        })
+        .collect()
 }
 
 /// Body of `PUT /v1/admin/segments/{tag}`.
@@ -299,13 +379,18 @@ pub struct TagUpdate {
     description: Option<String>,
 }
 
-/// A tag's row as stored.
+/// A tag's row as stored (for a tag of a segment group: the first database's row; every
+/// database holds the same step, its own remainder).
 #[derive(Serialize, ToSchema)]
 pub struct TagRow {
     tag: String,
     max_id: i64,
     step: i64,
     description: Option<String>,
+    /// How many databases serve the tag (Tinyid's `delta`; 1 outside segment groups).
+    delta: i64,
+    /// This row's database hands out the numbers `≡ remainder (mod delta)`.
+    remainder: i64,
 }
 
 /// `PUT /v1/admin/segments/{tag}` `{"step": N, "description": "..."}`: create a biz tag or change
@@ -323,6 +408,12 @@ pub struct TagRow {
         (
             status = 404,
             description = "No admin token configured (`admin_disabled`), or segment mode off",
+            body = ErrorBody
+        ),
+        (
+            status = 409,
+            description = "The databases of the tag's segment group disagree \
+                (`group_inconsistent`); nothing was written",
             body = ErrorBody
         ),
         (status = 503, description = "The store is down", body = ErrorBody),
@@ -344,5 +435,7 @@ pub async fn upsert_tag(
         max_id: row.max_id,
         step: row.step,
         description: row.description,
+        delta: row.residue.delta,
+        remainder: row.residue.remainder,
     }))
 }

@@ -240,7 +240,7 @@ pub struct Status {
     /// The worker id the generator stamps.
     worker_id: u64,
     /// How the worker id was assigned: `disposable`, `static`, `leased`, `local_cache`,
-    /// `zookeeper`, `machine`; absent when embedded.
+    /// `zookeeper`, `etcd`, `machine`; absent when embedded.
     #[serde(skip_serializing_if = "Option::is_none")]
     assigner: Option<&'static str>,
     /// IDs handed out since start, every route together (the console derives IDs per second).

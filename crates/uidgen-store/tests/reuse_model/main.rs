@@ -233,13 +233,11 @@ fn static_hosts_case() -> impl Strategy<Value = (Units, Vec<Op>)> {
     (units, prop::collection::vec(op, 4..=64))
 }
 
-// Why the two-host static properties are ignored: on this commit a static id registered in a
-// store records only its range there, and each host's state file protects that host alone, so
-// both hosts run worker 0 (the property finds it in a handful of cases). They pass once the
-// store keeps a lease on the exact id (issue 18, point 2): then remove the `ignore`s.
+// Two hosts that share only the store: each host's state file protects that host alone, so
+// what keeps them apart is the store's lease on the exact id (a static id registered in a
+// store is leased there; before that, both hosts ran worker 0 within a handful of cases).
 
 #[test]
-#[ignore = "needs static ids registered as leases in the store (issue 18, point 2)"]
 fn a_static_id_on_two_hosts_sharing_only_the_store_never_gives_one_time_unit_to_two_lives() {
     run_property(
         static_hosts_case(),
@@ -257,7 +255,6 @@ fn a_static_id_on_two_hosts_sharing_only_the_store_never_gives_one_time_unit_to_
 /// The smallest case of the property above: the second host starts while the first runs.
 /// Its own state file is empty, so only the store can refuse it.
 #[test]
-#[ignore = "needs static ids registered as leases in the store (issue 18, point 2)"]
 fn a_static_id_started_on_a_second_host_while_the_first_runs_never_repeats_its_units() {
     use Op::{Issue, Start};
     let ops = [

@@ -12,9 +12,9 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use uidgen_core::{Clock, Layout, SnowflakeGenerator, SystemClock, UidGenerator};
+use uidgen_store::testing::WorkerArgs;
 use uidgen_zk::{ZkOptions, ZooKeeperWorkerIdAssigner};
 
 type AnyResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
@@ -38,43 +38,30 @@ impl Clock for OffsetClock {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> AnyResult {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let need = |name: &str| flag(name).ok_or_else(|| format!("{name} is required; usage: {USAGE}"));
+    let args = WorkerArgs::new(std::env::args().skip(1), USAGE);
     let mut options = ZkOptions::new(
-        need("--connect")?,
-        need("--name")?,
+        args.need("--connect")?,
+        args.need("--name")?,
         "127.0.0.1",
-        need("--port")?,
+        args.need("--port")?,
     );
-    options.cache_file = need("--cache")?.into();
-    if let Some(range) = flag("--range") {
+    options.cache_file = args.need("--cache")?.into();
+    if let Some(range) = args.flag("--range") {
         options.range = Some(range.parse()?);
     }
-    let millis = |name: &str| -> AnyResult<Option<Duration>> {
-        Ok(match flag(name) {
-            Some(ms) => Some(Duration::from_millis(ms.parse()?)),
-            None => None,
-        })
-    };
-    if let Some(reservation) = millis("--reservation-ms")? {
+    if let Some(reservation) = args.millis("--reservation-ms")? {
         options.reservation = reservation;
     }
-    if let Some(interval) = millis("--report-ms")? {
+    if let Some(interval) = args.millis("--report-ms")? {
         options.report_interval = interval;
     }
-    if let Some(timeout) = millis("--session-ms")? {
+    if let Some(timeout) = args.millis("--session-ms")? {
         options.session_timeout = timeout;
     }
-    let clock = OffsetClock(flag("--clock-offset-ms").map_or(Ok(0), |s| s.parse())?);
-    let out = need("--out")?;
-    let secs: f64 = flag("--secs").map_or(Ok(2.0), |s| s.parse())?;
-    let max_count: usize = flag("--max-count").map_or(Ok(500_000), |s| s.parse())?;
+    let clock = OffsetClock(args.parsed("--clock-offset-ms", 0)?);
+    let out = args.need("--out")?;
+    let secs: f64 = args.parsed("--secs", 2.0)?;
+    let max_count: usize = args.parsed("--max-count", 500_000)?;
     let layout = Layout::leaf()?;
     let assigner = ZooKeeperWorkerIdAssigner::new(options).with_clock(clock);
     let assigned = match assigner.start(&layout).await {
@@ -91,23 +78,8 @@ async fn main() -> AnyResult {
     if let Some(fence) = assigned.assignment.fence.clone() {
         generator = generator.fenced(fence);
     }
-    let generator = Arc::new(generator);
-    let until = Instant::now() + Duration::from_secs_f64(secs);
-    // Off the runtime: the generator may sleep for the next millisecond, and the holder's
-    // reports must keep running meanwhile.
-    let mut file = std::fs::File::create(out)?;
-    tokio::task::spawn_blocking(move || -> Result<(), String> {
-        let mut count = 0;
-        while Instant::now() < until && count < max_count {
-            let batch = generator.next_ids(1000).map_err(|e| e.to_string())?;
-            count += batch.len();
-            let bytes: Vec<u8> = batch.iter().flat_map(|id| id.to_le_bytes()).collect();
-            // Unbuffered: written before the next batch is taken, so a kill loses none.
-            file.write_all(&bytes).map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    })
-    .await??;
+    let generator: Arc<dyn UidGenerator> = Arc::new(generator);
+    uidgen_store::testing::issue_to_file(generator, out.as_ref(), secs, max_count).await?;
     assigned.holder.shutdown();
     Ok(())
 }

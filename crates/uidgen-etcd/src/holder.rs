@@ -1,0 +1,365 @@
+//! [`EtcdHolder`]: a held etcd worker id, its keep-alives, and the fence its generator obeys.
+//!
+//! Invariants (the argument is in `assigner.rs`; this file keeps them):
+//!
+//! - Every round keeps the lease alive, then writes the claim key and the mark key in one
+//!   transaction that holds only while the claim key is still the one this holder created
+//!   (`create_revision` compare). A claim key that expired or was taken means the id is lost,
+//!   and the fence closes for good.
+//! - The record's `reserved_until` is `max(accepted cap, now + reservation)`, `now` read before
+//!   the transaction is sent: it never falls, and the holder raises its cap to it only after
+//!   etcd accepted the transaction. A transaction whose answer was lost raises nothing.
+//! - The fence's limit is the cap: a holder cut off from etcd stops at the reservation of its
+//!   last accepted round, which is what the mark key holds for its successor.
+
+use std::sync::{Arc, Mutex};
+
+use uidgen_core::{Clock, FenceRefusal, TimeFence};
+use uidgen_store::HolderHealth;
+
+use crate::error::{EtcdError, Result};
+use crate::gateway::{Gateway, compare_create, put};
+use crate::options::{EtcdOptions, ms};
+use crate::record::Record;
+
+/// A snapshot of a holder's state, for readiness and metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdStatus {
+    /// The worker id.
+    pub worker_id: u64,
+    /// The lease keeping the claim key.
+    pub lease_id: i64,
+    /// Whether the last round reached etcd.
+    pub connected: bool,
+    /// Rounds that failed since start.
+    pub keepalive_failures: u64,
+    /// This clock at the last accepted round (ms since the Unix epoch); the claim counts.
+    pub last_report_ms: u64,
+    /// The cap: IDs stop at this instant unless a round is accepted first.
+    pub reserved_until_ms: u64,
+    /// Since when rounds have been failing (ms), if they are.
+    pub outage_since_ms: Option<u64>,
+    /// Why the id was lost, if it was: no ID is issued any more.
+    pub lost: Option<String>,
+}
+
+impl EtcdStatus {
+    /// Whether IDs can still be issued: the id is held and the cap is ahead of `now_ms`.
+    pub fn issuing(&self, now_ms: u64) -> bool {
+        self.lost.is_none() && now_ms < self.reserved_until_ms
+    }
+}
+
+/// What the holder shares with its fence and its keep-alive task.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) worker_id: u64,
+    pub(crate) options: EtcdOptions,
+    pub(crate) gateway: Gateway,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) lease: i64,
+    /// The claim key's create revision: the transactions hold only while it is unchanged.
+    pub(crate) create_revision: i64,
+    /// Where the id's earlier holders stopped.
+    pub(crate) floor_ms: u64,
+    pub(crate) life: u64,
+    /// The cap etcd last accepted, the rounds' fate, and the loss.
+    health: HolderHealth,
+}
+
+/// What a claim leaves for the holder: the id, its lease and claim, the floor, and the first
+/// accepted record.
+#[derive(Debug)]
+pub(crate) struct Claimed {
+    pub(crate) worker_id: u64,
+    pub(crate) lease: i64,
+    pub(crate) create_revision: i64,
+    pub(crate) floor_ms: u64,
+    pub(crate) life: u64,
+    pub(crate) record: Record,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        options: EtcdOptions,
+        gateway: Gateway,
+        clock: Arc<dyn Clock>,
+        claimed: &Claimed,
+    ) -> Self {
+        // The claim was the first accepted round.
+        let health = HolderHealth::new(claimed.record.reserved_until);
+        health.accepted(claimed.record.timestamp, claimed.record.reserved_until);
+        Self {
+            worker_id: claimed.worker_id,
+            options,
+            gateway,
+            clock,
+            lease: claimed.lease,
+            create_revision: claimed.create_revision,
+            floor_ms: claimed.floor_ms,
+            life: claimed.life,
+            health,
+        }
+    }
+
+    /// etcd accepted a round written at `now` reserving until `reserved`: raise the cap.
+    fn accepted(&self, now: u64, reserved: u64) {
+        if let Some(outage_ms) = self.health.accepted(now, reserved) {
+            tracing::info!(
+                worker_id = self.worker_id,
+                outage_ms,
+                "etcd answers again: keep-alives resumed"
+            );
+        }
+    }
+
+    /// A round could not reach etcd: count it and keep issuing under the cap.
+    fn failed(&self, error: &EtcdError) {
+        let (failures, log) = self.health.failed(self.clock.now_millis());
+        if log {
+            tracing::warn!(
+                worker_id = self.worker_id,
+                failures,
+                issuing_until_ms = self.health.accepted_until(),
+                "cannot keep the etcd lease alive ({error}); still issuing IDs on the held \
+                 worker id until issuing_until_ms, the reservation of the last accepted round"
+            );
+        }
+    }
+
+    /// The id is gone for good: close the fence.
+    fn lose(&self, reason: String) {
+        tracing::error!(
+            worker_id = self.worker_id,
+            "etcd worker id lost: {reason}; stopped issuing IDs"
+        );
+        self.health.lose(reason);
+    }
+
+    /// One round: keep the lease alive, then record the next reservation.
+    async fn tick(&self) {
+        match self.gateway.keep_alive(self.lease).await {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                return self.lose(format!(
+                    "its lease {} expired (etcd accepted no keep-alive within {:?}); its claim key \
+                     is gone",
+                    self.lease, self.options.lease_ttl
+                ));
+            }
+            Err(error) => return self.failed(&error),
+        }
+        let now = self.clock.now_millis();
+        let reserved = self
+            .health
+            .accepted_until()
+            .max(now.saturating_add(ms(self.options.reservation)));
+        let record = Record {
+            holder: self.options.holder.clone(),
+            life: self.life,
+            timestamp: now,
+            reserved_until: reserved,
+        }
+        .to_json();
+        let claim = self.options.claim_key(self.worker_id);
+        let written = self
+            .gateway
+            .txn(
+                "recording the reservation",
+                vec![compare_create(&claim, self.create_revision)],
+                vec![
+                    put(&claim, &record, self.lease),
+                    put(&self.options.mark_key(self.worker_id), &record, 0),
+                ],
+                Vec::new(),
+            )
+            .await;
+        match written {
+            Ok(txn) if txn.succeeded => self.accepted(now, reserved),
+            Ok(_) => self.lose(format!(
+                "its claim key {claim} is no longer the one it created (expired, deleted or taken)"
+            )),
+            Err(error) => self.failed(&error),
+        }
+    }
+
+    fn status(&self) -> EtcdStatus {
+        let health = self.health.snapshot();
+        EtcdStatus {
+            worker_id: self.worker_id,
+            lease_id: self.lease,
+            connected: health.connected,
+            keepalive_failures: health.failures,
+            last_report_ms: health.last_report_ms.unwrap_or(0),
+            reserved_until_ms: health.accepted_until_ms,
+            outage_since_ms: health.outage_since_ms,
+            lost: health.lost,
+        }
+    }
+}
+
+/// Keep the lease alive every interval until lost or dropped.
+async fn run(shared: Arc<Shared>) {
+    let interval = shared.options.report_interval();
+    loop {
+        tokio::time::sleep(interval).await;
+        if shared.health.is_lost() {
+            return;
+        }
+        shared.tick().await;
+    }
+}
+
+#[derive(Debug)]
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A held etcd worker id: its keep-alives run until [`release`](Self::release) or until the
+/// last clone (and the last fence) is dropped. Clones share it.
+#[derive(Debug, Clone)]
+pub struct EtcdHolder {
+    shared: Arc<Shared>,
+    task: Arc<AbortOnDrop>,
+}
+
+impl EtcdHolder {
+    /// Start keeping the id (must be called inside a tokio runtime).
+    pub(crate) fn start(shared: Shared) -> Self {
+        let shared = Arc::new(shared);
+        let task = tokio::spawn(run(Arc::clone(&shared)));
+        Self {
+            shared,
+            task: Arc::new(AbortOnDrop(task)),
+        }
+    }
+
+    /// The worker id.
+    pub fn worker_id(&self) -> u64 {
+        self.shared.worker_id
+    }
+
+    /// The claim key (`{prefix}/workers/{id}`).
+    pub fn claim_key(&self) -> String {
+        self.shared.options.claim_key(self.shared.worker_id)
+    }
+
+    /// Where the id's earlier holders stopped: nothing is stamped before it.
+    pub fn floor_ms(&self) -> u64 {
+        self.shared.floor_ms
+    }
+
+    /// A snapshot for readiness and metrics.
+    pub fn status(&self) -> EtcdStatus {
+        self.shared.status()
+    }
+
+    /// `Ok` while IDs may be issued: the id is held and the reservation of the last accepted
+    /// round has not run out.
+    pub fn check(&self) -> Result<()> {
+        let shared = &self.shared;
+        if let Some(reason) = shared.health.lost_reason() {
+            return Err(EtcdError::Lost {
+                worker_id: shared.worker_id,
+                reason,
+            });
+        }
+        let (now, cap) = (shared.clock.now_millis(), shared.health.accepted_until());
+        if now >= cap {
+            return Err(EtcdError::Lost {
+                worker_id: shared.worker_id,
+                reason: format!(
+                    "etcd accepted no keep-alive within the reservation ({:?}) of the last one; \
+                     IDs stopped at {cap} ms",
+                    shared.options.reservation
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The fence to give the generator. It keeps the keep-alives running too, so a generator
+    /// built through the store's trait (which drops the holder) keeps its id.
+    pub fn fence(&self) -> Arc<dyn TimeFence> {
+        Arc::new(EtcdFence {
+            shared: Arc::clone(&self.shared),
+            _keeper: Arc::clone(&self.task),
+        })
+    }
+
+    /// Stop issuing and keeping the id, and revoke the lease so the claim key goes at once.
+    /// The mark key stays: the id's next holder starts above this one's reservation.
+    ///
+    /// Cancel safety: the fence is closed and the keep-alives stopped before the first await;
+    /// a revoke dropped midway leaves the claim key to expire with its lease.
+    pub async fn release(&self) -> Result<()> {
+        // Not `lose`: a release is no failure worth an error line.
+        self.shared.health.lose("released at shutdown".to_owned());
+        self.task.0.abort();
+        tracing::info!(
+            worker_id = self.shared.worker_id,
+            "released the etcd worker id; its reservation stays in its mark"
+        );
+        self.shared.gateway.revoke(self.shared.lease).await
+    }
+}
+
+/// The generator's fence: IDs only under the accepted cap, none once the id is lost.
+#[derive(Debug)]
+struct EtcdFence {
+    shared: Arc<Shared>,
+    /// Keep-alives go on while the generator lives.
+    _keeper: Arc<AbortOnDrop>,
+}
+
+impl TimeFence for EtcdFence {
+    fn limit_ms(&self) -> u64 {
+        if self.shared.health.is_lost() {
+            return 0;
+        }
+        self.shared.health.accepted_until()
+    }
+
+    fn extend(&self, until_ms: u64) -> std::result::Result<u64, FenceRefusal> {
+        let shared = &self.shared;
+        if let Some(reason) = shared.health.lost_reason() {
+            return Err(FenceRefusal::Closed(format!(
+                "etcd worker id {} lost: {reason}",
+                shared.worker_id
+            )));
+        }
+        let cap = shared.health.accepted_until();
+        if until_ms > cap {
+            return Err(FenceRefusal::NotYet {
+                limit_ms: cap,
+                reason: format!(
+                    "etcd has accepted no keep-alive of worker id {} that reserves past {cap} ms \
+                     (reservation {:?} past each accepted keep-alive)",
+                    shared.worker_id, shared.options.reservation
+                ),
+            });
+        }
+        Ok(cap)
+    }
+
+    fn max_borrow_ms(&self) -> Option<u64> {
+        // Borrow no further ahead than a successor would wait for: a burst waits for the
+        // clock instead of using up the reservation.
+        Some(ms(self.shared.options.max_start_wait).max(1))
+    }
+
+    fn floor_ms(&self) -> u64 {
+        self.shared.floor_ms
+    }
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock leaves a whole value behind; keep using it.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

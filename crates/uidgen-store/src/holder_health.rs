@@ -1,0 +1,146 @@
+//! [`HolderHealth`]: what a worker id kept by a coordinator (ZooKeeper, etcd) knows of itself:
+//! the cap its coordinator last accepted, whether its reports get through, and whether the id
+//! was lost. One home for the bookkeeping both holders share; each keeps its own messages.
+//!
+//! Invariants: the cap only rises, and only after the coordinator accepted the value
+//! ([`accepted`](HolderHealth::accepted)); a lost id stays lost, with the first reason given.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The state of a coordinator-kept worker id, shared by its keeper task and its fence.
+///
+/// ```
+/// use uidgen_store::HolderHealth;
+/// let health = HolderHealth::new(10_000);
+/// assert_eq!(health.failed(5_000), (1, true)); // the first failure of an outage is logged
+/// assert_eq!(health.accepted(6_000, 20_000), Some(1_000)); // an outage of 1 s ended
+/// assert_eq!(health.accepted_until(), 20_000);
+/// health.lose("taken over".into());
+/// health.lose("later reason".into());
+/// assert_eq!(health.lost_reason().as_deref(), Some("taken over"));
+/// ```
+#[derive(Debug)]
+pub struct HolderHealth {
+    /// The reservation the coordinator last accepted: IDs stop there.
+    accepted_until_ms: AtomicU64,
+    /// This clock at the last accepted report; 0 before the first.
+    last_report_ms: AtomicU64,
+    connected: AtomicBool,
+    failures: AtomicU64,
+    /// Since when reports fail; 0 while they succeed.
+    outage_since_ms: AtomicU64,
+    lost_flag: AtomicBool,
+    lost: Mutex<Option<String>>,
+}
+
+/// A snapshot of a [`HolderHealth`], for status and metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthSnapshot {
+    /// Whether the last report reached the coordinator.
+    pub connected: bool,
+    /// Reports that failed since start.
+    pub failures: u64,
+    /// This clock at the last accepted report (ms since the Unix epoch), if any.
+    pub last_report_ms: Option<u64>,
+    /// The cap: IDs stop at this instant unless a report is accepted first.
+    pub accepted_until_ms: u64,
+    /// Since when reports have been failing (ms), if they are.
+    pub outage_since_ms: Option<u64>,
+    /// Why the id was lost, if it was.
+    pub lost: Option<String>,
+}
+
+impl HolderHealth {
+    /// A holder whose cap starts at `accepted_until_ms` (what a claim or a cache recorded),
+    /// not yet connected, with no report accepted.
+    pub fn new(accepted_until_ms: u64) -> Self {
+        Self {
+            accepted_until_ms: AtomicU64::new(accepted_until_ms),
+            last_report_ms: AtomicU64::new(0),
+            connected: AtomicBool::new(false),
+            failures: AtomicU64::new(0),
+            outage_since_ms: AtomicU64::new(0),
+            lost_flag: AtomicBool::new(false),
+            lost: Mutex::new(None),
+        }
+    }
+
+    /// The cap: the reservation the coordinator last accepted.
+    pub fn accepted_until(&self) -> u64 {
+        // SeqCst: raised only after the coordinator accepted the value; a stamp under it must
+        // not be ordered before that store (the same rule as a lease's expiry).
+        self.accepted_until_ms.load(Ordering::SeqCst)
+    }
+
+    /// The coordinator accepted a report written at `now_ms` reserving until `reserved_ms`:
+    /// raise the cap. Returns how long the outage that this ends lasted, if one did.
+    pub fn accepted(&self, now_ms: u64, reserved_ms: u64) -> Option<u64> {
+        // SeqCst: see accepted_until().
+        self.accepted_until_ms
+            .fetch_max(reserved_ms, Ordering::SeqCst);
+        // Relaxed (these three): figures for status and metrics; nothing is ordered by them.
+        self.last_report_ms.store(now_ms, Ordering::Relaxed);
+        self.connected.store(true, Ordering::Relaxed);
+        let since = self.outage_since_ms.swap(0, Ordering::Relaxed);
+        (since != 0).then(|| now_ms.saturating_sub(since))
+    }
+
+    /// A report failed at `now_ms`: count it. Returns the failures so far and whether to log
+    /// this one (the first of an outage, then every twentieth).
+    pub fn failed(&self, now_ms: u64) -> (u64, bool) {
+        // Relaxed (all three): status figures only.
+        let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        self.connected.store(false, Ordering::Relaxed);
+        let first = self
+            .outage_since_ms
+            .compare_exchange(0, now_ms.max(1), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+        (failures, first || failures.is_multiple_of(20))
+    }
+
+    /// The id is gone for good: keep the first reason, and close the fence.
+    pub fn lose(&self, reason: String) {
+        {
+            let mut lost = lock(&self.lost);
+            if lost.is_none() {
+                *lost = Some(reason);
+            }
+        }
+        // SeqCst: pairs with the load in is_lost(), so a fence sees the loss at once.
+        self.lost_flag.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the id was lost (one atomic load: the fence's hot path reads it).
+    pub fn is_lost(&self) -> bool {
+        // SeqCst: see lose().
+        self.lost_flag.load(Ordering::SeqCst)
+    }
+
+    /// Why the id was lost, if it was.
+    pub fn lost_reason(&self) -> Option<String> {
+        lock(&self.lost).clone()
+    }
+
+    /// A snapshot for people, not for deciding what to stamp.
+    pub fn snapshot(&self) -> HealthSnapshot {
+        // Relaxed (all loads): see above.
+        let last = self.last_report_ms.load(Ordering::Relaxed);
+        let since = self.outage_since_ms.load(Ordering::Relaxed);
+        HealthSnapshot {
+            connected: self.connected.load(Ordering::Relaxed),
+            failures: self.failures.load(Ordering::Relaxed),
+            last_report_ms: (last != 0).then_some(last),
+            accepted_until_ms: self.accepted_until(),
+            outage_since_ms: (since != 0).then_some(since),
+            lost: self.lost_reason(),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock leaves a whole value behind; keep using it.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
