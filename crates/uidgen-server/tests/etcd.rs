@@ -7,7 +7,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, assert_unique, fetch, free_port, run, temp_dir};
+use common::{Server, assert_unique, fetch, run, temp_dir};
+use uidgen_testkit::free_port;
 use uidgen_core::Layout;
 use uidgen_etcd::testing::{PrivateEtcd, test_endpoint, test_prefix};
 
