@@ -40,5 +40,5 @@ pub use layout::{
     WorkerSplit,
 };
 pub use ring::{RejectPut, RejectTake, RingBuffer};
-pub use snowflake::SnowflakeGenerator;
+pub use snowflake::{DEFAULT_MAX_BACKWARD_MS, LEAF_RANDOM_START_BOUND, SnowflakeGenerator};
 pub use zone::Zone;

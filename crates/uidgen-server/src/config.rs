@@ -183,15 +183,24 @@ impl Default for LayoutConfig {
 pub struct GeneratorConfig {
     /// cached, default or snowflake.
     pub kind: GeneratorKind,
-    /// Snowflake only: start each millisecond at a random sequence below 100 (Leaf).
-    pub random_sequence_start: bool,
+    /// Snowflake only: start each millisecond at a random sequence below 100 (Leaf); unset,
+    /// the layout's own default (on for `leaf`, as in Leaf; off elsewhere).
+    pub random_sequence_start: Option<bool>,
+    /// Snowflake only: a clock that moved back by at most this many milliseconds is waited
+    /// out (Leaf's tolerance, 5 ms); 0 refuses every backward step. At most
+    /// [`MAX_BACKWARD_MS`]: a request waits that long.
+    pub max_backward_ms: u64,
 }
+
+/// The largest `generator.max_backward_ms`: the longest a request may wait out a clock step.
+pub const MAX_BACKWARD_MS: u64 = 1_000;
 
 impl Default for GeneratorConfig {
     fn default() -> Self {
         Self {
             kind: GeneratorKind::Cached,
-            random_sequence_start: false,
+            random_sequence_start: None,
+            max_backward_ms: uidgen_core::DEFAULT_MAX_BACKWARD_MS,
         }
     }
 }
@@ -510,6 +519,7 @@ const ENV_KEYS: &[(&[&str], Kind)] = &[
     (&["layout", "type"], Kind::Int),
     (&["generator", "kind"], Kind::Str),
     (&["generator", "random_sequence_start"], Kind::Bool),
+    (&["generator", "max_backward_ms"], Kind::Int),
     (&["worker", "assigner"], Kind::Str),
     (&["worker", "id"], Kind::Int),
     (&["worker", "lease_ttl_secs"], Kind::Int),
@@ -861,6 +871,16 @@ impl Config {
         self.listen_addr()?;
         self.grpc_listen_addr()?;
         self.build_layout()?;
+        if self.generator.max_backward_ms > MAX_BACKWARD_MS {
+            return Err(invalid(
+                "generator.max_backward_ms",
+                format!(
+                    "{} is above {MAX_BACKWARD_MS}: a request would wait that long for the \
+                     clock; use 0 to {MAX_BACKWARD_MS} (Leaf: 5, 0 refuses every backward step)",
+                    self.generator.max_backward_ms
+                ),
+            ));
+        }
         if !(self.store.starts_with("sqlite:")
             || self.store.starts_with("mysql://")
             || self.store.starts_with("mariadb://")
@@ -1115,6 +1135,34 @@ mod tests {
             serde_json::Value::Array(items) if items.is_empty() => {}
             _ => out.push(prefix.join(".")),
         }
+    }
+
+    #[test]
+    fn leafs_clock_back_tolerance_is_a_key_bounded_by_a_second() {
+        let c = parse("", &[]).unwrap();
+        assert_eq!(c.generator.max_backward_ms, 5, "Leaf's 5 ms");
+        assert_eq!(c.generator.random_sequence_start, None, "the layout's own");
+        let c = parse(
+            "[generator]\nmax_backward_ms = 0",
+            &[("UIDGEN_GENERATOR_RANDOM_SEQUENCE_START", "false")],
+        )
+        .unwrap();
+        assert_eq!(c.generator.max_backward_ms, 0);
+        assert_eq!(c.generator.random_sequence_start, Some(false));
+        let c = parse("", &[("UIDGEN_GENERATOR_MAX_BACKWARD_MS", "1000")]).unwrap();
+        assert_eq!(c.generator.max_backward_ms, 1000);
+        assert_refused(&[
+            (
+                "[generator]\nmax_backward_ms = 1001",
+                &[],
+                "`generator.max_backward_ms`: 1001 is above 1000",
+            ),
+            (
+                "",
+                &[("UIDGEN_GENERATOR_MAX_BACKWARD_MS", "-5")],
+                "`generator.max_backward_ms`: invalid value: integer `-5`",
+            ),
+        ]);
     }
 
     #[test]

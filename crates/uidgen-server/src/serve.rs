@@ -18,7 +18,7 @@ use uidgen_store::{
 };
 
 use crate::cli::{GenArgs, MigrateArgs, ServeArgs};
-use crate::config::{AssignerKind, Config, GeneratorKind, RingConfig};
+use crate::config::{AssignerKind, Config, GeneratorConfig, GeneratorKind, RingConfig};
 use crate::http::{AppState, NotReady, ReadinessCheck, ReadyRing};
 use crate::servers::{Listeners, Servers};
 
@@ -79,8 +79,7 @@ pub fn build_generator(
         GeneratorKind::Snowflake => BuiltGenerator {
             generator: guard(
                 fenced(
-                    SnowflakeGenerator::new(layout, worker_id, SystemClock)?
-                        .random_sequence_start(config.generator.random_sequence_start),
+                    snowflake(layout, worker_id, &config.generator)?,
                     fence,
                     SnowflakeGenerator::fenced,
                 ),
@@ -277,6 +276,25 @@ pub async fn assign_and_build_holding(
             Err(error)
         }
     }
+}
+
+/// The Snowflake generator a service runs with: Leaf's clock-back tolerance as configured, and
+/// the random sequence start only when configured (else the layout's own: on for `leaf`).
+fn snowflake(
+    layout: Layout,
+    worker_id: u64,
+    config: &GeneratorConfig,
+) -> uidgen_core::Result<SnowflakeGenerator<SystemClock>> {
+    let generator = SnowflakeGenerator::with_max_backward_ms(
+        layout,
+        worker_id,
+        SystemClock,
+        config.max_backward_ms,
+    )?;
+    Ok(match config.random_sequence_start {
+        Some(random) => generator.random_sequence_start(random),
+        None => generator,
+    })
 }
 
 /// The ring options a service runs with: the configured sizes, and a reject-take policy that
