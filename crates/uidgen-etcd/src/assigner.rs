@@ -41,7 +41,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, SystemClock};
-use uidgen_store::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner, WorkerIdRange};
+use uidgen_store::{
+    AssignmentKind, BoxFuture, StoreError, WorkerAssignment, WorkerIdAssigner, WorkerIdRange,
+};
 
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, compare_create, compare_mod, get, put};
@@ -319,26 +321,27 @@ impl EtcdWorkerIdAssigner {
         Ok((candidates, held.len(), reserved))
     }
 
-    /// Wait until the clock has passed `until_ms`, up to `max_start_wait`.
+    /// Wait until the clock has passed `until_ms`, up to `max_start_wait`: the store's one
+    /// wait (the rule every assigner's start follows), with etcd's error.
     async fn wait_for_clock(&self, worker_id: u64, until_ms: u64) -> Result<()> {
-        let max_wait_ms = ms(self.options.max_start_wait);
-        let deadline =
-            tokio::time::Instant::now() + self.options.max_start_wait + Duration::from_millis(100);
-        loop {
-            let now_ms = self.clock.now_millis();
-            if now_ms > until_ms {
-                return Ok(());
-            }
-            if until_ms - now_ms > max_wait_ms || tokio::time::Instant::now() >= deadline {
-                return Err(EtcdError::ClockBehind {
+        let max_wait = self.options.max_start_wait;
+        uidgen_store::wait_for_clock(self.clock.as_ref(), worker_id, until_ms, max_wait)
+            .await
+            .map_err(|error| match error {
+                StoreError::ClockBehindLastIssued {
                     worker_id,
                     until_ms,
                     now_ms,
                     max_wait_ms,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis((until_ms - now_ms + 1).min(50))).await;
-        }
+                    ..
+                } => EtcdError::ClockBehind {
+                    worker_id,
+                    until_ms,
+                    now_ms,
+                    max_wait_ms,
+                },
+                other => EtcdError::Store(other),
+            })
     }
 
     /// Every id's mark under the prefix (for operators and tests).

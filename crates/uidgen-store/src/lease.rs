@@ -411,7 +411,24 @@ impl WorkerIdAssigner for LeasedWorkerIdAssigner {
 
 /// Wait until `clock` reads past `until_ms`, polling (a test clock is moved by someone else);
 /// refuse when that is further than `max_wait` away or does not happen within it.
-pub(crate) async fn wait_for_clock(
+///
+/// Every assigner's start waits through this one function, so they share one rule.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use std::time::Duration;
+/// use uidgen_core::ManualClock;
+/// use uidgen_store::{StoreError, wait_for_clock};
+/// let clock = ManualClock::new(1_000);
+/// // Already past: no wait.
+/// wait_for_clock(&clock, 7, 999, Duration::ZERO).await.unwrap();
+/// // A minute ahead, with a second allowed: refused at once.
+/// let error = wait_for_clock(&clock, 7, 61_000, Duration::from_secs(1)).await.unwrap_err();
+/// assert!(matches!(error, StoreError::ClockBehindLastIssued { worker_id: 7, .. }));
+/// # }
+/// ```
+pub async fn wait_for_clock(
     clock: &dyn Clock,
     worker_id: u64,
     until_ms: u64,

@@ -104,7 +104,7 @@ pub use leaf_alloc::{
     LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_description,
     validate_step, validate_tag,
 };
-pub use lease::LeasedWorkerIdAssigner;
+pub use lease::{LeasedWorkerIdAssigner, wait_for_clock};
 pub use lease_guard::LeaseGuard;
 pub use lease_options::{LeaseOptions, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 pub use machine::{MachineWorkerIdAssigner, PROCESS_BITS};
