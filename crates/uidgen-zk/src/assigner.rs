@@ -31,12 +31,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, SystemClock};
-use uidgen_store::{AssignmentKind, BoxFuture, LocalMark, WorkerAssignment, WorkerIdAssigner};
+use uidgen_store::{
+    AssignmentKind, BoxFuture, LocalMark, StoreError, WorkerAssignment, WorkerIdAssigner,
+};
 use zookeeper_client as zk;
 
 use crate::error::{Result, ZkError};
 use crate::holder::{ZkHolder, lock};
-use crate::options::{ZkOptions, ms};
+use crate::options::ZkOptions;
 use crate::reclaim::{ReclaimCandidate, Reclaimer};
 use crate::session::{connect, zk_error};
 use crate::tree::{NodeData, Tree, parse_forever_name};
@@ -169,26 +171,27 @@ impl ZooKeeperWorkerIdAssigner {
         }
     }
 
-    /// Wait until the clock has passed `until_ms`, up to `max_start_wait`.
+    /// Wait until the clock has passed `until_ms`, up to `max_start_wait`: the store's one
+    /// wait (the rule every assigner's start follows), with ZooKeeper's error naming `what`.
     async fn wait_for_clock(
         &self,
         worker_id: u64,
         until_ms: u64,
         what: &'static str,
     ) -> Result<()> {
-        let max_wait_ms = ms(self.options.max_start_wait);
-        let deadline =
-            tokio::time::Instant::now() + self.options.max_start_wait + Duration::from_millis(100);
-        loop {
-            let now_ms = self.clock.now_millis();
-            if now_ms > until_ms {
-                return Ok(());
-            }
-            if until_ms - now_ms >= max_wait_ms || tokio::time::Instant::now() >= deadline {
-                return Err(clock_behind(worker_id, what, until_ms, now_ms, max_wait_ms));
-            }
-            tokio::time::sleep(Duration::from_millis((until_ms - now_ms + 1).min(10))).await;
-        }
+        let max_wait = self.options.max_start_wait;
+        uidgen_store::wait_for_clock(self.clock.as_ref(), worker_id, until_ms, max_wait)
+            .await
+            .map_err(|error| match error {
+                StoreError::ClockBehindLastIssued {
+                    worker_id,
+                    until_ms,
+                    now_ms,
+                    max_wait_ms,
+                    ..
+                } => clock_behind(worker_id, what, until_ms, now_ms, max_wait_ms),
+                other => ZkError::Store(other),
+            })
     }
 
     /// Free dead holders' ids in this namespace (see `reclaim.rs`): those with no live node,
