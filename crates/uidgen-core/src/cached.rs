@@ -117,6 +117,10 @@ enum Padded {
     Full,
     /// Padding may not borrow further ahead of the clock (or past the fence) yet.
     BorrowLimit,
+    /// A consumer has claimed a slot but not read it yet, so the put stopped short of a full
+    /// ring: look again soon instead of waiting for the next take to ask (which may never come,
+    /// leaving the ring part-filled after a burst).
+    SlotBusy,
 }
 
 /// State shared by the generator and its padding thread.
@@ -235,7 +239,11 @@ impl<C: Clock> Shared<C> {
                 state.pending = None;
             } else {
                 state.pending = Some((unit, sequence + put));
-                return Ok(Padded::Full);
+                return Ok(if self.ring.is_full() {
+                    Padded::Full
+                } else {
+                    Padded::SlotBusy
+                });
             }
         }
     }
@@ -534,7 +542,7 @@ fn padding_loop<C: Clock>(shared: &Shared<C>, interval: Option<Duration>) {
         }
         retry_soon = match padded {
             Ok(Padded::Full) => false,
-            Ok(Padded::BorrowLimit) => true,
+            Ok(Padded::BorrowLimit | Padded::SlotBusy) => true,
             // The ring carries the error for takes; nothing more can be padded (the guard
             // announces the stop as the loop ends).
             Err(_) => return,
