@@ -15,7 +15,7 @@
 use std::sync::{Arc, Mutex};
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
-use uidgen_store::HolderHealth;
+use uidgen_worker::{BoxFuture, HolderHealth, KeeperStatus, WorkerError, WorkerKeeper};
 
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, compare_create, put};
@@ -283,7 +283,7 @@ impl EtcdHolder {
     }
 
     /// The fence to give the generator. It keeps the keep-alives running too, so a generator
-    /// built through the store's trait (which drops the holder) keeps its id.
+    /// built from the fence alone (without the holder) keeps its id.
     pub fn fence(&self) -> Arc<dyn TimeFence> {
         Arc::new(EtcdFence {
             shared: Arc::clone(&self.shared),
@@ -305,6 +305,46 @@ impl EtcdHolder {
             "released the etcd worker id; its reservation stays in its mark"
         );
         self.shared.gateway.revoke(self.shared.lease).await
+    }
+}
+
+/// The holder keeps its etcd worker id: keep-alives raise its cap, a loss closes it.
+impl WorkerKeeper for EtcdHolder {
+    fn worker_id(&self) -> u64 {
+        self.shared.worker_id
+    }
+
+    fn check(&self) -> uidgen_worker::Result<()> {
+        EtcdHolder::check(self).map_err(WorkerError::from)
+    }
+
+    fn is_ended(&self) -> bool {
+        self.shared.health.is_lost()
+    }
+
+    /// Nothing to record: the id's mark key carries the reservation, which every ID stays
+    /// under.
+    fn track(&self, _generator: Arc<dyn uidgen_core::UidGenerator>) {}
+
+    /// See [`track`](Self::track).
+    fn record_issued_until(&self, _ms: u64) {}
+
+    fn release(&self) -> BoxFuture<'_, uidgen_worker::Result<()>> {
+        Box::pin(async move { EtcdHolder::release(self).await.map_err(WorkerError::from) })
+    }
+
+    fn status(&self) -> KeeperStatus {
+        let status = self.status();
+        KeeperStatus {
+            worker_id: status.worker_id,
+            valid_until_ms: status.reserved_until_ms,
+            connected: status.connected,
+            failures: status.keepalive_failures,
+            last_renewal_ms: Some(status.last_report_ms),
+            outage_since_ms: status.outage_since_ms,
+            from_local_cache: false,
+            ended: status.lost,
+        }
     }
 }
 

@@ -149,4 +149,3 @@ impl WorkerIdAssigner for DisposableWorkerIdAssigner {
         })
     }
 }
-

@@ -16,8 +16,8 @@
 
 use std::sync::Arc;
 
-use uidgen_core::clock::saturating_millis;
 use uidgen_core::Clock;
+use uidgen_core::clock::saturating_millis;
 
 use uidgen_worker::{
     BoxFuture, ExactLease, ExactLeaseRegistry, LiveHolder, MarkFence, RangeRegistry,
@@ -124,12 +124,7 @@ async fn lease_exact(
         kind,
     } = request;
     options.validate()?;
-    let holder = holder_with_token(
-        &options
-            .holder
-            .clone()
-            .unwrap_or_else(default_holder),
-    );
+    let holder = holder_with_token(&options.holder.clone().unwrap_or_else(default_holder));
     let ttl_ms = saturating_millis(options.ttl);
     let clock = Arc::clone(&timing.clock);
     let claimed = match claim_exact_row(store, clock.as_ref(), worker_id, &holder, ttl_ms).await? {
@@ -222,10 +217,6 @@ impl ExactLeaseRegistry for Store {
         request: ExactLease<'a>,
     ) -> BoxFuture<'a, uidgen_worker::Result<std::result::Result<WorkerAssignment, LiveHolder>>>
     {
-        Box::pin(async move {
-            lease_exact(self, request)
-                .await
-                .map_err(WorkerError::from)
-        })
+        Box::pin(async move { lease_exact(self, request).await.map_err(WorkerError::from) })
     }
 }

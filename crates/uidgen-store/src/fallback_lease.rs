@@ -26,8 +26,10 @@ use uidgen_core::{Clock, Layout, SystemClock};
 
 use crate::error::{Result, StoreError};
 use crate::lease_claim::{claim_row, holder_with_token};
-use uidgen_worker::{LeaseGrant, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL, MIN_FALLBACK_LEASE_TTL, WorkerIdRange};
 use crate::store::Store;
+use uidgen_worker::{
+    LeaseGrant, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL, MIN_FALLBACK_LEASE_TTL, WorkerIdRange,
+};
 
 /// The longest holder string (the `worker_lease.holder` column).
 const MAX_HOLDER_LEN: usize = 128;

@@ -401,7 +401,10 @@ impl LeasedWorkerIdAssigner {
             "database unreachable; running on the cached worker lease until the database answers \
              or the lease expires"
         );
-        Ok(WorkerAssignment::kept(Arc::new(guard), Self::LOCAL_CACHE_KIND))
+        Ok(WorkerAssignment::kept(
+            Arc::new(guard),
+            Self::LOCAL_CACHE_KIND,
+        ))
     }
 
     /// [`WorkerIdAssigner::assign`] with the store's own error: [`claim`](Self::claim) a

@@ -87,8 +87,8 @@ pub use id_alloc::{
     IdSegment, MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP, index_ceiling,
 };
 pub use leaf_alloc::{
-    LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_description,
-    validate_step, validate_tag,
+    LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, SegmentClaim, validate_description, validate_step,
+    validate_tag,
 };
 pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;

@@ -6,7 +6,6 @@ use uidgen_worker::{ENV_HOST, ENV_PORT, local_ip};
 use crate::error::{Result, StoreError};
 use crate::store::{Sql, Store, run_sql, with_pool_returning};
 
-
 /// Where a process runs, as Baidu's `WorkerNodeType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NodeType {

@@ -15,7 +15,6 @@
 //!
 //! These are also the ranges Vesta's embedded/server machine-id split needs.
 
-
 use sqlx::Connection;
 use uidgen_worker::{WorkerError, WorkerIdRange};
 

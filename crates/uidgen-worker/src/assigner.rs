@@ -1,6 +1,5 @@
 //! Worker-id assigners: how a process gets the worker id its generator stamps into IDs.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -29,8 +28,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// assert_eq!(AssignmentKind::STATIC.to_string(), "static");
 /// assert_ne!(LEASED, AssignmentKind::STATIC);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct AssignmentKind(Cow<'static, str>);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AssignmentKind(&'static str);
 
 impl AssignmentKind {
     /// A configured number, kept apart from its earlier lives by a local reserved-until mark
@@ -44,23 +43,18 @@ impl AssignmentKind {
 
     /// A kind named `name` (lower case, `snake_case`, as the service reports it).
     pub const fn new(name: &'static str) -> Self {
-        Self(Cow::Borrowed(name))
-    }
-
-    /// A kind whose name is only known at run time.
-    pub fn named(name: String) -> Self {
-        Self(Cow::Owned(name))
+        Self(name)
     }
 
     /// The kind's name as the service reports it.
-    pub fn name(&self) -> &str {
-        &self.0
+    pub fn name(self) -> &'static str {
+        self.0
     }
 }
 
 impl fmt::Display for AssignmentKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.0)
     }
 }
 
@@ -94,7 +88,10 @@ impl WorkerAssignment {
 
     /// An assignment kept by `keeper`, which is also its fence (a lease: IDs only up to its
     /// expiry).
-    pub fn kept<K: WorkerKeeper + TimeFence + 'static>(keeper: Arc<K>, kind: AssignmentKind) -> Self {
+    pub fn kept<K: WorkerKeeper + TimeFence + 'static>(
+        keeper: Arc<K>,
+        kind: AssignmentKind,
+    ) -> Self {
         Self {
             worker_id: keeper.worker_id(),
             kind,

@@ -27,10 +27,10 @@ use std::time::Duration;
 
 use uidgen_core::{Clock, FenceRefusal, Layout, TimeFence};
 
-use crate::static_id::StaticWorkerIdAssigner;
 use crate::cache::{CacheLock, read_cache};
 use crate::error::{Result, WorkerError};
 use crate::mark::{MarkFence, MarkTiming};
+use crate::static_id::StaticWorkerIdAssigner;
 
 /// The prefix and suffix of a lease's state file in its directory.
 const FILE_PREFIX: &str = "fallback-";

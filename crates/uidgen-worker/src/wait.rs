@@ -53,4 +53,3 @@ pub async fn wait_for_clock(
         tokio::time::sleep(Duration::from_millis(wait_ms.min(10))).await;
     }
 }
-
