@@ -322,28 +322,15 @@ impl WorkerKeeper for EtcdHolder {
         self.shared.health.is_lost()
     }
 
-    /// Nothing to record: the id's mark key carries the reservation, which every ID stays
-    /// under.
-    fn track(&self, _generator: Arc<dyn uidgen_core::UidGenerator>) {}
-
-    /// See [`track`](Self::track).
-    fn record_issued_until(&self, _ms: u64) {}
-
     fn release(&self) -> BoxFuture<'_, uidgen_worker::Result<()>> {
         Box::pin(async move { EtcdHolder::release(self).await.map_err(WorkerError::from) })
     }
 
     fn status(&self) -> KeeperStatus {
-        let status = self.status();
         KeeperStatus {
-            worker_id: status.worker_id,
-            valid_until_ms: status.reserved_until_ms,
-            connected: status.connected,
-            failures: status.keepalive_failures,
-            last_renewal_ms: Some(status.last_report_ms),
-            outage_since_ms: status.outage_since_ms,
+            // The claim counts as a report: a holder never rests on a local file alone.
             from_local_cache: false,
-            ended: status.lost,
+            ..KeeperStatus::from_health(self.shared.worker_id, self.shared.health.snapshot())
         }
     }
 }

@@ -137,15 +137,25 @@ impl DisposableWorkerIdAssigner {
     }
 }
 
-impl WorkerIdAssigner for DisposableWorkerIdAssigner {
-    fn assign<'a>(
-        &'a self,
-        layout: &'a Layout,
-    ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
-        Box::pin(async move {
-            DisposableWorkerIdAssigner::assign(self, layout)
-                .await
-                .map_err(WorkerError::from)
-        })
-    }
+/// The worker crate's trait for a store assigner, through its inherent `assign`, whose error
+/// is the store's (a caller holding the concrete type matches [`StoreError`] variants; one
+/// holding `dyn WorkerIdAssigner` gets them inside [`WorkerError::Backend`]).
+macro_rules! assign_through_store {
+    ($assigner:ty) => {
+        impl WorkerIdAssigner for $assigner {
+            fn assign<'a>(
+                &'a self,
+                layout: &'a Layout,
+            ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
+                Box::pin(async move {
+                    <$assigner>::assign(self, layout)
+                        .await
+                        .map_err(WorkerError::from)
+                })
+            }
+        }
+    };
 }
+pub(crate) use assign_through_store;
+
+assign_through_store!(DisposableWorkerIdAssigner);

@@ -90,7 +90,7 @@ impl FallbackLeases {
     ///
     /// Errors: [`StoreError::InvalidInput`] for a name of 0 or more than
     /// [`MAX_HOLDER_NAME_LEN`] characters (or with control characters) and a ttl outside
-    /// [`MIN_FALLBACK_LEASE_TTL`] to [`MAX_LEASE_TTL`]; [`StoreError::WorkerRangeOutsideLayout`],
+    /// [`MIN_FALLBACK_LEASE_TTL`] to [`MAX_LEASE_TTL`]; [`WorkerError::WorkerRangeOutsideLayout`](uidgen_worker::WorkerError::WorkerRangeOutsideLayout),
     /// [`StoreError::WorkerRangeConflict`] and [`StoreError::WorkerRangeChanged`] from the
     /// range's registration; [`StoreError::NoFreeWorkerId`] when every id of the range is held
     /// by a live lease; [`StoreError::LeaseContention`]; database errors.

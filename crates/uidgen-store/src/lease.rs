@@ -15,7 +15,7 @@
 //!   [`issued_until_ms`](uidgen_core::UidGenerator::issued_until_ms); a new holder waits until its
 //!   clock has passed the recorded time (up to
 //!   [`max_takeover_wait`](LeaseOptions::max_takeover_wait), else
-//!   [`StoreError::ClockBehindLastIssued`]). The holder's borrowing is bounded so that this
+//!   [`WorkerError::ClockBehindLastIssued`](uidgen_worker::WorkerError::ClockBehindLastIssued)). The holder's borrowing is bounded so that this
 //!   wait covers it ([`LeaseOptions::max_borrow`]): a successor on the same clock is never
 //!   refused for a burst.
 //! - A lease that cannot be renewed stops being valid at its expiry; one taken over is lost at
@@ -141,11 +141,11 @@ impl LeasedWorkerIdAssigner {
     /// Only ids of the [range](LeaseOptions::range) are considered; the range is registered
     /// in the store first ([`Store::register_worker_range`]).
     ///
-    /// Errors: [`StoreError::InvalidLeaseOptions`], [`StoreError::WorkerRangeOutsideLayout`],
+    /// Errors: [`WorkerError::InvalidLeaseOptions`](uidgen_worker::WorkerError::InvalidLeaseOptions), [`WorkerError::WorkerRangeOutsideLayout`](uidgen_worker::WorkerError::WorkerRangeOutsideLayout),
     /// [`StoreError::WorkerRangeConflict`] and [`StoreError::WorkerRangeChanged`] from the
     /// registration, [`StoreError::NoFreeWorkerId`] when every id of the range is held by a
     /// live lease, [`StoreError::LeaseContention`] when free ids exist but other claimants won
-    /// each of them 8 times running, [`StoreError::ClockBehindLastIssued`],
+    /// each of them 8 times running, [`WorkerError::ClockBehindLastIssued`](uidgen_worker::WorkerError::ClockBehindLastIssued),
     /// and database errors.
     ///
     /// Cancel safety: dropping the future before a claim statement commits leaves only the
@@ -419,15 +419,4 @@ impl LeasedWorkerIdAssigner {
     }
 }
 
-impl WorkerIdAssigner for LeasedWorkerIdAssigner {
-    fn assign<'a>(
-        &'a self,
-        layout: &'a Layout,
-    ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
-        Box::pin(async move {
-            LeasedWorkerIdAssigner::assign(self, layout)
-                .await
-                .map_err(WorkerError::from)
-        })
-    }
-}
+crate::disposable::assign_through_store!(LeasedWorkerIdAssigner);

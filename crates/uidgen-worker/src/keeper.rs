@@ -14,6 +14,7 @@ use uidgen_core::UidGenerator;
 
 use crate::assigner::BoxFuture;
 use crate::error::Result;
+use crate::holder_health::HealthSnapshot;
 
 /// A snapshot of a keeper, for readiness, status and metrics: for people, not for deciding
 /// what to stamp.
@@ -40,6 +41,31 @@ pub struct KeeperStatus {
 }
 
 impl KeeperStatus {
+    /// The status of a coordinator-kept id (ZooKeeper, etcd) from its
+    /// [`HolderHealth`](crate::HolderHealth)
+    /// snapshot: the cap is the reservation its coordinator last accepted.
+    ///
+    /// ```
+    /// use uidgen_worker::{HolderHealth, KeeperStatus};
+    /// let health = HolderHealth::new(5_000);
+    /// health.accepted(1_000, 9_000);
+    /// let status = KeeperStatus::from_health(3, health.snapshot());
+    /// assert_eq!((status.valid_until_ms, status.last_renewal_ms), (9_000, Some(1_000)));
+    /// assert!(status.connected && status.ended.is_none());
+    /// ```
+    pub fn from_health(worker_id: u64, health: HealthSnapshot) -> Self {
+        Self {
+            worker_id,
+            valid_until_ms: health.accepted_until_ms,
+            connected: health.connected,
+            failures: health.failures,
+            last_renewal_ms: health.last_report_ms,
+            outage_since_ms: health.outage_since_ms,
+            from_local_cache: health.last_report_ms.is_none(),
+            ended: health.lost,
+        }
+    }
+
     /// Whether IDs can still be issued at `now_ms`: the id is held and not run out.
     ///
     /// ```
@@ -85,11 +111,17 @@ pub trait WorkerKeeper: std::any::Any + Send + Sync + std::fmt::Debug {
     fn is_ended(&self) -> bool;
 
     /// Record the generator whose `issued_until_ms` the keeper writes down (renewals, the
-    /// release). Held weakly. Keepers whose authority learns this otherwise ignore it.
-    fn track(&self, generator: Arc<dyn UidGenerator>);
+    /// release). Held weakly. By default ignored: a keeper whose id is fenced by a local mark
+    /// or a reservation its authority holds (ZooKeeper, etcd) needs no more.
+    fn track(&self, generator: Arc<dyn UidGenerator>) {
+        let _ = generator;
+    }
 
-    /// Record that IDs were issued up to `ms` (for callers that track no generator).
-    fn record_issued_until(&self, ms: u64);
+    /// Record that IDs were issued up to `ms` (for callers that track no generator). By
+    /// default ignored, as [`track`](Self::track).
+    fn record_issued_until(&self, ms: u64) {
+        let _ = ms;
+    }
 
     /// Stop issuing, stop the background upkeep (waiting for it, within a bound, so that what
     /// it was writing is written), and give the id back as the authority allows: a lease is

@@ -166,13 +166,6 @@ impl MachineWorkerIdAssigner {
         self.registered_in_shared(Arc::new(store))
     }
 
-    /// [`registered_in`](Self::registered_in) a registry held elsewhere too.
-    #[must_use]
-    pub fn registered_in_shared(mut self, store: Arc<dyn ExactLeaseRegistry>) -> Self {
-        self.store = Some(store);
-        self
-    }
-
     crate::registry::exact_lease_setters!();
 
     /// Start without a shared store even inside a container: the operator states that the

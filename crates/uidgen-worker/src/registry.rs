@@ -73,9 +73,20 @@ pub trait ExactLeaseRegistry: RangeRegistry {
 }
 
 /// The builder methods of an assigner that leases its exact id in the store it is registered
-/// in (static, machine). The type needs `store_shared: bool` and `lease: LeaseOptions` fields.
+/// in (static, machine). The type needs `store: Option<Arc<dyn ExactLeaseRegistry>>`,
+/// `store_shared: bool` and `lease: LeaseOptions` fields.
 macro_rules! exact_lease_setters {
     () => {
+        /// [`registered_in`](Self::registered_in) a registry held elsewhere too.
+        #[must_use]
+        pub fn registered_in_shared(
+            mut self,
+            store: std::sync::Arc<dyn crate::ExactLeaseRegistry>,
+        ) -> Self {
+            self.store = Some(store);
+            self
+        }
+
         /// Whether the registered store is shared by every host and container that could take
         /// these worker ids (default `true`). Say `false` for a store private to this host (the
         /// service's zero-config SQLite file): it still keeps the processes that share it

@@ -113,13 +113,6 @@ impl StaticWorkerIdAssigner {
         self.registered_in_shared(Arc::new(store))
     }
 
-    /// [`registered_in`](Self::registered_in) a registry held elsewhere too.
-    #[must_use]
-    pub fn registered_in_shared(mut self, store: Arc<dyn ExactLeaseRegistry>) -> Self {
-        self.store = Some(store);
-        self
-    }
-
     crate::registry::exact_lease_setters!();
 
     /// Refuse to start without a shared store when `probe` finds a container

@@ -364,13 +364,6 @@ impl WorkerKeeper for ZkHolder {
         self.shared.is_lost()
     }
 
-    /// Nothing to record: how far this id issued lives in the local mark, which the fence
-    /// raises before any ID past it.
-    fn track(&self, _generator: Arc<dyn uidgen_core::UidGenerator>) {}
-
-    /// See [`track`](Self::track).
-    fn record_issued_until(&self, _ms: u64) {}
-
     /// End issuing, then stop reporting gracefully ([`shutdown`](ZkHolder::shutdown)); the
     /// forever node and the cache stay for this address's restart.
     fn release(&self) -> BoxFuture<'_, uidgen_worker::Result<()>> {
@@ -383,17 +376,7 @@ impl WorkerKeeper for ZkHolder {
     }
 
     fn status(&self) -> KeeperStatus {
-        let status = self.status();
-        KeeperStatus {
-            worker_id: status.worker_id,
-            valid_until_ms: status.reserved_until_ms,
-            connected: status.connected,
-            failures: status.report_failures,
-            last_renewal_ms: status.last_report_ms,
-            outage_since_ms: status.outage_since_ms,
-            from_local_cache: status.last_report_ms.is_none(),
-            ended: status.lost,
-        }
+        KeeperStatus::from_health(self.shared.worker_id, self.shared.health.snapshot())
     }
 }
 
