@@ -23,7 +23,7 @@ use crate::worker_node::WorkerNode;
 /// ```no_run
 /// # async fn demo() -> uidgen_store::Result<()> {
 /// use uidgen_core::Layout;
-/// use uidgen_store::{DisposableWorkerIdAssigner, Store, WorkerIdAssigner};
+/// use uidgen_store::{DisposableWorkerIdAssigner, Store};
 /// let store = Store::connect("sqlite://uidgen.db").await?;
 /// let assignment = DisposableWorkerIdAssigner::new(store)
 ///     .assign(&Layout::baidu_default()?)
@@ -70,7 +70,8 @@ impl DisposableWorkerIdAssigner {
     /// ```no_run
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
     /// use uidgen_core::Layout;
-    /// use uidgen_store::{DisposableWorkerIdAssigner, WorkerIdAssigner, WorkerIdRange};
+    /// use uidgen_store::DisposableWorkerIdAssigner;
+    /// use uidgen_worker::WorkerIdRange;
     /// let range: WorkerIdRange = "1000-max".parse()?;
     /// let assigner = DisposableWorkerIdAssigner::new(store).with_range(range);
     /// assert!(assigner.assign(&Layout::baidu_default()?).await?.worker_id >= 1000);

@@ -368,6 +368,14 @@ impl From<WorkerError> for StoreError {
     }
 }
 
+/// A layout or generator refused (as [`WorkerError::Generator`]), for callers that build a
+/// layout inside the store's `Result`.
+impl From<uidgen_core::UidError> for StoreError {
+    fn from(error: uidgen_core::UidError) -> Self {
+        StoreError::Worker(WorkerError::Generator(error))
+    }
+}
+
 /// The worker crate's traits speak its error: carry ours inside it, unwrapping a worker error
 /// we only passed through.
 impl From<StoreError> for WorkerError {

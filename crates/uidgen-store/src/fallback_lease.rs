@@ -40,7 +40,8 @@ const MAX_HOLDER_LEN: usize = 128;
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
 /// use std::time::Duration;
 /// use uidgen_core::Layout;
-/// use uidgen_store::{FallbackLeases, Store, WorkerIdRange};
+/// use uidgen_store::{FallbackLeases, Store};
+/// use uidgen_worker::WorkerIdRange;
 /// # let dir = tempfile::tempdir().map_err(|e| uidgen_store::StoreError::InvalidInput(e.to_string()))?;
 /// # let url = format!("sqlite://{}", dir.path().join("uidgen.db").display());
 /// let store = Store::connect(&url).await?;

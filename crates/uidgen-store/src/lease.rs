@@ -100,7 +100,8 @@ impl LeasedWorkerIdAssigner {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
-    /// use uidgen_store::{LeasedWorkerIdAssigner, Store, StoreOptions, WorkerIdRange};
+    /// use uidgen_store::{LeasedWorkerIdAssigner, Store, StoreOptions};
+    /// use uidgen_worker::WorkerIdRange;
     /// let store = Store::connect_lazy("sqlite://uidgen.db", StoreOptions::default())?;
     /// let range = WorkerIdRange::new(0, 511)?;
     /// let assigner = LeasedWorkerIdAssigner::with_defaults(store).with_range(range);

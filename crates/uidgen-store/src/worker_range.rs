@@ -135,7 +135,8 @@ impl Store {
     ///
     /// ```no_run
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
-    /// use uidgen_store::{StoreError, WorkerIdRange};
+    /// use uidgen_store::StoreError;
+    /// use uidgen_worker::WorkerIdRange;
     /// store.register_worker_range("leased", WorkerIdRange::new(0, 511)?).await?;
     /// store.register_worker_range("leased", WorkerIdRange::new(0, 511)?).await?; // the same: fine
     /// let overlapping = store

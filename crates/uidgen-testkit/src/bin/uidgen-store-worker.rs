@@ -407,7 +407,11 @@ async fn run_life<G: UidGenerator + 'static>(
         clock.set(at);
         lease.renew().await?;
     }
-    println!("{} {:?}", built.worker_id(), built.assignment.kind);
+    println!(
+        "{} {}",
+        built.worker_id(),
+        camel_case(built.assignment.kind.name())
+    );
     std::io::stdout().flush()?;
     if args.crash {
         // No release, no drop: the lease row, the cache and the state file stay as a crash
@@ -418,4 +422,17 @@ async fn run_life<G: UidGenerator + 'static>(
         lease.release().await?;
     }
     Ok(())
+}
+
+/// The kind as this tool has always printed it (`local_cache` as `LocalCache`), which the
+/// multi-process tests read.
+fn camel_case(name: &str) -> String {
+    name.split('_')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect::<String>()
+            })
+        })
+        .collect()
 }
