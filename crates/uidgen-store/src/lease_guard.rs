@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence, UidGenerator};
 use uidgen_worker::{
-    BoxFuture, KeeperStatus, LocalMark, WorkerAssignment, WorkerError, WorkerKeeper,
+    BoxFuture, HealthSnapshot, KeeperStatus, LocalMark, WorkerAssignment, WorkerError, WorkerKeeper,
 };
 
 use crate::error::{Result, StoreError};
@@ -508,13 +508,19 @@ impl WorkerKeeper for LeaseGuard {
         } else {
             None
         };
+        let last_error = lock(&self.state.last_error).is_some();
         KeeperStatus {
             worker_id: self.state.worker_id,
-            valid_until_ms: self.valid_until_ms(),
-            connected: !self.is_from_local_cache() && lock(&self.state.last_error).is_none(),
             from_local_cache: self.is_from_local_cache(),
-            ended,
-            ..KeeperStatus::default()
+            // The lease counts no renewals; its last error says whether the last one failed.
+            health: HealthSnapshot {
+                connected: !self.is_from_local_cache() && !last_error,
+                failures: 0,
+                last_report_ms: None,
+                accepted_until_ms: self.valid_until_ms(),
+                outage_since_ms: None,
+                lost: ended,
+            },
         }
     }
 }

@@ -18,64 +18,44 @@ use crate::holder_health::HealthSnapshot;
 
 /// A snapshot of a keeper, for readiness, status and metrics: for people, not for deciding
 /// what to stamp.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeeperStatus {
     /// The worker id.
     pub worker_id: u64,
-    /// IDs may be stamped up to this instant (ms since the Unix epoch) unless the authority
-    /// accepts a renewal or report first: a lease's expiry, a report's reservation.
-    pub valid_until_ms: u64,
-    /// Whether the last renewal or report reached the authority.
-    pub connected: bool,
-    /// Renewals or reports that failed since start.
-    pub failures: u64,
-    /// This clock at the last renewal or report the authority accepted, if any.
-    pub last_renewal_ms: Option<u64>,
-    /// Since when renewals or reports have been failing (ms), if they are.
-    pub outage_since_ms: Option<u64>,
     /// Whether the id rests on a local file alone (the authority was unreachable at start-up
     /// and has not confirmed it since).
     pub from_local_cache: bool,
-    /// Why the id was lost or given back, if it was: no ID is issued any more.
-    pub ended: Option<String>,
+    /// The authority's side, as a coordinator-kept id's [`HealthSnapshot`]: the cap it last
+    /// accepted (`accepted_until_ms`: a lease's expiry, a report's reservation; IDs stop there
+    /// unless a renewal is accepted first), whether renewals get through, and why the id was
+    /// lost or given back (`lost`), if it was.
+    pub health: HealthSnapshot,
 }
 
 impl KeeperStatus {
     /// The status of a coordinator-kept id (ZooKeeper, etcd) from its
-    /// [`HolderHealth`](crate::HolderHealth)
-    /// snapshot: the cap is the reservation its coordinator last accepted.
+    /// [`HolderHealth`](crate::HolderHealth) snapshot; it rests on a local file alone until a
+    /// report was accepted.
     ///
     /// ```
     /// use uidgen_worker::{HolderHealth, KeeperStatus};
     /// let health = HolderHealth::new(5_000);
     /// health.accepted(1_000, 9_000);
     /// let status = KeeperStatus::from_health(3, health.snapshot());
-    /// assert_eq!((status.valid_until_ms, status.last_renewal_ms), (9_000, Some(1_000)));
-    /// assert!(status.connected && status.ended.is_none());
+    /// assert!(status.issuing(8_999) && !status.issuing(9_000));
+    /// assert!(!status.from_local_cache);
     /// ```
     pub fn from_health(worker_id: u64, health: HealthSnapshot) -> Self {
         Self {
             worker_id,
-            valid_until_ms: health.accepted_until_ms,
-            connected: health.connected,
-            failures: health.failures,
-            last_renewal_ms: health.last_report_ms,
-            outage_since_ms: health.outage_since_ms,
             from_local_cache: health.last_report_ms.is_none(),
-            ended: health.lost,
+            health,
         }
     }
 
     /// Whether IDs can still be issued at `now_ms`: the id is held and not run out.
-    ///
-    /// ```
-    /// use uidgen_worker::KeeperStatus;
-    /// let status = KeeperStatus { worker_id: 3, valid_until_ms: 2_000, ..Default::default() };
-    /// assert!(status.issuing(1_999));
-    /// assert!(!status.issuing(2_000));
-    /// ```
     pub fn issuing(&self, now_ms: u64) -> bool {
-        self.ended.is_none() && now_ms < self.valid_until_ms
+        self.health.lost.is_none() && now_ms < self.health.accepted_until_ms
     }
 }
 
