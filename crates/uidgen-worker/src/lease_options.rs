@@ -101,7 +101,7 @@ impl LeaseOptions {
     /// How far ahead of its clock a holder on `layout` may let a cached generator borrow:
     /// a third of the ttl (a burst then waits for the clock, never for a renewal), and no more
     /// than leaves [`max_takeover_wait`](Self::max_takeover_wait) room for the rest of the
-    /// lead ([`lead_beyond_borrow_ms`](Self::lead_beyond_borrow_ms)). The lease's fence reports
+    /// lead (`lead_beyond_borrow_ms`). The lease's fence reports
     /// it ([`uidgen_core::TimeFence::max_borrow_ms`]); a generator borrows at least one unit
     /// whatever it says, which [`validate_for`](Self::validate_for) accounts for.
     ///

@@ -57,7 +57,7 @@ const MAX_WORKER: u64 = (1 << (MACHINE_BITS + PROCESS_BITS)) - 1;
 /// [`MachinePart::detect`] and the process part starts at `pid % 32` and moves to the next free
 /// value.
 ///
-/// What it guarantees ([module docs](self) for the argument): registered in a store shared by
+/// What it guarantees (argued in `machine.rs`'s module docs): registered in a store shared by
 /// every host ([`registered_in`](Self::registered_in)), no two live processes hold one worker
 /// id (an exact-id lease per value); among the processes of one host that share its state
 /// directory, the same without a store (a lock file per value); and no two holders of a value,
