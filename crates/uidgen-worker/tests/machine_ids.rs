@@ -7,8 +7,9 @@
 use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, ManualClock, UidGenerator};
-use uidgen_worker::WorkerError;
-use uidgen_worker::{GeneratorBuilder, MachineWorkerIdAssigner, WorkerIdAssigner, read_cache};
+use uidgen_worker::{
+    GeneratorBuilder, MachineWorkerIdAssigner, WorkerError, WorkerIdAssigner, read_cache,
+};
 
 /// One "process" on machine part 9 with the given pid, its files in `dir`.
 fn process(dir: &std::path::Path, pid: u32) -> MachineWorkerIdAssigner {

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use uidgen_core::{CachedOptions, Clock, Layout, ManualClock, SystemClock, UidGenerator};
-use uidgen_worker::WorkerError;
 use uidgen_worker::{
-    GeneratorBuilder, StaticWorkerIdAssigner, WorkerAssignment, WorkerIdAssigner, read_cache,
+    GeneratorBuilder, StaticWorkerIdAssigner, WorkerAssignment, WorkerError, WorkerIdAssigner,
+    read_cache,
 };
 
 fn state_file() -> std::path::PathBuf {
