@@ -187,7 +187,8 @@ impl Client {
         {
             return Ok(handle.clone());
         }
-        uidgen_store::validate_tag(tag).map_err(|e| crate::error::invalid("tag", e.to_string()))?;
+        uidgen_core::check_biz_tag(tag)
+            .map_err(|reason| crate::error::invalid("tag", format!("invalid input: {reason}")))?;
         let mut segments = self
             .inner
             .segments

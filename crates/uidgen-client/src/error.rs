@@ -115,7 +115,7 @@ pub enum ClientError {
     /// The embedded fallback could not be set up (an explicit id's state file is locked by
     /// another process, its clock is behind the mark of its earlier life, ...).
     #[error("embedded fallback: {0}")]
-    Fallback(#[from] uidgen_store::StoreError),
+    Fallback(#[from] uidgen_worker::WorkerError),
     /// The embedded fallback could not issue (its fence's limit, a clock moved back, ...).
     #[error("embedded fallback could not issue: {0}")]
     FallbackIssue(#[from] uidgen_core::UidError),

@@ -16,7 +16,7 @@
 //! - its layout and epoch must be the servers' ([`ClientError::LayoutMismatch`] otherwise):
 //!   under another layout, the same bits mean other fields and worker ids stop separating;
 //! - a worker id reused across the client's restarts is fenced by a reserved-until mark in its
-//!   state file, exactly as a static worker id is (`uidgen_store::LocalMark`): a restart starts
+//!   state file, exactly as a static worker id is (`uidgen_worker::LocalMark`): a restart starts
 //!   above the mark.
 //!
 //! On the Vesta layouts the fallback's IDs carry genMethod 0 (embedded), the servers' 1
@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 use uidgen_core::{DefaultUidGenerator, FieldKind, Layout, SystemClock, UidGenerator};
 use uidgen_proto::v1::ServerInfo;
-use uidgen_store::{GeneratorBuilder, GuardedGenerator, StaticWorkerIdAssigner};
+use uidgen_worker::{GeneratorBuilder, GuardedGenerator, StaticWorkerIdAssigner};
 
 use crate::error::{ClientError, Result, invalid};
 use crate::fallback_lease::LeaseKeeper;
@@ -108,7 +108,7 @@ impl FallbackOptions {
     /// ```
     pub fn leased_in_state_dir(layout: Layout) -> Result<Self> {
         let dir =
-            uidgen_store::StateDir::find(None).map_err(|e| invalid("fallback", e.to_string()))?;
+            uidgen_worker::StateDir::find(None).map_err(|e| invalid("fallback", e.to_string()))?;
         Ok(Self::leased(layout, dir.resolve(Path::new("fallback"))))
     }
 
@@ -194,8 +194,8 @@ impl FallbackOptions {
                     ));
                 }
                 let (min, max) = (
-                    uidgen_store::MIN_FALLBACK_LEASE_TTL,
-                    uidgen_store::MAX_LEASE_TTL,
+                    uidgen_worker::MIN_FALLBACK_LEASE_TTL,
+                    uidgen_worker::MAX_LEASE_TTL,
                 );
                 if *ttl < min || *ttl > max {
                     return Err(invalid(
@@ -204,12 +204,12 @@ impl FallbackOptions {
                     ));
                 }
                 let len = holder.as_deref().map_or(1, |h| h.chars().count());
-                if len == 0 || len > uidgen_store::MAX_HOLDER_NAME_LEN {
+                if len == 0 || len > uidgen_worker::MAX_HOLDER_NAME_LEN {
                     return Err(invalid(
                         "fallback",
                         format!(
                             "the holder name must be 1 to {} characters",
-                            uidgen_store::MAX_HOLDER_NAME_LEN
+                            uidgen_worker::MAX_HOLDER_NAME_LEN
                         ),
                     ));
                 }
@@ -399,7 +399,7 @@ impl Fallback {
 
 /// `<host>/<pid>`: what the servers' log says of a leased fallback's holder.
 fn default_holder() -> String {
-    let host = uidgen_store::WorkerNode::detect().host_name;
+    let host = uidgen_worker::host_name();
     format!("{host}/{}", std::process::id())
 }
 

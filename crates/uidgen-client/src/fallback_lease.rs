@@ -20,7 +20,7 @@ use uidgen_core::clock::saturating_millis;
 use uidgen_core::{
     Clock, DefaultUidGenerator, Layout, SystemClock, TimeFence, UidError, UidGenerator,
 };
-use uidgen_store::RemoteLease;
+use uidgen_worker::RemoteLease;
 
 use crate::error::{ClientError, Result};
 use crate::fallback::Fallback;

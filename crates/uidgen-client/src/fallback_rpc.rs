@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_proto::v1::{
     ClaimFallbackLeaseRequest, ReleaseFallbackLeaseRequest, RenewFallbackLeaseRequest,
 };
-use uidgen_store::LeaseGrant;
+use uidgen_worker::LeaseGrant;
 
 use crate::fallback::describe;
 use crate::transport::{Connection, Failure, http_json, path_url, status_failure};

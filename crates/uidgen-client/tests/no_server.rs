@@ -189,9 +189,9 @@ async fn a_leased_fallback_that_never_got_a_lease_does_not_issue() {
     let layout = Layout::vesta_max_peak().unwrap();
     // An earlier process's lease that has expired.
     let expired = dir.path().join("fallback-4.state");
-    uidgen_store::write_cache(
+    uidgen_worker::write_cache(
         &expired,
-        &uidgen_store::CachedWorker {
+        &uidgen_worker::CachedWorker {
             worker_id: 4,
             until_ms: 1,
             holder: Some("old/1#0000000000000001".to_owned()),

@@ -26,6 +26,7 @@ pub mod ring;
 mod sequencer;
 pub mod snowflake;
 mod sync;
+mod tag;
 pub mod zone;
 
 pub use cached::{CachedOptions, CachedUidGenerator, PaddedHook};
@@ -41,4 +42,5 @@ pub use layout::{
 };
 pub use ring::{RejectPut, RejectTake, RingBuffer};
 pub use snowflake::{DEFAULT_MAX_BACKWARD_MS, LEAF_RANDOM_START_BOUND, SnowflakeGenerator};
+pub use tag::{MAX_TAG_LEN, check_biz_tag};
 pub use zone::Zone;

@@ -41,8 +41,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, SystemClock};
-use uidgen_store::{
-    AssignmentKind, BoxFuture, StoreError, WorkerAssignment, WorkerIdAssigner, WorkerIdRange,
+use uidgen_worker::{
+    AssignmentKind, BoxFuture, WorkerAssignment, WorkerError, WorkerIdAssigner, WorkerIdRange,
 };
 
 use crate::error::{EtcdError, Result};
@@ -70,7 +70,7 @@ pub struct EtcdAssignment {
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use uidgen_core::{Layout, SystemClock, UidGenerator};
 /// use uidgen_etcd::{EtcdOptions, EtcdWorkerIdAssigner};
-/// use uidgen_store::GeneratorBuilder;
+/// use uidgen_worker::GeneratorBuilder;
 /// let options = EtcdOptions::new(["http://127.0.0.1:2379"], "/uidgen/order", "10.0.0.7:8080");
 /// let built = GeneratorBuilder::new(Layout::leaf()?)
 ///     .assigner(EtcdWorkerIdAssigner::new(options))
@@ -96,6 +96,10 @@ struct Candidate {
 }
 
 impl EtcdWorkerIdAssigner {
+    /// Its assignments' kind: a claim key in etcd under a lease kept alive, fenced by the
+    /// id's mark.
+    pub const KIND: AssignmentKind = AssignmentKind::new("etcd");
+
     /// An assigner with `options`, on the system clock.
     pub fn new(options: EtcdOptions) -> Self {
         Self {
@@ -170,7 +174,8 @@ impl EtcdWorkerIdAssigner {
         *lock(&self.last) = Some(holder.clone());
         let assignment = WorkerAssignment {
             fence: Some(holder.fence()),
-            ..WorkerAssignment::fixed(worker_id, AssignmentKind::Etcd)
+            keeper: Some(Arc::new(holder.clone())),
+            ..WorkerAssignment::fixed(worker_id, Self::KIND)
         };
         Ok(EtcdAssignment { assignment, holder })
     }
@@ -325,10 +330,10 @@ impl EtcdWorkerIdAssigner {
     /// wait (the rule every assigner's start follows), with etcd's error.
     async fn wait_for_clock(&self, worker_id: u64, until_ms: u64) -> Result<()> {
         let max_wait = self.options.max_start_wait;
-        uidgen_store::wait_for_clock(self.clock.as_ref(), worker_id, until_ms, max_wait)
+        uidgen_worker::wait_for_clock(self.clock.as_ref(), worker_id, until_ms, max_wait)
             .await
             .map_err(|error| match error {
-                StoreError::ClockBehindLastIssued {
+                WorkerError::ClockBehindLastIssued {
                     worker_id,
                     until_ms,
                     now_ms,
@@ -340,7 +345,7 @@ impl EtcdWorkerIdAssigner {
                     now_ms,
                     max_wait_ms,
                 },
-                other => EtcdError::Store(other),
+                other => EtcdError::Worker(other),
             })
     }
 
@@ -364,7 +369,7 @@ impl WorkerIdAssigner for EtcdWorkerIdAssigner {
     fn assign<'a>(
         &'a self,
         layout: &'a Layout,
-    ) -> BoxFuture<'a, uidgen_store::Result<WorkerAssignment>> {
+    ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
         Box::pin(async move { Ok(self.start(layout).await?.assignment) })
     }
 }

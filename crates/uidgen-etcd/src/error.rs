@@ -1,6 +1,6 @@
 //! The one error type of `uidgen-etcd`.
 
-use uidgen_store::{StoreError, WorkerIdRange};
+use uidgen_worker::{WorkerError, WorkerIdRange};
 
 /// `Result` with [`EtcdError`] as the default error.
 pub type Result<T, E = EtcdError> = std::result::Result<T, E>;
@@ -111,9 +111,9 @@ pub enum EtcdError {
         reason: String,
     },
 
-    /// The range did not fit the layout.
+    /// The range did not fit the layout, or the clock wait failed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Worker(#[from] WorkerError),
 }
 
 impl EtcdError {
@@ -123,13 +123,13 @@ impl EtcdError {
     }
 }
 
-/// The trait speaks the store's error: carry ours inside it, unwrapping a store error we only
-/// passed through.
-impl From<EtcdError> for StoreError {
+/// The worker crate's traits speak its error: carry ours inside it (callers downcast with
+/// [`WorkerError::downcast_backend`]), unwrapping a worker error we only passed through.
+impl From<EtcdError> for WorkerError {
     fn from(error: EtcdError) -> Self {
         match error {
-            EtcdError::Store(inner) => inner,
-            other => StoreError::Assigner(Box::new(other)),
+            EtcdError::Worker(inner) => inner,
+            other => WorkerError::Backend(Box::new(other)),
         }
     }
 }

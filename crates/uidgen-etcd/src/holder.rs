@@ -15,7 +15,7 @@
 use std::sync::{Arc, Mutex};
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
-use uidgen_store::HolderHealth;
+use uidgen_worker::{BoxFuture, HolderHealth, KeeperStatus, WorkerError, WorkerKeeper};
 
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, compare_create, put};
@@ -283,7 +283,7 @@ impl EtcdHolder {
     }
 
     /// The fence to give the generator. It keeps the keep-alives running too, so a generator
-    /// built through the store's trait (which drops the holder) keeps its id.
+    /// built from the fence alone (without the holder) keeps its id.
     pub fn fence(&self) -> Arc<dyn TimeFence> {
         Arc::new(EtcdFence {
             shared: Arc::clone(&self.shared),
@@ -305,6 +305,33 @@ impl EtcdHolder {
             "released the etcd worker id; its reservation stays in its mark"
         );
         self.shared.gateway.revoke(self.shared.lease).await
+    }
+}
+
+/// The holder keeps its etcd worker id: keep-alives raise its cap, a loss closes it.
+impl WorkerKeeper for EtcdHolder {
+    fn worker_id(&self) -> u64 {
+        self.shared.worker_id
+    }
+
+    fn check(&self) -> uidgen_worker::Result<()> {
+        EtcdHolder::check(self).map_err(WorkerError::from)
+    }
+
+    fn is_ended(&self) -> bool {
+        self.shared.health.is_lost()
+    }
+
+    fn release(&self) -> BoxFuture<'_, uidgen_worker::Result<()>> {
+        Box::pin(async move { EtcdHolder::release(self).await.map_err(WorkerError::from) })
+    }
+
+    fn status(&self) -> KeeperStatus {
+        KeeperStatus {
+            // The claim counts as a report: a holder never rests on a local file alone.
+            from_local_cache: false,
+            ..KeeperStatus::from_health(self.shared.worker_id, self.shared.health.snapshot())
+        }
     }
 }
 

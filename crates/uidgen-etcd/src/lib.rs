@@ -8,8 +8,9 @@
 //! starts. It follows the rules of the ZooKeeper assigner (`uidgen-zk`): a holder cut off from
 //! etcd serves until the reservation of its last accepted round and then refuses; an id is
 //! reused only after that reservation. It implements uidgen-store's
-//! [`WorkerIdAssigner`](uidgen_store::WorkerIdAssigner), so the store's
-//! [`GeneratorBuilder`](uidgen_store::GeneratorBuilder) and the `uidgen` service use it like
+//! [`WorkerIdAssigner`](uidgen_worker::WorkerIdAssigner) and its holder the
+//! [`WorkerKeeper`](uidgen_worker::WorkerKeeper), so
+//! [`GeneratorBuilder`](uidgen_worker::GeneratorBuilder) and the `uidgen` service use it like
 //! the other assigners. It is not for generating IDs (`uidgen-core`) nor a general etcd
 //! client: it speaks etcd's v3 JSON gateway over HTTP, which needs no `protoc` to build.
 //!

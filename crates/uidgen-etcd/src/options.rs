@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use uidgen_core::Layout;
-use uidgen_store::WorkerIdRange;
+use uidgen_worker::WorkerIdRange;
 
 use crate::error::{EtcdError, Result};
 

@@ -57,7 +57,7 @@ pub fn test_prefix() -> String {
     format!("/uidgen-tests/{}", unique("t"))
 }
 
-pub use uidgen_store::testing::{free_port, unique};
+pub use uidgen_worker::testing::{free_port, unique};
 
 /// An etcd server of this test alone, on its own ports and data directory, so a test can kill
 /// it. Killed when dropped.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::cached::MAX_BOOST_POWER;
 use uidgen_core::clock::saturating_millis;
 use uidgen_core::{CachedOptions, Layout, MAX_BATCH};
-use uidgen_store::{LeaseOptions, StateDir, WorkerIdRange};
+use uidgen_worker::{LeaseOptions, StateDir, WorkerIdRange};
 
 /// A configuration problem, naming the key and the reason.
 #[derive(Debug, thiserror::Error)]
@@ -265,10 +265,10 @@ impl WorkerConfig {
     /// ```
     /// use std::path::Path;
     /// use uidgen_server::config::WorkerConfig;
-    /// let dir = uidgen_store::StateDir::at("/var/lib/uidgen")?;
+    /// let dir = uidgen_worker::StateDir::at("/var/lib/uidgen")?;
     /// let worker = WorkerConfig::default();
     /// assert_eq!(worker.state_file_for(5, &dir), Path::new("/var/lib/uidgen/uidgen-worker-5.state"));
-    /// # Ok::<(), uidgen_store::StateDirError>(())
+    /// # Ok::<(), uidgen_worker::StateDirError>(())
     /// ```
     pub fn state_file_for(&self, id: u64, dir: &StateDir) -> PathBuf {
         let file = self
@@ -309,7 +309,7 @@ impl WorkerConfig {
         let Some(text) = &self.id_range else {
             return Ok(None);
         };
-        let range: uidgen_store::Result<WorkerIdRange> = text.parse();
+        let range: uidgen_worker::Result<WorkerIdRange> = text.parse();
         range
             .map(Some)
             .map_err(|e| invalid("worker.range", e.to_string()))
@@ -613,8 +613,8 @@ pub fn env_name(path: &[&str]) -> String {
 /// port for `worker_node` rows, and the variables of scripts, benches and tests.
 pub const ENV_NOT_CONFIG: &[&str] = &[
     "UIDGEN_CONFIG",
-    uidgen_store::ENV_HOST,
-    uidgen_store::ENV_PORT,
+    uidgen_worker::ENV_HOST,
+    uidgen_worker::ENV_PORT,
     // benches/client.rs and scripts: the binary to run.
     "UIDGEN_BIN",
     // scripts/test.sh: run the tests without starting the local services.
@@ -952,7 +952,7 @@ impl Config {
         // that the takeover wait, half the ttl, covers the layout); this only names the key.
         let lease = self.worker.lease_options();
         lease.validate().map_err(|error| {
-            let key = if lease.cache_reserve > uidgen_store::MAX_LEASE_TTL {
+            let key = if lease.cache_reserve > uidgen_worker::MAX_LEASE_TTL {
                 "worker.cache_reserve_secs"
             } else {
                 "worker.lease_ttl_secs"
@@ -994,7 +994,7 @@ impl Config {
                  ranges above 1023",
             ));
         }
-        uidgen_store::MachineWorkerIdAssigner::check_layout(&self.build_layout()?)
+        uidgen_worker::MachineWorkerIdAssigner::check_layout(&self.build_layout()?)
             .map_err(|e| invalid("worker.assigner", e.to_string()))
     }
 

@@ -6,7 +6,8 @@ use anyhow::Context;
 use serde::{Deserialize, Deserializer, Serialize};
 use uidgen_core::Layout;
 use uidgen_etcd::{EtcdError, EtcdHolder, EtcdOptions, EtcdWorkerIdAssigner};
-use uidgen_store::{Store, WorkerAssignment, WorkerIdRange};
+use uidgen_store::Store;
+use uidgen_worker::{WorkerAssignment, WorkerIdRange};
 
 use crate::config::{AssignerKind, Config, ConfigError, invalid};
 use crate::http::{NotReady, ReadinessCheck};

@@ -13,7 +13,8 @@
 use std::sync::Arc;
 
 use uidgen_core::{FieldKind, Layout};
-use uidgen_store::{FallbackLeases, Store, StoreError, WorkerIdRange};
+use uidgen_store::{FallbackLeases, Store, StoreError};
+use uidgen_worker::WorkerIdRange;
 use uidgen_zk::{ReleaseMode, VESTA_SERVER_RANGE};
 
 use crate::config::{AssignerKind, Config, ConfigError};

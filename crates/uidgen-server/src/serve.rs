@@ -11,10 +11,10 @@ use uidgen_core::{
     SystemClock, TimeFence, UidGenerator,
 };
 use uidgen_segment::{SegmentOptions, SegmentService};
-use uidgen_store::{
-    ContainerProbe, DisposableWorkerIdAssigner, GuardedGenerator, LeaseGuard, LeaseOptions,
-    LeasedWorkerIdAssigner, StateDir, StaticWorkerIdAssigner, Store, StoreOptions,
-    WorkerAssignment, WorkerIdAssigner,
+use uidgen_store::{DisposableWorkerIdAssigner, LeasedWorkerIdAssigner, Store, StoreOptions};
+use uidgen_worker::{
+    ContainerProbe, GuardedGenerator, LeaseOptions, StateDir, StaticWorkerIdAssigner,
+    WorkerAssignment, WorkerIdAssigner, WorkerKeeper,
 };
 
 use crate::cli::{GenArgs, MigrateArgs, ServeArgs};
@@ -41,11 +41,11 @@ pub fn build_generator(
 ) -> anyhow::Result<BuiltGenerator> {
     fn guard<G: UidGenerator + 'static>(
         generator: G,
-        lease: Option<LeaseGuard>,
+        keeper: Option<Arc<dyn WorkerKeeper>>,
     ) -> Arc<GuardedGenerator<G>> {
-        let guarded = Arc::new(GuardedGenerator::new(generator, lease.clone()));
-        if let Some(lease) = &lease {
-            lease.track(&guarded);
+        let guarded = Arc::new(GuardedGenerator::new(generator, keeper.clone()));
+        if let Some(keeper) = &keeper {
+            keeper.track(Arc::clone(&guarded) as Arc<dyn UidGenerator>);
         }
         guarded
     }
@@ -61,7 +61,7 @@ pub fn build_generator(
     }
     let (worker_id, lease, fence) = (
         assignment.worker_id,
-        assignment.lease.clone(),
+        assignment.keeper.clone(),
         assignment.fence.clone(),
     );
     Ok(match config.generator.kind {
@@ -199,11 +199,13 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
             crate::etcd::options(config, &config.build_layout()?)?,
         )),
         AssignerKind::Machine => Arc::new(
-            uidgen_store::MachineWorkerIdAssigner::new(config.worker.machine_state_dir(&state_dir))
-                .registered_in(store.clone())
-                .with_store_shared(config.store_is_shared())
-                .with_lease_options(config.worker.lease_options())
-                .allow_uncoordinated(config.worker.machine.allow_uncoordinated),
+            uidgen_worker::MachineWorkerIdAssigner::new(
+                config.worker.machine_state_dir(&state_dir),
+            )
+            .registered_in(store.clone())
+            .with_store_shared(config.store_is_shared())
+            .with_lease_options(config.worker.lease_options())
+            .allow_uncoordinated(config.worker.machine.allow_uncoordinated),
         ),
     })
 }
@@ -262,16 +264,16 @@ pub async fn assign_and_build_holding(
         let assignment = assigner(config, store)?
             .assign(&layout)
             .await
-            .map_err(|e| crate::fallback::explain_refusal(config, &layout, e))
+            .map_err(|e| crate::fallback::explain_refusal(config, &layout, e.into()))
             .context("cannot obtain a worker id")?;
         (assignment, None)
     };
     match build_generator(config, layout, &assignment) {
         Ok(built) => Ok((built, assignment, coordinator)),
         Err(error) => {
-            if let Some(lease) = &assignment.lease {
+            if let Some(keeper) = &assignment.keeper {
                 // Hand the id back at once rather than leaving it held until the lease expires.
-                let _ = lease.release().await;
+                let _ = keeper.release().await;
             }
             Err(error)
         }
@@ -349,8 +351,8 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
         let count = args.count;
         let ids = tokio::task::spawn_blocking(move || generator.next_ids(count)).await?;
         // Released whether or not the IDs came: the id should not stay held until expiry.
-        if let Some(lease) = &assignment.lease {
-            lease.release().await?;
+        if let Some(keeper) = &assignment.keeper {
+            keeper.release().await?;
         }
         print_ids(&ids?)
     })
@@ -392,7 +394,7 @@ pub fn bench_generator(
     let mut config = config_args.load()?;
     config.ring.max_borrow_seconds = 0;
     let layout = config.build_layout()?;
-    let assignment = WorkerAssignment::fixed(0, uidgen_store::AssignmentKind::Static);
+    let assignment = WorkerAssignment::fixed(0, uidgen_worker::AssignmentKind::STATIC);
     Ok(build_generator(&config, layout, &assignment)?.generator)
 }
 
@@ -527,7 +529,7 @@ pub fn store_readiness(store: Store) -> ReadinessCheck {
 
 /// What the ID generator needs besides itself: its worker id's lease still holds (a lease
 /// outlives an outage of the store by its ttl; no database is asked here).
-pub fn lease_readiness(lease: Option<LeaseGuard>) -> ReadinessCheck {
+pub fn lease_readiness(lease: Option<Arc<dyn WorkerKeeper>>) -> ReadinessCheck {
     Arc::new(move || {
         let checked = lease.as_ref().map_or(Ok(()), |lease| {
             lease.check().map_err(|e| NotReady {
@@ -636,7 +638,8 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         }
         None => {}
     }
-    if let Some(lease) = &assignment.lease {
+    // ZooKeeper's and etcd's holders were stopped above, as their coordinators want.
+    if let Some(lease) = assignment.keeper.as_ref().filter(|_| coordinator.is_none()) {
         // Release only after in-flight requests finished (or were abandoned): the lease records
         // how far we issued, and IDs asked for after the release are refused by the guard.
         if let Some(until) = generator.issued_until_ms() {
@@ -677,7 +680,9 @@ async fn serve_with_worker(
     state.admin_token.clone_from(&config.admin_token);
     state.worker_check = match &coordinator {
         Some(Coordinator::Etcd(holder)) => crate::etcd::readiness(holder.clone()),
-        _ => lease_readiness(assignment.lease.clone()),
+        // ZooKeeper's readiness is its holder's status (`AppState.zk`).
+        Some(Coordinator::ZooKeeper(_)) => lease_readiness(None),
+        None => lease_readiness(assignment.keeper.clone()),
     };
     state.store_check = store_readiness(store.clone());
     let modes = async {

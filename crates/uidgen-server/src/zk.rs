@@ -9,7 +9,8 @@ use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 use uidgen_core::clock::saturating_millis;
 use uidgen_core::{Clock, Layout, SystemClock};
-use uidgen_store::{Store, WorkerAssignment};
+use uidgen_store::Store;
+use uidgen_worker::WorkerAssignment;
 use uidgen_zk::{ReleaseMode, ZkHolder, ZkOptions, ZkSource, ZkStatus, ZooKeeperWorkerIdAssigner};
 
 use crate::config::{AssignerKind, Config, ConfigError};
@@ -77,7 +78,7 @@ fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
 pub fn options(config: &Config, layout: &Layout) -> Result<ZkOptions, ConfigError> {
     let z = &config.zookeeper;
     let node = uidgen_store::WorkerNode::detect();
-    let port = std::env::var(uidgen_store::ENV_PORT)
+    let port = std::env::var(uidgen_worker::ENV_PORT)
         .ok()
         .filter(|p| !p.trim().is_empty())
         .map_or_else(|| config.listen_addr().map(|a| a.port().to_string()), Ok)?;

@@ -28,7 +28,7 @@ use std::time::Duration;
 use common::{assert_unique, binary, fresh_cwd, ids_in, json};
 use uidgen_core::Layout;
 use uidgen_store::testing::{TestDb, fresh_url};
-use uidgen_store::{HostIdentity, MachinePart};
+use uidgen_worker::{HostIdentity, MachinePart};
 
 /// IDs fetched from each container.
 const PER_CONTAINER: usize = 50_000;

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use common::{Server, assert_unique, binary, fetch, fresh_cwd, ids_in, json, run};
 use uidgen_core::Layout;
-use uidgen_store::{MachinePart, MachineWorkerIdAssigner, WorkerAssignment, WorkerIdAssigner};
+use uidgen_worker::{MachinePart, MachineWorkerIdAssigner, WorkerAssignment, WorkerIdAssigner};
 
 /// A state directory of its own for one test.
 fn state_dir(name: &str) -> PathBuf {

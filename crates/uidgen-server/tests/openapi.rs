@@ -580,7 +580,7 @@ async fn the_fallback_lease_routes_answer_what_they_describe() {
     let layout = Layout::vesta_max_peak().unwrap();
     let generator = DefaultUidGenerator::new(layout, 1000, SystemClock).unwrap();
     let mut state = AppState::embedded(Arc::new(generator), 1000);
-    let range = uidgen_store::WorkerIdRange::new(0, 923).unwrap();
+    let range = uidgen_worker::WorkerIdRange::new(0, 923).unwrap();
     state.fallback = Some(Arc::new(uidgen_store::FallbackLeases::new(store, range)));
     let r = app(Arc::new(state));
 

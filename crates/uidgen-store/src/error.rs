@@ -1,8 +1,6 @@
 //! The one error type of `uidgen-store`.
 
-use uidgen_core::UidError;
-
-use crate::worker_range::WorkerIdRange;
+use uidgen_worker::{WorkerError, WorkerIdRange};
 
 /// `Result` with [`StoreError`] as the default error.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -128,7 +126,7 @@ pub enum StoreError {
         reason: String,
     },
 
-    /// Only one of [`ENV_HOST`](crate::ENV_HOST) / [`ENV_PORT`](crate::ENV_PORT) is set: a
+    /// Only one of [`ENV_HOST`](uidgen_worker::ENV_HOST) / [`ENV_PORT`](uidgen_worker::ENV_PORT) is set: a
     /// container must name both, a plain host neither (Baidu rejects the same half-set pair).
     #[error(
         "{set} is set but {missing} is not: set both (a container's host and port) or neither \
@@ -155,15 +153,6 @@ pub enum StoreError {
         max: u64,
     },
 
-    /// A configured (static) worker id does not fit the layout's worker field.
-    #[error("worker id {id} is out of range: the layout allows 0 to {max}")]
-    WorkerIdOutOfRange {
-        /// The configured id.
-        id: u64,
-        /// The layout's largest worker id.
-        max: u64,
-    },
-
     /// A disposable worker id past the top of the assigner's configured range, which ends
     /// below the layout's maximum (at the maximum it is [`StoreError::WorkerIdsExhausted`]).
     #[error(
@@ -174,18 +163,6 @@ pub enum StoreError {
         /// The worker id the new `worker_node` row maps to.
         id: u64,
         /// The disposable assigner's range.
-        range: WorkerIdRange,
-    },
-
-    /// A configured (static) worker id outside the static assigner's range.
-    #[error(
-        "worker id {id} is outside the static range {range}: configure a worker id within {range}, \
-         or change `worker.range`"
-    )]
-    WorkerIdNotInRange {
-        /// The configured id.
-        id: u64,
-        /// The static assigner's range.
         range: WorkerIdRange,
     },
 
@@ -208,31 +185,6 @@ pub enum StoreError {
     LeaseContention {
         /// How many rounds were lost.
         attempts: u32,
-    },
-
-    /// [`LeaseOptions`](crate::LeaseOptions) that cannot keep a lease valid (e.g. a heartbeat
-    /// slower than the ttl).
-    #[error("invalid lease options: {0}")]
-    InvalidLeaseOptions(String),
-
-    /// A reused worker id was last used up to a time this clock has not reached, and waiting for
-    /// it would take longer than allowed.
-    #[error(
-        "worker id {worker_id} was used until {until_ms} ms but this clock reads {now_ms} ms: \
-         waiting {wait_ms} ms exceeds the allowed {max_wait_ms} ms; refusing to issue IDs (check \
-         the clock)"
-    )]
-    ClockBehindLastIssued {
-        /// The worker id.
-        worker_id: u64,
-        /// The time (ms since the Unix epoch) the id was used until.
-        until_ms: u64,
-        /// This process's clock.
-        now_ms: u64,
-        /// How long it would have to wait.
-        wait_ms: u64,
-        /// The allowed wait.
-        max_wait_ms: u64,
     },
 
     /// The lease on the worker id was lost or released; IDs must no longer be issued with it.
@@ -335,28 +287,6 @@ pub enum StoreError {
         ceiling: i64,
     },
 
-    /// Text or numbers that are not a worker id range (`LO-HI` with `LO <= HI`), or a
-    /// `worker_id_range` row edited into one.
-    #[error("invalid worker id range `{input}`: {reason}")]
-    InvalidWorkerRange {
-        /// What was given, e.g. `"199-100"`.
-        input: String,
-        /// What is wrong and how to write it.
-        reason: String,
-    },
-
-    /// A worker id range reaching past the layout's worker field.
-    #[error(
-        "worker id range {range} does not fit the layout, whose worker ids go up to {max}: set \
-         `worker.range` within 0-{max}, or widen the worker bits"
-    )]
-    WorkerRangeOutsideLayout {
-        /// The range.
-        range: WorkerIdRange,
-        /// The layout's largest worker id.
-        max: u64,
-    },
-
     /// An assigner's worker id range overlaps the range another assigner recorded on the same
     /// store: both could hand out one worker id. Nothing was recorded.
     #[error(
@@ -407,100 +337,54 @@ pub enum StoreError {
         reason: String,
     },
 
-    /// The `machine` assigner found every process value of this host's machine part locked
-    /// by other live processes sharing its state directory.
-    #[error(
-        "all {count} process values of machine part {machine} are in use by other processes \
-         sharing the state directory {state_dir}: stop one of them, or give this process another \
-         assigner (a separate `worker.state_dir` would let two processes on this host take the \
-         same worker id)"
-    )]
-    MachineProcessValuesTaken {
-        /// The host's machine part.
-        machine: u64,
-        /// How many process values there are (32).
-        count: u64,
-        /// The shared state directory.
-        state_dir: String,
-    },
-
-    /// The `machine` assigner registered in a shared store found every process value of this
-    /// host's machine part held: by live leases in the store (other hosts or containers whose
-    /// machine part is the same) or by processes sharing its state directory.
-    #[error(
-        "all {count} process values of machine part {machine} are held: {held}; stop one of \
-         those processes or wait for its lease to expire, or give this process another assigner"
-    )]
-    MachineProcessValuesHeld {
-        /// The host's machine part.
-        machine: u64,
-        /// How many process values there are (32).
-        count: u64,
-        /// Who holds them, e.g. "30 by leases in the store (e.g. `10.0.0.7/1#…`), 2 by
-        /// processes sharing /var/lib/uidgen/machine".
-        held: String,
-    },
-
-    /// A `static` worker id is leased in the shared store by another live process: two
-    /// processes configured with one worker id would issue equal IDs.
-    #[error(
-        "static worker id {worker_id} is held by `{holder}` in the store's worker_lease table \
-         (its lease runs another {expires_in_ms} ms): another process uses this worker id; give \
-         this one another `worker.id`, or stop the other (its lease then ends at once, or at its \
-         expiry if it crashed)"
-    )]
-    WorkerIdHeld {
-        /// The configured worker id.
-        worker_id: u64,
-        /// The live holder's string (its name, `#`, its claim token).
-        holder: String,
-        /// How long its lease still runs without renewal.
-        expires_in_ms: u64,
-    },
-
-    /// A worker id that is only unique per host (`machine`, `static`) was asked for inside a
-    /// container with nothing shared to register it in: its siblings would take the same id.
-    #[error(
-        "refusing the {assigner} assigner inside a container ({evidence}) without a shared \
-         store: containers started from one image share pid numbers, state files and often \
-         the machine part, so they would issue equal IDs. {remedy}"
-    )]
-    UncoordinatedInContainer {
-        /// `machine` or `static`.
-        assigner: &'static str,
-        /// What says this is a container.
-        evidence: String,
-        /// What to set instead.
-        remedy: String,
-    },
-
-    /// A layout whose worker field cannot hold the `machine` assigner's worker ids
-    /// (`machine << 5 | process`, 0 to 1023), or splits it otherwise.
-    #[error("the machine assigner cannot serve layout `{layout}`: {reason}")]
-    MachineLayoutUnfit {
-        /// The layout's name.
-        layout: String,
-        /// What does not fit, and which preset would.
-        reason: String,
-    },
-
     /// An argument was rejected before reaching the database.
     #[error("invalid input: {0}")]
     InvalidInput(String),
 
-    /// A generator could not be built.
-    #[error(transparent)]
-    Generator(#[from] UidError),
-
-    /// A worker-id assigner that lives in another crate (uidgen-zk's ZooKeeper assigner)
-    /// failed: its own typed error, which callers may downcast (`source.downcast_ref`), since
-    /// the [`WorkerIdAssigner`](crate::WorkerIdAssigner) trait speaks this crate's error.
-    #[error(transparent)]
-    Assigner(Box<dyn std::error::Error + Send + Sync + 'static>),
-
     /// A test database could not be set up (see [`testing`](crate#testing)).
     #[error("{0}")]
     TestDatabase(String),
+
+    /// A worker id could not be taken or kept without the database's doing: a range that is
+    /// no range or does not fit the layout, a clock behind where the id's earlier holders
+    /// stopped, a local state file, a static or machine id's own refusal. See
+    /// [`WorkerError`]; its messages are the ones shown.
+    #[error(transparent)]
+    Worker(WorkerError),
+}
+
+/// A worker error, unwrapping a store error that only passed through the worker crate's
+/// traits (a registration refused inside a static assigner's start comes back as the
+/// store's own variant).
+impl From<WorkerError> for StoreError {
+    fn from(error: WorkerError) -> Self {
+        match error {
+            WorkerError::Backend(source) => match source.downcast::<StoreError>() {
+                Ok(store) => *store,
+                Err(other) => StoreError::Worker(WorkerError::Backend(other)),
+            },
+            other => StoreError::Worker(other),
+        }
+    }
+}
+
+/// A layout or generator refused (as [`WorkerError::Generator`]), for callers that build a
+/// layout inside the store's `Result`.
+impl From<uidgen_core::UidError> for StoreError {
+    fn from(error: uidgen_core::UidError) -> Self {
+        StoreError::Worker(WorkerError::Generator(error))
+    }
+}
+
+/// The worker crate's traits speak its error: carry ours inside it, unwrapping a worker error
+/// we only passed through.
+impl From<StoreError> for WorkerError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Worker(inner) => inner,
+            other => WorkerError::Backend(Box::new(other)),
+        }
+    }
 }
 
 impl StoreError {

@@ -16,15 +16,17 @@
 
 use std::sync::Arc;
 
+use uidgen_core::Clock;
 use uidgen_core::clock::saturating_millis;
-use uidgen_core::{Clock, Layout};
 
-use crate::cache::CacheLock;
+use uidgen_worker::{
+    BoxFuture, ExactLease, ExactLeaseRegistry, LiveHolder, MarkFence, RangeRegistry,
+    WorkerAssignment, WorkerError, WorkerIdRange, default_holder,
+};
+
 use crate::error::{Result, StoreError};
 use crate::lease_claim::{CLAIM_ATTEMPTS, ClaimedRow, holder_with_token};
 use crate::lease_guard::{LeaseGuard, NewLease};
-use crate::lease_options::LeaseOptions;
-use crate::mark::{MarkFence, MarkTiming};
 use crate::store::Store;
 
 /// What a claim of one worker id found.
@@ -34,15 +36,6 @@ pub(crate) enum ExactClaim {
     Won(ClaimedRow),
     /// Another holder's lease on it is live.
     Held(LiveHolder),
-}
-
-/// Another holder's live lease on the id asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LiveHolder {
-    /// Its holder string.
-    pub(crate) holder: String,
-    /// How long its lease runs from the claim's clock reading.
-    pub(crate) expires_in_ms: u64,
 }
 
 /// Claim exactly `worker_id` for `holder` until the clock plus `ttl_ms`, unless another
@@ -108,31 +101,30 @@ pub(crate) async fn claim_exact_row(
     })
 }
 
-/// Lease exactly `worker_id` in `store`, continuing the local mark in `cache` (the id's state
-/// file, locked by the caller): `Ok(Err(holder))` when another live holder has it.
+/// Lease exactly `request.worker_id` in `store`, continuing the local mark in its state file
+/// (locked by the caller): `Ok(Err(holder))` when another live holder has it.
 ///
-/// The clock, the longest start wait and the local borrowing bound come from `timing`; the
-/// ttl, heartbeat and holder name from `options` (its range and cache are not used). The
-/// borrowing bound is the lower of the mark's and the lease's, so a successor's wait (the
-/// lease's takeover wait) covers it.
+/// The clock, the longest start wait and the local borrowing bound come from `request.timing`;
+/// the ttl, heartbeat and holder name from `request.options` (its range and cache are not
+/// used). The borrowing bound is the lower of the mark's and the lease's, so a successor's wait
+/// (the lease's takeover wait) covers it.
 ///
 /// Cancel safety: as [`claim_exact_row`]; dropped while waiting for the clock, the row holds
 /// the id until its expiry and the state file keeps its previous mark.
-pub(crate) async fn lease_exact(
+async fn lease_exact(
     store: &Store,
-    options: &LeaseOptions,
-    timing: &MarkTiming,
-    layout: &Layout,
-    worker_id: u64,
-    cache: CacheLock,
-) -> Result<Result<LeaseGuard, LiveHolder>> {
+    request: ExactLease<'_>,
+) -> Result<std::result::Result<WorkerAssignment, LiveHolder>> {
+    let ExactLease {
+        options,
+        timing,
+        layout,
+        worker_id,
+        cache,
+        kind,
+    } = request;
     options.validate()?;
-    let holder = holder_with_token(
-        &options
-            .holder
-            .clone()
-            .unwrap_or_else(crate::lease::default_holder),
-    );
+    let holder = holder_with_token(&options.holder.clone().unwrap_or_else(default_holder));
     let ttl_ms = saturating_millis(options.ttl);
     let clock = Arc::clone(&timing.clock);
     let claimed = match claim_exact_row(store, clock.as_ref(), worker_id, &holder, ttl_ms).await? {
@@ -159,7 +151,7 @@ pub(crate) async fn lease_exact(
             let _ = store
                 .release_lease(worker_id, &holder, claimed.last_issued_ms)
                 .await;
-            return Err(error);
+            return Err(error.into());
         }
     };
     let max_borrow_ms = fence
@@ -198,31 +190,33 @@ pub(crate) async fn lease_exact(
     if let Some(interval) = options.heartbeat_interval {
         guard.start_heartbeat(interval);
     }
-    Ok(Ok(guard))
+    tracing::debug!(worker_id, holder = %guard.holder(), "leased an exact worker id");
+    Ok(Ok(WorkerAssignment::kept(Arc::new(guard), kind)))
 }
 
-/// The builder methods of an assigner that leases its exact id in the store it is registered
-/// in (static, machine). The type needs `store_shared: bool` and `lease: LeaseOptions` fields.
-macro_rules! exact_lease_setters {
-    () => {
-        /// Whether the registered store is shared by every host and container that could take
-        /// these worker ids (default `true`). Say `false` for a store private to this host (the
-        /// service's zero-config SQLite file): it still keeps the processes that share it
-        /// apart, but does not count as a coordinator, so the container check applies.
-        #[must_use]
-        pub fn with_store_shared(mut self, shared: bool) -> Self {
-            self.store_shared = shared;
-            self
-        }
-
-        /// The lease's ttl, heartbeat and holder name in the store (default
-        /// [`LeaseOptions::default`](crate::LeaseOptions::default); its range and cache are
-        /// not used).
-        #[must_use]
-        pub fn with_lease_options(mut self, options: crate::LeaseOptions) -> Self {
-            self.lease = options;
-            self
-        }
-    };
+/// The store records the assigners' ranges in `worker_id_range`
+/// ([`Store::register_worker_range`]).
+impl RangeRegistry for Store {
+    fn register_worker_range<'a>(
+        &'a self,
+        assigner: &'a str,
+        range: WorkerIdRange,
+    ) -> BoxFuture<'a, uidgen_worker::Result<()>> {
+        Box::pin(async move {
+            Store::register_worker_range(self, assigner, range)
+                .await
+                .map_err(WorkerError::from)
+        })
+    }
 }
-pub(crate) use exact_lease_setters;
+
+/// The store leases exact worker ids in `worker_lease`, for the static and machine assigners.
+impl ExactLeaseRegistry for Store {
+    fn lease_exact<'a>(
+        &'a self,
+        request: ExactLease<'a>,
+    ) -> BoxFuture<'a, uidgen_worker::Result<std::result::Result<WorkerAssignment, LiveHolder>>>
+    {
+        Box::pin(async move { lease_exact(self, request).await.map_err(WorkerError::from) })
+    }
+}

@@ -26,39 +26,13 @@ use uidgen_core::{Clock, Layout, SystemClock};
 
 use crate::error::{Result, StoreError};
 use crate::lease_claim::{claim_row, holder_with_token};
-use crate::lease_options::{MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 use crate::store::Store;
-use crate::worker_range::WorkerIdRange;
-
-/// The shortest fallback lease a client may ask for.
-pub const MIN_FALLBACK_LEASE_TTL: Duration = Duration::from_secs(1);
+use uidgen_worker::{
+    LeaseGrant, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL, MIN_FALLBACK_LEASE_TTL, WorkerIdRange,
+};
 
 /// The longest holder string (the `worker_lease.holder` column).
 const MAX_HOLDER_LEN: usize = 128;
-
-/// A fallback lease as a server grants it to a client.
-///
-/// ```
-/// use uidgen_store::LeaseGrant;
-/// let grant = LeaseGrant {
-///     worker_id: 17,
-///     holder: "api-1/4242#00ab34cd56ef7890".into(),
-///     valid_until_ms: 1_800_000_030_000,
-///     floor_ms: 1_800_000_000_000,
-/// };
-/// assert!(grant.floor_ms < grant.valid_until_ms);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseGrant {
-    /// The leased worker id.
-    pub worker_id: u64,
-    /// The holder string renewals and the release must name (the name, `#`, a random token).
-    pub holder: String,
-    /// The lease's expiry (ms since the Unix epoch): IDs may be stamped in units ending by it.
-    pub valid_until_ms: u64,
-    /// Where earlier holders of the id stopped: only units ending after it may be stamped.
-    pub floor_ms: u64,
-}
 
 /// Leases worker ids of the embedded range to clients' fallbacks, through the store.
 ///
@@ -66,7 +40,8 @@ pub struct LeaseGrant {
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
 /// use std::time::Duration;
 /// use uidgen_core::Layout;
-/// use uidgen_store::{FallbackLeases, Store, WorkerIdRange};
+/// use uidgen_store::{FallbackLeases, Store};
+/// use uidgen_worker::WorkerIdRange;
 /// # let dir = tempfile::tempdir().map_err(|e| uidgen_store::StoreError::InvalidInput(e.to_string()))?;
 /// # let url = format!("sqlite://{}", dir.path().join("uidgen.db").display());
 /// let store = Store::connect(&url).await?;
@@ -116,7 +91,7 @@ impl FallbackLeases {
     ///
     /// Errors: [`StoreError::InvalidInput`] for a name of 0 or more than
     /// [`MAX_HOLDER_NAME_LEN`] characters (or with control characters) and a ttl outside
-    /// [`MIN_FALLBACK_LEASE_TTL`] to [`MAX_LEASE_TTL`]; [`StoreError::WorkerRangeOutsideLayout`],
+    /// [`MIN_FALLBACK_LEASE_TTL`] to [`MAX_LEASE_TTL`]; [`WorkerError::WorkerRangeOutsideLayout`](uidgen_worker::WorkerError::WorkerRangeOutsideLayout),
     /// [`StoreError::WorkerRangeConflict`] and [`StoreError::WorkerRangeChanged`] from the
     /// range's registration; [`StoreError::NoFreeWorkerId`] when every id of the range is held
     /// by a live lease; [`StoreError::LeaseContention`]; database errors.

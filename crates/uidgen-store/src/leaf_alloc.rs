@@ -11,8 +11,6 @@ use crate::worker_node::{check_len, check_step};
 
 /// The largest step a tag may have (Leaf keeps steps far below this; it bounds a typo).
 pub const MAX_STEP: i64 = 1_000_000_000;
-/// The longest biz tag, in characters (`VARCHAR(128)`).
-pub const MAX_TAG_LEN: usize = 128;
 /// The longest description, in characters (`VARCHAR(256)`).
 pub const MAX_DESCRIPTION_LEN: usize = 256;
 
@@ -154,19 +152,11 @@ const DELETE_TAG: Sql = Sql {
 /// A `leaf_alloc` row as selected by `GET_TAG`.
 type LeafAllocTuple = (String, i64, i64, Option<String>, Option<i64>, i64, i64);
 
-/// Check a biz tag: non-empty, at most 128 characters, no surrounding whitespace or control
-/// characters (MySQL compares `'a'` and `'a '` as equal, so such tags would collide).
+/// Check a biz tag ([`uidgen_core::check_biz_tag`]: non-empty, at most
+/// [`MAX_TAG_LEN`](uidgen_core::MAX_TAG_LEN) characters, no surrounding whitespace or control
+/// characters), as [`StoreError::InvalidInput`].
 pub fn validate_tag(biz_tag: &str) -> Result<()> {
-    if biz_tag.is_empty() {
-        return Err(StoreError::InvalidInput("biz tag is empty".to_owned()));
-    }
-    check_len("biz tag", biz_tag, MAX_TAG_LEN)?;
-    if biz_tag.trim() != biz_tag || biz_tag.chars().any(char::is_control) {
-        return Err(StoreError::InvalidInput(format!(
-            "biz tag {biz_tag:?} has surrounding whitespace or control characters"
-        )));
-    }
-    Ok(())
+    uidgen_core::check_biz_tag(biz_tag).map_err(StoreError::InvalidInput)
 }
 
 /// Check a description (of a tag or an app): at most [`MAX_DESCRIPTION_LEN`] characters, and no

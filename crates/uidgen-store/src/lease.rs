@@ -15,7 +15,7 @@
 //!   [`issued_until_ms`](uidgen_core::UidGenerator::issued_until_ms); a new holder waits until its
 //!   clock has passed the recorded time (up to
 //!   [`max_takeover_wait`](LeaseOptions::max_takeover_wait), else
-//!   [`StoreError::ClockBehindLastIssued`]). The holder's borrowing is bounded so that this
+//!   [`WorkerError::ClockBehindLastIssued`](uidgen_worker::WorkerError::ClockBehindLastIssued)). The holder's borrowing is bounded so that this
 //!   wait covers it ([`LeaseOptions::max_borrow`]): a successor on the same clock is never
 //!   refused for a burst.
 //! - A lease that cannot be renewed stops being valid at its expiry; one taken over is lost at
@@ -33,20 +33,19 @@
 //!   reserve is zero. The file is deleted before a release, and locked while a lease uses it.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use uidgen_core::clock::saturating_millis;
 use uidgen_core::{Clock, Layout, SystemClock};
 
-use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
-use crate::cache::{CacheLock, read_cache};
+use uidgen_worker::{
+    AssignmentKind, BoxFuture, CacheLock, LeaseOptions, LocalMark, WorkerAssignment, WorkerError,
+    WorkerIdAssigner, WorkerIdRange, default_holder, mark_step_ms, read_cache, wait_for_clock,
+};
+
 use crate::error::{Result, StoreError};
 use crate::lease_claim::{ClaimedRow, claim_row, holder_with_token};
 use crate::lease_guard::{LeaseGuard, NewLease};
-use crate::lease_options::LeaseOptions;
-use crate::mark::{LocalMark, mark_step_ms};
 use crate::store::Store;
-use crate::worker_range::WorkerIdRange;
 
 /// Leases a worker id in `0..=layout.max_worker_id()` (or in [`LeaseOptions::range`]) from the
 /// `worker_lease` table.
@@ -54,11 +53,12 @@ use crate::worker_range::WorkerIdRange;
 /// ```no_run
 /// # async fn demo() -> uidgen_store::Result<()> {
 /// use uidgen_core::{Layout, SystemClock};
-/// use uidgen_store::{LeaseOptions, LeasedWorkerIdAssigner, Store, WorkerIdAssigner};
+/// use uidgen_store::{LeaseGuard, LeasedWorkerIdAssigner, Store};
+/// use uidgen_worker::LeaseOptions;
 /// let store = Store::connect("postgres://postgres@127.0.0.1/test").await?;
 /// let assigner = LeasedWorkerIdAssigner::new(store, SystemClock, LeaseOptions::default());
 /// let assignment = assigner.assign(&Layout::snowflake()?).await?;
-/// let lease = assignment.lease.expect("a leased assignment carries its lease");
+/// let lease = LeaseGuard::of(&assignment).expect("a leased assignment carries its lease");
 /// lease.check()?; // before issuing; the heartbeat keeps it valid
 /// lease.release().await?; // on clean shutdown
 /// # Ok(()) }
@@ -73,6 +73,14 @@ pub struct LeasedWorkerIdAssigner {
 impl LeasedWorkerIdAssigner {
     /// The name its range is recorded under in `worker_id_range`.
     pub const REGISTRY_NAME: &'static str = "leased";
+
+    /// Its assignments' kind: a lease in `worker_lease`, renewed by a heartbeat.
+    pub const KIND: AssignmentKind = AssignmentKind::new("leased");
+
+    /// The kind of an assignment from the local cache file, because the database was
+    /// unreachable at start-up: a lease valid for one ttl that its renewals claim in the
+    /// database once it answers (or end, if another holder had the id meanwhile).
+    pub const LOCAL_CACHE_KIND: AssignmentKind = AssignmentKind::new("local_cache");
 
     /// An assigner over `store`, reading time from `clock`.
     pub fn new(store: Store, clock: impl Clock + 'static, options: LeaseOptions) -> Self {
@@ -92,7 +100,8 @@ impl LeasedWorkerIdAssigner {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
-    /// use uidgen_store::{LeasedWorkerIdAssigner, Store, StoreOptions, WorkerIdRange};
+    /// use uidgen_store::{LeasedWorkerIdAssigner, Store, StoreOptions};
+    /// use uidgen_worker::WorkerIdRange;
     /// let store = Store::connect_lazy("sqlite://uidgen.db", StoreOptions::default())?;
     /// let range = WorkerIdRange::new(0, 511)?;
     /// let assigner = LeasedWorkerIdAssigner::with_defaults(store).with_range(range);
@@ -133,11 +142,11 @@ impl LeasedWorkerIdAssigner {
     /// Only ids of the [range](LeaseOptions::range) are considered; the range is registered
     /// in the store first ([`Store::register_worker_range`]).
     ///
-    /// Errors: [`StoreError::InvalidLeaseOptions`], [`StoreError::WorkerRangeOutsideLayout`],
+    /// Errors: [`WorkerError::InvalidLeaseOptions`](uidgen_worker::WorkerError::InvalidLeaseOptions), [`WorkerError::WorkerRangeOutsideLayout`](uidgen_worker::WorkerError::WorkerRangeOutsideLayout),
     /// [`StoreError::WorkerRangeConflict`] and [`StoreError::WorkerRangeChanged`] from the
     /// registration, [`StoreError::NoFreeWorkerId`] when every id of the range is held by a
     /// live lease, [`StoreError::LeaseContention`] when free ids exist but other claimants won
-    /// each of them 8 times running, [`StoreError::ClockBehindLastIssued`],
+    /// each of them 8 times running, [`WorkerError::ClockBehindLastIssued`](uidgen_worker::WorkerError::ClockBehindLastIssued),
     /// and database errors.
     ///
     /// Cancel safety: dropping the future before a claim statement commits leaves only the
@@ -261,7 +270,7 @@ impl LeasedWorkerIdAssigner {
             // Hand the id back untouched so it does not stay blocked for a whole ttl (this also
             // forgets the state file: this host did not get it).
             let _ = guard.release_recording(last_issued_ms).await;
-            return Err(error);
+            return Err(error.into());
         }
         if last_issued_ms >= claimed.claimed_at_ms {
             // The wait (up to half the ttl by default) came out of the lease: renew now, so the
@@ -393,70 +402,22 @@ impl LeasedWorkerIdAssigner {
             "database unreachable; running on the cached worker lease until the database answers \
              or the lease expires"
         );
-        Ok(WorkerAssignment::leased(guard, AssignmentKind::LocalCache))
+        Ok(WorkerAssignment::kept(
+            Arc::new(guard),
+            Self::LOCAL_CACHE_KIND,
+        ))
     }
-}
 
-impl WorkerIdAssigner for LeasedWorkerIdAssigner {
-    fn assign<'a>(&'a self, layout: &'a Layout) -> BoxFuture<'a, Result<WorkerAssignment>> {
-        Box::pin(async move {
-            match self.claim(layout).await {
-                Ok(lease) => Ok(WorkerAssignment::leased(lease, AssignmentKind::Leased)),
-                Err(error) if error.is_unreachable() => self.assign_from_cache(layout, error).await,
-                Err(error) => Err(error),
-            }
-        })
-    }
-}
-
-/// Wait until `clock` reads past `until_ms`, polling (a test clock is moved by someone else);
-/// refuse when that is further than `max_wait` away or does not happen within it.
-///
-/// Every assigner's start waits through this one function, so they share one rule.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// use std::time::Duration;
-/// use uidgen_core::ManualClock;
-/// use uidgen_store::{StoreError, wait_for_clock};
-/// let clock = ManualClock::new(1_000);
-/// // Already past: no wait.
-/// wait_for_clock(&clock, 7, 999, Duration::ZERO).await.unwrap();
-/// // A minute ahead, with a second allowed: refused at once.
-/// let error = wait_for_clock(&clock, 7, 61_000, Duration::from_secs(1)).await.unwrap_err();
-/// assert!(matches!(error, StoreError::ClockBehindLastIssued { worker_id: 7, .. }));
-/// # }
-/// ```
-pub async fn wait_for_clock(
-    clock: &dyn Clock,
-    worker_id: u64,
-    until_ms: u64,
-    max_wait: Duration,
-) -> Result<()> {
-    let max_wait_ms = saturating_millis(max_wait);
-    let deadline = tokio::time::Instant::now() + max_wait + Duration::from_millis(100);
-    loop {
-        let now_ms = clock.now_millis();
-        if now_ms > until_ms {
-            return Ok(());
+    /// [`WorkerIdAssigner::assign`] with the store's own error: [`claim`](Self::claim) a
+    /// lease, or, when the database is unreachable, restart on the local cache's lease (see
+    /// [`LeaseOptions::cache_path`]).
+    pub async fn assign(&self, layout: &Layout) -> Result<WorkerAssignment> {
+        match self.claim(layout).await {
+            Ok(lease) => Ok(WorkerAssignment::kept(Arc::new(lease), Self::KIND)),
+            Err(error) if error.is_unreachable() => self.assign_from_cache(layout, error).await,
+            Err(error) => Err(error),
         }
-        let wait_ms = until_ms - now_ms + 1;
-        if wait_ms > max_wait_ms || tokio::time::Instant::now() >= deadline {
-            return Err(StoreError::ClockBehindLastIssued {
-                worker_id,
-                until_ms,
-                now_ms,
-                wait_ms,
-                max_wait_ms,
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(wait_ms.min(10))).await;
     }
 }
 
-/// The holder name of a claim without a configured one: `<host>/<pid>`.
-pub(crate) fn default_holder() -> String {
-    let host = crate::worker_node::WorkerNode::detect().host_name;
-    format!("{host}/{}", std::process::id())
-}
+crate::disposable::assign_through_store!(LeasedWorkerIdAssigner);

@@ -17,7 +17,7 @@ use uidgen_core::Clock;
 
 use crate::error::{Result, StoreError};
 use crate::store::Store;
-use crate::worker_range::WorkerIdRange;
+use uidgen_worker::WorkerIdRange;
 
 /// How many rounds a claim may lose to other claimants before giving up with
 /// [`StoreError::LeaseContention`].

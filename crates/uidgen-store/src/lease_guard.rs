@@ -12,9 +12,11 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence, UidGenerator};
+use uidgen_worker::{
+    BoxFuture, HealthSnapshot, KeeperStatus, LocalMark, WorkerAssignment, WorkerError, WorkerKeeper,
+};
 
 use crate::error::{Result, StoreError};
-use crate::mark::LocalMark;
 use crate::store::Store;
 
 /// What a new [`LeaseGuard`] starts from.
@@ -44,7 +46,7 @@ pub(crate) struct NewLease {
     /// Where earlier holders of the id stopped: this lease stamps no unit starting before it.
     pub(crate) floor_ms: u64,
     /// How far ahead of the clock a cached generator may borrow under this lease
-    /// ([`LeaseOptions::max_borrow`](crate::LeaseOptions::max_borrow)).
+    /// ([`LeaseOptions::max_borrow`](uidgen_worker::LeaseOptions::max_borrow)).
     pub(crate) max_borrow_ms: u64,
 }
 
@@ -97,8 +99,8 @@ impl Drop for LeaseState {
 
 /// A held lease on a worker id. Clones share the lease.
 ///
-/// Call [`check`](Self::check) (or use a [`GuardedGenerator`](crate::GuardedGenerator), which
-/// does) before issuing IDs; keep it renewed with the heartbeat; [`release`](Self::release) it
+/// Call [`check`](Self::check) (or use a
+/// [`GuardedGenerator`](uidgen_worker::GuardedGenerator), which does) before issuing IDs; keep it renewed with the heartbeat; [`release`](Self::release) it
 /// on clean shutdown so the id is free at once.
 #[derive(Debug, Clone)]
 pub struct LeaseGuard {
@@ -130,6 +132,20 @@ impl LeaseGuard {
                 heartbeat: Mutex::new(None),
             }),
         }
+    }
+
+    /// The lease an assignment is kept by, if it is kept by one (a leased, local-cache,
+    /// static or machine id registered in a store).
+    ///
+    /// ```
+    /// use uidgen_store::LeaseGuard;
+    /// use uidgen_worker::{AssignmentKind, WorkerAssignment};
+    /// let fixed = WorkerAssignment::fixed(7, AssignmentKind::STATIC);
+    /// assert!(LeaseGuard::of(&fixed).is_none());
+    /// ```
+    pub fn of(assignment: &WorkerAssignment) -> Option<LeaseGuard> {
+        let keeper: &dyn std::any::Any = assignment.keeper.as_deref()?;
+        keeper.downcast_ref::<LeaseGuard>().cloned()
     }
 
     /// The leased worker id.
@@ -197,8 +213,11 @@ impl LeaseGuard {
     /// Record the generator whose [`issued_until_ms`](UidGenerator::issued_until_ms) the
     /// heartbeat and [`release`](Self::release) write down. Held weakly.
     pub fn track<G: UidGenerator + 'static>(&self, generator: &Arc<G>) {
-        let generator: Arc<dyn UidGenerator> = Arc::clone(generator) as Arc<dyn UidGenerator>;
-        *lock(&self.state.source) = Some(Arc::downgrade(&generator));
+        self.track_dyn(&(Arc::clone(generator) as Arc<dyn UidGenerator>));
+    }
+
+    fn track_dyn(&self, generator: &Arc<dyn UidGenerator>) {
+        *lock(&self.state.source) = Some(Arc::downgrade(generator));
         // Relaxed: only decides which value issued_until() reports; no data hangs on it.
         self.state.tracked.store(true, Ordering::Relaxed);
     }
@@ -454,6 +473,55 @@ impl TimeFence for LeaseGuard {
 
     fn floor_ms(&self) -> u64 {
         self.state.floor_ms
+    }
+}
+
+/// The lease keeps its worker id: renewed by the heartbeat, released on clean shutdown.
+impl WorkerKeeper for LeaseGuard {
+    fn worker_id(&self) -> u64 {
+        self.state.worker_id
+    }
+
+    fn check(&self) -> uidgen_worker::Result<()> {
+        LeaseGuard::check(self).map_err(WorkerError::from)
+    }
+
+    fn is_ended(&self) -> bool {
+        LeaseGuard::is_ended(self)
+    }
+
+    fn track(&self, generator: Arc<dyn UidGenerator>) {
+        self.track_dyn(&generator);
+    }
+
+    fn record_issued_until(&self, ms: u64) {
+        LeaseGuard::record_issued_until(self, ms);
+    }
+
+    fn release(&self) -> BoxFuture<'_, uidgen_worker::Result<()>> {
+        Box::pin(async move { LeaseGuard::release(self).await.map_err(WorkerError::from) })
+    }
+
+    fn status(&self) -> KeeperStatus {
+        let ended = if self.is_ended() {
+            lock(&self.state.ended).clone()
+        } else {
+            None
+        };
+        let last_error = lock(&self.state.last_error).is_some();
+        KeeperStatus {
+            worker_id: self.state.worker_id,
+            from_local_cache: self.is_from_local_cache(),
+            // The lease counts no renewals; its last error says whether the last one failed.
+            health: HealthSnapshot {
+                connected: !self.is_from_local_cache() && !last_error,
+                failures: 0,
+                last_report_ms: None,
+                accepted_until_ms: self.valid_until_ms(),
+                outage_since_ms: None,
+                lost: ended,
+            },
+        }
     }
 }
 

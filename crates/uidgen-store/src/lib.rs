@@ -1,21 +1,24 @@
 //! Storage for uidgen: worker ids and Leaf segments kept in SQLite, MySQL/MariaDB or
 //! PostgreSQL through sqlx.
 //!
-//! It is for obtaining the worker id a generator stamps into IDs (Baidu's disposable
-//! `worker_node` rows, leases on narrow layouts, a configured number, or the zero-config
-//! machine+process id of [`MachineWorkerIdAssigner`]), for claiming Leaf
-//! segments from `leaf_alloc` and the sharded mode's per-app, per-shard segments from
-//! `id_alloc`, and for creating those tables (checksummed migrations from this crate's `sql/`). It is not
-//! for generating IDs (that is `uidgen-core`, which this crate wires up in
-//! [`GeneratorBuilder`]), nor for the per-tag segment buffers (`uidgen-segment`) or HTTP
-//! (`uidgen-server`), nor for the Redis lists of the sharded mode (`uidgen-sharded`).
+//! It is for the worker ids that need a database (Baidu's disposable `worker_node` rows,
+//! [leases](LeasedWorkerIdAssigner) on narrow layouts), which implement `uidgen-worker`'s
+//! assigner and keeper traits, for the registries the static and machine assigners of
+//! `uidgen-worker` record their ranges and exact-id leases in (`Store` implements
+//! [`RangeRegistry`](uidgen_worker::RangeRegistry) and
+//! [`ExactLeaseRegistry`](uidgen_worker::ExactLeaseRegistry)), for claiming Leaf segments from
+//! `leaf_alloc` and the sharded mode's per-app, per-shard segments from `id_alloc`, and for
+//! creating those tables (checksummed migrations from this crate's `sql/`). It is not for
+//! worker ids without storage or for wiring generators (`uidgen-worker`), nor for generating
+//! IDs (`uidgen-core`), the per-tag segment buffers (`uidgen-segment`), HTTP
+//! (`uidgen-server`) or the Redis lists of the sharded mode (`uidgen-sharded`).
 //!
 //! Servers also lease worker ids of an *embedded range* to their clients' fallback generators
-//! ([`FallbackLeases`]); a client keeps such a lease as its generator's fence ([`RemoteLease`])
-//! without ever talking to the database.
+//! ([`FallbackLeases`]); a client keeps such a lease as its generator's fence
+//! (`uidgen_worker::RemoteLease`) without ever talking to the database.
 //!
 //! Assigners that share a store draw from one worker-id space, so each records the
-//! [`WorkerIdRange`] it hands ids from in `worker_id_range` before taking one; overlapping or
+//! `WorkerIdRange` it hands ids from in `worker_id_range` before taking one; overlapping or
 //! inconsistent ranges are refused at start-up ([`Store::register_worker_range`]).
 //!
 //! One [`Store`] API over three databases, chosen by URL: `sqlite://PATH` (the embedded
@@ -28,7 +31,8 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use uidgen_core::{CachedOptions, Layout, SystemClock, UidGenerator};
-//! use uidgen_store::{DisposableWorkerIdAssigner, GeneratorBuilder, Store};
+//! use uidgen_store::{DisposableWorkerIdAssigner, Store};
+//! use uidgen_worker::GeneratorBuilder;
 //!
 //! # let dir = tempfile::tempdir()?;
 //! # let url = format!("sqlite://{}", dir.path().join("uidgen.db").display());
@@ -56,28 +60,17 @@
 //! Other crates enable it in `[dev-dependencies]`:
 //! `uidgen-store = { workspace = true, features = ["testing"] }`.
 
-mod assigner;
-pub mod blocking;
-mod builder;
-mod cache;
-mod container;
+mod disposable;
 mod error;
 mod exact_lease;
 mod fallback_lease;
-mod holder_health;
 mod id_alloc;
 mod leaf_alloc;
 mod lease;
 mod lease_claim;
 mod lease_guard;
-mod lease_options;
-mod machine;
-mod machine_part;
-mod mark;
 mod migrate;
-mod remote_lease;
 mod residue;
-mod state_dir;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -86,36 +79,23 @@ mod worker_lease;
 mod worker_node;
 mod worker_range;
 
-pub use assigner::{
-    AssignmentKind, BoxFuture, DisposableWorkerIdAssigner, StaticWorkerIdAssigner,
-    WorkerAssignment, WorkerIdAssigner,
-};
-pub use builder::{Built, GeneratorBuilder, GuardedGenerator};
-pub use cache::{CachedWorker, read_cache, write_cache};
-pub use container::{ContainerEvidence, ContainerProbe};
+pub use disposable::DisposableWorkerIdAssigner;
 pub use error::{Result, StoreError};
-pub use fallback_lease::{FallbackLeases, LeaseGrant, MIN_FALLBACK_LEASE_TTL};
-pub use holder_health::{HealthSnapshot, HolderHealth};
+pub use fallback_lease::FallbackLeases;
 pub use id_alloc::{
     AppShard, AppSpec, DEFAULT_ID_ALLOC_STEP, ID_ALLOC_INDEX_SHIFT, ID_ALLOC_SHARDS, IdAllocApp,
     IdSegment, MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP, index_ceiling,
 };
 pub use leaf_alloc::{
-    LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, MAX_TAG_LEN, SegmentClaim, validate_description,
-    validate_step, validate_tag,
+    LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, SegmentClaim, validate_description, validate_step,
+    validate_tag,
 };
-pub use lease::{LeasedWorkerIdAssigner, wait_for_clock};
+pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;
-pub use lease_options::{LeaseOptions, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
-pub use machine::{MachineWorkerIdAssigner, PROCESS_BITS};
-pub use machine_part::{HostIdentity, MACHINE_BITS, MachinePart, MachineSource};
-pub use mark::LocalMark;
 pub use migrate::{Migration, migrations};
-pub use remote_lease::RemoteLease;
 pub use residue::{MAX_DELTA, Residue};
-pub use state_dir::{ENV_STATE_DIR, SYSTEM_STATE_DIR, StateDir, StateDirError, StateDirSource};
 pub use store::{Store, StoreOptions};
 pub use url::{Dialect, redact_url};
 pub use worker_lease::WorkerLeaseRow;
-pub use worker_node::{ENV_HOST, ENV_PORT, NodeType, WorkerNode};
-pub use worker_range::{WorkerIdRange, WorkerRangeRow};
+pub use worker_node::{NodeType, WorkerNode};
+pub use worker_range::WorkerRangeRow;

@@ -385,3 +385,21 @@ fn mysql_options(url: &str) -> Result<MySqlConnectOptions> {
 fn pg_options(url: &str) -> Result<PgConnectOptions> {
     PgConnectOptions::from_str(url).map_err(|e| invalid(url, &e))
 }
+
+impl Store {
+    /// [`Store::connect_with`] for code that is not async: runs on `uidgen-worker`'s background
+    /// runtime ([`uidgen_worker::blocking`]), which keeps the pool's connections alive after
+    /// the call.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join(format!("uidgen-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap(); // the file is created, its folder is not
+    /// let url = format!("sqlite://{}/blocking.db", dir.display());
+    /// let store = uidgen_store::Store::connect_blocking(&url, Default::default())?;
+    /// assert_eq!(store.dialect(), uidgen_store::Dialect::Sqlite);
+    /// # Ok::<(), uidgen_store::StoreError>(())
+    /// ```
+    pub fn connect_blocking(url: &str, options: StoreOptions) -> Result<Store> {
+        uidgen_worker::blocking::block_on_result(Store::connect_with(url, options))
+    }
+}

@@ -1,16 +1,10 @@
 //! The `worker_node` table (Baidu uid-generator's `WORKER_NODE`): one row per process start.
 
-use std::net::{IpAddr, UdpSocket};
-
 use uidgen_core::{Clock, SystemClock};
+use uidgen_worker::{ENV_HOST, ENV_PORT, local_ip};
 
 use crate::error::{Result, StoreError};
 use crate::store::{Sql, Store, run_sql, with_pool_returning};
-
-/// Environment variable naming the host of a containerised process (Baidu: `JPaaS_HOST`).
-pub const ENV_HOST: &str = "UIDGEN_HOST";
-/// Environment variable naming the port of a containerised process (Baidu: `JPaaS_HTTP_PORT`).
-pub const ENV_PORT: &str = "UIDGEN_PORT";
 
 /// Where a process runs, as Baidu's `WorkerNodeType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -123,15 +117,6 @@ impl WorkerNode {
             launch_date: None,
         }
     }
-}
-
-/// The address this host would use to reach the outside: connecting a UDP socket sends
-/// nothing, it only picks the route's source address. `None` on an isolated host.
-fn local_ip() -> Option<IpAddr> {
-    let socket = UdpSocket::bind("0.0.0.0:0").ok()?;
-    socket.connect("192.0.2.1:9").ok()?; // TEST-NET-1: never routed, never contacted.
-    let ip = socket.local_addr().ok()?.ip();
-    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
 }
 
 const INSERT_WORKER_NODE: Sql = Sql {

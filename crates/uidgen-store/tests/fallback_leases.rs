@@ -13,10 +13,8 @@ use uidgen_core::{
     Clock, DefaultUidGenerator, Layout, ManualClock, SystemClock, TimeFence, UidError, UidGenerator,
 };
 use uidgen_store::testing::{TestDb, fresh_store};
-use uidgen_store::{
-    FallbackLeases, LeaseGrant, LeaseOptions, LeasedWorkerIdAssigner, RemoteLease, Store,
-    StoreError, WorkerIdRange, read_cache,
-};
+use uidgen_store::{FallbackLeases, LeasedWorkerIdAssigner, Store, StoreError};
+use uidgen_worker::{LeaseGrant, LeaseOptions, RemoteLease, WorkerIdRange, read_cache};
 
 const T0: u64 = 1_800_000_000_000;
 const TTL: Duration = Duration::from_secs(30);

@@ -9,10 +9,8 @@ use std::time::Duration;
 use common::narrow_layout;
 use uidgen_core::{Clock, ManualClock, SystemClock, UidError, UidGenerator};
 use uidgen_store::testing::{TestDb, fresh_store, occupy_pool};
-use uidgen_store::{
-    AssignmentKind, GeneratorBuilder, LeaseOptions, LeasedWorkerIdAssigner, MAX_HOLDER_NAME_LEN,
-    Store, StoreError, StoreOptions, WorkerIdAssigner, read_cache,
-};
+use uidgen_store::{LeaseGuard, LeasedWorkerIdAssigner, Store, StoreError, StoreOptions};
+use uidgen_worker::{GeneratorBuilder, LeaseOptions, MAX_HOLDER_NAME_LEN, WorkerError, read_cache};
 
 const T0: u64 = 1_800_000_000_000;
 
@@ -143,7 +141,7 @@ per_db! {
         let b = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("b"));
         let error = b.claim(&layout).await.unwrap_err();
         match &error {
-            StoreError::ClockBehindLastIssued { worker_id: 0, until_ms, now_ms, max_wait_ms: 5_000, .. } => {
+            StoreError::Worker(WorkerError::ClockBehindLastIssued { worker_id: 0, until_ms, now_ms, max_wait_ms: 5_000, .. }) => {
                 assert_eq!((*until_ms, *now_ms), (T0 + 60_000, T0 + 30_001));
             }
             other => panic!("{other:?}"),
@@ -226,8 +224,8 @@ per_db! {
             .build_default(clock.clone())
             .await
             .unwrap();
-        assert_eq!(built.assignment.kind, AssignmentKind::Leased);
-        let lease = built.assignment.lease.clone().unwrap();
+        assert_eq!(built.assignment.kind, LeasedWorkerIdAssigner::KIND);
+        let lease = LeaseGuard::of(&built.assignment).unwrap();
         built.generator.next_id().unwrap();
 
         // The heartbeat extends the lease and records the generator's issued-until time.
@@ -337,7 +335,7 @@ async fn crash_holding(
         .await
         .unwrap();
     built.generator.next_id().unwrap();
-    let lease = built.assignment.lease.clone().unwrap();
+    let lease = LeaseGuard::of(&built.assignment).unwrap();
     (lease.worker_id(), lease.holder().to_owned())
 }
 
@@ -366,8 +364,8 @@ per_db! {
         // Past the mark, inside the reserve: the same lease, until the recorded expiry.
         clock.set(T0 + 31_000);
         let assignment = restart(cached_options("b", &cache)).assign(&layout).await.unwrap();
-        assert_eq!((assignment.kind, assignment.worker_id), (AssignmentKind::LocalCache, worker_id));
-        let local = assignment.lease.clone().unwrap();
+        assert_eq!((assignment.kind, assignment.worker_id), (LeasedWorkerIdAssigner::LOCAL_CACHE_KIND, worker_id));
+        let local = LeaseGuard::of(&assignment).unwrap();
         assert!(local.is_from_local_cache());
         assert_eq!((local.holder(), local.valid_until_ms()), (holder.as_str(), T0 + 90_000));
         drop((assignment, local));
@@ -405,7 +403,7 @@ per_db! {
             .build_default(clock_a.clone())
             .await
             .unwrap();
-        assert_eq!(a2.assignment.kind, AssignmentKind::LocalCache);
+        assert_eq!(a2.assignment.kind, LeasedWorkerIdAssigner::LOCAL_CACHE_KIND);
         let mut a_ids = vec![a2.generator.next_id().unwrap()];
         clock_a.set(T0 + 89_000);
         a_ids.push(a2.generator.next_id().unwrap());
@@ -452,7 +450,7 @@ per_db! {
             .build_default(clock_a.clone())
             .await
             .unwrap();
-        let lease = built.assignment.lease.clone().unwrap();
+        let lease = LeaseGuard::of(&built.assignment).unwrap();
         assert_eq!(lease.valid_until_ms(), T0 + 30_000);
 
         clock_a.rewind(20_000);
@@ -523,7 +521,7 @@ per_db! {
             .claim(&layout)
             .await
             .unwrap_err();
-        assert!(matches!(error, StoreError::ClockBehindLastIssued { .. }), "{error:?}");
+        assert!(matches!(error, StoreError::Worker(WorkerError::ClockBehindLastIssued { .. })), "{error:?}");
         assert!(!refused_cache.exists());
     }
 }
@@ -540,7 +538,7 @@ per_db! {
         let assigner = |holder| LeasedWorkerIdAssigner::new(down.clone(), clock.clone(), cached_options(holder, &cache));
 
         let first = assigner("b").assign(&layout).await.unwrap();
-        assert_eq!(first.kind, AssignmentKind::LocalCache);
+        assert_eq!(first.kind, LeasedWorkerIdAssigner::LOCAL_CACHE_KIND);
         let error = assigner("c").assign(&layout).await.unwrap_err();
         assert!(matches!(&error, StoreError::Cache { reason, .. } if reason.contains("another lease")), "{error:?}");
 
@@ -548,7 +546,7 @@ per_db! {
         drop(first);
         clock.set(T0 + 40_000);
         let next = assigner("c").assign(&layout).await.unwrap();
-        assert_eq!(next.kind, AssignmentKind::LocalCache);
+        assert_eq!(next.kind, LeasedWorkerIdAssigner::LOCAL_CACHE_KIND);
     }
 }
 
@@ -564,9 +562,9 @@ per_db! {
             .build_default(clock.clone())
             .await
             .unwrap();
-        assert_eq!(built.assignment.kind, AssignmentKind::LocalCache);
+        assert_eq!(built.assignment.kind, LeasedWorkerIdAssigner::LOCAL_CACHE_KIND);
         built.generator.next_id().unwrap();
-        let lease = built.assignment.lease.clone().unwrap();
+        let lease = LeaseGuard::of(&built.assignment).unwrap();
         assert!(lease.renew().await.unwrap_err().is_unreachable());
         clock.set(T0 + 90_000);
         let error = built.generator.next_id().unwrap_err();
@@ -588,8 +586,8 @@ per_db! {
             .assign(&layout)
             .await
             .unwrap();
-        assert_eq!(assignment.kind, AssignmentKind::LocalCache);
-        let lease = assignment.lease.unwrap();
+        assert_eq!(assignment.kind, LeasedWorkerIdAssigner::LOCAL_CACHE_KIND);
+        let lease = LeaseGuard::of(&assignment).unwrap();
 
         // Still down: the renewal fails, the lease holds until its recorded expiry.
         assert!(lease.renew().await.unwrap_err().is_unreachable());
@@ -625,7 +623,7 @@ per_db! {
             .build_default(clock.clone())
             .await
             .unwrap();
-        assert_eq!(built.assignment.kind, AssignmentKind::LocalCache);
+        assert_eq!(built.assignment.kind, LeasedWorkerIdAssigner::LOCAL_CACHE_KIND);
         built.generator.next_id().unwrap();
 
         // The lease runs out while the database is away; another process takes the id over.
@@ -636,7 +634,7 @@ per_db! {
             .unwrap();
 
         drop(outage);
-        let lease = built.assignment.lease.clone().unwrap();
+        let lease = LeaseGuard::of(&built.assignment).unwrap();
         let error = lease.renew().await.unwrap_err();
         assert!(matches!(&error, StoreError::LeaseLost { worker_id: 0, reason } if reason.contains("local cache")), "{error:?}");
         let error = built.generator.next_id().unwrap_err();
@@ -686,7 +684,7 @@ per_db! {
         for bad in refused {
             let assigner = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), bad.clone());
             let error = assigner.assign(&layout).await.unwrap_err();
-            assert!(matches!(error, StoreError::InvalidLeaseOptions(_)), "{bad:?}: {error:?}");
+            assert!(matches!(error, StoreError::Worker(WorkerError::InvalidLeaseOptions(_))), "{bad:?}: {error:?}");
         }
         assert!(store.lease_rows(3).await.unwrap().is_empty(), "nothing was claimed");
 

@@ -10,7 +10,8 @@ use uidgen_core::{
     CachedOptions, Clock, FieldKind, Layout, ManualClock, SystemClock, TimeUnit, UidGenerator,
 };
 use uidgen_store::testing::{TestDb, fresh_store};
-use uidgen_store::{GeneratorBuilder, LeaseOptions, LeasedWorkerIdAssigner, WorkerIdRange};
+use uidgen_store::{LeaseGuard, LeasedWorkerIdAssigner};
+use uidgen_worker::{GeneratorBuilder, LeaseOptions, WorkerIdRange};
 
 /// Milliseconds with a 4-bit sequence: 16,000 IDs a second, so a burst of tens of thousands
 /// borrows seconds ahead, as Baidu's 100 k batches do on its 13-bit sequence.
@@ -41,7 +42,7 @@ per_db! {
             .build_cached(SystemClock, CachedOptions::waiting(Duration::from_secs(1)))
             .await
             .unwrap();
-        let lease = built.assignment.lease.clone().unwrap();
+        let lease = LeaseGuard::of(&built.assignment).unwrap();
         let generator = std::sync::Arc::clone(&built.generator);
         // Three bursts of 20,000 (3.75 s of IDs against a 3 s lease: refused before this fix), then
         // single IDs for a while: every call succeeds.
@@ -143,17 +144,14 @@ async fn the_takeover_wait_covers_the_farthest_a_burst_runs_ahead() {
                     "{what}: no borrowing after {taken} IDs"
                 );
                 if cached {
-                    let mark = uidgen_store::read_cache(&cache).unwrap().until_ms;
+                    let mark = uidgen_worker::read_cache(&cache).unwrap().until_ms;
                     assert!(
                         mark - now < wait_ms,
                         "{what}: the mark ran {} ms ahead; the wait is {wait_ms} ms",
                         mark - now
                     );
                 }
-                built
-                    .assignment
-                    .lease
-                    .clone()
+                LeaseGuard::of(&built.assignment)
                     .unwrap()
                     .release()
                     .await

@@ -11,8 +11,8 @@ mod common;
 use std::path::Path;
 
 use common::narrow_layout;
-use uidgen_store::read_cache;
 use uidgen_store::testing::{TestDb, fresh_store};
+use uidgen_worker::read_cache;
 
 const T0: u64 = 1_800_000_000_000;
 

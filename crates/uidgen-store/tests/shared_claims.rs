@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use uidgen_core::{Layout, ManualClock, UidGenerator};
 use uidgen_store::testing::{TestDb, fresh_store};
-use uidgen_store::{
+use uidgen_store::{LeaseGuard, Store};
+use uidgen_worker::{
     ContainerProbe, GeneratorBuilder, LeaseOptions, MachineWorkerIdAssigner,
-    StaticWorkerIdAssigner, Store, StoreError, WorkerIdAssigner,
+    StaticWorkerIdAssigner, WorkerError, WorkerIdAssigner,
 };
 
 mod common;
@@ -59,7 +60,7 @@ per_db! {
             .await
             .unwrap();
         assert_eq!(first.worker_id(), 7);
-        let lease = first.assignment.lease.clone().expect("a static id in a store is leased");
+        let lease = LeaseGuard::of(&first.assignment).expect("a static id in a store is leased");
         assert!(lease.holder().contains('#'), "{}", lease.holder());
         clock.advance(2_000);
         let ids_a = first.generator.next_ids(4_000).unwrap();
@@ -67,7 +68,7 @@ per_db! {
         // Host B, configured with the same id, is refused and told who holds it.
         let refused = on(&host_b).assign(&layout).await.unwrap_err();
         match &refused {
-            StoreError::WorkerIdHeld { worker_id: 7, holder, expires_in_ms } => {
+            WorkerError::WorkerIdHeld { worker_id: 7, holder, expires_in_ms } => {
                 assert_eq!(holder, lease.holder());
                 assert!(*expires_in_ms > 0);
             }
@@ -97,7 +98,7 @@ per_db! {
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), total, "{} equal IDs", total - all.len());
-        second.assignment.lease.unwrap().release().await.unwrap();
+        LeaseGuard::of(&second.assignment).unwrap().release().await.unwrap();
     }
 }
 
@@ -113,16 +114,16 @@ per_db! {
             .await
             .unwrap();
         clock.advance(10_000);
-        crashed.assignment.lease.as_ref().unwrap().renew().await.unwrap();
+        LeaseGuard::of(&crashed.assignment).unwrap().renew().await.unwrap();
         let ids_old = crashed.generator.next_ids(3_000).unwrap();
-        let valid_until = crashed.assignment.lease.as_ref().unwrap().valid_until_ms();
+        let valid_until = LeaseGuard::of(&crashed.assignment).unwrap().valid_until_ms();
         let newest = ids_old.iter().map(|&id| layout.decompose(id).unwrap().time).max().unwrap();
         std::mem::forget(crashed); // a crash: nothing is released, no heartbeat runs
 
         // Up to its expiry the id is still the crashed holder's.
         clock.set(valid_until);
         let held = on(&host()).assign(&layout).await.unwrap_err();
-        assert!(matches!(held, StoreError::WorkerIdHeld { worker_id: 9, .. }), "{held:?}");
+        assert!(matches!(held, WorkerError::WorkerIdHeld { worker_id: 9, .. }), "{held:?}");
 
         clock.set(valid_until + 1);
         let successor = on(&host()).assign(&layout).await.unwrap();
@@ -130,7 +131,7 @@ per_db! {
         assert!(floor > valid_until, "floor {floor} <= {valid_until}");
         let newest_end = layout.millis_of(newest + 1);
         assert!(floor >= newest_end, "the newest unit stamped ends at {newest_end} > {floor}");
-        successor.lease.unwrap().release().await.unwrap();
+        LeaseGuard::of(&successor).unwrap().release().await.unwrap();
     }
 }
 
@@ -157,14 +158,14 @@ per_db! {
         assert_eq!(workers, ((4 << 5)..(5 << 5)).collect::<Vec<u64>>());
         let full = on_new_host().assign(&layout).await.unwrap_err();
         assert!(
-            matches!(full, StoreError::MachineProcessValuesHeld { machine: 4, count: 32, .. }),
+            matches!(full, WorkerError::MachineProcessValuesHeld { machine: 4, count: 32, .. }),
             "{full:?}"
         );
         assert!(full.to_string().contains("32 by leases in the store"), "{full}");
 
         // One host stops: its value is the one the next host gets.
         let freed = held.remove(5);
-        let lease = freed.lease.unwrap();
+        let lease = LeaseGuard::of(&freed).unwrap();
         // No generator ran: say so, or the release records the whole lease as issued and the
         // next holder waits out the ttl.
         lease.record_issued_until(0);
@@ -191,7 +192,7 @@ async fn without_a_shared_store_a_container_is_refused_unless_allowed() {
     assert!(
         matches!(
             refused,
-            StoreError::UncoordinatedInContainer {
+            WorkerError::UncoordinatedInContainer {
                 assigner: "machine",
                 ..
             }
@@ -209,7 +210,7 @@ async fn without_a_shared_store_a_container_is_refused_unless_allowed() {
         .with_store_shared(false);
     assert!(matches!(
         private.assign(&layout).await,
-        Err(StoreError::UncoordinatedInContainer { .. })
+        Err(WorkerError::UncoordinatedInContainer { .. })
     ));
     // Allowed, or with a shared store, it starts.
     machine()
@@ -218,7 +219,7 @@ async fn without_a_shared_store_a_container_is_refused_unless_allowed() {
         .await
         .unwrap();
     let shared = machine().registered_in(own).assign(&layout).await.unwrap();
-    shared.lease.unwrap().release().await.unwrap();
+    LeaseGuard::of(&shared).unwrap().release().await.unwrap();
     // Outside a container nothing is refused.
     let host_root = host();
     std::fs::create_dir_all(host_root.join("proc/1")).unwrap();

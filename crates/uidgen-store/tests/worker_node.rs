@@ -9,10 +9,8 @@ use std::sync::Arc;
 use common::narrow_layout;
 use uidgen_core::{CachedOptions, Layout, ManualClock, SystemClock, UidGenerator};
 use uidgen_store::testing::{TestDb, fresh_store};
-use uidgen_store::{
-    AssignmentKind, DisposableWorkerIdAssigner, GeneratorBuilder, NodeType, StaticWorkerIdAssigner,
-    StoreError, WorkerIdAssigner, WorkerNode,
-};
+use uidgen_store::{DisposableWorkerIdAssigner, NodeType, StoreError, WorkerNode};
+use uidgen_worker::{GeneratorBuilder, StaticWorkerIdAssigner, WorkerError, WorkerIdAssigner};
 
 fn node(host: &str, port: &str) -> WorkerNode {
     WorkerNode {
@@ -37,7 +35,7 @@ per_db! {
         let mut ids = HashSet::new();
         for task in tasks {
             let assignment = task.await.unwrap().unwrap();
-            assert_eq!(assignment.kind, AssignmentKind::Disposable);
+            assert_eq!(assignment.kind, DisposableWorkerIdAssigner::KIND);
             assert!(ids.insert(assignment.worker_id), "duplicate {}", assignment.worker_id);
         }
         assert_eq!(ids.len(), 32);
@@ -132,14 +130,14 @@ async fn static_assigner_is_range_checked() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, StoreError::WorkerIdOutOfRange { id: 4, max: 3 }),
+        matches!(error, WorkerError::WorkerIdOutOfRange { id: 4, max: 3 }),
         "{error:?}"
     );
     let error = GeneratorBuilder::new(layout.clone())
         .build_default(SystemClock)
         .await
         .unwrap_err();
-    assert!(matches!(error, StoreError::InvalidInput(_)), "{error:?}");
+    assert!(matches!(error, WorkerError::InvalidInput(_)), "{error:?}");
 }
 
 #[test]

@@ -10,9 +10,11 @@ use common::narrow_layout;
 use uidgen_core::ManualClock;
 use uidgen_store::testing::{TestDb, fresh_store};
 use uidgen_store::{
-    DisposableWorkerIdAssigner, LeaseOptions, LeasedWorkerIdAssigner, NodeType,
-    StaticWorkerIdAssigner, Store, StoreError, StoreOptions, WorkerIdAssigner, WorkerIdRange,
+    DisposableWorkerIdAssigner, LeasedWorkerIdAssigner, NodeType, Store, StoreError, StoreOptions,
     WorkerNode,
+};
+use uidgen_worker::{
+    LeaseOptions, StaticWorkerIdAssigner, WorkerError, WorkerIdAssigner, WorkerIdRange,
 };
 
 const T0: u64 = 1_800_000_000_000;
@@ -189,7 +191,7 @@ per_db! {
         leased(&store, Some(range("0-7")), "a").claim(&layout).await.unwrap();
 
         // The default static range is the whole layout: it overlaps.
-        let error = fixed(9).registered_in(store.clone()).assign(&layout).await.unwrap_err();
+        let error = StoreError::from(fixed(9).registered_in(store.clone()).assign(&layout).await.unwrap_err());
         assert!(is_conflict(&error, "static", "leased"), "{error:?}");
         // A disjoint range, but an id outside it.
         let error = fixed(3)
@@ -199,7 +201,7 @@ per_db! {
             .await
             .unwrap_err();
         assert!(
-            matches!(error, StoreError::WorkerIdNotInRange { id: 3, range } if range.to_string() == "8-15"),
+            matches!(error, WorkerError::WorkerIdNotInRange { id: 3, range } if range.to_string() == "8-15"),
             "{error:?}"
         );
         // A disjoint range and an id inside it.
@@ -213,12 +215,14 @@ per_db! {
         assert_eq!(store.worker_ranges().await.unwrap().len(), 2);
 
         // Another static service asking for a different range is refused.
-        let error = fixed(10)
-            .registered_in(store.clone())
-            .with_range(range("6-15"))
-            .assign(&layout)
-            .await
-            .unwrap_err();
+        let error = StoreError::from(
+            fixed(10)
+                .registered_in(store.clone())
+                .with_range(range("6-15"))
+                .assign(&layout)
+                .await
+                .unwrap_err(),
+        );
         assert!(matches!(error, StoreError::WorkerRangeChanged { .. }), "{error:?}");
         // Without a store nothing is recorded or checked against the other assigners.
         assert_eq!(fixed(3).assign(&layout).await.unwrap().worker_id, 3);
@@ -234,10 +238,10 @@ per_db! {
         let errors = [
             disposable(&store, too_wide).assign(&layout).await.unwrap_err(),
             leased(&store, too_wide, "a").assign(&layout).await.unwrap_err(),
-            fixed(4).registered_in(store.clone()).with_range(range("4-8")).assign(&layout).await.unwrap_err(),
+            StoreError::from(fixed(4).registered_in(store.clone()).with_range(range("4-8")).assign(&layout).await.unwrap_err()),
         ];
         for error in errors {
-            assert!(matches!(error, StoreError::WorkerRangeOutsideLayout { max: 7, .. }), "{error:?}");
+            assert!(matches!(error, StoreError::Worker(WorkerError::WorkerRangeOutsideLayout { max: 7, .. })), "{error:?}");
             assert!(error.to_string().contains("set `worker.range` within 0-7"), "{error}");
         }
         assert!(store.worker_ranges().await.unwrap().is_empty());

@@ -31,8 +31,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, SystemClock};
-use uidgen_store::{
-    AssignmentKind, BoxFuture, LocalMark, StoreError, WorkerAssignment, WorkerIdAssigner,
+use uidgen_worker::{
+    AssignmentKind, BoxFuture, LocalMark, WorkerAssignment, WorkerError, WorkerIdAssigner,
 };
 use zookeeper_client as zk;
 
@@ -59,7 +59,7 @@ pub enum ZkSource {
 /// A worker id from ZooKeeper, with what keeps it.
 #[derive(Debug, Clone)]
 pub struct ZkAssignment {
-    /// The worker id and its fence, as the store's assigners return them.
+    /// The worker id, its fence and its keeper (the holder), as every assigner returns them.
     pub assignment: WorkerAssignment,
     /// The holder (reports, status).
     pub holder: ZkHolder,
@@ -77,7 +77,7 @@ pub struct ZkAssignment {
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use uidgen_core::{Layout, SystemClock, UidGenerator};
-/// use uidgen_store::GeneratorBuilder;
+/// use uidgen_worker::GeneratorBuilder;
 /// use uidgen_zk::{ZkOptions, ZooKeeperWorkerIdAssigner};
 /// let options = ZkOptions::new("127.0.0.1:2181", "order", "10.0.0.7", "8080");
 /// let built = GeneratorBuilder::new(Layout::leaf()?)
@@ -96,6 +96,11 @@ pub struct ZooKeeperWorkerIdAssigner {
 }
 
 impl ZooKeeperWorkerIdAssigner {
+    /// Its assignments' kind: a forever node in ZooKeeper, kept by a report every few
+    /// seconds; or that node's id from the local cache, when ZooKeeper was unreachable at
+    /// start-up ([`ZkSource`] tells which).
+    pub const KIND: AssignmentKind = AssignmentKind::new("zookeeper");
+
     /// An assigner with `options`, on the system clock.
     pub fn new(options: ZkOptions) -> Self {
         Self {
@@ -145,7 +150,8 @@ impl ZooKeeperWorkerIdAssigner {
     fn assignment(&self, holder: ZkHolder, source: ZkSource) -> ZkAssignment {
         let assignment = WorkerAssignment {
             fence: Some(holder.fence()),
-            ..WorkerAssignment::fixed(holder.worker_id(), AssignmentKind::ZooKeeper)
+            keeper: Some(Arc::new(holder.clone())),
+            ..WorkerAssignment::fixed(holder.worker_id(), Self::KIND)
         };
         ZkAssignment {
             assignment,
@@ -171,7 +177,7 @@ impl ZooKeeperWorkerIdAssigner {
         }
     }
 
-    /// Wait until the clock has passed `until_ms`, up to `max_start_wait`: the store's one
+    /// Wait until the clock has passed `until_ms`, up to `max_start_wait`: the worker crate's one
     /// wait (the rule every assigner's start follows), with ZooKeeper's error naming `what`.
     async fn wait_for_clock(
         &self,
@@ -180,17 +186,17 @@ impl ZooKeeperWorkerIdAssigner {
         what: &'static str,
     ) -> Result<()> {
         let max_wait = self.options.max_start_wait;
-        uidgen_store::wait_for_clock(self.clock.as_ref(), worker_id, until_ms, max_wait)
+        uidgen_worker::wait_for_clock(self.clock.as_ref(), worker_id, until_ms, max_wait)
             .await
             .map_err(|error| match error {
-                StoreError::ClockBehindLastIssued {
+                WorkerError::ClockBehindLastIssued {
                     worker_id,
                     until_ms,
                     now_ms,
                     max_wait_ms,
                     ..
                 } => clock_behind(worker_id, what, until_ms, now_ms, max_wait_ms),
-                other => ZkError::Store(other),
+                other => ZkError::Worker(other),
             })
     }
 
@@ -253,7 +259,7 @@ impl WorkerIdAssigner for ZooKeeperWorkerIdAssigner {
     fn assign<'a>(
         &'a self,
         layout: &'a Layout,
-    ) -> BoxFuture<'a, uidgen_store::Result<WorkerAssignment>> {
+    ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
         Box::pin(async move { Ok(self.start(layout).await?.assignment) })
     }
 }

@@ -1,6 +1,6 @@
 //! The one error type of `uidgen-zk`.
 
-use uidgen_store::{StoreError, WorkerIdRange};
+use uidgen_worker::{WorkerError, WorkerIdRange};
 
 /// `Result` with [`ZkError`] as the default error.
 pub type Result<T, E = ZkError> = std::result::Result<T, E>;
@@ -9,14 +9,14 @@ pub type Result<T, E = ZkError> = std::result::Result<T, E>;
 /// Messages say what to change.
 ///
 /// ```
-/// use uidgen_store::WorkerIdRange;
+/// use uidgen_worker::WorkerIdRange;
 /// use uidgen_zk::ZkError;
 /// let error = ZkError::RangeUsedUp {
 ///     range: WorkerIdRange::new(924, 1023)?,
 ///     root: "/snowflake/order".into(),
 /// };
 /// assert!(error.to_string().starts_with("range used up: every worker id of 924-1023"));
-/// # Ok::<(), uidgen_store::StoreError>(())
+/// # Ok::<(), uidgen_worker::WorkerError>(())
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -219,9 +219,9 @@ pub enum ZkError {
         reservation_secs: u64,
     },
 
-    /// The local state file failed.
+    /// The local state file, the range or the clock wait failed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Worker(#[from] WorkerError),
 }
 
 impl ZkError {
@@ -252,13 +252,13 @@ pub(crate) fn is_connectivity(error: &zookeeper_client::Error) -> bool {
     )
 }
 
-/// The trait speaks the store's error: carry ours inside it, unwrapping a store error we
-/// only passed through.
-impl From<ZkError> for StoreError {
+/// The worker crate's traits speak its error: carry ours inside it (callers downcast with
+/// [`WorkerError::downcast_backend`]), unwrapping a worker error we only passed through.
+impl From<ZkError> for WorkerError {
     fn from(error: ZkError) -> Self {
         match error {
-            ZkError::Store(inner) => inner,
-            other => StoreError::Assigner(Box::new(other)),
+            ZkError::Worker(inner) => inner,
+            other => WorkerError::Backend(Box::new(other)),
         }
     }
 }

@@ -14,12 +14,12 @@
 //!
 //! The reports that raise the cap, and the session they run on, are in `holder/report.rs`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
-use uidgen_store::{HolderHealth, LocalMark};
+use uidgen_worker::{BoxFuture, HolderHealth, KeeperStatus, LocalMark, WorkerError, WorkerKeeper};
 use zookeeper_client as zk;
 
 use crate::error::ZkError;
@@ -89,6 +89,10 @@ pub(crate) struct Shared {
     /// the reports' fate, and the loss.
     health: HolderHealth,
     reclaimed: AtomicU64,
+    /// Set by a stop: the report loop starts no new round.
+    stopping: AtomicBool,
+    /// Set while a round (a report and its cache write) runs: a stop waits for it.
+    in_round: AtomicBool,
 }
 
 impl Shared {
@@ -112,6 +116,8 @@ impl Shared {
             life: fastrand::u64(..),
             health: HolderHealth::new(accepted_until_ms),
             reclaimed: AtomicU64::new(0),
+            stopping: AtomicBool::new(false),
+            in_round: AtomicBool::new(false),
         }
     }
 
@@ -288,7 +294,7 @@ impl ZkHolder {
     }
 
     /// The fence to give the generator. It keeps the reporter running too, so a generator
-    /// built through the store's trait (which drops the holder) keeps its id reported.
+    /// built from the fence alone (without the holder) keeps its id reported.
     pub fn fence(&self) -> Arc<dyn TimeFence> {
         Arc::new(ZkFence {
             shared: Arc::clone(&self.shared),
@@ -298,8 +304,79 @@ impl ZkHolder {
 
     /// Stop reporting and close the session (the live node goes with it). The forever node
     /// and the local cache stay: a restart with the same ip:port continues from them.
+    ///
+    /// A round under way (a report ZooKeeper may already have accepted, and its record in the
+    /// cache file) is let finish, for up to [`STOP_WAIT`]: aborted between the two, the cache
+    /// would name an older write than the node holds, and a restart would take the id as lost
+    /// and claim a new one. On a current-thread runtime, where the round cannot run while this
+    /// blocks, it stops at once as before. [`WorkerKeeper::release`] is the async form.
     pub fn shutdown(&self) {
+        self.begin_stop();
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread);
+        if multi_thread {
+            let deadline = std::time::Instant::now() + STOP_WAIT;
+            while self.round_under_way() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
         self.task.0.abort();
+    }
+
+    /// [`shutdown`](Self::shutdown) without blocking a thread.
+    async fn stop(&self) {
+        self.begin_stop();
+        let deadline = tokio::time::Instant::now() + STOP_WAIT;
+        while self.round_under_way() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        self.task.0.abort();
+    }
+
+    fn begin_stop(&self) {
+        // SeqCst: the Dekker pair with the report loop's `in_round` store then `stopping` load
+        // (`report::run`): either the loop sees the stop and starts no round, or the load in
+        // `round_under_way` sees the round and waits for it.
+        self.shared.stopping.store(true, Ordering::SeqCst);
+    }
+
+    fn round_under_way(&self) -> bool {
+        // SeqCst: see begin_stop().
+        self.shared.in_round.load(Ordering::SeqCst) && !self.task.0.is_finished()
+    }
+}
+
+/// The longest a stop waits for a round under way: a report on a healthy ensemble takes
+/// milliseconds; one that waits on a lost connection is cut off (as it would be by a crash).
+pub const STOP_WAIT: Duration = Duration::from_secs(3);
+
+/// The holder keeps its ZooKeeper worker id: reports raise its cap, a loss closes it.
+impl WorkerKeeper for ZkHolder {
+    fn worker_id(&self) -> u64 {
+        self.shared.worker_id
+    }
+
+    fn check(&self) -> uidgen_worker::Result<()> {
+        ZkHolder::check(self).map_err(WorkerError::from)
+    }
+
+    fn is_ended(&self) -> bool {
+        self.shared.is_lost()
+    }
+
+    /// End issuing, then stop reporting gracefully ([`shutdown`](ZkHolder::shutdown)); the
+    /// forever node and the cache stay for this address's restart.
+    fn release(&self) -> BoxFuture<'_, uidgen_worker::Result<()>> {
+        Box::pin(async move {
+            // Not `Shared::lose`: that forgets the cache, which a restart continues from.
+            self.shared.health.lose("released".to_owned());
+            self.stop().await;
+            Ok(())
+        })
+    }
+
+    fn status(&self) -> KeeperStatus {
+        KeeperStatus::from_health(self.shared.worker_id, self.shared.health.snapshot())
     }
 }
 

@@ -6,8 +6,9 @@
 //! 3 s, a local cache), plus what Leaf lacks: a live node per running holder, a reclaim of
 //! dead holders' ids, a local cache that records the time as well as the id, a peer clock
 //! check, and a fence that keeps a reused id's holders in disjoint time units. It implements
-//! uidgen-store's [`WorkerIdAssigner`](uidgen_store::WorkerIdAssigner), so the store's
-//! [`GeneratorBuilder`](uidgen_store::GeneratorBuilder) and the `uidgen` service use it like
+//! uidgen-worker's [`WorkerIdAssigner`](uidgen_worker::WorkerIdAssigner) and its holder the
+//! [`WorkerKeeper`](uidgen_worker::WorkerKeeper), so
+//! [`GeneratorBuilder`](uidgen_worker::GeneratorBuilder) and the `uidgen` service use it like
 //! the SQL assigners. It is not for generating IDs (`uidgen-core`) or for storing anything in
 //! SQL (`uidgen-store`).
 //!
@@ -50,7 +51,7 @@ mod unconfirmed;
 
 pub use assigner::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner};
 pub use error::{Result, ZkError};
-pub use holder::{ZkHolder, ZkStatus};
+pub use holder::{STOP_WAIT, ZkHolder, ZkStatus};
 pub use options::{
     DEFAULT_MAX_OUTAGE, DEFAULT_MAX_PEER_SKEW, DEFAULT_MAX_START_WAIT, DEFAULT_REPORT_INTERVAL,
     DEFAULT_RESERVATION, DEFAULT_SESSION_TIMEOUT, MAX_OUTAGE_LIMIT, ReleaseMode,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use uidgen_core::Layout;
-use uidgen_store::WorkerIdRange;
+use uidgen_worker::WorkerIdRange;
 
 use crate::error::{Result, ZkError};
 

@@ -56,7 +56,7 @@ pub fn test_connect() -> String {
     format!("{zk}/uidgen-tests/{}", unique("t"))
 }
 
-pub use uidgen_store::testing::{free_port, unique};
+pub use uidgen_worker::testing::{free_port, unique};
 
 /// A ZooKeeper server of this test alone, on its own port and data directory, started with
 /// `java` and Debian's classpath (as `zkServer.sh` does), so a test can stop the process and

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use common::{duplicates, generator, now, options, start_on};
 use uidgen_core::{Clock, ManualClock, UidGenerator};
-use uidgen_store::WorkerIdRange;
 use uidgen_testkit::worker_binary;
+use uidgen_worker::WorkerIdRange;
 use uidgen_zk::testing::test_connect;
 use uidgen_zk::{ZkAssignment, ZkSource};
 

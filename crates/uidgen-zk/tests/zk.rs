@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{generator, now, options, start, start_on, stop};
 use uidgen_core::{Layout, ManualClock, SystemClock, UidError, UidGenerator};
-use uidgen_store::WorkerIdRange;
+use uidgen_worker::WorkerIdRange;
 use uidgen_zk::testing::{PrivateZooKeeper, ReplyDropper, free_port, test_connect, unique};
 use uidgen_zk::{ZkError, ZkSource, ZooKeeperWorkerIdAssigner};
 use zookeeper_client as zk;
@@ -451,15 +451,15 @@ async fn a_used_up_range_is_a_typed_error_naming_it() {
             .contains("range used up: every worker id of 7-8"),
         "{error}"
     );
-    // Through the store's trait the error keeps its type.
-    let via_trait = uidgen_store::WorkerIdAssigner::assign(
+    // Through the worker crate's trait the error keeps its type.
+    let via_trait = uidgen_worker::WorkerIdAssigner::assign(
         &ZooKeeperWorkerIdAssigner::new(third),
         &Layout::leaf().unwrap(),
     )
     .await
     .unwrap_err();
     assert!(
-        matches!(&via_trait, uidgen_store::StoreError::Assigner(e) if e.downcast_ref::<ZkError>().is_some())
+        matches!(&via_trait, uidgen_worker::WorkerError::Backend(e) if e.downcast_ref::<ZkError>().is_some())
     );
     // A node outside the configured range refuses the start (Vesta).
     let mut moved = options(&connect, 1, dir.path());

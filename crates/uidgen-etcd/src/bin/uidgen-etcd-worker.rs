@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use uidgen_core::{Layout, SnowflakeGenerator, SystemClock, UidGenerator};
 use uidgen_etcd::{EtcdOptions, EtcdWorkerIdAssigner};
-use uidgen_store::testing::WorkerArgs;
+use uidgen_worker::testing::WorkerArgs;
 
 type AnyResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
@@ -67,7 +67,7 @@ async fn main() -> AnyResult {
         generator = generator.fenced(fence);
     }
     let generator: Arc<dyn UidGenerator> = Arc::new(generator);
-    uidgen_store::testing::issue_to_file(generator, out.as_ref(), secs, max_count).await?;
+    uidgen_worker::testing::issue_to_file(generator, out.as_ref(), secs, max_count).await?;
     assigned.holder.release().await?;
     Ok(())
 }

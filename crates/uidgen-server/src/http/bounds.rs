@@ -4,7 +4,7 @@
 //! not be able to build a request the document allows and the server refuses. Many bounds come
 //! from this server's configuration (`batch_cap`, `segment.max_lease_size`) or its layout (a
 //! field's width, the time range), which the handlers' `#[utoipa::path]` attributes cannot know,
-//! and the rest come from the store's limits ([`uidgen_store::MAX_TAG_LEN`], ...), which
+//! and the rest come from the store's limits ([`uidgen_core::MAX_TAG_LEN`], ...), which
 //! attributes could only repeat as literals. So every bound lives here, one rule per parameter
 //! or field name, read from the same constants the checks use, and is filled in when the
 //! document is served. `tests/openapi.rs` holds every route to it: an integer without both
@@ -150,7 +150,7 @@ fn bound_body(name: &str, schema: &mut Value, limits: &Limits) {
                 json!({ "pattern": r"^[\s\S]*#[\s\S]*$" })
             }
             ("RenewFallbackRequest" | "ReleaseFallbackRequest", "issued_until_ms") => {
-                let reach = u64::try_from(uidgen_store::MAX_LEASE_TTL.as_millis()).unwrap_or(0);
+                let reach = u64::try_from(uidgen_worker::MAX_LEASE_TTL.as_millis()).unwrap_or(0);
                 integer(0, limits.now_ms.saturating_add(reach))
             }
             _ => continue,
@@ -237,7 +237,7 @@ fn tag() -> Value {
     json!({
         "type": "string",
         "minLength": 1,
-        "maxLength": uidgen_store::MAX_TAG_LEN,
+        "maxLength": uidgen_core::MAX_TAG_LEN,
         "pattern": format!("^[^{SPACE}{CONTROL}](?:[^{CONTROL}]*[^{SPACE}{CONTROL}])?$"),
     })
 }

@@ -16,7 +16,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use uidgen_store::{FallbackLeases, LeaseGrant, StoreError};
+use uidgen_store::{FallbackLeases, StoreError};
+use uidgen_worker::LeaseGrant;
 use utoipa::ToSchema;
 
 use super::error::ErrorBody;
@@ -209,7 +210,7 @@ fn fallback_error(leases: &FallbackLeases, error: StoreError) -> ApiError {
                  agrees)"
             ),
         ),
-        StoreError::WorkerRangeOutsideLayout { .. } => conflict(
+        StoreError::Worker(uidgen_worker::WorkerError::WorkerRangeOutsideLayout { .. }) => conflict(
             "fallback_range_refused",
             format!(
                 "this server's `worker.fallback_range` {range} does not fit its layout; {SEE_LOG}"

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use uidgen_core::{
     CachedUidGenerator, Clock, FieldKind, GenMethod, PaddedHook, UidError, UidGenerator,
 };
-use uidgen_store::GuardedGenerator;
+use uidgen_worker::GuardedGenerator;
 
 use super::{ApiError, AppState, RingSnapshot};
 

@@ -85,7 +85,7 @@ impl StaticHostsWorld {
                 let h = self.host(h);
                 if let Some(life) = self.hosts[h].life.take() {
                     // A registered claim, when the store keeps one, is handed back.
-                    if let Some(lease) = &life.assignment.lease {
+                    if let Some(lease) = LeaseGuard::of(&life.assignment) {
                         let outcome = lease.release().await;
                         self.ledger
                             .note(format!("life {} released: {outcome:?}", life.number));
@@ -94,7 +94,7 @@ impl StaticHostsWorld {
             }
             Op::Renew(h) => {
                 if let Some(life) = &self.hosts[self.host(h)].life
-                    && let Some(lease) = &life.assignment.lease
+                    && let Some(lease) = LeaseGuard::of(&life.assignment)
                 {
                     let outcome = lease.renew().await;
                     self.ledger

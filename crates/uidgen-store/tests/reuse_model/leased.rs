@@ -129,7 +129,7 @@ impl LeasedWorld {
             Op::Stop(h) => {
                 if let Some(h) = self.aim(h, running)
                     && let Some(life) = self.hosts[h].life.take()
-                    && let Some(lease) = &life.assignment.lease
+                    && let Some(lease) = LeaseGuard::of(&life.assignment)
                 {
                     let outcome = lease.release().await;
                     self.ledger
@@ -139,7 +139,7 @@ impl LeasedWorld {
             Op::Renew(h) => {
                 if let Some(h) = self.aim(h, running)
                     && let Some(life) = &self.hosts[h].life
-                    && let Some(lease) = &life.assignment.lease
+                    && let Some(lease) = LeaseGuard::of(&life.assignment)
                 {
                     let outcome = lease.renew().await;
                     let until = lease.valid_until_ms().saturating_sub(T0);
@@ -211,7 +211,7 @@ impl LeasedWorld {
             // error; skipping it spares a connection timeout of real time per beat.
             let beating = self.hosts.iter().filter(|host| host.outage.is_none());
             for life in beating.filter_map(|host| host.life.as_ref()) {
-                let Some(lease) = life.assignment.lease.as_ref().filter(|l| !l.is_ended()) else {
+                let Some(lease) = LeaseGuard::of(&life.assignment).filter(|l| !l.is_ended()) else {
                     continue;
                 };
                 if let Err(error) = lease.renew().await {
@@ -232,9 +232,9 @@ impl LeasedWorld {
         );
         match start_life(&self.layout, assigner, host.clock.clone(), kind).await {
             Ok(mut life) => {
-                let takes_over = life.assignment.kind == AssignmentKind::Leased;
+                let takes_over = life.assignment.kind == LeasedWorkerIdAssigner::KIND;
                 self.ledger.begin(&mut life, takes_over);
-                let lease = life.assignment.lease.as_ref();
+                let lease = LeaseGuard::of(&life.assignment);
                 self.ledger.note(format!(
                     "life {} = host {h} on worker {} ({:?}, valid until T0+{})",
                     life.number,
@@ -255,7 +255,7 @@ impl LeasedWorld {
     /// only past the database's expiry, never takes the id while the holder may stamp.
     pub(crate) async fn check_leases(&self) -> Result<(), TestCaseError> {
         for life in self.hosts.iter().filter_map(|host| host.life.as_ref()) {
-            let Some(lease) = life.assignment.lease.as_ref().filter(|l| !l.is_ended()) else {
+            let Some(lease) = LeaseGuard::of(&life.assignment).filter(|l| !l.is_ended()) else {
                 continue;
             };
             let row = self.observer.lease_row(lease.worker_id()).await.unwrap();

@@ -53,9 +53,10 @@ use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use static_world::*;
 use uidgen_core::{Clock, FieldKind, Layout, ManualClock, TimeUnit, UidGenerator};
 use uidgen_store::testing::{OccupiedPool, occupy_pool};
-use uidgen_store::{
-    AssignmentKind, GeneratorBuilder, LeaseOptions, LeasedWorkerIdAssigner, StateDir,
-    StaticWorkerIdAssigner, Store, StoreOptions, WorkerAssignment, WorkerIdAssigner,
+use uidgen_store::{LeaseGuard, LeasedWorkerIdAssigner, Store, StoreOptions};
+use uidgen_worker::{
+    GeneratorBuilder, LeaseOptions, StateDir, StaticWorkerIdAssigner, WorkerAssignment,
+    WorkerIdAssigner,
 };
 
 /// Where every host's clock starts (2027-01-15).

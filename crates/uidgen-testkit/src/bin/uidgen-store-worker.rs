@@ -25,8 +25,11 @@ use uidgen_core::{
     UidGenerator,
 };
 use uidgen_store::{
-    Built, DisposableWorkerIdAssigner, GeneratorBuilder, LeaseOptions, LeasedWorkerIdAssigner,
-    StaticWorkerIdAssigner, Store, StoreError, WorkerIdAssigner, WorkerIdRange,
+    DisposableWorkerIdAssigner, LeaseGuard, LeasedWorkerIdAssigner, Store, StoreError,
+};
+use uidgen_worker::{
+    Built, GeneratorBuilder, LeaseOptions, StaticWorkerIdAssigner, WorkerError, WorkerIdAssigner,
+    WorkerIdRange,
 };
 
 type AnyResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
@@ -65,12 +68,13 @@ async fn main() -> AnyResult {
             .assigner(assigner)
             .build_cached(SystemClock, CachedOptions::waiting(Duration::from_secs(10)))
             .await
+            .map_err(StoreError::from)
         {
             Ok(built) => built,
             Err(
                 error @ (StoreError::NoFreeWorkerId { .. }
                 | StoreError::LeaseContention { .. }
-                | StoreError::ClockBehindLastIssued { .. }),
+                | StoreError::Worker(WorkerError::ClockBehindLastIssued { .. })),
             ) => {
                 eprintln!("{error}");
                 std::process::exit(REFUSED);
@@ -85,7 +89,7 @@ async fn main() -> AnyResult {
     };
     let bytes = take_ids(Arc::clone(&built.generator), count).await??;
     std::fs::File::create(out)?.write_all(&bytes)?;
-    if let Some(lease) = &built.assignment.lease {
+    if let Some(lease) = LeaseGuard::of(&built.assignment) {
         lease.release().await?;
     }
     store.close().await;
@@ -361,13 +365,13 @@ async fn reuse_on<C: Clock + Clone + 'static>(
 }
 
 /// The built generator, or exit with [`REFUSED`] when the worker id was refused.
-fn refused_or<G>(built: uidgen_store::Result<Built<G>>) -> AnyResult<Built<G>> {
-    match built {
+fn refused_or<G>(built: uidgen_worker::Result<Built<G>>) -> AnyResult<Built<G>> {
+    match built.map_err(StoreError::from) {
         Ok(built) => Ok(built),
         Err(
             error @ (StoreError::NoFreeWorkerId { .. }
             | StoreError::LeaseContention { .. }
-            | StoreError::ClockBehindLastIssued { .. }
+            | StoreError::Worker(WorkerError::ClockBehindLastIssued { .. } | WorkerError::Cache { .. })
             | StoreError::Cache { .. }
             | StoreError::LeaseLost { .. }
             // Down, with no usable cache to fall back on.
@@ -398,20 +402,37 @@ async fn run_life<G: UidGenerator + 'static>(
     };
     std::fs::File::create(&args.out)?.write_all(&bytes)?;
     if let (Some(at), Some(clock), Some(lease)) =
-        (args.renew_at_ms, &manual, &built.assignment.lease)
+        (args.renew_at_ms, &manual, LeaseGuard::of(&built.assignment))
     {
         clock.set(at);
         lease.renew().await?;
     }
-    println!("{} {:?}", built.worker_id(), built.assignment.kind);
+    println!(
+        "{} {}",
+        built.worker_id(),
+        camel_case(built.assignment.kind.name())
+    );
     std::io::stdout().flush()?;
     if args.crash {
         // No release, no drop: the lease row, the cache and the state file stay as a crash
         // leaves them.
         std::process::exit(0);
     }
-    if let Some(lease) = &built.assignment.lease {
+    if let Some(lease) = LeaseGuard::of(&built.assignment) {
         lease.release().await?;
     }
     Ok(())
+}
+
+/// The kind as this tool has always printed it (`local_cache` as `LocalCache`), which the
+/// multi-process tests read.
+fn camel_case(name: &str) -> String {
+    name.split('_')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect::<String>()
+            })
+        })
+        .collect()
 }

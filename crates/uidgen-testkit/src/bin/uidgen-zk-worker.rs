@@ -14,7 +14,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use uidgen_core::{Clock, Layout, SnowflakeGenerator, SystemClock, UidGenerator};
-use uidgen_store::testing::WorkerArgs;
+use uidgen_worker::testing::WorkerArgs;
 use uidgen_zk::{ZkOptions, ZooKeeperWorkerIdAssigner};
 
 type AnyResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
@@ -79,7 +79,7 @@ async fn main() -> AnyResult {
         generator = generator.fenced(fence);
     }
     let generator: Arc<dyn UidGenerator> = Arc::new(generator);
-    uidgen_store::testing::issue_to_file(generator, out.as_ref(), secs, max_count).await?;
+    uidgen_worker::testing::issue_to_file(generator, out.as_ref(), secs, max_count).await?;
     assigned.holder.shutdown();
     Ok(())
 }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use uidgen_core::Layout;
-use uidgen_store::{CachedWorker, WorkerIdRange, read_cache};
+use uidgen_worker::{CachedWorker, WorkerIdRange, read_cache};
 use zookeeper_client as zk;
 
 use super::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner, clock_reaches};

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use uidgen_core::Layout;
-use uidgen_store::{CachedWorker, WorkerIdRange, read_cache};
+use uidgen_worker::{CachedWorker, WorkerIdRange, read_cache};
 
 use super::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner};
 use crate::error::{Result, ZkError};

@@ -304,9 +304,15 @@ pub(super) async fn run(shared: Arc<Shared>, mut conn: Conn, first_immediately: 
             tokio::time::sleep(interval).await;
         }
         first = false;
-        if shared.is_lost() {
+        // SeqCst (both): the Dekker pair with `ZkHolder::begin_stop`; a stop waits for a round
+        // it sees under way, so a report and its record in the cache file are not torn apart.
+        shared.in_round.store(true, Ordering::SeqCst);
+        if shared.is_lost() || shared.stopping.load(Ordering::SeqCst) {
+            shared.in_round.store(false, Ordering::SeqCst);
             return;
         }
         conn.tick(&shared).await;
+        // SeqCst: see above.
+        shared.in_round.store(false, Ordering::SeqCst);
     }
 }

@@ -17,14 +17,14 @@ use std::time::Duration;
 use uidgen_core::{Clock, FenceRefusal, Layout, TimeFence};
 
 use crate::cache::{CacheLock, CachedWorker, read_cache};
-use crate::error::{Result, StoreError};
+use crate::error::{Result, WorkerError};
 
 /// The shortest step the mark is reserved ahead by.
 const MIN_STEP_MS: u64 = 1_000;
 
 /// How far ahead of the clock the mark is kept for `layout`: at least a second, and two of
 /// the layout's time units (the unit being stamped ends up to one unit after the clock).
-pub(crate) fn mark_step_ms(layout: &Layout) -> u64 {
+pub fn mark_step_ms(layout: &Layout) -> u64 {
     MIN_STEP_MS.max(layout.unit().millis().saturating_mul(2))
 }
 
@@ -60,7 +60,7 @@ impl LocalMark {
     /// (0 when there was no file), and the file's previous contents.
     ///
     /// A file that names another worker id is an error: its mark would be lost.
-    pub(crate) fn acquire(
+    pub fn acquire(
         cache: CacheLock,
         worker_id: u64,
         clock: Arc<dyn Clock>,
@@ -74,7 +74,7 @@ impl LocalMark {
         if let Some(previous) = &previous
             && previous.worker_id != worker_id
         {
-            return Err(StoreError::Cache {
+            return Err(WorkerError::Cache {
                 path: cache.path().display().to_string(),
                 reason: format!(
                     "it records worker id {}, not {worker_id}: give each worker id its own state \
@@ -113,7 +113,7 @@ impl LocalMark {
     /// ```
     /// use std::sync::Arc;
     /// use uidgen_core::{Layout, SystemClock};
-    /// use uidgen_store::LocalMark;
+    /// use uidgen_worker::LocalMark;
     /// let dir = tempfile::tempdir().expect("a temporary directory");
     /// let path = dir.path().join("worker.state");
     /// let layout = Layout::snowflake()?;
@@ -229,7 +229,7 @@ impl LocalMark {
     }
 
     /// Record a (higher) lease expiry the database confirmed, for a restart from the file.
-    pub(crate) fn record_lease_expiry(&self, expires_ms: u64) -> Result<()> {
+    pub fn record_lease_expiry(&self, expires_ms: u64) -> Result<()> {
         let mut state = lock(&self.inner.state);
         let Some(written) = &state.written else {
             return Err(self.forgotten());
@@ -304,14 +304,14 @@ impl LocalMark {
                 }
             })
             .map(drop)
-            .map_err(|e| StoreError::Cache {
+            .map_err(|e| WorkerError::Cache {
                 path: self.path().display().to_string(),
                 reason: format!("cannot start the thread that keeps the mark ahead: {e}"),
             })
     }
 
-    fn forgotten(&self) -> StoreError {
-        StoreError::Cache {
+    fn forgotten(&self) -> WorkerError {
+        WorkerError::Cache {
             path: self.path().display().to_string(),
             reason: format!(
                 "worker id {} was given up; its mark is no longer kept",
@@ -354,15 +354,18 @@ pub(crate) use mark_fence_setters;
 /// waits for that clock to pass the previous life's mark, and how far a cached generator may
 /// borrow ahead. The assigners' setters (`mark_fence_setters!`) write it.
 #[derive(Debug, Clone)]
-pub(crate) struct MarkTiming {
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) max_start_wait: Duration,
-    pub(crate) max_borrow: Duration,
+pub struct MarkTiming {
+    /// The clock the generator reads.
+    pub clock: Arc<dyn Clock>,
+    /// The longest a start waits for its clock to pass the previous life's mark.
+    pub max_start_wait: Duration,
+    /// How far ahead of the clock a cached generator may borrow.
+    pub max_borrow: Duration,
 }
 
 impl MarkTiming {
     /// The system clock with these bounds.
-    pub(crate) fn new(max_start_wait: Duration, max_borrow: Duration) -> Self {
+    pub fn new(max_start_wait: Duration, max_borrow: Duration) -> Self {
         Self {
             clock: Arc::new(uidgen_core::SystemClock),
             max_start_wait,
@@ -371,13 +374,16 @@ impl MarkTiming {
     }
 }
 
-/// The fence of a static worker id: IDs only under the mark, which rises on demand.
+/// The fence of a worker id kept by a local mark (static, machine, a lease's state file): IDs
+/// only under the mark, which rises on demand.
 #[derive(Debug)]
-pub(crate) struct MarkFence {
-    pub(crate) mark: LocalMark,
-    pub(crate) max_borrow_ms: Option<u64>,
+pub struct MarkFence {
+    /// The mark, continued from the previous life's.
+    pub mark: LocalMark,
+    /// How far ahead of the clock a cached generator may borrow.
+    pub max_borrow_ms: Option<u64>,
     /// The previous life's mark: nothing is stamped before it.
-    pub(crate) floor_ms: u64,
+    pub floor_ms: u64,
 }
 
 impl MarkFence {
@@ -388,7 +394,7 @@ impl MarkFence {
     ///
     /// Cancelling it while it waits leaves nothing behind: the file lock and the mark are
     /// dropped with the future, and the file still holds the previous life's mark.
-    pub(crate) async fn continue_from(
+    pub async fn continue_from(
         cache: CacheLock,
         worker_id: u64,
         layout: &Layout,
@@ -409,7 +415,7 @@ impl MarkFence {
     ///
     /// Cancel safety: as for `continue_from`, but once the wait is over the file records
     /// `claim` with the mark raised to the floor.
-    pub(crate) async fn continue_above(
+    pub async fn continue_above(
         cache: CacheLock,
         worker_id: u64,
         layout: &Layout,
@@ -423,7 +429,7 @@ impl MarkFence {
             LocalMark::acquire(cache, worker_id, Arc::clone(clock), mark_step_ms(layout))?;
         let floor_ms = previous.as_ref().map_or(0, |p| p.until_ms).max(floor_ms);
         let wait = timing.max_start_wait;
-        crate::lease::wait_for_clock(clock.as_ref(), worker_id, floor_ms, wait).await?;
+        crate::wait::wait_for_clock(clock.as_ref(), worker_id, floor_ms, wait).await?;
         match claim {
             Some((holder, expires_ms)) => {
                 mark.begin_from(Some(holder), Some(expires_ms), floor_ms)?;

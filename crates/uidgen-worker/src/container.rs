@@ -46,7 +46,7 @@ const INITS: &[&str] = &[
 /// Why the probe believes this process runs in a container.
 ///
 /// ```
-/// use uidgen_store::ContainerEvidence;
+/// use uidgen_worker::ContainerEvidence;
 /// let evidence = ContainerEvidence::File("/.dockerenv".into());
 /// assert_eq!(evidence.to_string(), "/.dockerenv exists");
 /// ```
@@ -78,7 +78,7 @@ impl fmt::Display for ContainerEvidence {
 /// that tests can lay out a fake `/`.
 ///
 /// ```
-/// use uidgen_store::{ContainerEvidence, ContainerProbe};
+/// use uidgen_worker::{ContainerEvidence, ContainerProbe};
 /// let root = tempfile::tempdir()?;
 /// std::fs::create_dir_all(root.path().join("proc/1"))?;
 /// std::fs::write(root.path().join("proc/1/comm"), "systemd\n")?;

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use uidgen_core::{CachedOptions, Clock, Layout, ManualClock, SystemClock, UidGenerator};
-use uidgen_store::{
-    GeneratorBuilder, StaticWorkerIdAssigner, StoreError, WorkerAssignment, WorkerIdAssigner,
+use uidgen_worker::{
+    GeneratorBuilder, StaticWorkerIdAssigner, WorkerAssignment, WorkerError, WorkerIdAssigner,
     read_cache,
 };
 
@@ -19,7 +19,7 @@ async fn assign_static(
     id: u64,
     state: &std::path::Path,
     layout: &Layout,
-) -> uidgen_store::Result<WorkerAssignment> {
+) -> uidgen_worker::Result<WorkerAssignment> {
     StaticWorkerIdAssigner::new(id, state).assign(layout).await
 }
 
@@ -48,7 +48,7 @@ async fn a_restart_within_the_same_second_waits_for_the_previous_mark() {
     assert!(
         matches!(
             error,
-            StoreError::ClockBehindLastIssued { worker_id: 5, .. }
+            WorkerError::ClockBehindLastIssued { worker_id: 5, .. }
         ),
         "{error:?}"
     );
@@ -109,7 +109,7 @@ async fn borrowed_seconds_are_on_disk_before_their_ids_are_issued() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, StoreError::ClockBehindLastIssued { .. }),
+        matches!(error, WorkerError::ClockBehindLastIssued { .. }),
         "{error:?}"
     );
 }
@@ -121,7 +121,7 @@ async fn two_live_users_of_one_static_id_on_a_host_are_refused() {
     let first = assign_static(5, &state, &layout).await.unwrap();
     let error = assign_static(5, &state, &layout).await.unwrap_err();
     assert!(
-        matches!(&error, StoreError::Cache { reason, .. } if reason.contains("another process on this host")),
+        matches!(&error, WorkerError::Cache { reason, .. } if reason.contains("another process on this host")),
         "{error:?}"
     );
     drop(first);
@@ -134,7 +134,7 @@ async fn a_state_file_of_another_worker_id_is_refused() {
     drop(assign_static(5, &state, &layout).await.unwrap());
     let error = assign_static(6, &state, &layout).await.unwrap_err();
     assert!(
-        matches!(&error, StoreError::Cache { reason, .. } if reason.contains("records worker id 5, not 6")),
+        matches!(&error, WorkerError::Cache { reason, .. } if reason.contains("records worker id 5, not 6")),
         "{error:?}"
     );
 }

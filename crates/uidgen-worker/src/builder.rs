@@ -8,28 +8,29 @@ use uidgen_core::{
 };
 
 use crate::assigner::{WorkerAssignment, WorkerIdAssigner};
-use crate::error::{Result, StoreError};
-use crate::lease_guard::LeaseGuard;
+use crate::error::{Result, WorkerError};
+use crate::keeper::WorkerKeeper;
 
-/// A generator that refuses to let an ID out once its worker id's lease ended (released, or
-/// taken over), and reports a lapsed lease as the reason it cannot issue. Without a lease it
-/// passes straight through.
+/// A generator that refuses to let an ID out once its worker id's keeper ended (a lease
+/// released or taken over, a ZooKeeper node lost), and reports a lapsed keeper as the reason
+/// it cannot issue. Without a keeper it passes straight through.
 ///
 /// How far ahead the generator may stamp is not checked here but by the generator itself,
-/// through the assignment's [`TimeFence`] (the lease): it never makes an ID the lease would
+/// through the assignment's [`TimeFence`] (the lease): it never makes an ID the keeper would
 /// refuse, so none is taken and then dropped.
 ///
-/// Refusals are [`UidError::GeneratorStopped`] carrying the [`StoreError::LeaseLost`] message.
+/// Refusals are [`UidError::GeneratorStopped`] carrying the keeper's
+/// [`check`](WorkerKeeper::check) message (a lease's "lease on worker id 3 lost: ...").
 #[derive(Debug)]
 pub struct GuardedGenerator<G> {
     inner: G,
-    lease: Option<LeaseGuard>,
+    keeper: Option<Arc<dyn WorkerKeeper>>,
 }
 
 impl<G: UidGenerator> GuardedGenerator<G> {
-    /// Guard `inner` with `lease` (none: pass through).
-    pub fn new(inner: G, lease: Option<LeaseGuard>) -> Self {
-        Self { inner, lease }
+    /// Guard `inner` with `keeper` (none: pass through).
+    pub fn new(inner: G, keeper: Option<Arc<dyn WorkerKeeper>>) -> Self {
+        Self { inner, keeper }
     }
 
     /// The wrapped generator.
@@ -37,52 +38,52 @@ impl<G: UidGenerator> GuardedGenerator<G> {
         &self.inner
     }
 
-    /// The lease, if the worker id is leased.
-    pub fn lease(&self) -> Option<&LeaseGuard> {
-        self.lease.as_ref()
+    /// The keeper, if the worker id is held from an authority.
+    pub fn keeper(&self) -> Option<&Arc<dyn WorkerKeeper>> {
+        self.keeper.as_ref()
     }
 
-    /// Call after an ID was made and before letting it out: `Ok` unless the lease ended.
+    /// Call after an ID was made and before letting it out: `Ok` unless the keeper ended.
     ///
-    /// [`LeaseGuard::release`] ends the lease and then reads how far the generator issued;
+    /// [`WorkerKeeper::release`] ends the keeper and then reads how far the generator issued;
     /// with a SeqCst fence on both sides, either this sees the end or the release sees the ID.
     #[inline]
     pub fn check_issued(&self) -> uidgen_core::Result<()> {
-        let Some(lease) = &self.lease else {
+        let Some(keeper) = &self.keeper else {
             return Ok(());
         };
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        if lease.is_ended() {
-            return Err(self.lease_error(lease));
+        if keeper.is_ended() {
+            return Err(self.keeper_error(keeper.as_ref()));
         }
         Ok(())
     }
 
-    /// An error from the generator, told as the lease's when the lease is why: an empty ring
-    /// or a unit past the fence means nothing while the lease is lost or lapsed.
+    /// An error from the generator, told as the keeper's when the keeper is why: an empty ring
+    /// or a unit past the fence means nothing while the id is lost or lapsed.
     #[cold]
     pub fn explain(&self, error: UidError) -> UidError {
-        match (&self.lease, &error) {
+        match (&self.keeper, &error) {
             (
-                Some(lease),
+                Some(keeper),
                 UidError::RingEmpty(_)
                 | UidError::BeyondFence { .. }
                 | UidError::GeneratorStopped(_),
-            ) => lease.check().err().map_or(error, stopped),
+            ) => keeper.check().err().map_or(error, stopped),
             _ => error,
         }
     }
 
     #[cold]
-    fn lease_error(&self, lease: &LeaseGuard) -> UidError {
-        lease.check().err().map_or_else(
+    fn keeper_error(&self, keeper: &dyn WorkerKeeper) -> UidError {
+        keeper.check().err().map_or_else(
             || UidError::GeneratorStopped("the worker lease ended".to_owned()),
             stopped,
         )
     }
 }
 
-fn stopped(error: StoreError) -> UidError {
+fn stopped(error: WorkerError) -> UidError {
     UidError::GeneratorStopped(error.to_string())
 }
 
@@ -122,9 +123,9 @@ impl<G: UidGenerator> UidGenerator for GuardedGenerator<G> {
 /// A built generator and the assignment behind it.
 #[derive(Debug)]
 pub struct Built<G> {
-    /// The generator, guarded by the lease when the worker id is leased.
+    /// The generator, guarded by the keeper when the worker id has one.
     pub generator: Arc<GuardedGenerator<G>>,
-    /// The worker id and, for a lease, the guard to release on shutdown.
+    /// The worker id and, for a kept id, the keeper to release on shutdown.
     pub assignment: WorkerAssignment,
 }
 
@@ -133,14 +134,23 @@ impl<G> Built<G> {
     pub fn worker_id(&self) -> u64 {
         self.assignment.worker_id
     }
+
+    /// On clean shutdown: release the assignment's keeper, if it has one (see
+    /// [`WorkerKeeper::release`]).
+    pub async fn release(&self) -> Result<()> {
+        match &self.assignment.keeper {
+            Some(keeper) => keeper.release().await,
+            None => Ok(()),
+        }
+    }
 }
 
 /// Builds a generator: gets a worker id from an assigner, then makes the generator.
 ///
 /// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_worker::Result<()> {
 /// use uidgen_core::{Layout, SystemClock, UidGenerator};
-/// use uidgen_store::{GeneratorBuilder, StaticWorkerIdAssigner};
+/// use uidgen_worker::{GeneratorBuilder, StaticWorkerIdAssigner};
 /// let dir = tempfile::tempdir().expect("a temporary directory");
 /// let built = GeneratorBuilder::new(Layout::snowflake()?)
 ///     .assigner(StaticWorkerIdAssigner::new(3, dir.path().join("worker-3.state")))
@@ -184,7 +194,7 @@ impl GeneratorBuilder {
 
     async fn assign(&self) -> Result<WorkerAssignment> {
         let assigner = self.assigner.as_ref().ok_or_else(|| {
-            StoreError::InvalidInput("no worker id assigner configured".to_owned())
+            WorkerError::InvalidInput("no worker id assigner configured".to_owned())
         })?;
         assigner.assign(&self.layout).await
     }
@@ -196,15 +206,15 @@ impl GeneratorBuilder {
         let generator = match make(assignment.worker_id, assignment.fence.clone()) {
             Ok(generator) => generator,
             Err(error) => {
-                if let Some(lease) = &assignment.lease {
-                    let _ = lease.release().await;
+                if let Some(keeper) = &assignment.keeper {
+                    let _ = keeper.release().await;
                 }
                 return Err(error.into());
             }
         };
-        let generator = Arc::new(GuardedGenerator::new(generator, assignment.lease.clone()));
-        if let Some(lease) = &assignment.lease {
-            lease.track(&generator);
+        let generator = Arc::new(GuardedGenerator::new(generator, assignment.keeper.clone()));
+        if let Some(keeper) = &assignment.keeper {
+            keeper.track(Arc::clone(&generator) as Arc<dyn UidGenerator>);
         }
         Ok(Built {
             generator,

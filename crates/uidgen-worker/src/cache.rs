@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, WorkerError};
 
 /// The local state of a worker id.
 ///
@@ -46,15 +46,15 @@ impl CachedWorker {
 /// Read a state file.
 ///
 /// ```
-/// use uidgen_store::{CachedWorker, read_cache, write_cache};
+/// use uidgen_worker::{CachedWorker, read_cache, write_cache};
 /// let path = std::env::temp_dir().join(format!("uidgen-cache-doc-{}", std::process::id()));
 /// write_cache(&path, &CachedWorker::new(5, 42))?;
 /// assert_eq!(read_cache(&path)?, CachedWorker::new(5, 42));
 /// # std::fs::remove_file(&path).ok();
-/// # Ok::<(), uidgen_store::StoreError>(())
+/// # Ok::<(), uidgen_worker::WorkerError>(())
 /// ```
 pub fn read_cache(path: &Path) -> Result<CachedWorker> {
-    let error = |reason: String| StoreError::Cache {
+    let error = |reason: String| WorkerError::Cache {
         path: path.display().to_string(),
         reason,
     };
@@ -90,7 +90,7 @@ pub fn read_cache(path: &Path) -> Result<CachedWorker> {
 /// synced, so that after a crash or power loss the file holds either the old or the new state,
 /// and the new one once this returns. A restart trusts it to know what was issued.
 pub fn write_cache(path: &Path, cached: &CachedWorker) -> Result<()> {
-    let error = |e: std::io::Error| StoreError::Cache {
+    let error = |e: std::io::Error| WorkerError::Cache {
         path: path.display().to_string(),
         reason: e.to_string(),
     };
@@ -132,7 +132,7 @@ pub fn write_cache(path: &Path, cached: &CachedWorker) -> Result<()> {
 /// would leave a lock on the cache itself behind on the old inode. The side file is never
 /// deleted: deleting a lock file lets two processes lock two different files of one name.
 #[derive(Debug)]
-pub(crate) struct CacheLock {
+pub struct CacheLock {
     path: PathBuf,
     /// Held open for the lock; never read or written.
     _file: std::fs::File,
@@ -141,8 +141,8 @@ pub(crate) struct CacheLock {
 impl CacheLock {
     /// Lock the cache at `path`; `Ok(None)` when another lease (in this process or another)
     /// holds it.
-    pub(crate) fn try_acquire(path: &Path) -> Result<Option<Self>> {
-        let error = |reason: String| StoreError::Cache {
+    pub fn try_acquire(path: &Path) -> Result<Option<Self>> {
+        let error = |reason: String| WorkerError::Cache {
             path: path.display().to_string(),
             reason,
         };
@@ -172,18 +172,18 @@ impl CacheLock {
     }
 
     /// The cache file.
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Record `state` durably.
-    pub(crate) fn write(&self, state: &CachedWorker) -> Result<()> {
+    pub fn write(&self, state: &CachedWorker) -> Result<()> {
         write_cache(&self.path, state)
     }
 
     /// Delete the cache if it names `worker_id` (or cannot be read): this host gave that id up,
     /// so a start without the database must not pick it again.
-    pub(crate) fn forget(&self, worker_id: u64) -> Result<()> {
+    pub fn forget(&self, worker_id: u64) -> Result<()> {
         let names_it = read_cache(&self.path).map_or(true, |c| c.worker_id == worker_id);
         if !names_it {
             return Ok(());
@@ -191,7 +191,7 @@ impl CacheLock {
         match std::fs::remove_file(&self.path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(StoreError::Cache {
+            Err(e) => Err(WorkerError::Cache {
                 path: self.path.display().to_string(),
                 reason: format!("cannot delete it: {e}"),
             }),

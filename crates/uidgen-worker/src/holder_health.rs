@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// The state of a coordinator-kept worker id, shared by its keeper task and its fence.
 ///
 /// ```
-/// use uidgen_store::HolderHealth;
+/// use uidgen_worker::HolderHealth;
 /// let health = HolderHealth::new(10_000);
 /// assert_eq!(health.failed(5_000), (1, true)); // the first failure of an outage is logged
 /// assert_eq!(health.accepted(6_000, 20_000), Some(1_000)); // an outage of 1 s ended

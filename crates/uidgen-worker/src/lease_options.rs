@@ -17,11 +17,9 @@ use std::time::Duration;
 use uidgen_core::Layout;
 use uidgen_core::clock::saturating_millis;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, WorkerError};
 use crate::mark::mark_step_ms;
-use crate::worker_range::WorkerIdRange;
-#[cfg(doc)]
-use crate::{LeaseGuard, LeasedWorkerIdAssigner};
+use crate::range::WorkerIdRange;
 
 /// The longest configured holder name: the `worker_lease.holder` column holds 128 characters,
 /// and each claim appends `#` and a 16-hex-digit token.
@@ -31,11 +29,11 @@ pub const MAX_HOLDER_NAME_LEN: usize = 128 - 17;
 /// would overflow the database's BIGINT columns near the end of time.
 pub const MAX_LEASE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// How a [`LeasedWorkerIdAssigner`] leases.
+/// How the store's `LeasedWorkerIdAssigner` leases.
 ///
 /// ```
 /// use std::time::Duration;
-/// use uidgen_store::LeaseOptions;
+/// use uidgen_worker::LeaseOptions;
 /// let options = LeaseOptions {
 ///     cache_path: Some("/var/lib/uidgen/worker.cache".into()),
 ///     ..Default::default()
@@ -47,7 +45,7 @@ pub struct LeaseOptions {
     /// How long a lease lasts without renewal (default 30 s).
     pub ttl: Duration,
     /// Renew this often from a background task (default 10 s; must be shorter than `ttl`);
-    /// `None` leaves renewal to the caller ([`LeaseGuard::renew`]).
+    /// `None` leaves renewal to the caller (the store's `LeaseGuard::renew`).
     pub heartbeat_interval: Option<Duration>,
     /// The longest a new holder waits for its clock to pass the previous holder's last issued
     /// time (or, restarting from the cache, its mark) before refusing (default 15 s, half the
@@ -82,7 +80,7 @@ impl LeaseOptions {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use uidgen_store::LeaseOptions;
+    /// use uidgen_worker::LeaseOptions;
     /// let options = LeaseOptions::with_ttl(Duration::from_secs(60));
     /// assert_eq!(options.heartbeat_interval, Some(Duration::from_secs(20)));
     /// assert_eq!(options.max_takeover_wait, Duration::from_secs(30));
@@ -103,14 +101,14 @@ impl LeaseOptions {
     /// How far ahead of its clock a holder on `layout` may let a cached generator borrow:
     /// a third of the ttl (a burst then waits for the clock, never for a renewal), and no more
     /// than leaves [`max_takeover_wait`](Self::max_takeover_wait) room for the rest of the
-    /// lead ([`lead_beyond_borrow_ms`](Self::lead_beyond_borrow_ms)). The lease's fence reports
+    /// lead (`lead_beyond_borrow_ms`). The lease's fence reports
     /// it ([`uidgen_core::TimeFence::max_borrow_ms`]); a generator borrows at least one unit
     /// whatever it says, which [`validate_for`](Self::validate_for) accounts for.
     ///
     /// ```
     /// use std::time::Duration;
     /// use uidgen_core::Layout;
-    /// use uidgen_store::LeaseOptions;
+    /// use uidgen_worker::LeaseOptions;
     /// let baidu = Layout::baidu_default()?; // units of a second
     /// // ttl 30 s, wait 15 s: a third of the ttl, 10 s.
     /// assert_eq!(LeaseOptions::default().max_borrow(&baidu), Duration::from_secs(10));
@@ -155,7 +153,7 @@ impl LeaseOptions {
     /// ```
     /// use std::time::Duration;
     /// use uidgen_core::Layout;
-    /// use uidgen_store::LeaseOptions;
+    /// use uidgen_worker::LeaseOptions;
     /// let baidu = Layout::baidu_default()?;
     /// assert_eq!(LeaseOptions::default().min_takeover_wait(&baidu), Duration::from_millis(2_001));
     /// # Ok::<(), uidgen_core::UidError>(())
@@ -176,26 +174,26 @@ impl LeaseOptions {
     /// holder can run ahead of its clock ([`min_takeover_wait`](Self::min_takeover_wait)), so
     /// that with [`max_borrow`](Self::max_borrow) bounding the rest, a successor on the same
     /// clock is never refused for a burst its predecessor made. Else
-    /// [`StoreError::InvalidLeaseOptions`] naming both durations.
+    /// [`WorkerError::InvalidLeaseOptions`] naming both durations.
     ///
-    /// Not required by [`LeasedWorkerIdAssigner::claim`]: a shorter wait is safe, it only
+    /// Not required by the store's `LeasedWorkerIdAssigner::claim`: a shorter wait is safe, it only
     /// refuses some restarts (a wait of zero refuses every start that would have to wait).
     ///
     /// ```
     /// use std::time::Duration;
     /// use uidgen_core::Layout;
-    /// use uidgen_store::{LeaseOptions, StoreError};
+    /// use uidgen_worker::{LeaseOptions, WorkerError};
     /// let baidu = Layout::baidu_default()?;
     /// assert!(LeaseOptions::default().validate_for(&baidu).is_ok());
     /// let hasty = LeaseOptions::with_ttl(Duration::from_secs(3)); // waits 1.5 s
-    /// assert!(matches!(hasty.validate_for(&baidu), Err(StoreError::InvalidLeaseOptions(_))));
+    /// assert!(matches!(hasty.validate_for(&baidu), Err(WorkerError::InvalidLeaseOptions(_))));
     /// # Ok::<(), uidgen_core::UidError>(())
     /// ```
     pub fn validate_for(&self, layout: &Layout) -> Result<()> {
         self.validate()?;
         let needed = self.min_takeover_wait(layout);
         if self.max_takeover_wait < needed {
-            return Err(StoreError::InvalidLeaseOptions(format!(
+            return Err(WorkerError::InvalidLeaseOptions(format!(
                 "max_takeover_wait {:?} is shorter than {needed:?}, the least a holder of layout \
                  `{}` runs ahead of its clock (one borrowed unit, the unit being stamped{}): a \
                  restart would be refused for its predecessor's last IDs; allow a longer wait",
@@ -213,21 +211,21 @@ impl LeaseOptions {
 
     /// `Ok` when these options can keep a lease: a positive ttl, a heartbeat and a takeover
     /// wait both shorter than it, and a holder name that fits; else
-    /// [`StoreError::InvalidLeaseOptions`]. [`LeasedWorkerIdAssigner::claim`] checks this
+    /// [`WorkerError::InvalidLeaseOptions`]. The store's `LeasedWorkerIdAssigner::claim` checks this
     /// first.
     ///
     /// ```
     /// use std::time::Duration;
-    /// use uidgen_store::{LeaseOptions, StoreError};
+    /// use uidgen_worker::{LeaseOptions, WorkerError};
     /// assert!(LeaseOptions::default().validate().is_ok());
     /// let slow = LeaseOptions {
     ///     heartbeat_interval: Some(Duration::from_secs(30)),
     ///     ..Default::default()
     /// };
-    /// assert!(matches!(slow.validate(), Err(StoreError::InvalidLeaseOptions(_))));
+    /// assert!(matches!(slow.validate(), Err(WorkerError::InvalidLeaseOptions(_))));
     /// ```
     pub fn validate(&self) -> Result<()> {
-        let invalid = |reason: String| Err(StoreError::InvalidLeaseOptions(reason));
+        let invalid = |reason: String| Err(WorkerError::InvalidLeaseOptions(reason));
         let ttl = self.ttl;
         if saturating_millis(ttl) == 0 {
             return invalid(format!("ttl {ttl:?} must be at least 1 ms"));

@@ -1,4 +1,4 @@
-//! [`RemoteLease`]: a worker id leased through a server ([`FallbackLeases`](crate::FallbackLeases))
+//! [`RemoteLease`]: a worker id leased through a server (the store's `FallbackLeases`)
 //! and held by a process that never talks to the database (the client's embedded fallback).
 //! It is that process's generator fence.
 //!
@@ -23,29 +23,56 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use uidgen_core::{Clock, FenceRefusal, Layout, TimeFence};
 
-use crate::assigner::StaticWorkerIdAssigner;
 use crate::cache::{CacheLock, read_cache};
-use crate::error::{Result, StoreError};
-use crate::fallback_lease::LeaseGrant;
+use crate::error::{Result, WorkerError};
 use crate::mark::{MarkFence, MarkTiming};
+use crate::static_id::StaticWorkerIdAssigner;
 
 /// The prefix and suffix of a lease's state file in its directory.
 const FILE_PREFIX: &str = "fallback-";
 const FILE_SUFFIX: &str = ".state";
 
+/// The shortest fallback lease a client may ask for.
+pub const MIN_FALLBACK_LEASE_TTL: Duration = Duration::from_secs(1);
+
+/// A fallback lease as a server grants it to a client.
+///
+/// ```
+/// use uidgen_worker::LeaseGrant;
+/// let grant = LeaseGrant {
+///     worker_id: 17,
+///     holder: "api-1/4242#00ab34cd56ef7890".into(),
+///     valid_until_ms: 1_800_000_030_000,
+///     floor_ms: 1_800_000_000_000,
+/// };
+/// assert!(grant.floor_ms < grant.valid_until_ms);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseGrant {
+    /// The leased worker id.
+    pub worker_id: u64,
+    /// The holder string renewals and the release must name (the name, `#`, a random token).
+    pub holder: String,
+    /// The lease's expiry (ms since the Unix epoch): IDs may be stamped in units ending by it.
+    pub valid_until_ms: u64,
+    /// Where earlier holders of the id stopped: only units ending after it may be stamped.
+    pub floor_ms: u64,
+}
+
 /// A worker id leased through a server, fenced by its lease and its local state file.
 ///
 /// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_worker::Result<()> {
 /// use std::sync::Arc;
 /// use uidgen_core::{
 ///     Clock, DefaultUidGenerator, Layout, SystemClock, TimeFence, UidGenerator,
 /// };
-/// use uidgen_store::{LeaseGrant, RemoteLease};
-/// let dir = tempfile::tempdir().map_err(|e| uidgen_store::StoreError::InvalidInput(e.to_string()))?;
+/// use uidgen_worker::{LeaseGrant, RemoteLease};
+/// let dir = tempfile::tempdir().map_err(|e| uidgen_worker::WorkerError::InvalidInput(e.to_string()))?;
 /// let layout = Layout::vesta_max_peak()?;
 /// let now = SystemClock.now_millis();
 /// // What a server's claim route answered.
@@ -91,7 +118,7 @@ impl RemoteLease {
     /// The state file of `worker_id`'s lease in `dir`.
     ///
     /// ```
-    /// let path = uidgen_store::RemoteLease::state_file("/var/lib/app/uidgen".as_ref(), 17);
+    /// let path = uidgen_worker::RemoteLease::state_file("/var/lib/app/uidgen".as_ref(), 17);
     /// assert_eq!(path.to_str(), Some("/var/lib/app/uidgen/fallback-17.state"));
     /// ```
     pub fn state_file(dir: &Path, worker_id: u64) -> PathBuf {
@@ -103,9 +130,9 @@ impl RemoteLease {
     /// the floor (at most 15 s), and record the lease in the file. `Ok(None)` when another
     /// process holds the file.
     ///
-    /// Errors: [`StoreError::ClockBehindLastIssued`] when the clock is further behind the
-    /// floor; [`StoreError::Cache`] when the file cannot be written;
-    /// [`StoreError::WorkerIdOutOfRange`] for an id the layout cannot hold.
+    /// Errors: [`WorkerError::ClockBehindLastIssued`] when the clock is further behind the
+    /// floor; [`WorkerError::Cache`] when the file cannot be written;
+    /// [`WorkerError::WorkerIdOutOfRange`] for an id the layout cannot hold.
     pub async fn start(
         dir: &Path,
         layout: &Layout,
@@ -154,7 +181,7 @@ impl RemoteLease {
             Ok(entries) => entries,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(error) => {
-                return Err(StoreError::Cache {
+                return Err(WorkerError::Cache {
                     path: dir.display().to_string(),
                     reason: format!("cannot list the fallback state directory: {error}"),
                 });
@@ -353,7 +380,7 @@ impl RemoteLease {
     /// state file. Returns the issued-until time to record in the release.
     ///
     /// # Errors
-    /// [`StoreError::Cache`] when the file cannot be deleted: then do not release in the
+    /// [`WorkerError::Cache`] when the file cannot be deleted: then do not release in the
     /// database, since a restart could still continue the lease from the file; let it expire.
     pub fn let_go(&self, issued_until_ms: impl FnOnce() -> Option<u64>) -> Result<u64> {
         self.end("released");
@@ -421,7 +448,7 @@ fn timing(clock: Arc<dyn Clock>) -> MarkTiming {
 fn check_worker(layout: &Layout, worker_id: u64) -> Result<()> {
     let max = layout.max_worker_id();
     if worker_id > max {
-        return Err(StoreError::WorkerIdOutOfRange { id: worker_id, max });
+        return Err(WorkerError::WorkerIdOutOfRange { id: worker_id, max });
     }
     Ok(())
 }

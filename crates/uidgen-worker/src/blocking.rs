@@ -7,8 +7,7 @@
 use std::future::Future;
 use std::sync::OnceLock;
 
-use crate::error::{Result, StoreError};
-use crate::store::{Store, StoreOptions};
+use crate::error::{Result, WorkerError};
 
 static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
 
@@ -18,13 +17,13 @@ pub fn runtime() -> Result<&'static tokio::runtime::Runtime> {
         .get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
-                .thread_name("uidgen-store")
+                .thread_name("uidgen-worker")
                 .enable_all()
                 .build()
                 .map_err(|e| e.to_string())
         })
         .as_ref()
-        .map_err(|e| StoreError::InvalidInput(format!("cannot start the background runtime: {e}")))
+        .map_err(|e| WorkerError::InvalidInput(format!("cannot start the background runtime: {e}")))
 }
 
 /// Run `future` to completion on the background runtime. Refuses to run inside a tokio
@@ -35,33 +34,17 @@ where
     F::Output: Send,
 {
     if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(StoreError::InvalidInput(
-            "a blocking uidgen-store call was made inside a tokio runtime; use the async API"
+        return Err(WorkerError::InvalidInput(
+            "a blocking uidgen-worker call was made inside a tokio runtime; use the async API"
                 .to_owned(),
         ));
     }
     Ok(runtime()?.block_on(future))
 }
 
-/// Flatten `block_on` of a fallible future.
-pub(crate) fn block_on_result<T: Send>(
-    future: impl Future<Output = Result<T>> + Send,
-) -> Result<T> {
+/// Flatten `block_on` of a fallible future whose error converts from [`WorkerError`].
+pub fn block_on_result<T: Send, E: From<WorkerError> + Send>(
+    future: impl Future<Output = std::result::Result<T, E>> + Send,
+) -> std::result::Result<T, E> {
     block_on(future)?
-}
-
-impl Store {
-    /// [`Store::connect_with`] for code that is not async.
-    ///
-    /// ```
-    /// let dir = std::env::temp_dir().join(format!("uidgen-doc-{}", std::process::id()));
-    /// std::fs::create_dir_all(&dir).unwrap(); // the file is created, its folder is not
-    /// let url = format!("sqlite://{}/blocking.db", dir.display());
-    /// let store = uidgen_store::Store::connect_blocking(&url, Default::default())?;
-    /// assert_eq!(store.dialect(), uidgen_store::Dialect::Sqlite);
-    /// # Ok::<(), uidgen_store::StoreError>(())
-    /// ```
-    pub fn connect_blocking(url: &str, options: StoreOptions) -> Result<Store> {
-        block_on_result(Store::connect_with(url, options))
-    }
 }

@@ -34,7 +34,7 @@ const DIGEST_TAG: &[u8] = b"uidgen machine part v2\n";
 /// What identifies a host: the inputs of its [`MachinePart`].
 ///
 /// ```
-/// use uidgen_store::HostIdentity;
+/// use uidgen_worker::HostIdentity;
 /// let host = HostIdentity::new(
 ///     Some("3d1219c7c4c5404aaa1f6d2a48adfda4"),
 ///     ["02:42:AC:11:00:02", "00:00:00:00:00:00", "not a mac"],
@@ -170,7 +170,7 @@ impl fmt::Display for MachineSource {
 /// This host's 5-bit machine part and where it came from.
 ///
 /// ```
-/// use uidgen_store::{HostIdentity, MachinePart, MachineSource};
+/// use uidgen_worker::{HostIdentity, MachinePart, MachineSource};
 /// // Order and case of the MACs do not matter; a different last byte gives an unrelated part.
 /// let host = |macs: [&str; 2]| HostIdentity::new(None, macs, None);
 /// let a = MachinePart::of(&host(["02:42:AC:11:00:02", "7e:b5:f2:d8:43:3f"]));

@@ -8,12 +8,12 @@
 //!   Each (machine, process) value is leased in `worker_lease` as an exact id
 //!   (`exact_lease.rs`): a value another live process holds, on this host or on another whose
 //!   machine part is the same, is skipped for the next one; all 32 held is
-//!   [`StoreError::MachineProcessValuesHeld`].
+//!   [`WorkerError::MachineProcessValuesHeld`].
 //! - **On one host, no two live processes sharing the state directory hold one worker id.**
 //!   Each worker id has a lock file there (`worker-{id}.state.lock`, an advisory `flock`
 //!   released when the process dies); a process starts at `pid % 32` and takes the first value
 //!   whose lock it gets (and, with a store, whose lease), wrapping within the 32 values of its
-//!   machine part. All 32 locked is [`StoreError::MachineProcessValuesTaken`].
+//!   machine part. All 32 locked is [`WorkerError::MachineProcessValuesTaken`].
 //! - **No two lives of one worker id stamp the same time unit.** A later process that takes a
 //!   value again continues its reserved-until mark exactly as a static worker id does
 //!   ([`LocalMark`](crate::LocalMark), a state file synced before any ID past it) and, with a
@@ -22,7 +22,7 @@
 //!   separate nothing (each container has its own), so the assigner refuses to start when
 //!   [`ContainerProbe`] finds a container, unless told the ids are kept apart otherwise
 //!   ([`allow_uncoordinated`](MachineWorkerIdAssigner::allow_uncoordinated)):
-//!   [`StoreError::UncoordinatedInContainer`].
+//!   [`WorkerError::UncoordinatedInContainer`].
 //!
 //! Outside containers and without a shared store, uniqueness across hosts is only probable:
 //! with N processes spread over the 1,024 worker ids, two share one with probability about
@@ -37,13 +37,12 @@ use uidgen_core::{Clock, FieldKind, Layout};
 use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
 use crate::cache::CacheLock;
 use crate::container::ContainerProbe;
-use crate::error::{Result, StoreError};
-use crate::exact_lease::{LiveHolder, lease_exact};
+use crate::error::{Result, WorkerError};
 use crate::lease_options::LeaseOptions;
 use crate::machine_part::{MACHINE_BITS, MachinePart, MachineSource};
 use crate::mark::{MarkFence, MarkTiming};
-use crate::store::Store;
-use crate::worker_range::WorkerIdRange;
+use crate::range::WorkerIdRange;
+use crate::registry::{ExactLease, ExactLeaseRegistry, LiveHolder};
 
 /// Width of the process part.
 pub const PROCESS_BITS: u32 = 5;
@@ -58,26 +57,26 @@ const MAX_WORKER: u64 = (1 << (MACHINE_BITS + PROCESS_BITS)) - 1;
 /// [`MachinePart::detect`] and the process part starts at `pid % 32` and moves to the next free
 /// value.
 ///
-/// What it guarantees ([module docs](self) for the argument): registered in a store shared by
+/// What it guarantees (argued in `machine.rs`'s module docs): registered in a store shared by
 /// every host ([`registered_in`](Self::registered_in)), no two live processes hold one worker
 /// id (an exact-id lease per value); among the processes of one host that share its state
 /// directory, the same without a store (a lock file per value); and no two holders of a value,
 /// one after the other, stamp the same time unit. Without a shared store it refuses to start
-/// in a container ([`StoreError::UncoordinatedInContainer`]) unless
+/// in a container ([`WorkerError::UncoordinatedInContainer`]) unless
 /// [`allow_uncoordinated`](Self::allow_uncoordinated) is set or the machine part is
 /// [configured](Self::with_machine_part); outside containers, uniqueness across hosts is then
 /// only probable (docs/OPERATIONS.md has the odds).
 ///
 /// Its assignment carries a fence as a static id's does: a restart on a value waits until its
 /// clock has passed the value's previous mark (up to
-/// [`max_start_wait`](Self::max_start_wait), else [`StoreError::ClockBehindLastIssued`]), and
+/// [`max_start_wait`](Self::max_start_wait), else [`WorkerError::ClockBehindLastIssued`]), and
 /// a cached generator borrows at most [`max_borrow`](Self::max_borrow) ahead.
 ///
 /// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_worker::Result<()> {
 /// use uidgen_core::Layout;
-/// use uidgen_store::{MachineWorkerIdAssigner, StoreError, WorkerIdAssigner};
-/// let dir = tempfile::tempdir().map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+/// use uidgen_worker::{MachineWorkerIdAssigner, WorkerError, WorkerIdAssigner};
+/// let dir = tempfile::tempdir().map_err(|e| WorkerError::InvalidInput(e.to_string()))?;
 /// let layout = Layout::keyworker()?;
 /// let process = |pid| {
 ///     MachineWorkerIdAssigner::new(dir.path())
@@ -98,7 +97,7 @@ pub struct MachineWorkerIdAssigner {
     machine: Option<u64>,
     process_id: u32,
     timing: MarkTiming,
-    store: Option<Store>,
+    store: Option<Arc<dyn ExactLeaseRegistry>>,
     /// Whether `store` is seen by every host that could take these ids (see
     /// [`with_store_shared`](MachineWorkerIdAssigner::with_store_shared)).
     store_shared: bool,
@@ -160,15 +159,14 @@ impl MachineWorkerIdAssigner {
     /// or static assigner sharing the store is refused if its range overlaps it, and lease the
     /// (machine, process) value taken there, so that no other process sharing the store (on
     /// any host) holds it at the same time. The lease is renewed by a heartbeat and ends with
-    /// the process; lost, the generator stops issuing (its [`LeaseGuard`](crate::LeaseGuard)
-    /// is the assignment's `lease`).
+    /// the process; lost, the generator stops issuing (its lease is the assignment's
+    /// `keeper`).
     #[must_use]
-    pub fn registered_in(mut self, store: Store) -> Self {
-        self.store = Some(store);
-        self
+    pub fn registered_in(self, store: impl ExactLeaseRegistry + 'static) -> Self {
+        self.registered_in_shared(Arc::new(store))
     }
 
-    crate::exact_lease::exact_lease_setters!();
+    crate::registry::exact_lease_setters!();
 
     /// Start without a shared store even inside a container: the operator states that the
     /// containers' worker ids are kept apart some other way (one container per host with host
@@ -198,18 +196,18 @@ impl MachineWorkerIdAssigner {
     ///
     /// ```
     /// use uidgen_core::Layout;
-    /// use uidgen_store::{MachineWorkerIdAssigner, StoreError};
+    /// use uidgen_worker::{MachineWorkerIdAssigner, WorkerError};
     /// assert!(MachineWorkerIdAssigner::check_layout(&Layout::keyworker()?).is_ok());
     /// assert!(MachineWorkerIdAssigner::check_layout(&Layout::leaf()?).is_ok());
     /// let narrow = Layout::baidu_bits(31, 9, 23, "2026-01-01")?;
     /// assert!(matches!(
     ///     MachineWorkerIdAssigner::check_layout(&narrow),
-    ///     Err(StoreError::MachineLayoutUnfit { .. })
+    ///     Err(WorkerError::MachineLayoutUnfit { .. })
     /// ));
-    /// # Ok::<(), StoreError>(())
+    /// # Ok::<(), WorkerError>(())
     /// ```
     pub fn check_layout(layout: &Layout) -> Result<()> {
-        let unfit = |reason: String| StoreError::MachineLayoutUnfit {
+        let unfit = |reason: String| WorkerError::MachineLayoutUnfit {
             layout: layout.name().to_owned(),
             reason,
         };
@@ -236,7 +234,7 @@ impl MachineWorkerIdAssigner {
 
     fn machine_part(&self) -> Result<MachinePart> {
         match self.machine {
-            Some(value) if value > MAX_MACHINE => Err(StoreError::InvalidInput(format!(
+            Some(value) if value > MAX_MACHINE => Err(WorkerError::InvalidInput(format!(
                 "machine part {value} does not fit in {MACHINE_BITS} bits (0 to {MAX_MACHINE})"
             ))),
             Some(value) => Ok(MachinePart {
@@ -257,7 +255,7 @@ impl MachineWorkerIdAssigner {
         }
         match self.probe.detect() {
             None => Ok(()),
-            Some(evidence) => Err(StoreError::UncoordinatedInContainer {
+            Some(evidence) => Err(WorkerError::UncoordinatedInContainer {
                 assigner: "machine",
                 evidence: evidence.to_string(),
                 remedy: "Configure a store that every container shares (`store = \
@@ -292,14 +290,20 @@ impl MachineWorkerIdAssigner {
                         MarkFence::continue_from(lock, worker_id, layout, &self.timing).await?;
                     WorkerAssignment {
                         fence: Some(Arc::new(fence)),
-                        ..WorkerAssignment::fixed(worker_id, AssignmentKind::Machine)
+                        ..WorkerAssignment::fixed(worker_id, AssignmentKind::MACHINE)
                     }
                 }
                 Some(store) => {
-                    match lease_exact(store, &self.lease, &self.timing, layout, worker_id, lock)
-                        .await?
-                    {
-                        Ok(guard) => WorkerAssignment::leased(guard, AssignmentKind::Machine),
+                    let request = ExactLease {
+                        options: &self.lease,
+                        timing: &self.timing,
+                        layout,
+                        worker_id,
+                        cache: lock,
+                        kind: AssignmentKind::MACHINE,
+                    };
+                    match store.lease_exact(request).await? {
+                        Ok(assignment) => assignment,
                         Err(live) => {
                             tracing::info!(
                                 worker_id,
@@ -326,12 +330,12 @@ impl MachineWorkerIdAssigner {
         }
         let state_dir = self.state_dir.display().to_string();
         Err(match leased.first() {
-            None => StoreError::MachineProcessValuesTaken {
+            None => WorkerError::MachineProcessValuesTaken {
                 machine,
                 count: PROCESS_VALUES,
                 state_dir,
             },
-            Some(example) => StoreError::MachineProcessValuesHeld {
+            Some(example) => WorkerError::MachineProcessValuesHeld {
                 machine,
                 count: PROCESS_VALUES,
                 held: format!(
@@ -405,20 +409,20 @@ mod tests {
         let narrow = Layout::baidu_bits(31, 9, 23, "2026-01-01").unwrap();
         let error = assigner.assign(&narrow).await.unwrap_err();
         assert!(
-            matches!(error, StoreError::MachineLayoutUnfit { .. }),
+            matches!(error, WorkerError::MachineLayoutUnfit { .. }),
             "{error}"
         );
         let odd_split = Layout::snowflake().unwrap().with_worker_split(4).unwrap();
         assert!(matches!(
             assigner.assign(&odd_split).await,
-            Err(StoreError::MachineLayoutUnfit { .. })
+            Err(WorkerError::MachineLayoutUnfit { .. })
         ));
         assert!(matches!(
             MachineWorkerIdAssigner::new(dir.path())
                 .with_machine_part(32)
                 .assign(&Layout::keyworker().unwrap())
                 .await,
-            Err(StoreError::InvalidInput(_))
+            Err(WorkerError::InvalidInput(_))
         ));
         // A wider worker field holds the ids too.
         let wide = assigner.assign(&Layout::baidu_default().unwrap()).await;

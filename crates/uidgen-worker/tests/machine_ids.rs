@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, ManualClock, UidGenerator};
-use uidgen_store::{
-    GeneratorBuilder, MachineWorkerIdAssigner, StoreError, WorkerIdAssigner, read_cache,
+use uidgen_worker::{
+    GeneratorBuilder, MachineWorkerIdAssigner, WorkerError, WorkerIdAssigner, read_cache,
 };
 
 /// One "process" on machine part 9 with the given pid, its files in `dir`.
@@ -45,7 +45,7 @@ async fn processes_sharing_a_state_dir_get_distinct_values_until_all_32_are_take
     assert!(
         matches!(
             &error,
-            StoreError::MachineProcessValuesTaken { machine: 9, count: 32, state_dir }
+            WorkerError::MachineProcessValuesTaken { machine: 9, count: 32, state_dir }
                 if *state_dir == dir.path().display().to_string()
         ),
         "{error:?}"
@@ -119,7 +119,7 @@ async fn a_restart_on_the_same_value_waits_past_the_previous_mark() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, StoreError::ClockBehindLastIssued { worker_id, until_ms, .. } if worker_id == worker && until_ms == mark),
+        matches!(error, WorkerError::ClockBehindLastIssued { worker_id, until_ms, .. } if worker_id == worker && until_ms == mark),
         "{error:?}"
     );
 

@@ -94,7 +94,7 @@ impl StateDirSource {
 ///
 /// ```
 /// use std::path::Path;
-/// use uidgen_store::StateDir;
+/// use uidgen_worker::StateDir;
 /// let dir = StateDir::at("/var/lib/uidgen")?;
 /// assert_eq!(dir.resolve(Path::new("uidgen.db")), Path::new("/var/lib/uidgen/uidgen.db"));
 /// assert_eq!(dir.resolve(Path::new("/data/w.state")), Path::new("/data/w.state"));
@@ -103,7 +103,7 @@ impl StateDirSource {
 ///     "sqlite:///var/lib/uidgen/uidgen.db"
 /// );
 /// assert!(StateDir::at("relative/dir").is_err());
-/// # Ok::<(), uidgen_store::StateDirError>(())
+/// # Ok::<(), uidgen_worker::StateDirError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateDir {
