@@ -51,9 +51,10 @@ pub struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    /// Load the configuration.
-    pub fn load(&self) -> anyhow::Result<Config> {
-        Ok(Config::load(self.config.as_deref())?)
+    /// Read the configuration, for the command line to override keys before
+    /// [`Config::settings`] checks them all once.
+    pub fn read(&self) -> anyhow::Result<Config> {
+        Ok(Config::read(self.config.as_deref())?)
     }
 }
 
@@ -71,9 +72,9 @@ pub struct LayoutArgs {
 }
 
 impl LayoutArgs {
-    /// Apply the arguments to a configuration, check it again (a configured static worker id
-    /// or worker range must fit the new layout too), and build its layout.
-    pub fn apply(&self, config: &mut Config) -> anyhow::Result<Layout> {
+    /// Apply the arguments to a configuration, before [`Config::settings`] checks it (a
+    /// configured static worker id or worker range must fit the new layout too).
+    pub fn apply(&self, config: &mut Config) {
         if let Some(preset) = &self.layout {
             config.layout.preset.clone_from(preset);
             if self.epoch.is_none() {
@@ -83,10 +84,12 @@ impl LayoutArgs {
         if let Some(epoch) = &self.epoch {
             config.layout.epoch = Some(epoch.clone());
         }
-        if self.layout.is_some() || self.epoch.is_some() {
-            config.validate()?;
-        }
-        Ok(config.build_layout()?)
+    }
+
+    /// The layout of `config` with the arguments applied, every key checked.
+    pub fn layout(&self, mut config: Config) -> anyhow::Result<Layout> {
+        self.apply(&mut config);
+        Ok(config.settings()?.layout)
     }
 }
 
@@ -231,8 +234,7 @@ pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
     if args.layout.layout.as_deref() == Some(crate::sharded::LAYOUT) {
         return crate::sharded::decode_cli(&args.ids, args.json);
     }
-    let mut config = args.config.load()?;
-    let layout = args.layout.apply(&mut config)?;
+    let layout = args.layout.layout(args.config.read()?)?;
     for text in &args.ids {
         let d = layout.decode_str(text)?;
         if args.json {
@@ -271,8 +273,7 @@ pub fn make(args: &MakeArgs) -> anyhow::Result<()> {
         }
         (false, None) => {}
     }
-    let mut config = args.config.load()?;
-    let layout = args.layout.apply(&mut config)?;
+    let layout = args.layout.layout(args.config.read()?)?;
     let time = match (&args.time, args.units) {
         (Some(t), None) => {
             let ms = parse_epoch_ms(t).with_context(|| format!("--time {t:?}"))?;

@@ -10,7 +10,7 @@ use uidgen_core::{
     CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, SnowflakeGenerator,
     SystemClock, TimeFence, UidGenerator,
 };
-use uidgen_segment::{SegmentOptions, SegmentService};
+use uidgen_segment::SegmentService;
 use uidgen_store::{
     ContainerProbe, DisposableWorkerIdAssigner, GuardedGenerator, LeaseGuard, LeaseOptions,
     LeasedWorkerIdAssigner, StateDir, StaticWorkerIdAssigner, Store, StoreOptions,
@@ -18,7 +18,7 @@ use uidgen_store::{
 };
 
 use crate::cli::{GenArgs, MigrateArgs, ServeArgs};
-use crate::config::{AssignerKind, Config, GeneratorConfig, GeneratorKind, RingConfig};
+use crate::config::{AssignerKind, GeneratorConfig, GeneratorKind, SegmentSettings, Settings};
 use crate::http::{AppState, NotReady, ReadinessCheck, ReadyRing};
 use crate::servers::{Listeners, Servers};
 
@@ -35,8 +35,7 @@ pub struct BuiltGenerator {
 /// also refuses to issue once the lease is lost, and the lease's heartbeat records how far it
 /// has issued.
 pub fn build_generator(
-    config: &Config,
-    layout: Layout,
+    settings: &Settings,
     assignment: &WorkerAssignment,
 ) -> anyhow::Result<BuiltGenerator> {
     fn guard<G: UidGenerator + 'static>(
@@ -64,7 +63,8 @@ pub fn build_generator(
         assignment.lease.clone(),
         assignment.fence.clone(),
     );
-    Ok(match config.generator.kind {
+    let layout = settings.layout.clone();
+    Ok(match settings.generator.kind {
         GeneratorKind::Default => BuiltGenerator {
             generator: guard(
                 fenced(
@@ -79,7 +79,7 @@ pub fn build_generator(
         GeneratorKind::Snowflake => BuiltGenerator {
             generator: guard(
                 fenced(
-                    snowflake(layout, worker_id, &config.generator)?,
+                    snowflake(layout, worker_id, &settings.generator)?,
                     fence,
                     SnowflakeGenerator::fenced,
                 ),
@@ -90,7 +90,7 @@ pub fn build_generator(
         GeneratorKind::Cached => {
             let options = CachedOptions {
                 fence,
-                ..cached_options(&config.ring, &layout)
+                ..settings.ring.clone()
             };
             let cached = guard(
                 CachedUidGenerator::new(layout, worker_id, SystemClock, options)?,
@@ -104,12 +104,11 @@ pub fn build_generator(
     })
 }
 
-/// The per-host state directory of `config` ([`Config::state_dir`]), created (0700) if
-/// missing: every default file that keeps worker ids apart lives there, and every relative
-/// path in the configuration is taken in it, so that no start depends on its working
-/// directory.
-pub fn ready_state_dir(config: &Config) -> anyhow::Result<StateDir> {
-    let dir = config.state_dir()?;
+/// The per-host state directory ([`Settings::state_dir`]), created (0700) if missing: every
+/// default file that keeps worker ids apart lives there, and every relative path in the
+/// configuration is taken in it, so that no start depends on its working directory.
+pub fn ready_state_dir(settings: &Settings) -> anyhow::Result<StateDir> {
+    let dir = settings.state_dir()?;
     dir.create()?;
     Ok(dir)
 }
@@ -120,14 +119,14 @@ pub fn ready_state_dir(config: &Config) -> anyhow::Result<StateDir> {
 /// A leased assigner with a local cache file may start while the database is down (it then
 /// runs on the cached worker id, under a lease it claims once the database answers): for it,
 /// a store that cannot be reached is opened lazily instead of stopping start-up.
-pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
-    let url = config.store_url(&ready_state_dir(config)?);
+pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
+    let url = settings.store_url(&ready_state_dir(settings)?);
     let context = || format!("cannot open the store `store = {:?}`", redacted(&url));
     match Store::connect(&url).await {
         Ok(store) => Ok(store),
         Err(error)
-            if config.worker.assigner == AssignerKind::Leased
-                && config.worker.cache_file.is_some()
+            if settings.worker.assigner == AssignerKind::Leased
+                && settings.worker.lease.cache_path.is_some()
                 && error.is_unreachable() =>
         {
             warn!(%error,
@@ -148,11 +147,12 @@ fn redacted(url: &str) -> String {
 
 /// The configured worker-id assigner. Each registers its range (`worker.range`, or its
 /// default) in the store before taking an id, so assigners sharing the store stay disjoint.
-pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn WorkerIdAssigner>> {
+pub fn assigner(settings: &Settings, store: &Store) -> anyhow::Result<Arc<dyn WorkerIdAssigner>> {
+    let worker = &settings.worker;
     // `worker.range`, or Vesta's server range on Vesta layouts (the rest is the clients').
-    let range = crate::fallback::server_range(config, &config.build_layout()?)?;
-    let state_dir = config.state_dir()?;
-    Ok(match config.worker.assigner {
+    let range = worker.server_range;
+    let state_dir = settings.state_dir()?;
+    Ok(match worker.assigner {
         AssignerKind::Disposable => {
             let disposable = DisposableWorkerIdAssigner::new(store.clone());
             Arc::new(match range {
@@ -161,14 +161,13 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
             })
         }
         AssignerKind::Static => {
-            let assigner = static_assigner(config, &state_dir)?
+            let assigner = static_assigner(settings, &state_dir)?
                 .registered_in(store.clone())
-                .with_store_shared(config.store_is_shared())
-                .with_lease_options(config.worker.lease_options());
+                .with_store_shared(settings.store_shared)
+                .with_lease_options(worker.lease.clone());
             // An explicit absolute state file is the operator's statement that the id is
             // unique to that volume; without it, or a shared store, a container is refused.
-            let declared = (config.worker.state_file.as_ref()).is_some_and(|p| p.is_absolute());
-            let assigner = if declared {
+            let assigner = if worker.state_file_declared() {
                 assigner
             } else {
                 assigner.refuse_uncoordinated_in_container(ContainerProbe::system())
@@ -183,8 +182,8 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
             SystemClock,
             LeaseOptions {
                 range,
-                cache_path: config.worker.cache_file_in(&state_dir),
-                ..config.worker.lease_options()
+                cache_path: worker.cache_file_in(&state_dir),
+                ..worker.lease.clone()
             },
         )),
         // Needs no configuration: each (machine, process) value is leased in the store (and
@@ -193,31 +192,39 @@ pub fn assigner(config: &Config, store: &Store) -> anyhow::Result<Arc<dyn Worker
         // The trait's way in (no status for readiness); `serve` goes through
         // `assign_and_build_holding`, which also records the range in the store.
         AssignerKind::Zookeeper => Arc::new(uidgen_zk::ZooKeeperWorkerIdAssigner::new(
-            crate::zk::options(config, &config.build_layout()?)?,
+            coordinator_options(settings.zookeeper.as_ref().map(|zk| &zk.options))?,
         )),
         AssignerKind::Etcd => Arc::new(uidgen_etcd::EtcdWorkerIdAssigner::new(
-            crate::etcd::options(config, &config.build_layout()?)?,
+            coordinator_options(settings.etcd.as_ref().map(|etcd| &etcd.options))?,
         )),
         AssignerKind::Machine => Arc::new(
-            uidgen_store::MachineWorkerIdAssigner::new(config.worker.machine_state_dir(&state_dir))
+            uidgen_store::MachineWorkerIdAssigner::new(worker.machine_state_dir(&state_dir))
                 .registered_in(store.clone())
-                .with_store_shared(config.store_is_shared())
-                .with_lease_options(config.worker.lease_options())
-                .allow_uncoordinated(config.worker.machine.allow_uncoordinated),
+                .with_store_shared(settings.store_shared)
+                .with_lease_options(worker.lease.clone())
+                .allow_uncoordinated(worker.allow_uncoordinated),
         ),
     })
+}
+
+/// A coordinator's options, which [`Settings`] holds whenever the assigner is that
+/// coordinator's.
+fn coordinator_options<O: Clone>(options: Option<&O>) -> anyhow::Result<O> {
+    options
+        .cloned()
+        .context("the settings lack the assigner's section; build them with Config::settings")
 }
 
 /// The static assigner for `worker.id`, keeping its mark in `worker.state_file` (by default
 /// in the state directory `dir`), limited to `worker.range` when set. Not registered in a
 /// store: [`assigner`] adds that, while `gen --worker N` runs without one.
-fn static_assigner(config: &Config, dir: &StateDir) -> anyhow::Result<StaticWorkerIdAssigner> {
-    let id = config
-        .worker
+fn static_assigner(settings: &Settings, dir: &StateDir) -> anyhow::Result<StaticWorkerIdAssigner> {
+    let worker = &settings.worker;
+    let id = worker
         .id
         .context("invalid config key `worker.id`: the static assigner needs a worker id")?;
-    let assigner = StaticWorkerIdAssigner::new(id, config.worker.state_file_for(id, dir));
-    Ok(match config.worker.id_range()? {
+    let assigner = StaticWorkerIdAssigner::new(id, worker.state_file_for(id, dir));
+    Ok(match worker.range {
         Some(range) => assigner.with_range(range),
         None => assigner,
     })
@@ -225,13 +232,12 @@ fn static_assigner(config: &Config, dir: &StateDir) -> anyhow::Result<StaticWork
 
 /// Obtain a worker id and build the configured generator with it.
 pub async fn assign_and_build(
-    config: &Config,
-    layout: Layout,
+    settings: &Settings,
     store: &Store,
 ) -> anyhow::Result<(BuiltGenerator, WorkerAssignment)> {
     // A ZooKeeper or etcd holder keeps its id while its generator (which holds its fence)
     // lives.
-    let (built, assignment, _holder) = assign_and_build_holding(config, layout, store).await?;
+    let (built, assignment, _holder) = assign_and_build_holding(settings, store).await?;
     Ok((built, assignment))
 }
 
@@ -248,25 +254,25 @@ pub enum Coordinator {
 /// [`assign_and_build`], also returning the coordinator's holder (its status feeds `/readyz`
 /// and `/metrics`) when the worker id comes from ZooKeeper or etcd.
 pub async fn assign_and_build_holding(
-    config: &Config,
-    layout: Layout,
+    settings: &Settings,
     store: &Store,
 ) -> anyhow::Result<(BuiltGenerator, WorkerAssignment, Option<Coordinator>)> {
-    let (assignment, coordinator) = if config.worker.assigner == AssignerKind::Zookeeper {
-        let (assignment, holder) = crate::zk::assign(config, &layout, store).await?;
+    let layout = &settings.layout;
+    let (assignment, coordinator) = if let Some(zk) = &settings.zookeeper {
+        let (assignment, holder) = crate::zk::assign(zk, layout, store).await?;
         (assignment, holder.map(Coordinator::ZooKeeper))
-    } else if config.worker.assigner == AssignerKind::Etcd {
-        let (assignment, holder) = crate::etcd::assign(config, &layout, store).await?;
+    } else if let Some(etcd) = &settings.etcd {
+        let (assignment, holder) = crate::etcd::assign(etcd, layout, store).await?;
         (assignment, Some(Coordinator::Etcd(holder)))
     } else {
-        let assignment = assigner(config, store)?
-            .assign(&layout)
+        let assignment = assigner(settings, store)?
+            .assign(layout)
             .await
-            .map_err(|e| crate::fallback::explain_refusal(config, &layout, e))
+            .map_err(|e| crate::fallback::explain_refusal(&settings.worker, layout, e))
             .context("cannot obtain a worker id")?;
         (assignment, None)
     };
-    match build_generator(config, layout, &assignment) {
+    match build_generator(settings, &assignment) {
         Ok(built) => Ok((built, assignment, coordinator)),
         Err(error) => {
             if let Some(lease) = &assignment.lease {
@@ -297,51 +303,39 @@ fn snowflake(
     })
 }
 
-/// The ring options a service runs with: the configured sizes, and a reject-take policy that
-/// waits for padding (up to a second) rather than failing a request the next refill would serve
-/// (the HTTP and gRPC handlers do not use it: they await the padding's signal). A non-zero
-/// `ring.max_borrow_seconds` is converted to the layout's time units (whole units, at least
-/// one: padding must always reach the unit after the clock's); 0 leaves borrowing unbounded.
-pub fn cached_options(ring: &RingConfig, layout: &Layout) -> CachedOptions {
-    let unit_ms = layout.unit().millis();
-    CachedOptions {
-        boost_power: ring.boost_power,
-        padding_factor: ring.padding_factor,
-        schedule_interval: (ring.schedule_interval_secs > 0)
-            .then(|| Duration::from_secs(ring.schedule_interval_secs)),
-        max_borrow_units: (ring.max_borrow_seconds > 0)
-            .then(|| (ring.max_borrow_seconds.saturating_mul(1000) / unit_ms).max(1)),
-        ..CachedOptions::waiting(Duration::from_secs(1))
-    }
-}
-
 /// `uidgen gen`: print IDs from an embedded generator. The worker id comes from the store (a
 /// fresh disposable id by default), unless `--worker` names one: that is a static worker id,
 /// kept apart from earlier runs with the same id by its state file (`worker.state_file`).
 pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
-    let mut config = args.config.load()?;
-    let layout = args.layout.apply(&mut config)?;
+    let mut config = args.config.read()?;
+    args.layout.apply(&mut config);
     uidgen_core::check_count(args.count)?;
     if let Some(store) = &args.store {
         config.store.clone_from(store);
     }
+    let mut settings = config.settings()?;
+    if let Some(worker_id) = args.worker {
+        // This run's static worker id, set past the configuration's checks as it always was:
+        // the static assigner checks it against the layout and `worker.range`.
+        settings.worker.assigner = AssignerKind::Static;
+        settings.worker.id = Some(worker_id);
+    }
+    let settings = settings;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
         let (built, assignment) = match args.worker {
-            Some(worker_id) => {
-                config.worker.assigner = AssignerKind::Static;
-                config.worker.id = Some(worker_id);
-                let assignment = static_assigner(&config, &ready_state_dir(&config)?)?
-                    .assign(&layout)
+            Some(_) => {
+                let assignment = static_assigner(&settings, &ready_state_dir(&settings)?)?
+                    .assign(&settings.layout)
                     .await
                     .context("cannot use the worker id")?;
-                (build_generator(&config, layout, &assignment)?, assignment)
+                (build_generator(&settings, &assignment)?, assignment)
             }
             None => {
-                let store = open_store(&config).await?;
-                assign_and_build(&config, layout, &store).await?
+                let store = open_store(&settings).await?;
+                assign_and_build(&settings, &store).await?
             }
         };
         // On the blocking pool: a large batch may wait for the clock (a bounded borrow).
@@ -368,11 +362,11 @@ fn print_ids(ids: &[u64]) -> anyhow::Result<()> {
 
 /// `uidgen migrate`: create or upgrade the store's tables, then report the dialect.
 pub async fn migrate(args: &MigrateArgs) -> anyhow::Result<()> {
-    let mut config = args.config.load()?;
+    let mut config = args.config.read()?;
     if let Some(store) = &args.store {
         config.store.clone_from(store);
     }
-    let store = open_store(&config).await?;
+    let store = open_store(&config.settings()?).await?;
     println!(
         "migrated {} ({})",
         store.redacted_url(),
@@ -389,11 +383,11 @@ pub async fn migrate(args: &MigrateArgs) -> anyhow::Result<()> {
 pub fn bench_generator(
     config_args: &crate::cli::ConfigArgs,
 ) -> anyhow::Result<Arc<dyn UidGenerator>> {
-    let mut config = config_args.load()?;
+    let mut config = config_args.read()?;
     config.ring.max_borrow_seconds = 0;
-    let layout = config.build_layout()?;
+    let settings = config.settings()?;
     let assignment = WorkerAssignment::fixed(0, uidgen_store::AssignmentKind::Static);
-    Ok(build_generator(&config, layout, &assignment)?.generator)
+    Ok(build_generator(&settings, &assignment)?.generator)
 }
 
 /// Resolve when SIGINT (Ctrl-C) or SIGTERM arrives.
@@ -418,44 +412,26 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// The segment service's options from `[segment]` (validated with the configuration).
-pub fn segment_options(config: &Config) -> SegmentOptions {
-    let segment = &config.segment;
-    SegmentOptions {
-        prefetch_ratio: segment.prefetch_ratio,
-        wait_timeout: Duration::from_millis(segment.wait_timeout_ms),
-        load_timeout: Duration::from_millis(segment.load_timeout_ms),
-        sync_interval: Duration::from_secs(segment.sync_interval_secs),
-        segment_duration: Duration::from_secs(segment.segment_duration_secs),
-        max_step: segment.max_step,
-        dynamic_step: segment.dynamic_step,
-        max_batch: config.batch_cap,
-        max_lease_size: segment.max_lease_size,
-        ..SegmentOptions::default()
-    }
-}
-
 /// Start Leaf segment mode when enabled, creating the sample tag (Leaf's README example) if the
 /// table does not have it yet; an existing tag is left as its owner set it.
 pub async fn start_segments(
-    config: &Config,
+    segment: &SegmentSettings,
     store: &Store,
 ) -> anyhow::Result<Option<Arc<SegmentService>>> {
-    if !config.segment.enabled {
+    if !segment.enabled {
         return Ok(None);
     }
-    let options = segment_options(config);
-    let service = if config.segment.groups.is_empty() {
+    let options = segment.options.clone();
+    let service = if segment.groups.is_empty() {
         SegmentService::start(store.clone(), options, SystemClock).await
     } else {
-        let groups = segment_groups(config).await?;
+        let groups = segment_groups(segment).await?;
         SegmentService::start_with_groups(store.clone(), groups, options, SystemClock).await
     }
     .context("cannot start segment mode")?;
-    let sample = &config.segment.sample_tag;
+    let sample = &segment.sample_tag;
     if !sample.is_empty() && store.get_tag(sample).await?.is_none() {
-        let step = i64::try_from(config.segment.sample_step)
-            .context("invalid config key `segment.sample_step`: too large")?;
+        let step = segment.sample_step;
         service
             .upsert_tag(sample, step, Some("sample tag created by uidgen serve"))
             .await
@@ -468,9 +444,11 @@ pub async fn start_segments(
 /// `[[segment.groups]]` as the library takes them. A group's database that cannot be reached
 /// now is opened lazily (without migrations): the group serves from the others meanwhile, and
 /// the database joins once it answers (migrate it first if it never was).
-async fn segment_groups(config: &Config) -> anyhow::Result<Vec<uidgen_segment::SegmentGroup>> {
-    let mut groups = Vec::with_capacity(config.segment.groups.len());
-    for (i, group) in config.segment.groups.iter().enumerate() {
+async fn segment_groups(
+    segment: &SegmentSettings,
+) -> anyhow::Result<Vec<uidgen_segment::SegmentGroup>> {
+    let mut groups = Vec::with_capacity(segment.groups.len());
+    for (i, group) in segment.groups.iter().enumerate() {
         let key = format!("segment.groups[{i}]");
         let mut stores = Vec::with_capacity(group.stores.len());
         for url in &group.stores {
@@ -549,29 +527,31 @@ pub fn lease_readiness(lease: Option<LeaseGuard>) -> ReadinessCheck {
 /// Once the id is held, every way out (segment mode failing to start, the server failing, a
 /// shutdown that outlasts [`SHUTDOWN_GRACE`]) goes through the lease release.
 pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
-    let mut config = args.config.load()?;
+    let mut config = args.config.read()?;
     if let Some(listen) = &args.listen {
         config.listen.clone_from(listen);
     }
     if let Some(grpc_listen) = &args.grpc_listen {
         config.grpc_listen.clone_from(grpc_listen);
     }
-    let layout = args.layout.apply(&mut config)?;
+    args.layout.apply(&mut config);
+    let mut settings = config.settings()?;
     // Found and made before anything else, and said once: which files this host's worker ids
     // are kept apart by is the first thing to know when two starts disagree.
-    let state_dir = ready_state_dir(&config)?;
+    let state_dir = ready_state_dir(&settings)?;
     info!(
         state_dir = %state_dir,
         from = state_dir.source().name(),
         "state directory: {state_dir}"
     );
-    let addr = config.listen_addr()?;
+    let addr = settings.listen;
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     // The bound address, port 0 resolved: a ZooKeeper worker id is named after it.
-    config.listen = listener.local_addr()?.to_string();
-    let grpc_listener = match config.grpc_listen_addr()? {
+    settings.listening_on(listener.local_addr()?);
+    let settings = settings;
+    let grpc_listener = match settings.grpc_listen {
         Some(addr) => Some(
             TcpListener::bind(addr)
                 .await
@@ -583,7 +563,7 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         http: listener,
         grpc: grpc_listener,
     };
-    let max_lease = u64::try_from(config.segment.max_lease_size).unwrap_or(0);
+    let max_lease = u64::try_from(settings.segment.options.max_lease_size).unwrap_or(0);
     let servers = Servers::start(listeners, max_lease)?;
     info!(
         listen = %servers.http_addr,
@@ -591,8 +571,8 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         "uidgen starting: answering 503 (gRPC UNAVAILABLE) until the worker id is held"
     );
     let start = async {
-        let store = open_store(&config).await?;
-        match assign_and_build_holding(&config, layout.clone(), &store).await {
+        let store = open_store(&settings).await?;
+        match assign_and_build_holding(&settings, &store).await {
             Ok(assigned) => Ok((store, assigned)),
             Err(error) => {
                 store.close().await;
@@ -617,7 +597,7 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     // Kept past the server's end: the lease release records how far this generator issued.
     let generator = Arc::clone(&built.generator);
     let served = serve_with_worker(
-        &config,
+        &settings,
         &store,
         servers,
         built,
@@ -660,7 +640,7 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
 /// Everything between holding a worker id and giving it back: segment mode, opening the gate
 /// to the service on both ports, and the bounded graceful shutdown of both servers.
 async fn serve_with_worker(
-    config: &Config,
+    settings: &Settings,
     store: &Store,
     servers: Servers,
     built: BuiltGenerator,
@@ -671,19 +651,19 @@ async fn serve_with_worker(
     let layout = built.generator.layout().clone();
     let mut state = AppState::embedded(built.generator, worker_id);
     state.ring = built.ring;
-    state.batch_cap = config.batch_cap;
-    state.generator_kind = Some(config.generator.kind.name());
+    state.batch_cap = settings.batch_cap;
+    state.generator_kind = Some(settings.generator.kind.name());
     state.assigner = Some(assignment.kind.name());
-    state.admin_token.clone_from(&config.admin_token);
+    state.admin_token.clone_from(&settings.admin_token);
     state.worker_check = match &coordinator {
         Some(Coordinator::Etcd(holder)) => crate::etcd::readiness(holder.clone()),
         _ => lease_readiness(assignment.lease.clone()),
     };
     state.store_check = store_readiness(store.clone());
     let modes = async {
-        state.segments = start_segments(config, store).await?;
-        state.sharded = crate::sharded::start_sharded(config, store).await?;
-        state.fallback = crate::fallback::start(config, store, &layout)?;
+        state.segments = start_segments(&settings.segment, store).await?;
+        state.sharded = crate::sharded::start_sharded(settings.sharded.as_ref(), store).await?;
+        state.fallback = crate::fallback::start(&settings.worker, store);
         anyhow::Ok(())
     };
     if let Err(error) = modes.await {
@@ -704,10 +684,10 @@ async fn serve_with_worker(
         grpc_listen = %servers.grpc_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
         segments = segments.as_ref().map_or(0, |s| s.tags().len()),
         store = store.redacted_url(),
-        state_dir = %config.state_dir().map_or_else(|e| e.to_string(), |d| d.to_string()),
+        state_dir = %settings.state_dir().map_or_else(|e| e.to_string(), |d| d.to_string()),
         layout = layout.name(),
         epoch_ms = layout.epoch_ms(),
-        generator = ?config.generator.kind,
+        generator = ?settings.generator.kind,
         assigner = ?assignment.kind,
         worker_id,
         "uidgen serving"

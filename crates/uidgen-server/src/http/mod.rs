@@ -169,8 +169,7 @@ impl AppState {
     }
 }
 
-/// The most IDs one batch request may ask for unless `batch_cap` says otherwise.
-pub const DEFAULT_BATCH_CAP: usize = 100_000;
+pub use crate::config::DEFAULT_BATCH_CAP;
 
 /// Requests larger than this are refused (413): no route takes more than a small JSON body.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
