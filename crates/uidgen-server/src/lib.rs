@@ -26,11 +26,11 @@
 //! # Ok(()) }
 //! ```
 
-pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod etcd;
 pub mod fallback;
+pub mod generators;
 pub mod grpc;
 pub mod http;
 pub mod metrics;

@@ -1,12 +1,19 @@
-//! The `uidgen` subcommands other than `serve`: decode, make and bench (gen lives with the
-//! store wiring, since it takes a worker id from the store).
+//! The `uidgen` command line: its arguments, and the code of every subcommand but `serve`'s
+//! lifecycle ([`crate::serve`]): [`generate`] (`gen`, `migrate`, the embedded bench generator),
+//! [`decode`] (`decode`, `make`), [`bench`] and [`zk`] (`zk reclaim`).
 
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
+pub mod bench;
+pub mod decode;
+pub mod generate;
+pub mod zk;
+
+pub use decode::{decode, make};
+pub use generate::{bench_generator, gen_ids, migrate};
+
 use clap::{Args, Parser, Subcommand};
-use uidgen_core::calendar::parse_epoch_ms;
-use uidgen_core::{FieldKind, Layout, UidParts};
+use uidgen_core::Layout;
 
 use crate::config::Config;
 
@@ -37,9 +44,9 @@ pub enum Command {
     /// Create or upgrade the store's tables.
     Migrate(MigrateArgs),
     /// Measure a running server or the embedded generator.
-    Bench(crate::bench::BenchArgs),
+    Bench(bench::BenchArgs),
     /// ZooKeeper worker ids: `uidgen zk reclaim --older-than 7d [--dry-run]`.
-    Zk(crate::zk::ZkArgs),
+    Zk(zk::ZkArgs),
 }
 
 /// Options shared by commands that read the configuration.
@@ -227,67 +234,4 @@ pub fn error_line(error: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
-}
-
-/// `uidgen decode`: one line per ID (or JSON), failing on the first malformed one.
-pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
-    if args.layout.layout.as_deref() == Some(crate::sharded::LAYOUT) {
-        return crate::sharded::decode_cli(&args.ids, args.json);
-    }
-    let layout = args.layout.layout(args.config.read()?)?;
-    for text in &args.ids {
-        let d = layout.decode_str(text)?;
-        if args.json {
-            println!("{}", d.to_baidu_json());
-        } else {
-            // keyworker splits its worker into machine and process parts: show both.
-            let parts = d.worker_parts.map_or_else(String::new, |p| {
-                format!(" machine={} process={}", p.machine, p.process)
-            });
-            // Vesta's fields, on the layouts that have them only.
-            let vesta: String = [FieldKind::Version, FieldKind::Type, FieldKind::Method]
-                .into_iter()
-                .filter(|&k| layout.has(k))
-                .map(|k| format!(" {}={}", k.name(), d.parts.get(k)))
-                .collect();
-            println!(
-                "{} time={} worker={}{parts} sequence={}{vesta} layout={}",
-                d.id,
-                d.timestamp_iso8601(),
-                d.parts.worker,
-                d.parts.sequence,
-                d.layout
-            );
-        }
-    }
-    Ok(())
-}
-
-/// `uidgen make`: print the ID with the given fields.
-pub fn make(args: &MakeArgs) -> anyhow::Result<()> {
-    let sharded = args.layout.layout.as_deref() == Some(crate::sharded::LAYOUT);
-    match (sharded, args.index) {
-        (true, index) => return crate::sharded::make_cli(args.app, args.shard, index),
-        (false, Some(_)) => {
-            bail!("--app, --shard and --index make sharded IDs: add --layout sharded")
-        }
-        (false, None) => {}
-    }
-    let layout = args.layout.layout(args.config.read()?)?;
-    let time = match (&args.time, args.units) {
-        (Some(t), None) => {
-            let ms = parse_epoch_ms(t).with_context(|| format!("--time {t:?}"))?;
-            layout.time_of(ms)?
-        }
-        (None, Some(units)) => units,
-        _ => bail!("give --time (wall clock) or --units (raw time field)"),
-    };
-    let id = layout.compose(&UidParts {
-        time,
-        worker: args.worker.context("give --worker")?,
-        sequence: args.seq.context("give --seq")?,
-        ..layout.parts(0, 0, 0)
-    })?;
-    println!("{id}");
-    Ok(())
 }
