@@ -7,7 +7,7 @@ use uidgen_etcd::{EtcdHolder, EtcdWorkerIdAssigner};
 use uidgen_store::{Store, WorkerAssignment};
 
 use crate::config::EtcdSettings;
-use crate::http::{NotReady, ReadinessCheck};
+use crate::service::{NotReady, ReadinessCheck};
 
 /// The name the etcd range is recorded under in the store's `worker_id_range`, so that a SQL
 /// assigner on the same store (and the same ID space) keeps out of it.

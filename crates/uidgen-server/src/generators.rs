@@ -17,7 +17,7 @@ use uidgen_store::{
 };
 
 use crate::config::{AssignerKind, GeneratorConfig, GeneratorKind, Settings};
-use crate::http::ReadyRing;
+use crate::service::ReadyRing;
 
 /// A generator ready to serve, with a view of its ring buffer when it has one.
 pub struct BuiltGenerator {

@@ -36,5 +36,6 @@ pub mod http;
 pub mod metrics;
 pub mod serve;
 mod servers;
+pub mod service;
 pub mod sharded;
 pub mod zk;

@@ -14,8 +14,8 @@ use crate::config::{SegmentSettings, Settings};
 use crate::generators::{
     BuiltGenerator, Coordinator, assign_and_build_holding, open_store, ready_state_dir, redacted,
 };
-use crate::http::{AppState, NotReady, ReadinessCheck};
 use crate::servers::{Listeners, Servers};
+use crate::service::{AppState, NotReady, ReadinessCheck};
 
 /// Start Leaf segment mode when enabled, creating the sample tag (Leaf's README example) if the
 /// table does not have it yet; an existing tag is left as its owner set it.
@@ -79,7 +79,7 @@ async fn segment_groups(
     Ok(groups)
 }
 
-pub use crate::http::READY_TIMEOUT;
+pub use crate::service::READY_TIMEOUT;
 
 pub use crate::servers::{SHUTDOWN_GRACE, shutdown_signal};
 

@@ -19,7 +19,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::grpc::GrpcGate;
-use crate::http::{AppState, StartGate};
+use crate::http::StartGate;
+use crate::service::AppState;
 
 /// After a shutdown signal, in-flight requests get this long to finish; then they are
 /// abandoned, and the worker id lease is still released.
