@@ -7,7 +7,7 @@ use tokio::net::TcpListener;
 use tracing::{info, warn};
 use uidgen_core::SystemClock;
 use uidgen_segment::SegmentService;
-use uidgen_store::{LeaseGuard, Store, WorkerAssignment};
+use uidgen_store::{Store, WorkerAssignment};
 
 use crate::cli::ServeArgs;
 use crate::config::{SegmentSettings, Settings};
@@ -15,7 +15,7 @@ use crate::generators::{
     BuiltGenerator, Coordinator, assign_and_build_holding, open_store, ready_state_dir, redacted,
 };
 use crate::servers::{Listeners, Servers};
-use crate::service::{AppState, NotReady, ReadinessCheck};
+use crate::service::AppState;
 
 /// Start Leaf segment mode when enabled, creating the sample tag (Leaf's README example) if the
 /// table does not have it yet; an existing tag is left as its owner set it.
@@ -80,46 +80,9 @@ async fn segment_groups(
 }
 
 pub use crate::service::READY_TIMEOUT;
+pub use crate::service::ready::{lease_readiness, store_readiness};
 
 pub use crate::servers::{SHUTDOWN_GRACE, shutdown_signal};
-
-/// Segment mode's readiness: the store answers a ping within [`READY_TIMEOUT`]. Failures carry
-/// the driver's text for the log only.
-pub fn store_readiness(store: Store) -> ReadinessCheck {
-    Arc::new(move || {
-        let store = store.clone();
-        Box::pin(async move {
-            let failed = |detail| NotReady {
-                code: "not_ready",
-                public: "the store does not answer",
-                detail,
-            };
-            match tokio::time::timeout(READY_TIMEOUT, store.ping()).await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(failed(e.to_string())),
-                Err(_) => Err(failed(format!(
-                    "no answer to a ping within {READY_TIMEOUT:?} from {}",
-                    store.redacted_url()
-                ))),
-            }
-        })
-    })
-}
-
-/// What the ID generator needs besides itself: its worker id's lease still holds (a lease
-/// outlives an outage of the store by its ttl; no database is asked here).
-pub fn lease_readiness(lease: Option<LeaseGuard>) -> ReadinessCheck {
-    Arc::new(move || {
-        let checked = lease.as_ref().map_or(Ok(()), |lease| {
-            lease.check().map_err(|e| NotReady {
-                code: "not_ready",
-                public: "the worker id lease is lost",
-                detail: e.to_string(),
-            })
-        });
-        Box::pin(async move { checked })
-    })
-}
 
 /// Run the service until a shutdown signal.
 ///

@@ -1,5 +1,7 @@
-//! The HTTP API: routing table, shared state, and the layers around the routes (admin
-//! authentication, metrics and logging).
+//! The HTTP API, an adapter over [`crate::service`] (a sibling of `crate::grpc`): the routing
+//! table, the extractors, errors as responses, and the layers around the routes (admin
+//! authentication, metrics and logging). The service's state and functions are re-exported
+//! here under the names the HTTP API has always offered them.
 
 mod auth;
 mod bounds;
