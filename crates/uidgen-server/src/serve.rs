@@ -93,7 +93,8 @@ pub use crate::servers::{SHUTDOWN_GRACE, shutdown_signal};
 /// Once the id is held, every way out (segment mode failing to start, the server failing, a
 /// shutdown that outlasts [`SHUTDOWN_GRACE`]) goes through the lease release.
 pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
-    let mut config = args.config.read()?;
+    let overridden = args.listen.is_some() || args.grpc_listen.is_some() || args.layout.overrides();
+    let mut config = args.config.read(overridden)?;
     if let Some(listen) = &args.listen {
         config.listen.clone_from(listen);
     }

@@ -13,7 +13,7 @@ pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
     if args.layout.layout.as_deref() == Some(LAYOUT) {
         return decode_sharded(&args.ids, args.json);
     }
-    let layout = args.layout.layout(args.config.read()?)?;
+    let layout = args.layout.layout(&args.config)?;
     for text in &args.ids {
         let d = layout.decode_str(text)?;
         if args.json {
@@ -52,7 +52,7 @@ pub fn make(args: &MakeArgs) -> anyhow::Result<()> {
         }
         (false, None) => {}
     }
-    let layout = args.layout.layout(args.config.read()?)?;
+    let layout = args.layout.layout(&args.config)?;
     let time = match (&args.time, args.units) {
         (Some(t), None) => {
             let ms = parse_epoch_ms(t).with_context(|| format!("--time {t:?}"))?;

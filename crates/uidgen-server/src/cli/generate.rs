@@ -16,7 +16,8 @@ use crate::generators::{
 /// fresh disposable id by default), unless `--worker` names one: that is a static worker id,
 /// kept apart from earlier runs with the same id by its state file (`worker.state_file`).
 pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
-    let mut config = args.config.read()?;
+    let overridden = args.layout.overrides() || args.store.is_some() || args.worker.is_some();
+    let mut config = args.config.read(overridden)?;
     args.layout.apply(&mut config);
     uidgen_core::check_count(args.count)?;
     if let Some(store) = &args.store {
@@ -71,7 +72,7 @@ fn print_ids(ids: &[u64]) -> anyhow::Result<()> {
 
 /// `uidgen migrate`: create or upgrade the store's tables, then report the dialect.
 pub async fn migrate(args: &MigrateArgs) -> anyhow::Result<()> {
-    let mut config = args.config.read()?;
+    let mut config = args.config.read(args.store.is_some())?;
     if let Some(store) = &args.store {
         config.store.clone_from(store);
     }
@@ -90,7 +91,8 @@ pub async fn migrate(args: &MigrateArgs) -> anyhow::Result<()> {
 /// unbounded: the bound keeps served IDs' time near the clock, and would otherwise turn a
 /// measure of the generator into one of the layout's sequence per second.
 pub fn bench_generator(config_args: &ConfigArgs) -> anyhow::Result<Arc<dyn UidGenerator>> {
-    let mut config = config_args.read()?;
+    // Unbounded borrowing changes no check: the configuration is checked once, below.
+    let mut config = config_args.read(false)?;
     config.ring.max_borrow_seconds = 0;
     let settings = config.settings()?;
     let assignment = WorkerAssignment::fixed(0, uidgen_store::AssignmentKind::Static);

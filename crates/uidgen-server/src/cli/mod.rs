@@ -59,9 +59,18 @@ pub struct ConfigArgs {
 
 impl ConfigArgs {
     /// Read the configuration, for the command line to override keys before
-    /// [`Config::settings`] checks them all once.
-    pub fn read(&self) -> anyhow::Result<Config> {
-        Ok(Config::read(self.config.as_deref())?)
+    /// [`Config::settings`] checks them all.
+    ///
+    /// With `overridden` (the command line replaces some keys), the configuration is checked
+    /// as read first: a broken file or variable is refused even where an argument replaces it,
+    /// as it always was, since other commands on the host read it as it is.
+    pub fn read(&self, overridden: bool) -> anyhow::Result<Config> {
+        let path = self.config.as_deref();
+        Ok(if overridden {
+            Config::load(path)?
+        } else {
+            Config::read(path)?
+        })
     }
 }
 
@@ -93,8 +102,15 @@ impl LayoutArgs {
         }
     }
 
-    /// The layout of `config` with the arguments applied, every key checked.
-    pub fn layout(&self, mut config: Config) -> anyhow::Result<Layout> {
+    /// Whether an argument replaces a configured key.
+    pub fn overrides(&self) -> bool {
+        self.layout.is_some() || self.epoch.is_some()
+    }
+
+    /// The layout of the configuration `args` reads with the arguments applied, every key
+    /// checked.
+    pub fn layout(&self, args: &ConfigArgs) -> anyhow::Result<Layout> {
+        let mut config = args.read(self.overrides())?;
         self.apply(&mut config);
         Ok(config.settings()?.layout)
     }

@@ -65,7 +65,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Run `uidgen zk …`.
 pub async fn run(args: &ZkArgs) -> anyhow::Result<()> {
-    let config = args.config.read()?;
+    let config = args.config.read(false)?;
     let settings = config.settings()?;
     // `[zookeeper]` as the service would start with it, whatever assigner this host runs.
     let options = match settings.zookeeper {
