@@ -1,6 +1,6 @@
 //! The `uidgen` command line: its arguments, and the code of every subcommand but `serve`'s
 //! lifecycle ([`crate::serve`]): [`generate`] (`gen`, `migrate`, the embedded bench generator),
-//! [`decode`] (`decode`, `make`), [`bench`] and [`zk`] (`zk reclaim`).
+//! [`mod@decode`] (`decode`, `make`), [`mod@bench`] and [`zk`] (`zk reclaim`).
 
 use std::path::PathBuf;
 

@@ -82,7 +82,8 @@ pub struct EtcdSettings {
 }
 
 impl EtcdSettings {
-    /// Name the holder after the port bound at start (`listen` may say port 0).
+    /// Name the holder after the port bound at start (`listen` may say port 0); see
+    /// [`Settings::listening_on`](super::Settings::listening_on).
     pub fn listening_on(&mut self, port: u16) {
         self.options.holder = holder_name(&self.host, port);
     }

@@ -7,7 +7,7 @@
 //! it. The service and the subcommands take [`Settings`] and never parse a key again.
 //!
 //! One file per section: [`layout`], [`generator`], [`worker`] (with [`ranges`]), [`ring`],
-//! [`segment`], [`zookeeper`], [`etcd`], [`sharded`]; the top-level keys are here, and [`env`]
+//! [`segment`], [`zookeeper`], [`etcd`], [`sharded`]; the top-level keys are here, and [`mod@env`]
 //! maps keys to `UIDGEN_…` variables. **Adding a key** means editing its section's file
 //! only: the field with its doc, its `Default`, its line in the section's `ENV` list, and its
 //! check in the section's `settings` (or `build`/`options`).
@@ -271,8 +271,20 @@ impl Settings {
         dir.resolve_store_url(&self.store)
     }
 
-    /// The HTTP port bound at start (`listen` may say port 0): a ZooKeeper forever node and an
-    /// etcd holder are named after it.
+    /// The HTTP port bound at start (`listen` may say port 0): a ZooKeeper forever node (and
+    /// its default cache file) and an etcd holder are named after it.
+    ///
+    /// ```
+    /// use uidgen_server::config::Config;
+    /// let toml = "listen = \"127.0.0.1:0\"\nstate_dir = \"/var/lib/uidgen\"\n\
+    ///             [worker]\nassigner = \"zookeeper\"";
+    /// let mut settings = Config::from_toml_str(toml, std::iter::empty())?.settings()?;
+    /// settings.listening_on("127.0.0.1:8081".parse()?);
+    /// let zk = &settings.zookeeper.as_ref().ok_or("no [zookeeper] settings")?.options;
+    /// assert_eq!(zk.port, "8081");
+    /// assert!(zk.cache_file.ends_with("uidgen-zk-uidgen-8081.state"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn listening_on(&mut self, addr: SocketAddr) {
         self.listen = addr;
         if let Some(zk) = &mut self.zookeeper {

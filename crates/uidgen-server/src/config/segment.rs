@@ -1,5 +1,5 @@
 //! `[segment]`: Leaf segment mode, parsed into the library's
-//! [`SegmentOptions`](uidgen_segment::SegmentOptions) (whose `validate` is the check) and the
+//! [`uidgen_segment::SegmentOptions`] (whose `validate` is the check) and the
 //! sample tag.
 
 use std::time::Duration;
@@ -81,6 +81,14 @@ pub(crate) const ENV: &[EnvKey] = &[
 
 /// `[segment]` parsed: whether segment mode runs, the library's options, the sample tag and
 /// the groups.
+///
+/// ```
+/// use uidgen_server::config::Config;
+/// let toml = "[segment]\nmax_step = 5000";
+/// let segment = Config::from_toml_str(toml, std::iter::empty())?.settings()?.segment;
+/// assert_eq!(segment.options.max_step, 5000);
+/// # Ok::<(), uidgen_server::config::ConfigError>(())
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SegmentSettings {

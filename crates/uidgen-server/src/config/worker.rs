@@ -121,6 +121,14 @@ pub(crate) const ENV: &[EnvKey] = &[
 ];
 
 /// `[worker]` parsed and checked against the layout.
+///
+/// ```
+/// use uidgen_server::config::Config;
+/// let toml = "[worker]\nrange = \"5..=9\"";
+/// let worker = Config::from_toml_str(toml, std::iter::empty())?.settings()?.worker;
+/// assert_eq!(worker.range.map(|r| r.to_string()).as_deref(), Some("5-9"));
+/// # Ok::<(), uidgen_server::config::ConfigError>(())
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct WorkerSettings {

@@ -126,7 +126,8 @@ impl ZkSettings {
     }
 
     /// Name the forever node (and a default cache file) after the port bound at start
-    /// (`listen` may say port 0), unless `UIDGEN_PORT` names it.
+    /// (`listen` may say port 0), unless `UIDGEN_PORT` names it; see
+    /// [`Settings::listening_on`](super::Settings::listening_on).
     pub fn listening_on(&mut self, port: u16) {
         if self.port_from_env {
             return;

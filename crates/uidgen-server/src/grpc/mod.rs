@@ -4,7 +4,7 @@
 //! services.
 //!
 //! Every call goes through the service the HTTP handlers use ([`crate::service::one_as`],
-//! [`crate::service::many_as`], the segment service, [`crate::service::lease`]), so an ID is unique
+//! [`crate::service::many_as`], the segment service, [`crate::service::lease()`]), so an ID is unique
 //! whichever channel issued it, and a failure reads the same sentence on both (as a status
 //! message here, [`status`] says which code). IDs issued here carry genMethod 1 (center server)
 //! on the layouts with that field.

@@ -1,5 +1,5 @@
 //! The service both adapters serve: the shared [`AppState`], taking IDs ([`generate`]),
-//! readiness ([`ready`]), segment leases ([`lease`]), fallback leases ([`fallback`]), building
+//! readiness ([`ready`]), segment leases ([`mod@lease`]), fallback leases ([`fallback`]), building
 //! IDs from fields ([`make`]) and every failure as an [`ApiError`] mapped from the domain's
 //! errors ([`error`]). `crate::http` and `crate::grpc` are sibling adapters over it: neither
 //! imports the other.
