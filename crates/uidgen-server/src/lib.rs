@@ -26,15 +26,16 @@
 //! # Ok(()) }
 //! ```
 
-pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod etcd;
 pub mod fallback;
+pub mod generators;
 pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod serve;
 mod servers;
+pub mod service;
 pub mod sharded;
 pub mod zk;

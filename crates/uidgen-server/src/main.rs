@@ -3,8 +3,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use uidgen_server::cli::{self, bench};
 use uidgen_server::cli::{Cli, Command};
-use uidgen_server::{bench, cli, serve};
+use uidgen_server::serve;
 
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -35,11 +36,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Decode(args) => cli::decode(&args),
         Command::Make(args) => cli::make(&args),
-        Command::Gen(args) => serve::gen_ids(&args),
-        Command::Migrate(args) => runtime()?.block_on(serve::migrate(&args)),
+        Command::Gen(args) => cli::gen_ids(&args),
+        Command::Migrate(args) => runtime()?.block_on(cli::migrate(&args)),
         Command::Zk(args) => {
             init_tracing();
-            runtime()?.block_on(uidgen_server::zk::run(&args))
+            runtime()?.block_on(cli::zk::run(&args))
         }
         Command::Bench(args) => match (&args.url, &args.grpc) {
             (Some(url), _) => {
@@ -53,7 +54,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
             (None, None) => {
-                let generator = serve::bench_generator(&args.config)?;
+                let generator = cli::bench_generator(&args.config)?;
                 println!("{}", bench::run_embedded(&args, generator)?);
                 Ok(())
             }

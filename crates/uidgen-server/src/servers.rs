@@ -10,6 +10,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use axum::ServiceExt;
@@ -18,8 +19,34 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::grpc::GrpcGate;
-use crate::http::{AppState, StartGate};
-use crate::serve::{SHUTDOWN_GRACE, shutdown_signal};
+use crate::http::StartGate;
+use crate::service::AppState;
+
+/// After a shutdown signal, in-flight requests get this long to finish; then they are
+/// abandoned, and the worker id lease is still released.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// Resolve when SIGINT (Ctrl-C) or SIGTERM arrives.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("SIGINT received; finishing in-flight requests"),
+        () = terminate => tracing::info!("SIGTERM received; finishing in-flight requests"),
+    }
+}
 
 /// The bound sockets: HTTP, and gRPC unless `grpc_listen` is empty.
 pub(crate) struct Listeners {

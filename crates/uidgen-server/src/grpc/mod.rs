@@ -3,8 +3,8 @@
 //! same generator, segment service and store), plus the standard health and reflection
 //! services.
 //!
-//! Every call goes through the functions the HTTP handlers use ([`crate::http::one_as`],
-//! [`crate::http::many_as`], the segment service, [`crate::http`]'s lease), so an ID is unique
+//! Every call goes through the service the HTTP handlers use ([`crate::service::one_as`],
+//! [`crate::service::many_as`], the segment service, [`crate::service::lease()`]), so an ID is unique
 //! whichever channel issued it, and a failure reads the same sentence on both (as a status
 //! message here, [`status`] says which code). IDs issued here carry genMethod 1 (center server)
 //! on the layouts with that field.
@@ -33,8 +33,8 @@ pub(crate) use server::{GrpcGate, serve_starting};
 pub use server::{mode_service_name, serve};
 pub use status::status;
 
-use crate::http::{ApiError, AppState, batch_count, batch_size, many_as, one_as};
 use crate::metrics::{IssuedCounter, Metrics};
+use crate::service::{ApiError, AppState, batch_count, batch_size, many_as, one_as};
 
 /// How many batches a stream may run ahead of tonic's sender. A client that stops reading
 /// stops the issuing once HTTP/2 flow control fills (its window, some 64 KiB of IDs) and these
@@ -231,12 +231,12 @@ impl IdService for GrpcService {
     ) -> Result<Response<SegmentIdBatch>, Status> {
         let SegmentIdsRequest { tag, count: wanted } = request.into_inner();
         self.answer("SegmentIds", async {
-            let service = crate::http::segment_service(&self.state)?;
+            let service = crate::service::segment_service(&self.state)?;
             let n = count(wanted, self.state.batch_cap)?;
             let ids = service
                 .get_batch_async(&tag, n)
                 .await
-                .map_err(crate::http::segment_error)?;
+                .map_err(crate::service::segment_error)?;
             let issued = ids.len() as u64;
             Ok((SegmentIdBatch { tag, ids }, issued))
         })
@@ -249,7 +249,7 @@ impl IdService for GrpcService {
     ) -> Result<Response<SegmentLease>, Status> {
         let LeaseSegmentRequest { tag, size } = request.into_inner();
         self.answer("LeaseSegment", async {
-            let lease = crate::http::lease(&self.state, &tag, size, "grpc").await?;
+            let lease = crate::service::lease(&self.state, &tag, size, "grpc").await?;
             Ok((
                 SegmentLease {
                     tag: lease.tag,
@@ -290,7 +290,7 @@ impl IdService for GrpcService {
     ) -> Result<Response<FallbackLease>, Status> {
         let ClaimFallbackLeaseRequest { holder, ttl_ms } = request.into_inner();
         self.answer("ClaimFallbackLease", async {
-            let grant = crate::http::claim_fallback(&self.state, &holder, ttl_ms).await?;
+            let grant = crate::service::fallback::claim(&self.state, &holder, ttl_ms).await?;
             let layout = self.state.generator.layout();
             Ok((
                 FallbackLease {
@@ -320,7 +320,7 @@ impl IdService for GrpcService {
             issued_until_ms,
         } = request.into_inner();
         self.answer("RenewFallbackLease", async {
-            let valid_until_ms = crate::http::renew_fallback(
+            let valid_until_ms = crate::service::fallback::renew(
                 &self.state,
                 worker_id,
                 &holder,
@@ -350,7 +350,7 @@ impl IdService for GrpcService {
         } = request.into_inner();
         self.answer("ReleaseFallbackLease", async {
             let released =
-                crate::http::release_fallback(&self.state, worker_id, &holder, issued_until_ms)
+                crate::service::fallback::release(&self.state, worker_id, &holder, issued_until_ms)
                     .await?;
             Ok((
                 FallbackLeaseRelease {

@@ -19,7 +19,7 @@ use tonic_health::server::HealthReporter;
 use uidgen_proto::v1::id_service_server::IdServiceServer;
 
 use super::GrpcService;
-use crate::http::{AppState, Mode, Readiness, STARTING_MESSAGE, check_readiness};
+use crate::service::{AppState, Mode, Readiness, STARTING_MESSAGE, check_readiness};
 
 /// Serve gRPC on `listener` over `state` until `stopping` turns true; then report NOT_SERVING
 /// on the health service, end open streams, and finish the calls in flight. Until then the

@@ -4,7 +4,7 @@
 
 use tonic::{Code, Status};
 
-use crate::http::ApiError;
+use crate::service::ApiError;
 
 /// The gRPC status for an API error; the message is the HTTP error body's `message`.
 ///
@@ -66,7 +66,7 @@ mod tests {
     use tonic::Code;
 
     use super::code;
-    use crate::http::ApiError;
+    use crate::service::ApiError;
 
     fn of(status: StatusCode, kind: &'static str) -> Code {
         code(&ApiError::new(status, kind, "m"))

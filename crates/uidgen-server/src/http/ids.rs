@@ -4,17 +4,18 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use uidgen_core::calendar::format_iso8601;
 use uidgen_core::{DecodedUid, FieldKind, GenMethod, Layout, UidParts};
 use utoipa::ToSchema;
 
-use super::error::{ECHO_CHARS, ErrorBody, clip};
+use super::error::ErrorBody;
 use super::extract::{LeafPath, PathParam, QueryParams};
 use super::observe::Issued;
-use super::{ApiError, AppState, TextError, generate};
+use super::{ApiError, AppState, TextError};
+use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::{batch_count, generate};
 
 /// A query parameter as an unsigned integer; `None` when absent.
 pub(super) fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>, ApiError> {
@@ -288,26 +289,6 @@ pub async fn vesta_transtime(
 /// `{"ids": [...]}`.
 pub struct IdBatch {
     ids: Vec<u64>,
-}
-
-/// `count` as a batch size, 1 to `cap` (HTTP's `count`, gRPC's `count`).
-pub(crate) fn batch_count(count: u64, cap: usize) -> Result<usize, ApiError> {
-    batch_size("count", count, cap)
-}
-
-/// The request field `name` as a batch size, 1 to `cap`, with a sentence naming that field
-/// (gRPC's `StreamIds` asks for `batch_size`, not `count`).
-pub(crate) fn batch_size(name: &str, value: u64, cap: usize) -> Result<usize, ApiError> {
-    usize::try_from(value)
-        .ok()
-        .filter(|&n| (1..=cap).contains(&n))
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_count",
-                format!("{name} {value} is out of range; ask for 1 to {cap} IDs"),
-            )
-        })
 }
 
 /// `GET /v1/ids?count=N`: a batch of IDs as JSON (`count` defaults to 1, capped by config).

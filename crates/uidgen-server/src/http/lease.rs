@@ -8,51 +8,11 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use super::extract::{PathParam, QueryParams};
 use super::ids::param_u64;
-use super::segments::{segment_error, service};
 use super::{ApiError, AppState, ErrorBody};
-
-/// A leased range: the caller's numbers are `start, start + 1, ..., end - 1`.
-///
-/// ```
-/// let lease = uidgen_server::http::SegmentLease { tag: "order".into(), start: 4001, end: 14001 };
-/// assert_eq!(serde_json::to_string(&lease).unwrap(), r#"{"tag":"order","start":4001,"end":14001}"#);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
-pub struct SegmentLease {
-    /// The biz tag.
-    pub tag: String,
-    /// First number of the range.
-    pub start: i64,
-    /// One past the last number of the range.
-    pub end: i64,
-}
-
-/// Lease `size` numbers of `tag` through `channel` (`http` or `grpc`, for the metrics).
-///
-/// The claim is committed before this returns (see `SegmentService::lease`): a leased range
-/// never overlaps this or any server's own segments, or another lease.
-pub(crate) async fn lease(
-    state: &AppState,
-    tag: &str,
-    size: u64,
-    channel: &'static str,
-) -> Result<SegmentLease, ApiError> {
-    let range = service(state)?
-        .lease(tag, size)
-        .await
-        .map_err(segment_error)?;
-    state.metrics.segment_lease(channel, size);
-    Ok(SegmentLease {
-        tag: tag.to_owned(),
-        start: range.start,
-        end: range.end,
-    })
-}
+use crate::service::{SegmentLease, lease};
 
 /// `POST /v1/segments/{tag}/lease?size=N`: `{"tag": ..., "start": ..., "end": ...}`, the range
 /// `[start, end)` of `tag`, `size` numbers long (1 to `segment.max_lease_size`).

@@ -10,11 +10,12 @@ use uidgen_core::calendar::parse_epoch_ms;
 use uidgen_core::{Layout, UidParts};
 use utoipa::ToSchema;
 
-use super::error::{ErrorBody, FieldErrors};
+use super::error::ErrorBody;
 use super::extract::Body;
 use super::ids::{Decoded, decoded, make_id};
 use super::integer;
 use super::{ApiError, AppState};
+use crate::service::{FieldErrors, misfits};
 
 /// `POST /v1/ids/make` body: give either `time` (units since the epoch) or `timestamp`
 /// (ISO-8601 or milliseconds since the Unix epoch), and the worker and sequence.
@@ -68,67 +69,6 @@ fn make_time(layout: &Layout, req: &MakeRequest) -> Result<u64, (&'static str, S
             "give exactly one of `time` (units since the epoch) or `timestamp`".to_owned(),
         )),
     }
-}
-
-/// Every field of `parts` that does not fit `layout`, by its name in a make request (`time`,
-/// `worker`, `sequence`, `version`, `type`, `method`), each with its own sentence. Each field
-/// is tried alone, the others zero, so every field that does not fit is named, not only the
-/// first one `compose` meets (HTTP's make route and gRPC's `MakeId` both report them all).
-pub(crate) fn misfits(layout: &Layout, parts: &UidParts) -> FieldErrors {
-    let zero = UidParts::default();
-    let alone: [(&str, UidParts); 6] = [
-        (
-            "time",
-            UidParts {
-                time: parts.time,
-                ..zero
-            },
-        ),
-        (
-            "worker",
-            UidParts {
-                worker: parts.worker,
-                ..zero
-            },
-        ),
-        (
-            "sequence",
-            UidParts {
-                sequence: parts.sequence,
-                ..zero
-            },
-        ),
-        (
-            "version",
-            UidParts {
-                version: parts.version,
-                ..zero
-            },
-        ),
-        (
-            "type",
-            UidParts {
-                kind: parts.kind,
-                ..zero
-            },
-        ),
-        (
-            "method",
-            UidParts {
-                method: parts.method,
-                ..zero
-            },
-        ),
-    ];
-    alone
-        .into_iter()
-        .filter_map(|(name, single)| {
-            layout
-                .compose(&single)
-                .err()
-                .map(|e| (name.to_owned(), e.to_string()))
-        })
-        .collect()
 }
 
 /// `POST /v1/ids/make`: the ID with the given fields, and its decoded form. Every bad field is

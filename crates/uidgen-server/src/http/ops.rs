@@ -6,10 +6,11 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
-use super::error::{ECHO_CHARS, ErrorBody, clip};
+use super::error::ErrorBody;
 use super::extract::QueryParams;
 use super::{ApiError, AppState, Mode, NotReady, SEE_LOG, TextError, check_mode, check_readiness};
 use crate::metrics::Metrics;
+use crate::service::error::{ECHO_CHARS, clip};
 
 /// `GET /healthz`: the process is up.
 #[utoipa::path(

@@ -7,133 +7,16 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use uidgen_segment::{GroupState, SegmentError, SegmentService, SegmentState, TagState};
+use uidgen_segment::{GroupState, SegmentState, TagState};
 use utoipa::ToSchema;
 
-use super::error::{ECHO_CHARS, ErrorBody, clip};
+use super::error::ErrorBody;
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
 use super::observe::Issued;
 use super::{ApiError, AppState, SEE_LOG, TextError};
-
-/// What a client is told when the segment store fails; the cause goes to the log.
-const STORE_UNAVAILABLE: &str = "segment store unavailable";
-
-/// Map a segment failure to a status: the client's fault (400/404) or the service's (503).
-///
-/// The service's failures carry database text (the store URL, the driver's message): that is
-/// the error's cause, for the log, and the client gets a fixed sentence. Input the store refused
-/// is the client's fault and its message names the field ("description is 300 characters long;
-/// at most 256 fit"). Leaf's clients know its codes (-1 not initialised, -2 unknown tag, -3 not
-/// ready), so every message ends with one.
-pub fn segment_error(err: SegmentError) -> ApiError {
-    let code = err.code();
-    // The service's own failures, whose text (database URL, driver message) only the log sees.
-    let mut log_cause = false;
-    let (status, kind, message) = match &err {
-        SegmentError::UnknownTag(tag) => (
-            StatusCode::NOT_FOUND,
-            "unknown_tag",
-            format!(
-                "unknown biz tag `{}`: create it with `PUT /v1/admin/segments/{{tag}}` (other \
-                 servers see it after their next tag sync)",
-                clip(tag, ECHO_CHARS)
-            ),
-        ),
-        SegmentError::InvalidTag { .. }
-        | SegmentError::InvalidCount { .. }
-        | SegmentError::InvalidStep { .. }
-        | SegmentError::InvalidLeaseSize { .. }
-        | SegmentError::InvalidInput(_) => {
-            let kind = match &err {
-                SegmentError::InvalidTag { .. } => "invalid_tag",
-                SegmentError::InvalidCount { .. } => "invalid_count",
-                SegmentError::InvalidLeaseSize { .. } => "invalid_size",
-                SegmentError::InvalidStep { .. } => "invalid_step",
-                _ => "invalid_parameter",
-            };
-            (StatusCode::BAD_REQUEST, kind, err.to_string())
-        }
-        SegmentError::NotInitialised { .. } => {
-            log_cause = true;
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "not_ready",
-                format!("segment mode is not initialised: {STORE_UNAVAILABLE}; {SEE_LOG}"),
-            )
-        }
-        SegmentError::BothSegmentsNotReady { tag, .. } => {
-            log_cause = true;
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "segments_not_ready",
-                format!(
-                    "both segments of biz tag `{}` are used up and the next did not load in time; \
-                     {SEE_LOG}",
-                    clip(tag, ECHO_CHARS)
-                ),
-            )
-        }
-        SegmentError::TagExhausted { tag, .. } => {
-            log_cause = true;
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "tag_exhausted",
-                format!(
-                    "biz tag `{}` has used up the 63-bit ID range; no further segment can be \
-                     claimed",
-                    clip(tag, ECHO_CHARS)
-                ),
-            )
-        }
-        SegmentError::Shutdown => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "shutting_down",
-            err.to_string(),
-        ),
-        SegmentError::LeaseOfGroupTag { .. } => (
-            StatusCode::BAD_REQUEST,
-            "group_tag_not_leasable",
-            err.to_string(),
-        ),
-        SegmentError::GroupInconsistent { tag, group, .. } => {
-            log_cause = true;
-            (
-                StatusCode::CONFLICT,
-                "group_inconsistent",
-                format!(
-                    "the databases of segment group `{}` disagree about biz tag `{}` (delta or \
-                     remainder); nothing was changed; {SEE_LOG}",
-                    clip(group, ECHO_CHARS),
-                    clip(tag, ECHO_CHARS)
-                ),
-            )
-        }
-        _ => {
-            log_cause = true;
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "store_unavailable",
-                format!("{STORE_UNAVAILABLE}; {SEE_LOG}"),
-            )
-        }
-    };
-    let error = ApiError::new(status, kind, format!("{message} (leaf code {code})"));
-    if log_cause {
-        error.with_cause(err.to_string())
-    } else {
-        error
-    }
-}
-
-pub(crate) fn service(state: &AppState) -> Result<&Arc<SegmentService>, ApiError> {
-    state.segments.as_ref().ok_or_else(|| {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "segments_disabled",
-            "segment mode is disabled on this server (segment.enabled = false)",
-        )
-    })
-}
+use crate::service::batch_count;
+use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::segments::{STORE_UNAVAILABLE, segment_error, service};
 
 /// `GET /api/segment/get/{key}` (Leaf): the next ID of a biz tag as a bare decimal.
 #[utoipa::path(
@@ -189,7 +72,7 @@ pub struct SegmentBatch {
 /// sentence of [`batch_count`](super::batch_count), anything else says what a count is.
 pub(crate) fn segment_count(raw: &str, cap: usize) -> Result<usize, ApiError> {
     match raw.parse::<u64>() {
-        Ok(count) => super::batch_count(count, cap),
+        Ok(count) => batch_count(count, cap),
         Err(_) => Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_count",

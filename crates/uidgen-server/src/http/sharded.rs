@@ -16,10 +16,11 @@ use uidgen_sharded::{AppInfo, ShardedError, ShardedId, ShardedService, shard_of}
 use uidgen_store::AppSpec;
 use utoipa::ToSchema;
 
-use super::error::{ECHO_CHARS, ErrorBody, clip};
+use super::error::ErrorBody;
 use super::extract::{Body, PathParam, QueryParams};
 use super::observe::Issued;
 use super::{ApiError, AppState, SEE_LOG};
+use crate::service::error::{ECHO_CHARS, clip};
 
 /// Map a sharded-mode failure to a status: the client's fault (400/404), the app's limit
 /// (409 `app_exhausted`), or the service's (503, fixed sentence, cause to the log).

@@ -26,9 +26,7 @@ use super::{ApiError, AppState, app};
 /// How long a client is told to wait before asking a starting server again (seconds).
 pub const STARTING_RETRY_AFTER_SECS: u64 = 1;
 
-/// What a request to a starting server is told, over HTTP and gRPC alike.
-pub const STARTING_MESSAGE: &str =
-    "the server is starting and cannot issue IDs yet; ask another server or retry shortly";
+pub use crate::service::STARTING_MESSAGE;
 
 /// The switch from "starting" to serving, shared by the HTTP and gRPC servers of one process:
 /// until [`open`](Self::open), the HTTP service answers `503 starting` and the gRPC service

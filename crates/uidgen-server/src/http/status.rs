@@ -275,7 +275,7 @@ pub struct Status {
     responses((status = 200, description = "The generator's state", body = Status))
 )]
 pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
-    let readiness = super::ready::latest(&state).await;
+    let readiness = crate::service::ready::latest(&state).await;
     let modes = readiness
         .modes
         .iter()

@@ -20,6 +20,8 @@ use uidgen_core::{
 };
 use uidgen_worker::GuardedGenerator;
 
+use axum::http::StatusCode;
+
 use super::{ApiError, AppState, RingSnapshot};
 
 /// A waiter that has not been woken looks at the ring again after this long anyway: the
@@ -274,4 +276,24 @@ fn stamp(state: &AppState, id: u64, channel: GenMethod) -> Result<u64, ApiError>
         // The field is at least 2 bits on every layout that has it; a 1-bit custom field
         // cannot hold REST's 2, and says so rather than issuing a wrong method.
         .map_err(|e| ApiError::internal(format!("cannot stamp genMethod: {e}")))
+}
+
+/// `count` as a batch size, 1 to `cap` (HTTP's `count`, gRPC's `count`).
+pub fn batch_count(count: u64, cap: usize) -> Result<usize, ApiError> {
+    batch_size("count", count, cap)
+}
+
+/// The request field `name` as a batch size, 1 to `cap`, with a sentence naming that field
+/// (gRPC's `StreamIds` asks for `batch_size`, not `count`).
+pub fn batch_size(name: &str, value: u64, cap: usize) -> Result<usize, ApiError> {
+    usize::try_from(value)
+        .ok()
+        .filter(|&n| (1..=cap).contains(&n))
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_count",
+                format!("{name} {value} is out of range; ask for 1 to {cap} IDs"),
+            )
+        })
 }

@@ -1,12 +1,19 @@
-//! The `uidgen` subcommands other than `serve`: decode, make and bench (gen lives with the
-//! store wiring, since it takes a worker id from the store).
+//! The `uidgen` command line: its arguments, and the code of every subcommand but `serve`'s
+//! lifecycle ([`crate::serve`]): [`generate`] (`gen`, `migrate`, the embedded bench generator),
+//! [`mod@decode`] (`decode`, `make`), [`mod@bench`] and [`zk`] (`zk reclaim`).
 
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
+pub mod bench;
+pub mod decode;
+pub mod generate;
+pub mod zk;
+
+pub use decode::{decode, make};
+pub use generate::{bench_generator, gen_ids, migrate};
+
 use clap::{Args, Parser, Subcommand};
-use uidgen_core::calendar::parse_epoch_ms;
-use uidgen_core::{FieldKind, Layout, UidParts};
+use uidgen_core::Layout;
 
 use crate::config::Config;
 
@@ -37,9 +44,9 @@ pub enum Command {
     /// Create or upgrade the store's tables.
     Migrate(MigrateArgs),
     /// Measure a running server or the embedded generator.
-    Bench(crate::bench::BenchArgs),
+    Bench(bench::BenchArgs),
     /// ZooKeeper worker ids: `uidgen zk reclaim --older-than 7d [--dry-run]`.
-    Zk(crate::zk::ZkArgs),
+    Zk(zk::ZkArgs),
 }
 
 /// Options shared by commands that read the configuration.
@@ -51,9 +58,19 @@ pub struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    /// Load the configuration.
-    pub fn load(&self) -> anyhow::Result<Config> {
-        Ok(Config::load(self.config.as_deref())?)
+    /// Read the configuration, for the command line to override keys before
+    /// [`Config::settings`] checks them all.
+    ///
+    /// With `overridden` (the command line replaces some keys), the configuration is checked
+    /// as read first: a broken file or variable is refused even where an argument replaces it,
+    /// as it always was, since other commands on the host read it as it is.
+    pub fn read(&self, overridden: bool) -> anyhow::Result<Config> {
+        let path = self.config.as_deref();
+        Ok(if overridden {
+            Config::load(path)?
+        } else {
+            Config::read(path)?
+        })
     }
 }
 
@@ -71,9 +88,9 @@ pub struct LayoutArgs {
 }
 
 impl LayoutArgs {
-    /// Apply the arguments to a configuration, check it again (a configured static worker id
-    /// or worker range must fit the new layout too), and build its layout.
-    pub fn apply(&self, config: &mut Config) -> anyhow::Result<Layout> {
+    /// Apply the arguments to a configuration, before [`Config::settings`] checks it (a
+    /// configured static worker id or worker range must fit the new layout too).
+    pub fn apply(&self, config: &mut Config) {
         if let Some(preset) = &self.layout {
             config.layout.preset.clone_from(preset);
             if self.epoch.is_none() {
@@ -83,10 +100,19 @@ impl LayoutArgs {
         if let Some(epoch) = &self.epoch {
             config.layout.epoch = Some(epoch.clone());
         }
-        if self.layout.is_some() || self.epoch.is_some() {
-            config.validate()?;
-        }
-        Ok(config.build_layout()?)
+    }
+
+    /// Whether an argument replaces a configured key.
+    pub fn overrides(&self) -> bool {
+        self.layout.is_some() || self.epoch.is_some()
+    }
+
+    /// The layout of the configuration `args` reads with the arguments applied, every key
+    /// checked.
+    pub fn layout(&self, args: &ConfigArgs) -> anyhow::Result<Layout> {
+        let mut config = args.read(self.overrides())?;
+        self.apply(&mut config);
+        Ok(config.settings()?.layout)
     }
 }
 
@@ -224,69 +250,4 @@ pub fn error_line(error: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
-}
-
-/// `uidgen decode`: one line per ID (or JSON), failing on the first malformed one.
-pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
-    if args.layout.layout.as_deref() == Some(crate::sharded::LAYOUT) {
-        return crate::sharded::decode_cli(&args.ids, args.json);
-    }
-    let mut config = args.config.load()?;
-    let layout = args.layout.apply(&mut config)?;
-    for text in &args.ids {
-        let d = layout.decode_str(text)?;
-        if args.json {
-            println!("{}", d.to_baidu_json());
-        } else {
-            // keyworker splits its worker into machine and process parts: show both.
-            let parts = d.worker_parts.map_or_else(String::new, |p| {
-                format!(" machine={} process={}", p.machine, p.process)
-            });
-            // Vesta's fields, on the layouts that have them only.
-            let vesta: String = [FieldKind::Version, FieldKind::Type, FieldKind::Method]
-                .into_iter()
-                .filter(|&k| layout.has(k))
-                .map(|k| format!(" {}={}", k.name(), d.parts.get(k)))
-                .collect();
-            println!(
-                "{} time={} worker={}{parts} sequence={}{vesta} layout={}",
-                d.id,
-                d.timestamp_iso8601(),
-                d.parts.worker,
-                d.parts.sequence,
-                d.layout
-            );
-        }
-    }
-    Ok(())
-}
-
-/// `uidgen make`: print the ID with the given fields.
-pub fn make(args: &MakeArgs) -> anyhow::Result<()> {
-    let sharded = args.layout.layout.as_deref() == Some(crate::sharded::LAYOUT);
-    match (sharded, args.index) {
-        (true, index) => return crate::sharded::make_cli(args.app, args.shard, index),
-        (false, Some(_)) => {
-            bail!("--app, --shard and --index make sharded IDs: add --layout sharded")
-        }
-        (false, None) => {}
-    }
-    let mut config = args.config.load()?;
-    let layout = args.layout.apply(&mut config)?;
-    let time = match (&args.time, args.units) {
-        (Some(t), None) => {
-            let ms = parse_epoch_ms(t).with_context(|| format!("--time {t:?}"))?;
-            layout.time_of(ms)?
-        }
-        (None, Some(units)) => units,
-        _ => bail!("give --time (wall clock) or --units (raw time field)"),
-    };
-    let id = layout.compose(&UidParts {
-        time,
-        worker: args.worker.context("give --worker")?,
-        sequence: args.seq.context("give --seq")?,
-        ..layout.parts(0, 0, 0)
-    })?;
-    println!("{id}");
-    Ok(())
 }

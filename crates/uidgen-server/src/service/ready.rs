@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{AppState, NotReady};
+use uidgen_store::Store;
+use uidgen_worker::WorkerKeeper;
+
+use super::{AppState, NotReady, ReadinessCheck};
 
 /// How long a readiness check waits for the store or Redis to answer.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -249,4 +252,42 @@ pub async fn latest(state: &Arc<AppState>) -> Readiness {
         return last;
     }
     check(state).await
+}
+
+/// Segment mode's readiness: the store answers a ping within [`READY_TIMEOUT`]. Failures carry
+/// the driver's text for the log only.
+pub fn store_readiness(store: Store) -> ReadinessCheck {
+    Arc::new(move || {
+        let store = store.clone();
+        Box::pin(async move {
+            let failed = |detail| NotReady {
+                code: "not_ready",
+                public: "the store does not answer",
+                detail,
+            };
+            match tokio::time::timeout(READY_TIMEOUT, store.ping()).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(failed(e.to_string())),
+                Err(_) => Err(failed(format!(
+                    "no answer to a ping within {READY_TIMEOUT:?} from {}",
+                    store.redacted_url()
+                ))),
+            }
+        })
+    })
+}
+
+/// What the ID generator needs besides itself: its worker id's lease still holds (a lease
+/// outlives an outage of the store by its ttl; no database is asked here).
+pub fn lease_readiness(lease: Option<Arc<dyn WorkerKeeper>>) -> ReadinessCheck {
+    Arc::new(move || {
+        let checked = lease.as_ref().map_or(Ok(()), |lease| {
+            lease.check().map_err(|e| NotReady {
+                code: "not_ready",
+                public: "the worker id lease is lost",
+                detail: e.to_string(),
+            })
+        });
+        Box::pin(async move { checked })
+    })
 }

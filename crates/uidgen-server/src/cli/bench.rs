@@ -19,7 +19,7 @@ use uidgen_proto::v1::{NextIdRequest, NextIdsRequest, StreamIdsRequest};
 pub struct BenchArgs {
     /// Configuration (embedded runs build its generator).
     #[command(flatten)]
-    pub config: crate::cli::ConfigArgs,
+    pub config: super::ConfigArgs,
     /// Base URL of a running server (`http://127.0.0.1:8080`); without it, the embedded generator
     /// is measured in process.
     #[arg(long, conflicts_with = "grpc")]
@@ -55,7 +55,7 @@ pub struct BenchArgs {
 /// `--duration`: a positive, finite number of seconds.
 ///
 /// ```
-/// use uidgen_server::bench::parse_duration;
+/// use uidgen_server::cli::bench::parse_duration;
 /// assert_eq!(parse_duration("1.5").unwrap().as_millis(), 1500);
 /// assert!(parse_duration("nan").is_err());
 /// assert!(parse_duration("-1").is_err());
@@ -435,7 +435,7 @@ mod tests {
 
     fn args(requests: Option<u64>, concurrency: usize) -> BenchArgs {
         BenchArgs {
-            config: crate::cli::ConfigArgs { config: None },
+            config: super::super::ConfigArgs { config: None },
             url: None,
             grpc: None,
             stream: false,

@@ -1,0 +1,100 @@
+//! `uidgen gen`, `uidgen migrate`, and the generator `uidgen bench` measures in process.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use uidgen_core::UidGenerator;
+use uidgen_worker::{WorkerAssignment, WorkerIdAssigner};
+
+use super::{ConfigArgs, GenArgs, MigrateArgs};
+use crate::config::AssignerKind;
+use crate::generators::{
+    assign_and_build, build_generator, open_store, ready_state_dir, static_assigner,
+};
+
+/// `uidgen gen`: print IDs from an embedded generator. The worker id comes from the store (a
+/// fresh disposable id by default), unless `--worker` names one: that is a static worker id,
+/// kept apart from earlier runs with the same id by its state file (`worker.state_file`).
+pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
+    let overridden = args.layout.overrides() || args.store.is_some() || args.worker.is_some();
+    let mut config = args.config.read(overridden)?;
+    args.layout.apply(&mut config);
+    uidgen_core::check_count(args.count)?;
+    if let Some(store) = &args.store {
+        config.store.clone_from(store);
+    }
+    let mut settings = config.settings()?;
+    if let Some(worker_id) = args.worker {
+        // This run's static worker id, set past the configuration's checks as it always was:
+        // the static assigner checks it against the layout and `worker.range`.
+        settings.worker.assigner = AssignerKind::Static;
+        settings.worker.id = Some(worker_id);
+    }
+    let settings = settings;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let (built, assignment) = match args.worker {
+            Some(_) => {
+                let assignment = static_assigner(&settings, &ready_state_dir(&settings)?)?
+                    .assign(&settings.layout)
+                    .await
+                    .context("cannot use the worker id")?;
+                (build_generator(&settings, &assignment)?, assignment)
+            }
+            None => {
+                let store = open_store(&settings).await?;
+                assign_and_build(&settings, &store).await?
+            }
+        };
+        // On the blocking pool: a large batch may wait for the clock (a bounded borrow).
+        let generator = Arc::clone(&built.generator);
+        let count = args.count;
+        let ids = tokio::task::spawn_blocking(move || generator.next_ids(count)).await?;
+        // Released whether or not the IDs came: the id should not stay held until expiry.
+        if let Some(keeper) = &assignment.keeper {
+            keeper.release().await?;
+        }
+        print_ids(&ids?)
+    })
+}
+
+fn print_ids(ids: &[u64]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for id in ids {
+        writeln!(out, "{id}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `uidgen migrate`: create or upgrade the store's tables, then report the dialect.
+pub async fn migrate(args: &MigrateArgs) -> anyhow::Result<()> {
+    let mut config = args.config.read(args.store.is_some())?;
+    if let Some(store) = &args.store {
+        config.store.clone_from(store);
+    }
+    let store = open_store(&config.settings()?).await?;
+    println!(
+        "migrated {} ({})",
+        store.redacted_url(),
+        store.dialect().name()
+    );
+    store.close().await;
+    Ok(())
+}
+
+/// The generator `uidgen bench` measures in process: the configured kind and layout, worker 0
+/// (the IDs are counted and thrown away, so no worker id needs to be reserved), with borrowing
+/// unbounded: the bound keeps served IDs' time near the clock, and would otherwise turn a
+/// measure of the generator into one of the layout's sequence per second.
+pub fn bench_generator(config_args: &ConfigArgs) -> anyhow::Result<Arc<dyn UidGenerator>> {
+    // Unbounded borrowing changes no check: the configuration is checked once, below.
+    let mut config = config_args.read(false)?;
+    config.ring.max_borrow_seconds = 0;
+    let settings = config.settings()?;
+    let assignment = WorkerAssignment::fixed(0, uidgen_worker::AssignmentKind::STATIC);
+    Ok(build_generator(&settings, &assignment)?.generator)
+}

@@ -1,0 +1,152 @@
+//! The service both adapters serve: the shared [`AppState`], taking IDs ([`generate`]),
+//! readiness ([`ready`]), segment leases ([`mod@lease`]), fallback leases ([`fallback`]), building
+//! IDs from fields ([`make`]) and every failure as an [`ApiError`] mapped from the domain's
+//! errors ([`error`]). `crate::http` and `crate::grpc` are sibling adapters over it: neither
+//! imports the other.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use uidgen_core::UidGenerator;
+
+pub mod error;
+pub mod fallback;
+pub mod generate;
+pub mod lease;
+pub mod make;
+pub mod ready;
+pub mod segments;
+
+pub use error::{ApiError, FieldErrors, SEE_LOG};
+pub use generate::{PaddingSignal, ReadyRing, batch_count, batch_size, many_as, one_as};
+pub use lease::{SegmentLease, lease};
+pub use make::misfits;
+pub use ready::{
+    Mode, ModeCheck, READY_TIMEOUT, Readiness, ReadinessBoard, check as check_readiness, check_mode,
+};
+pub use segments::{segment_error, service as segment_service};
+
+pub use crate::config::DEFAULT_BATCH_CAP;
+use crate::metrics::Metrics;
+
+/// What a request to a starting server is told, over HTTP and gRPC alike.
+pub const STARTING_MESSAGE: &str =
+    "the server is starting and cannot issue IDs yet; ask another server or retry shortly";
+
+/// A point-in-time view of the ring buffer, for metrics.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RingSnapshot {
+    /// Slots.
+    pub capacity: u64,
+    /// IDs ready to take.
+    pub available: u64,
+    /// Padding runs since start.
+    pub padding_runs: u64,
+    /// Time units ahead of the clock.
+    pub borrowed_units: u64,
+}
+
+/// A boxed future, for the readiness probe.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Why a mode is not ready: a sentence safe for clients, and the details for the log (which
+/// may name the database and quote its driver).
+#[derive(Debug, Clone)]
+pub struct NotReady {
+    /// The error code a probe of the mode answers with: `not_ready`, or `exhausted` when the
+    /// layout's time bits have run out.
+    pub code: &'static str,
+    /// What the client is told, e.g. "the store does not answer".
+    pub public: &'static str,
+    /// What the log is told.
+    pub detail: String,
+}
+
+/// Checks that something a mode depends on answers (the store, the worker lease).
+pub type ReadinessCheck = Arc<dyn Fn() -> BoxFuture<Result<(), NotReady>> + Send + Sync>;
+
+/// A [`ReadinessCheck`] that always passes: nothing to depend on.
+pub fn always_ready() -> ReadinessCheck {
+    Arc::new(|| Box::pin(async { Ok(()) }))
+}
+
+/// Everything a handler needs, shared as one `Arc`.
+pub struct AppState {
+    /// The generator behind `/v1/ids`, `/genid` and `/api/snowflake/get`.
+    pub generator: Arc<dyn UidGenerator>,
+    /// The worker id the generator stamps.
+    pub worker_id: u64,
+    /// The same generator's ring buffer, when it has one: the inline fast path, readiness and
+    /// metrics read it.
+    pub ring: Option<Arc<dyn ReadyRing>>,
+    /// What handlers waiting for the ring await (connected to `ring` on the first wait).
+    pub padded: PaddingSignal,
+    /// The most IDs one request may ask for.
+    pub batch_cap: usize,
+    /// Bearer token for admin routes; `None` disables them.
+    pub admin_token: Option<String>,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// What the ID generator depends on besides itself: the worker id's lease, if leased.
+    pub worker_check: ReadinessCheck,
+    /// Whether the store answers: segment mode's readiness.
+    pub store_check: ReadinessCheck,
+    /// The last readiness of every mode, for `GET /v1/status`.
+    pub readiness: ReadinessBoard,
+    /// Leaf segment mode, when enabled.
+    pub segments: Option<Arc<uidgen_segment::SegmentService>>,
+    /// The sharded mode (IDs with app id and shard inside, from Redis lists), when enabled.
+    pub sharded: Option<Arc<uidgen_sharded::ShardedService>>,
+    /// Leases worker ids of the embedded range to clients' fallbacks, when this server has
+    /// one (`worker.fallback_range`).
+    pub fallback: Option<Arc<uidgen_store::FallbackLeases>>,
+    /// The ZooKeeper holder of the worker id, when it comes from ZooKeeper: readiness and
+    /// metrics read its status.
+    pub zk: Option<uidgen_zk::ZkHolder>,
+    /// When the state was made, for the uptime `/v1/status` reports.
+    pub started: std::time::Instant,
+    /// The configured generator kind (`cached`, `default`, `snowflake`), for `/v1/status`;
+    /// `None` when embedded.
+    pub generator_kind: Option<&'static str>,
+    /// How the worker id was assigned (`leased`, `zookeeper`, ...), for `/v1/status`; `None`
+    /// when embedded.
+    pub assigner: Option<&'static str>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("worker_id", &self.worker_id)
+            .field("layout", self.generator.layout())
+            .field("batch_cap", &self.batch_cap)
+            .field("admin", &self.admin_token.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State with no store behind it (every check passes) and no ring: for the embedded CLI and
+    /// tests.
+    pub fn embedded(generator: Arc<dyn UidGenerator>, worker_id: u64) -> Self {
+        Self {
+            generator,
+            worker_id,
+            ring: None,
+            padded: PaddingSignal::default(),
+            batch_cap: DEFAULT_BATCH_CAP,
+            admin_token: None,
+            metrics: Metrics::new(),
+            worker_check: always_ready(),
+            store_check: always_ready(),
+            readiness: ReadinessBoard::default(),
+            segments: None,
+            sharded: None,
+            fallback: None,
+            zk: None,
+            started: std::time::Instant::now(),
+            generator_kind: None,
+            assigner: None,
+        }
+    }
+}
