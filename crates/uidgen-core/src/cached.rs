@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, UidError};
 use crate::fence::{FenceRefusal, TimeFence, admit, first_unit_from};
-use crate::generator::{UidGenerator, check_count};
+use crate::generator::{ReadyStock, UidGenerator, check_count};
 use crate::layout::{FieldKind, Layout};
 use crate::ring::{RejectPut, RejectTake, RingBuffer, policy};
 use crate::sync::{self, AtomicBool, AtomicU64, Mutex, Ordering};
@@ -606,5 +606,30 @@ impl<C: Clock + 'static> UidGenerator for CachedUidGenerator<C> {
 
     fn issued_until_ms(&self) -> Option<u64> {
         Some(self.shared.layout.millis_of(self.last_second() + 1))
+    }
+
+    fn stock(&self) -> Option<ReadyStock> {
+        let ring = &self.shared.ring;
+        Some(ReadyStock {
+            capacity: ring.buffer_size() as u64,
+            available: ring.len() as u64,
+            padding_runs: self.padding_runs(),
+            borrowed_units: self.borrowed_units(),
+            stopped: ring.stop_error(),
+            stall_limit: self.stall_limit(),
+        })
+    }
+
+    #[inline]
+    fn take_one_ready(&self) -> Result<Option<u64>> {
+        Ok(self.shared.ring.try_take())
+    }
+
+    fn take_ready(&self, out: &mut Vec<u64>, max: usize) -> Result<usize> {
+        Ok(self.shared.ring.take_batch(out, max))
+    }
+
+    fn on_padded(&self, hook: PaddedHook) -> bool {
+        CachedUidGenerator::on_padded(self, hook)
     }
 }

@@ -1,5 +1,8 @@
 //! The one trait every generator implements.
 
+use std::time::Duration;
+
+use crate::cached::PaddedHook;
 use crate::error::{Result, UidError};
 use crate::layout::{DecodedUid, Layout};
 
@@ -64,5 +67,82 @@ pub trait UidGenerator: Send + Sync {
     /// Take an ID of this generator's layout apart.
     fn parse(&self, id: u64) -> Result<DecodedUid> {
         self.layout().decode(id)
+    }
+
+    /// The IDs this generator made ahead of demand (the cached generator's ring buffer), if it
+    /// keeps any: `None` means every ID is made on the call, and [`next_id`](Self::next_id)
+    /// may wait (a sequence run out waits for the next unit). A caller that must not wait,
+    /// such as an async handler, takes with [`take_ready`](Self::take_ready) while this is
+    /// `Some`, and runs the others on a thread that may block.
+    fn stock(&self) -> Option<ReadyStock> {
+        None
+    }
+
+    /// One ID the stock holds now, never waiting; `Ok(None)` when the stock is empty or there
+    /// is none ([`stock`](Self::stock) tells which). An error when the generator may not issue
+    /// (its worker id's keeper ended).
+    #[inline]
+    fn take_one_ready(&self) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
+    /// Move up to `max` IDs the stock holds now into `out`, never waiting; how many were
+    /// moved (0 without a stock). On an error nothing was added to `out`.
+    fn take_ready(&self, out: &mut Vec<u64>, max: usize) -> Result<usize> {
+        let _ = (out, max);
+        Ok(0)
+    }
+
+    /// Have `hook` called whenever the stock was refilled or its producer stopped, so a
+    /// caller waiting for IDs without a thread can be woken
+    /// ([`CachedUidGenerator::on_padded`](crate::CachedUidGenerator::on_padded)). `false`
+    /// if a hook was already set, or there is no stock to refill.
+    fn on_padded(&self, hook: PaddedHook) -> bool {
+        let _ = hook;
+        false
+    }
+}
+
+/// A point-in-time view of a generator's stock of IDs made ahead ([`UidGenerator::stock`]):
+/// for readiness, status and metrics, and for how long a taker waits on an empty one.
+///
+/// ```
+/// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidGenerator};
+/// let cached =
+///     CachedUidGenerator::new(Layout::baidu()?, 1, SystemClock, CachedOptions::default())?;
+/// let stock = cached.stock().expect("a ring buffer");
+/// assert!(stock.capacity > 0 && stock.stop_reason().is_none());
+/// let mut ids = Vec::new();
+/// cached.take_ready(&mut ids, 2)?;
+/// assert!(ids.len() <= 2);
+/// # Ok::<(), uidgen_core::UidError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyStock {
+    /// Slots.
+    pub capacity: u64,
+    /// IDs ready to take.
+    pub available: u64,
+    /// Padding runs since start.
+    pub padding_runs: u64,
+    /// Time units ahead of the clock.
+    pub borrowed_units: u64,
+    /// Why the producer stopped for good, if it did: no more IDs will come. An exhausted time
+    /// field stays [`UidError::TimestampExhausted`], so callers can say `exhausted`.
+    pub stopped: Option<UidError>,
+    /// How long a taker waits for padding that delivers nothing before it gives up
+    /// ([`CachedUidGenerator::stall_limit`](crate::CachedUidGenerator::stall_limit)).
+    pub stall_limit: Duration,
+}
+
+impl ReadyStock {
+    /// Why the producer stopped, as a sentence ([`RingBuffer::stop_reason`]'s wording).
+    ///
+    /// [`RingBuffer::stop_reason`]: crate::RingBuffer::stop_reason
+    pub fn stop_reason(&self) -> Option<String> {
+        self.stopped.clone().map(|error| match error {
+            UidError::GeneratorStopped(reason) => reason,
+            other => other.to_string(),
+        })
     }
 }

@@ -35,7 +35,7 @@ pub use default_gen::DefaultUidGenerator;
 pub use error::{Result, UidError};
 pub use fence::{FenceRefusal, TimeFence};
 pub use forms::{DatedForm, DatedNumber, IdForm};
-pub use generator::{MAX_BATCH, UidGenerator, check_count};
+pub use generator::{MAX_BATCH, ReadyStock, UidGenerator, check_count};
 pub use layout::{
     DecodedUid, FieldKind, GenMethod, IntoEpoch, Layout, TimeUnit, UidParts, WorkerParts,
     WorkerSplit,
