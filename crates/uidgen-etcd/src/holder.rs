@@ -330,6 +330,7 @@ impl WorkerKeeper for EtcdHolder {
         KeeperStatus {
             // The claim counts as a report: a holder never rests on a local file alone.
             from_local_cache: false,
+            not_issuing: "the etcd worker id can no longer issue IDs",
             ..KeeperStatus::from_health(self.shared.worker_id, self.shared.health.snapshot())
         }
     }

@@ -521,6 +521,8 @@ impl WorkerKeeper for LeaseGuard {
                 outage_since_ms: None,
                 lost: ended,
             },
+            not_issuing: "the worker id lease is lost",
+            reports: None,
         }
     }
 }

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use uidgen_core::{
-    CachedOptions, CachedUidGenerator, Clock, DecodedUid, DefaultUidGenerator, Layout,
-    SnowflakeGenerator, TimeFence, UidError, UidGenerator,
+    CachedOptions, CachedUidGenerator, Clock, DEFAULT_MAX_BACKWARD_MS, DecodedUid,
+    DefaultUidGenerator, Layout, PaddedHook, ReadyStock, SnowflakeGenerator, TimeFence, UidError,
+    UidGenerator,
 };
 
 use crate::assigner::{WorkerAssignment, WorkerIdAssigner};
@@ -118,6 +119,36 @@ impl<G: UidGenerator> UidGenerator for GuardedGenerator<G> {
     fn parse(&self, id: u64) -> uidgen_core::Result<DecodedUid> {
         self.inner.parse(id)
     }
+
+    fn stock(&self) -> Option<ReadyStock> {
+        self.inner.stock()
+    }
+
+    #[inline]
+    fn take_one_ready(&self) -> uidgen_core::Result<Option<u64>> {
+        let Some(id) = self.inner.take_one_ready()? else {
+            return Ok(None);
+        };
+        // The stock only holds IDs inside the fence; what is left to check is that the keeper
+        // has not ended since.
+        self.check_issued()?;
+        Ok(Some(id))
+    }
+
+    fn take_ready(&self, out: &mut Vec<u64>, max: usize) -> uidgen_core::Result<usize> {
+        let before = out.len();
+        let taken = self.inner.take_ready(out, max)?;
+        if let Err(refused) = self.check_issued() {
+            // The keeper ended: these IDs are dropped, as next_ids drops them.
+            out.truncate(before);
+            return Err(refused);
+        }
+        Ok(taken)
+    }
+
+    fn on_padded(&self, hook: PaddedHook) -> bool {
+        self.inner.on_padded(hook)
+    }
 }
 
 /// A built generator and the assignment behind it.
@@ -129,20 +160,69 @@ pub struct Built<G> {
     pub assignment: WorkerAssignment,
 }
 
-impl<G> Built<G> {
+impl<G: UidGenerator + 'static> Built<G> {
     /// The worker id.
     pub fn worker_id(&self) -> u64 {
         self.assignment.worker_id
     }
 
-    /// On clean shutdown: release the assignment's keeper, if it has one (see
-    /// [`WorkerKeeper::release`]).
+    /// On clean shutdown, after the last ID was let out: see [`AnyBuilt::release`].
     pub async fn release(&self) -> Result<()> {
-        match &self.assignment.keeper {
-            Some(keeper) => keeper.release().await,
-            None => Ok(()),
+        release(&self.assignment, self.generator.as_ref()).await
+    }
+
+    /// The same, with the generator's kind forgotten: what a service that picks the kind by
+    /// configuration holds.
+    pub fn into_any(self) -> AnyBuilt {
+        AnyBuilt {
+            generator: self.generator,
+            assignment: self.assignment,
         }
     }
+}
+
+/// A built generator of any kind and the assignment behind it ([`Built::into_any`]).
+#[derive(Clone)]
+pub struct AnyBuilt {
+    /// The generator, guarded by the keeper when the worker id has one.
+    pub generator: Arc<dyn UidGenerator>,
+    /// The worker id and, for a kept id, the keeper to release on shutdown.
+    pub assignment: WorkerAssignment,
+}
+
+impl std::fmt::Debug for AnyBuilt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnyBuilt")
+            .field("layout", self.generator.layout())
+            .field("assignment", &self.assignment)
+            .finish()
+    }
+}
+
+impl AnyBuilt {
+    /// The worker id.
+    pub fn worker_id(&self) -> u64 {
+        self.assignment.worker_id
+    }
+
+    /// On clean shutdown, after the last ID was let out: write down how far the generator
+    /// issued, then release the assignment's keeper, if it has one (see
+    /// [`WorkerKeeper::release`]). IDs asked for after this are refused by the guard.
+    pub async fn release(&self) -> Result<()> {
+        release(&self.assignment, self.generator.as_ref()).await
+    }
+}
+
+/// The one release every built generator goes through: how far it issued first (the keeper's
+/// record must cover every ID let out), then the keeper's own release.
+async fn release(assignment: &WorkerAssignment, generator: &dyn UidGenerator) -> Result<()> {
+    let Some(keeper) = &assignment.keeper else {
+        return Ok(());
+    };
+    if let Some(until) = generator.issued_until_ms() {
+        keeper.record_issued_until(until);
+    }
+    keeper.release().await
 }
 
 /// Builds a generator: gets a worker id from an assigner, then makes the generator.
@@ -163,7 +243,16 @@ impl<G> Built<G> {
 #[derive(Debug, Clone)]
 pub struct GeneratorBuilder {
     layout: Layout,
-    assigner: Option<Arc<dyn WorkerIdAssigner>>,
+    source: Option<Source>,
+}
+
+/// Where the builder's worker id comes from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// Asked of the assigner at each build.
+    Assigner(Arc<dyn WorkerIdAssigner>),
+    /// Obtained already by the caller.
+    Assigned(WorkerAssignment),
 }
 
 impl GeneratorBuilder {
@@ -171,19 +260,40 @@ impl GeneratorBuilder {
     pub fn new(layout: Layout) -> Self {
         Self {
             layout,
-            assigner: None,
+            source: None,
         }
     }
 
     /// Take worker ids from `assigner`.
     pub fn assigner(mut self, assigner: impl WorkerIdAssigner + 'static) -> Self {
-        self.assigner = Some(Arc::new(assigner));
+        self.source = Some(Source::Assigner(Arc::new(assigner)));
         self
     }
 
     /// Take worker ids from a shared assigner.
     pub fn shared_assigner(mut self, assigner: Arc<dyn WorkerIdAssigner>) -> Self {
-        self.assigner = Some(assigner);
+        self.source = Some(Source::Assigner(assigner));
+        self
+    }
+
+    /// Build on a worker id the caller obtained already (a service that records its range
+    /// first, or starts a coordinator's holder itself): no assigner is asked. A build that
+    /// fails releases its keeper, as one from an assigner does.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_worker::Result<()> {
+    /// use uidgen_core::{Layout, SystemClock, UidGenerator};
+    /// use uidgen_worker::{AssignmentKind, GeneratorBuilder, WorkerAssignment};
+    /// let assignment = WorkerAssignment::fixed(7, AssignmentKind::STATIC);
+    /// let built = GeneratorBuilder::new(Layout::snowflake()?)
+    ///     .assigned(assignment)
+    ///     .build_default(SystemClock)
+    ///     .await?;
+    /// assert_eq!(built.generator.parse(built.generator.next_id()?)?.parts.worker, 7);
+    /// # Ok(()) }
+    /// ```
+    pub fn assigned(mut self, assignment: WorkerAssignment) -> Self {
+        self.source = Some(Source::Assigned(assignment));
         self
     }
 
@@ -193,10 +303,13 @@ impl GeneratorBuilder {
     }
 
     async fn assign(&self) -> Result<WorkerAssignment> {
-        let assigner = self.assigner.as_ref().ok_or_else(|| {
-            WorkerError::InvalidInput("no worker id assigner configured".to_owned())
-        })?;
-        assigner.assign(&self.layout).await
+        match &self.source {
+            Some(Source::Assigner(assigner)) => assigner.assign(&self.layout).await,
+            Some(Source::Assigned(assignment)) => Ok(assignment.clone()),
+            None => Err(WorkerError::InvalidInput(
+                "no worker id assigner configured".to_owned(),
+            )),
+        }
     }
 
     async fn finish<G: UidGenerator + 'static>(
@@ -262,10 +375,29 @@ impl GeneratorBuilder {
         &self,
         clock: C,
     ) -> Result<Built<SnowflakeGenerator<C>>> {
+        self.build_snowflake_with(clock, DEFAULT_MAX_BACKWARD_MS, None)
+            .await
+    }
+
+    /// [`build_snowflake`](Self::build_snowflake) waiting out backward clock steps of up to
+    /// `max_backward_ms` (0: refuse all), and starting each unit at a random sequence when
+    /// `random_sequence_start` says so (`None`: the layout's default; see
+    /// [`SnowflakeGenerator::random_sequence_start`]).
+    pub async fn build_snowflake_with<C: Clock + 'static>(
+        &self,
+        clock: C,
+        max_backward_ms: u64,
+        random_sequence_start: Option<bool>,
+    ) -> Result<Built<SnowflakeGenerator<C>>> {
         let assignment = self.assign().await?;
         let layout = self.layout.clone();
         Self::finish(assignment, move |id, fence| {
-            let generator = SnowflakeGenerator::new(layout, id, clock)?;
+            let generator =
+                SnowflakeGenerator::with_max_backward_ms(layout, id, clock, max_backward_ms)?;
+            let generator = match random_sequence_start {
+                Some(random) => generator.random_sequence_start(random),
+                None => generator,
+            };
             Ok(match fence {
                 Some(fence) => generator.fenced(fence),
                 None => generator,

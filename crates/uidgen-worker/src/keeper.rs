@@ -30,6 +30,26 @@ pub struct KeeperStatus {
     /// unless a renewal is accepted first), whether renewals get through, and why the id was
     /// lost or given back (`lost`), if it was.
     pub health: HealthSnapshot,
+    /// What a service tells clients once IDs cannot be issued on this id: a sentence in the
+    /// keeper's words without details ("the worker id lease is lost").
+    pub not_issuing: &'static str,
+    /// For an id kept by time reports a service publishes (ZooKeeper's): where to publish
+    /// them and the coordinator's own counters. `None` publishes nothing beyond readiness.
+    pub reports: Option<KeeperReports>,
+}
+
+/// How a service publishes a keeper's time reports ([`KeeperStatus::reports`]), so that it
+/// shows every coordinator through one path and names none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeeperReports {
+    /// The coordinator's name in sentences: "ZooKeeper".
+    pub authority: &'static str,
+    /// The key a status document shows the figures under: "zookeeper".
+    pub key: &'static str,
+    /// The prefix of the metric names: "zk" for `uidgen_zk_connected`.
+    pub metrics_prefix: &'static str,
+    /// Ids the holder freed by reclaiming them automatically.
+    pub reclaimed: u64,
 }
 
 impl KeeperStatus {
@@ -50,6 +70,8 @@ impl KeeperStatus {
             worker_id,
             from_local_cache: health.last_report_ms.is_none(),
             health,
+            not_issuing: "the worker id can no longer issue IDs",
+            reports: None,
         }
     }
 

@@ -51,13 +51,13 @@ pub mod testing;
 mod wait;
 
 pub use assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
-pub use builder::{Built, GeneratorBuilder, GuardedGenerator};
+pub use builder::{AnyBuilt, Built, GeneratorBuilder, GuardedGenerator};
 pub use cache::{CacheLock, CachedWorker, read_cache, write_cache};
 pub use container::{ContainerEvidence, ContainerProbe};
 pub use error::{Result, WorkerError};
 pub use holder_health::{HealthSnapshot, HolderHealth};
 pub use host::{ENV_HOST, ENV_PORT, default_holder, host_name, local_ip};
-pub use keeper::{KeeperStatus, WorkerKeeper};
+pub use keeper::{KeeperReports, KeeperStatus, WorkerKeeper};
 pub use lease_options::{LeaseOptions, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL};
 pub use machine::{MachineWorkerIdAssigner, PROCESS_BITS};
 pub use machine_part::{HostIdentity, MACHINE_BITS, MachinePart, MachineSource};

@@ -19,7 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
-use uidgen_worker::{BoxFuture, HolderHealth, KeeperStatus, LocalMark, WorkerError, WorkerKeeper};
+use uidgen_worker::{
+    BoxFuture, HolderHealth, KeeperReports, KeeperStatus, LocalMark, WorkerError, WorkerKeeper,
+};
 use zookeeper_client as zk;
 
 use crate::error::ZkError;
@@ -376,7 +378,17 @@ impl WorkerKeeper for ZkHolder {
     }
 
     fn status(&self) -> KeeperStatus {
-        KeeperStatus::from_health(self.shared.worker_id, self.shared.health.snapshot())
+        KeeperStatus {
+            not_issuing: "the ZooKeeper worker id can no longer issue IDs",
+            reports: Some(KeeperReports {
+                authority: "ZooKeeper",
+                key: "zookeeper",
+                metrics_prefix: "zk",
+                // Relaxed: a counter for status only.
+                reclaimed: self.shared.reclaimed.load(Ordering::Relaxed),
+            }),
+            ..KeeperStatus::from_health(self.shared.worker_id, self.shared.health.snapshot())
+        }
     }
 }
 
