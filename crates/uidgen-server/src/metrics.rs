@@ -10,6 +10,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use uidgen_worker::{KeeperReports, KeeperStatus};
 
 /// Label set naming a route (its matched path pattern).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -140,15 +141,17 @@ pub struct Metrics {
     /// What the sharded mode did, by event (`uidgen_sharded_events_total`, copied from its
     /// counters when scraped).
     pub sharded: Family<EventLabel, Counter>,
-    /// The ZooKeeper holder's figures, registered only when the worker id comes from it (so
-    /// other deployments do not export a permanent "disconnected").
-    pub zk: Option<ZkMetrics>,
+    /// The figures of the worker id keeper's time reports, registered only when the keeper
+    /// publishes them (ZooKeeper's), so other deployments do not export a permanent
+    /// "disconnected".
+    pub reports: Option<ReportMetrics>,
 }
 
-/// The ZooKeeper holder's figures, read from its status when scraped.
+/// The figures of a keeper's time reports (ZooKeeper's: `uidgen_zk_*`), read from its status
+/// when scraped.
 #[derive(Debug, Default)]
-pub struct ZkMetrics {
-    /// 1 while the last report reached ZooKeeper, 0 during an outage.
+pub struct ReportMetrics {
+    /// 1 while the last report reached the coordinator, 0 during an outage.
     pub connected: Gauge,
     /// Reports that failed since start (the holder's own count, copied in).
     pub report_failures: Counter,
@@ -274,53 +277,64 @@ impl Metrics {
             segment_loads,
             segment_load_failures,
             sharded,
-            zk: None,
+            reports: None,
         }
     }
 
-    /// Register the ZooKeeper holder's metrics (`uidgen_zk_*`).
-    pub fn register_zk(&mut self) {
-        let zk = ZkMetrics::default();
+    /// Register the metrics of a keeper's time reports, named by the keeper
+    /// (`uidgen_{prefix}_connected`, `_report_failures_total`, `_last_report_age_seconds`,
+    /// `_issuing`; ZooKeeper's prefix is `zk`).
+    pub fn register_reports(&mut self, reports: &KeeperReports) {
+        let (prefix, authority) = (reports.metrics_prefix, reports.authority);
+        let figures = ReportMetrics::default();
         self.registry.register(
-            "zk_connected",
-            "1 while the worker id's last time report reached ZooKeeper",
-            zk.connected.clone(),
+            format!("{prefix}_connected"),
+            format!("1 while the worker id's last time report reached {authority}"),
+            figures.connected.clone(),
         );
         // A counter: the registry adds the `_total` suffix.
         self.registry.register(
-            "zk_report_failures",
-            "Time reports to ZooKeeper that failed since start",
-            zk.report_failures.clone(),
+            format!("{prefix}_report_failures"),
+            format!("Time reports to {authority} that failed since start"),
+            figures.report_failures.clone(),
         );
         self.registry.register(
-            "zk_last_report_age_seconds",
-            "Seconds since ZooKeeper last accepted a time report",
-            zk.last_report_age_seconds.clone(),
+            format!("{prefix}_last_report_age_seconds"),
+            format!("Seconds since {authority} last accepted a time report"),
+            figures.last_report_age_seconds.clone(),
         );
         self.registry.register(
-            "zk_issuing",
-            "1 while the ZooKeeper worker id may issue IDs (held, inside its last accepted reservation)",
-            zk.issuing.clone(),
+            format!("{prefix}_issuing"),
+            format!(
+                "1 while the {authority} worker id may issue IDs (held, inside its last accepted \
+                 reservation)"
+            ),
+            figures.issuing.clone(),
         );
-        self.zk = Some(zk);
+        self.reports = Some(figures);
     }
 
-    /// Publish a ZooKeeper holder's status (read when scraped).
-    pub fn zk_status(&self, status: &uidgen_zk::ZkStatus) {
-        let Some(zk) = &self.zk else {
+    /// Publish a keeper's status (read when scraped); nothing unless its reports were
+    /// registered ([`register_reports`](Self::register_reports)).
+    pub fn keeper_status(&self, status: &KeeperStatus) {
+        let Some(figures) = &self.reports else {
             return;
         };
-        zk.connected.set(i64::from(status.connected));
-        // The holder owns the count; fetch_max copies it in without double counting when two
+        let health = &status.health;
+        figures.connected.set(i64::from(health.connected));
+        // The keeper owns the count; fetch_max copies it in without double counting when two
         // scrapes race. Relaxed: a monotonic figure, nothing is ordered by it.
-        zk.report_failures
+        figures
+            .report_failures
             .inner()
-            .fetch_max(status.report_failures, std::sync::atomic::Ordering::Relaxed);
+            .fetch_max(health.failures, std::sync::atomic::Ordering::Relaxed);
         let now = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
-        let age_ms = status.last_report_age_ms.unwrap_or(0);
+        let age_ms = health
+            .last_report_ms
+            .map_or(0, |last| now.saturating_sub(last));
         #[allow(clippy::cast_precision_loss)] // milliseconds well below 2^52
-        zk.last_report_age_seconds.set(age_ms as f64 / 1000.0);
-        zk.issuing.set(i64::from(status.issuing(now)));
+        figures.last_report_age_seconds.set(age_ms as f64 / 1000.0);
+        figures.issuing.set(i64::from(status.issuing(now)));
     }
 
     /// The metrics of `route` (a route pattern), created if new: the HTTP layer calls this once

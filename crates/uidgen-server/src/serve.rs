@@ -8,13 +8,11 @@ use tracing::{info, warn};
 use uidgen_core::SystemClock;
 use uidgen_segment::SegmentService;
 use uidgen_store::Store;
-use uidgen_worker::WorkerAssignment;
+use uidgen_worker::AnyBuilt;
 
 use crate::cli::ServeArgs;
 use crate::config::{SegmentSettings, Settings};
-use crate::generators::{
-    BuiltGenerator, Coordinator, assign_and_build_holding, open_store, ready_state_dir, redacted,
-};
+use crate::generators::{assign_and_build, open_store, ready_state_dir, redacted};
 use crate::servers::{Listeners, Servers};
 use crate::service::AppState;
 
@@ -81,7 +79,7 @@ async fn segment_groups(
 }
 
 pub use crate::service::READY_TIMEOUT;
-pub use crate::service::ready::{lease_readiness, store_readiness};
+pub use crate::service::ready::{keeper_readiness, store_readiness};
 
 pub use crate::servers::{SHUTDOWN_GRACE, shutdown_signal};
 
@@ -92,7 +90,8 @@ pub use crate::servers::{SHUTDOWN_GRACE, shutdown_signal};
 /// `UNAVAILABLE`) until the worker id is held and the generators are built, then the service
 /// (`servers.rs`). A shutdown signal while starting abandons the start, as a kill would.
 /// Once the id is held, every way out (segment mode failing to start, the server failing, a
-/// shutdown that outlasts [`SHUTDOWN_GRACE`]) goes through the lease release.
+/// shutdown that outlasts [`SHUTDOWN_GRACE`]) goes through the keeper's release, the same for
+/// every assigner.
 pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let overridden = args.listen.is_some() || args.grpc_listen.is_some() || args.layout.overrides();
     let mut config = args.config.read(overridden)?;
@@ -140,7 +139,7 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     );
     let start = async {
         let store = open_store(&settings).await?;
-        match assign_and_build_holding(&settings, &store).await {
+        match assign_and_build(&settings, &store).await {
             Ok(assigned) => Ok((store, assigned)),
             Err(error) => {
                 store.close().await;
@@ -155,47 +154,27 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             return servers.run().await;
         }
     };
-    let (store, (built, assignment, coordinator)) = match started {
+    let (store, built) = match started {
         Ok(started) => started,
         Err(error) => {
             servers.abort();
             return Err(error);
         }
     };
-    // Kept past the server's end: the lease release records how far this generator issued.
-    let generator = Arc::clone(&built.generator);
-    let served = serve_with_worker(
-        &settings,
-        &store,
-        servers,
-        built,
-        &assignment,
-        coordinator.clone(),
-    )
-    .await;
-    match &coordinator {
-        // The forever node and the cache stay: a restart with this ip:port continues them.
-        Some(Coordinator::ZooKeeper(holder)) => holder.shutdown(),
-        // The claim goes at once; the mark stays, above every ID this life issued.
-        Some(Coordinator::Etcd(holder)) => {
-            if let Err(error) = holder.release().await {
-                tracing::warn!(%error, "could not revoke the etcd lease; it will expire");
-            }
-        }
-        None => {}
-    }
-    // ZooKeeper's and etcd's holders were stopped above, as their coordinators want.
-    if let Some(lease) = assignment.keeper.as_ref().filter(|_| coordinator.is_none()) {
-        // Release only after in-flight requests finished (or were abandoned): the lease records
-        // how far we issued, and IDs asked for after the release are refused by the guard.
-        if let Some(until) = generator.issued_until_ms() {
-            lease.record_issued_until(until);
-        }
-        let worker_id = assignment.worker_id;
-        match lease.release().await {
-            Ok(()) => info!(worker_id, "released the worker id lease"),
+    let served = serve_with_worker(&settings, &store, servers, &built).await;
+    // The one release, for every kind of keeper, only after in-flight requests finished (or
+    // were abandoned): it records how far the generator issued first, and IDs asked for after
+    // it are refused by the guard. A lease is given back, an etcd claim revoked; a ZooKeeper
+    // forever node and the cache stay, so a restart with this ip:port continues them.
+    // Every keeper holds its id for a bounded time, renewed while it runs: a lease, in the
+    // words of the log, whatever the kind (the keeper logs its own details).
+    let (worker_id, assigner) = (built.worker_id(), built.assignment.kind.name());
+    if built.assignment.keeper.is_some() {
+        match built.release().await {
+            Ok(()) => info!(worker_id, assigner, "released the worker id lease"),
             Err(error) => {
-                tracing::warn!(worker_id, %error, "could not release the lease; it will expire")
+                warn!(worker_id, assigner, %error,
+                    "could not release the worker id lease; it will expire");
             }
         }
     }
@@ -212,24 +191,17 @@ async fn serve_with_worker(
     settings: &Settings,
     store: &Store,
     servers: Servers,
-    built: BuiltGenerator,
-    assignment: &WorkerAssignment,
-    coordinator: Option<Coordinator>,
+    built: &AnyBuilt,
 ) -> anyhow::Result<()> {
+    let assignment = &built.assignment;
     let worker_id = assignment.worker_id;
     let layout = built.generator.layout().clone();
-    let mut state = AppState::embedded(built.generator, worker_id);
-    state.ring = built.ring;
+    let mut state = AppState::embedded(Arc::clone(&built.generator), worker_id)
+        .kept_by(assignment.keeper.clone());
     state.batch_cap = settings.batch_cap;
     state.generator_kind = Some(settings.generator.kind.name());
     state.assigner = Some(assignment.kind.name());
     state.admin_token.clone_from(&settings.admin_token);
-    state.worker_check = match &coordinator {
-        Some(Coordinator::Etcd(holder)) => crate::etcd::readiness(holder.clone()),
-        // ZooKeeper's readiness is its holder's status (`AppState.zk`).
-        Some(Coordinator::ZooKeeper(_)) => lease_readiness(None),
-        None => lease_readiness(assignment.keeper.clone()),
-    };
     state.store_check = store_readiness(store.clone());
     let modes = async {
         state.segments = start_segments(&settings.segment, store).await?;
@@ -241,11 +213,6 @@ async fn serve_with_worker(
         servers.abort();
         return Err(error);
     }
-    if let Some(Coordinator::ZooKeeper(zk)) = coordinator {
-        state.metrics.register_zk();
-        state.zk = Some(zk);
-    }
-
     let segments = state.segments.clone();
     let sharded = state.sharded.clone();
     servers.open(Arc::new(state));

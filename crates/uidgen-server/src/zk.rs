@@ -1,12 +1,12 @@
-//! The ZooKeeper worker-id assigner in the service: its start-up, readiness and metrics (its
-//! section, `[zookeeper]`, is [`crate::config::zookeeper`]; `uidgen zk reclaim` is
-//! [`crate::cli::zk`]).
+//! The ZooKeeper worker-id assigner in the service: its start-up (its section, `[zookeeper]`,
+//! is [`crate::config::zookeeper`]; `uidgen zk reclaim` is [`crate::cli::zk`]). Readiness,
+//! status, metrics and shutdown read its holder as the assignment's keeper, as every kind's.
 
 use anyhow::Context;
-use uidgen_core::{Clock, Layout, SystemClock};
+use uidgen_core::Layout;
 use uidgen_store::Store;
 use uidgen_worker::WorkerAssignment;
-use uidgen_zk::{ZkHolder, ZkSource, ZkStatus, ZooKeeperWorkerIdAssigner};
+use uidgen_zk::{ZkSource, ZooKeeperWorkerIdAssigner};
 
 use crate::config::ZkSettings;
 pub use crate::config::zookeeper::{FALLBACK_STATIC_REMOVED, options};
@@ -21,7 +21,7 @@ pub async fn assign(
     settings: &ZkSettings,
     layout: &Layout,
     store: &Store,
-) -> anyhow::Result<(WorkerAssignment, Option<ZkHolder>)> {
+) -> anyhow::Result<WorkerAssignment> {
     let options = settings.options.clone();
     let range = options.range_for(layout)?;
     store
@@ -36,31 +36,5 @@ pub async fn assign(
         tracing::warn!(source = ?assigned.source, worker_id = assigned.assignment.worker_id,
             "not a ZooKeeper-held worker id: see the log above for why");
     }
-    Ok((assigned.assignment, Some(assigned.holder)))
-}
-
-/// What `/readyz` says of a ZooKeeper holder: `Err` (503) once it cannot issue (the id was lost
-/// or the reservation of its last accepted report ran out); `Ok(Some(..))` (200, degraded) while ZooKeeper is away but
-/// the held id still issues; `Ok(None)` when all is well.
-pub fn readiness(holder: &ZkHolder) -> Result<Option<String>, String> {
-    holder.check().map_err(|e| e.to_string())?;
-    let status = holder.status();
-    if status.connected {
-        return Ok(None);
-    }
-    let now = SystemClock.now_millis();
-    let away = status
-        .outage_since_ms
-        .map_or(0, |since| now.saturating_sub(since) / 1000);
-    Ok(Some(format!(
-        "ZooKeeper unreachable for {away} s; IDs are still issued on worker id {} for up to {} s \
-         more",
-        status.worker_id,
-        status.reserved_until_ms.saturating_sub(now) / 1000
-    )))
-}
-
-/// The holder's figures for `/metrics`.
-pub fn status(holder: &ZkHolder) -> ZkStatus {
-    holder.status()
+    Ok(assigned.assignment)
 }

@@ -174,7 +174,6 @@ async fn readyz_fails_only_when_no_mode_can_serve() {
         CachedUidGenerator::new(layout, 5, SystemClock, CachedOptions::default()).unwrap(),
     );
     let mut state = AppState::embedded(generator.clone(), 5);
-    state.ring = Some(generator.clone());
     state.segments = Some(segments.clone());
     state.store_check = store_readiness(store.clone());
     let r = app(Arc::new(state));

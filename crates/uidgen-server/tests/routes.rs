@@ -556,7 +556,6 @@ fn cached_router(batch_cap: usize) -> (Arc<CachedUidGenerator<ManualClock>>, axu
     let layout = Layout::baidu(uidgen_core::layout::DEFAULT_EPOCH).unwrap();
     let generator = Arc::new(CachedUidGenerator::new(layout, 5, clock, options).unwrap());
     let mut state = AppState::embedded(generator.clone(), 5);
-    state.ring = Some(generator.clone());
     state.batch_cap = batch_cap;
     (generator, app(Arc::new(state)))
 }
@@ -596,8 +595,7 @@ async fn a_cached_generator_out_of_time_bits_answers_exhausted() {
         ..CachedOptions::default()
     };
     let generator = Arc::new(CachedUidGenerator::new(layout, 5, clock, options).unwrap());
-    let mut state = AppState::embedded(generator.clone(), 5);
-    state.ring = Some(generator.clone());
+    let state = AppState::embedded(generator.clone(), 5);
     let r = app(Arc::new(state));
     let (status, _) = get(&r, "/v1/ids?count=8192").await;
     assert_eq!(status, StatusCode::OK);

@@ -35,13 +35,13 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let (built, assignment) = match args.worker {
+        let built = match args.worker {
             Some(_) => {
                 let assignment = static_assigner(&settings, &ready_state_dir(&settings)?)?
                     .assign(&settings.layout)
                     .await
                     .context("cannot use the worker id")?;
-                (build_generator(&settings, &assignment)?, assignment)
+                build_generator(&settings, assignment).await?
             }
             None => {
                 let store = open_store(&settings).await?;
@@ -53,9 +53,7 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
         let count = args.count;
         let ids = tokio::task::spawn_blocking(move || generator.next_ids(count)).await?;
         // Released whether or not the IDs came: the id should not stay held until expiry.
-        if let Some(keeper) = &assignment.keeper {
-            keeper.release().await?;
-        }
+        built.release().await?;
         print_ids(&ids?)
     })
 }
@@ -96,5 +94,10 @@ pub fn bench_generator(config_args: &ConfigArgs) -> anyhow::Result<Arc<dyn UidGe
     config.ring.max_borrow_seconds = 0;
     let settings = config.settings()?;
     let assignment = WorkerAssignment::fixed(0, uidgen_worker::AssignmentKind::STATIC);
-    Ok(build_generator(&settings, &assignment)?.generator)
+    // A fixed id has no keeper to reach, so the build awaits nothing: a runtime of the calling
+    // thread, gone when it returns, is enough.
+    let built = tokio::runtime::Builder::new_current_thread()
+        .build()?
+        .block_on(build_generator(&settings, assignment))?;
+    Ok(built.generator)
 }

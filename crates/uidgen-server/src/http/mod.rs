@@ -37,9 +37,8 @@ pub use starting::{GatedApp, STARTING_MESSAGE, STARTING_RETRY_AFTER_SECS, StartG
 // The service the routes adapt, under the names the HTTP API has always offered them.
 pub use crate::service::{
     ApiError, AppState, BoxFuture, DEFAULT_BATCH_CAP, FieldErrors, Mode, ModeCheck, NotReady,
-    PaddingSignal, READY_TIMEOUT, Readiness, ReadinessBoard, ReadinessCheck, ReadyRing,
-    RingSnapshot, SEE_LOG, SegmentLease, always_ready, check_mode, check_readiness, many_as,
-    one_as, segment_error,
+    PaddingSignal, READY_TIMEOUT, Readiness, ReadinessBoard, ReadinessCheck, SEE_LOG, SegmentLease,
+    always_ready, check_mode, check_readiness, many_as, one_as, segment_error,
 };
 
 /// Requests larger than this are refused (413): no route takes more than a small JSON body.

@@ -153,8 +153,7 @@ fn not_ready(code: &'static str, message: String, failed: &[(Mode, &NotReady)]) 
     ))
 )]
 pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
-    if let Some(ring) = &state.ring {
-        let s = ring.snapshot();
+    if let Some(s) = state.generator.stock() {
         Metrics::set(&state.metrics.ring_capacity, s.capacity);
         Metrics::set(&state.metrics.ring_available, s.available);
         Metrics::copy(&state.metrics.ring_padding_runs, s.padding_runs);
@@ -165,8 +164,8 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
             state.metrics.segment_state(&tag);
         }
     }
-    if let Some(zk) = &state.zk {
-        state.metrics.zk_status(&crate::zk::status(zk));
+    if let Some(keeper) = &state.keeper {
+        state.metrics.keeper_status(&keeper.status());
     }
     if let Some(sharded) = &state.sharded {
         state.metrics.sharded_stats(&sharded.stats());

@@ -287,35 +287,40 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
         })
         .collect();
     let now_ms = SystemClock.now_millis();
-    let ring = state.ring.as_ref().map(|ring| {
-        let s = ring.snapshot();
-        RingStatus {
-            capacity: s.capacity,
-            available: s.available,
-            padding_runs: s.padding_runs,
-            borrowed_units: s.borrowed_units,
-            stopped: ring.stop_reason().is_some(),
-        }
+    let ring = state.generator.stock().map(|s| RingStatus {
+        capacity: s.capacity,
+        available: s.available,
+        padding_runs: s.padding_runs,
+        borrowed_units: s.borrowed_units,
+        stopped: s.stopped.is_some(),
     });
-    let zookeeper = state.zk.as_ref().map(|zk| {
-        let s = crate::zk::status(zk);
-        ZkView {
-            connected: s.connected,
-            issuing: s.issuing(now_ms),
-            report_failures: s.report_failures,
-            last_report_age_ms: s.last_report_age_ms,
-            reserved_until_ms: s.reserved_until_ms,
-            outage_since_ms: s.outage_since_ms,
-            lost: s.lost.is_some(),
-            reclaimed: s.reclaimed,
-        }
+    let keeper = state.keeper.as_ref().map(|keeper| keeper.status());
+    // The document has one place for a keeper's published time reports, `zookeeper` (pinned by
+    // the API); a keeper publishing under another key shows in metrics and readiness only.
+    let reported = keeper
+        .as_ref()
+        .and_then(|s| s.reports.as_ref().map(|reports| (s, reports)))
+        .filter(|(_, reports)| reports.key == "zookeeper");
+    let zookeeper = reported.map(|(s, reports)| ZkView {
+        connected: s.health.connected,
+        issuing: s.issuing(now_ms),
+        report_failures: s.health.failures,
+        last_report_age_ms: s
+            .health
+            .last_report_ms
+            .map(|last| now_ms.saturating_sub(last)),
+        reserved_until_ms: s.health.accepted_until_ms,
+        outage_since_ms: s.health.outage_since_ms,
+        lost: s.health.lost.is_some(),
+        reclaimed: reports.reclaimed,
     });
+    let lost = reported
+        .filter(|(s, _)| s.health.lost.is_some())
+        .map(|(_, reports)| reports.authority);
     let stopped = if ring.as_ref().is_some_and(|r| r.stopped) {
         Some(format!("the ring buffer's padding has stopped; {SEE_LOG}"))
-    } else if zookeeper.as_ref().is_some_and(|z| z.lost) {
-        Some(format!("the ZooKeeper worker id was lost; {SEE_LOG}"))
     } else {
-        None
+        lost.map(|authority| format!("the {authority} worker id was lost; {SEE_LOG}"))
     };
     let sharded = state.sharded.as_ref().map(|sharded| {
         let s = sharded.stats();

@@ -6,7 +6,8 @@
 //! worker thread of the runtime a sleeping wait would stall every other request on that thread
 //! (on 2 cores, two such requests freeze `/healthz`), and on the blocking pool it costs a thread
 //! per waiting request (a load test grew the process from 5 to 414 threads). So a generator
-//! with a ring is never waited for on a thread: a handler takes what the ring holds, and while
+//! with a ring is never waited for on a thread: a handler takes what the ring holds
+//! ([`UidGenerator::take_ready`], which never waits), and while
 //! it is empty awaits a [`Notify`] the padding thread wakes ([`PaddingSignal`]). Generators
 //! without a ring run on tokio's blocking pool.
 
@@ -15,137 +16,20 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use uidgen_core::{
-    CachedUidGenerator, Clock, FieldKind, GenMethod, PaddedHook, UidError, UidGenerator,
-};
-use uidgen_worker::GuardedGenerator;
+use uidgen_core::{FieldKind, GenMethod, UidError, UidGenerator};
 
 use axum::http::StatusCode;
 
-use super::{ApiError, AppState, RingSnapshot};
+use super::{ApiError, AppState};
 
 /// A waiter that has not been woken looks at the ring again after this long anyway: the
 /// padding thread's signal is what wakes it, this only bounds the damage of a signal that
 /// cannot be connected (a ring whose hook another state already holds).
 const LOOK_AGAIN: Duration = Duration::from_millis(10);
 
-/// What the HTTP layer needs from a generator with a ring buffer (the cached generator): IDs
-/// that are ready now, never waiting, and the ring's state.
-pub trait ReadyRing: Send + Sync {
-    /// One ID if the ring holds one now; `Ok(None)` when it is empty (the caller then waits
-    /// elsewhere). An error when the generator may not issue (a lost lease).
-    fn take_one(&self) -> uidgen_core::Result<Option<u64>>;
-
-    /// Move up to `max` IDs the ring holds now into `out`, never waiting; how many were moved.
-    fn take_ready(&self, out: &mut Vec<u64>, max: usize) -> uidgen_core::Result<usize>;
-
-    /// Fill level and padding counters, for metrics.
-    fn snapshot(&self) -> RingSnapshot;
-
-    /// Why the ring's producer stopped for good, if it did: no more IDs will be padded.
-    fn stop_reason(&self) -> Option<String>;
-
-    /// The same, as the typed error takes report (an exhausted time field stays
-    /// [`UidError::TimestampExhausted`], so the route answers `exhausted`).
-    fn stop_error(&self) -> Option<UidError>;
-
-    /// How long a caller waits for padding that delivers nothing before it gives up
-    /// ([`CachedUidGenerator::stall_limit`]).
-    fn stall_limit(&self) -> Duration;
-
-    /// Have `hook` called whenever padding put IDs into the ring or stopped
-    /// ([`CachedUidGenerator::on_padded`]); `false` if a hook was already set.
-    fn on_padded(&self, hook: PaddedHook) -> bool;
-}
-
-fn snapshot_of<C: Clock + 'static>(cached: &CachedUidGenerator<C>) -> RingSnapshot {
-    let ring = cached.ring();
-    RingSnapshot {
-        capacity: ring.buffer_size() as u64,
-        available: ring.len() as u64,
-        padding_runs: cached.padding_runs(),
-        borrowed_units: cached.borrowed_units(),
-    }
-}
-
-impl<C: Clock + 'static> ReadyRing for CachedUidGenerator<C> {
-    #[inline]
-    fn take_one(&self) -> uidgen_core::Result<Option<u64>> {
-        Ok(self.ring().try_take())
-    }
-
-    fn take_ready(&self, out: &mut Vec<u64>, max: usize) -> uidgen_core::Result<usize> {
-        Ok(self.ring().take_batch(out, max))
-    }
-
-    fn snapshot(&self) -> RingSnapshot {
-        snapshot_of(self)
-    }
-
-    fn stop_reason(&self) -> Option<String> {
-        self.ring().stop_reason()
-    }
-
-    fn stop_error(&self) -> Option<UidError> {
-        self.ring().stop_error()
-    }
-
-    fn stall_limit(&self) -> Duration {
-        CachedUidGenerator::stall_limit(self)
-    }
-
-    fn on_padded(&self, hook: PaddedHook) -> bool {
-        CachedUidGenerator::on_padded(self, hook)
-    }
-}
-
-impl<C: Clock + 'static> ReadyRing for GuardedGenerator<CachedUidGenerator<C>> {
-    #[inline]
-    fn take_one(&self) -> uidgen_core::Result<Option<u64>> {
-        let Some(id) = self.inner().ring().try_take() else {
-            return Ok(None);
-        };
-        // The ring only holds IDs inside the lease (the generator is fenced by it); what is
-        // left to check is that the lease has not ended since.
-        self.check_issued()?;
-        Ok(Some(id))
-    }
-
-    fn take_ready(&self, out: &mut Vec<u64>, max: usize) -> uidgen_core::Result<usize> {
-        let before = out.len();
-        let taken = self.inner().ring().take_batch(out, max);
-        if let Err(refused) = self.check_issued() {
-            // The lease ended: these IDs are dropped, as GuardedGenerator drops them.
-            out.truncate(before);
-            return Err(refused);
-        }
-        Ok(taken)
-    }
-
-    fn snapshot(&self) -> RingSnapshot {
-        snapshot_of(self.inner())
-    }
-
-    fn stop_reason(&self) -> Option<String> {
-        self.inner().ring().stop_reason()
-    }
-
-    fn stop_error(&self) -> Option<UidError> {
-        self.inner().ring().stop_error()
-    }
-
-    fn stall_limit(&self) -> Duration {
-        self.inner().stall_limit()
-    }
-
-    fn on_padded(&self, hook: PaddedHook) -> bool {
-        self.inner().on_padded(hook)
-    }
-}
-
 /// What a handler waiting for the ring awaits: a [`Notify`] the padding thread wakes after
-/// every refill and when it stops, connected to the ring (through
-/// [`ReadyRing::on_padded`]) on the first wait, so however the state was built, its waiters
+/// every refill and when it stops, connected to the generator's stock (through
+/// [`UidGenerator::on_padded`]) on the first wait, so however the state was built, its waiters
 /// are woken.
 #[derive(Debug, Default)]
 pub struct PaddingSignal {
@@ -154,24 +38,25 @@ pub struct PaddingSignal {
 }
 
 impl PaddingSignal {
-    /// The signal of `ring`, connecting it first if this is the first wait.
-    fn of(&self, ring: &dyn ReadyRing) -> &Notify {
+    /// The signal of `generator`'s stock, connecting it first if this is the first wait.
+    fn of(&self, generator: &dyn UidGenerator) -> &Notify {
         self.connected.get_or_init(|| {
             let notify = Arc::clone(&self.notify);
             // notify_waiters, not notify_one: every handler waiting may find IDs now, and none
             // is left a permit to wake later to an empty ring.
-            ring.on_padded(Arc::new(move || notify.notify_waiters()))
+            generator.on_padded(Arc::new(move || notify.notify_waiters()))
         });
         &self.notify
     }
 }
 
-/// `n` IDs from `ring`: what it holds now, then, while it is empty, awaiting the padding's
-/// signal (no thread is held). Fails when the producer stopped, when the lease ended, or when
-/// nothing was padded for the ring's stall limit.
+/// `n` IDs from the generator's stock (its ring): what it holds now, then, while it is empty,
+/// awaiting the padding's signal (no thread is held). Fails when the producer stopped, when the
+/// worker id's keeper ended, or when nothing was padded for the stock's stall limit.
 ///
 /// Cancel safety: IDs taken before the future is dropped are lost, never reissued.
-async fn from_ring(state: &AppState, ring: &dyn ReadyRing, n: usize) -> Result<Vec<u64>, ApiError> {
+async fn from_ring(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
+    let ring = state.generator.as_ref();
     let padded = state.padded.of(ring);
     let mut ids = Vec::new();
     let mut progress = Instant::now();
@@ -191,11 +76,14 @@ async fn from_ring(state: &AppState, ring: &dyn ReadyRing, n: usize) -> Result<V
         if ids.len() == n {
             return Ok(ids);
         }
-        if let Some(stopped) = ring.stop_error() {
+        let Some(stock) = ring.stock() else {
+            return Err(ApiError::internal("the generator has no stock to wait for"));
+        };
+        if let Some(stopped) = stock.stopped {
             return Err(ApiError::generation(stopped));
         }
         let stalled = progress.elapsed();
-        let limit = ring.stall_limit();
+        let limit = stock.stall_limit;
         if stalled >= limit {
             return Err(ApiError::generation(UidError::RingEmpty(format!(
                 "no ID padded for {stalled:?} with {} of {n} taken",
@@ -235,16 +123,15 @@ pub async fn many(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
 /// ([`Layout::with_method`](uidgen_core::Layout::with_method)); this and [`many_as`] are the
 /// only places a served ID gets its method, whichever channel serves it.
 pub async fn one_as(state: &AppState, channel: GenMethod) -> Result<u64, ApiError> {
-    let id = match &state.ring {
-        Some(ring) => match ring.take_one().map_err(ApiError::generation)? {
-            Some(id) => id,
-            // `from_ring` answers exactly the IDs asked for, or an error.
-            None => from_ring(state, ring.as_ref(), 1)
-                .await?
-                .pop()
-                .ok_or_else(|| ApiError::internal("the ring answered no ID"))?,
-        },
-        None => blocking(&state.generator, |g| g.next_id()).await?,
+    let generator = &state.generator;
+    let id = match generator.take_one_ready().map_err(ApiError::generation)? {
+        Some(id) => id,
+        // `from_ring` answers exactly the IDs asked for, or an error.
+        None if generator.stock().is_some() => from_ring(state, 1)
+            .await?
+            .pop()
+            .ok_or_else(|| ApiError::internal("the ring answered no ID"))?,
+        None => blocking(generator, |g| g.next_id()).await?,
     };
     stamp(state, id, channel)
 }
@@ -253,9 +140,10 @@ pub async fn one_as(state: &AppState, channel: GenMethod) -> Result<u64, ApiErro
 /// ring (awaiting its padding as often as a batch larger than the ring needs), or from a
 /// generator without one on the blocking pool.
 pub async fn many_as(state: &AppState, n: usize, channel: GenMethod) -> Result<Vec<u64>, ApiError> {
-    let mut ids = match &state.ring {
-        Some(ring) => from_ring(state, ring.as_ref(), n).await?,
-        None => blocking(&state.generator, move |g| g.next_ids(n)).await?,
+    let mut ids = if state.generator.stock().is_some() {
+        from_ring(state, n).await?
+    } else {
+        blocking(&state.generator, move |g| g.next_ids(n)).await?
     };
     let layout = state.generator.layout();
     if layout.has(FieldKind::Method) {

@@ -9,6 +9,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use uidgen_core::UidGenerator;
+use uidgen_worker::WorkerKeeper;
 
 pub mod error;
 pub mod fallback;
@@ -19,7 +20,7 @@ pub mod ready;
 pub mod segments;
 
 pub use error::{ApiError, FieldErrors, SEE_LOG};
-pub use generate::{PaddingSignal, ReadyRing, batch_count, batch_size, many_as, one_as};
+pub use generate::{PaddingSignal, batch_count, batch_size, many_as, one_as};
 pub use lease::{SegmentLease, lease};
 pub use make::misfits;
 pub use ready::{
@@ -33,19 +34,6 @@ use crate::metrics::Metrics;
 /// What a request to a starting server is told, over HTTP and gRPC alike.
 pub const STARTING_MESSAGE: &str =
     "the server is starting and cannot issue IDs yet; ask another server or retry shortly";
-
-/// A point-in-time view of the ring buffer, for metrics.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RingSnapshot {
-    /// Slots.
-    pub capacity: u64,
-    /// IDs ready to take.
-    pub available: u64,
-    /// Padding runs since start.
-    pub padding_runs: u64,
-    /// Time units ahead of the clock.
-    pub borrowed_units: u64,
-}
 
 /// A boxed future, for the readiness probe.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -77,10 +65,8 @@ pub struct AppState {
     pub generator: Arc<dyn UidGenerator>,
     /// The worker id the generator stamps.
     pub worker_id: u64,
-    /// The same generator's ring buffer, when it has one: the inline fast path, readiness and
-    /// metrics read it.
-    pub ring: Option<Arc<dyn ReadyRing>>,
-    /// What handlers waiting for the ring await (connected to `ring` on the first wait).
+    /// What handlers waiting for the generator's ring await (connected to it on the first
+    /// wait).
     pub padded: PaddingSignal,
     /// The most IDs one request may ask for.
     pub batch_cap: usize,
@@ -88,8 +74,10 @@ pub struct AppState {
     pub admin_token: Option<String>,
     /// Metrics.
     pub metrics: Metrics,
-    /// What the ID generator depends on besides itself: the worker id's lease, if leased.
-    pub worker_check: ReadinessCheck,
+    /// What keeps the generator's worker id, when it is held from an authority (a lease, a
+    /// ZooKeeper or etcd holder): readiness, `/v1/status` and metrics read its status, of every
+    /// kind alike. Set it with [`AppState::kept_by`].
+    pub keeper: Option<Arc<dyn WorkerKeeper>>,
     /// Whether the store answers: segment mode's readiness.
     pub store_check: ReadinessCheck,
     /// The last readiness of every mode, for `GET /v1/status`.
@@ -101,9 +89,6 @@ pub struct AppState {
     /// Leases worker ids of the embedded range to clients' fallbacks, when this server has
     /// one (`worker.fallback_range`).
     pub fallback: Option<Arc<uidgen_store::FallbackLeases>>,
-    /// The ZooKeeper holder of the worker id, when it comes from ZooKeeper: readiness and
-    /// metrics read its status.
-    pub zk: Option<uidgen_zk::ZkHolder>,
     /// When the state was made, for the uptime `/v1/status` reports.
     pub started: std::time::Instant,
     /// The configured generator kind (`cached`, `default`, `snowflake`), for `/v1/status`;
@@ -126,27 +111,36 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// State with no store behind it (every check passes) and no ring: for the embedded CLI and
-    /// tests.
+    /// State with no store behind it (every check passes) and no keeper: for the embedded CLI
+    /// and tests. A generator with a ring is taken from without waiting, however built.
     pub fn embedded(generator: Arc<dyn UidGenerator>, worker_id: u64) -> Self {
         Self {
             generator,
             worker_id,
-            ring: None,
             padded: PaddingSignal::default(),
             batch_cap: DEFAULT_BATCH_CAP,
             admin_token: None,
             metrics: Metrics::new(),
-            worker_check: always_ready(),
+            keeper: None,
             store_check: always_ready(),
             readiness: ReadinessBoard::default(),
             segments: None,
             sharded: None,
             fallback: None,
-            zk: None,
             started: std::time::Instant::now(),
             generator_kind: None,
             assigner: None,
         }
+    }
+
+    /// Serve IDs on a worker id kept by `keeper` (none: nothing to keep): readiness and status
+    /// check it, and the figures of its time reports, when it publishes them, become metrics.
+    #[must_use]
+    pub fn kept_by(mut self, keeper: Option<Arc<dyn WorkerKeeper>>) -> Self {
+        if let Some(reports) = keeper.as_ref().and_then(|k| k.status().reports) {
+            self.metrics.register_reports(&reports);
+        }
+        self.keeper = keeper;
+        self
     }
 }

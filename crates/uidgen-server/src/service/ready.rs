@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use uidgen_core::{Clock, SystemClock};
 use uidgen_store::Store;
 use uidgen_worker::WorkerKeeper;
 
@@ -138,26 +139,22 @@ pub async fn check_mode(state: &AppState, mode: Mode) -> Option<ModeCheck> {
     })
 }
 
-/// The generator: its worker id is held (the lease, ZooKeeper), its ring's padding has not
+/// The generator: its worker id is held (whatever keeps it), its ring's padding has not
 /// stopped, and its layout can still represent the current time. No database is asked.
 async fn ids(state: &AppState) -> ModeCheck {
-    if let Some(reason) = state.ring.as_ref().and_then(|ring| ring.stop_reason()) {
+    if let Some(reason) = state
+        .generator
+        .stock()
+        .and_then(|stock| stock.stop_reason())
+    {
         return Err(NotReady {
             code: "not_ready",
             public: "the ID generator has stopped",
             detail: format!("the ring buffer's padding has stopped: {reason}"),
         });
     }
-    (state.worker_check)().await?;
-    let degraded = match state.zk.as_ref().map(crate::zk::readiness) {
-        Some(Err(why)) => {
-            return Err(NotReady {
-                code: "not_ready",
-                public: "the ZooKeeper worker id can no longer issue IDs",
-                detail: why,
-            });
-        }
-        Some(Ok(degraded)) => degraded,
+    let degraded = match &state.keeper {
+        Some(keeper) => keeper_readiness(keeper.as_ref())?,
         None => None,
     };
     let now = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
@@ -277,17 +274,33 @@ pub fn store_readiness(store: Store) -> ReadinessCheck {
     })
 }
 
-/// What the ID generator needs besides itself: its worker id's lease still holds (a lease
-/// outlives an outage of the store by its ttl; no database is asked here).
-pub fn lease_readiness(lease: Option<Arc<dyn WorkerKeeper>>) -> ReadinessCheck {
-    Arc::new(move || {
-        let checked = lease.as_ref().map_or(Ok(()), |lease| {
-            lease.check().map_err(|e| NotReady {
-                code: "not_ready",
-                public: "the worker id lease is lost",
-                detail: e.to_string(),
-            })
+/// What the ID generator needs besides itself: its worker id's keeper still lets it issue (a
+/// lease outlives an outage of the store by its ttl, a coordinator's id its last accepted
+/// reservation; no database is asked here). `Err` (503) once it cannot issue, in the keeper's
+/// words; `Ok(Some(..))` (200, degraded) while a keeper whose time reports are published
+/// cannot reach its coordinator but the held id still issues; `Ok(None)` when all is well.
+pub fn keeper_readiness(keeper: &dyn WorkerKeeper) -> ModeCheck {
+    let checked = keeper.check();
+    let status = keeper.status();
+    if let Err(error) = checked {
+        return Err(NotReady {
+            code: "not_ready",
+            public: status.not_issuing,
+            detail: error.to_string(),
         });
-        Box::pin(async move { checked })
-    })
+    }
+    let Some(reports) = status.reports.filter(|_| !status.health.connected) else {
+        return Ok(None);
+    };
+    let now = SystemClock.now_millis();
+    let away = status
+        .health
+        .outage_since_ms
+        .map_or(0, |since| now.saturating_sub(since) / 1000);
+    Ok(Some(format!(
+        "{} unreachable for {away} s; IDs are still issued on worker id {} for up to {} s more",
+        reports.authority,
+        status.worker_id,
+        status.health.accepted_until_ms.saturating_sub(now) / 1000
+    )))
 }
