@@ -109,7 +109,7 @@ pub trait UidGenerator: Send + Sync {
 /// ```
 /// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidGenerator};
 /// let cached =
-///     CachedUidGenerator::new(Layout::baidu()?, 1, SystemClock, CachedOptions::default())?;
+///     CachedUidGenerator::new(Layout::baidu_default()?, 1, SystemClock, CachedOptions::default())?;
 /// let stock = cached.stock().expect("a ring buffer");
 /// assert!(stock.capacity > 0 && stock.stop_reason().is_none());
 /// let mut ids = Vec::new();
