@@ -165,9 +165,9 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     // The one release, for every kind of keeper, only after in-flight requests finished (or
     // were abandoned): it records how far the generator issued first, and IDs asked for after
     // it are refused by the guard. A lease is given back, an etcd claim revoked; a ZooKeeper
-    // forever node and the cache stay, so a restart with this ip:port continues them.
-    // Every keeper holds its id for a bounded time, renewed while it runs: a lease, in the
-    // words of the log, whatever the kind (the keeper logs its own details).
+    // forever node and the cache stay, so a restart with this ip:port continues them. The log
+    // calls every kind's hold a lease (each is bounded in time and renewed while it runs); the
+    // keeper logs its own details.
     let (worker_id, assigner) = (built.worker_id(), built.assignment.kind.name());
     if built.assignment.keeper.is_some() {
         match built.release().await {
