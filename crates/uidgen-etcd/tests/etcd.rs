@@ -1,6 +1,6 @@
 //! The etcd assigner against real etcd processes: the shared one (`UIDGEN_TEST_ETCD`, default
 //! http://127.0.0.1:2379; never skipped) with a key prefix per test, and private ones a test
-//! kills. Worker processes are `uidgen-etcd-worker` (src/bin).
+//! kills. Worker processes are `uidgen-etcd-worker` (uidgen-testkit).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 use uidgen_core::{Layout, SnowflakeGenerator, SystemClock, UidGenerator};
 use uidgen_etcd::testing::{PrivateEtcd, free_port, test_endpoint, test_prefix};
 use uidgen_etcd::{EtcdAssignment, EtcdError, EtcdOptions, EtcdWorkerIdAssigner};
-
-const WORKER: &str = env!("CARGO_BIN_EXE_uidgen-etcd-worker");
 
 /// How many IDs of `ids` repeat one already seen.
 fn duplicates(ids: &[u64]) -> usize {
@@ -38,7 +36,7 @@ fn stamped_ms(id: u64) -> u64 {
 
 /// A worker process under `prefix`, writing its IDs to `out`.
 fn spawn_worker(endpoint: &str, prefix: &str, out: &Path, extra: &[&str]) -> Child {
-    Command::new(WORKER)
+    Command::new(uidgen_testkit::worker_binary("uidgen-etcd-worker"))
         .args(["--endpoint", endpoint, "--prefix", prefix, "--holder"])
         .arg(format!("test:{}", out.display()))
         .arg("--out")
