@@ -32,7 +32,7 @@
 //!
 //! # Testing
 //!
-//! With the cargo feature `testing`, [`testing`] gives each test its own chroot on the
+//! With the cargo feature `testing`, `testing` gives each test its own chroot on the
 //! ZooKeeper named by `UIDGEN_TEST_ZK` (default `127.0.0.1:2181`), failing with a message that
 //! names the variable when it cannot be reached, and can run a private ZooKeeper server that a
 //! test stops and starts.

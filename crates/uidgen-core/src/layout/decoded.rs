@@ -46,8 +46,8 @@ impl DecodedUid {
         zone.format_iso8601(self.timestamp_ms)
     }
 
-    /// Baidu's `parseUID` JSON shape with the timestamp in UTC: [`to_baidu_json_in`]
-    /// (Self::to_baidu_json_in) with [`Zone::utc`].
+    /// Baidu's `parseUID` JSON shape with the timestamp in UTC:
+    /// [`to_baidu_json_in`](Self::to_baidu_json_in) with [`Zone::utc`].
     ///
     /// ```
     /// use uidgen_core::{Layout, UidParts};

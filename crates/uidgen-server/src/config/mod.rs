@@ -1,6 +1,6 @@
 //! Service configuration: a TOML file, then `UIDGEN_…` environment overrides, then
 //! [`Config::settings`], which parses every section once into typed [`Settings`] holding the
-//! libraries' own options (a [`Layout`], [`LeaseOptions`](uidgen_store::LeaseOptions),
+//! libraries' own options (a [`Layout`], [`LeaseOptions`](uidgen_worker::LeaseOptions),
 //! [`CachedOptions`], [`SegmentOptions`](uidgen_segment::SegmentOptions),
 //! [`ZkOptions`](uidgen_zk::ZkOptions) ...). A section is checked by building its options,
 //! so each rule lives once, in the library; the config layer only names the key that broke
