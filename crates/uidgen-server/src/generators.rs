@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use tracing::warn;
 use uidgen_core::SystemClock;
+use uidgen_k8s::StatefulSetWorkerIdAssigner;
 use uidgen_store::{DisposableWorkerIdAssigner, LeasedWorkerIdAssigner, Store, StoreOptions};
 use uidgen_worker::{
     AnyBuilt, ContainerProbe, GeneratorBuilder, LeaseOptions, StateDir, StaticWorkerIdAssigner,
@@ -140,6 +141,24 @@ pub async fn assign(settings: &Settings, store: &Store) -> anyhow::Result<Worker
                 .with_lease_options(worker.lease.clone())
                 .allow_uncoordinated(worker.allow_uncoordinated),
         ),
+        // The pod's ordinal + offset, leased exactly in the store as a static id is: refused
+        // on the zero-config store (one host's own), since a StatefulSet spans hosts.
+        AssignerKind::Statefulset => {
+            let offset = section(settings.statefulset.as_ref())?.offset;
+            let ordinal = uidgen_k8s::PodOrdinal::from_env()
+                .context("cannot take the worker id from the pod's ordinal")?;
+            let id = ordinal.value().saturating_add(offset);
+            let assigner =
+                StatefulSetWorkerIdAssigner::new(ordinal, worker.state_file_for(id, &state_dir))
+                    .with_offset(offset)
+                    .registered_in(store.clone())
+                    .with_store_shared(settings.store_shared)
+                    .with_lease_options(worker.lease.clone());
+            Arc::new(match range {
+                Some(range) => assigner.with_range(range),
+                None => assigner,
+            })
+        }
         // A coordinator records its range in the store itself, then claims in the coordinator;
         // its holder is the assignment's keeper, as a lease is.
         AssignerKind::Zookeeper => {

@@ -29,6 +29,7 @@ const SECTIONS: &[&[EnvKey]] = &[
     super::worker::ENV,
     super::zookeeper::ENV,
     super::etcd::ENV,
+    super::statefulset::ENV,
     super::ring::ENV,
     super::segment::ENV,
     super::sharded::ENV,
@@ -88,6 +89,8 @@ pub const ENV_NOT_CONFIG: &[&str] = &[
     "UIDGEN_CONFIG",
     uidgen_worker::ENV_HOST,
     uidgen_worker::ENV_PORT,
+    // The statefulset assigner: the pod's ordinal, when not read from its hostname.
+    uidgen_k8s::ENV_POD_ORDINAL,
     // benches/client.rs and scripts: the binary to run.
     "UIDGEN_BIN",
     // scripts/test.sh: run the tests without starting the local services.

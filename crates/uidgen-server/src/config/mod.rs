@@ -7,7 +7,7 @@
 //! it. The service and the subcommands take [`Settings`] and never parse a key again.
 //!
 //! One file per section: [`layout`], [`generator`], [`worker`] (with [`ranges`]), [`ring`],
-//! [`segment`], [`zookeeper`], [`etcd`], [`sharded`]; the top-level keys are here, and [`mod@env`]
+//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`]; the top-level keys are here, and [`mod@env`]
 //! maps keys to `UIDGEN_…` variables. **Adding a key** means editing its section's file
 //! only: the field with its doc, its `Default`, its line in the section's `ENV` list, and its
 //! check in the section's `settings` (or `build`/`options`).
@@ -22,6 +22,7 @@ use uidgen_worker::StateDir;
 
 pub mod env;
 pub mod etcd;
+pub mod statefulset;
 pub mod generator;
 pub mod layout;
 pub mod ranges;
@@ -34,6 +35,7 @@ pub mod zookeeper;
 
 pub use env::{ENV_NOT_CONFIG, ENV_TEST_PREFIX, env_name, env_overrides};
 pub use etcd::{EtcdConfig, EtcdSettings};
+pub use statefulset::{StatefulSetConfig, StatefulSetSettings};
 pub use generator::{GeneratorConfig, GeneratorKind, MAX_BACKWARD_MS};
 pub use layout::LayoutConfig;
 pub use ranges::is_vesta;
@@ -172,6 +174,9 @@ pub struct Config {
     pub zookeeper: ZookeeperConfig,
     /// `[etcd]`: the etcd worker-id assigner (`worker.assigner = "etcd"`).
     pub etcd: EtcdConfig,
+    /// `[statefulset]`: the Kubernetes StatefulSet worker-id assigner
+    /// (`worker.assigner = "statefulset"`).
+    pub statefulset: StatefulSetConfig,
 }
 
 impl Default for Config {
@@ -192,6 +197,7 @@ impl Default for Config {
             sharded: ShardedConfig::default(),
             zookeeper: ZookeeperConfig::default(),
             etcd: EtcdConfig::default(),
+            statefulset: StatefulSetConfig::default(),
         }
     }
 }
@@ -256,6 +262,8 @@ pub struct Settings {
     pub zookeeper: Option<ZkSettings>,
     /// `[etcd]`, when the assigner is `etcd`.
     pub etcd: Option<EtcdSettings>,
+    /// `[statefulset]`, when the assigner is `statefulset`.
+    pub statefulset: Option<StatefulSetSettings>,
 }
 
 impl Settings {
@@ -449,6 +457,7 @@ impl Config {
             listen.port(),
         )?;
         let etcd = self.etcd.settings(&worker, &layout, listen.port())?;
+        let statefulset = self.statefulset.settings(&worker, &layout)?;
         Ok(Settings {
             listen,
             grpc_listen,
@@ -465,6 +474,7 @@ impl Config {
             sharded,
             zookeeper,
             etcd,
+            statefulset,
         })
     }
 }

@@ -83,6 +83,8 @@ fn effective_server_range(
                 AssignerKind::Etcd => (WorkerIdRange::full(layout), "etcd"),
                 AssignerKind::Leased => (WorkerIdRange::from_low(0), "leased"),
                 AssignerKind::Static => (WorkerIdRange::from_low(0), "static"),
+                // Its ids are leased as static ids are, in the static range.
+                AssignerKind::Statefulset => (WorkerIdRange::from_low(0), "statefulset"),
             };
             (range, format!("the {name} assigner's default"))
         }

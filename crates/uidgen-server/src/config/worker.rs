@@ -32,6 +32,9 @@ pub enum AssignerKind {
     Zookeeper,
     /// A claim key in etcd under a lease kept alive (`[etcd]`).
     Etcd,
+    /// A Kubernetes StatefulSet pod's ordinal plus `statefulset.offset` (`[statefulset]`),
+    /// leased exactly in the store, which must be configured (shared by every pod).
+    Statefulset,
 }
 
 /// `[worker]`: where the worker id comes from.
