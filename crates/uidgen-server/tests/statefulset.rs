@@ -84,7 +84,10 @@ async fn a_second_pod_with_the_same_ordinal_is_refused_naming_the_holder() {
         &["serve", "--listen", "127.0.0.1:0"],
         &pod_env("2", &dir_b, &store),
     );
-    assert!(!status.success(), "a second pod 2 must not serve:\n{stderr}");
+    assert!(
+        !status.success(),
+        "a second pod 2 must not serve:\n{stderr}"
+    );
     assert!(stderr.contains("102"), "names the worker id:\n{stderr}");
     assert!(
         stderr.contains(&format!("/{}", holder.pid())),
@@ -127,5 +130,8 @@ fn a_hostname_without_an_ordinal_is_refused_naming_it() {
         ],
     );
     assert!(!status.success(), "must refuse:\n{stderr}");
-    assert!(stderr.contains("`not-a-pod`"), "names the hostname:\n{stderr}");
+    assert!(
+        stderr.contains("`not-a-pod`"),
+        "names the hostname:\n{stderr}"
+    );
 }

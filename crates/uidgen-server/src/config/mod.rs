@@ -22,7 +22,6 @@ use uidgen_worker::StateDir;
 
 pub mod env;
 pub mod etcd;
-pub mod statefulset;
 pub mod generator;
 pub mod layout;
 pub mod ranges;
@@ -30,12 +29,12 @@ pub mod ring;
 pub mod segment;
 mod segment_groups;
 pub mod sharded;
+pub mod statefulset;
 pub mod worker;
 pub mod zookeeper;
 
 pub use env::{ENV_NOT_CONFIG, ENV_TEST_PREFIX, env_name, env_overrides};
 pub use etcd::{EtcdConfig, EtcdSettings};
-pub use statefulset::{StatefulSetConfig, StatefulSetSettings};
 pub use generator::{GeneratorConfig, GeneratorKind, MAX_BACKWARD_MS};
 pub use layout::LayoutConfig;
 pub use ranges::is_vesta;
@@ -43,6 +42,7 @@ pub use ring::{DEFAULT_MAX_BORROW_SECONDS, RingConfig};
 pub use segment::{SegmentConfig, SegmentSettings};
 pub use segment_groups::SegmentGroupConfig;
 pub use sharded::{RedisConfig, ShardedConfig};
+pub use statefulset::{StatefulSetConfig, StatefulSetSettings};
 pub use worker::{AssignerKind, MachineConfig, WorkerConfig, WorkerSettings};
 pub use zookeeper::{FALLBACK_STATIC_REMOVED, ZkSettings, ZookeeperConfig};
 

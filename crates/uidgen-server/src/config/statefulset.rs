@@ -41,11 +41,9 @@ impl StatefulSetConfig {
         if worker.assigner != AssignerKind::Statefulset {
             return Ok(None);
         }
-        let first = uidgen_k8s::StatefulSetWorkerIdAssigner::new(
-            uidgen_k8s::PodOrdinal::new(0),
-            "unused",
-        )
-        .with_offset(self.offset);
+        let first =
+            uidgen_k8s::StatefulSetWorkerIdAssigner::new(uidgen_k8s::PodOrdinal::new(0), "unused")
+                .with_offset(self.offset);
         let first = match worker.server_range {
             Some(range) => first.with_range(range),
             None => first,
