@@ -90,29 +90,7 @@ impl StatefulSetWorkerIdAssigner {
         self.registered_in_shared(Arc::new(store))
     }
 
-    /// [`registered_in`](Self::registered_in) a registry held elsewhere too.
-    #[must_use]
-    pub fn registered_in_shared(mut self, store: Arc<dyn ExactLeaseRegistry>) -> Self {
-        self.store = Some(store);
-        self
-    }
-
-    /// Whether the registered store is shared by every pod (default `true`). Say `false` for
-    /// a store private to one host (the service's zero-config SQLite file): the assigner then
-    /// refuses to start.
-    #[must_use]
-    pub fn with_store_shared(mut self, shared: bool) -> Self {
-        self.store_shared = shared;
-        self
-    }
-
-    /// The lease's ttl, heartbeat and holder name in the store (default
-    /// [`LeaseOptions::default`]).
-    #[must_use]
-    pub fn with_lease_options(mut self, options: LeaseOptions) -> Self {
-        self.lease = options;
-        self
-    }
+    uidgen_worker::exact_lease_setters!();
 
     /// The worker id: ordinal + offset, unchecked against a layout
     /// ([`StatefulSetError::OverWidth`] only when the sum overflows).

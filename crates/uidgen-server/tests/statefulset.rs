@@ -100,18 +100,23 @@ async fn a_second_pod_with_the_same_ordinal_is_refused_naming_the_holder() {
     assert_unique(ids);
 }
 
+/// `uidgen gen` with the statefulset assigner and `envs`, on the zero-config store in a state
+/// directory of its own: it must fail; its stderr.
+fn refused_gen(envs: &[(&str, &str)]) -> String {
+    let dir = own_state_dir();
+    let mut all = vec![
+        ("UIDGEN_WORKER_ASSIGNER", "statefulset"),
+        ("UIDGEN_STATE_DIR", dir.as_str()),
+    ];
+    all.extend_from_slice(envs);
+    let (status, _, stderr) = run(&["gen", "-n", "1"], &all);
+    assert!(!status.success(), "must refuse:\n{stderr}");
+    stderr
+}
+
 #[test]
 fn a_start_on_the_zero_config_store_is_refused() {
-    let dir = own_state_dir();
-    let (status, _, stderr) = run(
-        &["gen", "-n", "1"],
-        &[
-            ("UIDGEN_WORKER_ASSIGNER", "statefulset"),
-            ("UIDGEN_POD_ORDINAL", "1"),
-            ("UIDGEN_STATE_DIR", dir.as_str()),
-        ],
-    );
-    assert!(!status.success(), "must refuse:\n{stderr}");
+    let stderr = refused_gen(&[("UIDGEN_POD_ORDINAL", "1")]);
     assert!(
         stderr.contains("needs a store every pod shares"),
         "says what to configure:\n{stderr}"
@@ -120,16 +125,7 @@ fn a_start_on_the_zero_config_store_is_refused() {
 
 #[test]
 fn a_hostname_without_an_ordinal_is_refused_naming_it() {
-    let dir = own_state_dir();
-    let (status, _, stderr) = run(
-        &["gen", "-n", "1"],
-        &[
-            ("UIDGEN_WORKER_ASSIGNER", "statefulset"),
-            ("HOSTNAME", "not-a-pod"),
-            ("UIDGEN_STATE_DIR", dir.as_str()),
-        ],
-    );
-    assert!(!status.success(), "must refuse:\n{stderr}");
+    let stderr = refused_gen(&[("HOSTNAME", "not-a-pod")]);
     assert!(
         stderr.contains("`not-a-pod`"),
         "names the hostname:\n{stderr}"

@@ -166,7 +166,7 @@ impl MachineWorkerIdAssigner {
         self.registered_in_shared(Arc::new(store))
     }
 
-    crate::registry::exact_lease_setters!();
+    crate::exact_lease_setters!();
 
     /// Start without a shared store even inside a container: the operator states that the
     /// containers' worker ids are kept apart some other way (one container per host with host

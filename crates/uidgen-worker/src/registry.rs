@@ -73,15 +73,18 @@ pub trait ExactLeaseRegistry: RangeRegistry {
 }
 
 /// The builder methods of an assigner that leases its exact id in the store it is registered
-/// in (static, machine). The type needs `store: Option<Arc<dyn ExactLeaseRegistry>>`,
-/// `store_shared: bool` and `lease: LeaseOptions` fields.
+/// in (static, machine, and `uidgen-k8s`'s statefulset assigner, hence exported). The type needs
+/// `store: Option<Arc<dyn ExactLeaseRegistry>>`, `store_shared: bool` and
+/// `lease: LeaseOptions` fields.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! exact_lease_setters {
     () => {
         /// [`registered_in`](Self::registered_in) a registry held elsewhere too.
         #[must_use]
         pub fn registered_in_shared(
             mut self,
-            store: std::sync::Arc<dyn crate::ExactLeaseRegistry>,
+            store: std::sync::Arc<dyn $crate::ExactLeaseRegistry>,
         ) -> Self {
             self.store = Some(store);
             self
@@ -90,7 +93,8 @@ macro_rules! exact_lease_setters {
         /// Whether the registered store is shared by every host and container that could take
         /// these worker ids (default `true`). Say `false` for a store private to this host (the
         /// service's zero-config SQLite file): it still keeps the processes that share it
-        /// apart, but does not count as a coordinator, so the container check applies.
+        /// apart, but does not count as a coordinator, so the container check applies (and
+        /// an assigner whose processes span hosts refuses to start).
         #[must_use]
         pub fn with_store_shared(mut self, shared: bool) -> Self {
             self.store_shared = shared;
@@ -98,13 +102,11 @@ macro_rules! exact_lease_setters {
         }
 
         /// The lease's ttl, heartbeat and holder name in the store (default
-        /// [`LeaseOptions::default`](crate::LeaseOptions::default); its range and cache are
-        /// not used).
+        /// `LeaseOptions::default()`; its range and cache are not used).
         #[must_use]
-        pub fn with_lease_options(mut self, options: crate::LeaseOptions) -> Self {
+        pub fn with_lease_options(mut self, options: $crate::LeaseOptions) -> Self {
             self.lease = options;
             self
         }
     };
 }
-pub(crate) use exact_lease_setters;

@@ -113,7 +113,7 @@ impl StaticWorkerIdAssigner {
         self.registered_in_shared(Arc::new(store))
     }
 
-    crate::registry::exact_lease_setters!();
+    crate::exact_lease_setters!();
 
     /// Refuse to start without a shared store when `probe` finds a container
     /// ([`WorkerError::UncoordinatedInContainer`]): a recreated container starts with a fresh
