@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Server, assert_unique, fresh_cwd, ids_in, json, run};
+use common::{Server, assert_unique, fetch, fresh_cwd, ids_in, json, run};
 use uidgen_store::testing::{TestDb, fresh_url};
 
 /// A fresh PostgreSQL database every "pod" of one test shares (PostgreSQL on 127.0.0.1:5432,
@@ -66,6 +66,8 @@ async fn pods_with_different_ordinals_serve_with_ordinal_plus_offset_and_never_c
     let a = Server::start(&[], &pod_env("0", &dir_a, &store));
     let b = Server::start(&[], &pod_env("3", &dir_b, &store));
     assert_eq!((a.worker_id(), b.worker_id()), (100, 103));
+    let (_, body) = fetch(&reqwest::Client::new(), &a.url("/v1/status")).await;
+    assert_eq!(json(&body)["assigner"], "statefulset", "{body}");
     let (ids_a, workers_a) = ids_and_workers(&a, 5_000).await;
     let (ids_b, workers_b) = ids_and_workers(&b, 5_000).await;
     assert!(workers_a.iter().all(|&w| w == 100), "pod 0 stamps 100");
