@@ -21,6 +21,7 @@ use uidgen_core::{FieldKind, GenMethod, UidError, UidGenerator};
 use axum::http::StatusCode;
 
 use super::{ApiError, AppState};
+use crate::config::EmptyRing;
 
 /// A waiter that has not been woken looks at the ring again after this long anyway: the
 /// padding thread's signal is what wakes it, this only bounds the damage of a signal that
@@ -52,7 +53,9 @@ impl PaddingSignal {
 
 /// `n` IDs from the generator's stock (its ring): what it holds now, then, while it is empty,
 /// awaiting the padding's signal (no thread is held). Fails when the producer stopped, when the
-/// worker id's keeper ended, or when nothing was padded for the stock's stall limit.
+/// worker id's keeper ended, or when nothing was padded for as long as [`AppState::empty_ring`]
+/// allows: the stock's stall limit by default, a configured wait, or not at all
+/// ([`EmptyRing::Fail`]: `ring_empty` as soon as the ring holds fewer than `n`).
 ///
 /// Cancel safety: IDs taken before the future is dropped are lost, never reissued.
 async fn from_ring(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
@@ -83,7 +86,11 @@ async fn from_ring(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
             return Err(ApiError::generation(stopped));
         }
         let stalled = progress.elapsed();
-        let limit = stock.stall_limit;
+        let limit = match state.empty_ring {
+            EmptyRing::Fail => Duration::ZERO,
+            EmptyRing::AwaitStallLimit => stock.stall_limit,
+            EmptyRing::Await(wait) => wait,
+        };
         if stalled >= limit {
             return Err(ApiError::generation(UidError::RingEmpty(format!(
                 "no ID padded for {stalled:?} with {} of {n} taken",
