@@ -34,7 +34,6 @@ pub struct RingConfig {
     /// gRPC request gives up when nothing was padded for this long. Unset (the default): the
     /// library waits [`DEFAULT_TAKE_WAIT`] and requests wait for the generator's stall limit
     /// (two time units and 5 s), the longest a working padding thread is silent.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub take_wait_ms: Option<u64>,
     /// What a put into a full ring does with the ID besides counting it (`rejected_puts`):
     /// log a warning, at most once a second (the default), or discard it silently.
