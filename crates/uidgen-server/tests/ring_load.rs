@@ -115,16 +115,18 @@ async fn callers_waiting_for_an_empty_ring_hold_no_thread_and_borrowing_stays_bo
     assert!(!padding.ends_with(" 0"), "{padding}");
 }
 
+/// A server on [`SMALL_RING`] with its own store and `policy`, one `(variable, value)`.
+fn small_ring_server(store_name: &str, policy: (&str, &str)) -> Server {
+    let store = sqlite_url(store_name);
+    let own = [("UIDGEN_STORE", &*store), policy];
+    Server::start(&[], &[&own[..], SMALL_RING].concat())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_the_ring_cannot_fill_fails_at_once_with_fail_and_is_served_with_wait() {
     let client = reqwest::Client::new();
     let url = format!("/v1/ids?count={MORE_THAN_THE_RING}");
-    let store = sqlite_url("reject-fail");
-    let fail = [
-        ("UIDGEN_STORE", &*store),
-        ("UIDGEN_RING_TAKE_REJECTION", "fail"),
-    ];
-    let server = Server::start(&[], &[&fail[..], SMALL_RING].concat());
+    let server = small_ring_server("reject-fail", ("UIDGEN_RING_TAKE_REJECTION", "fail"));
     let (status, body) = fetch(&client, &server.url(&url)).await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(json(&body)["code"], "ring_empty", "{body}");
@@ -135,12 +137,7 @@ async fn a_request_the_ring_cannot_fill_fails_at_once_with_fail_and_is_served_wi
 
     // Waiting (the default policy, here with an explicit bound well above a padding's second),
     // the same request is served once padding has caught up with the clock.
-    let store = sqlite_url("reject-wait");
-    let wait = [
-        ("UIDGEN_STORE", &*store),
-        ("UIDGEN_RING_TAKE_WAIT_MS", "10000"),
-    ];
-    let server = Server::start(&[], &[&wait[..], SMALL_RING].concat());
+    let server = small_ring_server("reject-wait", ("UIDGEN_RING_TAKE_WAIT_MS", "10000"));
     let (status, body) = fetch(&client, &server.url(&url)).await;
     assert_eq!(status, 200, "{body}");
     let ids = ids_in(&json(&body));
