@@ -40,7 +40,12 @@ pub struct RingConfig {
     pub put_rejection: PutRejection,
 }
 
-/// `ring.take_rejection`: Baidu's `RejectedUidHandler` choices for an empty ring.
+/// `ring.take_rejection`: Baidu's `RejectedUidBufferHandler` choices for an empty ring.
+///
+/// ```
+/// use uidgen_server::config::{RingConfig, TakeRejection};
+/// assert_eq!(RingConfig::default().take_rejection, TakeRejection::Wait);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TakeRejection {
@@ -52,6 +57,11 @@ pub enum TakeRejection {
 }
 
 /// `ring.put_rejection`: Baidu's `RejectedPutBufferHandler` choices for a full ring.
+///
+/// ```
+/// use uidgen_server::config::{PutRejection, RingConfig};
+/// assert_eq!(RingConfig::default().put_rejection, PutRejection::Log);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PutRejection {
