@@ -61,6 +61,16 @@ impl PaddingSignal {
 async fn from_ring(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
     let ring = state.generator.as_ref();
     let padded = state.padded.of(ring);
+    // Failing fast, a batch the ring cannot hold now is refused before it takes anything:
+    // IDs taken and dropped would be lost, and a ring bounded by the clock would fall behind.
+    if state.empty_ring == EmptyRing::Fail
+        && let Some(stock) = ring.stock().filter(|s| s.available < n as u64)
+    {
+        return Err(ApiError::generation(UidError::RingEmpty(format!(
+            "{} of {n} IDs ready and ring.take_rejection is \"fail\"",
+            stock.available
+        ))));
+    }
     let mut ids = Vec::new();
     let mut progress = Instant::now();
     loop {
