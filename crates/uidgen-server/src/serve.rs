@@ -199,6 +199,7 @@ async fn serve_with_worker(
     let mut state = AppState::embedded(Arc::clone(&built.generator), worker_id)
         .kept_by(assignment.keeper.clone());
     state.batch_cap = settings.batch_cap;
+    state.empty_ring = settings.empty_ring;
     state.generator_kind = Some(settings.generator.kind.name());
     state.assigner = Some(assignment.kind.name());
     state.admin_token.clone_from(&settings.admin_token);

@@ -26,6 +26,50 @@ fn decode_reads_options_after_the_ids() {
 }
 
 #[test]
+fn decode_shows_the_time_in_utc_unless_tz_names_a_zone() {
+    // Baidu's legacy epoch is 2016-05-20T00:00:00+08:00, so time unit 3 is 2016-05-19T16:00:03Z.
+    let legacy = ["--layout", "baidu_legacy"];
+    let make = ["make", "--units", "3", "--worker", "2", "--seq", "1"];
+    let (status, id, err) = run(&[&make[..], &legacy].concat(), &[]);
+    assert!(status.success(), "{err}");
+    let id = id.trim().to_owned();
+    // `TZ` is set on purpose: it is not read, so the host's zone cannot change the output.
+    let tokyo = [("TZ", "Asia/Tokyo")];
+    let (status, out, err) = run(&[&["decode", &id][..], &legacy].concat(), &tokyo);
+    assert!(status.success(), "{err}");
+    assert!(out.contains(" time=2016-05-19T16:00:03.000Z "), "{out}");
+    let (status, out, err) = run(
+        &[&["decode", &id, "--tz", "Asia/Shanghai"][..], &legacy].concat(),
+        &tokyo,
+    );
+    assert!(status.success(), "{err}");
+    assert!(
+        out.contains(" time=2016-05-20T00:00:03.000+08:00[Asia/Shanghai] "),
+        "{out}"
+    );
+    let (status, out, err) = run(
+        &[&["decode", "--json", &id, "--tz", "-05:30"][..], &legacy].concat(),
+        &tokyo,
+    );
+    assert!(status.success(), "{err}");
+    assert!(
+        out.contains(r#""timestamp":"2016-05-19 10:30:03","timeZone":"-05:30""#),
+        "{out}"
+    );
+}
+
+#[test]
+fn decode_refuses_an_unknown_zone_naming_it() {
+    let (status, out, err) = run(&["decode", "1", "--tz", "Mars/Olympus"], &[]);
+    assert!(!status.success(), "ran: {out}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("--tz") && err.contains("Mars/Olympus"),
+        "{err}"
+    );
+}
+
+#[test]
 fn an_unknown_option_is_a_usage_error_and_a_negative_id_a_malformed_one() {
     let (status, _, err) = run(&["decode", "1", "--bogus"], &[]);
     assert_eq!(status.code(), Some(2), "clap's usage error: {err}");

@@ -14,10 +14,12 @@ pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
         return decode_sharded(&args.ids, args.json);
     }
     let layout = args.layout.layout(&args.config)?;
+    // UTC unless `--tz` says otherwise (Baidu's parseUID used the JVM's zone, unnamed).
+    let zone = args.tz.clone().unwrap_or_default();
     for text in &args.ids {
         let d = layout.decode_str(text)?;
         if args.json {
-            println!("{}", d.to_baidu_json());
+            println!("{}", d.to_baidu_json_in(&zone));
         } else {
             // keyworker splits its worker into machine and process parts: show both.
             let parts = d.worker_parts.map_or_else(String::new, |p| {
@@ -32,7 +34,7 @@ pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
             println!(
                 "{} time={} worker={}{parts} sequence={}{vesta} layout={}",
                 d.id,
-                d.timestamp_iso8601(),
+                d.timestamp_in(&zone),
                 d.parts.worker,
                 d.parts.sequence,
                 d.layout

@@ -13,7 +13,7 @@ pub use decode::{decode, make};
 pub use generate::{bench_generator, gen_ids, migrate};
 
 use clap::{Args, Parser, Subcommand};
-use uidgen_core::Layout;
+use uidgen_core::{Layout, Zone};
 
 use crate::config::Config;
 
@@ -166,6 +166,14 @@ pub struct DecodeArgs {
     /// Print Baidu's parseUID JSON instead of a line of text.
     #[arg(long)]
     pub json: bool,
+    /// Show the encoded time in this zone: `UTC` (the default), an offset such as `+08:00`,
+    /// or an IANA name such as `Asia/Shanghai`. The `TZ` variable is not read, so a script's
+    /// output does not change with the host's zone: pass `--tz "$TZ"` to use it. The text
+    /// names the zone (an offset and `[name]` after the time); `--json` adds Baidu's
+    /// `timestamp` in the zone's local time and a `timeZone` key. Sharded IDs hold no time.
+    // A western offset starts with `-`: taken as the value, not as an option.
+    #[arg(long, value_name = "ZONE", allow_hyphen_values = true)]
+    pub tz: Option<Zone>,
     /// The IDs. Options may come before, between or after them; a negative number is taken
     /// as an ID (and refused as one), not as an option.
     #[arg(required = true, allow_negative_numbers = true)]

@@ -38,7 +38,10 @@ pub use etcd::{EtcdConfig, EtcdSettings};
 pub use generator::{GeneratorConfig, GeneratorKind, MAX_BACKWARD_MS};
 pub use layout::LayoutConfig;
 pub use ranges::is_vesta;
-pub use ring::{DEFAULT_MAX_BORROW_SECONDS, RingConfig};
+pub use ring::{
+    DEFAULT_MAX_BORROW_SECONDS, DEFAULT_TAKE_WAIT, EmptyRing, MAX_TAKE_WAIT_MS, PutRejection,
+    RingConfig, TakeRejection,
+};
 pub use segment::{SegmentConfig, SegmentSettings};
 pub use segment_groups::SegmentGroupConfig;
 pub use sharded::{RedisConfig, ShardedConfig};
@@ -254,6 +257,8 @@ pub struct Settings {
     pub worker: WorkerSettings,
     /// `[ring]`: the cached generator's options (without a fence: the assignment adds it).
     pub ring: CachedOptions,
+    /// `[ring]`'s take policy as HTTP and gRPC requests apply it.
+    pub empty_ring: EmptyRing,
     /// `[segment]`.
     pub segment: SegmentSettings,
     /// `[redis]` and `[sharded]`: the options when the mode is on.
@@ -470,6 +475,7 @@ impl Config {
             generator,
             worker,
             ring,
+            empty_ring: self.ring.empty_ring(),
             segment,
             sharded,
             zookeeper,

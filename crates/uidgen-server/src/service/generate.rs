@@ -21,6 +21,7 @@ use uidgen_core::{FieldKind, GenMethod, UidError, UidGenerator};
 use axum::http::StatusCode;
 
 use super::{ApiError, AppState};
+use crate::config::EmptyRing;
 
 /// A waiter that has not been woken looks at the ring again after this long anyway: the
 /// padding thread's signal is what wakes it, this only bounds the damage of a signal that
@@ -52,12 +53,24 @@ impl PaddingSignal {
 
 /// `n` IDs from the generator's stock (its ring): what it holds now, then, while it is empty,
 /// awaiting the padding's signal (no thread is held). Fails when the producer stopped, when the
-/// worker id's keeper ended, or when nothing was padded for the stock's stall limit.
+/// worker id's keeper ended, or when nothing was padded for as long as [`AppState::empty_ring`]
+/// allows: the stock's stall limit by default, a configured wait, or not at all
+/// ([`EmptyRing::Fail`]: `ring_empty` as soon as the ring holds fewer than `n`).
 ///
 /// Cancel safety: IDs taken before the future is dropped are lost, never reissued.
 async fn from_ring(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
     let ring = state.generator.as_ref();
     let padded = state.padded.of(ring);
+    // Failing fast, a batch the ring cannot hold now is refused before it takes anything:
+    // IDs taken and dropped would be lost, and a ring bounded by the clock would fall behind.
+    if state.empty_ring == EmptyRing::Fail
+        && let Some(stock) = ring.stock().filter(|s| s.available < n as u64)
+    {
+        return Err(ApiError::generation(UidError::RingEmpty(format!(
+            "{} of {n} IDs ready and ring.take_rejection is \"fail\"",
+            stock.available
+        ))));
+    }
     let mut ids = Vec::new();
     let mut progress = Instant::now();
     loop {
@@ -83,7 +96,11 @@ async fn from_ring(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
             return Err(ApiError::generation(stopped));
         }
         let stalled = progress.elapsed();
-        let limit = stock.stall_limit;
+        let limit = match state.empty_ring {
+            EmptyRing::Fail => Duration::ZERO,
+            EmptyRing::AwaitStallLimit => stock.stall_limit,
+            EmptyRing::Await(wait) => wait,
+        };
         if stalled >= limit {
             return Err(ApiError::generation(UidError::RingEmpty(format!(
                 "no ID padded for {stalled:?} with {} of {n} taken",

@@ -29,6 +29,7 @@ pub use ready::{
 pub use segments::{segment_error, service as segment_service};
 
 pub use crate::config::DEFAULT_BATCH_CAP;
+use crate::config::EmptyRing;
 use crate::metrics::Metrics;
 
 /// What a request to a starting server is told, over HTTP and gRPC alike.
@@ -68,6 +69,9 @@ pub struct AppState {
     /// What handlers waiting for the generator's ring await (connected to it on the first
     /// wait).
     pub padded: PaddingSignal,
+    /// What a request does while the ring holds fewer IDs than it asked for
+    /// (`ring.take_rejection`, `ring.take_wait_ms`).
+    pub empty_ring: EmptyRing,
     /// The most IDs one request may ask for.
     pub batch_cap: usize,
     /// Bearer token for admin routes; `None` disables them.
@@ -118,6 +122,7 @@ impl AppState {
             generator,
             worker_id,
             padded: PaddingSignal::default(),
+            empty_ring: EmptyRing::default(),
             batch_cap: DEFAULT_BATCH_CAP,
             admin_token: None,
             metrics: Metrics::new(),
