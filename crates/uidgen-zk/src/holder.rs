@@ -325,8 +325,11 @@ impl ZkHolder {
         self.task.0.abort();
     }
 
-    /// [`shutdown`](Self::shutdown) without blocking a thread.
-    async fn stop(&self) {
+    /// [`shutdown`](Self::shutdown) without blocking a thread, and so graceful on any runtime:
+    /// a report round under way (its `setData`, then its cache-file write) finishes first, so
+    /// a restart finds the cache file agreeing with the node. `shutdown` can only wait like
+    /// this on a multi-thread runtime; on a current-thread one it stops at once.
+    pub async fn stop(&self) {
         self.begin_stop();
         let deadline = tokio::time::Instant::now() + STOP_WAIT;
         while self.round_under_way() && tokio::time::Instant::now() < deadline {

@@ -92,7 +92,7 @@ async fn a_restart_with_the_same_address_keeps_its_worker_id_and_another_port_ge
     assert_eq!(a.source, ZkSource::ZooKeeper);
     let id = a.assignment.worker_id;
     let issued = generator(&a, SystemClock).next_ids(1000).unwrap();
-    stop(&a);
+    stop(&a).await;
     drop(a); // the process ends: its cache file is unlocked
     // The same ip:port (and its cache): Leaf's rule, the same worker id, above what it issued.
     let again = start(&first).await.unwrap();
@@ -102,8 +102,8 @@ async fn a_restart_with_the_same_address_keeps_its_worker_id_and_another_port_ge
     // Another port: another id.
     let other = start(&options(&connect, 8081, dir.path())).await.unwrap();
     assert_ne!(other.assignment.worker_id, id);
-    stop(&again);
-    stop(&other);
+    stop(&again).await;
+    stop(&other).await;
 }
 
 #[tokio::test]
@@ -113,13 +113,13 @@ async fn a_restart_without_its_cache_leaves_a_reserved_id_alone_and_claims_anoth
     let first = options(&connect, 8080, dir.path());
     let a = start(&first).await.unwrap();
     let a_id = a.assignment.worker_id;
-    stop(&a);
+    stop(&a).await;
     drop(a);
     std::fs::remove_file(&first.cache_file).unwrap();
     // Nothing proves how far the last life issued but its reservation (a day ahead).
     let b = start(&first).await.unwrap();
     assert_ne!(b.assignment.worker_id, a_id);
-    stop(&b);
+    stop(&b).await;
 }
 
 #[tokio::test]
@@ -128,7 +128,7 @@ async fn a_node_reporting_a_time_ahead_of_the_clock_refuses_the_start() {
     let dir = tempfile::tempdir().unwrap();
     let first = options(&connect, 8080, dir.path());
     let a = start(&first).await.unwrap();
-    stop(&a);
+    stop(&a).await;
     drop(a);
     // The clock went back a minute across the restart (Leaf refuses this too).
     let behind = ManualClock::new(now() - 60_000);
@@ -159,11 +159,11 @@ async fn the_peer_average_check_refuses_a_skewed_clock() {
     }
     // A clock within the bound starts.
     let fine = start(&new_node).await.unwrap();
-    stop(&fine);
+    stop(&fine).await;
     // A restart on its own node is checked against that node's last report only (Leaf): a
     // clock ahead of the peers starts there.
     let a_id = a.assignment.worker_id;
-    stop(&a);
+    stop(&a).await;
     drop(a);
     let ahead = ManualClock::new(now() + 60_000);
     let again = start_on(&options(&connect, 1, dir.path()), &ahead)
@@ -171,7 +171,7 @@ async fn the_peer_average_check_refuses_a_skewed_clock() {
         .unwrap();
     assert_eq!(again.assignment.worker_id, a_id);
     for held in [&again, &b] {
-        stop(held);
+        stop(held).await;
     }
 }
 
@@ -204,7 +204,7 @@ async fn a_new_holder_started_right_after_a_zookeeper_outage_is_not_refused_for_
         .collect();
     assert_eq!(ids.len(), 3);
     for held in peers.iter().chain([&fresh]) {
-        stop(held);
+        stop(held).await;
     }
 }
 
@@ -291,7 +291,7 @@ async fn zookeeper_down_at_start_up_runs_on_the_cache_and_refuses_a_cache_ahead_
     let a = start(&up).await.unwrap();
     let id = a.assignment.worker_id;
     let issued = generator(&a, SystemClock).next_ids(1000).unwrap();
-    stop(&a);
+    stop(&a).await;
     drop(a);
 
     let mut down = up.clone();
@@ -306,7 +306,7 @@ async fn zookeeper_down_at_start_up_runs_on_the_cache_and_refuses_a_cache_ahead_
     let next = generator(&cached, SystemClock).next_id().unwrap();
     assert!(next > *issued.iter().max().unwrap());
     assert!(!cached.holder.status().connected);
-    stop(&cached);
+    stop(&cached).await;
     drop(cached);
 
     // A clock behind the cache's mark is refused.
@@ -342,7 +342,7 @@ async fn reclaim_frees_dead_holders_ids_but_never_a_live_nodes() {
     let dead = start_on(&options(&connect, 2, dir.path()), &old)
         .await
         .unwrap();
-    stop(&dead);
+    stop(&dead).await;
     let live_id = live.assignment.worker_id;
     let reclaimer = ZooKeeperWorkerIdAssigner::new(options(&connect, 3, dir.path()));
     let week = Duration::from_secs(7 * 24 * 3600);
@@ -367,7 +367,7 @@ async fn reclaim_frees_dead_holders_ids_but_never_a_live_nodes() {
         .await
         .unwrap_err();
     assert!(matches!(error, ZkError::ReclaimThreshold { .. }), "{error}");
-    stop(&live);
+    stop(&live).await;
 }
 
 #[tokio::test]
@@ -388,7 +388,7 @@ async fn a_reclaimed_id_never_issues_in_a_time_unit_its_old_holder_used() {
         old_clock.advance(1);
     }
     let reserved = old.holder.status().reserved_until_ms;
-    stop(&old);
+    stop(&old).await;
     let layout = Layout::leaf().unwrap();
     let old_last = old_ids
         .iter()
@@ -427,7 +427,7 @@ async fn a_reclaimed_id_never_issues_in_a_time_unit_its_old_holder_used() {
         new_gen.next_id(),
         Err(UidError::ClockMovedBackwards { .. } | UidError::BeyondFence { .. })
     ));
-    stop(&new);
+    stop(&new).await;
 }
 
 #[tokio::test]
@@ -471,7 +471,7 @@ async fn a_used_up_range_is_a_typed_error_naming_it() {
         "{error}"
     );
     for h in &held {
-        stop(h);
+        stop(h).await;
     }
 }
 
@@ -516,8 +516,8 @@ async fn java_leaf_nodes_count_as_used_and_their_address_keeps_its_id() {
         .await
         .unwrap();
     assert!(String::from_utf8_lossy(&bytes).contains("reserved_until"));
-    stop(&a);
-    stop(&b);
+    stop(&a).await;
+    stop(&b).await;
 }
 
 #[tokio::test]
@@ -530,7 +530,7 @@ async fn automatic_reclaim_frees_a_dead_holders_id_after_the_threshold() {
         o
     };
     let dead = start(&short(1)).await.unwrap();
-    stop(&dead);
+    stop(&dead).await;
     let mut reclaiming = short(2);
     reclaiming.auto_reclaim_after = Some(Duration::from_secs(1));
     let held = start(&reclaiming).await.unwrap();
@@ -562,7 +562,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
     opts.session_timeout = Duration::from_secs(2);
     let first = start(&opts).await.unwrap();
     let id = first.assignment.worker_id;
-    stop(&first);
+    stop(&first).await;
     drop(first);
 
     // Down at start: the cache; back: the node is still at the write the cache saw.
@@ -585,7 +585,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
     }
     assert_eq!(holder.status().lost, None);
     holder.check().unwrap();
-    stop(&cached);
+    stop(&cached).await;
     drop((cached, holder));
 
     // Someone else writes the node while this host is away: its cache start loses the id.

@@ -35,9 +35,11 @@ pub async fn start_on(options: &ZkOptions, clock: &ManualClock) -> Result<ZkAssi
         .await
 }
 
-/// Stop reporting (the session closes; the node and cache stay).
-pub fn stop(assigned: &ZkAssignment) {
-    assigned.holder.shutdown();
+/// Stop reporting (the session closes; the node and cache stay), letting a round under way
+/// finish, as the service's release does: the tests run on current-thread runtimes, where the
+/// blocking `shutdown` cannot wait for it.
+pub async fn stop(assigned: &ZkAssignment) {
+    assigned.holder.stop().await;
 }
 
 /// The system clock (ms).
