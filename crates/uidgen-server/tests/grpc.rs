@@ -417,16 +417,25 @@ async fn health_and_reflection_answer() {
         .connect()
         .await
         .unwrap();
-    let mut health = HealthClient::new(channel.clone());
+    let health = HealthClient::new(channel.clone());
     for service in ["", "uidgen.v1.IdService"] {
-        let answer = health
-            .check(HealthCheckRequest {
-                service: service.into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        assert_eq!(answer.status(), ServingStatus::Serving, "{service:?}");
+        // The health service follows readiness in a task of its own (re-read every few
+        // seconds), so right after "uidgen serving" it may not have reported the open state
+        // yet: wait for SERVING rather than read the first answer.
+        uidgen_testkit::eventually_some(&format!("gRPC health {service:?} SERVING"), 30, || {
+            let mut health = health.clone();
+            async move {
+                let answer = health
+                    .check(HealthCheckRequest {
+                        service: service.into(),
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner();
+                (answer.status() == ServingStatus::Serving).then_some(())
+            }
+        })
+        .await;
     }
     let mut reflection = ServerReflectionClient::new(channel);
     let request = ServerReflectionRequest {
