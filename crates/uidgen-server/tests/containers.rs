@@ -330,6 +330,36 @@ async fn static_ids_in_containers_sharing_a_store_are_leased_or_refused() {
     assert_eq!(equal, 0, "{equal} equal IDs");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statefulset_pods_in_containers_sharing_a_store_are_leased_or_refused() {
+    require_namespaces();
+    let store = shared_postgres().await;
+    let pod = |ordinal: &'static str| {
+        vec![
+            ("UIDGEN_WORKER_ASSIGNER", "statefulset"),
+            ("UIDGEN_POD_ORDINAL", ordinal),
+            ("UIDGEN_STATEFULSET_OFFSET", "100"),
+            ("UIDGEN_LAYOUT", "keyworker"),
+            ("UIDGEN_STORE", store.as_str()),
+        ]
+    };
+    let two = Container::start(5, &pod("2")).unwrap_or_else(|log| panic!("{log}"));
+    // A mis-set ordinal on another host: refused at start-up, naming the worker id.
+    let refused = Container::start(6, &pod("2"))
+        .err()
+        .expect("a second pod with ordinal 2");
+    assert!(refused.contains("102"), "{refused}");
+    let three = Container::start(7, &pod("3")).unwrap_or_else(|log| panic!("{log}"));
+    let (ids_2, ids_3, equal) = ids_of_both(&two, &three);
+    assert_eq!(workers(&ids_2), HashSet::from([102]));
+    assert_eq!(workers(&ids_3), HashSet::from([103]));
+    eprintln!(
+        "statefulset: workers 102 and 103, {} IDs, {equal} equal",
+        2 * PER_CONTAINER
+    );
+    assert_eq!(equal, 0, "{equal} equal IDs");
+}
+
 #[test]
 fn without_a_shared_store_containers_are_refused_naming_the_way_out() {
     require_namespaces();
