@@ -128,6 +128,9 @@ ensure_chromium
 # The doc examples (crates/uidgen-server/tests/docs/) run real curl, and the API fuzz below
 # reads its answers with it too.
 command -v curl >/dev/null || apt_install curl
+# The emulated containers (crates/uidgen-server/tests/containers*.rs) reach ZooKeeper and etcd
+# through socat, as another host reaches them over the network.
+command -v socat >/dev/null || apt_install socat
 # The fuzz and the container linters are Python tools in a venv (scripts/venv.sh).
 python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
 

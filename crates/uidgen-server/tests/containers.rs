@@ -9,191 +9,22 @@
 //!   the holder, and two static ids issue disjoint IDs.
 //! - Without one, both assigners refuse to start, naming the setting that would let them.
 //!
-//! The kernel here has no `dummy` driver, so `eth0` is one end of a veth pair (both ends get
-//! fixed MACs: the machine part hashes every MAC it sees). IDs are fetched over HTTP from
-//! inside the container's network namespace (`nsenter --net curl`). A machine where
-//! namespaces cannot be made fails these tests, saying so: they do not skip.
+//! How a container is emulated: `common/container.rs`. The coordinators' containers (ZooKeeper,
+//! etcd) are in `containers_coordinated.rs`.
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 mod common;
 
+#[path = "common/container.rs"]
+mod container;
+
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use common::{assert_unique, binary, fresh_cwd, ids_in, json};
-use uidgen_core::Layout;
-use uidgen_store::testing::{TestDb, fresh_url};
+use common::{assert_unique, fresh_cwd};
+use container::{
+    Container, PER_CONTAINER, ids_of_both, require_namespaces, shared_postgres, workers,
+};
 use uidgen_worker::{HostIdentity, MachinePart};
-
-/// IDs fetched from each container.
-const PER_CONTAINER: usize = 50_000;
-/// Where PostgreSQL's unix socket lives (a directory), overridable for other machines.
-const SOCKET_DIR_VAR: &str = "UIDGEN_TEST_POSTGRES_SOCKET_DIR";
-
-/// What sets up the container's network and mounts, then becomes `uidgen serve` (pid 1).
-/// Arguments: the binary, eth0's MAC, the peer's MAC.
-const SETUP: &str = r#"set -e
-ip link set lo up
-ip link add eth0 type veth peer name veth0
-ip link set eth0 address "$2"
-ip link set veth0 address "$3"
-ip link set eth0 up
-mount -t sysfs sysfs /sys
-exec "$1" serve --listen 127.0.0.1:8080
-"#;
-
-/// Fail (not skip) with what is missing when this machine cannot make namespaces.
-fn require_namespaces() {
-    let out = Command::new("unshare")
-        .args(["--pid", "--net", "--fork", "--mount-proc", "sh", "-c"])
-        .arg("ip link add eth0 type veth peer name veth0 && mount -t sysfs sysfs /sys")
-        .output();
-    match out {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => panic!(
-            "cannot emulate containers here: `unshare --pid --net --fork --mount-proc` with a \
-             veth pair and a sysfs mount failed ({}): {}; these tests need root (or \
-             CAP_SYS_ADMIN and CAP_NET_ADMIN), util-linux's unshare and iproute2",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(error) => panic!("cannot run `unshare` (util-linux): {error}"),
-    }
-}
-
-/// A fresh PostgreSQL database as the containers reach it: through the unix socket.
-async fn shared_postgres() -> String {
-    let tcp = fresh_url(TestDb::Postgres).await.unwrap();
-    let name = tcp.rsplit('/').next().unwrap().to_owned();
-    let dir = std::env::var(SOCKET_DIR_VAR).unwrap_or_else(|_| "/var/run/postgresql".into());
-    assert!(
-        PathBuf::from(&dir).join(".s.PGSQL.5432").exists(),
-        "PostgreSQL's unix socket is not in {dir} (set {SOCKET_DIR_VAR}): the containers have \
-         network namespaces of their own and reach the database only through it"
-    );
-    format!("postgres://postgres@localhost/{name}?host={dir}")
-}
-
-/// One emulated container running `uidgen serve`; killed when dropped.
-struct Container {
-    /// The `unshare` process: it sits in the container's network namespace.
-    child: Child,
-    log: Arc<Mutex<String>>,
-}
-
-impl Container {
-    /// Start a container with `eth0`'s last MAC byte `n` and `envs`: `Ok` once it serves,
-    /// `Err(log)` when it exits first.
-    fn start(n: u8, envs: &[(&str, &str)]) -> Result<Container, String> {
-        let mut child = Command::new("unshare")
-            .args(["--pid", "--net", "--fork", "--mount-proc", "--kill-child"])
-            .args(["sh", "-c", SETUP, "sh"])
-            .arg(binary())
-            .arg(format!("02:42:ac:11:00:{n:02x}"))
-            .arg(format!("02:42:ac:11:ff:{n:02x}"))
-            .current_dir(fresh_cwd())
-            .env_remove("UIDGEN_CONFIG")
-            .env("UIDGEN_GRPC_LISTEN", "")
-            .env("UIDGEN_SEGMENT_ENABLED", "false")
-            // Each container's own volume: its default store, state files and machine locks.
-            .env("UIDGEN_STATE_DIR", fresh_cwd().join("state"))
-            .env("NO_COLOR", "1")
-            .env("RUST_LOG", "info")
-            .envs(envs.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn unshare");
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push_str(&format!("{line}\n"));
-                if line.contains("uidgen serving") {
-                    let _ = tx.send(true);
-                }
-            }
-            let _ = tx.send(false); // the container ended
-        });
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(true) => Ok(Container { child, log }),
-            Ok(false) => {
-                let status = child.wait().unwrap();
-                assert!(!status.success(), "a refusal exits non-zero");
-                Err(log.lock().unwrap().clone())
-            }
-            Err(_) => {
-                let _ = child.kill();
-                panic!("no `uidgen serving` within 60 s:\n{}", log.lock().unwrap());
-            }
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    /// `count` IDs from the container's server, in batches of 10,000, fetched from inside its
-    /// network namespace.
-    fn ids(&self, count: usize) -> Vec<u64> {
-        let url = "http://127.0.0.1:8080/v1/ids?count=10000";
-        let mut ids = Vec::with_capacity(count);
-        while ids.len() < count {
-            let out = Command::new("nsenter")
-                .args(["--target", &self.child.id().to_string(), "--net"])
-                .args(["curl", "-sS", "--max-time", "30", url])
-                .output()
-                .expect("run nsenter and curl");
-            let body = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let batch = ids_in(&json(&body));
-            assert_eq!(batch.len(), 10_000, "{body}");
-            ids.extend(batch);
-        }
-        ids
-    }
-}
-
-impl Drop for Container {
-    fn drop(&mut self) {
-        // `--kill-child`: unshare's death kills pid 1 of the namespace, and with it the rest.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The worker ids stamped in `ids` (keyworker layout).
-fn workers(ids: &[u64]) -> HashSet<u64> {
-    let layout = Layout::keyworker().unwrap();
-    ids.iter()
-        .map(|&id| layout.decompose(id).unwrap().worker)
-        .collect()
-}
-
-/// Fetch from both containers at once, and count the equal IDs.
-fn ids_of_both(a: &Container, b: &Container) -> (Vec<u64>, Vec<u64>, usize) {
-    let (ids_a, ids_b) = std::thread::scope(|s| {
-        let a = s.spawn(|| a.ids(PER_CONTAINER));
-        let b = s.spawn(|| b.ids(PER_CONTAINER));
-        (a.join().unwrap(), b.join().unwrap())
-    });
-    let mut all: Vec<u64> = ids_a.iter().chain(&ids_b).copied().collect();
-    let total = all.len();
-    all.sort_unstable();
-    all.dedup();
-    (ids_a, ids_b, total - all.len())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn machine_assigner_containers_sharing_a_store_get_distinct_workers() {
