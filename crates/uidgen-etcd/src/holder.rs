@@ -15,7 +15,9 @@
 use std::sync::{Arc, Mutex};
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
-use uidgen_worker::{BoxFuture, HolderHealth, KeeperStatus, WorkerError, WorkerKeeper};
+use uidgen_worker::{
+    BoxFuture, HolderHealth, KeeperReports, KeeperStatus, WorkerError, WorkerKeeper,
+};
 
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, compare_create, put};
@@ -331,6 +333,16 @@ impl WorkerKeeper for EtcdHolder {
             // The claim counts as a report: a holder never rests on a local file alone.
             from_local_cache: false,
             not_issuing: "the etcd worker id can no longer issue IDs",
+            // Keep-alive rounds are its time reports: each accepted one raises the cap. Published
+            // so that metrics (`uidgen_etcd_*`), `/v1/status` and a degraded readiness follow
+            // them as they follow ZooKeeper's.
+            reports: Some(KeeperReports {
+                authority: "etcd",
+                key: "etcd",
+                metrics_prefix: "etcd",
+                // No automatic reclaim: an id comes free when its lease expires.
+                reclaimed: 0,
+            }),
             ..KeeperStatus::from_health(self.shared.worker_id, self.shared.health.snapshot())
         }
     }

@@ -58,6 +58,18 @@ async fn two_servers_take_distinct_worker_ids_from_etcd_and_their_ids_never_repe
         let (_, body) = fetch(&client, &server.url("/v1/status")).await;
         let status: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(status["assigner"], "etcd", "{body}");
+        // Keep-alive rounds are published as the coordinator's reports.
+        assert_eq!(status["etcd"]["connected"], true, "{body}");
+        assert_eq!(status["etcd"]["issuing"], true, "{body}");
+        assert!(status.get("zookeeper").is_none(), "{body}");
+        let (_, metrics) = fetch(&client, &server.url("/metrics")).await;
+        for line in [
+            "uidgen_etcd_connected 1",
+            "uidgen_etcd_report_failures_total 0",
+            "uidgen_etcd_issuing 1",
+        ] {
+            assert!(metrics.contains(line), "{line} in {metrics}");
+        }
     }
     // Leaf is not a Vesta layout: the whole worker field, lowest first.
     workers.sort_unstable();

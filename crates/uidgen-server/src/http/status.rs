@@ -165,7 +165,8 @@ pub struct RingStatus {
     stopped: bool,
 }
 
-/// The ZooKeeper holder of the worker id.
+/// The holder of a worker id kept by a coordinator's time reports (ZooKeeper's reports,
+/// etcd's keep-alive rounds).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ZkView {
     /// The last time report reached ZooKeeper.
@@ -255,6 +256,10 @@ pub struct Status {
     /// The ZooKeeper holder, when the worker id comes from ZooKeeper.
     #[serde(skip_serializing_if = "Option::is_none")]
     zookeeper: Option<ZkView>,
+    /// The etcd holder, when the worker id comes from etcd (its keep-alive rounds are its
+    /// reports; `reclaimed` stays 0: an etcd id comes free when its lease expires).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    etcd: Option<ZkView>,
     /// The sharded mode's counters, when it is on (`GET /v1/apps` lists its apps).
     #[serde(skip_serializing_if = "Option::is_none")]
     sharded: Option<ShardedView>,
@@ -295,25 +300,29 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
         stopped: s.stopped.is_some(),
     });
     let keeper = state.keeper.as_ref().map(|keeper| keeper.status());
-    // The document has one place for a keeper's published time reports, `zookeeper` (pinned by
-    // the API); a keeper publishing under another key shows in metrics and readiness only.
+    // The document has a place for each coordinator's time reports (`zookeeper`, `etcd`, pinned
+    // by the API); a keeper publishing under another key shows in metrics and readiness only.
     let reported = keeper
         .as_ref()
-        .and_then(|s| s.reports.as_ref().map(|reports| (s, reports)))
-        .filter(|(_, reports)| reports.key == "zookeeper");
-    let zookeeper = reported.map(|(s, reports)| ZkView {
-        connected: s.health.connected,
-        issuing: s.issuing(now_ms),
-        report_failures: s.health.failures,
-        last_report_age_ms: s
-            .health
-            .last_report_ms
-            .map(|last| now_ms.saturating_sub(last)),
-        reserved_until_ms: s.health.accepted_until_ms,
-        outage_since_ms: s.health.outage_since_ms,
-        lost: s.health.lost.is_some(),
-        reclaimed: reports.reclaimed,
-    });
+        .and_then(|s| s.reports.as_ref().map(|reports| (s, reports)));
+    let view = |key: &str| {
+        reported
+            .filter(|(_, reports)| reports.key == key)
+            .map(|(s, reports)| ZkView {
+                connected: s.health.connected,
+                issuing: s.issuing(now_ms),
+                report_failures: s.health.failures,
+                last_report_age_ms: s
+                    .health
+                    .last_report_ms
+                    .map(|last| now_ms.saturating_sub(last)),
+                reserved_until_ms: s.health.accepted_until_ms,
+                outage_since_ms: s.health.outage_since_ms,
+                lost: s.health.lost.is_some(),
+                reclaimed: reports.reclaimed,
+            })
+    };
+    let (zookeeper, etcd) = (view("zookeeper"), view("etcd"));
     let lost = reported
         .filter(|(s, _)| s.health.lost.is_some())
         .map(|(_, reports)| reports.authority);
@@ -347,6 +356,7 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
         admin_enabled: state.admin_token.is_some(),
         segments_enabled: state.segments.is_some(),
         zookeeper,
+        etcd,
         sharded,
         stopped,
         ready: readiness.any_ready(),
