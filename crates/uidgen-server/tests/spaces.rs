@@ -281,3 +281,59 @@ fn spaces_are_refused_with_an_assigner_that_holds_one_worker_id_per_process() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_space_that_loses_its_lease_stops_alone_and_readiness_names_it() {
+    let url = fresh_url(TestDb::Postgres)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = temp_dir("spaces-lost");
+    let path = dir.join("uidgen.toml");
+    // A short ttl: the keeper renews every second, so it learns of the loss soon.
+    std::fs::write(
+        &path,
+        format!(
+            "store = \"{url}\"\n[layout]\npreset = \"snowflake\"\n[segment]\nenabled = false\n\
+             [worker]\nassigner = \"leased\"\nlease_ttl_secs = 3\n\
+             [spaces.order.layout]\npreset = \"snowflake\"\nepoch = \"2020-01-01\"\n"
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&["--config", path.to_str().unwrap()], &[]);
+    let client = reqwest::Client::new();
+    let (_, body) = fetch(&client, &server.url("/v1/spaces")).await;
+    let order = json(&body)[1]["worker_id"].as_u64().unwrap();
+    // Another holder takes the space's lease over (as after an expiry): its renewal fails.
+    let store = uidgen_store::Store::connect(&url).await.unwrap();
+    uidgen_store::testing::run_script(
+        &store,
+        &format!("UPDATE worker_lease SET holder = 'thief#0' WHERE worker_id = {order}"),
+    )
+    .await
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let refused = loop {
+        let (code, body) = fetch(&client, &server.url("/v1/spaces/order/ids")).await;
+        if code == 503 || std::time::Instant::now() > deadline {
+            break (code, body);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        refused.0, 503,
+        "the space stops once its lease is lost: {}",
+        refused.1
+    );
+    // The default space still serves; readiness stays up, degraded, naming the space.
+    let (code, body) = fetch(&client, &server.url("/v1/ids?count=3")).await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = fetch(&client, &server.url("/readyz")).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("space `order` cannot issue"), "{body}");
+    let (_, body) = fetch(&client, &server.url("/v1/spaces")).await;
+    let listed = json(&body);
+    assert_eq!(listed[0]["ready"], true, "{body}");
+    assert_eq!(listed[1]["ready"], false, "{body}");
+    assert!(listed[1]["reason"].is_string(), "{body}");
+    store.close().await;
+}
