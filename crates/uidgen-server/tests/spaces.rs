@@ -337,3 +337,35 @@ async fn a_space_that_loses_its_lease_stops_alone_and_readiness_names_it() {
     assert!(listed[1]["reason"].is_string(), "{body}");
     store.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disposable_worker_ids_give_each_space_a_row_of_its_own() {
+    let dir = temp_dir("spaces-disposable");
+    let path = dir.join("uidgen.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "store = \"{}\"\n[segment]\nenabled = false\n[worker]\nassigner = \"disposable\"\n\
+             [spaces.user.layout]\npreset = \"leaf\"\n",
+            common::sqlite_url("spaces-disposable")
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&["--config", path.to_str().unwrap()], &[]);
+    let client = reqwest::Client::new();
+    let (_, body) = fetch(&client, &server.url("/v1/spaces")).await;
+    let listed = json(&body);
+    let (default, user) = (
+        listed[0]["worker_id"].as_u64().unwrap(),
+        listed[1]["worker_id"].as_u64().unwrap(),
+    );
+    assert_ne!(default, user, "{body}");
+    let (code, body) = fetch(&client, &server.url("/v1/spaces/user/ids?count=1000")).await;
+    assert_eq!(code, 200, "{body}");
+    let ids = assert_unique(ids_in(&json(&body)));
+    let leaf = Layout::preset("leaf").unwrap();
+    assert!(
+        ids.iter()
+            .all(|&id| leaf.decompose(id).unwrap().worker == user)
+    );
+}
