@@ -171,9 +171,9 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         }
     };
     let served = serve_with_worker(&settings, &store, servers, &built, &spaces).await;
-    // The one release, for every kind of keeper, only after in-flight requests finished (or
-    // were abandoned): it records how far the generator issued first, and IDs asked for after
-    // it are refused by the guard. A lease is given back, an etcd claim revoked; a ZooKeeper
+    // The one release, for every kind of keeper and every space, only after in-flight requests
+    // finished (or were abandoned): it records how far the generator issued first, and IDs
+    // asked for after it are refused by the guard. A lease is given back, an etcd claim revoked; a ZooKeeper
     // forever node and the cache stay, so a restart with this ip:port continues them. The log
     // calls every kind's hold a lease (each is bounded in time and renewed while it runs); the
     // keeper logs its own details.
