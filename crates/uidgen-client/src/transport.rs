@@ -136,7 +136,10 @@ impl Connection {
             Self::Grpc(client) => {
                 let mut client = client.clone();
                 let batch = client
-                    .next_ids(NextIdsRequest { count })
+                    .next_ids(NextIdsRequest {
+                        count,
+                        ..Default::default()
+                    })
                     .await
                     .map_err(status_failure)?;
                 Ok(batch.into_inner().ids)

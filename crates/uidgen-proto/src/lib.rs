@@ -8,7 +8,7 @@
 //! ```
 //! use uidgen_proto::v1::{LeaseSegmentRequest, NextIdsRequest};
 //!
-//! let batch = NextIdsRequest { count: 100 };
+//! let batch = NextIdsRequest { count: 100, ..Default::default() };
 //! let lease = LeaseSegmentRequest { tag: "orders".into(), size: 10_000 };
 //! assert_eq!(batch.count, 100);
 //! assert_eq!(lease.tag, "orders");

@@ -19,6 +19,14 @@ pub struct RouteLabel {
     pub route: String,
 }
 
+/// Label set naming an ID space (`[spaces.<name>]`: names from the configuration, never client
+/// input).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SpaceLabel {
+    /// The space's name.
+    pub space: String,
+}
+
 /// Label set naming an error kind.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
@@ -119,6 +127,7 @@ pub struct Metrics {
     /// per-route family sums to it).
     issued_total: Counter,
     grpc_calls: Family<GrpcCallLabel, Counter>,
+    space_ids: Family<SpaceLabel, Counter>,
     segment_leases: Family<ChannelLabel, Counter>,
     segment_leased_ids: Family<ChannelLabel, Counter>,
     /// Slots in the ring buffer.
@@ -175,6 +184,7 @@ impl Metrics {
         let errors = Family::<KindLabel, Counter>::default();
         let latency: HistogramFamily = Family::new_with_constructor(latency_histogram);
         let grpc_calls = Family::<GrpcCallLabel, Counter>::default();
+        let space_ids = Family::<SpaceLabel, Counter>::default();
         let segment_leases = Family::<ChannelLabel, Counter>::default();
         let segment_leased_ids = Family::<ChannelLabel, Counter>::default();
         let ring_capacity = Gauge::default();
@@ -188,6 +198,12 @@ impl Metrics {
         let sharded = Family::<EventLabel, Counter>::default();
         registry.register("ids_issued", "IDs handed out, by route", ids_issued.clone());
         registry.register("errors", "Error responses, by kind", errors.clone());
+        registry.register(
+            "space_ids_issued",
+            "IDs taken from a named space's generator, by space (the default space's are the \
+             per-route counts)",
+            space_ids.clone(),
+        );
         registry.register(
             "http_request_duration_seconds",
             "Request latency, by route",
@@ -266,6 +282,7 @@ impl Metrics {
             latency,
             issued_total: Counter::default(),
             grpc_calls,
+            space_ids,
             segment_leases,
             segment_leased_ids,
             ring_capacity,
@@ -380,6 +397,19 @@ impl Metrics {
             route: self.ids_issued.get_or_create_owned(label),
             total: self.issued_total.clone(),
         }
+    }
+
+    /// `uidgen_space_ids_issued_total{space=...}` of the space `space`, for the space to keep.
+    ///
+    /// ```
+    /// let metrics = uidgen_server::metrics::Metrics::new();
+    /// metrics.space_counter("order").inc_by(3);
+    /// assert!(metrics.encode().contains(r#"uidgen_space_ids_issued_total{space="order"} 3"#));
+    /// ```
+    pub fn space_counter(&self, space: &str) -> Counter {
+        self.space_ids.get_or_create_owned(&SpaceLabel {
+            space: space.to_owned(),
+        })
     }
 
     /// IDs handed out since start, every route together.

@@ -11,10 +11,11 @@ use uidgen_store::Store;
 use uidgen_worker::AnyBuilt;
 
 use crate::cli::ServeArgs;
+use crate::config::DEFAULT_SPACE;
 use crate::config::{SegmentSettings, Settings};
 use crate::generators::{assign_and_build, open_store, ready_state_dir, redacted};
 use crate::servers::{Listeners, Servers};
-use crate::service::AppState;
+use crate::service::{AppState, Space};
 
 /// Start Leaf segment mode when enabled, creating the sample tag (Leaf's README example) if the
 /// table does not have it yet; an existing tag is left as its owner set it.
@@ -139,9 +140,17 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     );
     let start = async {
         let store = open_store(&settings).await?;
-        match assign_and_build(&settings, &store).await {
-            Ok(assigned) => Ok((store, assigned)),
+        let built = match assign_and_build(&settings, &store).await {
+            Ok(assigned) => assigned,
             Err(error) => {
+                store.close().await;
+                return Err(error);
+            }
+        };
+        match build_spaces(&settings, &store).await {
+            Ok(spaces) => Ok((store, built, spaces)),
+            Err(error) => {
+                release(DEFAULT_SPACE, &built).await;
                 store.close().await;
                 Err(error)
             }
@@ -154,35 +163,70 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             return servers.run().await;
         }
     };
-    let (store, built) = match started {
+    let (store, built, spaces) = match started {
         Ok(started) => started,
         Err(error) => {
             servers.abort();
             return Err(error);
         }
     };
-    let served = serve_with_worker(&settings, &store, servers, &built).await;
-    // The one release, for every kind of keeper, only after in-flight requests finished (or
-    // were abandoned): it records how far the generator issued first, and IDs asked for after
-    // it are refused by the guard. A lease is given back, an etcd claim revoked; a ZooKeeper
+    let served = serve_with_worker(&settings, &store, servers, &built, &spaces).await;
+    // The one release, for every kind of keeper and every space, only after in-flight requests
+    // finished (or were abandoned): it records how far the generator issued first, and IDs
+    // asked for after it are refused by the guard. A lease is given back, an etcd claim revoked; a ZooKeeper
     // forever node and the cache stay, so a restart with this ip:port continues them. The log
     // calls every kind's hold a lease (each is bounded in time and renewed while it runs); the
     // keeper logs its own details.
-    let (worker_id, assigner) = (built.worker_id(), built.assignment.kind.name());
-    if built.assignment.keeper.is_some() {
-        match built.release().await {
-            Ok(()) => info!(worker_id, assigner, "released the worker id lease"),
-            Err(error) => {
-                warn!(worker_id, assigner, %error,
-                    "could not release the worker id lease; it will expire");
-            }
-        }
+    release(DEFAULT_SPACE, &built).await;
+    for (name, space) in &spaces {
+        release(name, space).await;
     }
     store.close().await;
     if served.is_ok() {
         info!("stopped");
     }
     served
+}
+
+/// Release the worker id of the space `space` (`default` for the top-level generator), logging
+/// how it went: a failed release is not fatal, the lease expires.
+async fn release(space: &str, built: &AnyBuilt) {
+    let (worker_id, assigner) = (built.worker_id(), built.assignment.kind.name());
+    if built.assignment.keeper.is_some() {
+        match built.release().await {
+            Ok(()) => info!(space, worker_id, assigner, "released the worker id lease"),
+            Err(error) => {
+                warn!(space, worker_id, assigner, %error,
+                    "could not release the worker id lease; it will expire");
+            }
+        }
+    }
+}
+
+/// Claim a worker id of its own for each `[spaces.<name>]` and build its generator, through
+/// the same path as the default space's (each claim a separate lease with its own fence). A
+/// space that cannot start releases those built before it.
+async fn build_spaces(
+    settings: &Settings,
+    store: &Store,
+) -> anyhow::Result<Vec<(String, AnyBuilt)>> {
+    let mut built: Vec<(String, AnyBuilt)> = Vec::with_capacity(settings.spaces.len());
+    for space in &settings.spaces {
+        match assign_and_build(&settings.for_space(space), store).await {
+            Ok(one) => {
+                info!(space = %space.name, worker_id = one.worker_id(),
+                    layout = space.layout.name(), "space holds its worker id");
+                built.push((space.name.clone(), one));
+            }
+            Err(error) => {
+                for (name, earlier) in &built {
+                    release(name, earlier).await;
+                }
+                return Err(error.context(format!("cannot start the space `{}`", space.name)));
+            }
+        }
+    }
+    Ok(built)
 }
 
 /// Everything between holding a worker id and giving it back: segment mode, opening the gate
@@ -192,6 +236,7 @@ async fn serve_with_worker(
     store: &Store,
     servers: Servers,
     built: &AnyBuilt,
+    spaces: &[(String, AnyBuilt)],
 ) -> anyhow::Result<()> {
     let assignment = &built.assignment;
     let worker_id = assignment.worker_id;
@@ -204,6 +249,22 @@ async fn serve_with_worker(
     state.assigner = Some(assignment.kind.name());
     state.admin_token.clone_from(&settings.admin_token);
     state.store_check = store_readiness(store.clone());
+    for (name, space) in spaces {
+        let kind = settings
+            .spaces
+            .iter()
+            .find(|s| &s.name == name)
+            .map_or(settings.generator.kind, |s| s.generator.kind);
+        let space = Space::new(
+            &state,
+            name,
+            Arc::clone(&space.generator),
+            space.worker_id(),
+            space.assignment.keeper.clone(),
+            kind.name(),
+        );
+        state.spaces.insert(name.clone(), space);
+    }
     let modes = async {
         state.segments = start_segments(&settings.segment, store).await?;
         state.sharded = crate::sharded::start_sharded(settings.sharded.as_ref(), store).await?;

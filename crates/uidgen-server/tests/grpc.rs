@@ -79,13 +79,22 @@ async fn errors_carry_the_http_status_as_a_grpc_code_and_the_same_message() {
     // (gRPC answer, expected code, the HTTP request that fails the same way, its status)
     let cases = [
         (
-            client.next_ids(NextIdsRequest { count: 0 }).await.map(drop),
+            client
+                .next_ids(NextIdsRequest {
+                    count: 0,
+                    ..Default::default()
+                })
+                .await
+                .map(drop),
             Code::InvalidArgument,
             (get.clone(), "/v1/ids?count=0".to_owned(), 400),
         ),
         (
             client
-                .next_ids(NextIdsRequest { count: 1001 })
+                .next_ids(NextIdsRequest {
+                    count: 1001,
+                    ..Default::default()
+                })
                 .await
                 .map(drop),
             Code::InvalidArgument,
@@ -110,7 +119,10 @@ async fn errors_carry_the_http_status_as_a_grpc_code_and_the_same_message() {
         ),
         (
             client
-                .explain_id(ExplainIdRequest { id: "12x".into() })
+                .explain_id(ExplainIdRequest {
+                    id: "12x".into(),
+                    ..Default::default()
+                })
                 .await
                 .map(drop),
             Code::InvalidArgument,
@@ -196,7 +208,7 @@ async fn gen_method_says_which_channel_issued_a_vesta_id_and_baidu_ids_have_no_s
     let mut client = grpc(&server).await;
     let mut by_grpc = vec![
         client
-            .next_id(NextIdRequest {})
+            .next_id(NextIdRequest::default())
             .await
             .unwrap()
             .into_inner()
@@ -204,7 +216,10 @@ async fn gen_method_says_which_channel_issued_a_vesta_id_and_baidu_ids_have_no_s
     ];
     by_grpc.extend(
         client
-            .next_ids(NextIdsRequest { count: 50 })
+            .next_ids(NextIdsRequest {
+                count: 50,
+                ..Default::default()
+            })
             .await
             .unwrap()
             .into_inner()
@@ -214,6 +229,7 @@ async fn gen_method_says_which_channel_issued_a_vesta_id_and_baidu_ids_have_no_s
         .stream_ids(StreamIdsRequest {
             batch_size: 20,
             max_ids: 40,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -269,7 +285,7 @@ async fn gen_method_says_which_channel_issued_a_vesta_id_and_baidu_ids_have_no_s
     let baidu = Layout::baidu_default().unwrap();
     let mut client = grpc(&server).await;
     let id = client
-        .next_id(NextIdRequest {})
+        .next_id(NextIdRequest::default())
         .await
         .unwrap()
         .into_inner()
@@ -288,7 +304,10 @@ async fn gen_method_says_which_channel_issued_a_vesta_id_and_baidu_ids_have_no_s
     let (_, decoded) = http_get(&server, &format!("/v1/ids/{id}")).await;
     assert!(json(&decoded).get("method").is_none(), "{decoded}");
     let explained = client
-        .explain_id(ExplainIdRequest { id: id.to_string() })
+        .explain_id(ExplainIdRequest {
+            id: id.to_string(),
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();
@@ -477,6 +496,7 @@ async fn a_stream_stops_at_max_ids_when_the_client_drops_it_and_at_sigterm() {
         .stream_ids(StreamIdsRequest {
             batch_size: 7,
             max_ids: 50,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -497,6 +517,7 @@ async fn a_stream_stops_at_max_ids_when_the_client_drops_it_and_at_sigterm() {
         .stream_ids(StreamIdsRequest {
             batch_size: 100,
             max_ids: 0,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -529,6 +550,7 @@ async fn a_stream_stops_at_max_ids_when_the_client_drops_it_and_at_sigterm() {
         .stream_ids(StreamIdsRequest {
             batch_size: 100,
             max_ids: 0,
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -165,6 +165,7 @@ async fn grpc_batch_sizes_are_named_by_their_field() {
         .stream_ids(Request::new(StreamIdsRequest {
             batch_size: 0,
             max_ids: 10,
+            ..Default::default()
         }))
         .await
         .err()

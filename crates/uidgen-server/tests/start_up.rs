@@ -140,7 +140,7 @@ async fn a_starting_server_answers_at_once_and_clients_fail_over_to_a_ready_one(
         .await
         .unwrap();
     let asked = Instant::now();
-    let status = grpc.next_id(NextIdRequest {}).await.unwrap_err();
+    let status = grpc.next_id(NextIdRequest::default()).await.unwrap_err();
     assert!(
         asked.elapsed() < AT_ONCE,
         "NextId took {:?}",

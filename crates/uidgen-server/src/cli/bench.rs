@@ -291,10 +291,16 @@ enum GrpcCaller {
 impl Caller for GrpcCaller {
     async fn call(&mut self) -> bool {
         match self {
-            Self::Unary(client) => client.next_id(NextIdRequest {}).await.is_ok(),
+            Self::Unary(client) => client.next_id(NextIdRequest::default()).await.is_ok(),
             Self::Batch(client, count) => {
                 let count = *count;
-                client.next_ids(NextIdsRequest { count }).await.is_ok()
+                client
+                    .next_ids(NextIdsRequest {
+                        count,
+                        ..Default::default()
+                    })
+                    .await
+                    .is_ok()
             }
             Self::Stream(stream) => matches!(stream.message().await, Ok(Some(_))),
         }
@@ -409,6 +415,7 @@ pub async fn run_grpc(args: &BenchArgs, url: &str) -> anyhow::Result<BenchReport
                 let request = StreamIdsRequest {
                     batch_size: n,
                     max_ids: 0,
+                    ..Default::default()
                 };
                 let stream = client
                     .stream_ids(request)

@@ -12,6 +12,7 @@
 //! only: the field with its doc, its `Default`, its line in the section's `ENV` list, and its
 //! check in the section's `settings` (or `build`/`options`).
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,7 @@ pub mod ring;
 pub mod segment;
 mod segment_groups;
 pub mod sharded;
+pub mod spaces;
 pub mod statefulset;
 pub mod worker;
 pub mod zookeeper;
@@ -45,6 +47,7 @@ pub use ring::{
 pub use segment::{SegmentConfig, SegmentSettings};
 pub use segment_groups::SegmentGroupConfig;
 pub use sharded::{RedisConfig, ShardedConfig};
+pub use spaces::{DEFAULT_SPACE, SpaceConfig, SpaceSettings};
 pub use statefulset::{StatefulSetConfig, StatefulSetSettings};
 pub use worker::{AssignerKind, MachineConfig, WorkerConfig, WorkerSettings};
 pub use zookeeper::{FALLBACK_STATIC_REMOVED, ZkSettings, ZookeeperConfig};
@@ -180,6 +183,8 @@ pub struct Config {
     /// `[statefulset]`: the Kubernetes StatefulSet worker-id assigner
     /// (`worker.assigner = "statefulset"`).
     pub statefulset: StatefulSetConfig,
+    /// `[spaces.<name>]`: named ID spaces beside the default one (file only, no variables).
+    pub spaces: BTreeMap<String, SpaceConfig>,
 }
 
 impl Default for Config {
@@ -201,6 +206,7 @@ impl Default for Config {
             zookeeper: ZookeeperConfig::default(),
             etcd: EtcdConfig::default(),
             statefulset: StatefulSetConfig::default(),
+            spaces: BTreeMap::new(),
         }
     }
 }
@@ -269,6 +275,8 @@ pub struct Settings {
     pub etcd: Option<EtcdSettings>,
     /// `[statefulset]`, when the assigner is `statefulset`.
     pub statefulset: Option<StatefulSetSettings>,
+    /// `[spaces.<name>]`, in name order; empty when none is configured.
+    pub spaces: Vec<SpaceSettings>,
 }
 
 impl Settings {
@@ -463,6 +471,7 @@ impl Config {
         )?;
         let etcd = self.etcd.settings(&worker, &layout, listen.port())?;
         let statefulset = self.statefulset.settings(&worker, &layout)?;
+        let spaces = spaces::settings(&self.spaces, &generator, &self.worker, &worker, &self.ring)?;
         Ok(Settings {
             listen,
             grpc_listen,
@@ -481,6 +490,7 @@ impl Config {
             zookeeper,
             etcd,
             statefulset,
+            spaces,
         })
     }
 }

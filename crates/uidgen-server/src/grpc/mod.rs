@@ -34,7 +34,7 @@ pub use server::{mode_service_name, serve};
 pub use status::status;
 
 use crate::metrics::{IssuedCounter, Metrics};
-use crate::service::{ApiError, AppState, batch_count, batch_size, many_as, one_as};
+use crate::service::{ApiError, AppState, batch_count, batch_size, many_from, one_from};
 
 /// How many batches a stream may run ahead of tonic's sender. A client that stops reading
 /// stops the issuing once HTTP/2 flow control fills (its window, some 64 KiB of IDs) and these
@@ -160,10 +160,12 @@ type IdStream = ReceiverStream<Result<IdBatch, Status>>;
 impl IdService for GrpcService {
     async fn next_id(
         &self,
-        _request: Request<NextIdRequest>,
+        request: Request<NextIdRequest>,
     ) -> Result<Response<NextIdResponse>, Status> {
+        let space = request.into_inner().space;
         self.answer("NextId", async {
-            let id = one_as(&self.state, GenMethod::CenterServer).await?;
+            let source = self.state.source_of(Some(&space))?;
+            let id = one_from(source, GenMethod::CenterServer).await?;
             Ok((NextIdResponse { id }, 1))
         })
         .await
@@ -173,10 +175,14 @@ impl IdService for GrpcService {
         &self,
         request: Request<NextIdsRequest>,
     ) -> Result<Response<IdBatch>, Status> {
-        let wanted = request.into_inner().count;
+        let NextIdsRequest {
+            count: wanted,
+            space,
+        } = request.into_inner();
         self.answer("NextIds", async {
+            let source = self.state.source_of(Some(&space))?;
             let n = count(wanted, self.state.batch_cap)?;
-            let ids = many_as(&self.state, n, GenMethod::CenterServer).await?;
+            let ids = many_from(source, n, GenMethod::CenterServer).await?;
             let issued = ids.len() as u64;
             Ok((IdBatch { ids }, issued))
         })
@@ -192,14 +198,19 @@ impl IdService for GrpcService {
         let StreamIdsRequest {
             batch_size: per_batch,
             max_ids,
+            space,
         } = request.into_inner();
-        let batch = match batch_size("batch_size", u64::from(per_batch), self.state.batch_cap) {
+        let checked = self
+            .state
+            .source_of(Some(&space))
+            .and_then(|_| batch_size("batch_size", u64::from(per_batch), self.state.batch_cap));
+        let batch = match checked {
             Ok(batch) => batch,
             Err(error) => return Err(self.failed("StreamIds", &error)),
         };
         self.state.metrics.grpc_call("StreamIds", "ok");
         let (tx, rx) = mpsc::channel(STREAM_AHEAD);
-        tokio::spawn(stream(self.clone(), tx, batch, max_ids));
+        tokio::spawn(stream(self.clone(), tx, batch, max_ids, space));
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -207,9 +218,10 @@ impl IdService for GrpcService {
         &self,
         request: Request<ExplainIdRequest>,
     ) -> Result<Response<ExplainIdResponse>, Status> {
-        let text = request.into_inner().id;
+        let ExplainIdRequest { id: text, space } = request.into_inner();
         self.answer("ExplainId", async {
-            Ok((explain::explain(self.state.generator.layout(), &text)?, 0))
+            let layout = self.state.source_of(Some(&space))?.generator.layout();
+            Ok((explain::explain(layout, &text)?, 0))
         })
         .await
     }
@@ -372,6 +384,7 @@ async fn stream(
     tx: mpsc::Sender<Result<IdBatch, Status>>,
     batch: usize,
     max_ids: u64,
+    space: String,
 ) {
     {
         let mut stopping = service.stopping.clone();
@@ -395,7 +408,11 @@ async fn stream(
                         .await;
                     return;
                 }
-                next = many_as(&service.state, n, GenMethod::CenterServer) => next,
+                next = async {
+                    // Checked before the stream started; a space never leaves a running server.
+                    let source = service.state.source_of(Some(&space))?;
+                    many_from(source, n, GenMethod::CenterServer).await
+                } => next,
             };
             match next {
                 Ok(ids) => {

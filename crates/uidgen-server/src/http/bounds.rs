@@ -16,6 +16,8 @@ use uidgen_core::{Clock, FieldKind, Layout};
 use uidgen_segment::SegmentOptions;
 
 use super::AppState;
+use crate::config::DEFAULT_SPACE;
+use crate::config::spaces::{MAX_SPACE_NAME_LEN, SPACE_NAME_PATTERN};
 
 /// What the bounds depend on: this server's configuration and layout.
 struct Limits<'a> {
@@ -107,6 +109,14 @@ fn bound_parameter(operation: &str, param: &mut Value, limits: &Limits) -> bool 
         // The decode route also decodes with a preset that has a sign bit: below 2^63 fits all.
         ("path", "id") => integer(0, i64::MAX.unsigned_abs()),
         ("path", "tag") => tag(),
+        // A name the configuration could give a space (or `default`); an unknown one is 404.
+        ("path", "space") => json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_SPACE_NAME_LEN,
+            "pattern": format!("^(?:{DEFAULT_SPACE}|{})$",
+                SPACE_NAME_PATTERN.trim_start_matches('^').trim_end_matches('$')),
+        }),
         ("path", "app_id") => integer(0, u8::MAX.into()),
         ("path", "worker_id") => integer(limits.fallback_ids.0, limits.fallback_ids.1),
         _ => return true,

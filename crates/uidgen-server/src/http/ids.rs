@@ -46,12 +46,18 @@ async fn one_id(state: &AppState) -> Result<Issued<String>, ApiError> {
 }
 
 /// `GET /api/snowflake/get/{key}` (Leaf): one ID as a bare decimal. Leaf's snowflake mode
-/// ignores the key; so do we.
+/// ignores the key; here a key naming a space (`[spaces.<name>]`) takes from that space, and
+/// any other key from the default space, as Leaf would.
 #[utoipa::path(
     get,
     path = "/api/snowflake/get/{key}",
     tag = "leaf",
-    params(("key" = String, Path, description = "Ignored, as Leaf ignores it")),
+    params((
+        "key" = String,
+        Path,
+        description = "A space's name takes from that space; any other key (Leaf ignores it) \
+                       from the default space"
+    )),
     responses(
         (
             status = 200,
@@ -70,9 +76,14 @@ async fn one_id(state: &AppState) -> Result<Issued<String>, ApiError> {
 )]
 pub async fn leaf_snowflake(
     State(state): State<Arc<AppState>>,
-    _key: LeafPath<String>,
+    PathParam(key, _): LeafPath<String>,
 ) -> Result<Issued<String>, TextError> {
-    Ok(one_id(&state).await?)
+    let source = match state.space(&key) {
+        Some(space) => crate::service::Source::of_space(space, state.empty_ring),
+        None => state.source(),
+    };
+    let id = generate::one_from(source, GenMethod::Rest).await?;
+    Ok(Issued(1, id.to_string()))
 }
 
 /// `GET /genid` (Vesta): one ID as a bare decimal.
@@ -289,6 +300,12 @@ pub async fn vesta_transtime(
 /// `{"ids": [...]}`.
 pub struct IdBatch {
     ids: Vec<u64>,
+}
+
+impl IdBatch {
+    pub(super) fn of(ids: Vec<u64>) -> Self {
+        Self { ids }
+    }
 }
 
 /// `GET /v1/ids?count=N`: a batch of IDs as JSON (`count` defaults to 1, capped by config).

@@ -18,6 +18,7 @@ mod openapi;
 mod ops;
 mod segments;
 mod sharded;
+mod spaces;
 mod starting;
 mod status;
 
@@ -86,6 +87,10 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(make::make))
         .routes(routes!(ids::decode))
         .routes(routes!(status::layouts))
+        // Named ID spaces (`[spaces.<name>]`).
+        .routes(routes!(spaces::list_spaces))
+        .routes(routes!(spaces::space_batch))
+        .routes(routes!(spaces::space_decode))
         .routes(routes!(segments::monitor))
         .routes(routes!(segments::batch))
         .routes(routes!(lease::lease_route))

@@ -38,6 +38,7 @@ use super::error::ErrorBody;
     modifiers(&AdminToken),
     tags(
         (name = "ids", description = "IDs of the served layout: batches, decode, make"),
+        (name = "spaces", description = "Named ID spaces, each with its own layout and worker id"),
         (name = "segments", description = "Leaf's segment mode"),
         (name = "sharded", description = "The sharded mode: app id and shard inside each ID"),
         (

@@ -270,6 +270,8 @@ pub struct Status {
     ready: bool,
     /// Each mode this server serves, and whether it can now.
     modes: Vec<ModeStatus>,
+    /// Each ID space, `default` first (as `GET /v1/spaces` lists them).
+    spaces: Vec<crate::service::spaces::SpaceInfo>,
 }
 
 /// `GET /v1/status`: the generator's state, for the console (no database round trip).
@@ -361,5 +363,6 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
         stopped,
         ready: readiness.any_ready(),
         modes,
+        spaces: crate::service::spaces::list(&state),
     })
 }

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use uidgen_core::{FieldKind, GenMethod, UidError, UidGenerator};
 
 use axum::http::StatusCode;
+use prometheus_client::metrics::counter::Counter;
 
 use super::{ApiError, AppState};
 use crate::config::EmptyRing;
@@ -51,6 +52,49 @@ impl PaddingSignal {
     }
 }
 
+/// Where a request takes its IDs: the default space's generator or a named space's, with what
+/// its waiters await and the server's policy for an empty ring.
+#[derive(Clone, Copy)]
+pub struct Source<'a> {
+    /// The generator.
+    pub generator: &'a Arc<dyn UidGenerator>,
+    padded: &'a PaddingSignal,
+    empty_ring: EmptyRing,
+    /// A named space's counter; `None` for the default space (counted by route).
+    issued: Option<&'a Counter>,
+}
+
+impl<'a> Source<'a> {
+    /// The named space `space`'s generator, under the server's `empty_ring` policy.
+    pub fn of_space(space: &'a super::spaces::Space, empty_ring: EmptyRing) -> Self {
+        Self {
+            generator: &space.generator,
+            padded: &space.padded,
+            empty_ring,
+            issued: Some(&space.issued),
+        }
+    }
+
+    fn counted<T>(&self, issued: Result<T, ApiError>, n: usize) -> Result<T, ApiError> {
+        if let (Ok(_), Some(counter)) = (&issued, self.issued) {
+            counter.inc_by(n as u64);
+        }
+        issued
+    }
+}
+
+impl AppState {
+    /// The default space's generator.
+    pub fn source(&self) -> Source<'_> {
+        Source {
+            generator: &self.generator,
+            padded: &self.padded,
+            empty_ring: self.empty_ring,
+            issued: None,
+        }
+    }
+}
+
 /// `n` IDs from the generator's stock (its ring): what it holds now, then, while it is empty,
 /// awaiting the padding's signal (no thread is held). Fails when the producer stopped, when the
 /// worker id's keeper ended, or when nothing was padded for as long as [`AppState::empty_ring`]
@@ -58,12 +102,12 @@ impl PaddingSignal {
 /// ([`EmptyRing::Fail`]: `ring_empty` as soon as the ring holds fewer than `n`).
 ///
 /// Cancel safety: IDs taken before the future is dropped are lost, never reissued.
-async fn from_ring(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
-    let ring = state.generator.as_ref();
-    let padded = state.padded.of(ring);
+async fn from_ring(source: Source<'_>, n: usize) -> Result<Vec<u64>, ApiError> {
+    let ring = source.generator.as_ref();
+    let padded = source.padded.of(ring);
     // Failing fast, a batch the ring cannot hold now is refused before it takes anything:
     // IDs taken and dropped would be lost, and a ring bounded by the clock would fall behind.
-    if state.empty_ring == EmptyRing::Fail
+    if source.empty_ring == EmptyRing::Fail
         && let Some(stock) = ring.stock().filter(|s| s.available < n as u64)
     {
         return Err(ApiError::generation(UidError::RingEmpty(format!(
@@ -96,7 +140,7 @@ async fn from_ring(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
             return Err(ApiError::generation(stopped));
         }
         let stalled = progress.elapsed();
-        let limit = match state.empty_ring {
+        let limit = match source.empty_ring {
             EmptyRing::Fail => Duration::ZERO,
             EmptyRing::AwaitStallLimit => stock.stall_limit,
             EmptyRing::Await(wait) => wait,
@@ -140,43 +184,56 @@ pub async fn many(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
 /// ([`Layout::with_method`](uidgen_core::Layout::with_method)); this and [`many_as`] are the
 /// only places a served ID gets its method, whichever channel serves it.
 pub async fn one_as(state: &AppState, channel: GenMethod) -> Result<u64, ApiError> {
-    let generator = &state.generator;
+    one_from(state.source(), channel).await
+}
+
+/// One new ID from `source` (the default space or a named one): see [`one_as`].
+pub async fn one_from(source: Source<'_>, channel: GenMethod) -> Result<u64, ApiError> {
+    let generator = source.generator;
     let id = match generator.take_one_ready().map_err(ApiError::generation)? {
         Some(id) => id,
         // `from_ring` answers exactly the IDs asked for, or an error.
-        None if generator.stock().is_some() => from_ring(state, 1)
+        None if generator.stock().is_some() => from_ring(source, 1)
             .await?
             .pop()
             .ok_or_else(|| ApiError::internal("the ring answered no ID"))?,
         None => blocking(generator, |g| g.next_id()).await?,
     };
-    stamp(state, id, channel)
+    source.counted(stamp(generator.layout(), id, channel), 1)
 }
 
 /// `n` new IDs issued through `channel` (`n` already checked against the batch cap): from the
 /// ring (awaiting its padding as often as a batch larger than the ring needs), or from a
 /// generator without one on the blocking pool.
 pub async fn many_as(state: &AppState, n: usize, channel: GenMethod) -> Result<Vec<u64>, ApiError> {
-    let mut ids = if state.generator.stock().is_some() {
-        from_ring(state, n).await?
+    many_from(state.source(), n, channel).await
+}
+
+/// `n` new IDs from `source` (the default space or a named one): see [`many_as`].
+pub async fn many_from(
+    source: Source<'_>,
+    n: usize,
+    channel: GenMethod,
+) -> Result<Vec<u64>, ApiError> {
+    let mut ids = if source.generator.stock().is_some() {
+        from_ring(source, n).await?
     } else {
-        blocking(&state.generator, move |g| g.next_ids(n)).await?
+        blocking(source.generator, move |g| g.next_ids(n)).await?
     };
-    let layout = state.generator.layout();
+    let layout = source.generator.layout();
     if layout.has(FieldKind::Method) {
         for id in &mut ids {
-            *id = stamp(state, *id, channel)?;
+            *id = stamp(layout, *id, channel)?;
         }
     }
-    Ok(ids)
+    let count = ids.len();
+    source.counted(Ok(ids), count)
 }
 
 /// `id` with `channel` in its genMethod field, if the layout has one.
 #[inline]
-fn stamp(state: &AppState, id: u64, channel: GenMethod) -> Result<u64, ApiError> {
-    state
-        .generator
-        .layout()
+fn stamp(layout: &uidgen_core::Layout, id: u64, channel: GenMethod) -> Result<u64, ApiError> {
+    layout
         .with_method(id, channel.value())
         // The field is at least 2 bits on every layout that has it; a 1-bit custom field
         // cannot hold REST's 2, and says so rather than issuing a wrong method.

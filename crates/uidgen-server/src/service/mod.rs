@@ -18,15 +18,19 @@ pub mod lease;
 pub mod make;
 pub mod ready;
 pub mod segments;
+pub mod spaces;
 
 pub use error::{ApiError, FieldErrors, SEE_LOG};
-pub use generate::{PaddingSignal, batch_count, batch_size, many_as, one_as};
+pub use generate::{
+    PaddingSignal, Source, batch_count, batch_size, many_as, many_from, one_as, one_from,
+};
 pub use lease::{SegmentLease, lease};
 pub use make::misfits;
 pub use ready::{
     Mode, ModeCheck, READY_TIMEOUT, Readiness, ReadinessBoard, check as check_readiness, check_mode,
 };
 pub use segments::{segment_error, service as segment_service};
+pub use spaces::{Space, unknown_space};
 
 pub use crate::config::DEFAULT_BATCH_CAP;
 use crate::config::EmptyRing;
@@ -101,6 +105,8 @@ pub struct AppState {
     /// How the worker id was assigned (`leased`, `zookeeper`, ...), for `/v1/status`; `None`
     /// when embedded.
     pub assigner: Option<&'static str>,
+    /// The named spaces (`[spaces.<name>]`), by name; the fields above are the default space's.
+    pub spaces: std::collections::BTreeMap<String, Space>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -135,6 +141,7 @@ impl AppState {
             started: std::time::Instant::now(),
             generator_kind: None,
             assigner: None,
+            spaces: std::collections::BTreeMap::new(),
         }
     }
 

@@ -139,26 +139,51 @@ pub async fn check_mode(state: &AppState, mode: Mode) -> Option<ModeCheck> {
     })
 }
 
-/// The generator: its worker id is held (whatever keeps it), its ring's padding has not
-/// stopped, and its layout can still represent the current time. No database is asked.
+/// The default space's generator (see [`generator_check`]). A named space that cannot issue
+/// leaves the mode ready but degraded, naming the space: the other spaces still serve.
 async fn ids(state: &AppState) -> ModeCheck {
-    if let Some(reason) = state
-        .generator
-        .stock()
-        .and_then(|stock| stock.stop_reason())
-    {
+    let degraded = generator_check(state.generator.as_ref(), state.keeper.as_deref())?;
+    let spaces: Vec<String> = state
+        .spaces
+        .values()
+        .filter_map(|space| {
+            generator_check(space.generator.as_ref(), space.keeper.as_deref())
+                .err()
+                .map(|why| format!("space `{}` cannot issue: {}", space.name, why.public))
+        })
+        .collect();
+    if spaces.is_empty() {
+        return Ok(degraded);
+    }
+    Ok(Some(
+        degraded
+            .into_iter()
+            .chain(spaces)
+            .collect::<Vec<_>>()
+            .join("; "),
+    ))
+}
+
+/// A generator (the default space's or a named one's): its worker id is held (whatever keeps
+/// it), its ring's padding has not stopped, and its layout can still represent the current
+/// time. No database is asked.
+pub fn generator_check(
+    generator: &dyn uidgen_core::UidGenerator,
+    keeper: Option<&dyn WorkerKeeper>,
+) -> ModeCheck {
+    if let Some(reason) = generator.stock().and_then(|stock| stock.stop_reason()) {
         return Err(NotReady {
             code: "not_ready",
             public: "the ID generator has stopped",
             detail: format!("the ring buffer's padding has stopped: {reason}"),
         });
     }
-    let degraded = match &state.keeper {
-        Some(keeper) => keeper_readiness(keeper.as_ref())?,
+    let degraded = match keeper {
+        Some(keeper) => keeper_readiness(keeper)?,
         None => None,
     };
     let now = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
-    if let Err(error) = state.generator.layout().time_at(now) {
+    if let Err(error) = generator.layout().time_at(now) {
         return Err(NotReady {
             code: "exhausted",
             public: "the layout's time bits cannot represent the current time",

@@ -1,0 +1,167 @@
+//! Named ID spaces (`[spaces.<name>]`): each a generator of its own on a worker id of its own,
+//! served next to the default space. A request names its space (`/v1/spaces/{space}/ids`,
+//! gRPC's `space` field, Leaf's snowflake `{key}`); IDs of two spaces may be equal, so a
+//! consumer keeps them apart by the space they came from.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use prometheus_client::metrics::counter::Counter;
+use serde::Serialize;
+use uidgen_core::UidGenerator;
+use uidgen_worker::WorkerKeeper;
+use utoipa::ToSchema;
+
+use super::generate::{PaddingSignal, Source};
+use super::{ApiError, AppState};
+use crate::config::DEFAULT_SPACE;
+use crate::service::error::{ECHO_CHARS, clip};
+
+/// One named space's generator and what keeps its worker id.
+pub struct Space {
+    /// The space's name.
+    pub name: String,
+    /// Its generator, guarded by its keeper.
+    pub generator: Arc<dyn UidGenerator>,
+    /// The worker id it stamps (its own claim: no other space's).
+    pub worker_id: u64,
+    /// What requests waiting for its ring await.
+    pub padded: PaddingSignal,
+    /// What keeps its worker id (its own lease and fence); readiness and status read it.
+    pub keeper: Option<Arc<dyn WorkerKeeper>>,
+    /// The generator kind (`cached`, `default`, `snowflake`).
+    pub generator_kind: &'static str,
+    /// `uidgen_space_ids_issued_total{space=...}`.
+    pub issued: Counter,
+}
+
+impl std::fmt::Debug for Space {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Space")
+            .field("name", &self.name)
+            .field("worker_id", &self.worker_id)
+            .field("layout", self.generator.layout())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Space {
+    /// The space `name` serving `generator` on `worker_id`, its keeper `keeper`, counted in
+    /// `state`'s metrics.
+    pub fn new(
+        state: &AppState,
+        name: &str,
+        generator: Arc<dyn UidGenerator>,
+        worker_id: u64,
+        keeper: Option<Arc<dyn WorkerKeeper>>,
+        generator_kind: &'static str,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            generator,
+            worker_id,
+            padded: PaddingSignal::default(),
+            keeper,
+            generator_kind,
+            issued: state.metrics.space_counter(name),
+        }
+    }
+}
+
+/// The 404 for a space this server does not serve.
+pub fn unknown_space(name: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "unknown_space",
+        format!(
+            "unknown space {:?}; GET /v1/spaces lists the spaces served here",
+            clip(name, ECHO_CHARS)
+        ),
+    )
+}
+
+impl AppState {
+    /// The named space `name`, if this server serves it (never the default space).
+    pub fn space(&self, name: &str) -> Option<&Space> {
+        self.spaces.get(name)
+    }
+
+    /// Where a request for space `name` takes its IDs: the default space for `None`, `""` or
+    /// `default`, a named space, or 404 `unknown_space`.
+    pub fn source_of(&self, name: Option<&str>) -> Result<Source<'_>, ApiError> {
+        match name {
+            None | Some("" | DEFAULT_SPACE) => Ok(self.source()),
+            Some(name) => self
+                .space(name)
+                .map(|space| Source::of_space(space, self.empty_ring))
+                .ok_or_else(|| unknown_space(name)),
+        }
+    }
+}
+
+/// One space as `GET /v1/spaces` and `GET /v1/status` list it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SpaceInfo {
+    /// The space's name: `default` for the top-level generator, else `[spaces.<name>]`'s.
+    name: String,
+    /// Its layout's name (`GET /v1/spaces/{space}/ids/{id}` decodes with it).
+    layout: String,
+    /// Its layout's epoch, ms since the Unix epoch.
+    epoch_ms: u64,
+    /// The worker id its IDs carry: each space holds its own.
+    worker_id: u64,
+    /// The generator kind: `cached`, `default` or `snowflake`; absent when embedded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generator: Option<&'static str>,
+    /// Whether it can issue now (its worker id held, its ring running, time left in its
+    /// layout).
+    ready: bool,
+    /// Why it cannot issue, as a sentence safe to show (the details are in the server log).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+}
+
+impl SpaceInfo {
+    fn of(
+        name: &str,
+        generator: &dyn UidGenerator,
+        worker_id: u64,
+        keeper: Option<&dyn WorkerKeeper>,
+        kind: Option<&'static str>,
+    ) -> Self {
+        let check = super::ready::generator_check(generator, keeper);
+        let layout = generator.layout();
+        Self {
+            name: name.to_owned(),
+            layout: layout.name().to_owned(),
+            epoch_ms: layout.epoch_ms(),
+            worker_id,
+            generator: kind,
+            ready: check.is_ok(),
+            reason: check.err().map(|why| why.public),
+        }
+    }
+}
+
+/// Every space this server serves, the default space first, checked now (no database is
+/// asked: a keeper reads its own state).
+pub fn list(state: &AppState) -> Vec<SpaceInfo> {
+    let mut out = Vec::with_capacity(state.spaces.len() + 1);
+    out.push(SpaceInfo::of(
+        DEFAULT_SPACE,
+        state.generator.as_ref(),
+        state.worker_id,
+        state.keeper.as_deref(),
+        state.generator_kind,
+    ));
+    out.extend(state.spaces.values().map(|space| {
+        SpaceInfo::of(
+            &space.name,
+            space.generator.as_ref(),
+            space.worker_id,
+            space.keeper.as_deref(),
+            Some(space.generator_kind),
+        )
+    }));
+    out
+}
