@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 use uidgen_core::layout::PRESET_NAMES;
-use uidgen_core::{Clock, FieldKind, Layout};
+use uidgen_core::{Clock, FieldKind, IdForm, Layout};
 use uidgen_segment::SegmentOptions;
 
 use super::AppState;
@@ -105,7 +105,21 @@ fn bound_parameter(operation: &str, param: &mut Value, limits: &Limits) -> bool 
         ("path", "key") if operation == "leaf_segment" => tag(),
         ("query", "gatePass" | "gate_pass") | ("path", "key") => non_empty(),
         // The decode route also decodes with a preset that has a sign bit: below 2^63 fits all.
-        ("path", "id") => integer(0, i64::MAX.unsigned_abs()),
+        // Or a radix form (`form=`), which the route reads only when asked to: its text has a
+        // letter, so it is never also a decimal.
+        ("path", "id") => json!({ "oneOf": [
+            integer(0, i64::MAX.unsigned_abs()),
+            {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": IdForm::Base36.width(u64::MAX),
+                "pattern": "^[0-9A-Za-z]*[A-Za-z][0-9A-Za-z]*$",
+            },
+        ]}),
+        ("query", "form") => {
+            json!({ "type": "string", "enum": IdForm::ALL.map(IdForm::name) })
+        }
+        ("query", "tz") => zone(),
         ("path", "tag") => tag(),
         ("path", "app_id") => integer(0, u8::MAX.into()),
         ("path", "worker_id") => integer(limits.fallback_ids.0, limits.fallback_ids.1),
@@ -140,6 +154,9 @@ fn bound_body(name: &str, schema: &mut Value, limits: &Limits) {
             ("MakeRequest", "version") => integer(0, layout.max(FieldKind::Version)),
             ("MakeRequest", "type") => nullable(integer(0, layout.max(FieldKind::Type))),
             ("MakeRequest", "method") => integer(0, layout.max(FieldKind::Method)),
+            ("MakeRequest", "datacenter") => {
+                nullable(integer(0, layout.max(FieldKind::Datacenter)))
+            }
             // `uidgen_store::FallbackLeases`: a holder name without control characters; the
             // holder string a claim returned has a `#`; a client issues only within its
             // lease, at most a lease's length past now (a bound that only grows).
@@ -221,6 +238,18 @@ fn layout_names(served: &Layout) -> Vec<String> {
 
 fn non_empty() -> Value {
     json!({ "type": "string", "minLength": 1 })
+}
+
+/// A zone as `uidgen_core::Zone::parse` reads it: `UTC`, an offset or an IANA name. The
+/// pattern admits every character a zone may hold (an unknown name is a documented 400), and
+/// the length bounds the tz database's longest names with room to spare.
+fn zone() -> Value {
+    json!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 64,
+        "pattern": "^:?[A-Za-z0-9_+\\-./]+$",
+    })
 }
 
 /// Characters a stored name may not hold: control characters (Unicode `Cc`, as Rust's
