@@ -60,8 +60,14 @@ async fn decode_shows_the_time_in_the_zone_asked_for_and_names_it() {
         let (status, body) = get(&r, &format!("/v1/ids/{id}?tz={tz}")).await;
         assert_eq!(status, StatusCode::OK, "{tz}: {body}");
         let d = json(&body);
-        assert_eq!((d["timestamp"].as_str(), d["zone"].as_str()), (Some(timestamp), Some(zone)));
-        assert_eq!(d["timestamp_ms"], utc["timestamp_ms"], "the instant is the same");
+        assert_eq!(
+            (d["timestamp"].as_str(), d["zone"].as_str()),
+            (Some(timestamp), Some(zone))
+        );
+        assert_eq!(
+            d["timestamp_ms"], utc["timestamp_ms"],
+            "the instant is the same"
+        );
     }
     // Make shows its answer as decode does.
     let (status, body) = post(
@@ -92,14 +98,20 @@ async fn vesta_transtime_and_expid_take_a_zone() {
         )
     );
     let (status, body) = get(&r, "/transtime?time=0").await;
-    assert_eq!((status, body.as_str()), (StatusCode::OK, "2014-12-31T16:00:00.000Z"));
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::OK, "2014-12-31T16:00:00.000Z")
+    );
     let answer = get(&r, "/transtime?time=0&tz=Nowhere").await;
     assert_eq!(code_of(&answer), "invalid_parameter");
     let (_, id) = get(&r, "/genid").await;
     let (status, body) = get(&r, &format!("/expid?id={id}&tz=-03:00")).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(
-        json(&body)["timestamp"].as_str().unwrap().ends_with("-03:00"),
+        json(&body)["timestamp"]
+            .as_str()
+            .unwrap()
+            .ends_with("-03:00"),
         "{body}"
     );
 }
@@ -138,7 +150,10 @@ async fn batches_in_a_radix_form_are_fixed_width_strings_that_sort_as_the_ids_an
         let (status, body) = get(&r, &format!("/v1/ids/{}?form={form}", texts[0])).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         let d = json(&body);
-        assert_eq!((d["id"].as_u64(), d["text"].as_str()), (Some(ids[0]), Some(texts[0].as_str())));
+        assert_eq!(
+            (d["id"].as_u64(), d["text"].as_str()),
+            (Some(ids[0]), Some(texts[0].as_str()))
+        );
         assert_eq!(d["worker"], 5);
         // Without `form` the text is not guessed at.
         let answer = get(&r, &format!("/v1/ids/{}", texts[0])).await;
@@ -182,7 +197,10 @@ async fn a_datacenter_field_is_stamped_decoded_and_made_by_id() {
     let (status, body) = get(&r, &format!("/v1/ids/{id}")).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let d = json(&body);
-    assert_eq!((d["datacenter"].as_u64(), d["worker"].as_u64()), (Some(3), Some(5)));
+    assert_eq!(
+        (d["datacenter"].as_u64(), d["worker"].as_u64()),
+        (Some(3), Some(5))
+    );
     // Make: the served datacenter by default, another by id.
     let (status, body) = post(&r, "/v1/ids/make", r#"{"time":1,"worker":31,"sequence":0}"#).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -222,5 +240,9 @@ async fn a_datacenter_field_is_stamped_decoded_and_made_by_id() {
         r#"{"time":1,"worker":1,"sequence":0,"datacenter":1}"#,
     )
     .await;
-    assert!(json(&answer.1)["fields"]["datacenter"].is_string(), "{}", answer.1);
+    assert!(
+        json(&answer.1)["fields"]["datacenter"].is_string(),
+        "{}",
+        answer.1
+    );
 }

@@ -251,7 +251,9 @@ mod tests {
         let id = layout.compose(&layout.parts(1, 7, 0)).unwrap();
         assert_eq!(layout.decode(id).unwrap().datacenter, Some(3));
         // Every assigner is given the reduced range: the default one fits 0-31.
-        let range = uidgen_worker::WorkerIdRange::from_low(0).within(layout).unwrap();
+        let range = uidgen_worker::WorkerIdRange::from_low(0)
+            .within(layout)
+            .unwrap();
         assert_eq!(range.high(), 31);
         // Without an id, datacenter 0.
         let zero = parse("[layout]\ndatacenter_bits = 2", &[]).unwrap();
