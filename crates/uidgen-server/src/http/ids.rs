@@ -531,9 +531,12 @@ pub async fn decode(
             uidgen_core::layout::PRESET_NAMES.join(", ")
         ))
     })?;
+    // The decimal form reads as the route always has (with its messages).
     let d = match shown.form {
-        Some(form) => layout.decode_form(&text, form).map_err(ApiError::input)?,
-        None => decode_text(&layout, &text)?,
+        Some(form) if form != IdForm::Decimal => {
+            layout.decode_form(&text, form).map_err(ApiError::input)?
+        }
+        _ => decode_text(&layout, &text)?,
     };
     Ok(Json(decoded(&layout, d, &shown)).into_response())
 }

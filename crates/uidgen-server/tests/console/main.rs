@@ -165,6 +165,60 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
             .filter(|t| t == snowflake["timestamp"].as_str().unwrap())
     })
     .await;
+    // A form and a zone: the ID read back from its base62 text, its time as the server shows it
+    // in that zone (which names it), and the text beside the decimal.
+    let base62 = uidgen_core::IdForm::Base62;
+    let written = base62.encode(id, base62.width(i64::MAX.unsigned_abs()));
+    let zoned = api(
+        reqwest::Method::GET,
+        server.url(&format!("/v1/ids/{written}?form=base62&tz=Asia/Shanghai")),
+        None,
+    )
+    .await;
+    assert_eq!(zoned["id"].as_u64(), Some(id), "{zoned}");
+    for (select, value) in [
+        ("#decode-idform", "base62"),
+        ("#decode-tz", "Asia/Shanghai"),
+    ] {
+        input(&c, select)
+            .await
+            .select_by_value(value)
+            .await
+            .unwrap();
+    }
+    // The server runs the default layout.
+    decode_with(&c, "baidu", &written).await;
+    eventually("the zoned decoding", || async {
+        text(&c, &format!("{card} .time-zone"))
+            .await
+            .filter(|t| t == zoned["timestamp"].as_str().unwrap())
+    })
+    .await;
+    assert!(
+        zoned["timestamp"]
+            .as_str()
+            .unwrap()
+            .ends_with("[Asia/Shanghai]")
+    );
+    assert_eq!(
+        text(&c, &format!("{card} .field-text")).await.unwrap(),
+        written
+    );
+    assert_eq!(
+        text(&c, &format!("{card} .id")).await.unwrap(),
+        id.to_string()
+    );
+    assert_eq!(
+        text(&c, &format!("{card} .time-utc")).await.unwrap(),
+        expected["timestamp"].as_str().unwrap()
+    );
+    for (select, value) in [("#decode-idform", "decimal"), ("#decode-tz", "UTC")] {
+        input(&c, select)
+            .await
+            .select_by_value(value)
+            .await
+            .unwrap();
+    }
 
     // Make: fields in, the server's ID out.
     let body = r#"{"timestamp":"2026-06-01T12:00:00Z","worker":7,"sequence":3}"#;
