@@ -1,5 +1,6 @@
 //! Issue 21 over HTTP: times shown in a zone (`?tz=`), IDs written in a friendly form
-//! (`?form=`), and a datacenter field, on the decode, make, batch and Vesta routes.
+//! (`?form=`), and a datacenter field, on the decode, make, batch and Vesta routes; segment
+//! IDs with a random skip (`segment.random_skip_max`).
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 mod common;
@@ -7,9 +8,11 @@ mod common;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use common::{get, json};
+use common::{get, ids_in, json};
 use uidgen_core::{IdForm, Layout, ManualClock, SnowflakeGenerator};
+use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_server::http::{AppState, app};
+use uidgen_store::testing::{TestDb, fresh_store};
 
 /// 2027-01-15T08:00:00Z.
 const NOW_MS: u64 = 1_799_913_600_000;
@@ -245,4 +248,43 @@ async fn a_datacenter_field_is_stamped_decoded_and_made_by_id() {
         "{}",
         answer.1
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segment_routes_with_a_random_skip_serve_increasing_ids_with_gaps() {
+    let (store, _) = fresh_store(TestDb::Sqlite).await.unwrap();
+    let options = SegmentOptions {
+        random_skip_max: 5,
+        ..SegmentOptions::default()
+    };
+    let segments = SegmentService::start(store, options, uidgen_core::SystemClock)
+        .await
+        .unwrap();
+    segments.upsert_tag("orders", 100, None).await.unwrap();
+    let generator = SnowflakeGenerator::new(
+        Layout::snowflake().unwrap(),
+        5,
+        ManualClock::auto_advancing(NOW_MS),
+    )
+    .unwrap();
+    let mut state = AppState::embedded(Arc::new(generator), 5);
+    state.segments = Some(segments.clone());
+    let r = app(Arc::new(state));
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let (status, body) = get(&r, "/v1/segments/orders?count=300").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        ids.extend(ids_in(&json(&body)));
+        let (status, body) = get(&r, "/api/segment/get/orders").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        ids.push(body.parse().unwrap());
+    }
+    assert_eq!(ids.len(), 1505);
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "increasing, so no repeat"
+    );
+    let gaps = ids.windows(2).filter(|w| w[1] - w[0] > 1).count();
+    assert!(gaps > 1000, "only {gaps} gaps: the skip is not applied");
+    segments.shutdown();
 }

@@ -39,6 +39,9 @@ pub struct SegmentConfig {
     /// The largest range one segment lease may take (`POST /v1/segments/{tag}/lease`, gRPC
     /// `LeaseSegment`).
     pub max_lease_size: i64,
+    /// Non-continuous IDs: skip a random 0 to this many numbers before each segment ID, so
+    /// consecutive order numbers do not reveal volume (0: off, Leaf's continuous IDs).
+    pub random_skip_max: u64,
     /// `[[segment.groups]]`: tags served from several databases (Tinyid's design); none by
     /// default.
     pub groups: Vec<SegmentGroupConfig>,
@@ -59,6 +62,7 @@ impl Default for SegmentConfig {
             dynamic_step: leaf.dynamic_step,
             segment_duration_secs: leaf.segment_duration.as_secs(),
             max_lease_size: leaf.max_lease_size,
+            random_skip_max: leaf.random_skip_max.into(),
             groups: Vec::new(),
         }
     }
@@ -77,6 +81,7 @@ pub(crate) const ENV: &[EnvKey] = &[
     (&["segment", "max_step"], Kind::Int),
     (&["segment", "dynamic_step"], Kind::Bool),
     (&["segment", "segment_duration_secs"], Kind::Int),
+    (&["segment", "random_skip_max"], Kind::Int),
 ];
 
 /// `[segment]` parsed: whether segment mode runs, the library's options, the sample tag and
@@ -123,6 +128,8 @@ impl SegmentConfig {
             dynamic_step: self.dynamic_step,
             max_batch: batch_cap,
             max_lease_size: self.max_lease_size,
+            // Past u32, past the library's bound too: it refuses it.
+            random_skip_max: u32::try_from(self.random_skip_max).unwrap_or(u32::MAX),
             ..SegmentOptions::default()
         };
         options.validate().map_err(|error| match error {
@@ -150,6 +157,7 @@ fn key_of(option: &str) -> &'static str {
         "load_timeout" => "segment.load_timeout_ms",
         "max_batch" => "batch_cap",
         "max_lease_size" => "segment.max_lease_size",
+        "random_skip_max" => "segment.random_skip_max",
         _ => "segment",
     }
 }
@@ -183,6 +191,7 @@ mod tests {
                 ("UIDGEN_SEGMENT_LOAD_TIMEOUT_MS", "1500"),
                 ("UIDGEN_SEGMENT_DYNAMIC_STEP", "false"),
                 ("UIDGEN_SEGMENT_SEGMENT_DURATION_SECS", "60"),
+                ("UIDGEN_SEGMENT_RANDOM_SKIP_MAX", "9"),
             ],
         )
         .unwrap();
@@ -193,6 +202,8 @@ mod tests {
         assert_eq!(options.load_timeout, std::time::Duration::from_millis(1500));
         assert!(!options.dynamic_step);
         assert_eq!(options.segment_duration, std::time::Duration::from_secs(60));
+        assert_eq!(options.random_skip_max, 9);
+        assert_eq!(leaf.random_skip_max, 0, "continuous unless asked");
         options.validate().unwrap();
     }
 
@@ -248,6 +259,16 @@ mod tests {
                 "",
                 &[("UIDGEN_SEGMENT_DYNAMIC_STEP", "sometimes")],
                 "UIDGEN_SEGMENT_DYNAMIC_STEP=\"sometimes\" is not true or false",
+            ),
+            (
+                "[segment]\nrandom_skip_max = 1000001",
+                &[],
+                "invalid config key `segment.random_skip_max`: must be 0 (off) to 1000000",
+            ),
+            (
+                "",
+                &[("UIDGEN_SEGMENT_RANDOM_SKIP_MAX", "99999999999")],
+                "invalid config key `segment.random_skip_max`",
             ),
             (
                 "[segment]\ndynamic_step = \"no\"",
