@@ -288,3 +288,118 @@ async fn segment_routes_with_a_random_skip_serve_increasing_ids_with_gaps() {
     assert!(gaps > 1000, "only {gaps} gaps: the skip is not applied");
     segments.shutdown();
 }
+
+/// A router serving segment tags from `store`, with `orders` dated.
+async fn dated_router(store: uidgen_store::Store) -> (Arc<SegmentService>, axum::Router) {
+    let segments =
+        SegmentService::start(store, SegmentOptions::default(), uidgen_core::SystemClock)
+            .await
+            .unwrap();
+    let generator = SnowflakeGenerator::new(
+        Layout::snowflake().unwrap(),
+        5,
+        ManualClock::auto_advancing(NOW_MS),
+    )
+    .unwrap();
+    let mut state = AppState::embedded(Arc::new(generator), 5);
+    state.segments = Some(segments.clone());
+    state.dated_tags = vec!["orders".to_owned()];
+    (segments, app(Arc::new(state)))
+}
+
+/// The texts of a dated batch, and its day tag.
+fn dated_ids(body: &str) -> (Vec<String>, String) {
+    let batch = json(body);
+    let ids = batch["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect();
+    (ids, batch["day_tag"].as_str().unwrap().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dated_numbers_restart_per_day_tag_never_repeat_across_servers_and_read_back() {
+    let (store, _) = fresh_store(TestDb::Sqlite).await.unwrap();
+    // Two servers on one store: each creates the day's tag on its first request.
+    let (a_service, a) = dated_router(store.clone()).await;
+    let (b_service, b) = dated_router(store.clone()).await;
+    let shanghai = uidgen_core::Zone::parse("Asia/Shanghai").unwrap();
+    let before = shanghai
+        .date_at(uidgen_core::Clock::now_millis(&uidgen_core::SystemClock))
+        .unwrap();
+    let uri = "/v1/segments/orders/dated?prefix=ORD&digits=6&tz=Asia/Shanghai&count=3";
+    let (status, body) = get(&a, uri).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (first, day_tag) = dated_ids(&body);
+    let date = &day_tag["orders:".len()..];
+    let after = shanghai
+        .date_at(uidgen_core::Clock::now_millis(&uidgen_core::SystemClock))
+        .unwrap();
+    assert!(
+        [before.compact(), after.compact()].contains(&date.to_owned()),
+        "{day_tag}: the day in Shanghai"
+    );
+    assert_eq!(
+        first,
+        (1..=3)
+            .map(|n| format!("ORD{date}-{n:06}"))
+            .collect::<Vec<_>>(),
+        "a new day starts at 1"
+    );
+    let mut all: Vec<String> = first;
+    for r in [&b, &a, &b] {
+        let (status, body) = get(r, uri).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        all.extend(dated_ids(&body).0);
+    }
+    let count = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        count,
+        "no number twice, whichever server drew it"
+    );
+    // Read back.
+    let (status, body) = get(&a, &format!("/v1/dated/{}?prefix=ORD&digits=6", all[0])).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(json(&body)["number"], 1);
+    let (status, body) = get(&a, "/v1/dated/ORD20261125-000123?prefix=ORD").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        (json(&body)["date"].as_str(), json(&body)["number"].as_u64()),
+        (Some("2026-11-25"), Some(123))
+    );
+    for (bad, want) in [
+        ("/v1/dated/INV20261125-000123?prefix=ORD", "malformed_id"),
+        ("/v1/dated/ORD20261131-000123?prefix=ORD", "malformed_id"),
+        ("/v1/dated/ORD20261125-123?prefix=ORD", "malformed_id"),
+        (
+            "/v1/dated/ORD20261125-000123?prefix=OR-D",
+            "invalid_parameter",
+        ),
+        ("/v1/segments/orders/dated?digits=21", "invalid_parameter"),
+        (
+            "/v1/segments/orders/dated?tz=Mars/Olympus",
+            "invalid_parameter",
+        ),
+        ("/v1/segments/orders/dated?count=0", "invalid_count"),
+    ] {
+        let answer = get(&a, bad).await;
+        assert_eq!(code_of(&answer), want, "{bad}: {}", answer.1);
+    }
+    // Only a dated tag is served so.
+    let (status, body) = get(&a, "/v1/segments/invoices/dated").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(json(&body)["code"], "unknown_tag");
+    assert!(body.contains("segment.dated_tags"), "{body}");
+    // A width the day has outgrown is refused in words: one digit holds 9 numbers, and ten
+    // more cannot all fit.
+    let answer = get(&a, "/v1/segments/orders/dated?digits=1&count=10").await;
+    assert_eq!(code_of(&answer), "invalid_parameter");
+    assert!(answer.1.contains("more digits"), "{}", answer.1);
+    a_service.shutdown();
+    b_service.shutdown();
+}

@@ -32,6 +32,7 @@ fn concrete(path: &str) -> String {
         .replace("{tag}", "t")
         .replace("{app_id}", "1")
         .replace("{worker_id}", "1")
+        .replace("{text}", "20261125-000001")
 }
 
 #[tokio::test]

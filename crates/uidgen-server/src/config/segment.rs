@@ -42,6 +42,10 @@ pub struct SegmentConfig {
     /// Non-continuous IDs: skip a random 0 to this many numbers before each segment ID, so
     /// consecutive order numbers do not reveal volume (0: off, Leaf's continuous IDs).
     pub random_skip_max: u64,
+    /// Tags whose numbers restart every day, served as `ORD20261125-000123` by
+    /// `GET /v1/segments/{tag}/dated` from a tag per day (`orders:20261125`) created on demand.
+    /// Set in the file only (a tag may hold a comma); none by default.
+    pub dated_tags: Vec<String>,
     /// `[[segment.groups]]`: tags served from several databases (Tinyid's design); none by
     /// default.
     pub groups: Vec<SegmentGroupConfig>,
@@ -63,6 +67,7 @@ impl Default for SegmentConfig {
             segment_duration_secs: leaf.segment_duration.as_secs(),
             max_lease_size: leaf.max_lease_size,
             random_skip_max: leaf.random_skip_max.into(),
+            dated_tags: Vec::new(),
             groups: Vec::new(),
         }
     }
@@ -107,6 +112,8 @@ pub struct SegmentSettings {
     pub sample_step: i64,
     /// `[[segment.groups]]`, checked by the library when the groups open their stores.
     pub groups: Vec<SegmentGroupConfig>,
+    /// `segment.dated_tags`: each a tag whose day tags are valid tags.
+    pub dated_tags: Vec<String>,
 }
 
 impl SegmentConfig {
@@ -136,12 +143,27 @@ impl SegmentConfig {
             SegmentError::InvalidOption { option, reason } => invalid(key_of(option), reason),
             other => invalid("segment", other.to_string()),
         })?;
+        // The library's rule for tags, on the longest day tag each will name.
+        let last_day = uidgen_core::calendar::CivilDate::new(9999, 12, 31)
+            .map_err(|e| invalid("segment.dated_tags", e.to_string()))?;
+        for tag in &self.dated_tags {
+            let day = crate::service::segments::day_tag(tag, last_day);
+            uidgen_segment::validate_tag(tag)
+                .and_then(|()| uidgen_segment::validate_tag(&day))
+                .map_err(|e| {
+                    invalid(
+                        "segment.dated_tags",
+                        format!("{e} (a dated tag's day tags add `:YYYYMMDD`)"),
+                    )
+                })?;
+        }
         Ok(SegmentSettings {
             enabled: self.enabled,
             options,
             sample_tag: self.sample_tag.clone(),
             sample_step,
             groups: self.groups.clone(),
+            dated_tags: self.dated_tags.clone(),
         })
     }
 }
@@ -205,6 +227,11 @@ mod tests {
         assert_eq!(options.random_skip_max, 9);
         assert_eq!(leaf.random_skip_max, 0, "continuous unless asked");
         options.validate().unwrap();
+        let dated = parse("[segment]\ndated_tags = [\"orders\", \"invoices\"]", &[]).unwrap();
+        assert_eq!(
+            dated.settings().unwrap().segment.dated_tags,
+            ["orders", "invoices"]
+        );
     }
 
     #[test]
@@ -259,6 +286,16 @@ mod tests {
                 "",
                 &[("UIDGEN_SEGMENT_DYNAMIC_STEP", "sometimes")],
                 "UIDGEN_SEGMENT_DYNAMIC_STEP=\"sometimes\" is not true or false",
+            ),
+            (
+                &format!("[segment]\ndated_tags = [\"{}\"]", "t".repeat(125)),
+                &[],
+                "invalid config key `segment.dated_tags`: ",
+            ),
+            (
+                "[segment]\ndated_tags = [\" orders\"]",
+                &[],
+                "invalid config key `segment.dated_tags`: ",
             ),
             (
                 "[segment]\nrandom_skip_max = 1000001",

@@ -120,6 +120,21 @@ fn bound_parameter(operation: &str, param: &mut Value, limits: &Limits) -> bool 
             json!({ "type": "string", "enum": IdForm::ALL.map(IdForm::name) })
         }
         ("query", "tz") => zone(),
+        // `uidgen_core::DatedForm::new`: absent is no prefix.
+        ("query", "prefix") => json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": uidgen_core::forms::MAX_PREFIX_LEN,
+            "pattern": "^[A-Za-z0-9_]+$",
+        }),
+        ("query", "digits") => integer(1, 20),
+        // A dated number: prefix, YYYYMMDD, `-`, 1 to 20 digits (the form read decides which).
+        ("path", "text") => json!({
+            "type": "string",
+            "minLength": 10,
+            "maxLength": uidgen_core::forms::MAX_PREFIX_LEN + 8 + 1 + 20,
+            "pattern": "^[A-Za-z0-9_]*[0-9]{8}-[0-9]{1,20}$",
+        }),
         ("path", "tag") => tag(),
         ("path", "app_id") => integer(0, u8::MAX.into()),
         ("path", "worker_id") => integer(limits.fallback_ids.0, limits.fallback_ids.1),
