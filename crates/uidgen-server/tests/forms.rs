@@ -403,3 +403,79 @@ async fn dated_numbers_restart_per_day_tag_never_repeat_across_servers_and_read_
     a_service.shutdown();
     b_service.shutdown();
 }
+
+#[tokio::test]
+async fn grpc_make_id_takes_a_datacenter_and_explain_id_names_it() {
+    use tonic::Request;
+    use uidgen_proto::v1::id_service_server::IdService;
+    use uidgen_proto::v1::{ExplainIdRequest, MakeIdRequest};
+
+    let service = |layout: Layout| {
+        let generator =
+            SnowflakeGenerator::new(layout, 5, ManualClock::auto_advancing(NOW_MS)).unwrap();
+        let state = Arc::new(AppState::embedded(Arc::new(generator), 5));
+        let (_stop, stopping) = tokio::sync::watch::channel(false);
+        uidgen_server::grpc::GrpcService::new(state, 1000, stopping)
+    };
+    let twitter = Layout::snowflake()
+        .unwrap()
+        .with_datacenter_bits(5)
+        .unwrap()
+        .with_datacenter_id(3)
+        .unwrap();
+    let grpc = service(twitter.clone());
+    let field = |fields: &[uidgen_proto::v1::Field], name: &str| {
+        fields.iter().find(|f| f.name == name).map(|f| f.value)
+    };
+    for (asked, stamped) in [(None, 3), (Some(30), 30)] {
+        let made = grpc
+            .make_id(Request::new(MakeIdRequest {
+                time: Some(1),
+                worker: 31,
+                sequence: 2,
+                datacenter: asked,
+                ..MakeIdRequest::default()
+            }))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(field(&made.fields, "datacenter"), Some(stamped));
+        assert_eq!(twitter.decode(made.id).unwrap().datacenter, Some(stamped));
+        let explained = grpc
+            .explain_id(Request::new(ExplainIdRequest {
+                id: made.id.to_string(),
+            }))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(field(&explained.fields, "datacenter"), Some(stamped));
+    }
+    let too_wide = grpc
+        .make_id(Request::new(MakeIdRequest {
+            time: Some(1),
+            datacenter: Some(32),
+            ..MakeIdRequest::default()
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(too_wide.code(), tonic::Code::InvalidArgument);
+    assert!(
+        too_wide.message().contains("`datacenter`: "),
+        "{}",
+        too_wide.message()
+    );
+    let plain = service(Layout::snowflake().unwrap());
+    let refused = plain
+        .make_id(Request::new(MakeIdRequest {
+            time: Some(1),
+            datacenter: Some(1),
+            ..MakeIdRequest::default()
+        }))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.message().contains("`datacenter`: "),
+        "{}",
+        refused.message()
+    );
+}
