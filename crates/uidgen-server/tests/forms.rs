@@ -17,12 +17,17 @@ use uidgen_store::testing::{TestDb, fresh_store};
 /// 2027-01-15T08:00:00Z.
 const NOW_MS: u64 = 1_799_913_600_000;
 
-fn router_with(layout: Layout) -> axum::Router {
+/// State serving `layout` on worker 5, batches up to 1,000.
+fn state_with(layout: Layout) -> Arc<AppState> {
     let clock = ManualClock::auto_advancing(NOW_MS);
     let generator = SnowflakeGenerator::new(layout, 5, clock).unwrap();
     let mut state = AppState::embedded(Arc::new(generator), 5);
     state.batch_cap = 1000;
-    app(Arc::new(state))
+    Arc::new(state)
+}
+
+fn router_with(layout: Layout) -> axum::Router {
+    app(state_with(layout))
 }
 
 async fn post(router: &axum::Router, uri: &str, body: &str) -> (StatusCode, String) {
@@ -257,19 +262,8 @@ async fn segment_routes_with_a_random_skip_serve_increasing_ids_with_gaps() {
         random_skip_max: 5,
         ..SegmentOptions::default()
     };
-    let segments = SegmentService::start(store, options, uidgen_core::SystemClock)
-        .await
-        .unwrap();
+    let (segments, r) = segment_router(store, options).await;
     segments.upsert_tag("orders", 100, None).await.unwrap();
-    let generator = SnowflakeGenerator::new(
-        Layout::snowflake().unwrap(),
-        5,
-        ManualClock::auto_advancing(NOW_MS),
-    )
-    .unwrap();
-    let mut state = AppState::embedded(Arc::new(generator), 5);
-    state.segments = Some(segments.clone());
-    let r = app(Arc::new(state));
     let mut ids = Vec::new();
     for _ in 0..5 {
         let (status, body) = get(&r, "/v1/segments/orders?count=300").await;
@@ -290,11 +284,13 @@ async fn segment_routes_with_a_random_skip_serve_increasing_ids_with_gaps() {
 }
 
 /// A router serving segment tags from `store`, with `orders` dated.
-async fn dated_router(store: uidgen_store::Store) -> (Arc<SegmentService>, axum::Router) {
-    let segments =
-        SegmentService::start(store, SegmentOptions::default(), uidgen_core::SystemClock)
-            .await
-            .unwrap();
+async fn segment_router(
+    store: uidgen_store::Store,
+    options: SegmentOptions,
+) -> (Arc<SegmentService>, axum::Router) {
+    let segments = SegmentService::start(store, options, uidgen_core::SystemClock)
+        .await
+        .unwrap();
     let generator = SnowflakeGenerator::new(
         Layout::snowflake().unwrap(),
         5,
@@ -323,8 +319,8 @@ fn dated_ids(body: &str) -> (Vec<String>, String) {
 async fn dated_numbers_restart_per_day_tag_never_repeat_across_servers_and_read_back() {
     let (store, _) = fresh_store(TestDb::Sqlite).await.unwrap();
     // Two servers on one store: each creates the day's tag on its first request.
-    let (a_service, a) = dated_router(store.clone()).await;
-    let (b_service, b) = dated_router(store.clone()).await;
+    let (a_service, a) = segment_router(store.clone(), SegmentOptions::default()).await;
+    let (b_service, b) = segment_router(store.clone(), SegmentOptions::default()).await;
     let shanghai = uidgen_core::Zone::parse("Asia/Shanghai").unwrap();
     let before = shanghai
         .date_at(uidgen_core::Clock::now_millis(&uidgen_core::SystemClock))
@@ -411,11 +407,8 @@ async fn grpc_make_id_takes_a_datacenter_and_explain_id_names_it() {
     use uidgen_proto::v1::{ExplainIdRequest, MakeIdRequest};
 
     let service = |layout: Layout| {
-        let generator =
-            SnowflakeGenerator::new(layout, 5, ManualClock::auto_advancing(NOW_MS)).unwrap();
-        let state = Arc::new(AppState::embedded(Arc::new(generator), 5));
         let (_stop, stopping) = tokio::sync::watch::channel(false);
-        uidgen_server::grpc::GrpcService::new(state, 1000, stopping)
+        uidgen_server::grpc::GrpcService::new(state_with(layout), 1000, stopping)
     };
     let twitter = Layout::snowflake()
         .unwrap()
