@@ -490,6 +490,9 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
         &[
             ("UIDGEN_STORE", &sqlite_url("console-polish")),
             ("UIDGEN_ADMIN_TOKEN", TOKEN),
+            // A datacenter field, for the make panel's datacenter input below.
+            ("UIDGEN_LAYOUT_DATACENTER_BITS", "5"),
+            ("UIDGEN_LAYOUT_DATACENTER_ID", "3"),
         ],
     );
     // A tag created and never used: no segment of it has been loaded.
@@ -570,6 +573,40 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
     let zone = zone.as_str().unwrap();
     assert!(shown.matches(zone).count() <= 1, "the zone twice: {shown}");
     assert!(!shown.contains("UTC (UTC)"), "{shown}");
+
+    // A layout with a datacenter field: make takes one (the served 3 when empty), and the
+    // answer shows it beside the worker.
+    fill(&c, "#make-timestamp", "2026-06-01T12:00:00Z").await;
+    fill(&c, "#make-worker", "7").await;
+    fill(&c, "#make-sequence", "3").await;
+    fill(&c, "#make-datacenter", "30").await;
+    click(&c, "#make-btn").await;
+    let made = api(
+        reqwest::Method::POST,
+        server.url("/v1/ids/make"),
+        Some(r#"{"timestamp":"2026-06-01T12:00:00Z","worker":7,"sequence":3,"datacenter":30}"#),
+    )
+    .await;
+    eventually("the made ID with its datacenter", || async {
+        text(&c, "#make-result .id")
+            .await
+            .filter(|t| *t == made["id"].to_string())
+    })
+    .await;
+    assert_eq!(
+        text(&c, "#make-result .field-datacenter").await.unwrap(),
+        "30"
+    );
+    assert_eq!(made["datacenter"], 30);
+    let datacenter_bits = c
+        .find_all(Locator::Css("#make-result .bits span.f-datacenter"))
+        .await
+        .unwrap();
+    assert_eq!(
+        datacenter_bits.len(),
+        5,
+        "the datacenter field is coloured as such"
+    );
 
     // A wrong token is refused at once, not at the first save; the right one is accepted.
     fill(&c, "#admin-token", "a-wrong-token-of-some-length").await;
