@@ -472,3 +472,43 @@ async fn grpc_make_id_takes_a_datacenter_and_explain_id_names_it() {
         refused.message()
     );
 }
+
+#[tokio::test]
+async fn every_zone_the_document_allows_is_one_the_routes_take() {
+    let r = router_with(Layout::snowflake().unwrap());
+    let (_, body) = get(&r, "/openapi.json").await;
+    let doc = json(&body);
+    let params = doc["paths"]["/transtime"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let tz = &params.iter().find(|p| p["name"] == "tz").unwrap()["schema"];
+    let names = tz["oneOf"][0]["enum"].as_array().unwrap();
+    assert!(names.len() > 300, "{} names", names.len());
+    assert_eq!(names[0], "UTC");
+    for name in names {
+        let name = name.as_str().unwrap();
+        assert!(uidgen_core::Zone::parse(name).is_ok(), "{name}");
+    }
+    let offset = regex::Regex::new(tz["oneOf"][1]["pattern"].as_str().unwrap()).unwrap();
+    for sign in ['+', '-'] {
+        for h in 0..=24 {
+            for m in 0..=60 {
+                for text in [
+                    format!("{sign}{h:02}:{m:02}"),
+                    format!("{sign}{h:02}{m:02}"),
+                    format!("{sign}{h:02}"),
+                ] {
+                    if offset.is_match(&text) {
+                        assert!(uidgen_core::Zone::parse(&text).is_ok(), "{text}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(offset.is_match("+08:00") && offset.is_match("-0530") && offset.is_match("+18"));
+    // And the route takes one of each.
+    for tz in ["UTC", "Asia/Shanghai", "%2B05:45", "-03"] {
+        let (status, body) = get(&r, &format!("/transtime?time=1&tz={tz}")).await;
+        assert_eq!(status, StatusCode::OK, "{tz}: {body}");
+    }
+}

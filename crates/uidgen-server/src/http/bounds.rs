@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 use uidgen_core::layout::PRESET_NAMES;
-use uidgen_core::{Clock, FieldKind, IdForm, Layout};
+use uidgen_core::{Clock, FieldKind, IdForm, Layout, Zone};
 use uidgen_segment::SegmentOptions;
 
 use super::AppState;
@@ -255,16 +255,27 @@ fn non_empty() -> Value {
     json!({ "type": "string", "minLength": 1 })
 }
 
-/// A zone as `uidgen_core::Zone::parse` reads it: `UTC`, an offset or an IANA name. The
-/// pattern admits every character a zone may hold (an unknown name is a documented 400), and
-/// the length bounds the tz database's longest names with room to spare.
+/// A zone as `uidgen_core::Zone::parse` reads it, described narrower than the route reads it
+/// (as `timestamp` is): `UTC`, an IANA name of the database every host has (jiff's embedded
+/// copy), or an offset `±HH:MM` / `±HHMM` / `±HH` within ±18:00. So every value the document
+/// allows is one the route takes; case variants, a leading `:` and names only the host's
+/// database knows are read too.
 fn zone() -> Value {
-    json!({
-        "type": "string",
-        "minLength": 1,
-        "maxLength": 64,
-        "pattern": "^:?[A-Za-z0-9_+\\-./]+$",
+    static ZONE: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    ZONE.get_or_init(|| {
+        let mut names = vec!["UTC".to_owned()];
+        names.extend(Zone::iana_names().into_iter().filter(|n| n != "UTC"));
+        json!({ "oneOf": [
+            { "type": "string", "enum": names },
+            {
+                "type": "string",
+                "minLength": 3,
+                "maxLength": 6,
+                "pattern": "^[+-](?:(?:0[0-9]|1[0-7])(?::?[0-5][0-9])?|18(?::?00)?)$",
+            },
+        ]})
     })
+    .clone()
 }
 
 /// Characters a stored name may not hold: control characters (Unicode `Cc`, as Rust's

@@ -24,6 +24,12 @@ const DEFAULT_DIGITS: u64 = 6;
 /// `prefix` and `digits` of a request, as the library's form (whose `new` is the check).
 fn form_of(params: &QueryParams) -> Result<DatedForm, ApiError> {
     let prefix = params.get("prefix").map_or("", String::as_str);
+    // Absent is no prefix; an empty one given is more likely a client's bug than a choice.
+    if params.get("prefix").is_some_and(String::is_empty) {
+        return Err(ApiError::bad_parameter(
+            "`prefix` is empty: leave it out for none",
+        ));
+    }
     let digits = param_u64(params, "digits")?.unwrap_or(DEFAULT_DIGITS);
     DatedForm::new(prefix, u32::try_from(digits).unwrap_or(u32::MAX)).map_err(ApiError::input)
 }
