@@ -6,7 +6,10 @@
 //! Each of the two slots has a `cursor` (the next position; only ever raised, by `fetch_add` and
 //! `fetch_max`) and bounds `start`/`max` describing the segment loaded into it. Taking IDs is
 //! `first = cursor.fetch_add(n)`, then `max` (Acquire), then `start`, and keeping
-//! `[first, first + n) ∩ [start, max)`. No lock, no allocation, no I/O. A position is an ID for a
+//! `[first, first + n) ∩ [start, max)`. No lock, no allocation, no I/O. With a random skip
+//! ([`SegmentOptions::random_skip_max`](crate::SegmentOptions::random_skip_max)) a take reserves
+//! `1 + gap` positions the same way and keeps only the last of them inside `[start, max)`: the
+//! reservations stay disjoint, so the argument below is unchanged. A position is an ID for a
 //! single-database tag; for a tag served from several databases (Tinyid's `delta`), position
 //! `v` is the ID `first_id + (v - start) * delta` (see the `slot` module).
 //!

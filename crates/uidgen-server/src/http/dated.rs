@@ -13,8 +13,9 @@ use utoipa::ToSchema;
 
 use super::error::ErrorBody;
 use super::extract::{PathParam, QueryParams};
-use super::ids::{param_u64, param_zone};
+use super::ids::param_u64;
 use super::observe::Issued;
+use super::shown::param_zone;
 use super::{ApiError, AppState};
 use crate::service::segments::dated_numbers;
 

@@ -6,12 +6,13 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use uidgen_core::{DecodedUid, FieldKind, GenMethod, IdForm, Layout, UidParts, Zone};
+use uidgen_core::{DecodedUid, FieldKind, GenMethod, IdForm, Layout, UidParts};
 use utoipa::ToSchema;
 
 use super::error::ErrorBody;
 use super::extract::{LeafPath, PathParam, QueryParams};
 use super::observe::Issued;
+use super::shown::{FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form, param_zone};
 use super::{ApiError, AppState, TextError};
 use crate::service::error::{ECHO_CHARS, clip};
 use crate::service::{batch_count, generate};
@@ -31,26 +32,6 @@ pub(super) fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>,
     raw.parse()
         .map(Some)
         .map_err(|_| ApiError::bad_parameter(format!("`{name}` is larger than 64 bits")))
-}
-
-/// `?tz=`: the zone times are shown in, UTC when absent; an unknown zone is a 400
-/// `invalid_parameter` naming it (`uidgen_core::Zone::parse` is the one rule).
-pub(super) fn param_zone(params: &QueryParams) -> Result<Zone, ApiError> {
-    params.get("tz").map_or_else(
-        || Ok(Zone::utc()),
-        |text| Zone::parse(text).map_err(|e| ApiError::bad_parameter(format!("`tz`: {e}"))),
-    )
-}
-
-/// `?form=`: `decimal`, `base36` or `base62`; `None` when absent.
-pub(super) fn param_form(params: &QueryParams) -> Result<Option<IdForm>, ApiError> {
-    params
-        .get("form")
-        .map(|text| {
-            text.parse::<IdForm>()
-                .map_err(|e| ApiError::bad_parameter(format!("`form`: {e}")))
-        })
-        .transpose()
 }
 
 fn required_u64(params: &QueryParams, name: &str) -> Result<u64, ApiError> {
@@ -321,14 +302,6 @@ pub async fn vesta_transtime(
     Ok(zone.format_iso8601(layout.millis_of(time)))
 }
 
-/// What the `tz` parameter says in the document.
-const TZ_DESCRIPTION: &str = "The zone times are shown in: `UTC` (default), an offset \
-                              (`+08:00`) or an IANA name (`Asia/Shanghai`)";
-
-/// What the `form` parameter says in the document.
-const FORM_DESCRIPTION: &str = "How IDs are written: `decimal`, `base36` or `base62` (fixed \
-                                width, sortable); IDs are then JSON strings";
-
 #[derive(Serialize, ToSchema)]
 /// `{"ids": [...]}`.
 pub struct IdBatch {
@@ -433,23 +406,6 @@ pub enum DecodedAny {
     Layout(Decoded),
     /// Decoded with `layout=sharded`.
     Sharded(super::sharded::DecodedSharded),
-}
-
-/// How a decode or make answer is shown: the zone of its timestamp, and the form of its ID.
-#[derive(Debug, Default)]
-pub(super) struct Shown {
-    pub(super) zone: Zone,
-    pub(super) form: Option<IdForm>,
-}
-
-impl Shown {
-    /// `?tz=` and `?form=`.
-    pub(super) fn from_params(params: &QueryParams) -> Result<Self, ApiError> {
-        Ok(Self {
-            zone: param_zone(params)?,
-            form: param_form(params)?,
-        })
-    }
 }
 
 pub(super) fn decoded(layout: &Layout, d: DecodedUid, shown: &Shown) -> Decoded {

@@ -12,8 +12,9 @@ use utoipa::ToSchema;
 
 use super::error::ErrorBody;
 use super::extract::{Body, QueryParams};
-use super::ids::{Decoded, Shown, decoded, make_id};
+use super::ids::{Decoded, decoded, make_id};
 use super::integer;
+use super::shown::Shown;
 use super::{ApiError, AppState};
 use crate::service::{FieldErrors, misfits};
 

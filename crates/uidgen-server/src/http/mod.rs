@@ -19,6 +19,7 @@ mod openapi;
 mod ops;
 mod segments;
 mod sharded;
+mod shown;
 mod starting;
 mod status;
 
