@@ -512,3 +512,44 @@ async fn every_zone_the_document_allows_is_one_the_routes_take() {
         assert_eq!(status, StatusCode::OK, "{tz}: {body}");
     }
 }
+
+#[test]
+fn the_cli_makes_and_decodes_a_datacenter_by_name() {
+    let env = [
+        ("UIDGEN_LAYOUT", "snowflake"),
+        ("UIDGEN_LAYOUT_DATACENTER_BITS", "5"),
+        ("UIDGEN_LAYOUT_DATACENTER_ID", "3"),
+    ];
+    let made = |extra: &[&str]| {
+        let mut args = vec!["make", "--units", "1", "--worker", "7", "--seq", "2"];
+        args.extend_from_slice(extra);
+        let (status, out, err) = common::run(&args, &env);
+        assert!(status.success(), "{err}");
+        out.trim().to_owned()
+    };
+    for (extra, datacenter) in [(&[][..], "3"), (&["--datacenter", "30"][..], "30")] {
+        let id = made(extra);
+        let (status, out, err) = common::run(&["decode", &id], &env);
+        assert!(status.success(), "{err}");
+        assert!(
+            out.contains(&format!(" datacenter={datacenter} worker=7 ")),
+            "{out}"
+        );
+    }
+    let (status, _, err) = common::run(
+        &[
+            "make",
+            "--units",
+            "1",
+            "--worker",
+            "7",
+            "--seq",
+            "2",
+            "--datacenter",
+            "32",
+        ],
+        &env,
+    );
+    assert!(!status.success());
+    assert!(err.contains("datacenter"), "{err}");
+}
