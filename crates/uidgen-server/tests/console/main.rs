@@ -587,10 +587,9 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
         Some(r#"{"timestamp":"2026-06-01T12:00:00Z","worker":7,"sequence":3,"datacenter":30}"#),
     )
     .await;
+    let made_id = made["id"].to_string();
     eventually("the made ID with its datacenter", || async {
-        text(&c, "#make-result .id")
-            .await
-            .filter(|t| *t == made["id"].to_string())
+        text(&c, "#make-result .id").await.filter(|t| *t == made_id)
     })
     .await;
     assert_eq!(
