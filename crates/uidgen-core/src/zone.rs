@@ -129,6 +129,26 @@ impl Zone {
         })
     }
 
+    /// Every IANA name [`parse`](Self::parse) reads on any host, sorted: the names of the
+    /// database jiff embeds (the host's own may know more). For listings: a zone selector, an
+    /// API document's list of values.
+    ///
+    /// ```
+    /// use uidgen_core::Zone;
+    /// let names = Zone::iana_names();
+    /// assert!(names.iter().any(|n| n == "Asia/Shanghai"));
+    /// assert!(names.iter().all(|n| Zone::parse(n).is_ok()));
+    /// ```
+    pub fn iana_names() -> Vec<String> {
+        let mut names: Vec<String> = bundled()
+            .available()
+            .map(|name| name.as_str().to_owned())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// How the zone is shown: `UTC`, an offset such as `+08:00`, or its IANA name.
     pub fn name(&self) -> &str {
         &self.name

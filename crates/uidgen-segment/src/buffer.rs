@@ -6,7 +6,10 @@
 //! Each of the two slots has a `cursor` (the next position; only ever raised, by `fetch_add` and
 //! `fetch_max`) and bounds `start`/`max` describing the segment loaded into it. Taking IDs is
 //! `first = cursor.fetch_add(n)`, then `max` (Acquire), then `start`, and keeping
-//! `[first, first + n) ∩ [start, max)`. No lock, no allocation, no I/O. A position is an ID for a
+//! `[first, first + n) ∩ [start, max)`. No lock, no allocation, no I/O. With a random skip
+//! ([`SegmentOptions::random_skip_max`](crate::SegmentOptions::random_skip_max)) a take reserves
+//! `1 + gap` positions the same way and keeps only the last of them inside `[start, max)`: the
+//! reservations stay disjoint, so the argument below is unchanged. A position is an ID for a
 //! single-database tag; for a tag served from several databases (Tinyid's `delta`), position
 //! `v` is the ID `first_id + (v - start) * delta` (see the `slot` module).
 //!
@@ -192,7 +195,11 @@ impl SegmentBuffer {
         // sees the bounds loaded before it (an older view only costs a retry).
         let idx = self.hot.current.load(Ordering::Acquire);
         let slot = &self.slots[idx & 1];
-        let n = if n > 1 {
+        // With a random skip, one ID per take: its reservation is the gap and the ID after it.
+        let skip_max = self.shared.options.random_skip_max;
+        let n = if skip_max > 0 {
+            1
+        } else if n > 1 {
             // A batch reserves no more than looks left, so a batch that finds the segment
             // nearly used up does not push the cursor deep into the slot's next segment.
             // Relaxed (both): hints; the add and the bounds check below decide.
@@ -205,16 +212,27 @@ impl SegmentBuffer {
         } else {
             n
         };
+        let reserve = if skip_max > 0 {
+            1 + i64::from(fastrand::u32(0..=skip_max))
+        } else {
+            n
+        };
         // Relaxed: uniqueness needs only the atomicity of the RMW on this one counter; which
         // segment the IDs belong to is decided by the bounds check below.
-        let first = slot.cursor.fetch_add(n, Ordering::Relaxed);
+        let first = slot.cursor.fetch_add(reserve, Ordering::Relaxed);
         // Acquire: pairs with the Release store of `max` in `install`, so `start` below is from
         // the same load or a later one (see the module docs).
         let max = slot.bounds.max.load(Ordering::Acquire);
         // Relaxed: ordered after the Acquire load of `max` above.
         let start = slot.bounds.start.load(Ordering::Relaxed);
-        let lo = first.max(start);
-        let hi = first.saturating_add(n).min(max);
+        let hi = first.saturating_add(reserve).min(max);
+        // A skipping take keeps only the last reserved position inside the segment: the
+        // positions before it are the gap (shorter when the segment ends inside it).
+        let lo = if skip_max > 0 {
+            first.max(start).max(hi.saturating_sub(1))
+        } else {
+            first.max(start)
+        };
         if lo < hi {
             // Relaxed (both): checked below, see the module docs.
             let first_id = slot.bounds.first.load(Ordering::Relaxed);

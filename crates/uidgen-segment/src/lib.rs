@@ -51,7 +51,7 @@ pub use buffer::SegmentBuffer;
 pub use error::{GroupProblem, Result, SegmentError};
 pub use group::{GroupDatabaseState, GroupState, GroupTagRow, SegmentGroup};
 pub use handle::TagHandle;
-pub use options::{MAX_WAIT, SegmentOptions};
+pub use options::{MAX_RANDOM_SKIP, MAX_WAIT, SegmentOptions};
 pub use service::{SegmentService, validate_tag};
 pub use state::{SegmentState, TagState};
 pub use step::next_step;

@@ -10,6 +10,10 @@ use crate::error::{Result, SegmentError};
 /// has long given up by then, and a load held longer only delays the retry.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
 
+/// The largest [`SegmentOptions::random_skip_max`]: a gap wider than this hides nothing more,
+/// and only burns the tag's range faster.
+pub const MAX_RANDOM_SKIP: u32 = 1_000_000;
+
 /// How a [`SegmentService`](crate::SegmentService) behaves. Defaults follow Meituan Leaf.
 ///
 /// ```
@@ -58,6 +62,15 @@ pub struct SegmentOptions {
     /// caller whole (Tinyid's client-side segment). A typo of a few zeros should not burn a
     /// tag's range.
     pub max_lease_size: i64,
+    /// Non-continuous IDs (Leaf PR #118): before each ID, skip a uniformly random number of
+    /// positions from 0 to this, so consecutive numbers do not reveal how many were issued
+    /// between them (default 0: continuous, as Leaf). Each ID then uses up `1 + k / 2`
+    /// positions on average: a segment lasts that much shorter, so dynamic step grows the
+    /// step (and loads happen that much more often with a fixed one). IDs stay unique and
+    /// increasing per caller; a gap never crosses the end of a segment, so it only shortens
+    /// there. Batches are taken one ID at a time when this is on. At most
+    /// [`MAX_RANDOM_SKIP`].
+    pub random_skip_max: u32,
 }
 
 impl Default for SegmentOptions {
@@ -74,6 +87,7 @@ impl Default for SegmentOptions {
             max_batch: 10_000,
             load_timeout: Duration::from_secs(5),
             max_lease_size: 1_000_000,
+            random_skip_max: 0,
         }
     }
 }
@@ -134,6 +148,12 @@ impl SegmentOptions {
             return bad(
                 "max_lease_size",
                 format!("must be 1 to {}", uidgen_store::MAX_STEP),
+            );
+        }
+        if self.random_skip_max > MAX_RANDOM_SKIP {
+            return bad(
+                "random_skip_max",
+                format!("must be 0 (off) to {MAX_RANDOM_SKIP}"),
             );
         }
         if self.max_batch == 0 {

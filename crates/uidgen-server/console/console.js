@@ -113,7 +113,7 @@ function legend(layout) {
     el('span', {}, el('i', { class: `f-${f.name}` }), `${f.name} ${f.bits} bit${f.bits === 1 ? '' : 's'}`)));
 }
 
-const FIELD_ORDER = ['time', 'worker', 'machine', 'process', 'sequence', 'version', 'type', 'method', 'app_id', 'shard', 'index'];
+const FIELD_ORDER = ['time', 'datacenter', 'worker', 'machine', 'process', 'sequence', 'version', 'type', 'method', 'app_id', 'shard', 'index'];
 
 // One decoded ID: its bits, its fields, its time in UTC and in this browser's zone.
 function decodedCard(d, layout) {
@@ -123,8 +123,15 @@ function decodedCard(d, layout) {
     if (d[name] === undefined) continue;
     kv.append(el('dt', { text: name }), el('dd', { class: `field-${name}`, text: fmt(d[name]) }));
   }
+  // The ID in the form asked for (GET /v1/ids/{id}?form=), when not plain decimal.
+  if (d.text !== undefined && d.text !== id.toString()) {
+    kv.append(el('dt', { text: 'written' }), el('dd', { class: 'field-text', text: d.text }));
+  }
   if (d.timestamp_ms !== undefined) {
-    kv.append(el('dt', { text: 'time (UTC)' }), el('dd', { class: 'time-utc', text: d.timestamp }));
+    const zoned = d.zone !== undefined && d.zone !== 'UTC';
+    kv.append(el('dt', { text: 'time (UTC)' }), el('dd', { class: 'time-utc', text: zoned ? utc(d.timestamp_ms) : d.timestamp }));
+    // The zone picked above, as the server shows it (?tz=): it names the zone.
+    if (zoned) kv.append(el('dt', { text: `time (${d.zone})` }), el('dd', { class: 'time-zone', text: d.timestamp }));
     kv.append(el('dt', { text: 'time (local)' }), el('dd', { class: 'time-local', text: local(d.timestamp_ms) }));
   }
   return el('div', { class: 'card decoded' },
@@ -136,7 +143,30 @@ function errorCard(what, message) {
   return el('div', { class: 'card failed' }, el('span', { class: 'id', text: what }), el('div', { class: 'error', text: message }));
 }
 
+// The forms and zones the decode and make panels offer (?form=, ?tz=): UTC first, then this
+// browser's zone and a few others; the server reads any IANA name or offset.
+const ID_FORMS = ['decimal', 'base36', 'base62'];
+function fillShownAs() {
+  const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const zones = [...new Set(['UTC', browserZone, 'Asia/Shanghai', 'Europe/Berlin', 'America/New_York', '+08:00'].filter(Boolean))];
+  for (const select of document.querySelectorAll('select.idform')) {
+    select.replaceChildren(...ID_FORMS.map((f) => el('option', { value: f, text: f })));
+  }
+  for (const select of document.querySelectorAll('select.tz')) {
+    select.replaceChildren(...zones.map((z) => el('option', { value: z, text: z })));
+  }
+}
+
+// `form=` and `tz=` of the panel `prefix` as a query string.
+// (`form=decimal` is left out: it is what the routes read without one.)
+function shownAs(prefix) {
+  const form = $(`${prefix}-idform`).value;
+  const tz = `tz=${encodeURIComponent($(`${prefix}-tz`).value)}`;
+  return form === 'decimal' ? tz : `form=${encodeURIComponent(form)}&${tz}`;
+}
+
 async function loadLayouts() {
+  if (!$('decode-tz').options.length) fillShownAs();
   layouts = await api('/v1/layouts');
   const select = $('decode-layout');
   select.replaceChildren(...layouts.map((l) =>
@@ -156,7 +186,7 @@ async function decode(event) {
   const shown = ids.slice(0, MAX_DECODE);
   const cards = await Promise.all(shown.map(async (text) => {
     try {
-      const d = await api(`/v1/ids/${encodeURIComponent(text)}?layout=${encodeURIComponent(name)}`);
+      const d = await api(`/v1/ids/${encodeURIComponent(text)}?layout=${encodeURIComponent(name)}&${shownAs('decode')}`);
       return decodedCard(d, layout);
     } catch (e) {
       return errorCard(text, e.message);
@@ -178,6 +208,7 @@ function makeInputs(layout) {
     ['sequence', 'sequence', '0'],
   ];
   for (const n of ['version', 'type', 'method']) if (has(n)) inputs.push([n, n, '']);
+  if (has('datacenter')) inputs.push(['datacenter', 'datacenter (the served one when empty)', '']);
   return inputs;
 }
 
@@ -214,7 +245,7 @@ async function make(event) {
   }
   $('make-error').hidden = true;
   try {
-    const d = await api('/v1/ids/make', { method: 'POST', headers: { 'content-type': 'application/json' }, body: makeBody() });
+    const d = await api(`/v1/ids/make?${shownAs('make')}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: makeBody() });
     $('make-result').replaceChildren(decodedCard(d, layouts[0]));
   } catch (e) {
     $('make-result').replaceChildren();

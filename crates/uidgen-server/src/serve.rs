@@ -267,6 +267,7 @@ async fn serve_with_worker(
     }
     let modes = async {
         state.segments = start_segments(&settings.segment, store).await?;
+        state.dated_tags.clone_from(&settings.segment.dated_tags);
         state.sharded = crate::sharded::start_sharded(settings.sharded.as_ref(), store).await?;
         state.fallback = crate::fallback::start(&settings.worker, store);
         anyhow::Ok(())

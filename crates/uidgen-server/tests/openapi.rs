@@ -33,6 +33,7 @@ fn concrete(path: &str) -> String {
         .replace("{app_id}", "1")
         .replace("{worker_id}", "1")
         .replace("{space}", "default")
+        .replace("{text}", "20261125-000001")
 }
 
 #[tokio::test]

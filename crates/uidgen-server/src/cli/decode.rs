@@ -31,8 +31,11 @@ pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
                 .filter(|&k| layout.has(k))
                 .map(|k| format!(" {}={}", k.name(), d.parts.get(k)))
                 .collect();
+            let datacenter = d
+                .datacenter
+                .map_or_else(String::new, |dc| format!(" datacenter={dc}"));
             println!(
-                "{} time={} worker={}{parts} sequence={}{vesta} layout={}",
+                "{} time={}{datacenter} worker={}{parts} sequence={}{vesta} layout={}",
                 d.id,
                 d.timestamp_in(&zone),
                 d.parts.worker,
@@ -67,6 +70,7 @@ pub fn make(args: &MakeArgs) -> anyhow::Result<()> {
         time,
         worker: args.worker.context("give --worker")?,
         sequence: args.seq.context("give --seq")?,
+        datacenter: args.datacenter.unwrap_or_else(|| layout.datacenter_id()),
         ..layout.parts(0, 0, 0)
     })?;
     println!("{id}");

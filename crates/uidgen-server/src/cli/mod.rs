@@ -201,6 +201,10 @@ pub struct MakeArgs {
     /// Sequence.
     #[arg(long, required_unless_present = "index")]
     pub seq: Option<u64>,
+    /// Datacenter id, on a layout with a datacenter field (`layout.datacenter_bits`); the
+    /// configured `layout.datacenter_id` when absent.
+    #[arg(long, conflicts_with = "index")]
+    pub datacenter: Option<u64>,
     /// `--layout sharded`: the app id (0 to 255).
     #[arg(long, requires = "index")]
     pub app: Option<u8>,

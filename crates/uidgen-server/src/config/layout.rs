@@ -30,6 +30,11 @@ pub struct LayoutConfig {
     /// preset's own, 0 max-peak, 1 min-granularity).
     #[serde(rename = "type")]
     pub kind: Option<u64>,
+    /// Cut this many bits off the top of the worker field as a datacenter field (Twitter's
+    /// 5 + 5); worker ids then range over the bits left. Unset: no datacenter field.
+    pub datacenter_bits: Option<u32>,
+    /// The datacenter id every ID of this server carries (default 0); needs `datacenter_bits`.
+    pub datacenter_id: Option<u64>,
 }
 
 impl Default for LayoutConfig {
@@ -42,6 +47,8 @@ impl Default for LayoutConfig {
             seq_bits: None,
             version: None,
             kind: None,
+            datacenter_bits: None,
+            datacenter_id: None,
         }
     }
 }
@@ -55,6 +62,8 @@ pub(crate) const ENV: &[EnvKey] = &[
     (&["layout", "seq_bits"], Kind::Int),
     (&["layout", "version"], Kind::Int),
     (&["layout", "type"], Kind::Int),
+    (&["layout", "datacenter_bits"], Kind::Int),
+    (&["layout", "datacenter_id"], Kind::Int),
 ];
 
 impl LayoutConfig {
@@ -108,6 +117,30 @@ impl LayoutConfig {
                     reason: format!("{e}; only the Vesta presets have these fields"),
                 })
         });
+        let layout = self.refused(result)?;
+        self.with_datacenter(layout)
+    }
+
+    /// `layout` with the datacenter field `datacenter_bits` / `datacenter_id` describe; the
+    /// library's builders are the check.
+    fn with_datacenter(&self, layout: Layout) -> Result<Layout, ConfigError> {
+        let layout = match self.datacenter_bits {
+            Some(bits) => layout
+                .with_datacenter_bits(bits)
+                .map_err(|e| invalid("layout.datacenter_bits", e.to_string()))?,
+            None => layout,
+        };
+        match self.datacenter_id {
+            Some(id) => layout
+                .with_datacenter_id(id)
+                .map_err(|e| invalid("layout.datacenter_id", e.to_string())),
+            None => Ok(layout),
+        }
+    }
+
+    /// The key a library error while building the preset or custom bits is about.
+    fn refused(&self, result: Result<Layout, UidError>) -> Result<Layout, ConfigError> {
+        let l = self;
         result.map_err(|e| {
             let key = if matches!(
                 e,
@@ -196,6 +229,58 @@ mod tests {
     }
 
     #[test]
+    fn a_datacenter_field_is_cut_from_the_worker_field_and_workers_range_over_the_rest() {
+        let from_file = parse(
+            "[layout]\npreset = \"snowflake\"\ndatacenter_bits = 5\ndatacenter_id = 3",
+            &[],
+        )
+        .unwrap();
+        let from_env = parse(
+            "",
+            &[
+                ("UIDGEN_LAYOUT", "snowflake"),
+                ("UIDGEN_LAYOUT_DATACENTER_BITS", "5"),
+                ("UIDGEN_LAYOUT_DATACENTER_ID", "3"),
+            ],
+        )
+        .unwrap();
+        let settings = from_file.settings().unwrap();
+        let layout = &settings.layout;
+        assert_eq!(layout, &from_env.build_layout().unwrap());
+        assert_eq!((layout.datacenter_id(), layout.max_worker_id()), (3, 31));
+        let id = layout.compose(&layout.parts(1, 7, 0)).unwrap();
+        assert_eq!(layout.decode(id).unwrap().datacenter, Some(3));
+        // Every assigner is given the reduced range: the default one fits 0-31.
+        let range = uidgen_worker::WorkerIdRange::from_low(0)
+            .within(layout)
+            .unwrap();
+        assert_eq!(range.high(), 31);
+        // Without an id, datacenter 0.
+        let zero = parse("[layout]\ndatacenter_bits = 2", &[]).unwrap();
+        assert_eq!(zero.build_layout().unwrap().datacenter_id(), 0);
+    }
+
+    #[test]
+    fn a_worker_id_or_range_past_the_cut_worker_field_is_refused() {
+        let cases: &[Refusal] = &[
+            (
+                "[layout]\npreset = \"snowflake\"\ndatacenter_bits = 5\n[worker]\nassigner = \
+                 \"static\"\nid = 32",
+                &[],
+                "invalid config key `worker.id`: worker id 32 exceeds the layout's maximum 31",
+            ),
+            (
+                "[layout]\npreset = \"snowflake\"\ndatacenter_bits = 5\n[worker]\nid_range = \
+                 \"0-63\"",
+                &[],
+                "invalid config key `worker.range`: worker id range 0-63 does not fit the layout, \
+                 whose worker ids go up to 31",
+            ),
+        ];
+        assert_refused(cases);
+    }
+
+    #[test]
     fn each_invalid_key_is_named_with_its_reason() {
         let cases: &[Refusal] = &[
             (
@@ -252,6 +337,26 @@ mod tests {
                     ("UIDGEN_LAYOUT_TYPE", "2"),
                 ],
                 "invalid config key `layout.type`",
+            ),
+            (
+                "[layout]\npreset = \"snowflake\"\ndatacenter_bits = 10",
+                &[],
+                "invalid config key `layout.datacenter_bits`: ",
+            ),
+            (
+                "[layout]\npreset = \"keyworker\"\ndatacenter_bits = 2",
+                &[],
+                "invalid config key `layout.datacenter_bits`: ",
+            ),
+            (
+                "[layout]\npreset = \"snowflake\"\ndatacenter_bits = 5\ndatacenter_id = 32",
+                &[],
+                "invalid config key `layout.datacenter_id`: ",
+            ),
+            (
+                "",
+                &[("UIDGEN_LAYOUT_DATACENTER_ID", "1")],
+                "invalid config key `layout.datacenter_id`: ",
             ),
         ];
         assert_refused(cases);

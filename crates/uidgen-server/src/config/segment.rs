@@ -39,6 +39,13 @@ pub struct SegmentConfig {
     /// The largest range one segment lease may take (`POST /v1/segments/{tag}/lease`, gRPC
     /// `LeaseSegment`).
     pub max_lease_size: i64,
+    /// Non-continuous IDs: skip a random 0 to this many numbers before each segment ID, so
+    /// consecutive order numbers do not reveal volume (0: off, Leaf's continuous IDs).
+    pub random_skip_max: u64,
+    /// Tags whose numbers restart every day, served as `ORD20261125-000123` by
+    /// `GET /v1/segments/{tag}/dated` from a tag per day (`orders:20261125`) created on demand.
+    /// Set in the file only (a tag may hold a comma); none by default.
+    pub dated_tags: Vec<String>,
     /// `[[segment.groups]]`: tags served from several databases (Tinyid's design); none by
     /// default.
     pub groups: Vec<SegmentGroupConfig>,
@@ -59,6 +66,8 @@ impl Default for SegmentConfig {
             dynamic_step: leaf.dynamic_step,
             segment_duration_secs: leaf.segment_duration.as_secs(),
             max_lease_size: leaf.max_lease_size,
+            random_skip_max: leaf.random_skip_max.into(),
+            dated_tags: Vec::new(),
             groups: Vec::new(),
         }
     }
@@ -77,6 +86,7 @@ pub(crate) const ENV: &[EnvKey] = &[
     (&["segment", "max_step"], Kind::Int),
     (&["segment", "dynamic_step"], Kind::Bool),
     (&["segment", "segment_duration_secs"], Kind::Int),
+    (&["segment", "random_skip_max"], Kind::Int),
 ];
 
 /// `[segment]` parsed: whether segment mode runs, the library's options, the sample tag and
@@ -102,6 +112,8 @@ pub struct SegmentSettings {
     pub sample_step: i64,
     /// `[[segment.groups]]`, checked by the library when the groups open their stores.
     pub groups: Vec<SegmentGroupConfig>,
+    /// `segment.dated_tags`: each a tag whose day tags are valid tags.
+    pub dated_tags: Vec<String>,
 }
 
 impl SegmentConfig {
@@ -123,18 +135,35 @@ impl SegmentConfig {
             dynamic_step: self.dynamic_step,
             max_batch: batch_cap,
             max_lease_size: self.max_lease_size,
+            // Past u32, past the library's bound too: it refuses it.
+            random_skip_max: u32::try_from(self.random_skip_max).unwrap_or(u32::MAX),
             ..SegmentOptions::default()
         };
         options.validate().map_err(|error| match error {
             SegmentError::InvalidOption { option, reason } => invalid(key_of(option), reason),
             other => invalid("segment", other.to_string()),
         })?;
+        // The library's rule for tags, on the longest day tag each will name.
+        let last_day = uidgen_core::calendar::CivilDate::new(9999, 12, 31)
+            .map_err(|e| invalid("segment.dated_tags", e.to_string()))?;
+        for tag in &self.dated_tags {
+            let day = crate::service::segments::day_tag(tag, last_day);
+            uidgen_segment::validate_tag(tag)
+                .and_then(|()| uidgen_segment::validate_tag(&day))
+                .map_err(|e| {
+                    invalid(
+                        "segment.dated_tags",
+                        format!("{e} (a dated tag's day tags add `:YYYYMMDD`)"),
+                    )
+                })?;
+        }
         Ok(SegmentSettings {
             enabled: self.enabled,
             options,
             sample_tag: self.sample_tag.clone(),
             sample_step,
             groups: self.groups.clone(),
+            dated_tags: self.dated_tags.clone(),
         })
     }
 }
@@ -150,6 +179,7 @@ fn key_of(option: &str) -> &'static str {
         "load_timeout" => "segment.load_timeout_ms",
         "max_batch" => "batch_cap",
         "max_lease_size" => "segment.max_lease_size",
+        "random_skip_max" => "segment.random_skip_max",
         _ => "segment",
     }
 }
@@ -183,6 +213,7 @@ mod tests {
                 ("UIDGEN_SEGMENT_LOAD_TIMEOUT_MS", "1500"),
                 ("UIDGEN_SEGMENT_DYNAMIC_STEP", "false"),
                 ("UIDGEN_SEGMENT_SEGMENT_DURATION_SECS", "60"),
+                ("UIDGEN_SEGMENT_RANDOM_SKIP_MAX", "9"),
             ],
         )
         .unwrap();
@@ -193,7 +224,14 @@ mod tests {
         assert_eq!(options.load_timeout, std::time::Duration::from_millis(1500));
         assert!(!options.dynamic_step);
         assert_eq!(options.segment_duration, std::time::Duration::from_secs(60));
+        assert_eq!(options.random_skip_max, 9);
+        assert_eq!(leaf.random_skip_max, 0, "continuous unless asked");
         options.validate().unwrap();
+        let dated = parse("[segment]\ndated_tags = [\"orders\", \"invoices\"]", &[]).unwrap();
+        assert_eq!(
+            dated.settings().unwrap().segment.dated_tags,
+            ["orders", "invoices"]
+        );
     }
 
     #[test]
@@ -248,6 +286,26 @@ mod tests {
                 "",
                 &[("UIDGEN_SEGMENT_DYNAMIC_STEP", "sometimes")],
                 "UIDGEN_SEGMENT_DYNAMIC_STEP=\"sometimes\" is not true or false",
+            ),
+            (
+                &format!("[segment]\ndated_tags = [\"{}\"]", "t".repeat(125)),
+                &[],
+                "invalid config key `segment.dated_tags`: ",
+            ),
+            (
+                "[segment]\ndated_tags = [\" orders\"]",
+                &[],
+                "invalid config key `segment.dated_tags`: ",
+            ),
+            (
+                "[segment]\nrandom_skip_max = 1000001",
+                &[],
+                "invalid config key `segment.random_skip_max`: must be 0 (off) to 1000000",
+            ),
+            (
+                "",
+                &[("UIDGEN_SEGMENT_RANDOM_SKIP_MAX", "99999999999")],
+                "invalid config key `segment.random_skip_max`",
             ),
             (
                 "[segment]\ndynamic_step = \"no\"",

@@ -90,8 +90,9 @@ pub(super) fn make(
         version: request.version,
         kind: request.r#type.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
         method: request.method,
-        // The served layout's own datacenter, on a layout with that field (0 elsewhere).
-        datacenter: layout.datacenter_id(),
+        // The served layout's own datacenter unless another is asked for (0 on a layout
+        // without the field, where `misfits` refuses any other).
+        datacenter: request.datacenter.unwrap_or_else(|| layout.datacenter_id()),
     };
     for (name, why) in misfits(layout, &parts) {
         bad.entry(name).or_insert(why);

@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 use uidgen_core::layout::PRESET_NAMES;
-use uidgen_core::{Clock, FieldKind, Layout};
+use uidgen_core::{Clock, FieldKind, IdForm, Layout, Zone};
 use uidgen_segment::SegmentOptions;
 
 use super::AppState;
@@ -107,7 +107,36 @@ fn bound_parameter(operation: &str, param: &mut Value, limits: &Limits) -> bool 
         ("path", "key") if operation == "leaf_segment" => tag(),
         ("query", "gatePass" | "gate_pass") | ("path", "key") => non_empty(),
         // The decode route also decodes with a preset that has a sign bit: below 2^63 fits all.
-        ("path", "id") => integer(0, i64::MAX.unsigned_abs()),
+        // Or a radix form (`form=`), which the route reads only when asked to: its text has a
+        // letter, so it is never also a decimal.
+        ("path", "id") => json!({ "oneOf": [
+            integer(0, i64::MAX.unsigned_abs()),
+            {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": IdForm::Base36.width(u64::MAX),
+                "pattern": "^[0-9A-Za-z]*[A-Za-z][0-9A-Za-z]*$",
+            },
+        ]}),
+        ("query", "form") => {
+            json!({ "type": "string", "enum": IdForm::ALL.map(IdForm::name) })
+        }
+        ("query", "tz") => zone(),
+        // `uidgen_core::DatedForm::new`: absent is no prefix.
+        ("query", "prefix") => json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": uidgen_core::forms::MAX_PREFIX_LEN,
+            "pattern": "^[A-Za-z0-9_]+$",
+        }),
+        ("query", "digits") => integer(1, 20),
+        // A dated number: prefix, YYYYMMDD, `-`, 1 to 20 digits (the form read decides which).
+        ("path", "text") => json!({
+            "type": "string",
+            "minLength": 10,
+            "maxLength": uidgen_core::forms::MAX_PREFIX_LEN + 8 + 1 + 20,
+            "pattern": "^[A-Za-z0-9_]*[0-9]{8}-[0-9]{1,20}$",
+        }),
         ("path", "tag") => tag(),
         // A name the configuration could give a space (or `default`); an unknown one is 404.
         ("path", "space") => json!({
@@ -150,6 +179,9 @@ fn bound_body(name: &str, schema: &mut Value, limits: &Limits) {
             ("MakeRequest", "version") => integer(0, layout.max(FieldKind::Version)),
             ("MakeRequest", "type") => nullable(integer(0, layout.max(FieldKind::Type))),
             ("MakeRequest", "method") => integer(0, layout.max(FieldKind::Method)),
+            ("MakeRequest", "datacenter") => {
+                nullable(integer(0, layout.max(FieldKind::Datacenter)))
+            }
             // `uidgen_store::FallbackLeases`: a holder name without control characters; the
             // holder string a claim returned has a `#`; a client issues only within its
             // lease, at most a lease's length past now (a bound that only grows).
@@ -231,6 +263,29 @@ fn layout_names(served: &Layout) -> Vec<String> {
 
 fn non_empty() -> Value {
     json!({ "type": "string", "minLength": 1 })
+}
+
+/// A zone as `uidgen_core::Zone::parse` reads it, described narrower than the route reads it
+/// (as `timestamp` is): `UTC`, an IANA name of the database every host has (jiff's embedded
+/// copy), or an offset `±HH:MM` / `±HHMM` / `±HH` within ±18:00. So every value the document
+/// allows is one the route takes; case variants, a leading `:` and names only the host's
+/// database knows are read too.
+fn zone() -> Value {
+    static ZONE: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    ZONE.get_or_init(|| {
+        let mut names = vec!["UTC".to_owned()];
+        names.extend(Zone::iana_names().into_iter().filter(|n| n != "UTC"));
+        json!({ "oneOf": [
+            { "type": "string", "enum": names },
+            {
+                "type": "string",
+                "minLength": 3,
+                "maxLength": 6,
+                "pattern": "^[+-](?:(?:0[0-9]|1[0-7])(?::?[0-5][0-9])?|18(?::?00)?)$",
+            },
+        ]})
+    })
+    .clone()
 }
 
 /// Characters a stored name may not hold: control characters (Unicode `Cc`, as Rust's

@@ -6,13 +6,13 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use uidgen_core::calendar::format_iso8601;
-use uidgen_core::{DecodedUid, FieldKind, GenMethod, Layout, UidParts};
+use uidgen_core::{DecodedUid, FieldKind, GenMethod, IdForm, Layout, UidParts};
 use utoipa::ToSchema;
 
 use super::error::ErrorBody;
 use super::extract::{LeafPath, PathParam, QueryParams};
 use super::observe::Issued;
+use super::shown::{FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form, param_zone};
 use super::{ApiError, AppState, TextError};
 use crate::service::error::{ECHO_CHARS, clip};
 use crate::service::{batch_count, generate};
@@ -137,10 +137,17 @@ fn decode_text(layout: &Layout, text: &str) -> Result<DecodedUid, ApiError> {
     get,
     path = "/expid",
     tag = "vesta",
-    params(("id" = u64, Query, description = "The ID to explain, decimal")),
+    params(
+        ("id" = u64, Query, description = "The ID to explain, decimal"),
+        ("tz" = Option<String>, Query, description = TZ_DESCRIPTION),
+    ),
     responses(
         (status = 200, description = "The ID's fields, with Vesta's names", body = VestaExplained),
-        (status = 400, description = "Missing or malformed ID", body = ErrorBody),
+        (
+            status = 400,
+            description = "Missing or malformed ID, or an unknown zone",
+            body = ErrorBody
+        ),
     )
 )]
 pub async fn vesta_expid(
@@ -150,6 +157,7 @@ pub async fn vesta_expid(
     let text = params
         .get("id")
         .ok_or_else(|| ApiError::bad_parameter("missing query parameter `id`"))?;
+    let zone = param_zone(&params)?;
     let layout = state.generator.layout();
     let d = decode_text(layout, text)?;
     let has = |k| layout.has(k);
@@ -161,7 +169,7 @@ pub async fn vesta_expid(
         time: d.parts.time,
         kind: has(FieldKind::Type).then_some(d.parts.kind),
         version: has(FieldKind::Version).then_some(d.parts.version),
-        timestamp: d.timestamp_iso8601(),
+        timestamp: d.timestamp_in(&zone),
     })
     .into_response())
 }
@@ -265,25 +273,33 @@ pub async fn vesta_makeid(
     Ok(make_id(layout, &parts)?.to_string())
 }
 
-/// `GET /transtime?time=` (Vesta): a time field value as readable UTC time.
+/// `GET /transtime?time=[&tz=]` (Vesta): a time field value as readable time, in UTC or the
+/// zone `tz` names; the text names its zone (`Z`, an offset, `[Asia/Shanghai]`).
 #[utoipa::path(
     get,
     path = "/transtime",
     tag = "vesta",
-    params((
-        "time" = u64,
-        Query,
-        description = "A time field value (units since the layout's epoch)"
-    )),
+    params(
+        (
+            "time" = u64,
+            Query,
+            description = "A time field value (units since the layout's epoch)"
+        ),
+        ("tz" = Option<String>, Query, description = TZ_DESCRIPTION),
+    ),
     responses(
         (
             status = 200,
-            description = "The time in ISO-8601 UTC",
+            description = "The time in ISO-8601, in UTC or the zone asked for",
             content_type = "text/plain",
             body = String,
             example = "2026-11-23T01:46:45.000Z"
         ),
-        (status = 400, description = "Missing or out of range", body = ErrorBody),
+        (
+            status = 400,
+            description = "Missing or out of range, or an unknown zone",
+            body = ErrorBody
+        ),
     )
 )]
 pub async fn vesta_transtime(
@@ -292,18 +308,39 @@ pub async fn vesta_transtime(
 ) -> Result<String, ApiError> {
     let layout = state.generator.layout();
     let time = required_u64(&params, "time")?;
+    let zone = param_zone(&params)?;
     layout.check_time(time).map_err(ApiError::input)?;
-    Ok(format_iso8601(layout.millis_of(time)))
+    Ok(zone.format_iso8601(layout.millis_of(time)))
 }
 
 #[derive(Serialize, ToSchema)]
 /// `{"ids": [...]}`.
 pub struct IdBatch {
-    ids: Vec<u64>,
+    ids: IdList,
+}
+
+/// IDs as JSON numbers, or as strings in the form `?form=` asked for.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum IdList {
+    /// Without `form`: numbers, as the API has always answered.
+    Numbers(Vec<u64>),
+    /// With `form`: strings (exact in JavaScript above 2^53, whatever the form).
+    Texts(Vec<String>),
 }
 
 impl IdBatch {
-    pub(super) fn of(ids: Vec<u64>) -> Self {
+    /// `ids` as numbers, or as texts in `form` (its width is `layout`'s largest ID's).
+    pub(super) fn of(ids: Vec<u64>, form: Option<IdForm>, layout: &Layout) -> Self {
+        let ids = match form {
+            None => IdList::Numbers(ids),
+            Some(form) => {
+                // Every ID of the served layout fits its width: `encode` cannot fail, and
+                // skipping `render`'s decode keeps a large batch cheap.
+                let width = form.width(layout.max_id());
+                IdList::Texts(ids.into_iter().map(|id| form.encode(id, width)).collect())
+            }
+        };
         Self { ids }
     }
 }
@@ -314,16 +351,20 @@ impl IdBatch {
     operation_id = "id_batch",
     path = "/v1/ids",
     tag = "ids",
-    params((
-        "count" = Option<u64>,
-        Query,
-        description = "How many IDs: 1 (default) to `batch_cap`"
-    )),
+    params(
+        (
+            "count" = Option<u64>,
+            Query,
+            description = "How many IDs: 1 (default) to `batch_cap`"
+        ),
+        ("form" = Option<String>, Query, description = FORM_DESCRIPTION),
+    ),
     responses(
         (status = 200, description = "A batch of IDs", body = IdBatch),
         (
             status = 400,
-            description = "`count` out of range (`invalid_count`) or malformed",
+            description = "`count` out of range (`invalid_count`) or malformed, or an unknown \
+                           `form`",
             body = ErrorBody
         ),
         (status = 503, description = "The generator cannot issue now", body = ErrorBody),
@@ -335,18 +376,29 @@ pub async fn batch(
 ) -> Result<Issued<Json<IdBatch>>, ApiError> {
     let count = param_u64(&params, "count")?.unwrap_or(1);
     let n = batch_count(count, state.batch_cap)?;
+    let form = param_form(&params)?;
     let ids = generate::many(&state, n).await?;
-    Ok(Issued(count, Json(IdBatch { ids })))
+    let batch = IdBatch::of(ids, form, state.generator.layout());
+    Ok(Issued(count, Json(batch)))
 }
 
 /// An ID taken apart, as the JSON API reports it.
 #[derive(Serialize, ToSchema)]
 pub struct Decoded {
     id: u64,
+    /// The ID in the form `?form=` asked for; absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
     layout: String,
+    /// ISO-8601 in `zone`: `Z` for UTC, else the offset (and an IANA zone's name in brackets).
     timestamp: String,
+    /// The zone `timestamp` is shown in: `UTC` unless `?tz=` named another.
+    zone: String,
     timestamp_ms: u64,
     time: u64,
+    /// The datacenter id, on a layout with a datacenter field (`layout.datacenter_bits`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    datacenter: Option<u64>,
     worker: u64,
     /// The worker's machine part, on a layout that splits it (`keyworker`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -375,13 +427,18 @@ pub enum DecodedAny {
     Sharded(super::sharded::DecodedSharded),
 }
 
-pub(super) fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
+pub(super) fn decoded(layout: &Layout, d: DecodedUid, shown: &Shown) -> Decoded {
     let has = |k| layout.has(k);
     Decoded {
         id: d.id,
-        timestamp: d.timestamp_iso8601(),
+        text: shown
+            .form
+            .map(|form| form.encode(d.id, form.width(layout.max_id()))),
+        timestamp: d.timestamp_in(&shown.zone),
+        zone: shown.zone.name().to_owned(),
         timestamp_ms: d.timestamp_ms,
         time: d.parts.time,
+        datacenter: d.datacenter,
         worker: d.parts.worker,
         machine: d.worker_parts.map(|p| p.machine),
         process: d.worker_parts.map(|p| p.process),
@@ -393,20 +450,29 @@ pub(super) fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
     }
 }
 
-/// `GET /v1/ids/{id}[?layout=<name>]`: decode an ID with the served layout, with any preset
-/// (`GET /v1/layouts` lists them), or as a sharded-mode ID (app id, shard, index).
+/// `GET /v1/ids/{id}[?layout=<name>&form=&tz=]`: decode an ID with the served layout, with any
+/// preset (`GET /v1/layouts` lists them), or as a sharded-mode ID (app id, shard, index). The
+/// ID is decimal unless `form` names its form: no form is guessed, since a fixed-width base36
+/// text of digits only (`0000000000123`) is also a decimal number.
 #[utoipa::path(
     get,
     path = "/v1/ids/{id}",
     tag = "ids",
     params(
-        ("id" = u64, Path, description = "The ID, decimal"),
+        ("id" = String, Path, description = "The ID: decimal, or in the form `form` names"),
         (
             "layout" = Option<String>,
             Query,
             description = "`sharded`, the served layout's name, or any preset (`GET /v1/layouts`); \
                            the served layout when absent"
         ),
+        (
+            "form" = Option<String>,
+            Query,
+            description = "The form the ID is written in: `decimal` (default), `base36` or \
+                           `base62`; the answer's `text` is the ID in that form"
+        ),
+        ("tz" = Option<String>, Query, description = TZ_DESCRIPTION),
     ),
     responses(
         (
@@ -416,7 +482,7 @@ pub(super) fn decoded(layout: &Layout, d: DecodedUid) -> Decoded {
         ),
         (
             status = 400,
-            description = "A malformed ID (`malformed_id`) or an unknown layout",
+            description = "A malformed ID (`malformed_id`), an unknown layout, form or zone",
             body = ErrorBody
         ),
     )
@@ -427,6 +493,7 @@ pub async fn decode(
     params: QueryParams,
 ) -> Result<Response, ApiError> {
     let name = params.get("layout").map(String::as_str);
+    let shown = Shown::from_params(&params)?;
     if name == Some("sharded") {
         return Ok(super::sharded::decode(&text)?.into_response());
     }
@@ -439,5 +506,21 @@ pub async fn decode(
             uidgen_core::layout::PRESET_NAMES.join(", ")
         ))
     })?;
-    Ok(Json(decoded(&layout, decode_text(&layout, &text)?)).into_response())
+    Ok(Json(decode_shown(&layout, &text, &shown)?).into_response())
+}
+
+/// `text` decoded under `layout`, read in the form `shown` names and answered in its zone.
+pub(super) fn decode_shown(
+    layout: &Layout,
+    text: &str,
+    shown: &Shown,
+) -> Result<Decoded, ApiError> {
+    // The decimal form reads as the route always has (with its messages).
+    let d = match shown.form {
+        Some(form) if form != IdForm::Decimal => {
+            layout.decode_form(text, form).map_err(ApiError::input)?
+        }
+        _ => decode_text(layout, text)?,
+    };
+    Ok(decoded(layout, d, shown))
 }

@@ -11,9 +11,10 @@ use uidgen_core::{Layout, UidParts};
 use utoipa::ToSchema;
 
 use super::error::ErrorBody;
-use super::extract::Body;
+use super::extract::{Body, QueryParams};
 use super::ids::{Decoded, decoded, make_id};
 use super::integer;
+use super::shown::Shown;
 use super::{ApiError, AppState};
 use crate::service::{FieldErrors, misfits};
 
@@ -44,6 +45,9 @@ pub struct MakeRequest {
     /// Vesta's genMethod; 0 when absent.
     #[serde(default, deserialize_with = "integer::u64")]
     method: u64,
+    /// The datacenter id, on a layout with a datacenter field; the served one when absent.
+    #[serde(default, deserialize_with = "integer::opt_u64")]
+    datacenter: Option<u64>,
 }
 
 /// The time field a make request asks for, or why not.
@@ -71,12 +75,26 @@ fn make_time(layout: &Layout, req: &MakeRequest) -> Result<u64, (&'static str, S
     }
 }
 
-/// `POST /v1/ids/make`: the ID with the given fields, and its decoded form. Every bad field is
-/// reported at once, each with its own message, in the error's `fields`.
+/// `POST /v1/ids/make[?form=&tz=]`: the ID with the given fields, and its decoded form, shown as
+/// the decode route shows it. Every bad field is reported at once, each with its own message,
+/// in the error's `fields`.
 #[utoipa::path(
     post,
     path = "/v1/ids/make",
     tag = "ids",
+    params(
+        (
+            "form" = Option<String>,
+            Query,
+            description = "Also write the ID as `text` in this form: `decimal`, `base36` or \
+                           `base62`"
+        ),
+        (
+            "tz" = Option<String>,
+            Query,
+            description = "The zone the answer's `timestamp` is shown in (UTC when absent)"
+        ),
+    ),
     request_body = MakeRequest,
     responses(
         (status = 200, description = "The ID and its fields", body = Decoded),
@@ -90,8 +108,10 @@ fn make_time(layout: &Layout, req: &MakeRequest) -> Result<u64, (&'static str, S
 )]
 pub async fn make(
     State(state): State<Arc<AppState>>,
+    params: QueryParams,
     Body(body): Body,
 ) -> Result<Json<Decoded>, ApiError> {
+    let shown = Shown::from_params(&params)?;
     let layout = state.generator.layout();
     let req: MakeRequest =
         serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&body))
@@ -128,8 +148,9 @@ pub async fn make(
         version: req.version,
         kind: req.kind.unwrap_or_else(|| layout.parts(0, 0, 0).kind),
         method: req.method,
-        // The served layout's own datacenter, on a layout with that field (0 elsewhere).
-        datacenter: layout.datacenter_id(),
+        // The served layout's own datacenter unless another is asked for (0 on a layout
+        // without the field, where `misfits` refuses any other).
+        datacenter: req.datacenter.unwrap_or_else(|| layout.datacenter_id()),
     };
     for (name, why) in misfits(layout, &parts) {
         bad.entry(name).or_insert(why);
@@ -139,5 +160,5 @@ pub async fn make(
     }
     let id = make_id(layout, &parts)?;
     let d = layout.decode(id).map_err(ApiError::input)?;
-    Ok(Json(decoded(layout, d)))
+    Ok(Json(decoded(layout, d, &shown)))
 }

@@ -6,6 +6,7 @@
 mod auth;
 mod bounds;
 mod console;
+mod dated;
 mod error;
 mod extract;
 mod fallback;
@@ -18,6 +19,7 @@ mod openapi;
 mod ops;
 mod segments;
 mod sharded;
+mod shown;
 mod spaces;
 mod starting;
 mod status;
@@ -94,6 +96,8 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(segments::monitor))
         .routes(routes!(segments::batch))
         .routes(routes!(lease::lease_route))
+        .routes(routes!(dated::dated))
+        .routes(routes!(dated::parse))
         // Worker ids leased to clients' embedded fallbacks.
         .routes(routes!(fallback::claim_route))
         .routes(routes!(fallback::renew_route))

@@ -9,8 +9,9 @@ use uidgen_core::GenMethod;
 
 use super::error::ErrorBody;
 use super::extract::{PathParam, QueryParams};
-use super::ids::{Decoded, IdBatch, decoded, param_u64};
+use super::ids::{Decoded, IdBatch, decode_shown, param_u64};
 use super::observe::Issued;
+use super::shown::{FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form};
 use super::{ApiError, AppState};
 use crate::service::spaces::{SpaceInfo, list};
 use crate::service::{batch_count, many_from};
@@ -39,12 +40,14 @@ pub async fn list_spaces(State(state): State<Arc<AppState>>) -> Json<Vec<SpaceIn
     params(
         ("space" = String, Path, description = "The space: `default` or a `[spaces.<name>]`"),
         ("count" = Option<u64>, Query, description = "How many IDs: 1 (default) to `batch_cap`"),
+        ("form" = Option<String>, Query, description = FORM_DESCRIPTION),
     ),
     responses(
         (status = 200, description = "A batch of the space's IDs", body = IdBatch),
         (
             status = 400,
-            description = "`count` out of range (`invalid_count`) or malformed",
+            description = "`count` out of range (`invalid_count`) or malformed, or an unknown \
+                           `form`",
             body = ErrorBody
         ),
         (status = 404, description = "No such space (`unknown_space`)", body = ErrorBody),
@@ -59,8 +62,10 @@ pub async fn space_batch(
     let source = state.source_of(Some(&space))?;
     let count = param_u64(&params, "count")?.unwrap_or(1);
     let n = batch_count(count, state.batch_cap)?;
+    let form = param_form(&params)?;
     let ids = many_from(source, n, GenMethod::Rest).await?;
-    Ok(Issued(count, Json(IdBatch::of(ids))))
+    let batch = IdBatch::of(ids, form, source.generator.layout());
+    Ok(Issued(count, Json(batch)))
 }
 
 /// `GET /v1/spaces/{space}/ids/{id}`: an ID decoded with the space's layout.
@@ -71,19 +76,31 @@ pub async fn space_batch(
     tag = "spaces",
     params(
         ("space" = String, Path, description = "The space: `default` or a `[spaces.<name>]`"),
-        ("id" = u64, Path, description = "The ID, decimal"),
+        ("id" = String, Path, description = "The ID: decimal, or in the form `form` names"),
+        (
+            "form" = Option<String>,
+            Query,
+            description = "The form the ID is written in: `decimal` (default), `base36` or \
+                           `base62`; the answer's `text` is the ID in that form"
+        ),
+        ("tz" = Option<String>, Query, description = TZ_DESCRIPTION),
     ),
     responses(
         (status = 200, description = "The ID's fields under the space's layout", body = Decoded),
-        (status = 400, description = "A malformed ID (`malformed_id`)", body = ErrorBody),
+        (
+            status = 400,
+            description = "A malformed ID (`malformed_id`), an unknown form or zone",
+            body = ErrorBody
+        ),
         (status = 404, description = "No such space (`unknown_space`)", body = ErrorBody),
     )
 )]
 pub async fn space_decode(
     State(state): State<Arc<AppState>>,
     PathParam((space, text), _): PathParam<(String, String)>,
+    params: QueryParams,
 ) -> Result<Json<Decoded>, ApiError> {
     let layout = state.source_of(Some(&space))?.generator.layout();
-    let parts = layout.decode_str(&text).map_err(ApiError::input)?;
-    Ok(Json(decoded(layout, parts)))
+    let shown = Shown::from_params(&params)?;
+    Ok(Json(decode_shown(layout, &text, &shown)?))
 }

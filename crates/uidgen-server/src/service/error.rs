@@ -157,7 +157,8 @@ impl ApiError {
     /// A failure caused by what the client sent to decode or make (400).
     pub fn input(err: UidError) -> Self {
         let code = match err {
-            UidError::MalformedId { .. } => "malformed_id",
+            // A rendered form that does not read back is as malformed as a bad decimal.
+            UidError::MalformedId { .. } | UidError::MalformedForm { .. } => "malformed_id",
             UidError::InvalidCount { .. } => "invalid_count",
             _ => "invalid_parameter",
         };

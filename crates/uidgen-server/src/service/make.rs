@@ -6,12 +6,12 @@ use uidgen_core::{Layout, UidParts};
 use super::FieldErrors;
 
 /// Every field of `parts` that does not fit `layout`, by its name in a make request (`time`,
-/// `worker`, `sequence`, `version`, `type`, `method`), each with its own sentence. Each field
+/// `worker`, `sequence`, `version`, `type`, `method`, `datacenter`), each with its own sentence. Each field
 /// is tried alone, the others zero, so every field that does not fit is named, not only the
 /// first one `compose` meets (HTTP's make route and gRPC's `MakeId` both report them all).
 pub fn misfits(layout: &Layout, parts: &UidParts) -> FieldErrors {
     let zero = UidParts::default();
-    let alone: [(&str, UidParts); 6] = [
+    let alone: [(&str, UidParts); 7] = [
         (
             "time",
             UidParts {
@@ -51,6 +51,13 @@ pub fn misfits(layout: &Layout, parts: &UidParts) -> FieldErrors {
             "method",
             UidParts {
                 method: parts.method,
+                ..zero
+            },
+        ),
+        (
+            "datacenter",
+            UidParts {
+                datacenter: parts.datacenter,
                 ..zero
             },
         ),

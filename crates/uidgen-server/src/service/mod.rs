@@ -92,6 +92,8 @@ pub struct AppState {
     pub readiness: ReadinessBoard,
     /// Leaf segment mode, when enabled.
     pub segments: Option<Arc<uidgen_segment::SegmentService>>,
+    /// Segment tags whose numbers restart every day (`segment.dated_tags`).
+    pub dated_tags: Vec<String>,
     /// The sharded mode (IDs with app id and shard inside, from Redis lists), when enabled.
     pub sharded: Option<Arc<uidgen_sharded::ShardedService>>,
     /// Leases worker ids of the embedded range to clients' fallbacks, when this server has
@@ -136,6 +138,7 @@ impl AppState {
             store_check: always_ready(),
             readiness: ReadinessBoard::default(),
             segments: None,
+            dated_tags: Vec::new(),
             sharded: None,
             fallback: None,
             started: std::time::Instant::now(),

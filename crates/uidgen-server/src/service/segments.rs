@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use axum::http::StatusCode;
+use uidgen_core::calendar::CivilDate;
 use uidgen_segment::{SegmentError, SegmentService};
 
 use super::error::{ECHO_CHARS, clip};
@@ -128,4 +129,62 @@ pub fn service(state: &AppState) -> Result<&Arc<SegmentService>, ApiError> {
             "segment mode is disabled on this server (segment.enabled = false)",
         )
     })
+}
+
+/// The step a day's tag is created with: small, since a restart skips the rest of a segment
+/// and a day's numbers are few (dynamic step grows it for a busy tag; an admin may set it with
+/// `PUT /v1/admin/segments/{day tag}`).
+pub const DAY_TAG_STEP: i64 = 100;
+
+/// The `leaf_alloc` tag that numbers `tag`'s IDs on `date`: `orders:20261125`.
+///
+/// ```
+/// use uidgen_core::calendar::CivilDate;
+/// use uidgen_server::service::segments::day_tag;
+/// assert_eq!(day_tag("orders", CivilDate::new(2026, 11, 25)?), "orders:20261125");
+/// # Ok::<(), uidgen_core::UidError>(())
+/// ```
+pub fn day_tag(tag: &str, date: CivilDate) -> String {
+    format!("{tag}:{}", date.compact())
+}
+
+/// `n` numbers of `tag` for `date`, from its day tag, created on the first request of the day
+/// on this server (`tag` must be listed in `segment.dated_tags`). The numbers restart at 1
+/// each day, since each day's tag starts at `max_id` 1, and never repeat within a day: they
+/// are a segment tag's IDs.
+pub async fn dated_numbers(
+    state: &AppState,
+    tag: &str,
+    date: CivilDate,
+    n: usize,
+) -> Result<(String, Vec<i64>), ApiError> {
+    let service = service(state)?;
+    if !state.dated_tags.iter().any(|t| t == tag) {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_tag",
+            format!(
+                "biz tag `{}` is not dated on this server: list it in `segment.dated_tags`",
+                clip(tag, ECHO_CHARS)
+            ),
+        ));
+    }
+    let day = day_tag(tag, date);
+    if matches!(service.tag(&day), Err(SegmentError::UnknownTag(_))) {
+        // Idempotent: an existing row (created by another server, or by a request racing this
+        // one) keeps its `max_id`, so no number is handed out twice.
+        service
+            .upsert_tag(
+                &day,
+                DAY_TAG_STEP,
+                Some(&format!("dated numbers of `{tag}`")),
+            )
+            .await
+            .map_err(segment_error)?;
+    }
+    let ids = service
+        .get_batch_async(&day, n)
+        .await
+        .map_err(segment_error)?;
+    Ok((day, ids))
 }

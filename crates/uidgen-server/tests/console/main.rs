@@ -165,6 +165,60 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
             .filter(|t| t == snowflake["timestamp"].as_str().unwrap())
     })
     .await;
+    // A form and a zone: the ID read back from its base62 text, its time as the server shows it
+    // in that zone (which names it), and the text beside the decimal.
+    let base62 = uidgen_core::IdForm::Base62;
+    let written = base62.encode(id, base62.width(i64::MAX.unsigned_abs()));
+    let zoned = api(
+        reqwest::Method::GET,
+        server.url(&format!("/v1/ids/{written}?form=base62&tz=Asia/Shanghai")),
+        None,
+    )
+    .await;
+    assert_eq!(zoned["id"].as_u64(), Some(id), "{zoned}");
+    for (select, value) in [
+        ("#decode-idform", "base62"),
+        ("#decode-tz", "Asia/Shanghai"),
+    ] {
+        input(&c, select)
+            .await
+            .select_by_value(value)
+            .await
+            .unwrap();
+    }
+    // The server runs the default layout.
+    decode_with(&c, "baidu", &written).await;
+    eventually("the zoned decoding", || async {
+        text(&c, &format!("{card} .time-zone"))
+            .await
+            .filter(|t| t == zoned["timestamp"].as_str().unwrap())
+    })
+    .await;
+    assert!(
+        zoned["timestamp"]
+            .as_str()
+            .unwrap()
+            .ends_with("[Asia/Shanghai]")
+    );
+    assert_eq!(
+        text(&c, &format!("{card} .field-text")).await.unwrap(),
+        written
+    );
+    assert_eq!(
+        text(&c, &format!("{card} .id")).await.unwrap(),
+        id.to_string()
+    );
+    assert_eq!(
+        text(&c, &format!("{card} .time-utc")).await.unwrap(),
+        expected["timestamp"].as_str().unwrap()
+    );
+    for (select, value) in [("#decode-idform", "decimal"), ("#decode-tz", "UTC")] {
+        input(&c, select)
+            .await
+            .select_by_value(value)
+            .await
+            .unwrap();
+    }
 
     // Make: fields in, the server's ID out.
     let body = r#"{"timestamp":"2026-06-01T12:00:00Z","worker":7,"sequence":3}"#;
@@ -436,6 +490,9 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
         &[
             ("UIDGEN_STORE", &sqlite_url("console-polish")),
             ("UIDGEN_ADMIN_TOKEN", TOKEN),
+            // A datacenter field, for the make panel's datacenter input below.
+            ("UIDGEN_LAYOUT_DATACENTER_BITS", "5"),
+            ("UIDGEN_LAYOUT_DATACENTER_ID", "3"),
         ],
     );
     // A tag created and never used: no segment of it has been loaded.
@@ -516,6 +573,39 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
     let zone = zone.as_str().unwrap();
     assert!(shown.matches(zone).count() <= 1, "the zone twice: {shown}");
     assert!(!shown.contains("UTC (UTC)"), "{shown}");
+
+    // A layout with a datacenter field: make takes one (the served 3 when empty), and the
+    // answer shows it beside the worker.
+    fill(&c, "#make-timestamp", "2026-06-01T12:00:00Z").await;
+    fill(&c, "#make-worker", "7").await;
+    fill(&c, "#make-sequence", "3").await;
+    fill(&c, "#make-datacenter", "30").await;
+    click(&c, "#make-btn").await;
+    let made = api(
+        reqwest::Method::POST,
+        server.url("/v1/ids/make"),
+        Some(r#"{"timestamp":"2026-06-01T12:00:00Z","worker":7,"sequence":3,"datacenter":30}"#),
+    )
+    .await;
+    let made_id = made["id"].to_string();
+    eventually("the made ID with its datacenter", || async {
+        text(&c, "#make-result .id").await.filter(|t| *t == made_id)
+    })
+    .await;
+    assert_eq!(
+        text(&c, "#make-result .field-datacenter").await.unwrap(),
+        "30"
+    );
+    assert_eq!(made["datacenter"], 30);
+    let datacenter_bits = c
+        .find_all(Locator::Css("#make-result .bits span.f-datacenter"))
+        .await
+        .unwrap();
+    assert_eq!(
+        datacenter_bits.len(),
+        5,
+        "the datacenter field is coloured as such"
+    );
 
     // A wrong token is refused at once, not at the first save; the right one is accepted.
     fill(&c, "#admin-token", "a-wrong-token-of-some-length").await;

@@ -1,0 +1,53 @@
+//! How answers are shown: the zone of a time (`?tz=`) and the form of an ID (`?form=`), as the
+//! ID routes, make and Vesta's `transtime` and `expid` read them.
+
+use uidgen_core::{IdForm, Zone};
+
+use super::ApiError;
+use super::extract::QueryParams;
+
+/// `?tz=`: the zone times are shown in, UTC when absent; an unknown zone is a 400
+/// `invalid_parameter` naming it (`uidgen_core::Zone::parse` is the one rule).
+pub(super) fn param_zone(params: &QueryParams) -> Result<Zone, ApiError> {
+    params.get("tz").map_or_else(
+        || Ok(Zone::utc()),
+        |text| Zone::parse(text).map_err(|e| ApiError::bad_parameter(format!("`tz`: {e}"))),
+    )
+}
+
+/// `?form=`: `decimal`, `base36` or `base62`; `None` when absent.
+pub(super) fn param_form(params: &QueryParams) -> Result<Option<IdForm>, ApiError> {
+    params
+        .get("form")
+        .map(|text| {
+            text.parse::<IdForm>()
+                .map_err(|e| ApiError::bad_parameter(format!("`form`: {e}")))
+        })
+        .transpose()
+}
+
+/// What the `tz` parameter says in the document.
+pub(super) const TZ_DESCRIPTION: &str = "The zone times are shown in: `UTC` (default), an \
+                                         offset (`+08:00`) or an IANA name (`Asia/Shanghai`)";
+
+/// What the `form` parameter says in the document.
+pub(super) const FORM_DESCRIPTION: &str = "How IDs are written: `decimal`, `base36` or \
+                                           `base62` (fixed width, sortable); IDs are then JSON \
+                                           strings";
+
+/// How a decode or make answer is shown: the zone of its timestamp, and the form of its ID.
+#[derive(Debug, Default)]
+pub(super) struct Shown {
+    pub(super) zone: Zone,
+    pub(super) form: Option<IdForm>,
+}
+
+impl Shown {
+    /// `?tz=` and `?form=`.
+    pub(super) fn from_params(params: &QueryParams) -> Result<Self, ApiError> {
+        Ok(Self {
+            zone: param_zone(params)?,
+            form: param_form(params)?,
+        })
+    }
+}
