@@ -204,6 +204,15 @@ async fn serve_with_worker(
     state.assigner = Some(assignment.kind.name());
     state.admin_token.clone_from(&settings.admin_token);
     state.store_check = store_readiness(store.clone());
+    state.callers = Some(
+        crate::service::callers::Callers::start(
+            store.clone(),
+            settings.auth.required,
+            settings.auth.refresh,
+            state.metrics.callers.clone(),
+        )
+        .await,
+    );
     let modes = async {
         state.segments = start_segments(&settings.segment, store).await?;
         state.sharded = crate::sharded::start_sharded(settings.sharded.as_ref(), store).await?;

@@ -7,7 +7,7 @@
 //! it. The service and the subcommands take [`Settings`] and never parse a key again.
 //!
 //! One file per section: [`layout`], [`generator`], [`worker`] (with [`ranges`]), [`ring`],
-//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`]; the top-level keys are here, and [`mod@env`]
+//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`]; the top-level keys are here, and [`mod@env`]
 //! maps keys to `UIDGEN_…` variables. **Adding a key** means editing its section's file
 //! only: the field with its doc, its `Default`, its line in the section's `ENV` list, and its
 //! check in the section's `settings` (or `build`/`options`).
@@ -20,6 +20,7 @@ use uidgen_core::{CachedOptions, Layout, MAX_BATCH};
 use uidgen_sharded::ShardedOptions;
 use uidgen_worker::StateDir;
 
+pub mod auth;
 pub mod env;
 pub mod etcd;
 pub mod generator;
@@ -33,6 +34,7 @@ pub mod statefulset;
 pub mod worker;
 pub mod zookeeper;
 
+pub use auth::{AuthConfig, AuthSettings, DEFAULT_AUTH_REFRESH_SECS};
 pub use env::{ENV_NOT_CONFIG, ENV_TEST_PREFIX, env_name, env_overrides};
 pub use etcd::{EtcdConfig, EtcdSettings};
 pub use generator::{GeneratorConfig, GeneratorKind, MAX_BACKWARD_MS};
@@ -180,6 +182,8 @@ pub struct Config {
     /// `[statefulset]`: the Kubernetes StatefulSet worker-id assigner
     /// (`worker.assigner = "statefulset"`).
     pub statefulset: StatefulSetConfig,
+    /// `[auth]`: per-caller tokens on the ID routes (off by default).
+    pub auth: AuthConfig,
 }
 
 impl Default for Config {
@@ -201,6 +205,7 @@ impl Default for Config {
             zookeeper: ZookeeperConfig::default(),
             etcd: EtcdConfig::default(),
             statefulset: StatefulSetConfig::default(),
+            auth: AuthConfig::default(),
         }
     }
 }
@@ -269,6 +274,8 @@ pub struct Settings {
     pub etcd: Option<EtcdSettings>,
     /// `[statefulset]`, when the assigner is `statefulset`.
     pub statefulset: Option<StatefulSetSettings>,
+    /// `[auth]`.
+    pub auth: AuthSettings,
 }
 
 impl Settings {
@@ -463,6 +470,7 @@ impl Config {
         )?;
         let etcd = self.etcd.settings(&worker, &layout, listen.port())?;
         let statefulset = self.statefulset.settings(&worker, &layout)?;
+        let auth = self.auth.settings()?;
         Ok(Settings {
             listen,
             grpc_listen,
@@ -481,6 +489,7 @@ impl Config {
             zookeeper,
             etcd,
             statefulset,
+            auth,
         })
     }
 }

@@ -34,7 +34,35 @@ pub use server::{mode_service_name, serve};
 pub use status::status;
 
 use crate::metrics::{IssuedCounter, Metrics};
+use crate::service::callers::{Caller, RouteFamily, Scoped};
 use crate::service::{ApiError, AppState, batch_count, batch_size, many_as, one_as};
+
+tokio::task_local! {
+    /// The caller whose token let this call in (`auth.required`), set by the start gate around
+    /// the call: the calls that name a tag check it, and issued IDs are counted under it.
+    static CALLER: Arc<Caller>;
+}
+
+/// Run `call` as `caller`'s.
+pub(crate) fn with_caller<F: Future>(
+    caller: Arc<Caller>,
+    call: F,
+) -> tokio::task::futures::TaskLocalFuture<Arc<Caller>, F> {
+    CALLER.scope(caller, call)
+}
+
+/// The caller of the call this task answers; `None` where tokens are not required.
+fn caller() -> Option<Arc<Caller>> {
+    CALLER.try_with(Arc::clone).ok()
+}
+
+/// 403 unless the caller (if tokens are required) may use segment tag `tag`.
+fn check_tag(tag: &str) -> Result<(), ApiError> {
+    match caller() {
+        Some(caller) => caller.check(RouteFamily::Segments, &[Scoped::Tag(tag)]),
+        None => Ok(()),
+    }
+}
 
 /// How many batches a stream may run ahead of tonic's sender. A client that stops reading
 /// stops the issuing once HTTP/2 flow control fills (its window, some 64 KiB of IDs) and these
@@ -124,6 +152,9 @@ impl GrpcService {
                 self.state.metrics.grpc_call(method, "ok");
                 if let Some(counter) = self.issued.of(method).filter(|_| issued > 0) {
                     counter.add(issued);
+                    if let Some(caller) = caller() {
+                        caller.counters.ids.inc_by(issued);
+                    }
                 }
                 Ok(Response::new(reply))
             }
@@ -199,7 +230,7 @@ impl IdService for GrpcService {
         };
         self.state.metrics.grpc_call("StreamIds", "ok");
         let (tx, rx) = mpsc::channel(STREAM_AHEAD);
-        tokio::spawn(stream(self.clone(), tx, batch, max_ids));
+        tokio::spawn(stream(self.clone(), tx, batch, max_ids, caller()));
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -231,6 +262,7 @@ impl IdService for GrpcService {
     ) -> Result<Response<SegmentIdBatch>, Status> {
         let SegmentIdsRequest { tag, count: wanted } = request.into_inner();
         self.answer("SegmentIds", async {
+            check_tag(&tag)?;
             let service = crate::service::segment_service(&self.state)?;
             let n = count(wanted, self.state.batch_cap)?;
             let ids = service
@@ -249,6 +281,7 @@ impl IdService for GrpcService {
     ) -> Result<Response<SegmentLease>, Status> {
         let LeaseSegmentRequest { tag, size } = request.into_inner();
         self.answer("LeaseSegment", async {
+            check_tag(&tag)?;
             let lease = crate::service::lease(&self.state, &tag, size, "grpc").await?;
             Ok((
                 SegmentLease {
@@ -372,6 +405,7 @@ async fn stream(
     tx: mpsc::Sender<Result<IdBatch, Status>>,
     batch: usize,
     max_ids: u64,
+    caller: Option<Arc<Caller>>,
 ) {
     {
         let mut stopping = service.stopping.clone();
@@ -405,6 +439,9 @@ async fn stream(
                         return;
                     }
                     service.issued.stream_ids.add(sent);
+                    if let Some(caller) = &caller {
+                        caller.counters.ids.inc_by(sent);
+                    }
                     left = left.saturating_sub(sent);
                 }
                 Err(error) => {
