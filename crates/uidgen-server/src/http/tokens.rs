@@ -148,7 +148,7 @@ async fn apply_now(callers: &Callers) {
     tag = "admin",
     request_body = NewToken,
     responses(
-        (status = 201, description = "The token, shown this once, and its row", body = CreatedToken),
+        (status = 200, description = "The token, shown this once, and its row", body = CreatedToken),
         (status = 400, description = "A bad name, scope list or body (`invalid_parameter`)", body = ErrorBody),
         (
             status = 404,
@@ -164,7 +164,7 @@ async fn apply_now(callers: &Callers) {
 pub async fn create_token(
     State(state): State<Arc<AppState>>,
     body: Body,
-) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
+) -> Result<Json<CreatedToken>, ApiError> {
     let callers = callers(&state)?;
     let request: NewToken = body.json()?;
     let scopes = TokenScopes {
@@ -180,13 +180,10 @@ pub async fn create_token(
         .map_err(token_error)?;
     apply_now(callers).await;
     tracing::info!(id = created.token.id, name = %created.token.name, "caller token created");
-    Ok((
-        StatusCode::CREATED,
-        Json(CreatedToken {
-            token: created.secret,
-            view: created.token.into(),
-        }),
-    ))
+    Ok(Json(CreatedToken {
+        token: created.secret,
+        view: created.token.into(),
+    }))
 }
 
 /// `GET /v1/admin/tokens`: every caller token, valid and revoked, without secrets.
