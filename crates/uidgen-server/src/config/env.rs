@@ -34,6 +34,7 @@ const SECTIONS: &[&[EnvKey]] = &[
     super::segment::ENV,
     super::sharded::ENV,
     super::auth::ENV,
+    super::tls::ENV,
 ];
 
 /// Every key an environment variable sets, and how its text is read. The variable is

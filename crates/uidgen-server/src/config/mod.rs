@@ -7,7 +7,7 @@
 //! it. The service and the subcommands take [`Settings`] and never parse a key again.
 //!
 //! One file per section: [`layout`], [`generator`], [`worker`] (with [`ranges`]), [`ring`],
-//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`]; the top-level keys are here, and [`mod@env`]
+//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`], [`tls`]; the top-level keys are here, and [`mod@env`]
 //! maps keys to `UIDGEN_…` variables. **Adding a key** means editing its section's file
 //! only: the field with its doc, its `Default`, its line in the section's `ENV` list, and its
 //! check in the section's `settings` (or `build`/`options`).
@@ -31,6 +31,7 @@ pub mod segment;
 mod segment_groups;
 pub mod sharded;
 pub mod statefulset;
+pub mod tls;
 pub mod worker;
 pub mod zookeeper;
 
@@ -48,6 +49,7 @@ pub use segment::{SegmentConfig, SegmentSettings};
 pub use segment_groups::SegmentGroupConfig;
 pub use sharded::{RedisConfig, ShardedConfig};
 pub use statefulset::{StatefulSetConfig, StatefulSetSettings};
+pub use tls::{TlsConfig, TlsSettings};
 pub use worker::{AssignerKind, MachineConfig, WorkerConfig, WorkerSettings};
 pub use zookeeper::{FALLBACK_STATIC_REMOVED, ZkSettings, ZookeeperConfig};
 
@@ -184,6 +186,8 @@ pub struct Config {
     pub statefulset: StatefulSetConfig,
     /// `[auth]`: per-caller tokens on the ID routes (off by default).
     pub auth: AuthConfig,
+    /// `[tls]`: HTTP and gRPC over TLS (off by default).
+    pub tls: TlsConfig,
 }
 
 impl Default for Config {
@@ -206,6 +210,7 @@ impl Default for Config {
             etcd: EtcdConfig::default(),
             statefulset: StatefulSetConfig::default(),
             auth: AuthConfig::default(),
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -276,6 +281,8 @@ pub struct Settings {
     pub statefulset: Option<StatefulSetSettings>,
     /// `[auth]`.
     pub auth: AuthSettings,
+    /// `[tls]`, when on.
+    pub tls: Option<TlsSettings>,
 }
 
 impl Settings {
@@ -471,6 +478,7 @@ impl Config {
         let etcd = self.etcd.settings(&worker, &layout, listen.port())?;
         let statefulset = self.statefulset.settings(&worker, &layout)?;
         let auth = self.auth.settings()?;
+        let tls = self.tls.settings()?;
         Ok(Settings {
             listen,
             grpc_listen,
@@ -490,6 +498,7 @@ impl Config {
             etcd,
             statefulset,
             auth,
+            tls,
         })
     }
 }

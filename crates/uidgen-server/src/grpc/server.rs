@@ -45,19 +45,21 @@ pub async fn serve(
     let gate = GrpcGate::default();
     gate.open(Arc::clone(&state), max_lease_size, stopping.clone());
     let (_started, state) = watch::channel(Some(state));
-    serve_starting(gate, state, listener, stopping).await
+    serve_starting(gate, state, listener, stopping, None).await
 }
 
 /// [`serve`] for a server that is still starting: until `gate` is
 /// [opened](GrpcGate::open), every `uidgen.v1.IdService` call is answered `UNAVAILABLE` at once,
 /// so a client fails over instead of waiting for a server that holds no worker id yet; the
 /// health service says NOT_SERVING until `started` holds the state, then follows readiness. A
-/// stop while starting (or the state's sender going away unsent) ends the server.
+/// stop while starting (or the state's sender going away unsent) ends the server. With `tls`,
+/// every connection is TLS.
 pub(crate) async fn serve_starting(
     gate: GrpcGate,
     mut started: watch::Receiver<Option<Arc<AppState>>>,
     listener: TcpListener,
     mut stopping: watch::Receiver<bool>,
+    tls: Option<tonic::transport::ServerTlsConfig>,
 ) -> anyhow::Result<()> {
     let (health, health_service) = tonic_health::server::health_reporter();
     // Known before the port answers: a checker never sees the service as unknown.
@@ -103,7 +105,13 @@ pub(crate) async fn serve_starting(
     let shutdown = async {
         let _ = follower.await;
     };
-    Server::builder()
+    let mut builder = Server::builder();
+    if let Some(tls) = tls {
+        builder = builder
+            .tls_config(tls)
+            .context("cannot set up TLS for gRPC")?;
+    }
+    builder
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
