@@ -82,6 +82,16 @@ async fn revoke(server: &Server, id: i64) {
     assert_eq!(json(&text)["revoked_now"], true, "{text}");
 }
 
+/// Stop `server` off the runtime, which must keep running to close this test's connections (a
+/// graceful stop waits for them), and check it stopped without running out of grace.
+async fn stop(server: Server) {
+    let (status, log) = tokio::task::spawn_blocking(move || server.terminate())
+        .await
+        .unwrap();
+    assert!(status.success(), "{log}");
+    assert!(!log.contains("did not finish in time"), "{log}");
+}
+
 async fn grpc(server: &Server) -> IdServiceClient<tonic::transport::Channel> {
     IdServiceClient::connect(server.grpc.clone().unwrap())
         .await
@@ -223,22 +233,23 @@ async fn tokens_gate_the_id_routes(store: &str) {
     )
     .await;
     assert_eq!(status, 409, "{text}");
-    server.terminate();
+    drop(client);
+    stop(server).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_gate_the_id_routes_on_sqlite() {
     tokens_gate_the_id_routes(&sqlite_url("auth-tokens")).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_gate_the_id_routes_on_postgres() {
     tokens_gate_the_id_routes(&fresh_url(TestDb::Postgres).await.unwrap()).await;
 }
 
 /// A token revoked on one server stops working on another within that server's refresh
 /// (`auth.refresh_secs = 1` here), and one made there starts working on it the same way.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoke_reaches_another_server_within_its_refresh() {
     let store = fresh_url(TestDb::Postgres).await.unwrap();
     let first = start(&store);
@@ -255,13 +266,13 @@ async fn a_revoke_reaches_another_server_within_its_refresh() {
         || async { (get(&second, "/v1/ids", Some(&token)).await.0 == 401).then_some(()) },
     )
     .await;
-    first.terminate();
-    second.terminate();
+    stop(first).await;
+    stop(second).await;
 }
 
 /// `auth.required` with an empty token table starts, refuses ID requests, and says how to make
 /// a token; the default (off) serves without any token.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn required_without_tokens_starts_and_says_how_to_make_one() {
     let server = start(&sqlite_url("auth-empty"));
     assert!(
@@ -270,9 +281,55 @@ async fn required_without_tokens_starts_and_says_how_to_make_one() {
         server.log()
     );
     assert_eq!(get(&server, "/genid", None).await.0, 401);
-    server.terminate();
+    stop(server).await;
     let open = Server::start(&[], &[("UIDGEN_STORE", &sqlite_url("auth-off"))]);
     assert_eq!(get(&open, "/genid", None).await.0, 200);
     assert_eq!(get(&open, "/genid", Some("anything")).await.0, 200);
-    open.terminate();
+    stop(open).await;
+}
+
+/// `uidgen-client` with a caller token takes IDs over HTTP and gRPC from a server that asks for
+/// one; without it, it is refused rather than served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_sends_its_token_over_http_and_grpc() {
+    use uidgen_client::{ClientBuilder, Peer};
+    let server = start(&sqlite_url("auth-client"));
+    let (_, token) = create(&server, r#"{"name": "client", "routes": ["ids"]}"#).await;
+    let peers = || {
+        [
+            Peer::http(server.base.clone()),
+            Peer::grpc(server.grpc.clone().unwrap()),
+        ]
+    };
+    let wait = std::time::Duration::from_millis(500);
+    for peer in peers() {
+        let client = ClientBuilder::new([peer.clone()])
+            .token(token.clone())
+            .wait(wait)
+            .connect()
+            .await
+            .unwrap();
+        let ids: Vec<u64> = [
+            client.next_id().await.unwrap(),
+            client.next_id().await.unwrap(),
+        ]
+        .into();
+        assert_unique(ids);
+        let anonymous = ClientBuilder::new([peer.clone()])
+            .wait(wait)
+            .connect()
+            .await
+            .unwrap();
+        let refused = anonymous.next_id().await;
+        assert!(
+            refused.is_err(),
+            "{peer}: served without a token: {refused:?}"
+        );
+    }
+    let (_, metrics) = get(&server, "/metrics", None).await;
+    assert!(
+        metrics.contains(r#"uidgen_caller_ids_total{caller="client"}"#),
+        "{metrics}"
+    );
+    stop(server).await;
 }
