@@ -86,6 +86,12 @@ mod tests {
             ),
             (StatusCode::NOT_FOUND, "unknown_tag", Code::NotFound),
             (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                Code::Unauthenticated,
+            ),
+            (StatusCode::FORBIDDEN, "forbidden", Code::PermissionDenied),
+            (
                 StatusCode::NOT_FOUND,
                 "segments_disabled",
                 Code::FailedPrecondition,
