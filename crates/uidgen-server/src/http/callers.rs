@@ -80,7 +80,6 @@ async fn require_caller(
         .filter_map(|(key, value)| scoped(family, key, value))
         .collect();
     caller.check(family, &named)?;
-    drop(named);
     caller.counters.requests.inc();
     let response = next.run(Request::from_parts(parts, body)).await;
     let issued = super::observe::issued_so_far();
