@@ -98,3 +98,35 @@ fn scoped<'a>(family: RouteFamily, key: &str, value: &'a str) -> Option<Scoped<'
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_parameters_name_what_each_family_scopes() {
+        assert_eq!(
+            scoped(RouteFamily::Segments, "tag", "order"),
+            Some(Scoped::Tag("order"))
+        );
+        assert_eq!(
+            scoped(RouteFamily::Segments, "key", "order"),
+            Some(Scoped::Tag("order"))
+        );
+        assert_eq!(
+            scoped(RouteFamily::Sharded, "app_id", "7"),
+            Some(Scoped::App("7"))
+        );
+        assert_eq!(
+            scoped(RouteFamily::Spaces, "name", "eu"),
+            Some(Scoped::Space("eu"))
+        );
+        assert_eq!(
+            scoped(RouteFamily::Ids, "space", "eu"),
+            Some(Scoped::Space("eu"))
+        );
+        // Leaf's snowflake route ignores its key: it scopes nothing.
+        assert_eq!(scoped(RouteFamily::Ids, "key", "anything"), None);
+        assert_eq!(scoped(RouteFamily::Ids, "id", "12"), None);
+    }
+}
