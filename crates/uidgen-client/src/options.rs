@@ -35,6 +35,7 @@ pub struct ClientBuilder {
     pub(crate) probe_interval: Duration,
     pub(crate) fallback: Option<FallbackOptions>,
     pub(crate) token: Option<String>,
+    pub(crate) tls_root: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -48,6 +49,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("lease_size", &self.lease_size)
             .field("fallback", &self.fallback)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("tls_root", &self.tls_root.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -71,6 +73,7 @@ impl ClientBuilder {
             probe_interval: Duration::from_millis(250),
             fallback: None,
             token: None,
+            tls_root: None,
         }
     }
 
@@ -175,6 +178,22 @@ impl ClientBuilder {
     #[must_use]
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Trust the CA certificates in `pem` (PEM text) for gRPC peers given as `https://`: the
+    /// servers' `tls.cert` chain or the CA that signed it. Such a peer needs it (there are no
+    /// built-in roots); HTTP peers speak plain HTTP only.
+    ///
+    /// ```
+    /// use uidgen_client::{ClientBuilder, Peer};
+    /// let builder = ClientBuilder::new([Peer::grpc("https://ids.internal:9090")])
+    ///     .tls_root("-----BEGIN CERTIFICATE-----\n...");
+    /// assert!(format!("{builder:?}").contains("tls_root: true"));
+    /// ```
+    #[must_use]
+    pub fn tls_root(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_root = Some(pem.into());
         self
     }
 

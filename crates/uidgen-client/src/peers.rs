@@ -50,7 +50,12 @@ pub(crate) struct Answer<T> {
 }
 
 impl PeerSet {
-    pub(crate) fn new(peers: &[Peer], policy: CallPolicy, token: Option<&str>) -> Result<Self> {
+    pub(crate) fn new(
+        peers: &[Peer],
+        policy: CallPolicy,
+        token: Option<&str>,
+        tls_root: Option<&[u8]>,
+    ) -> Result<Self> {
         let bearer = Bearer::new(token)?;
         let http = reqwest::Client::builder()
             .default_headers(bearer.http_headers())
@@ -63,7 +68,7 @@ impl PeerSet {
             .map(|peer| {
                 Ok(Slot {
                     peer: peer.clone(),
-                    connection: Connection::new(peer, &http, policy.timeout, &bearer)?,
+                    connection: Connection::new(peer, &http, policy.timeout, &bearer, tls_root)?,
                     ejected_until_ms: AtomicU64::new(0),
                     checked: AtomicBool::new(false),
                 })

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use uidgen_proto::v1::id_service_client::IdServiceClient;
 use uidgen_proto::v1::{GetInfoRequest, LeaseSegmentRequest, NextIdsRequest, ServerInfo};
 
@@ -164,13 +164,29 @@ impl Connection {
         http: &reqwest::Client,
         timeout: Duration,
         bearer: &Bearer,
+        tls_root: Option<&[u8]>,
     ) -> Result<Self> {
         match peer {
             Peer::Grpc(uri) => {
-                let endpoint = Endpoint::from_shared(uri.clone())
+                let mut endpoint = Endpoint::from_shared(uri.clone())
                     .map_err(|e| invalid("peers", format!("`{uri}` is not a gRPC URI: {e}")))?
                     .connect_timeout(timeout)
                     .timeout(timeout);
+                if uri.starts_with("https://") {
+                    let Some(pem) = tls_root else {
+                        return Err(invalid(
+                            "tls_root",
+                            format!(
+                                "the gRPC peer `{uri}` is https://: give the servers' CA \
+                                 certificate (PEM) with ClientBuilder::tls_root"
+                            ),
+                        ));
+                    };
+                    let tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem));
+                    endpoint = endpoint
+                        .tls_config(tls)
+                        .map_err(|e| invalid("tls_root", e.to_string()))?;
+                }
                 Ok(Self::Grpc(IdServiceClient::with_interceptor(
                     endpoint.connect_lazy(),
                     bearer.clone(),

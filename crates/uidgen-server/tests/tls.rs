@@ -15,6 +15,7 @@ use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig};
+use uidgen_client::{ClientBuilder, Peer};
 use uidgen_proto::v1::NextIdsRequest;
 use uidgen_proto::v1::id_service_client::IdServiceClient;
 
@@ -88,7 +89,7 @@ async fn https_and_grpc_over_tls_answer_and_plain_http_does_not() {
         .clone()
         .unwrap()
         .replace("http://127.0.0.1", "https://localhost");
-    let channel = Channel::from_shared(grpc_addr)
+    let channel = Channel::from_shared(grpc_addr.clone())
         .unwrap()
         .tls_config(
             ClientTlsConfig::new()
@@ -105,6 +106,21 @@ async fn https_and_grpc_over_tls_answer_and_plain_http_does_not() {
         .unwrap()
         .into_inner();
     assert_eq!(batch.ids.len(), 3);
+
+    // uidgen-client over gRPC with TLS: with the CA it takes IDs, without it it refuses to start.
+    let peer = || Peer::grpc(grpc_addr.clone());
+    let client = ClientBuilder::new([peer()])
+        .tls_root(cert_pem.clone())
+        .connect()
+        .await
+        .unwrap();
+    assert_ne!(
+        client.next_id().await.unwrap(),
+        client.next_id().await.unwrap()
+    );
+    drop(client);
+    let refused = ClientBuilder::new([peer()]).connect().await.unwrap_err();
+    assert!(refused.to_string().contains("tls_root"), "{refused}");
     // Stopped off the runtime, which must keep running to close the client's connection: a
     // graceful stop waits for it.
     let (status, log) = tokio::task::spawn_blocking(move || server.terminate())
