@@ -83,7 +83,12 @@ impl ClientBuilder {
     /// in the background, and until then an outage is [`ClientError::NoFallbackLease`].
     pub async fn connect(self) -> Result<Client> {
         let policy = self.validate()?;
-        let peers = Arc::new(PeerSet::new(&self.peers, policy)?);
+        let peers = Arc::new(PeerSet::new(
+            &self.peers,
+            policy,
+            self.token.as_deref(),
+            self.tls_root.as_deref(),
+        )?);
         let ids = Feed::new(self.buffer_size, self.low_water_percent)?;
         let fallback = match &self.fallback {
             Some(options) => {

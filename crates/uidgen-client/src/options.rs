@@ -18,7 +18,7 @@ use crate::transport::Peer;
 ///     .buffer_size(1 << 14);
 /// assert_eq!(builder.peers().len(), 2);
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientBuilder {
     pub(crate) peers: Vec<Peer>,
     pub(crate) timeout: Duration,
@@ -34,6 +34,24 @@ pub struct ClientBuilder {
     pub(crate) wait: Duration,
     pub(crate) probe_interval: Duration,
     pub(crate) fallback: Option<FallbackOptions>,
+    pub(crate) token: Option<String>,
+    pub(crate) tls_root: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("peers", &self.peers)
+            .field("timeout", &self.timeout)
+            .field("attempts", &self.attempts)
+            .field("buffer_size", &self.buffer_size)
+            .field("batch_size", &self.batch_size)
+            .field("lease_size", &self.lease_size)
+            .field("fallback", &self.fallback)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("tls_root", &self.tls_root.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ClientBuilder {
@@ -54,6 +72,8 @@ impl ClientBuilder {
             wait: Duration::from_secs(3),
             probe_interval: Duration::from_millis(250),
             fallback: None,
+            token: None,
+            tls_root: None,
         }
     }
 
@@ -146,10 +166,49 @@ impl ClientBuilder {
         self
     }
 
+    /// Send `token` as `Authorization: Bearer <token>` on every call (HTTP header, gRPC
+    /// metadata): the caller token servers with `auth.required` ask for. Kept out of `Debug`
+    /// output and marked sensitive in the HTTP headers.
+    ///
+    /// ```
+    /// let builder = uidgen_client::ClientBuilder::new([uidgen_client::Peer::http("http://h:8080")])
+    ///     .token("uidgen_0123");
+    /// assert!(!format!("{builder:?}").contains("uidgen_0123"));
+    /// ```
+    #[must_use]
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Trust the CA certificates in `pem` (PEM text) for gRPC peers given as `https://`: the
+    /// servers' `tls.cert` chain or the CA that signed it. Such a peer needs it (there are no
+    /// built-in roots); HTTP peers speak plain HTTP only.
+    ///
+    /// ```
+    /// use uidgen_client::{ClientBuilder, Peer};
+    /// let builder = ClientBuilder::new([Peer::grpc("https://ids.internal:9090")])
+    ///     .tls_root("-----BEGIN CERTIFICATE-----\n...");
+    /// assert!(format!("{builder:?}").contains("tls_root: true"));
+    /// ```
+    #[must_use]
+    pub fn tls_root(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_root = Some(pem.into());
+        self
+    }
+
     /// Check the settings; the call policy they make.
     pub(crate) fn validate(&self) -> Result<CallPolicy> {
         if self.peers.is_empty() {
             return Err(invalid("peers", "give at least one uidgen server"));
+        }
+        if let Some(token) = &self.token
+            && (token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()))
+        {
+            return Err(invalid(
+                "token",
+                "a caller token is printable ASCII without spaces (`uidgen_` and 64 hex digits)",
+            ));
         }
         if self.timeout.is_zero() {
             return Err(invalid("timeout", "must be above zero"));

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{ClientError, Result};
-use crate::transport::{Connection, Failure, Peer, refused};
+use crate::transport::{Bearer, Connection, Failure, Peer, refused};
 
 /// How calls on peers are made.
 #[derive(Debug, Clone)]
@@ -50,8 +50,15 @@ pub(crate) struct Answer<T> {
 }
 
 impl PeerSet {
-    pub(crate) fn new(peers: &[Peer], policy: CallPolicy) -> Result<Self> {
+    pub(crate) fn new(
+        peers: &[Peer],
+        policy: CallPolicy,
+        token: Option<&str>,
+        tls_root: Option<&[u8]>,
+    ) -> Result<Self> {
+        let bearer = Bearer::new(token)?;
         let http = reqwest::Client::builder()
+            .default_headers(bearer.http_headers())
             .timeout(policy.timeout)
             .connect_timeout(policy.timeout)
             .build()
@@ -61,7 +68,7 @@ impl PeerSet {
             .map(|peer| {
                 Ok(Slot {
                     peer: peer.clone(),
-                    connection: Connection::new(peer, &http, policy.timeout)?,
+                    connection: Connection::new(peer, &http, policy.timeout, &bearer, tls_root)?,
                     ejected_until_ms: AtomicU64::new(0),
                     checked: AtomicBool::new(false),
                 })

@@ -7,7 +7,10 @@
 use std::time::Duration;
 
 use serde::Deserialize;
-use tonic::transport::{Channel, Endpoint};
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use uidgen_proto::v1::id_service_client::IdServiceClient;
 use uidgen_proto::v1::{GetInfoRequest, LeaseSegmentRequest, NextIdsRequest, ServerInfo};
 
@@ -70,10 +73,63 @@ pub(crate) struct Lease {
     pub end: u64,
 }
 
+/// The caller token every call carries, when the client has one: as gRPC metadata (this
+/// interceptor) and as an HTTP default header ([`http_headers`](Self::http_headers)).
+#[derive(Clone, Default)]
+pub(crate) struct Bearer(Option<MetadataValue<Ascii>>);
+
+impl std::fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Bearer(<redacted>)"
+        } else {
+            "Bearer(none)"
+        })
+    }
+}
+
+impl Bearer {
+    pub(crate) fn new(token: Option<&str>) -> Result<Self> {
+        let Some(token) = token else {
+            return Ok(Self(None));
+        };
+        let value: MetadataValue<Ascii> = format!("Bearer {token}")
+            .parse()
+            .map_err(|_| invalid("token", "not a valid header value"))?;
+        Ok(Self(Some(value)))
+    }
+
+    /// `Authorization: Bearer <token>`, marked sensitive (kept out of reqwest's logs).
+    pub(crate) fn http_headers(&self) -> reqwest::header::HeaderMap {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(value) = &self.0
+            && let Ok(mut value) = reqwest::header::HeaderValue::from_bytes(value.as_bytes())
+        {
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        headers
+    }
+}
+
+impl Interceptor for Bearer {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(value) = &self.0 {
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
+        }
+        Ok(request)
+    }
+}
+
 /// A connected peer: a lazily connecting gRPC channel or the shared HTTP client.
 #[derive(Debug, Clone)]
 pub(crate) enum Connection {
-    Grpc(IdServiceClient<Channel>),
+    Grpc(IdServiceClient<InterceptedService<Channel, Bearer>>),
     Http {
         client: reqwest::Client,
         base: reqwest::Url,
@@ -103,14 +159,38 @@ const LEASE_LOST: &str = "fallback_lease_lost";
 
 impl Connection {
     /// Set up `peer`; gRPC connects on first use (and reconnects after a server restart).
-    pub(crate) fn new(peer: &Peer, http: &reqwest::Client, timeout: Duration) -> Result<Self> {
+    pub(crate) fn new(
+        peer: &Peer,
+        http: &reqwest::Client,
+        timeout: Duration,
+        bearer: &Bearer,
+        tls_root: Option<&[u8]>,
+    ) -> Result<Self> {
         match peer {
             Peer::Grpc(uri) => {
-                let endpoint = Endpoint::from_shared(uri.clone())
+                let mut endpoint = Endpoint::from_shared(uri.clone())
                     .map_err(|e| invalid("peers", format!("`{uri}` is not a gRPC URI: {e}")))?
                     .connect_timeout(timeout)
                     .timeout(timeout);
-                Ok(Self::Grpc(IdServiceClient::new(endpoint.connect_lazy())))
+                if uri.starts_with("https://") {
+                    let Some(pem) = tls_root else {
+                        return Err(invalid(
+                            "tls_root",
+                            format!(
+                                "the gRPC peer `{uri}` is https://: give the servers' CA \
+                                 certificate (PEM) with ClientBuilder::tls_root"
+                            ),
+                        ));
+                    };
+                    let tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem));
+                    endpoint = endpoint
+                        .tls_config(tls)
+                        .map_err(|e| invalid("tls_root", e.to_string()))?;
+                }
+                Ok(Self::Grpc(IdServiceClient::with_interceptor(
+                    endpoint.connect_lazy(),
+                    bearer.clone(),
+                )))
             }
             Peer::Http(base) => {
                 let url = reqwest::Url::parse(base).ok().filter(|url| {

@@ -38,4 +38,5 @@ pub mod serve;
 mod servers;
 pub mod service;
 pub mod sharded;
+mod tls;
 pub mod zk;

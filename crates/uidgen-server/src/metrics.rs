@@ -64,6 +64,44 @@ pub struct ChannelLabel {
     pub channel: &'static str,
 }
 
+/// Label set naming a caller: its token's name, made by an admin (so the series are as many as
+/// the tokens an admin creates), never a value a request chose and never the secret.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CallerLabel {
+    /// The caller token's name.
+    pub caller: String,
+}
+
+/// `uidgen_caller_requests_total` and `uidgen_caller_ids_total`, for handing to the token
+/// cache (the families are shared handles).
+#[derive(Debug, Clone, Default)]
+pub struct CallerFamilies {
+    requests: Family<CallerLabel, Counter>,
+    ids: Family<CallerLabel, Counter>,
+}
+
+impl CallerFamilies {
+    /// The counters of the caller named `name`, looked up once.
+    pub fn caller(&self, name: &str) -> CallerCounters {
+        let label = CallerLabel {
+            caller: name.to_owned(),
+        };
+        CallerCounters {
+            requests: self.requests.get_or_create_owned(&label),
+            ids: self.ids.get_or_create_owned(&label),
+        }
+    }
+}
+
+/// One caller's counters.
+#[derive(Debug, Clone, Default)]
+pub struct CallerCounters {
+    /// Requests the caller's token let through.
+    pub requests: Counter,
+    /// IDs handed to the caller.
+    pub ids: Counter,
+}
+
 type HistogramFamily = Family<RouteLabel, Histogram, fn() -> Histogram>;
 
 /// One route's metrics, looked up once and kept: recording through them takes no lock on the
@@ -150,6 +188,8 @@ pub struct Metrics {
     /// What the sharded mode did, by event (`uidgen_sharded_events_total`, copied from its
     /// counters when scraped).
     pub sharded: Family<EventLabel, Counter>,
+    /// Requests and IDs by caller token name (`auth.required`).
+    pub callers: CallerFamilies,
     /// The figures of the worker id keeper's time reports, registered only when the keeper
     /// publishes them (ZooKeeper's), so other deployments do not export a permanent
     /// "disconnected".
@@ -275,8 +315,20 @@ impl Metrics {
              corrupt_entries, restored_lists",
             sharded.clone(),
         );
+        let callers = CallerFamilies::default();
+        registry.register(
+            "caller_requests",
+            "Requests let through by a caller token, by the token's name",
+            callers.requests.clone(),
+        );
+        registry.register(
+            "caller_ids",
+            "IDs handed to a caller, by its token's name",
+            callers.ids.clone(),
+        );
         Self {
             registry,
+            callers,
             ids_issued,
             errors,
             latency,

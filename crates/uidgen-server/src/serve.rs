@@ -112,6 +112,11 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         from = state_dir.source().name(),
         "state directory: {state_dir}"
     );
+    // Read before binding: a bad certificate costs no port and no worker id.
+    let tls = match &settings.tls {
+        Some(tls) => Some(crate::tls::Tls::load(tls, &state_dir)?),
+        None => None,
+    };
     let addr = settings.listen;
     let listener = TcpListener::bind(addr)
         .await
@@ -130,12 +135,14 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let listeners = Listeners {
         http: listener,
         grpc: grpc_listener,
+        tls,
     };
     let max_lease = u64::try_from(settings.segment.options.max_lease_size).unwrap_or(0);
     let servers = Servers::start(listeners, max_lease)?;
     info!(
         listen = %servers.http_addr,
         grpc_listen = %servers.grpc_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
+        tls = settings.tls.is_some(),
         "uidgen starting: answering 503 (gRPC UNAVAILABLE) until the worker id is held"
     );
     let start = async {
@@ -265,6 +272,15 @@ async fn serve_with_worker(
         );
         state.spaces.insert(name.clone(), space);
     }
+    state.callers = Some(
+        crate::service::callers::Callers::start(
+            store.clone(),
+            settings.auth.required,
+            settings.auth.refresh,
+            state.metrics.callers.clone(),
+        )
+        .await,
+    );
     let modes = async {
         state.segments = start_segments(&settings.segment, store).await?;
         state.dated_tags.clone_from(&settings.segment.dated_tags);

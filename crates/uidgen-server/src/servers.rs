@@ -48,10 +48,11 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// The bound sockets: HTTP, and gRPC unless `grpc_listen` is empty.
+/// The bound sockets: HTTP, and gRPC unless `grpc_listen` is empty; both over TLS when `tls`.
 pub(crate) struct Listeners {
     pub(crate) http: TcpListener,
     pub(crate) grpc: Option<TcpListener>,
+    pub(crate) tls: Option<crate::tls::Tls>,
 }
 
 /// The running servers and the shutdown signal they follow.
@@ -88,11 +89,21 @@ impl Servers {
             let _ = signalled.send(true);
         });
         let mut http_stop = stopping.clone();
-        let serving = axum::serve(listeners.http, gate.http_service().into_make_service())
-            .with_graceful_shutdown(async move {
-                let _ = http_stop.wait_for(|&s| s).await;
-            });
-        let http = tokio::spawn(async move { serving.await.context("the HTTP server failed") });
+        let stop = async move {
+            let _ = http_stop.wait_for(|&s| s).await;
+        };
+        let service = gate.http_service().into_make_service();
+        let http = match &listeners.tls {
+            Some(tls) => {
+                let serving =
+                    axum::serve(tls.listen(listeners.http)?, service).with_graceful_shutdown(stop);
+                tokio::spawn(async move { serving.await.context("the HTTPS server failed") })
+            }
+            None => {
+                let serving = axum::serve(listeners.http, service).with_graceful_shutdown(stop);
+                tokio::spawn(async move { serving.await.context("the HTTP server failed") })
+            }
+        };
         let grpc_gate = listeners.grpc.as_ref().map(|_| GrpcGate::default());
         let grpc = match (listeners.grpc, &grpc_gate) {
             (Some(listener), Some(grpc_gate)) => tokio::spawn(crate::grpc::serve_starting(
@@ -100,6 +111,7 @@ impl Servers {
                 gate.state(),
                 listener,
                 stopping.clone(),
+                listeners.tls.as_ref().map(crate::tls::Tls::grpc),
             )),
             _ => tokio::spawn(async { Ok(()) }),
         };

@@ -290,6 +290,7 @@ async fn grpc_make_id_takes_a_datacenter_and_explain_id_names_it() {
         let explained = grpc
             .explain_id(Request::new(ExplainIdRequest {
                 id: made.id.to_string(),
+                ..Default::default()
             }))
             .await
             .unwrap()

@@ -341,6 +341,15 @@ pub enum StoreError {
     #[error("invalid input: {0}")]
     InvalidInput(String),
 
+    /// A caller token of this name exists (valid or revoked: a name is never reused, so the
+    /// metrics labelled by it always mean one token).
+    #[error("a caller token named `{0}` exists already; pick another name")]
+    CallerTokenNameTaken(String),
+
+    /// The operating system's random source could not be read, so no token was made.
+    #[error("cannot read the operating system's random source: {0}")]
+    RandomUnavailable(String),
+
     /// A test database could not be set up (see [`testing`](crate#testing)).
     #[error("{0}")]
     TestDatabase(String),

@@ -7,9 +7,10 @@
 //! `uidgen-worker` record their ranges and exact-id leases in (`Store` implements
 //! [`RangeRegistry`](uidgen_worker::RangeRegistry) and
 //! [`ExactLeaseRegistry`](uidgen_worker::ExactLeaseRegistry)), for claiming Leaf segments from
-//! `leaf_alloc` and the sharded mode's per-app, per-shard segments from `id_alloc`, and for
-//! creating those tables (checksummed migrations from this crate's `sql/`). It is not for
-//! worker ids without storage or for wiring generators (`uidgen-worker`), nor for generating
+//! `leaf_alloc` and the sharded mode's per-app, per-shard segments from `id_alloc`, for keeping
+//! the per-caller bearer tokens of `caller_token` (hashed, never the secret), and for creating
+//! those tables (checksummed migrations from this crate's `sql/`). It is not for worker ids
+//! without storage or for wiring generators (`uidgen-worker`), nor for generating
 //! IDs (`uidgen-core`), the per-tag segment buffers (`uidgen-segment`), HTTP
 //! (`uidgen-server`) or the Redis lists of the sharded mode (`uidgen-sharded`).
 //!
@@ -60,6 +61,7 @@
 //! Other crates enable it in `[dev-dependencies]`:
 //! `uidgen-store = { workspace = true, features = ["testing"] }`.
 
+mod caller_token;
 mod disposable;
 mod error;
 mod exact_lease;
@@ -79,6 +81,10 @@ mod worker_lease;
 mod worker_node;
 mod worker_range;
 
+pub use caller_token::{
+    ActiveCallerToken, CALLER_TOKEN_PREFIX, CallerToken, MAX_CALLER_NAME_LEN, MAX_SCOPE_ENTRIES,
+    MAX_SCOPE_ENTRY_LEN, NewCallerToken, Revoked, TokenScopes, token_hash, validate_caller_name,
+};
 pub use disposable::DisposableWorkerIdAssigner;
 pub use error::{Result, StoreError};
 pub use fallback_lease::FallbackLeases;

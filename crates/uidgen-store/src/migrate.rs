@@ -66,6 +66,7 @@ macro_rules! migrations_in {
             migration!($dialect, 4, "0004", "worker_id_range"),
             migration!($dialect, 5, "0005", "id_alloc"),
             migration!($dialect, 6, "0006", "leaf_alloc_residue"),
+            migration!($dialect, 7, "0007", "caller_token"),
         ]
     };
 }

@@ -33,6 +33,8 @@ const SECTIONS: &[&[EnvKey]] = &[
     super::ring::ENV,
     super::segment::ENV,
     super::sharded::ENV,
+    super::auth::ENV,
+    super::tls::ENV,
 ];
 
 /// Every key an environment variable sets, and how its text is read. The variable is

@@ -7,7 +7,7 @@
 //! it. The service and the subcommands take [`Settings`] and never parse a key again.
 //!
 //! One file per section: [`layout`], [`generator`], [`worker`] (with [`ranges`]), [`ring`],
-//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`]; the top-level keys are here, and [`mod@env`]
+//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`], [`tls`]; the top-level keys are here, and [`mod@env`]
 //! maps keys to `UIDGEN_…` variables. **Adding a key** means editing its section's file
 //! only: the field with its doc, its `Default`, its line in the section's `ENV` list, and its
 //! check in the section's `settings` (or `build`/`options`).
@@ -21,6 +21,7 @@ use uidgen_core::{CachedOptions, Layout, MAX_BATCH};
 use uidgen_sharded::ShardedOptions;
 use uidgen_worker::StateDir;
 
+pub mod auth;
 pub mod env;
 pub mod etcd;
 pub mod generator;
@@ -32,9 +33,11 @@ mod segment_groups;
 pub mod sharded;
 pub mod spaces;
 pub mod statefulset;
+pub mod tls;
 pub mod worker;
 pub mod zookeeper;
 
+pub use auth::{AuthConfig, AuthSettings, DEFAULT_AUTH_REFRESH_SECS};
 pub use env::{ENV_NOT_CONFIG, ENV_TEST_PREFIX, env_name, env_overrides};
 pub use etcd::{EtcdConfig, EtcdSettings};
 pub use generator::{GeneratorConfig, GeneratorKind, MAX_BACKWARD_MS};
@@ -49,6 +52,7 @@ pub use segment_groups::SegmentGroupConfig;
 pub use sharded::{RedisConfig, ShardedConfig};
 pub use spaces::{DEFAULT_SPACE, SpaceConfig, SpaceSettings};
 pub use statefulset::{StatefulSetConfig, StatefulSetSettings};
+pub use tls::{TlsConfig, TlsSettings};
 pub use worker::{AssignerKind, MachineConfig, WorkerConfig, WorkerSettings};
 pub use zookeeper::{FALLBACK_STATIC_REMOVED, ZkSettings, ZookeeperConfig};
 
@@ -185,6 +189,10 @@ pub struct Config {
     pub statefulset: StatefulSetConfig,
     /// `[spaces.<name>]`: named ID spaces beside the default one (file only, no variables).
     pub spaces: BTreeMap<String, SpaceConfig>,
+    /// `[auth]`: per-caller tokens on the ID routes (off by default).
+    pub auth: AuthConfig,
+    /// `[tls]`: HTTP and gRPC over TLS (off by default).
+    pub tls: TlsConfig,
 }
 
 impl Default for Config {
@@ -207,6 +215,8 @@ impl Default for Config {
             etcd: EtcdConfig::default(),
             statefulset: StatefulSetConfig::default(),
             spaces: BTreeMap::new(),
+            auth: AuthConfig::default(),
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -277,6 +287,10 @@ pub struct Settings {
     pub statefulset: Option<StatefulSetSettings>,
     /// `[spaces.<name>]`, in name order; empty when none is configured.
     pub spaces: Vec<SpaceSettings>,
+    /// `[auth]`.
+    pub auth: AuthSettings,
+    /// `[tls]`, when on.
+    pub tls: Option<TlsSettings>,
 }
 
 impl Settings {
@@ -472,6 +486,8 @@ impl Config {
         let etcd = self.etcd.settings(&worker, &layout, listen.port())?;
         let statefulset = self.statefulset.settings(&worker, &layout)?;
         let spaces = spaces::settings(&self.spaces, &generator, &self.worker, &worker, &self.ring)?;
+        let auth = self.auth.settings()?;
+        let tls = self.tls.settings()?;
         Ok(Settings {
             listen,
             grpc_listen,
@@ -491,6 +507,8 @@ impl Config {
             etcd,
             statefulset,
             spaces,
+            auth,
+            tls,
         })
     }
 }

@@ -34,7 +34,44 @@ pub use server::{mode_service_name, serve};
 pub use status::status;
 
 use crate::metrics::{IssuedCounter, Metrics};
-use crate::service::{ApiError, AppState, batch_count, batch_size, many_from, one_from};
+use crate::service::callers::{Caller, RouteFamily, Scoped};
+use crate::service::{ApiError, AppState, Source, batch_count, batch_size, many_from, one_from};
+
+tokio::task_local! {
+    /// The caller whose token let this call in (`auth.required`), set by the start gate around
+    /// the call: the calls that name a tag check it, and issued IDs are counted under it.
+    static CALLER: Arc<Caller>;
+}
+
+/// Run `call` as `caller`'s.
+pub(crate) fn with_caller<F: Future>(
+    caller: Arc<Caller>,
+    call: F,
+) -> tokio::task::futures::TaskLocalFuture<Arc<Caller>, F> {
+    CALLER.scope(caller, call)
+}
+
+/// The caller of the call this task answers; `None` where tokens are not required.
+fn caller() -> Option<Arc<Caller>> {
+    CALLER.try_with(Arc::clone).ok()
+}
+
+/// 403 unless the caller (if tokens are required) may use segment tag `tag`.
+fn check_tag(tag: &str) -> Result<(), ApiError> {
+    match caller() {
+        Some(caller) => caller.check(RouteFamily::Segments, &[Scoped::Tag(tag)]),
+        None => Ok(()),
+    }
+}
+
+/// The space `space` names (empty: the default one), 403 unless the caller (if tokens are
+/// required) may use it: a named space is scoped as `/v1/spaces/{space}` is.
+fn source_for<'a>(state: &'a AppState, space: &str) -> Result<Source<'a>, ApiError> {
+    if let Some(caller) = caller().filter(|_| !space.is_empty()) {
+        caller.check(RouteFamily::Ids, &[Scoped::Space(space)])?;
+    }
+    state.source_of(Some(space))
+}
 
 /// How many batches a stream may run ahead of tonic's sender. A client that stops reading
 /// stops the issuing once HTTP/2 flow control fills (its window, some 64 KiB of IDs) and these
@@ -124,6 +161,9 @@ impl GrpcService {
                 self.state.metrics.grpc_call(method, "ok");
                 if let Some(counter) = self.issued.of(method).filter(|_| issued > 0) {
                     counter.add(issued);
+                    if let Some(caller) = caller() {
+                        caller.counters.ids.inc_by(issued);
+                    }
                 }
                 Ok(Response::new(reply))
             }
@@ -164,7 +204,7 @@ impl IdService for GrpcService {
     ) -> Result<Response<NextIdResponse>, Status> {
         let space = request.into_inner().space;
         self.answer("NextId", async {
-            let source = self.state.source_of(Some(&space))?;
+            let source = source_for(&self.state, &space)?;
             let id = one_from(source, GenMethod::CenterServer).await?;
             Ok((NextIdResponse { id }, 1))
         })
@@ -180,7 +220,7 @@ impl IdService for GrpcService {
             space,
         } = request.into_inner();
         self.answer("NextIds", async {
-            let source = self.state.source_of(Some(&space))?;
+            let source = source_for(&self.state, &space)?;
             let n = count(wanted, self.state.batch_cap)?;
             let ids = many_from(source, n, GenMethod::CenterServer).await?;
             let issued = ids.len() as u64;
@@ -200,9 +240,7 @@ impl IdService for GrpcService {
             max_ids,
             space,
         } = request.into_inner();
-        let checked = self
-            .state
-            .source_of(Some(&space))
+        let checked = source_for(&self.state, &space)
             .and_then(|_| batch_size("batch_size", u64::from(per_batch), self.state.batch_cap));
         let batch = match checked {
             Ok(batch) => batch,
@@ -210,7 +248,7 @@ impl IdService for GrpcService {
         };
         self.state.metrics.grpc_call("StreamIds", "ok");
         let (tx, rx) = mpsc::channel(STREAM_AHEAD);
-        tokio::spawn(stream(self.clone(), tx, batch, max_ids, space));
+        tokio::spawn(stream(self.clone(), tx, batch, max_ids, space, caller()));
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -220,7 +258,7 @@ impl IdService for GrpcService {
     ) -> Result<Response<ExplainIdResponse>, Status> {
         let ExplainIdRequest { id: text, space } = request.into_inner();
         self.answer("ExplainId", async {
-            let layout = self.state.source_of(Some(&space))?.generator.layout();
+            let layout = source_for(&self.state, &space)?.generator.layout();
             Ok((explain::explain(layout, &text)?, 0))
         })
         .await
@@ -243,6 +281,7 @@ impl IdService for GrpcService {
     ) -> Result<Response<SegmentIdBatch>, Status> {
         let SegmentIdsRequest { tag, count: wanted } = request.into_inner();
         self.answer("SegmentIds", async {
+            check_tag(&tag)?;
             let service = crate::service::segment_service(&self.state)?;
             let n = count(wanted, self.state.batch_cap)?;
             let ids = service
@@ -261,6 +300,7 @@ impl IdService for GrpcService {
     ) -> Result<Response<SegmentLease>, Status> {
         let LeaseSegmentRequest { tag, size } = request.into_inner();
         self.answer("LeaseSegment", async {
+            check_tag(&tag)?;
             let lease = crate::service::lease(&self.state, &tag, size, "grpc").await?;
             Ok((
                 SegmentLease {
@@ -385,6 +425,7 @@ async fn stream(
     batch: usize,
     max_ids: u64,
     space: String,
+    caller: Option<Arc<Caller>>,
 ) {
     {
         let mut stopping = service.stopping.clone();
@@ -422,6 +463,9 @@ async fn stream(
                         return;
                     }
                     service.issued.stream_ids.add(sent);
+                    if let Some(caller) = &caller {
+                        caller.counters.ids.inc_by(sent);
+                    }
                     left = left.saturating_sub(sent);
                 }
                 Err(error) => {

@@ -19,6 +19,7 @@ use tonic_health::server::HealthReporter;
 use uidgen_proto::v1::id_service_server::IdServiceServer;
 
 use super::GrpcService;
+use crate::service::callers::{Callers, RouteFamily};
 use crate::service::{AppState, Mode, Readiness, STARTING_MESSAGE, check_readiness};
 
 /// Serve gRPC on `listener` over `state` until `stopping` turns true; then report NOT_SERVING
@@ -44,19 +45,21 @@ pub async fn serve(
     let gate = GrpcGate::default();
     gate.open(Arc::clone(&state), max_lease_size, stopping.clone());
     let (_started, state) = watch::channel(Some(state));
-    serve_starting(gate, state, listener, stopping).await
+    serve_starting(gate, state, listener, stopping, None).await
 }
 
 /// [`serve`] for a server that is still starting: until `gate` is
 /// [opened](GrpcGate::open), every `uidgen.v1.IdService` call is answered `UNAVAILABLE` at once,
 /// so a client fails over instead of waiting for a server that holds no worker id yet; the
 /// health service says NOT_SERVING until `started` holds the state, then follows readiness. A
-/// stop while starting (or the state's sender going away unsent) ends the server.
+/// stop while starting (or the state's sender going away unsent) ends the server. With `tls`,
+/// every connection is TLS.
 pub(crate) async fn serve_starting(
     gate: GrpcGate,
     mut started: watch::Receiver<Option<Arc<AppState>>>,
     listener: TcpListener,
     mut stopping: watch::Receiver<bool>,
+    tls: Option<tonic::transport::ServerTlsConfig>,
 ) -> anyhow::Result<()> {
     let (health, health_service) = tonic_health::server::health_reporter();
     // Known before the port answers: a checker never sees the service as unknown.
@@ -102,7 +105,13 @@ pub(crate) async fn serve_starting(
     let shutdown = async {
         let _ = follower.await;
     };
-    Server::builder()
+    let mut builder = Server::builder();
+    if let Some(tls) = tls {
+        builder = builder
+            .tls_config(tls)
+            .context("cannot set up TLS for gRPC")?;
+    }
+    builder
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -224,10 +233,20 @@ async fn follow_readiness(
 }
 
 /// `uidgen.v1.IdService` behind the start gate: `UNAVAILABLE` until [`open`](Self::open), then
-/// the service itself (one atomic load per call).
+/// the service itself (one atomic load per call), behind the caller-token check when
+/// `auth.required` is on.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GrpcGate {
-    service: Arc<OnceLock<IdServiceServer<GrpcService>>>,
+    service: Arc<OnceLock<Opened>>,
+}
+
+/// What an open gate serves.
+#[derive(Debug)]
+struct Opened {
+    service: IdServiceServer<GrpcService>,
+    state: Arc<AppState>,
+    /// The caller tokens, when `auth.required` is on.
+    callers: Option<Arc<Callers>>,
 }
 
 impl GrpcGate {
@@ -239,8 +258,13 @@ impl GrpcGate {
         max_lease_size: u64,
         stopping: watch::Receiver<bool>,
     ) {
-        let service = GrpcService::new(state, max_lease_size, stopping);
-        let _ = self.service.set(IdServiceServer::new(service));
+        let service = GrpcService::new(Arc::clone(&state), max_lease_size, stopping);
+        let callers = state.callers.clone().filter(|c| c.required());
+        let _ = self.service.set(Opened {
+            service: IdServiceServer::new(service),
+            state,
+            callers,
+        });
     }
 }
 
@@ -250,6 +274,7 @@ impl NamedService for GrpcGate {
 
 impl<B> Service<http::Request<B>> for GrpcGate
 where
+    B: Send + 'static,
     IdServiceServer<GrpcService>: Service<
             http::Request<B>,
             Response = http::Response<tonic::body::Body>,
@@ -267,12 +292,37 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        match self.service.get() {
-            // A clone is an Arc increment: `call` needs the service mutably.
-            Some(service) => service.clone().call(request),
-            None => {
-                let status = tonic::Status::unavailable(STARTING_MESSAGE);
-                Box::pin(std::future::ready(Ok(status.into_http())))
+        let Some(opened) = self.service.get() else {
+            let status = tonic::Status::unavailable(STARTING_MESSAGE);
+            return Box::pin(std::future::ready(Ok(status.into_http())));
+        };
+        // A clone is an Arc increment: `call` needs the service mutably.
+        let mut service = opened.service.clone();
+        let Some(callers) = &opened.callers else {
+            return service.call(request);
+        };
+        // Every method, known or added later, needs a valid token; the family check covers
+        // the methods of a family, and the tag check the calls that name one (`with_caller`).
+        let method = request.uri().path().rsplit('/').next().unwrap_or_default();
+        let authorization = request
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let checked =
+            callers.authenticate(authorization).and_then(
+                |caller| match RouteFamily::of_grpc_method(method) {
+                    Some(family) => caller.check(family, &[]).map(|()| caller),
+                    None => Ok(caller),
+                },
+            );
+        match checked {
+            Ok(caller) => {
+                caller.counters.requests.inc();
+                Box::pin(super::with_caller(caller, service.call(request)))
+            }
+            Err(error) => {
+                opened.state.metrics.error(error.kind());
+                Box::pin(std::future::ready(Ok(super::status(&error).into_http())))
             }
         }
     }

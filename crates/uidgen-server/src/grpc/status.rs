@@ -36,6 +36,8 @@ fn code(error: &ApiError) -> Code {
     }
     match error.status.as_u16() {
         400 | 413 => Code::InvalidArgument,
+        401 => Code::Unauthenticated,
+        403 => Code::PermissionDenied,
         404 => Code::NotFound,
         409 | 422 => Code::FailedPrecondition,
         429 => Code::ResourceExhausted,
@@ -56,6 +58,8 @@ pub(super) fn code_name(code: Code) -> &'static str {
         Code::Aborted => "aborted",
         Code::Unavailable => "unavailable",
         Code::Internal => "internal",
+        Code::Unauthenticated => "unauthenticated",
+        Code::PermissionDenied => "permission_denied",
         _ => "other",
     }
 }
@@ -81,6 +85,12 @@ mod tests {
                 Code::InvalidArgument,
             ),
             (StatusCode::NOT_FOUND, "unknown_tag", Code::NotFound),
+            (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                Code::Unauthenticated,
+            ),
+            (StatusCode::FORBIDDEN, "forbidden", Code::PermissionDenied),
             (
                 StatusCode::NOT_FOUND,
                 "segments_disabled",

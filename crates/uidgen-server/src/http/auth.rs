@@ -21,6 +21,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use super::error::ErrorBody;
 use super::{ApiError, AppState};
+use crate::service::callers::bearer_token;
 
 /// Put `admin` behind the token check, and say so in its OpenAPI description: every admin
 /// operation asks for the bearer token and may answer 401 or 403 from the layer. One home for
@@ -30,6 +31,28 @@ pub(super) fn admin_only(
     mut admin: OpenApiRouter<Arc<AppState>>,
     state: &Arc<AppState>,
 ) -> OpenApiRouter<Arc<AppState>> {
+    document_refusals(
+        &mut admin,
+        vec![SecurityRequirement::new(
+            "admin_token",
+            Vec::<String>::new(),
+        )],
+        "No bearer token",
+        "A wrong token",
+    );
+    // A route layer, so a wrong method still gets the 405 every route gives.
+    admin.route_layer(middleware::from_fn_with_state(state.clone(), require_admin))
+}
+
+/// Say of every operation of `router` that it asks for `security` and may answer 401 and 403
+/// (with these descriptions) from a layer: one home for the description of every gate, so it
+/// cannot drift from the gate.
+pub(super) fn document_refusals(
+    router: &mut OpenApiRouter<Arc<AppState>>,
+    security: Vec<SecurityRequirement>,
+    unauthorized: &str,
+    forbidden: &str,
+) {
     let refusal = |description: &str| {
         RefOr::T(
             ResponseBuilder::new()
@@ -43,7 +66,7 @@ pub(super) fn admin_only(
                 .build(),
         )
     };
-    for item in admin.get_openapi_mut().paths.paths.values_mut() {
+    for item in router.get_openapi_mut().paths.paths.values_mut() {
         let operations = [
             &mut item.get,
             &mut item.put,
@@ -52,17 +75,12 @@ pub(super) fn admin_only(
             &mut item.patch,
         ];
         for operation in operations.into_iter().flatten() {
-            operation.security = Some(vec![SecurityRequirement::new(
-                "admin_token",
-                Vec::<String>::new(),
-            )]);
+            operation.security = Some(security.clone());
             let responses = &mut operation.responses.responses;
-            responses.insert("401".to_owned(), refusal("No bearer token"));
-            responses.insert("403".to_owned(), refusal("A wrong token"));
+            responses.insert("401".to_owned(), refusal(unauthorized));
+            responses.insert("403".to_owned(), refusal(forbidden));
         }
     }
-    // A route layer, so a wrong method still gets the 405 every route gives.
-    admin.route_layer(middleware::from_fn_with_state(state.clone(), require_admin))
 }
 
 /// Let the request through to the admin route only with `Authorization: Bearer <admin_token>`.
@@ -104,14 +122,6 @@ fn authorise(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
             "the admin token is wrong",
         ))
     }
-}
-
-/// The token of an `Authorization: Bearer <token>` value. The scheme's name is
-/// case-insensitive (RFC 9110, section 11.1: <https://www.rfc-editor.org/rfc/rfc9110#section-11.1>),
-/// so `bearer` and `BEARER` are as good as `Bearer`; spaces around the token are not part of it.
-fn bearer_token(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// Whether `given` equals `secret`, in time that depends only on the lengths, never on where

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use serde::Serialize;
 use uidgen_core::{DecodedUid, FieldKind, GenMethod, IdForm, Layout, UidParts};
 use utoipa::ToSchema;
@@ -14,6 +14,7 @@ use super::extract::{LeafPath, PathParam, QueryParams};
 use super::observe::Issued;
 use super::shown::{FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form, param_zone};
 use super::{ApiError, AppState, TextError};
+use crate::service::callers::{Caller, RouteFamily, Scoped};
 use crate::service::error::{ECHO_CHARS, clip};
 use crate::service::{batch_count, generate};
 
@@ -76,10 +77,17 @@ async fn one_id(state: &AppState) -> Result<Issued<String>, ApiError> {
 )]
 pub async fn leaf_snowflake(
     State(state): State<Arc<AppState>>,
+    caller: Option<Extension<Arc<Caller>>>,
     PathParam(key, _): LeafPath<String>,
 ) -> Result<Issued<String>, TextError> {
     let source = match state.space(&key) {
-        Some(space) => crate::service::Source::of_space(space, state.empty_ring),
+        Some(space) => {
+            // A key that names a space is that space's scope, as `/v1/spaces/{space}` is.
+            if let Some(Extension(caller)) = &caller {
+                caller.check(RouteFamily::Ids, &[Scoped::Space(&key)])?;
+            }
+            crate::service::Source::of_space(space, state.empty_ring)
+        }
         None => state.source(),
     };
     let id = generate::one_from(source, GenMethod::Rest).await?;

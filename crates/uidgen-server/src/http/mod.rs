@@ -1,10 +1,11 @@
 //! The HTTP API, an adapter over [`crate::service`] (a sibling of `crate::grpc`): the routing
 //! table, the extractors, errors as responses, and the layers around the routes (admin
-//! authentication, metrics and logging). The service's state and functions are re-exported
+//! authentication, caller tokens, metrics and logging). The service's state and functions are re-exported
 //! here under the names the HTTP API has always offered them.
 
 mod auth;
 mod bounds;
+mod callers;
 mod console;
 mod dated;
 mod error;
@@ -23,6 +24,7 @@ mod shown;
 mod spaces;
 mod starting;
 mod status;
+mod tokens;
 
 use std::sync::Arc;
 
@@ -31,6 +33,8 @@ use axum::extract::DefaultBodyLimit;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
+
+use crate::service::callers::RouteFamily;
 
 pub use auth::ct_eq;
 pub use error::{ErrorBody, ErrorReport, TextError};
@@ -76,42 +80,73 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(console::script))
         .routes(routes!(console::style))
         .routes(routes!(openapi::document))
-        // Leaf-compatible: bare decimal IDs as text/plain.
-        .routes(routes!(segments::leaf_segment))
-        .routes(routes!(ids::leaf_snowflake))
-        // Vesta-compatible.
-        .routes(routes!(ids::vesta_genid))
-        .routes(routes!(ids::vesta_expid))
-        .routes(routes!(ids::vesta_makeid))
-        .routes(routes!(ids::vesta_transtime))
-        // JSON API.
-        .routes(routes!(ids::batch))
-        .routes(routes!(make::make))
-        .routes(routes!(ids::decode))
-        .routes(routes!(status::layouts))
-        // Named ID spaces (`[spaces.<name>]`).
-        .routes(routes!(spaces::list_spaces))
-        .routes(routes!(spaces::space_batch))
-        .routes(routes!(spaces::space_decode))
-        .routes(routes!(segments::monitor))
-        .routes(routes!(segments::batch))
-        .routes(routes!(lease::lease_route))
-        .routes(routes!(dated::dated))
-        .routes(routes!(dated::parse))
+        // The ID routes, by family, each family behind the caller-token check when
+        // `auth.required` is on (`callers.rs`).
+        .merge(callers::callers_only(
+            RouteFamily::Ids,
+            OpenApiRouter::new()
+                // Leaf-compatible: bare decimal IDs as text/plain.
+                .routes(routes!(ids::leaf_snowflake))
+                // Vesta-compatible.
+                .routes(routes!(ids::vesta_genid))
+                .routes(routes!(ids::vesta_expid))
+                .routes(routes!(ids::vesta_makeid))
+                .routes(routes!(ids::vesta_transtime))
+                // JSON API.
+                .routes(routes!(ids::batch))
+                .routes(routes!(make::make))
+                .routes(routes!(ids::decode)),
+            state,
+        ))
+        .merge(callers::callers_only(
+            RouteFamily::Segments,
+            OpenApiRouter::new()
+                .routes(routes!(segments::leaf_segment))
+                .routes(routes!(segments::monitor))
+                .routes(routes!(segments::batch))
+                .routes(routes!(lease::lease_route))
+                // Dated numbers: each day's from the tag's day tag.
+                .routes(routes!(dated::dated)),
+            state,
+        ))
+        // Named ID spaces (`[spaces.<name>]`): the `space` path parameter is scoped.
+        .merge(callers::callers_only(
+            RouteFamily::Spaces,
+            OpenApiRouter::new()
+                .routes(routes!(spaces::list_spaces))
+                .routes(routes!(spaces::space_batch))
+                .routes(routes!(spaces::space_decode)),
+            state,
+        ))
         // Worker ids leased to clients' embedded fallbacks.
-        .routes(routes!(fallback::claim_route))
-        .routes(routes!(fallback::renew_route))
-        .routes(routes!(fallback::release_route))
+        .merge(callers::callers_only(
+            RouteFamily::Fallback,
+            OpenApiRouter::new()
+                .routes(routes!(fallback::claim_route))
+                .routes(routes!(fallback::renew_route))
+                .routes(routes!(fallback::release_route)),
+            state,
+        ))
         // Sharded mode: the original service's text route, and JSON.
-        .routes(routes!(sharded::original_get))
-        .routes(routes!(sharded::list_apps))
-        .routes(routes!(sharded::batch))
+        .merge(callers::callers_only(
+            RouteFamily::Sharded,
+            OpenApiRouter::new()
+                .routes(routes!(sharded::original_get))
+                .routes(routes!(sharded::list_apps))
+                .routes(routes!(sharded::batch)),
+            state,
+        ))
+        .routes(routes!(status::layouts))
+        // Reads a dated number's text back: issues nothing, names no tag.
+        .routes(routes!(dated::parse))
         // Admin: a sub-router behind the bearer-token check, which runs before the route's
         // extractors.
         .merge(auth::admin_only(
             OpenApiRouter::new()
                 .routes(routes!(segments::upsert_tag))
-                .routes(routes!(sharded::upsert_app)),
+                .routes(routes!(sharded::upsert_app))
+                .routes(routes!(tokens::create_token, tokens::list_tokens))
+                .routes(routes!(tokens::revoke_token)),
             state,
         ))
         // Operations.

@@ -43,6 +43,12 @@ tokio::task_local! {
     static ISSUED: Cell<u64>;
 }
 
+/// IDs handed out so far by the request this task is answering (0 outside the layer): for a
+/// layer inside this one (the caller-token check) to count them by caller.
+pub(super) fn issued_so_far() -> u64 {
+    ISSUED.try_with(Cell::get).unwrap_or(0)
+}
+
 impl<T: IntoResponse> IntoResponse for Issued<T> {
     fn into_response(self) -> Response {
         // Outside the layer (a handler called on its own) there is nothing to count into.

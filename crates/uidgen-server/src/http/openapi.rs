@@ -54,7 +54,7 @@ use super::error::ErrorBody;
 )]
 pub(super) struct ApiDoc;
 
-/// The bearer token of the admin routes.
+/// The bearer tokens: the admin routes' and the callers'.
 struct AdminToken;
 
 impl Modify for AdminToken {
@@ -62,6 +62,11 @@ impl Modify for AdminToken {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "admin_token",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+        // The ID routes' caller tokens, asked for only where `auth.required` is on.
+        components.add_security_scheme(
+            "caller_token",
             SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
         );
     }

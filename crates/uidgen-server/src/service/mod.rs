@@ -11,6 +11,7 @@ use std::sync::Arc;
 use uidgen_core::UidGenerator;
 use uidgen_worker::WorkerKeeper;
 
+pub mod callers;
 pub mod error;
 pub mod fallback;
 pub mod generate;
@@ -80,6 +81,9 @@ pub struct AppState {
     pub batch_cap: usize,
     /// Bearer token for admin routes; `None` disables them.
     pub admin_token: Option<String>,
+    /// The caller tokens (`[auth]`), when the server has a store: checked on every ID route
+    /// when `auth.required`, managed through the admin API either way.
+    pub callers: Option<Arc<callers::Callers>>,
     /// Metrics.
     pub metrics: Metrics,
     /// What keeps the generator's worker id, when it is held from an authority (a lease, a
@@ -133,6 +137,7 @@ impl AppState {
             empty_ring: EmptyRing::default(),
             batch_cap: DEFAULT_BATCH_CAP,
             admin_token: None,
+            callers: None,
             metrics: Metrics::new(),
             keeper: None,
             store_check: always_ready(),

@@ -1,0 +1,259 @@
+//! The admin API of caller tokens: create (the token is shown once), list (never a secret),
+//! revoke. Reached only with the admin token (the admin sub-router's layer checks it). A token
+//! made or revoked here takes effect on this server at once, on the others within
+//! `auth.refresh_secs`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use uidgen_store::{CallerToken, Revoked, StoreError, TokenScopes};
+use utoipa::ToSchema;
+
+use super::error::ErrorBody;
+use super::extract::{Body, PathParam};
+use super::{ApiError, AppState, SEE_LOG};
+use crate::service::callers::Callers;
+
+/// Body of `POST /v1/admin/tokens`. A list left out allows nothing of its kind; `*` in a list
+/// allows anything.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewToken {
+    /// The caller's name: 1 to 64 of `[A-Za-z0-9._-]`, unique (a revoked token's name too).
+    /// Its metrics are labelled with it.
+    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    name: String,
+    /// Route families: `ids`, `segments`, `sharded`, `fallback`, `spaces`, or `*`.
+    #[serde(default)]
+    #[schema(max_items = 256)]
+    routes: Vec<String>,
+    /// Segment tags, or `*`.
+    #[serde(default)]
+    #[schema(max_items = 256)]
+    tags: Vec<String>,
+    /// Sharded app ids (decimal), or `*`.
+    #[serde(default)]
+    #[schema(max_items = 256)]
+    apps: Vec<String>,
+    /// Space names, or `*`.
+    #[serde(default)]
+    #[schema(max_items = 256)]
+    spaces: Vec<String>,
+}
+
+/// A token as listed: no secret, no hash.
+#[derive(Serialize, ToSchema)]
+pub struct TokenView {
+    /// The id `DELETE /v1/admin/tokens/{id}` takes.
+    id: i64,
+    name: String,
+    routes: Vec<String>,
+    tags: Vec<String>,
+    apps: Vec<String>,
+    spaces: Vec<String>,
+    /// When it was made, ms since the Unix epoch.
+    created_ms: i64,
+    /// When it was revoked, ms since the Unix epoch; absent while valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revoked_at_ms: Option<i64>,
+}
+
+impl From<CallerToken> for TokenView {
+    fn from(token: CallerToken) -> Self {
+        let TokenScopes {
+            routes,
+            tags,
+            apps,
+            spaces,
+        } = token.scopes;
+        Self {
+            id: token.id,
+            name: token.name,
+            routes,
+            tags,
+            apps,
+            spaces,
+            created_ms: token.created_ms,
+            revoked_at_ms: token.revoked_at_ms,
+        }
+    }
+}
+
+/// A token just made: its row and the bearer token itself, shown this once.
+#[derive(Serialize, ToSchema)]
+pub struct CreatedToken {
+    /// Send as `Authorization: Bearer <token>`; only its SHA-256 is stored, so it cannot be
+    /// shown again.
+    token: String,
+    #[serde(flatten)]
+    view: TokenView,
+}
+
+/// Every token, valid and revoked.
+#[derive(Serialize, ToSchema)]
+pub struct TokenList {
+    tokens: Vec<TokenView>,
+}
+
+/// The answer of `DELETE /v1/admin/tokens/{id}`.
+#[derive(Serialize, ToSchema)]
+pub struct RevokedToken {
+    id: i64,
+    /// `true` when this call revoked it, `false` when it had been revoked before.
+    revoked_now: bool,
+}
+
+fn callers(state: &AppState) -> Result<&Arc<Callers>, ApiError> {
+    state.callers.as_ref().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "tokens_disabled",
+            "this server has no store for caller tokens",
+        )
+    })
+}
+
+/// A store failure as the client sees it: its own mistake (400, 409) in full, the store's
+/// trouble as a fixed sentence with the details in the log.
+fn token_error(error: StoreError) -> ApiError {
+    match error {
+        StoreError::InvalidInput(message) => ApiError::bad_parameter(message),
+        StoreError::CallerTokenNameTaken(_) => {
+            ApiError::new(StatusCode::CONFLICT, "token_name_taken", error.to_string())
+        }
+        other => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_unavailable",
+            format!("the caller token store is unavailable; {SEE_LOG}"),
+        )
+        .with_cause(other.to_string()),
+    }
+}
+
+/// Read the tokens again after a change, so this server applies it at once; a failure only
+/// delays it to the next refresh.
+async fn apply_now(callers: &Callers) {
+    if let Err(error) = callers.reload().await {
+        tracing::warn!(%error, "cannot re-read the caller tokens; the next refresh will");
+    }
+}
+
+/// `POST /v1/admin/tokens`: make a caller token; the answer carries it, once.
+#[utoipa::path(
+    post,
+    path = "/v1/admin/tokens",
+    tag = "admin",
+    request_body = NewToken,
+    responses(
+        (status = 200, description = "The token, shown this once, and its row", body = CreatedToken),
+        (status = 400, description = "A bad name, scope list or body (`invalid_parameter`)", body = ErrorBody),
+        (
+            status = 404,
+            description = "No admin token configured (`admin_disabled`), or no store \
+                           (`tokens_disabled`)",
+            body = ErrorBody
+        ),
+        (status = 409, description = "The name is taken (`token_name_taken`)", body = ErrorBody),
+        (status = 413, description = "The body is too large", body = ErrorBody),
+        (status = 503, description = "The store is down", body = ErrorBody),
+    )
+)]
+pub async fn create_token(
+    State(state): State<Arc<AppState>>,
+    body: Body,
+) -> Result<Json<CreatedToken>, ApiError> {
+    let callers = callers(&state)?;
+    let request: NewToken = body.json()?;
+    let scopes = TokenScopes {
+        routes: request.routes,
+        tags: request.tags,
+        apps: request.apps,
+        spaces: request.spaces,
+    };
+    let created = callers
+        .store()
+        .create_caller_token(&request.name, &scopes)
+        .await
+        .map_err(token_error)?;
+    apply_now(callers).await;
+    tracing::info!(id = created.token.id, name = %created.token.name, "caller token created");
+    Ok(Json(CreatedToken {
+        token: created.secret,
+        view: created.token.into(),
+    }))
+}
+
+/// `GET /v1/admin/tokens`: every caller token, valid and revoked, without secrets.
+#[utoipa::path(
+    get,
+    path = "/v1/admin/tokens",
+    tag = "admin",
+    responses(
+        (status = 200, description = "Every token, oldest first", body = TokenList),
+        (
+            status = 404,
+            description = "No admin token configured (`admin_disabled`), or no store \
+                           (`tokens_disabled`)",
+            body = ErrorBody
+        ),
+        (status = 503, description = "The store is down", body = ErrorBody),
+    )
+)]
+pub async fn list_tokens(State(state): State<Arc<AppState>>) -> Result<Json<TokenList>, ApiError> {
+    let callers = callers(&state)?;
+    let tokens = callers
+        .store()
+        .list_caller_tokens()
+        .await
+        .map_err(token_error)?;
+    Ok(Json(TokenList {
+        tokens: tokens.into_iter().map(TokenView::from).collect(),
+    }))
+}
+
+/// `DELETE /v1/admin/tokens/{id}`: revoke a caller token, for good.
+#[utoipa::path(
+    delete,
+    path = "/v1/admin/tokens/{id}",
+    tag = "admin",
+    params(("id" = i64, Path, minimum = 1, description = "The token's id")),
+    responses(
+        (status = 200, description = "Revoked (now or before)", body = RevokedToken),
+        (status = 400, description = "A malformed id (`invalid_parameter`)", body = ErrorBody),
+        (
+            status = 404,
+            description = "No admin token configured (`admin_disabled`), no store \
+                           (`tokens_disabled`), or no token with this id (`unknown_token`)",
+            body = ErrorBody
+        ),
+        (status = 503, description = "The store is down", body = ErrorBody),
+    )
+)]
+pub async fn revoke_token(
+    State(state): State<Arc<AppState>>,
+    PathParam(id, _): PathParam<i64>,
+) -> Result<Json<RevokedToken>, ApiError> {
+    let callers = callers(&state)?;
+    let revoked = callers
+        .store()
+        .revoke_caller_token(id)
+        .await
+        .map_err(token_error)?;
+    let revoked_now = match revoked {
+        Revoked::Now => true,
+        Revoked::Already => false,
+        Revoked::Unknown => {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "unknown_token",
+                format!("no caller token has id {id}"),
+            ));
+        }
+    };
+    apply_now(callers).await;
+    tracing::info!(id, "caller token revoked");
+    Ok(Json(RevokedToken { id, revoked_now }))
+}
