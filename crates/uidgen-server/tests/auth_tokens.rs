@@ -371,7 +371,10 @@ async fn a_space_scope_holds_on_every_channel_that_names_a_space() {
     let store = sqlite_url("auth-spaces");
     let server = Server::start(
         &["--config", config.to_str().unwrap()],
-        &[("UIDGEN_STORE", store.as_str()), ("UIDGEN_ADMIN_TOKEN", ADMIN)],
+        &[
+            ("UIDGEN_STORE", store.as_str()),
+            ("UIDGEN_ADMIN_TOKEN", ADMIN),
+        ],
     );
     let (_, token) = create(
         &server,
