@@ -381,7 +381,8 @@ async fn a_space_scope_holds_on_every_channel_that_names_a_space() {
         r#"{"name": "orders", "routes": ["ids", "spaces"], "spaces": ["order"]}"#,
     )
     .await;
-    let token = Some(token.as_str());
+    let secret = token.as_str();
+    let token = Some(secret);
     // HTTP: the spaces routes.
     let (status, body) = get(&server, "/v1/spaces/order/ids?count=3", token).await;
     assert_eq!(status, 200, "{body}");
@@ -404,7 +405,7 @@ async fn a_space_scope_holds_on_every_channel_that_names_a_space() {
                 count: 2,
                 space: space.to_owned(),
             },
-            token.unwrap(),
+            secret,
         )
     };
     let ids = grpc.next_ids(request("order")).await.unwrap().into_inner();
