@@ -685,7 +685,7 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
     assert!(
         summaries
             .iter()
-            .any(|s| s.ends_with("ignores the key; so do we.")),
+            .any(|s| s.ends_with("from the default space, as Leaf would.")),
         "a summary cut mid-sentence: {summaries:?}"
     );
     let code = c
