@@ -109,6 +109,8 @@ fn bound_parameter(operation: &str, param: &mut Value, limits: &Limits) -> bool 
         // The decode route also decodes with a preset that has a sign bit: below 2^63 fits all.
         // Or a radix form (`form=`), which the route reads only when asked to: its text has a
         // letter, so it is never also a decimal.
+        // A caller token's row id (`DELETE /v1/admin/tokens/{id}`).
+        ("path", "id") if operation == "revoke_token" => integer(1, i64::MAX.unsigned_abs()),
         ("path", "id") => json!({ "oneOf": [
             integer(0, i64::MAX.unsigned_abs()),
             {
@@ -195,6 +197,18 @@ fn bound_body(name: &str, schema: &mut Value, limits: &Limits) {
                 let reach = u64::try_from(uidgen_worker::MAX_LEASE_TTL.as_millis()).unwrap_or(0);
                 integer(0, limits.now_ms.saturating_add(reach))
             }
+            // `uidgen_store::TokenScopes::validate`: entries of 1 to 128 characters without
+            // control characters, at most 256 of them.
+            ("NewToken", "routes" | "tags" | "apps" | "spaces") => json!({
+                "type": "array",
+                "maxItems": uidgen_store::MAX_SCOPE_ENTRIES,
+                "items": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": uidgen_store::MAX_SCOPE_ENTRY_LEN,
+                    "pattern": format!("^[^{CONTROL}]*$"),
+                },
+            }),
             _ => continue,
         };
         merge(property, bound);
