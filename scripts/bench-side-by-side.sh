@@ -3,7 +3,8 @@
 #
 # 1. `cargo bench --bench generators`: uidgen's cached, default and snowflake generators, the
 #    `AtomicU64::fetch_add` floor and the peer Rust crates of the workspace's dev-dependencies
-#    (snowflaked, snowdon, snowflake_me, idgenerator, uuid v7), built by Cargo from crates.io.
+#    (snowflaked, snowdon, snowflake_me, idgenerator, uuid v7), built by Cargo from crates.io;
+#    and the ring's take and padding paths measured apart (`ring_paths`).
 # 2. scripts/bench-http.sh: uidgen's single-ID HTTP routes next to a bare axum route (wrk, and
 #    h2load when installed), alternating round by round.
 # 3. Optionally (CLIENT=1) `cargo bench --bench client`: the gRPC client sustained next to the
@@ -101,6 +102,9 @@ if [ -f "$work/gen" ]; then
     row "snowflake, $t thread(s) / snowflaked_sync" "$(get "$work/gen" "next_id_${t}_thread/uidgen_snowflake")" \
       "$(get "$work/gen" "next_id_${t}_thread/snowflaked_sync")" "(layout cap: 4.1 M/s)"
   done
+  row "ring alone: try_take / fetch_add" "$(get "$work/gen" ring_paths/try_take)" "$f1" "(take path)"
+  row "ring alone: put_batch / fetch_add" "$(get "$work/gen" ring_paths/put_batch)" "$f1" "(padding path)"
+  row "ring alone: take_batch(1000) / fetch_add" "$(get "$work/gen" ring_paths/take_batch_1000)" "$f1" "(batch read)"
   echo "Baidu Java: not measured (Spring, commons-lang and slf4j come only from Maven Central; see the header)"
 fi
 if [ -f "$work/client" ]; then
