@@ -10,14 +10,14 @@
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 mod common;
 
 use common::run_shared;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use uidgen::core::{
-    CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, SnowflakeGenerator,
+    CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, RingBuffer, SnowflakeGenerator,
     SystemClock, UidGenerator,
 };
 
@@ -145,5 +145,80 @@ fn generators(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, generators);
+/// The ring's two halves apart, on one thread, with no padding thread beside them: the take path
+/// (what a consumer pays per ID once the ring holds IDs) and the padding path (what the producer
+/// pays per ID to put and publish). The sustained `uidgen_cached` figures above are bounded by the
+/// slower of the two plus the cache-line hand-off between cores; these say which half it is.
+fn ring_paths(c: &mut Criterion) {
+    const SIZE: usize = 1 << 16;
+    let ring = RingBuffer::new(SIZE, 50).unwrap();
+    let mut group = c.benchmark_group("ring_paths");
+    group.throughput(Throughput::Elements(1));
+    group.measurement_time(Duration::from_secs(4));
+    group.warm_up_time(Duration::from_secs(1));
+    let mut next = 0u64;
+    let mut fill = |ring: &RingBuffer, n: usize| {
+        let mut ids = (next..).take(n);
+        let put = ring.put_batch(&mut ids);
+        next += put as u64;
+        put
+    };
+    // Only the takes are timed; the ring is refilled off the clock between rounds.
+    group.bench_function("try_take", |b| {
+        b.iter_custom(|iters| {
+            let mut elapsed = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let round = left.min(SIZE as u64);
+                fill(&ring, usize::try_from(round).unwrap());
+                let start = Instant::now();
+                for _ in 0..round {
+                    black_box(ring.try_take());
+                }
+                elapsed += start.elapsed();
+                left -= round;
+            }
+            elapsed
+        });
+    });
+    // Only the puts are timed; the ring is drained off the clock between rounds.
+    let mut drained = Vec::with_capacity(SIZE);
+    group.bench_function("put_batch", |b| {
+        b.iter_custom(|iters| {
+            let mut elapsed = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let round = usize::try_from(left.min(SIZE as u64)).unwrap();
+                let start = Instant::now();
+                black_box(fill(&ring, round));
+                elapsed += start.elapsed();
+                drained.clear();
+                ring.take_batch(&mut drained, round);
+                left -= round as u64;
+            }
+            elapsed
+        });
+    });
+    // A batch of 1,000 from a filled ring: one claim, then the range read out.
+    group.throughput(Throughput::Elements(1000));
+    let mut out = Vec::with_capacity(1000);
+    group.bench_function("take_batch_1000", |b| {
+        b.iter_custom(|iters| {
+            let mut elapsed = Duration::ZERO;
+            for _ in 0..iters {
+                if ring.len() < 1000 {
+                    fill(&ring, SIZE);
+                }
+                out.clear();
+                let start = Instant::now();
+                black_box(ring.take_batch(&mut out, 1000));
+                elapsed += start.elapsed();
+            }
+            elapsed
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, generators, ring_paths);
 criterion_main!(benches);

@@ -225,29 +225,56 @@ impl RingBuffer {
         let tail = self.tail.load(Ordering::Relaxed);
         // Acquire: pairs with the consumers' claim, though safety rests on the flags below.
         let cursor = self.cursor.load(Ordering::Acquire);
-        let free = i64::try_from(self.slots.len()).unwrap_or(i64::MAX) - (tail - cursor);
-        let mut put = 0i64;
-        while put < free {
-            let index = self.index(tail + 1 + put);
-            // Acquire: pairs with the Release in `read_slot`, so the consumer's read of the old ID
-            // happens before we overwrite it.
-            if self.flags[index].load(Ordering::Acquire) != CAN_PUT {
+        let len = self.slots.len();
+        // The cursor never passes the tail it saw, so 0 to `len` slots are free.
+        let free = usize::try_from(tail - cursor)
+            .ok()
+            .and_then(|ready| len.checked_sub(ready))
+            .unwrap_or(0);
+        // The free slots are one run that wraps at most once: fill it as two slices, with no
+        // bounds check per ID, and go on to the second only if the first was filled.
+        let start = self.index(tail + 1);
+        let head = free.min(len - start);
+        let mut put = Self::put_run(
+            &self.slots[start..start + head],
+            &self.flags[start..start + head],
+            uids,
+        );
+        if put == head {
+            put += Self::put_run(&self.slots[..free - head], &self.flags[..free - head], uids);
+        }
+        if put > 0 {
+            // At most the ring's size, 2^26, so it fits.
+            let put = i64::try_from(put).unwrap_or(i64::MAX);
+            // Release: a consumer that sees the new tail sees every flag set above.
+            self.tail.store(tail + put, Ordering::Release);
+        }
+        put
+    }
+
+    /// Put IDs from `uids` into free `slots` in order, stopping at the first slot a consumer
+    /// has claimed but not read yet or when `uids` runs dry; returns how many were put.
+    #[inline]
+    fn put_run(
+        slots: &[AtomicU64],
+        flags: &[AtomicU8],
+        uids: &mut impl Iterator<Item = u64>,
+    ) -> usize {
+        let mut put = 0;
+        for (slot, flag) in slots.iter().zip(flags) {
+            // Acquire: pairs with the Release in `read_claimed`, so the consumer's read of the
+            // old ID happens before we overwrite it.
+            if flag.load(Ordering::Acquire) != CAN_PUT {
                 break; // a consumer claimed this slot but has not read it yet
             }
             let Some(uid) = uids.next() else { break };
             // Relaxed: published by the Release store of the flag just below.
-            self.slots[index].store(uid, Ordering::Relaxed);
+            slot.store(uid, Ordering::Relaxed);
             // Release: makes the slot's value visible to whoever Acquires this flag.
-            self.flags[index].store(CAN_TAKE, Ordering::Release);
+            flag.store(CAN_TAKE, Ordering::Release);
             put += 1;
         }
-        if put > 0 {
-            // Release: a consumer that sees the new tail sees every flag set above.
-            self.tail.store(tail + put, Ordering::Release);
-        }
-        // Counted up from 0, and at most the ring size, a usize.
-        debug_assert!(put >= 0);
-        usize::try_from(put).unwrap_or(usize::MAX)
+        put
     }
 
     /// Take one ID. An empty ring reports a stopped producer's reason, else defers to the
@@ -286,11 +313,28 @@ impl RingBuffer {
         // A claim is at least one position and at most `max`, a usize.
         debug_assert!(count > 0);
         let taken = usize::try_from(count).unwrap_or(max);
+        // The claimed positions are at most one ring long, so their slots are one run that wraps
+        // at most once: read as two slices, with no bounds check or capacity check per ID.
+        let start = self.index(first);
+        let head = taken.min(self.slots.len() - start);
         out.reserve(taken);
-        for position in first..first + count {
-            out.push(self.read_slot(position));
-        }
+        self.read_run(start..start + head, out);
+        self.read_run(0..taken - head, out);
         taken
+    }
+
+    /// Read the claimed slots of `range`, in order, into `out` and give them back to the
+    /// producer.
+    #[inline]
+    fn read_run(&self, range: std::ops::Range<usize>, out: &mut Vec<u64>) {
+        let slots = &self.slots[range.clone()];
+        let flags = &self.flags[range];
+        out.extend(
+            slots
+                .iter()
+                .zip(flags)
+                .map(|(slot, flag)| Self::read_claimed(slot, flag)),
+        );
     }
 
     /// Claim up to `max` positions: one CAS loop from a single load, so a consumer owns exactly
@@ -339,16 +383,29 @@ impl RingBuffer {
     #[inline]
     fn read_slot(&self, position: i64) -> u64 {
         let index = self.index(position);
-        // Acquire: pairs with the producer's Release of the flag, so the value is the one put.
-        // The producer sets the flag before publishing `tail`, and we claimed `position <= tail`,
-        // so the flag is already CAN_TAKE; the loop is a guard the loom models show is never run.
-        while self.flags[index].load(Ordering::Acquire) != CAN_TAKE {
-            sync::spin_loop();
-        }
-        // Relaxed: ordered after the Acquire of the flag above.
-        let uid = self.slots[index].load(Ordering::Relaxed);
+        Self::read_claimed(&self.slots[index], &self.flags[index])
+    }
+
+    /// Read the ID of a slot this consumer claimed and give the slot back to the producer.
+    ///
+    /// No flag check before the read: the producer stores the value, then the flag, then
+    /// Releases `tail`; the claim Acquired a `tail` at or past this position, so the value put
+    /// happens before this read, and the producer cannot put into the slot again until the
+    /// flag store below. (The loop on the flag this replaces never ran in the loom models; debug
+    /// and loom builds still check the flag.)
+    #[inline]
+    fn read_claimed(slot: &AtomicU64, flag: &AtomicU8) -> u64 {
+        // Relaxed: a check of the invariant above, ordered by the claim's Acquire of `tail`.
+        #[cfg(any(debug_assertions, uidgen_loom))]
+        assert_eq!(
+            flag.load(Ordering::Relaxed),
+            CAN_TAKE,
+            "read of an unput slot"
+        );
+        // Relaxed: ordered after the put by the claim's Acquire of `tail` (see above).
+        let uid = slot.load(Ordering::Relaxed);
         // Release: our read happens before the producer (Acquiring this flag) overwrites the slot.
-        self.flags[index].store(CAN_PUT, Ordering::Release);
+        flag.store(CAN_PUT, Ordering::Release);
         uid
     }
 

@@ -15,15 +15,6 @@ pub(crate) use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, O
 #[cfg(not(uidgen_loom))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
-/// Tell the CPU (or loom's scheduler) that this thread is waiting on another one.
-#[inline]
-pub(crate) fn spin_loop() {
-    #[cfg(uidgen_loom)]
-    loom::thread::yield_now();
-    #[cfg(not(uidgen_loom))]
-    std::hint::spin_loop();
-}
-
 /// Let another thread run (loom's scheduler under the model): for waits on a thread that
 /// must act first, such as a test clock that only moves when told to.
 #[inline]
