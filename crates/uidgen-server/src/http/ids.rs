@@ -12,7 +12,9 @@ use utoipa::ToSchema;
 use super::error::ErrorBody;
 use super::extract::{LeafPath, PathParam, QueryParams};
 use super::observe::Issued;
-use super::shown::{FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form, param_zone};
+use super::shown::{
+    FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form, param_zone,
+};
 use super::{ApiError, AppState, TextError};
 use crate::service::callers::{Caller, RouteFamily, Scoped};
 use crate::service::error::{ECHO_CHARS, clip};
@@ -474,12 +476,7 @@ pub(super) fn decoded(layout: &Layout, d: DecodedUid, shown: &Shown) -> Decoded 
             description = "`sharded`, the served layout's name, or any preset (`GET /v1/layouts`); \
                            the served layout when absent"
         ),
-        (
-            "form" = Option<String>,
-            Query,
-            description = "The form the ID is written in: `decimal` (default), `base36` or \
-                           `base62`; the answer's `text` is the ID in that form"
-        ),
+        ("form" = Option<String>, Query, description = READ_FORM_DESCRIPTION),
         ("tz" = Option<String>, Query, description = TZ_DESCRIPTION),
     ),
     responses(

@@ -35,6 +35,11 @@ pub(super) const FORM_DESCRIPTION: &str = "How IDs are written: `decimal`, `base
                                            `base62` (fixed width, sortable); IDs are then JSON \
                                            strings";
 
+/// `form` on a decode route: how the path's ID is written, and the answer's `text`.
+pub(super) const READ_FORM_DESCRIPTION: &str = "The form the ID is written in: `decimal` \
+                                                (default), `base36` or `base62`; the answer's \
+                                                `text` is the ID in that form";
+
 /// How a decode or make answer is shown: the zone of its timestamp, and the form of its ID.
 #[derive(Debug, Default)]
 pub(super) struct Shown {

@@ -11,7 +11,7 @@ use super::error::ErrorBody;
 use super::extract::{PathParam, QueryParams};
 use super::ids::{Decoded, IdBatch, decode_shown, param_u64};
 use super::observe::Issued;
-use super::shown::{FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form};
+use super::shown::{FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form};
 use super::{ApiError, AppState};
 use crate::service::spaces::{SpaceInfo, list};
 use crate::service::{batch_count, many_from};
@@ -77,12 +77,7 @@ pub async fn space_batch(
     params(
         ("space" = String, Path, description = "The space: `default` or a `[spaces.<name>]`"),
         ("id" = String, Path, description = "The ID: decimal, or in the form `form` names"),
-        (
-            "form" = Option<String>,
-            Query,
-            description = "The form the ID is written in: `decimal` (default), `base36` or \
-                           `base62`; the answer's `text` is the ID in that form"
-        ),
+        ("form" = Option<String>, Query, description = READ_FORM_DESCRIPTION),
         ("tz" = Option<String>, Query, description = TZ_DESCRIPTION),
     ),
     responses(
