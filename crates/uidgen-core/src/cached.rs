@@ -10,6 +10,7 @@ use crate::error::{Result, UidError};
 use crate::fence::{FenceRefusal, TimeFence, admit, first_unit_from};
 use crate::generator::{ReadyStock, UidGenerator, check_count};
 use crate::layout::{FieldKind, Layout};
+use crate::local::{DEFAULT_LOCAL_BATCH, LocalIds};
 use crate::ring::{RejectPut, RejectTake, RingBuffer, policy};
 use crate::sync::{self, AtomicBool, AtomicU64, Mutex, Ordering};
 
@@ -475,6 +476,49 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
     pub fn stall_limit(&self) -> Duration {
         let unit = Duration::from_millis(self.shared.layout.unit().millis());
         unit * 2 + Duration::from_secs(5)
+    }
+
+    /// A handle for one thread that claims [`DEFAULT_LOCAL_BATCH`] IDs (or the whole ring, if
+    /// it is smaller) with one CAS on the ring's cursor and hands them out one by one: for a
+    /// thread that wants many single IDs and can give up their global order across threads
+    /// (see [`LocalIds`] for what it keeps and gives up).
+    ///
+    /// ```
+    /// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock};
+    /// let generator =
+    ///     CachedUidGenerator::new(Layout::baidu_default()?, 7, SystemClock, CachedOptions::default())?;
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..2 {
+    ///         s.spawn(|| {
+    ///             let mut ids = generator.local();
+    ///             let (a, b) = (ids.next_id().unwrap(), ids.next_id().unwrap());
+    ///             assert!(a < b); // increasing per handle; not across the two threads
+    ///         });
+    ///     }
+    /// });
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn local(&self) -> LocalIds<'_> {
+        LocalIds::clamped(&self.shared.ring, DEFAULT_LOCAL_BATCH)
+    }
+
+    /// A handle like [`local`](Self::local) that claims up to `batch` IDs at once; an
+    /// [`UidError::InvalidOption`] unless `batch` is 1 to the smaller of
+    /// [`MAX_LOCAL_BATCH`](crate::local::MAX_LOCAL_BATCH) and the ring's size.
+    ///
+    /// ```
+    /// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidError};
+    /// let generator =
+    ///     CachedUidGenerator::new(Layout::baidu_default()?, 7, SystemClock, CachedOptions::default())?;
+    /// assert_eq!(generator.local_with_batch(256)?.batch(), 256);
+    /// assert!(matches!(
+    ///     generator.local_with_batch(0),
+    ///     Err(UidError::InvalidOption { name: "batch", .. })
+    /// ));
+    /// # Ok::<(), UidError>(())
+    /// ```
+    pub fn local_with_batch(&self, batch: usize) -> Result<LocalIds<'_>> {
+        LocalIds::new(&self.shared.ring, batch)
     }
 }
 

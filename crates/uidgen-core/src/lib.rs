@@ -22,6 +22,7 @@ pub mod fence;
 pub mod forms;
 pub mod generator;
 pub mod layout;
+pub mod local;
 pub mod ring;
 mod sequencer;
 pub mod snowflake;
@@ -40,6 +41,7 @@ pub use layout::{
     DecodedUid, FieldKind, GenMethod, IntoEpoch, Layout, TimeUnit, UidParts, WorkerParts,
     WorkerSplit,
 };
+pub use local::LocalIds;
 pub use ring::{RejectPut, RejectTake, RingBuffer};
 pub use snowflake::{DEFAULT_MAX_BACKWARD_MS, LEAF_RANDOM_START_BOUND, SnowflakeGenerator};
 pub use tag::{MAX_TAG_LEN, check_biz_tag};

@@ -451,6 +451,24 @@ impl RingBuffer {
         self.stopped.store(true, Ordering::SeqCst);
     }
 
+    /// True once the producer stopped for good: one load, for a hot path that refuses to hand
+    /// out IDs after a stop ([`LocalIds`](crate::local::LocalIds) checks it on every call).
+    ///
+    /// ```
+    /// use uidgen_core::RingBuffer;
+    /// let ring = RingBuffer::new(4, 50)?;
+    /// assert!(!ring.is_stopped());
+    /// ring.stop("worker lease lost");
+    /// assert!(ring.is_stopped());
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    #[inline]
+    pub fn is_stopped(&self) -> bool {
+        // Acquire: pairs with the SeqCst store in `stop_with`, made after the reason is stored,
+        // so a caller that sees the stop finds its reason.
+        self.stopped.load(Ordering::Acquire)
+    }
+
     /// The error takes report once the producer stopped, if it did.
     pub fn stop_error(&self) -> Option<UidError> {
         if !self.stopped.load(Ordering::SeqCst) {

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{
-    assert_exhausted_after_16_units, assert_no_duplicates, assert_worker, hammer, on_threads,
-    presets_but_legacy,
+    assert_exhausted_after_16_units, assert_no_duplicates, assert_worker,
+    cached_with_two_seconds_left, hammer, on_threads, presets_but_legacy, small_layout,
+    standing_clock,
 };
 use uidgen_core::ring::policy;
 use uidgen_core::{
@@ -21,15 +22,6 @@ use uidgen_testkit::eventually;
 
 fn waiting() -> CachedOptions {
     CachedOptions::waiting(Duration::from_secs(10))
-}
-
-/// A Baidu layout with a small sequence, so rings are small and seconds turn over quickly.
-fn small_layout(seq_bits: u32) -> Layout {
-    Layout::baidu_bits(28, 35 - seq_bits, seq_bits, "2026-01-01").unwrap()
-}
-
-fn standing_clock(layout: &Layout, seconds_after_epoch: u64) -> ManualClock {
-    ManualClock::new(layout.epoch_ms() + seconds_after_epoch * 1000)
 }
 
 /// The cursor moved exactly once per ID handed out: no claim was lost (an ID read twice) or
@@ -275,14 +267,7 @@ fn borrowing_bound_makes_padding_wait_for_the_clock() {
 
 #[test]
 fn exhausted_timestamp_bits_stop_the_cached_generator_with_a_typed_error() {
-    // 4 time bits: seconds 0..=15. Start at second 14; IDs of seconds 14 and 15 are all there is.
-    let layout = Layout::baidu_bits(4, 46, 13, "2026-01-01").unwrap();
-    let clock = standing_clock(&layout, 14);
-    let options = CachedOptions {
-        boost_power: 0,
-        ..waiting()
-    };
-    let generator = CachedUidGenerator::new(layout, 1, clock, options).unwrap();
+    let generator = cached_with_two_seconds_left();
     let ids = generator.next_ids(2 * 8192).unwrap();
     let last = generator.parse(*ids.last().unwrap()).unwrap().parts;
     assert_eq!((last.time, last.sequence), (15, 8191));

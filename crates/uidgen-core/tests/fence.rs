@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::assert_no_duplicates;
+use common::{assert_no_duplicates, small_layout};
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, DefaultUidGenerator, FenceRefusal, Layout, ManualClock,
     SnowflakeGenerator, SystemClock, TimeFence, UidError, UidGenerator,
@@ -63,11 +63,6 @@ impl TimeFence for HandFence {
     fn floor_ms(&self) -> u64 {
         self.floor_ms
     }
-}
-
-/// A Baidu layout with a small sequence, so rings are small and seconds turn over quickly.
-fn small_layout(seq_bits: u32) -> Layout {
-    Layout::baidu_bits(28, 35 - seq_bits, seq_bits, "2026-01-01").unwrap()
 }
 
 #[test]

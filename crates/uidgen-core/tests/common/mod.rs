@@ -141,3 +141,25 @@ pub fn largest_composed(layout: &Layout) -> u64 {
         ))
         .expect("the maxima fit")
 }
+
+/// A Baidu layout with a small sequence, so rings are small and seconds turn over quickly.
+pub fn small_layout(seq_bits: u32) -> Layout {
+    Layout::baidu_bits(28, 35 - seq_bits, seq_bits, "2026-01-01").expect("a valid layout")
+}
+
+/// A clock standing `seconds_after_epoch` seconds after `layout`'s epoch until told to move.
+pub fn standing_clock(layout: &Layout, seconds_after_epoch: u64) -> ManualClock {
+    ManualClock::new(layout.epoch_ms() + seconds_after_epoch * 1000)
+}
+
+/// A cached generator of Baidu's widths but 4 time bits (seconds 0 to 15) started at second 14
+/// with no boost: the 2 × 8192 IDs of seconds 14 and 15 are all it will ever issue.
+pub fn cached_with_two_seconds_left() -> CachedUidGenerator<ManualClock> {
+    let layout = Layout::baidu_bits(4, 46, 13, "2026-01-01").expect("a valid layout");
+    let clock = standing_clock(&layout, 14);
+    let options = CachedOptions {
+        boost_power: 0,
+        ..CachedOptions::waiting(Duration::from_secs(10))
+    };
+    CachedUidGenerator::new(layout, 1, clock, options).expect("a clock inside the time range")
+}
