@@ -2,7 +2,8 @@
 //! the Default and Snowflake generators.
 //!
 //! It is for proving, by exhaustive interleaving, that the ring's claim-then-read protocol hands
-//! every ID to exactly one consumer and loses none (`tests/ring.rs`), and that the sequencer's
+//! every ID to exactly one consumer and loses none, per-thread batches (`LocalIds`) included,
+//! and that a stop ends a handle with its reason (`tests/ring.rs`), and that the sequencer's
 //! compare-and-swap never returns one ID twice, through a sequence overflow and a clock that
 //! steps back (`tests/sequencer.rs`). It is not a test of speed, nor of the padding thread's
 //! timing (loom cannot model the wall clock: time enters through `ManualClock`). The models

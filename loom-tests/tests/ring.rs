@@ -5,7 +5,7 @@
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
-use uidgen_core::RingBuffer;
+use uidgen_core::{LocalIds, RingBuffer, UidError};
 
 /// Every ID taken was put, none is taken twice, and taken + left in the ring = put.
 fn check(put: &[u64], mut taken: Vec<u64>, left: Vec<u64>) {
@@ -107,20 +107,77 @@ fn wrapping_producer_never_overwrites_an_unread_slot() {
     });
 }
 
-#[test]
-fn batch_takes_claim_disjoint_runs() {
-    loom::model(|| {
+/// A 4-slot ring holding 1, 2, 3; a producer puts 4 and 5 as room appears while two consumers
+/// run `take`; then every ID is accounted for.
+fn two_consumers_beside_a_producer(take: fn(&RingBuffer) -> Vec<u64>) {
+    loom::model(move || {
         let ring = Arc::new(RingBuffer::new(4, 50).unwrap());
         assert_eq!(ring.put_batch(&mut [1u64, 2, 3].into_iter()), 3);
         let producer = spawn_on(&ring, |ring| ring.put_batch(&mut [4u64, 5].into_iter()));
-        let consumers = two_consumers(&ring, |ring| {
-            let mut got = Vec::new();
-            ring.take_batch(&mut got, 2);
-            got
-        });
+        let consumers = two_consumers(&ring, take);
         let mut put = vec![1, 2, 3];
         put.extend([4u64, 5].into_iter().take(producer.join().unwrap()));
         check(&put, joined(consumers), drain(&ring));
+    });
+}
+
+#[test]
+fn batch_takes_claim_disjoint_runs() {
+    two_consumers_beside_a_producer(|ring| {
+        let mut got = Vec::new();
+        ring.take_batch(&mut got, 2);
+        got
+    });
+}
+
+#[test]
+fn local_handles_refill_disjoint_batches_in_order_beside_the_producer() {
+    // Each handle claims up to 2 at once and refills when its batch runs out (a claim that
+    // found one ID ready refills on the next call), racing the other handle and the put.
+    two_consumers_beside_a_producer(|ring| {
+        let mut local = LocalIds::new(ring, 2).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            got.extend(local.next_id().ok());
+        }
+        // What the handle still holds was claimed too: hand it out, to account for it.
+        while local.held() > 0 {
+            got.push(local.next_id().unwrap());
+        }
+        assert!(
+            got.windows(2).all(|w| w[0] < w[1]),
+            "a handle went backwards: {got:?}"
+        );
+        got
+    });
+}
+
+#[test]
+fn a_stop_racing_a_handle_ends_it_with_the_stops_reason() {
+    loom::model(|| {
+        let ring = Arc::new(RingBuffer::new(2, 50).unwrap());
+        assert_eq!(ring.put_batch(&mut [1u64, 2].into_iter()), 2);
+        let stopper = spawn_on(&ring, |ring| ring.stop("lease lost"));
+        let stopped = UidError::GeneratorStopped("lease lost".into());
+        // One claim takes both IDs; the stop may land before it, between the two calls, or
+        // after both.
+        let mut local = LocalIds::new(&ring, 2).unwrap();
+        let mut refused = false;
+        for expected in [1u64, 2] {
+            match local.next_id() {
+                Ok(uid) => {
+                    assert!(!refused, "handed out {uid} after a refusal");
+                    assert_eq!(uid, expected);
+                }
+                // A handle that sees the stop finds its reason, never a stop without one.
+                Err(error) => {
+                    assert_eq!(error, stopped);
+                    refused = true;
+                }
+            }
+        }
+        stopper.join().unwrap();
+        assert_eq!(local.next_id(), Err(stopped));
     });
 }
 

@@ -180,7 +180,7 @@ impl<'a> LocalIds<'a> {
         self.held.clear();
         self.next = 0;
         self.ring.stop_error().unwrap_or_else(|| {
-            // `is_stopped` is only set after the reason is stored, under the same lock.
+            // `stop_with` stores the reason before the flag, under the lock `stop_error` takes.
             debug_assert!(false, "a stopped ring without a reason");
             UidError::GeneratorStopped("the ring buffer stopped".to_owned())
         })

@@ -464,9 +464,9 @@ impl RingBuffer {
     /// ```
     #[inline]
     pub fn is_stopped(&self) -> bool {
-        // Acquire: pairs with the SeqCst store in `stop_with`, made after the reason is stored,
-        // so a caller that sees the stop finds its reason.
-        self.stopped.load(Ordering::Acquire)
+        // Relaxed: the flag guards no data (the reason is read under its lock, in `stop_error`),
+        // and a stop that happens before this call is seen under any ordering (coherence).
+        self.stopped.load(Ordering::Relaxed)
     }
 
     /// The error takes report once the producer stopped, if it did.
