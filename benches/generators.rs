@@ -1,8 +1,9 @@
 //! uidgen's generators next to peer Rust ID crates, in the same run.
 //!
 //! Every generator is shared across threads the way a service shares it (one instance behind an
-//! `Arc` or a static), and measured at 1 and 2 threads. `AtomicU64::fetch_add` is the physical
-//! floor: no ID source that hands out distinct numbers from shared state can beat it.
+//! `Arc` or a static), and measured at 1 and 2 threads; the cached generator also through its
+//! opt-in per-thread batch (`local()`, a handle each thread owns). `AtomicU64::fetch_add` is the
+//! physical floor: no ID source that hands out distinct numbers from shared state can beat it.
 //!
 //! Run: `cargo bench --bench generators`. Figures and caveats are in docs/BENCHMARKS.md.
 #![allow(missing_docs, clippy::unwrap_used)] // a bench binary: a panic is the failure report
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::run_shared;
+use common::{run_per_thread, run_shared};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use uidgen::core::{
     CachedOptions, CachedUidGenerator, DefaultUidGenerator, Layout, RingBuffer, SnowflakeGenerator,
@@ -128,6 +129,17 @@ fn generators(c: &mut Criterion) {
                 b.iter_custom(|iters| run_shared(threads, iters, f.as_ref()));
             });
         }
+        // The opt-in per-thread batch: each measured thread makes its own handle (one claim on
+        // the ring per 64 IDs), as a service thread would keep one for its lifetime. The IDs a
+        // handle still holds at the end of a sample are dropped (gaps), as with any handle.
+        group.bench_function("uidgen_cached_per_thread_batch", |b| {
+            b.iter_custom(|iters| {
+                run_per_thread(threads, iters, &|| {
+                    let mut ids = cached_gen.local();
+                    move || ids.next_id().unwrap()
+                })
+            });
+        });
         group.finish();
     }
 

@@ -93,6 +93,10 @@ if [ -f "$work/gen" ]; then
   f2=$(get "$work/gen" next_id_2_thread/atomic_fetch_add_floor)
   row "cached next_id, 1 thread / fetch_add" "$(get "$work/gen" next_id_1_thread/uidgen_cached)" "$f1" ">= 0.5x"
   row "cached next_id, 2 threads / fetch_add" "$(get "$work/gen" next_id_2_thread/uidgen_cached)" "$f2" ">= 0.7x"
+  row "per-thread batch, 1 thread / fetch_add" \
+    "$(get "$work/gen" next_id_1_thread/uidgen_cached_per_thread_batch)" "$f1" "(opt-in LocalIds)"
+  row "per-thread batch, 2 threads / fetch_add" \
+    "$(get "$work/gen" next_id_2_thread/uidgen_cached_per_thread_batch)" "$f2" ">= 0.7x (opt-in LocalIds)"
   row "cached next_ids(1000) / fetch_add 1 thread" "$(get "$work/gen" next_ids_1000/uidgen_cached)" "$f1" ">= 0.8x"
   for t in 1 2; do
     for peer in snowflaked_sync snowdon snowflake_me idgenerator uuid_now_v7; do
