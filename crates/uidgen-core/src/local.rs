@@ -13,7 +13,9 @@
 //!   starts past every earlier one, so one handle's IDs increase (with the built-in reject-take
 //!   policies; a custom policy's IDs are whatever it returns).
 //! - **No global order**: a handle may hand out an ID older than one another thread already
-//!   handed out, up to a batch's worth of IDs back.
+//!   handed out, and by any number of IDs: what it holds is as old as the claim that took it,
+//!   however many IDs other threads took since. Across threads, the order in which IDs are
+//!   handed out is not their numeric order.
 //! - **Gaps, never repeats**: IDs a handle holds when it is dropped are never issued by anyone.
 //! - **A held batch ages**: its IDs carry the time unit they were padded for, as every ring ID
 //!   does; a handle used rarely hands out IDs whose time lags the clock. They stay inside
