@@ -11,7 +11,8 @@ use crate::fallback::Fallback;
 use crate::fallback_lease::keep_lease;
 use crate::feed::Feed;
 use crate::options::ClientBuilder;
-use crate::peers::{Answer, PeerSet};
+use crate::peers::PeerSet;
+use crate::refill::feed_ids;
 
 /// An async client of uidgen servers. Cheap to clone; clones share the buffers. Dropping
 /// the last clone stops its background tasks.
@@ -314,7 +315,7 @@ impl SegmentIds {
 
 /// Check peer `index` against the fallback (gRPC: its `GetInfo`). A peer that does not
 /// answer is left unchecked, to be checked when it does; `at_start` only logs that.
-async fn check_peer(
+pub(crate) async fn check_peer(
     peers: &PeerSet,
     fallback: &Fallback,
     index: usize,
@@ -335,58 +336,6 @@ async fn check_peer(
             }
             Ok(())
         }
-    }
-}
-
-/// The ID buffer's refill task: waits for the low-water mark, then fills the ring with
-/// batches until it is nearly full.
-async fn feed_ids(
-    peers: Arc<PeerSet>,
-    feed: Arc<Feed>,
-    fallback: Option<Arc<Fallback>>,
-    batch_size: u32,
-    probe: std::time::Duration,
-) {
-    let size = feed.ring.buffer_size();
-    // Ask for at least an eighth of the ring, so a round is a few large calls, not many small.
-    let min_batch = (size / 8).max(1);
-    while !feed.is_closed() {
-        feed.wait_for_demand(probe).await;
-        let outcome = async {
-            loop {
-                let free = size.saturating_sub(feed.ring.len());
-                if free < min_batch || feed.is_closed() {
-                    return Ok(());
-                }
-                let count = u32::try_from(free).unwrap_or(u32::MAX).min(batch_size);
-                let answer = peers
-                    .call(move |connection| async move { connection.next_ids(count).await })
-                    .await?;
-                check_answer(&peers, fallback.as_deref(), &answer).await;
-                if answer.value.is_empty() {
-                    return Err(ClientError::BadResponse {
-                        peer: peers.peer(answer.peer).to_string(),
-                        reason: "an empty batch of IDs".to_owned(),
-                    });
-                }
-                // IDs that do not fit (a slot not yet given back) are dropped: skipped, never
-                // repeated.
-                feed.ring.put_batch(&mut answer.value.into_iter());
-            }
-        }
-        .await;
-        feed.finish_round(outcome);
-    }
-}
-
-/// The fallback's checks on a peer that answered for the first time since it came up. A
-/// clash disables the fallback (it is logged there); the peer's IDs stay good.
-async fn check_answer(peers: &PeerSet, fallback: Option<&Fallback>, answer: &Answer<Vec<u64>>) {
-    let Some(fallback) = fallback else { return };
-    let peer = peers.peer(answer.peer).to_string();
-    let _ = fallback.check_ids(&peer, &answer.value);
-    if answer.unchecked {
-        let _ = check_peer(peers, fallback, answer.peer, false).await;
     }
 }
 

@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use tokio::sync::OnceCell;
 use uidgen_core::{DefaultUidGenerator, FieldKind, Layout, SystemClock, UidGenerator};
+use uidgen_proto::CheckedBatch;
 use uidgen_proto::v1::ServerInfo;
 use uidgen_worker::{GeneratorBuilder, GuardedGenerator, StaticWorkerIdAssigner};
 
@@ -358,9 +359,9 @@ impl Fallback {
     }
 
     /// Compare the worker ids stamped in a batch a server issued with the fallback's.
-    pub(crate) fn check_ids(&self, peer: &str, ids: &[u64]) -> Result<()> {
+    pub(crate) fn check_ids(&self, peer: &str, ids: &CheckedBatch) -> Result<()> {
         for id in [ids.first(), ids.last()].into_iter().flatten() {
-            let worker = match self.layout.decompose(*id) {
+            let worker = match self.layout.decompose(id) {
                 Ok(parts) => parts.worker,
                 Err(error) => {
                     return Err(self.disable(ClientError::LayoutMismatch {

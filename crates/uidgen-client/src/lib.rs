@@ -3,7 +3,8 @@
 //! It is for applications that take IDs from a few `uidgen serve` processes (the center-server
 //! release mode) and want a local call to cost about what an in-process generator costs: IDs
 //! come from a local buffer filled by batch calls (gRPC `NextIds` or HTTP
-//! `GET /v1/ids?count=N`) and refilled in the background at a low-water mark, and segment
+//! `GET /v1/ids?count=N`; over gRPC a batch travels as runs of consecutive IDs, with several
+//! calls in flight) and refilled in the background at a low-water mark, and segment
 //! numbers come from ranges this client leased (`LeaseSegment`, Tinyid's client), the next one
 //! leased before the current runs out. Calls go round-robin over the peers, with a timeout per
 //! call, retries with backoff on the next peer, and ejection of failing peers until they answer
@@ -72,6 +73,7 @@ mod fallback_rpc;
 mod feed;
 mod options;
 mod peers;
+mod refill;
 mod transport;
 
 pub use blocking::{BlockingClient, BlockingSegmentIds};

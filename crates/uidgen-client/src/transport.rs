@@ -11,8 +11,9 @@ use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use uidgen_proto::CheckedBatch;
 use uidgen_proto::v1::id_service_client::IdServiceClient;
-use uidgen_proto::v1::{GetInfoRequest, LeaseSegmentRequest, NextIdsRequest, ServerInfo};
+use uidgen_proto::v1::{GetInfoRequest, IdBatch, LeaseSegmentRequest, NextIdsRequest, ServerInfo};
 
 use crate::error::{ClientError, Result, invalid};
 
@@ -210,26 +211,36 @@ impl Connection {
         }
     }
 
-    /// `count` snowflake-style IDs.
-    pub(crate) async fn next_ids(&self, count: u32) -> Result<Vec<u64>, Failure> {
-        match self {
+    /// At most `count` snowflake-style IDs, checked. Over gRPC they are asked for as runs of
+    /// consecutive IDs (a server from before runs answers with the list, which is read as
+    /// well). A malformed batch is the peer's fault: [`Failure::Down`], so the call moves on
+    /// to another peer and not one ID of the batch is used.
+    pub(crate) async fn next_ids(&self, count: u32) -> Result<CheckedBatch, Failure> {
+        let batch = match self {
             Self::Grpc(client) => {
                 let mut client = client.clone();
-                let batch = client
+                client
                     .next_ids(NextIdsRequest {
                         count,
+                        runs: true,
                         ..Default::default()
                     })
                     .await
-                    .map_err(status_failure)?;
-                Ok(batch.into_inner().ids)
+                    .map_err(status_failure)?
+                    .into_inner()
             }
             Self::Http { client, base } => {
                 let url = route(base, &["v1", "ids"], ("count", count.into()));
                 let body: IdsBody = http_json(client.get(url)).await?;
-                Ok(body.ids)
+                IdBatch {
+                    ids: body.ids,
+                    runs: Vec::new(),
+                }
             }
-        }
+        };
+        batch
+            .into_checked(count.into())
+            .map_err(|e| Failure::Down(format!("malformed batch of IDs: {e}")))
     }
 
     /// Lease `[start, end)` of `tag`, `size` numbers.

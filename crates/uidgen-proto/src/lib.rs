@@ -14,6 +14,10 @@
 //! assert_eq!(lease.tag, "orders");
 //! ```
 
+mod runs;
+
+pub use runs::{BatchError, BatchIds, CheckedBatch};
+
 /// Package `uidgen.v1`: messages, `id_service_client` and `id_service_server`.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod v1 {

@@ -404,6 +404,7 @@ async fn a_space_scope_holds_on_every_channel_that_names_a_space() {
             NextIdsRequest {
                 count: 2,
                 space: space.to_owned(),
+                ..Default::default()
             },
             secret,
         )

@@ -98,6 +98,7 @@ async fn hammer(server: &Server) -> BTreeMap<&'static str, Vec<u64>> {
                     .next_ids(NextIdsRequest {
                         count: 100,
                         space: space.to_owned(),
+                        ..Default::default()
                     })
                     .await
                     .unwrap()
@@ -213,6 +214,7 @@ async fn spaces_hold_their_own_worker_ids_and_never_repeat_an_id_across_channels
             batch_size: 1,
             max_ids: 1,
             space: "nope".into(),
+            ..Default::default()
         })
         .await
         .map(drop),

@@ -218,13 +218,14 @@ impl IdService for GrpcService {
         let NextIdsRequest {
             count: wanted,
             space,
+            runs,
         } = request.into_inner();
         self.answer("NextIds", async {
             let source = source_for(&self.state, &space)?;
             let n = count(wanted, self.state.batch_cap)?;
             let ids = many_from(source, n, GenMethod::CenterServer).await?;
             let issued = ids.len() as u64;
-            Ok((IdBatch { ids }, issued))
+            Ok((IdBatch::from_ids(ids, runs), issued))
         })
         .await
     }
@@ -239,6 +240,7 @@ impl IdService for GrpcService {
             batch_size: per_batch,
             max_ids,
             space,
+            runs,
         } = request.into_inner();
         let checked = source_for(&self.state, &space)
             .and_then(|_| batch_size("batch_size", u64::from(per_batch), self.state.batch_cap));
@@ -248,7 +250,12 @@ impl IdService for GrpcService {
         };
         self.state.metrics.grpc_call("StreamIds", "ok");
         let (tx, rx) = mpsc::channel(STREAM_AHEAD);
-        tokio::spawn(stream(self.clone(), tx, batch, max_ids, space, caller()));
+        let batches = Batches {
+            size: batch,
+            max_ids,
+            runs,
+        };
+        tokio::spawn(stream(self.clone(), tx, batches, space, caller()));
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -416,14 +423,27 @@ impl IdService for GrpcService {
     }
 }
 
-/// Feed one `StreamIds` call: batches of `batch` IDs until `max_ids` have gone (0: no limit),
-/// the client goes away (its receiver is dropped, so a send fails), issuing fails (the client
-/// gets the status, then the end), or the server starts to shut down.
+/// What one `StreamIds` call asked for.
+struct Batches {
+    /// IDs per message.
+    size: usize,
+    /// Stop after this many (0: no limit).
+    max_ids: u64,
+    /// The client reads runs of consecutive IDs.
+    runs: bool,
+}
+
+/// Feed one `StreamIds` call: batches of `batch.size` IDs until `batch.max_ids` have gone (0: no
+/// limit), the client goes away (its receiver is dropped, so a send fails), issuing fails (the
+/// client gets the status, then the end), or the server starts to shut down.
 async fn stream(
     service: GrpcService,
     tx: mpsc::Sender<Result<IdBatch, Status>>,
-    batch: usize,
-    max_ids: u64,
+    Batches {
+        size: batch,
+        max_ids,
+        runs,
+    }: Batches,
     space: String,
     caller: Option<Arc<Caller>>,
 ) {
@@ -458,7 +478,7 @@ async fn stream(
             match next {
                 Ok(ids) => {
                     let sent = ids.len() as u64;
-                    if tx.send(Ok(IdBatch { ids })).await.is_err() {
+                    if tx.send(Ok(IdBatch::from_ids(ids, runs))).await.is_err() {
                         // The client went away: these IDs are skipped, never reissued.
                         return;
                     }

@@ -1,0 +1,146 @@
+//! The ID buffer's refill task: batch calls kept in flight while the ring has room for them.
+//!
+//! One call at a time leaves the ring idle while a batch crosses the network, and leaves
+//! every peer but one idle: with a pipeline, one server issues the next batch while the
+//! client puts the last one in its ring, and with several peers the calls spread over them
+//! (the peer set's rotation). Each call asks for at most the room the ring has left once the
+//! calls already in flight come back, so batches fit as they arrive.
+//!
+//! Invariants:
+//! - only this task puts into the ring (the ring's single producer); the calls in flight
+//!   only fetch;
+//! - `asked` is the sum of the counts of the calls in flight;
+//! - batches are put in the order their calls were made.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use uidgen_proto::CheckedBatch;
+
+use crate::client::check_peer;
+use crate::error::{ClientError, Result};
+use crate::fallback::Fallback;
+use crate::feed::Feed;
+use crate::peers::{Answer, PeerSet};
+
+/// Calls in flight: one per peer, at least two (a pipeline on a single peer), at most four
+/// (past that the ring's room, not the calls, limits the refill).
+const MIN_IN_FLIGHT: usize = 2;
+const MAX_IN_FLIGHT: usize = 4;
+
+/// A batch call in flight: what it asked for, and the task making it.
+struct Call {
+    count: usize,
+    task: JoinHandle<Result<Answer<CheckedBatch>>>,
+}
+
+/// The calls in flight, oldest first; aborted when the refill task ends.
+#[derive(Default)]
+struct Pipeline {
+    calls: VecDeque<Call>,
+    /// The IDs the calls in flight asked for.
+    asked: usize,
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        for call in &self.calls {
+            call.task.abort();
+        }
+    }
+}
+
+impl Pipeline {
+    /// Start a call for `count` IDs on the peers.
+    fn start(&mut self, peers: &Arc<PeerSet>, count: u32) {
+        let peers = Arc::clone(peers);
+        let task = tokio::spawn(async move {
+            peers
+                .call(move |connection| async move { connection.next_ids(count).await })
+                .await
+        });
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
+        self.asked = self.asked.saturating_add(count);
+        self.calls.push_back(Call { count, task });
+    }
+
+    /// The oldest call's answer; `None` when no call is in flight.
+    async fn next_answer(&mut self) -> Option<Result<Answer<CheckedBatch>>> {
+        let call = self.calls.front_mut()?;
+        let joined = (&mut call.task).await;
+        let count = call.count;
+        self.calls.pop_front();
+        self.asked = self.asked.saturating_sub(count);
+        Some(joined.unwrap_or_else(|error| {
+            Err(ClientError::BadResponse {
+                peer: "the refill task".to_owned(),
+                reason: format!("a batch call ended without an answer: {error}"),
+            })
+        }))
+    }
+}
+
+/// The ID buffer's refill task: waits for the low-water mark, then keeps batch calls in flight
+/// until the ring (with what the calls will bring) is nearly full.
+pub(crate) async fn feed_ids(
+    peers: Arc<PeerSet>,
+    feed: Arc<Feed>,
+    fallback: Option<Arc<Fallback>>,
+    batch_size: u32,
+    probe: Duration,
+) {
+    let size = feed.ring.buffer_size();
+    // Ask for at least an eighth of the ring, so a round is a few large calls, not many small.
+    let min_batch = (size / 8).max(1);
+    let lanes = peers.len().clamp(MIN_IN_FLIGHT, MAX_IN_FLIGHT);
+    let mut pipeline = Pipeline::default();
+    while !feed.is_closed() {
+        feed.wait_for_demand(probe).await;
+        let outcome = async {
+            loop {
+                if feed.is_closed() {
+                    return Ok(());
+                }
+                while pipeline.calls.len() < lanes {
+                    let room = size
+                        .saturating_sub(feed.ring.len())
+                        .saturating_sub(pipeline.asked);
+                    if room < min_batch {
+                        break;
+                    }
+                    let count = u32::try_from(room).unwrap_or(u32::MAX).min(batch_size);
+                    pipeline.start(&peers, count);
+                }
+                let Some(answer) = pipeline.next_answer().await else {
+                    return Ok(()); // nothing in flight: the ring is nearly full
+                };
+                let answer = answer?;
+                check_answer(&peers, fallback.as_deref(), &answer).await;
+                if answer.value.is_empty() {
+                    return Err(ClientError::BadResponse {
+                        peer: peers.peer(answer.peer).to_string(),
+                        reason: "an empty batch of IDs".to_owned(),
+                    });
+                }
+                // IDs that do not fit (a slot not yet given back) are dropped: skipped, never
+                // repeated.
+                feed.ring.put_batch(&mut answer.value.into_iter());
+            }
+        }
+        .await;
+        feed.finish_round(outcome);
+    }
+}
+
+/// The fallback's checks on a peer that answered for the first time since it came up. A
+/// clash disables the fallback (it is logged there); the peer's IDs stay good.
+async fn check_answer(peers: &PeerSet, fallback: Option<&Fallback>, answer: &Answer<CheckedBatch>) {
+    let Some(fallback) = fallback else { return };
+    let peer = peers.peer(answer.peer).to_string();
+    let _ = fallback.check_ids(&peer, &answer.value);
+    if answer.unchecked {
+        let _ = check_peer(peers, fallback, answer.peer, false).await;
+    }
+}
