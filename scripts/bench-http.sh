@@ -35,7 +35,10 @@ command -v wrk >/dev/null || { echo "error: wrk is not installed (Debian: apt-ge
 command -v curl >/dev/null || { echo "error: curl is not installed" >&2; exit 1; }
 
 if [ -z "${SKIP_BUILD:-}" ]; then
-  cargo build --release --locked -p uidgen-server --bin uidgen --example bare_axum
+  # Apart: an example activates the dev-dependencies' features (bare_axum's `matched-path`),
+  # which one build of both would give the server too.
+  cargo build --release --locked -p uidgen-server --bin uidgen
+  cargo build --release --locked -p uidgen-server --example bare_axum
 fi
 
 work=$(mktemp -d)
