@@ -10,6 +10,14 @@
 #   scripts/bench-http.sh                 # 3 rounds, wrk -t1 -c32 -d8s
 #   ROUNDS=5 DURATION=8s scripts/bench-http.sh
 #   SKIP_BUILD=1 scripts/bench-http.sh    # reuse target/release
+#   CALLGRIND=1 scripts/bench-http.sh     # instructions per request instead (valgrind, h2load)
+#
+# CALLGRIND=1 runs both servers under callgrind and, per route, counts what the server executes
+# in user space for REQUESTS (default 20,000) HTTP/1.1 requests after a 2,000-request warm-up
+# (`callgrind_control -z` before, `-d` after): deterministic, unlike req/s, so it is the figure
+# to compare on a machine that other work keeps busy. It prints instructions per request and
+# leaves the dumps in CALLGRIND_DIR (default: a fresh temporary directory) for
+# `callgrind_annotate --inclusive=yes`.
 #
 # The absolute figures move from machine to machine; the ratio is the figure to compare
 # (docs/BENCHMARKS.md records it).
@@ -27,7 +35,10 @@ command -v wrk >/dev/null || { echo "error: wrk is not installed (Debian: apt-ge
 command -v curl >/dev/null || { echo "error: curl is not installed" >&2; exit 1; }
 
 if [ -z "${SKIP_BUILD:-}" ]; then
-  cargo build --release --locked -p uidgen-server --bin uidgen --example bare_axum
+  # Apart: an example activates the dev-dependencies' features (bare_axum's `matched-path`),
+  # which one build of both would give the server too.
+  cargo build --release --locked -p uidgen-server --bin uidgen
+  cargo build --release --locked -p uidgen-server --example bare_axum
 fi
 
 work=$(mktemp -d)
@@ -39,8 +50,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Under callgrind a server takes seconds to start.
 wait_ready() { # url
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 "${READY_TRIES:-200}"); do
     curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
     sleep 0.05
   done
@@ -48,14 +60,24 @@ wait_ready() { # url
   return 1
 }
 
-TOKIO_WORKER_THREADS=1 "$TARGET_DIR/release/examples/bare_axum" "127.0.0.1:$BARE_PORT" \
+under=()
+if [ -n "${CALLGRIND:-}" ]; then
+  command -v valgrind >/dev/null || { echo "error: valgrind is not installed (Debian: apt-get install valgrind)" >&2; exit 1; }
+  command -v h2load >/dev/null || { echo "error: h2load is not installed (Debian: apt-get install nghttp2-client)" >&2; exit 1; }
+  CALLGRIND_DIR=${CALLGRIND_DIR:-$(mktemp -d)}
+  mkdir -p "$CALLGRIND_DIR"
+  READY_TRIES=1200
+  under=(valgrind --tool=callgrind --callgrind-out-file="$CALLGRIND_DIR/callgrind.out.%p")
+fi
+
+TOKIO_WORKER_THREADS=1 "${under[@]}" "$TARGET_DIR/release/examples/bare_axum" "127.0.0.1:$BARE_PORT" \
   2>"$work/bare.log" &
 pids+=($!)
 # The service as the README starts it: embedded SQLite, the sample segment tag created at start;
 # borrowing unbounded (as when docs/BENCHMARKS.md was measured), so batch routes measure the HTTP
 # layer rather than the layout's 8,192 IDs a second.
 TOKIO_WORKER_THREADS=1 RUST_LOG=warn UIDGEN_STATE_DIR="$work" UIDGEN_STORE="sqlite://$work/uidgen.db" UIDGEN_RING_MAX_BORROW_SECONDS=0 \
-  "$TARGET_DIR/release/uidgen" serve --listen "127.0.0.1:$UIDGEN_PORT" 2>"$work/uidgen.log" &
+  "${under[@]}" "$TARGET_DIR/release/uidgen" serve --listen "127.0.0.1:$UIDGEN_PORT" 2>"$work/uidgen.log" &
 pids+=($!)
 
 bare="http://127.0.0.1:$BARE_PORT/id"
@@ -63,6 +85,33 @@ base="http://127.0.0.1:$UIDGEN_PORT"
 routes=(/api/snowflake/get/x /api/segment/get/leaf-segment-test /genid)
 wait_ready "$bare"
 for route in "${routes[@]}"; do wait_ready "$base$route"; done
+
+if [ -n "${CALLGRIND:-}" ]; then
+  requests=${REQUESTS:-20000}
+  instructions() { # pid url -> instructions the server executed per request
+    h2load --h1 -n 2000 -c"$CONNECTIONS" "$2" >/dev/null
+    callgrind_control -z "$1" >/dev/null 2>&1
+    h2load --h1 -n "$requests" -c"$CONNECTIONS" "$2" >"$work/h2load.out"
+    grep -q " 0 failed, 0 errored" "$work/h2load.out" || { echo "error: failed requests on $2" >&2; exit 1; }
+    callgrind_control -d "$1" >/dev/null 2>&1
+    # The dump is written by the server's own thread: wait for the new file.
+    local dump=""
+    for _ in $(seq 1 100); do
+      dump=$(ls -t "$CALLGRIND_DIR"/callgrind.out."$1".* 2>/dev/null | head -1)
+      [ -n "$dump" ] && [ "$dump" != "${last_dump:-}" ] && break
+      sleep 0.1
+    done
+    last_dump=$dump
+    awk -v n="$requests" '/^(summary|totals):/ { printf "%d", $2 / n; exit }' "$dump"
+  }
+  echo "callgrind, $requests HTTP/1.1 requests per route (h2load --h1 -c$CONNECTIONS), one tokio worker; dumps in $CALLGRIND_DIR"
+  printf '%-36s %22s\n' route instructions/request
+  printf '%-36s %22s\n' "bare axum /id" "$(instructions "${pids[0]}" "$bare")"
+  for route in "${routes[@]}"; do
+    printf '%-36s %22s\n' "$route" "$(instructions "${pids[1]}" "$base$route")"
+  done
+  exit 0
+fi
 
 rps() { # url -> requests per second, as wrk reports it
   wrk -t1 -c"$CONNECTIONS" -d"$DURATION" "$1" | awk '/^Requests\/sec:/ { printf "%d", $2 }'

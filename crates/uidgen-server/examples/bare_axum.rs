@@ -8,7 +8,10 @@
 //! ```
 //!
 //! Served with `axum::serve` and the same axum features as the service (HTTP/1.1 and h2c on
-//! one port), on tokio's multi-threaded runtime, whose worker count `TOKIO_WORKER_THREADS` sets.
+//! one port), plus axum's default `matched-path`, which the service leaves out (it finds route
+//! patterns itself), on tokio's multi-threaded runtime, whose worker count
+//! `TOKIO_WORKER_THREADS` sets. Build it apart from the server (`cargo build --example
+//! bare_axum`): built together, the server would get `matched-path` too.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

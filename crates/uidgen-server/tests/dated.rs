@@ -55,7 +55,7 @@ async fn segment_routes_with_a_random_skip_serve_increasing_ids_with_gaps() {
 async fn segment_router(
     store: uidgen_store::Store,
     options: SegmentOptions,
-) -> (Arc<SegmentService>, axum::Router) {
+) -> (Arc<SegmentService>, uidgen_server::http::App) {
     let segments = SegmentService::start(store, options, uidgen_core::SystemClock)
         .await
         .unwrap();

@@ -24,11 +24,11 @@ fn state_with(layout: Layout) -> Arc<AppState> {
     Arc::new(state)
 }
 
-fn router_with(layout: Layout) -> axum::Router {
+fn router_with(layout: Layout) -> uidgen_server::http::App {
     app(state_with(layout))
 }
 
-async fn post(router: &axum::Router, uri: &str, body: &str) -> (StatusCode, String) {
+async fn post(router: &uidgen_server::http::App, uri: &str, body: &str) -> (StatusCode, String) {
     common::call(router, "POST", uri, &[], body).await
 }
 

@@ -18,7 +18,7 @@ use uidgen_store::testing::{TestDb, fresh_store};
 
 const NOW_MS: u64 = 1_800_000_000_000;
 
-fn router_with(layout: Layout) -> axum::Router {
+fn router_with(layout: Layout) -> uidgen_server::http::App {
     let clock = ManualClock::auto_advancing(NOW_MS);
     let generator = SnowflakeGenerator::new(layout, 5, clock).unwrap();
     let mut state = AppState::embedded(Arc::new(generator), 5);
@@ -26,11 +26,16 @@ fn router_with(layout: Layout) -> axum::Router {
     app(Arc::new(state))
 }
 
-fn router() -> axum::Router {
+fn router() -> uidgen_server::http::App {
     router_with(Layout::snowflake().unwrap())
 }
 
-async fn call(router: &axum::Router, method: &str, uri: &str, body: &str) -> (StatusCode, String) {
+async fn call(
+    router: &uidgen_server::http::App,
+    method: &str,
+    uri: &str,
+    body: &str,
+) -> (StatusCode, String) {
     common::call(router, method, uri, &[], body).await
 }
 
@@ -547,7 +552,12 @@ async fn the_middleware_logs_the_cause_the_client_is_not_told_with_its_route() {
     assert_eq!(log.text(), text, "a client's mistake has no cause to log");
 }
 
-fn cached_router(batch_cap: usize) -> (Arc<CachedUidGenerator<ManualClock>>, axum::Router) {
+fn cached_router(
+    batch_cap: usize,
+) -> (
+    Arc<CachedUidGenerator<ManualClock>>,
+    uidgen_server::http::App,
+) {
     let clock = ManualClock::auto_advancing(NOW_MS);
     let options = CachedOptions {
         boost_power: 0,
@@ -624,7 +634,7 @@ async fn readyz_reports_a_stopped_ring_without_its_reason() {
 const TOKEN: &str = "an-admin-token-of-some-length";
 
 /// A router with segment mode on a fresh SQLite store and the admin API enabled.
-async fn segment_router() -> (Arc<SegmentService>, axum::Router) {
+async fn segment_router() -> (Arc<SegmentService>, uidgen_server::http::App) {
     let (store, _) = fresh_store(TestDb::Sqlite).await.unwrap();
     let segments =
         SegmentService::start(store, SegmentOptions::default(), uidgen_core::SystemClock)

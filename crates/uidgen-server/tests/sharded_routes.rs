@@ -20,7 +20,7 @@ use uidgen_store::{AppSpec, Store, StoreOptions};
 const TOKEN: &str = "an-admin-token-of-some-length";
 
 /// A router with a snowflake generator and, when given, a sharded service.
-fn router(sharded: Option<Arc<ShardedService>>) -> axum::Router {
+fn router(sharded: Option<Arc<ShardedService>>) -> uidgen_server::http::App {
     let clock = ManualClock::auto_advancing(1_800_000_000_000);
     let generator = SnowflakeGenerator::new(Layout::snowflake().unwrap(), 5, clock).unwrap();
     let mut state = AppState::embedded(Arc::new(generator), 5);
@@ -54,7 +54,7 @@ async fn sqlite() -> Store {
     fresh_store(TestDb::Sqlite).await.unwrap().0
 }
 
-async fn put_app(router: &axum::Router, app: &str, body: &str) -> (StatusCode, String) {
+async fn put_app(router: &uidgen_server::http::App, app: &str, body: &str) -> (StatusCode, String) {
     let auth = format!("Bearer {TOKEN}");
     call(
         router,

@@ -28,8 +28,6 @@ mod tokens;
 
 use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::DefaultBodyLimit;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -38,8 +36,9 @@ use crate::service::callers::RouteFamily;
 
 pub use auth::ct_eq;
 pub use error::{ErrorBody, ErrorReport, TextError};
+pub use observe::{App, AppFuture};
 pub use sharded::sharded_error;
-pub use starting::{GatedApp, STARTING_MESSAGE, STARTING_RETRY_AFTER_SECS, StartGate};
+pub use starting::{GatedApp, GatedFuture, STARTING_MESSAGE, STARTING_RETRY_AFTER_SECS, StartGate};
 
 // The service the routes adapt, under the names the HTTP API has always offered them.
 pub use crate::service::{
@@ -51,22 +50,22 @@ pub use crate::service::{
 /// Requests larger than this are refused (413): no route takes more than a small JSON body.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
-/// The service: the routing table, then the fallbacks and the layers around every route.
-pub fn app(state: Arc<AppState>) -> Router {
+/// The service: the routing table, then the fallbacks, and around all of it (as one service,
+/// not a layer on each route) the body limit and the metrics ([`App`]).
+pub fn app(state: Arc<AppState>) -> App {
     let (router, document) = routes(&state).split_for_parts();
     openapi::publish(&document);
-    router
+    let router = router
         .fallback(ops::not_found)
         // After every route: it applies to the routes registered before it.
         .method_not_allowed_fallback(ops::method_not_allowed)
-        // One `layer` call, not one per layer: axum boxes every route once more per call, and
-        // each box costs an allocation and a dispatch on every request.
-        .layer(
-            tower::ServiceBuilder::new()
-                .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-                .layer(observe::ObserveLayer::new(state.clone())),
-        )
-        .with_state(state)
+        .with_state(Arc::clone(&state));
+    // The document's paths are the routing table's: `routes!` adds each route with its own.
+    App::new(
+        router,
+        document.paths.paths.keys().map(String::as_str),
+        state,
+    )
 }
 
 /// The routing table. Each route comes with its OpenAPI description (`routes!` reads the

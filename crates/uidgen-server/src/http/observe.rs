@@ -1,15 +1,21 @@
 //! The one place requests are measured and failures logged: handlers and error constructors only
 //! say what happened ([`Issued`] in a task-local, [`ErrorReport`] in the response's extensions),
-//! and this layer turns that into metrics and log lines.
+//! and [`App`], the one service around the whole router, turns that into metrics and log lines.
 //!
-//! Every metric's route label is the route pattern axum matched ([`MatchedPath`], e.g.
+//! Every metric's route label is the route pattern the request matched (e.g.
 //! `/v1/segments/{tag}`), never the concrete path: a label per tag or per ID would grow without
 //! bound. Requests that match no route are labelled `unmatched`.
 //!
-//! The layer costs next to nothing per request, because `Router::layer` builds one instance of
-//! it per route: each instance looks its route's metrics up once, on its first request, and
-//! keeps the handles. No route list is kept by hand, so a route added to the table is measured
-//! under its own pattern without further change.
+//! Why one service around the router rather than `Router::layer`: axum's `layer` boxes every
+//! route once more, and on every request that box costs a clone of the boxed route, a `oneshot`,
+//! three allocations and a second content-length pass (≈2 k instructions, 12% of a Leaf
+//! request; docs/BENCHMARKS.md). Outside the router there is no [`MatchedPath`], so [`App`]
+//! finds the pattern itself: one lookup in a `matchit` router (the router crate axum matches
+//! with, so both agree on every path) built once from the OpenAPI document's paths, which are
+//! the routing table's (`routes!` adds each route with its description). No route list is kept
+//! by hand: a route added to the table is measured under its own pattern without further change.
+//!
+//! [`MatchedPath`]: axum::extract::MatchedPath
 
 use std::cell::Cell;
 use std::convert::Infallible;
@@ -19,13 +25,16 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request};
+use axum::Router;
+use axum::body::HttpBody;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::routing::future::RouteFuture;
 use tokio::task::futures::TaskLocalFuture;
-use tower::{Layer, Service};
+use tower::Service;
 
-use super::{AppState, ErrorReport};
+use super::{AppState, ErrorReport, MAX_BODY_BYTES};
 use crate::metrics::RouteMetrics;
 
 /// The route label of requests no route matched (the 404 fallback).
@@ -43,114 +52,176 @@ tokio::task_local! {
     static ISSUED: Cell<u64>;
 }
 
-/// IDs handed out so far by the request this task is answering (0 outside the layer): for a
-/// layer inside this one (the caller-token check) to count them by caller.
+/// IDs handed out so far by the request this task is answering (0 outside [`App`]): for a
+/// layer inside it (the caller-token check) to count them by caller.
 pub(super) fn issued_so_far() -> u64 {
     ISSUED.try_with(Cell::get).unwrap_or(0)
 }
 
 impl<T: IntoResponse> IntoResponse for Issued<T> {
     fn into_response(self) -> Response {
-        // Outside the layer (a handler called on its own) there is nothing to count into.
+        // Outside the service (a handler called on its own) there is nothing to count into.
         let _ = ISSUED.try_with(|issued| issued.set(issued.get().saturating_add(self.0)));
         self.1.into_response()
     }
 }
 
-/// Records latency and issued IDs by route, counts error responses by kind, and logs the causes
-/// error responses carry. Put it on the router with `Router::layer`, after every route.
+/// The HTTP service: the routing table, with the request body limit
+/// ([`MAX_BODY_BYTES`]) and the metrics and failure logs around every request, route and
+/// fallback alike. Built by [`app`](super::app); cloning it is two reference-count increments.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use axum::body::Body;
+/// use axum::http::{Request, StatusCode};
+/// use tower::ServiceExt;
+/// use uidgen_core::{Layout, SnowflakeGenerator, SystemClock};
+/// use uidgen_server::http::{App, AppState, app};
+///
+/// let generator = SnowflakeGenerator::new(Layout::snowflake()?, 1, SystemClock)?;
+/// let state = Arc::new(AppState::embedded(Arc::new(generator), 1));
+/// let service: App = app(Arc::clone(&state));
+/// let response = service.oneshot(Request::get("/api/snowflake/get/x").body(Body::empty())?).await?;
+/// assert_eq!(response.status(), StatusCode::OK);
+/// // Measured under the route's pattern, not its path.
+/// let metrics = state.metrics.encode();
+/// assert!(metrics.contains(r#"uidgen_ids_issued_total{route="/api/snowflake/get/{key}"} 1"#));
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
-pub(super) struct ObserveLayer {
-    state: Arc<AppState>,
+pub struct App {
+    router: Router,
+    routes: Arc<RouteTable>,
 }
 
-impl ObserveLayer {
-    pub(super) fn new(state: Arc<AppState>) -> Self {
-        Self { state }
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("router", &self.router)
+            .field("patterns", &self.routes.slots.len())
+            .finish_non_exhaustive()
     }
 }
 
-impl<S> Layer<S> for ObserveLayer {
-    type Service = Observe<S>;
-
-    fn layer(&self, inner: S) -> Observe<S> {
-        // Called once per route (per method, and for the fallbacks): the handles this
-        // instance resolves belong to that route, whatever request comes first.
-        Observe {
-            inner,
-            route: Arc::new(RouteObserver {
-                state: Arc::clone(&self.state),
-                metrics: OnceLock::new(),
-            }),
-        }
-    }
+/// Every route pattern and, after its first request, its metrics.
+struct RouteTable {
+    state: Arc<AppState>,
+    /// A path's pattern, as an index into `slots`.
+    patterns: matchit::Router<usize>,
+    /// One per pattern, and last the one for requests no pattern matches.
+    slots: Box<[RouteSlot]>,
 }
 
-/// One route's share of the layer: the state and, after its first request, its metrics.
-struct RouteObserver {
-    state: Arc<AppState>,
+/// One route pattern's share of the metrics, resolved on its first request: a route nobody
+/// asks has no series, as before any request.
+struct RouteSlot {
+    pattern: String,
     metrics: OnceLock<RouteMetrics>,
 }
 
-/// The [`ObserveLayer`] around one route.
-#[derive(Clone)]
-pub(super) struct Observe<S> {
-    inner: S,
-    route: Arc<RouteObserver>,
-}
-
-impl<S> Service<Request> for Observe<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = ObserveFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
+impl App {
+    /// `router` measured under `patterns`, the routing table's paths.
+    pub(super) fn new<'a>(
+        router: Router,
+        patterns: impl IntoIterator<Item = &'a str>,
+        state: Arc<AppState>,
+    ) -> Self {
+        let mut lookup = matchit::Router::new();
+        let mut slots = Vec::new();
+        for pattern in patterns {
+            // axum inserted the same patterns into the same matchit without a conflict, so this
+            // cannot fail; if it did, that route would only be counted as `unmatched`.
+            if let Err(error) = lookup.insert(pattern, slots.len()) {
+                tracing::error!(pattern, %error, "route pattern not measured under its name");
+                continue;
+            }
+            slots.push(RouteSlot::new(pattern));
+        }
+        slots.push(RouteSlot::new(UNMATCHED));
+        Self {
+            router,
+            routes: Arc::new(RouteTable {
+                state,
+                patterns: lookup,
+                slots: slots.into_boxed_slice(),
+            }),
+        }
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
+    /// Answer `request` without taking the service mutably: what [`super::GatedApp`] calls on
+    /// the shared instance.
+    pub(super) fn answer(&self, mut request: Request) -> AppFuture {
         let start = Instant::now();
-        let route = &self.route;
-        route.metrics.get_or_init(|| {
-            let pattern = request
-                .extensions()
-                .get::<MatchedPath>()
-                .map_or(UNMATCHED, MatchedPath::as_str);
-            route.state.metrics.route(pattern)
-        });
-        ObserveFuture {
-            inner: ISSUED.scope(Cell::new(0), self.inner.call(request)),
-            route: Arc::clone(route),
+        let table = &self.routes;
+        let slot = table
+            .patterns
+            .at(request.uri().path())
+            .map_or(table.slots.len() - 1, |found| *found.value);
+        // A body already at its end (a GET, `content-length: 0`) is under any limit; leaving it
+        // unmarked saves the extension's allocation on the single-ID routes.
+        if !request.body().is_end_stream() {
+            DefaultBodyLimit::max(MAX_BODY_BYTES).apply(&mut request);
+        }
+        AppFuture {
+            // A clone is one Arc increment: `Service::call` needs the router mutably.
+            inner: ISSUED.scope(Cell::new(0), self.router.clone().call(request)),
+            table: Arc::clone(table),
+            slot,
             start,
         }
     }
 }
 
+impl RouteSlot {
+    fn new(pattern: &str) -> Self {
+        Self {
+            pattern: pattern.to_owned(),
+            metrics: OnceLock::new(),
+        }
+    }
+}
+
+impl Service<Request> for App {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = AppFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // axum's `Router::poll_ready` is always ready.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> AppFuture {
+        self.answer(request)
+    }
+}
+
 pin_project_lite::pin_project! {
-    /// A route's response future, measured when it completes.
-    pub(super) struct ObserveFuture<F> {
+    /// The response future of [`App`], measured when it completes.
+    pub struct AppFuture {
         #[pin]
-        inner: TaskLocalFuture<Cell<u64>, F>,
-        route: Arc<RouteObserver>,
+        inner: TaskLocalFuture<Cell<u64>, RouteFuture<Infallible>>,
+        table: Arc<RouteTable>,
+        slot: usize,
         start: Instant,
     }
 }
 
-impl<F> Future for ObserveFuture<F>
-where
-    F: Future<Output = Result<Response, Infallible>>,
-{
+impl Future for AppFuture {
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let Ok(response) = ready!(this.inner.as_mut().poll(cx));
         let issued = this.inner.take_value().map_or(0, Cell::into_inner);
-        if let Some(metrics) = this.route.metrics.get() {
-            record(&this.route.state, metrics, this.start, issued, &response);
+        let table = &**this.table;
+        if let Some(slot) = table.slots.get(*this.slot) {
+            let metrics = slot
+                .metrics
+                .get_or_init(|| table.state.metrics.route(&slot.pattern));
+            record(&table.state, metrics, this.start, issued, &response);
         }
         Poll::Ready(Ok(response))
     }
@@ -195,17 +266,22 @@ mod tests {
     use std::sync::Arc;
 
     use axum::body::Body;
-    use axum::http::Request;
+    use axum::http::{Request, StatusCode};
     use tower::ServiceExt;
     use uidgen_core::{Layout, SnowflakeGenerator, SystemClock};
 
-    use super::super::{AppState, app};
+    use super::super::{AppState, MAX_BODY_BYTES, app};
+
+    /// A server of the snowflake layout, worker 1, nothing configured.
+    fn embedded() -> AppState {
+        let generator =
+            SnowflakeGenerator::new(Layout::snowflake().unwrap(), 1, SystemClock).unwrap();
+        AppState::embedded(Arc::new(generator), 1)
+    }
 
     #[tokio::test]
     async fn every_route_is_measured_under_its_pattern_and_misses_under_unmatched() {
-        let generator =
-            SnowflakeGenerator::new(Layout::snowflake().unwrap(), 1, SystemClock).unwrap();
-        let state = Arc::new(AppState::embedded(Arc::new(generator), 1));
+        let state = Arc::new(embedded());
         let router = app(Arc::clone(&state));
         for uri in [
             "/genid",
@@ -236,5 +312,88 @@ mod tests {
             let series = format!(r#"uidgen_ids_issued_total{{route="{route}"}}"#);
             assert!(!text.contains(&series), "{series} in:\n{text}");
         }
+    }
+
+    /// A request with `body`, to `uri` with `method`.
+    fn request(method: &str, uri: &str, body: Body) -> Request<Body> {
+        Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", "application/json")
+            .header("authorization", "Bearer observe-test-admin")
+            .body(body)
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_body_past_the_limit_is_refused_whether_its_length_is_sent_or_not() {
+        let mut state = embedded();
+        state.admin_token = Some("observe-test-admin".into());
+        let router = app(Arc::new(state));
+        let big = format!(r#"{{"step":1,"pad":"{}"}}"#, "x".repeat(MAX_BODY_BYTES));
+        for (method, uri) in [
+            ("POST", "/v1/ids/make"),
+            ("PUT", "/v1/admin/segments/observe-test"),
+            ("POST", "/v1/admin/tokens"),
+        ] {
+            let sized = request(method, uri, Body::from(big.clone()));
+            // A stream says nothing of its length up front: only reading it finds the excess.
+            let chunks = big
+                .as_bytes()
+                .chunks(1024)
+                .map(|chunk| Ok::<_, std::io::Error>(chunk.to_vec()))
+                .collect::<Vec<_>>();
+            let streamed = request(method, uri, Body::from_stream(tokio_stream::iter(chunks)));
+            for request in [sized, streamed] {
+                let response = router.clone().oneshot(request).await.unwrap();
+                assert_eq!(
+                    response.status(),
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "{method} {uri}"
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn every_pattern_of_the_document_is_its_own_label() {
+        let state = Arc::new(embedded());
+        let router = app(Arc::clone(&state));
+        // From another instance, so that every pattern below is asked exactly once.
+        let document = app(Arc::new(embedded()))
+            .oneshot(request("GET", "/openapi.json", Body::empty()))
+            .await
+            .unwrap();
+        let document: serde_json::Value = serde_json::from_slice(
+            &http_body_util::BodyExt::collect(document.into_body())
+                .await
+                .unwrap()
+                .to_bytes(),
+        )
+        .unwrap();
+        let patterns: Vec<String> = document["paths"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert!(patterns.len() > 20, "{patterns:?}");
+        for pattern in &patterns {
+            // Each parameter as a value no pattern spells, sent with a method no route takes:
+            // the 405 still belongs to the route's pattern, as axum's `MatchedPath` said.
+            let path = pattern.replace('{', "p-").replace('}', "");
+            router
+                .clone()
+                .oneshot(request("PATCH", &path, Body::empty()))
+                .await
+                .unwrap();
+        }
+        let text = state.metrics.encode();
+        for pattern in &patterns {
+            let series =
+                format!(r#"uidgen_http_request_duration_seconds_count{{route="{pattern}"}} 1"#);
+            assert!(text.contains(&series), "{series} missing from:\n{text}");
+        }
+        assert!(!text.contains(r#"route="unmatched""#), "{text}");
     }
 }

@@ -10,6 +10,8 @@
 //! peer that cannot answer now).
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
@@ -21,7 +23,7 @@ use axum::routing::future::RouteFuture;
 use tokio::sync::watch;
 use tower::Service;
 
-use super::{ApiError, AppState, app};
+use super::{ApiError, App, AppFuture, AppState, app};
 
 /// How long a client is told to wait before asking a starting server again (seconds).
 pub const STARTING_RETRY_AFTER_SECS: u64 = 1;
@@ -57,7 +59,7 @@ pub use crate::service::STARTING_MESSAGE;
 #[derive(Debug, Clone)]
 pub struct StartGate {
     /// The real routes, once the server can answer.
-    app: Arc<OnceLock<Router>>,
+    app: Arc<OnceLock<App>>,
     /// The state, for the gRPC server (which builds its own service from it).
     state: watch::Sender<Option<Arc<AppState>>>,
 }
@@ -106,25 +108,57 @@ impl StartGate {
 /// The HTTP service behind a [`StartGate`]: one atomic load per request picks the routes.
 #[derive(Debug, Clone)]
 pub struct GatedApp {
-    app: Arc<OnceLock<Router>>,
+    app: Arc<OnceLock<App>>,
     starting: Router,
 }
 
 impl Service<Request> for GatedApp {
     type Response = Response;
     type Error = Infallible;
-    type Future = RouteFuture<Infallible>;
+    type Future = GatedFuture;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        // Both routers are always ready (axum's `Router::poll_ready`).
+        // Both are always ready (`App`, and axum's `Router::poll_ready`).
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        // A clone is one Arc increment: `Service::call` needs the router mutably.
-        match self.app.get() {
-            Some(app) => app.clone().call(request),
-            None => self.starting.clone().call(request),
+        let inner = match self.app.get() {
+            Some(app) => Gated::Serving {
+                inner: app.answer(request),
+            },
+            // A clone is one Arc increment: `Service::call` needs the router mutably.
+            None => Gated::Starting {
+                inner: self.starting.clone().call(request),
+            },
+        };
+        GatedFuture { inner }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`GatedApp`]: the real routes' or the starting answer.
+    pub struct GatedFuture {
+        #[pin]
+        inner: Gated,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = GatedProjection]
+    enum Gated {
+        Serving { #[pin] inner: AppFuture },
+        Starting { #[pin] inner: RouteFuture<Infallible> },
+    }
+}
+
+impl Future for GatedFuture {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().inner.project() {
+            GatedProjection::Serving { inner } => inner.poll(cx),
+            GatedProjection::Starting { inner } => inner.poll(cx),
         }
     }
 }

@@ -267,7 +267,7 @@ pub fn assert_unique(mut ids: Vec<u64>) -> Vec<u64> {
 
 /// Send one request to a router without a socket: (status, body as text).
 pub async fn call(
-    router: &axum::Router,
+    router: &uidgen_server::http::App,
     method: &str,
     uri: &str,
     headers: &[(&str, &str)],
@@ -293,7 +293,7 @@ pub async fn call(
 
 /// `PUT /v1/admin/segments/{tag}` with `body`, and `auth` as the `Authorization` header.
 pub async fn put_tag(
-    router: &axum::Router,
+    router: &uidgen_server::http::App,
     tag: &str,
     auth: Option<&str>,
     body: &str,
@@ -304,7 +304,7 @@ pub async fn put_tag(
 }
 
 /// `GET uri`.
-pub async fn get(router: &axum::Router, uri: &str) -> (axum::http::StatusCode, String) {
+pub async fn get(router: &uidgen_server::http::App, uri: &str) -> (axum::http::StatusCode, String) {
     call(router, "GET", uri, &[], "").await
 }
 
