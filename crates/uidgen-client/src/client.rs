@@ -1,7 +1,7 @@
 //! [`Client`]: cached IDs and leased segments from a set of uidgen servers.
 
 use std::collections::HashMap;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use tokio::task::JoinHandle;
@@ -9,7 +9,7 @@ use tokio::task::JoinHandle;
 use crate::error::{ClientError, Result};
 use crate::fallback::Fallback;
 use crate::fallback_lease::keep_lease;
-use crate::feed::Feed;
+use crate::feed::{Feed, Refill};
 use crate::options::ClientBuilder;
 use crate::peers::PeerSet;
 use crate::refill::feed_ids;
@@ -347,40 +347,52 @@ async fn feed_segment(
     lease_size: u64,
     probe: std::time::Duration,
 ) {
-    let mut current: Range<u64> = 0..0;
-    let mut next: Option<Range<u64>> = None;
-    while !feed.is_closed() {
-        feed.wait_for_demand(probe).await;
-        let outcome = async {
-            loop {
-                if feed.is_closed() {
-                    return Ok(());
-                }
-                if next.is_none() {
-                    let answer = peers
-                        .call(|connection| {
-                            let tag = tag.clone();
-                            async move { connection.lease(&tag, lease_size).await }
-                        })
-                        .await
-                        .map_err(|error| for_segment(&tag, error))?;
-                    next = Some(answer.value.start..answer.value.end);
-                }
-                if current.is_empty() {
-                    // Swap in the range leased ahead; the loop leases the one after it.
-                    if let Some(range) = next.take() {
-                        current = range;
-                    }
-                    continue;
-                }
-                feed.ring.put_batch(&mut current);
-                if !current.is_empty() {
-                    return Ok(()); // the ring is full
-                }
-            }
+    let refill = SegmentRefill {
+        peers,
+        tag,
+        lease_size,
+        current: 0..0,
+        next: None,
+    };
+    feed.serve(probe, refill).await;
+}
+
+/// A tag's feed state between steps: the range being issued and the one leased ahead.
+struct SegmentRefill {
+    peers: Arc<PeerSet>,
+    tag: String,
+    lease_size: u64,
+    current: Range<u64>,
+    next: Option<Range<u64>>,
+}
+
+impl Refill for SegmentRefill {
+    async fn step(&mut self, feed: &Feed) -> Result<ControlFlow<()>> {
+        if self.next.is_none() {
+            let (tag, lease_size) = (&self.tag, self.lease_size);
+            let answer = self
+                .peers
+                .call(|connection| {
+                    let tag = tag.clone();
+                    async move { connection.lease(&tag, lease_size).await }
+                })
+                .await
+                .map_err(|error| for_segment(tag, error))?;
+            self.next = Some(answer.value.start..answer.value.end);
         }
-        .await;
-        feed.finish_round(outcome);
+        if self.current.is_empty() {
+            // Swap in the range leased ahead; the next step leases the one after it.
+            if let Some(range) = self.next.take() {
+                self.current = range;
+            }
+            return Ok(ControlFlow::Continue(()));
+        }
+        feed.ring.put_batch(&mut self.current);
+        Ok(if self.current.is_empty() {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(()) // the ring is full
+        })
     }
 }
 

@@ -12,6 +12,7 @@
 //!   callers that find the ring empty then get that error (or the fallback), instead of
 //!   waiting for a round that is known to fail.
 
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -20,6 +21,13 @@ use tokio::sync::Notify;
 use uidgen_core::RingBuffer;
 
 use crate::error::{ClientError, Result};
+
+/// What a feeding task does in one step of a fill round; [`Feed::serve`] runs the rounds.
+pub(crate) trait Refill: Send {
+    /// Bring the ring more numbers: `Continue` to step again, `Break` when the ring has what
+    /// it can take for now. The future is `Send` so the task can be spawned.
+    fn step(&mut self, feed: &Feed) -> impl Future<Output = Result<ControlFlow<()>>> + Send;
+}
 
 /// A ring, the task feeding it, and what the task last saw.
 #[derive(Debug)]
@@ -57,7 +65,7 @@ impl Feed {
     }
 
     /// Wait until the ring asks for numbers (or `probe` passes while failing, to re-probe).
-    pub(crate) async fn wait_for_demand(&self, probe: Duration) {
+    async fn wait_for_demand(&self, probe: Duration) {
         if self.is_failing() {
             let _ = tokio::time::timeout(probe, self.wake.notified()).await;
         } else {
@@ -66,8 +74,28 @@ impl Feed {
         self.ring.padding_started();
     }
 
+    /// The feeding task's life, until [`close`](Self::close): wait for demand, then step
+    /// `refill` until it ends the round (`Break`) or fails, and record the round. One loop for
+    /// the ID feed and the segment feeds, so both wake, stop and report failures alike.
+    pub(crate) async fn serve(&self, probe: Duration, mut refill: impl Refill) {
+        while !self.is_closed() {
+            self.wait_for_demand(probe).await;
+            let outcome = loop {
+                if self.is_closed() {
+                    break Ok(());
+                }
+                match refill.step(self).await {
+                    Ok(ControlFlow::Continue(())) => {}
+                    Ok(ControlFlow::Break(())) => break Ok(()),
+                    Err(error) => break Err(error),
+                }
+            };
+            self.finish_round(outcome);
+        }
+    }
+
     /// Record the end of a fill round.
-    pub(crate) fn finish_round(&self, outcome: Result<()>) {
+    fn finish_round(&self, outcome: Result<()>) {
         let failed = outcome.is_err();
         *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = outcome.err();
         self.failing.store(failed, Ordering::SeqCst);

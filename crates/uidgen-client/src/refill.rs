@@ -13,6 +13,7 @@
 //! - batches are put in the order their calls were made.
 
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ use uidgen_proto::CheckedBatch;
 use crate::client::check_peer;
 use crate::error::{ClientError, Result};
 use crate::fallback::Fallback;
-use crate::feed::Feed;
+use crate::feed::{Feed, Refill};
 use crate::peers::{Answer, PeerSet};
 
 /// Calls in flight: one per peer, at least two (a pipeline on a single peer), at most four
@@ -92,45 +93,63 @@ pub(crate) async fn feed_ids(
     probe: Duration,
 ) {
     let size = feed.ring.buffer_size();
-    // Ask for at least an eighth of the ring, so a round is a few large calls, not many small.
-    let min_batch = (size / 8).max(1);
-    let lanes = peers.len().clamp(MIN_IN_FLIGHT, MAX_IN_FLIGHT);
-    let mut pipeline = Pipeline::default();
-    while !feed.is_closed() {
-        feed.wait_for_demand(probe).await;
-        let outcome = async {
-            loop {
-                if feed.is_closed() {
-                    return Ok(());
-                }
-                while pipeline.calls.len() < lanes {
-                    let room = size
-                        .saturating_sub(feed.ring.len())
-                        .saturating_sub(pipeline.asked);
-                    if room < min_batch {
-                        break;
-                    }
-                    let count = u32::try_from(room).unwrap_or(u32::MAX).min(batch_size);
-                    pipeline.start(&peers, count);
-                }
-                let Some(answer) = pipeline.next_answer().await else {
-                    return Ok(()); // nothing in flight: the ring is nearly full
-                };
-                let answer = answer?;
-                check_answer(&peers, fallback.as_deref(), &answer).await;
-                if answer.value.is_empty() {
-                    return Err(ClientError::BadResponse {
-                        peer: peers.peer(answer.peer).to_string(),
-                        reason: "an empty batch of IDs".to_owned(),
-                    });
-                }
-                // IDs that do not fit (a slot not yet given back) are dropped: skipped, never
-                // repeated.
-                feed.ring.put_batch(&mut answer.value.into_iter());
+    let refill = IdRefill {
+        // Ask for at least an eighth of the ring, so a round is a few large calls, not many small.
+        min_batch: (size / 8).max(1),
+        lanes: peers.len().clamp(MIN_IN_FLIGHT, MAX_IN_FLIGHT),
+        size,
+        peers,
+        fallback,
+        batch_size,
+        pipeline: Pipeline::default(),
+    };
+    feed.serve(probe, refill).await;
+}
+
+/// The ID feed's state between steps.
+struct IdRefill {
+    peers: Arc<PeerSet>,
+    fallback: Option<Arc<Fallback>>,
+    /// The ring's size.
+    size: usize,
+    /// The smallest call worth making.
+    min_batch: usize,
+    /// How many calls may be in flight.
+    lanes: usize,
+    /// The largest call.
+    batch_size: u32,
+    pipeline: Pipeline,
+}
+
+impl Refill for IdRefill {
+    async fn step(&mut self, feed: &Feed) -> Result<ControlFlow<()>> {
+        let pipeline = &mut self.pipeline;
+        while pipeline.calls.len() < self.lanes {
+            let room = self
+                .size
+                .saturating_sub(feed.ring.len())
+                .saturating_sub(pipeline.asked);
+            if room < self.min_batch {
+                break;
             }
+            let count = u32::try_from(room).unwrap_or(u32::MAX).min(self.batch_size);
+            pipeline.start(&self.peers, count);
         }
-        .await;
-        feed.finish_round(outcome);
+        let Some(answer) = pipeline.next_answer().await else {
+            return Ok(ControlFlow::Break(())); // nothing in flight: the ring is nearly full
+        };
+        let answer = answer?;
+        check_answer(&self.peers, self.fallback.as_deref(), &answer).await;
+        if answer.value.is_empty() {
+            return Err(ClientError::BadResponse {
+                peer: self.peers.peer(answer.peer).to_string(),
+                reason: "an empty batch of IDs".to_owned(),
+            });
+        }
+        // IDs that do not fit (a slot not yet given back) are dropped: skipped, never
+        // repeated.
+        feed.ring.put_batch(&mut answer.value.into_iter());
+        Ok(ControlFlow::Continue(()))
     }
 }
 
