@@ -74,12 +74,9 @@ impl IdBatch {
     pub fn from_ids(ids: Vec<u64>, runs: bool) -> Self {
         // A run costs some 15 bytes to a listed ID's 9: runs pay only when they average two
         // IDs or more (Vesta's layouts, worker in the lowest bits, have runs of one).
-        if !runs || run_count(&ids) > ids.len() / 2 {
-            return Self { ids, runs: vec![] };
-        }
-        Self {
-            ids: vec![],
-            runs: to_runs(&ids),
+        match runs.then(|| to_runs(&ids, ids.len() / 2)).flatten() {
+            Some(runs) => Self { ids: vec![], runs },
+            None => Self { ids, runs: vec![] },
         }
     }
 
@@ -101,8 +98,8 @@ impl IdBatch {
         if len > asked {
             return Err(BatchError::TooMany { asked });
         }
+        // The highest ID so far, which the next run must start above; at the end, the last ID.
         let mut previous = self.ids.last().copied();
-        let mut last = previous;
         for run in &self.runs {
             let IdRun { first, count } = *run;
             if count == 0 {
@@ -119,7 +116,6 @@ impl IdBatch {
                 return Err(BatchError::TooMany { asked });
             }
             previous = Some(run_last);
-            last = Some(run_last);
         }
         Ok(CheckedBatch {
             first: self
@@ -127,7 +123,7 @@ impl IdBatch {
                 .first()
                 .copied()
                 .or_else(|| self.runs.first().map(|run| run.first)),
-            last,
+            last: previous,
             len,
             ids: BatchIds {
                 listed: self.ids.into_iter(),
@@ -139,17 +135,10 @@ impl IdBatch {
     }
 }
 
-/// How many runs of consecutive IDs `ids` holds.
-fn run_count(ids: &[u64]) -> usize {
-    let breaks = ids
-        .windows(2)
-        .filter(|pair| pair[0].checked_add(1) != Some(pair[1]))
-        .count();
-    usize::from(!ids.is_empty()) + breaks
-}
-
-/// `ids` as runs of consecutive IDs, a run cut where its count would pass `u32::MAX`.
-fn to_runs(ids: &[u64]) -> Vec<IdRun> {
+/// `ids` as runs of consecutive IDs, a run cut where its count would pass `u32::MAX`; `None`
+/// as soon as it takes more than `most` runs (the list is then the smaller form), so a batch
+/// that is not worth it costs one short pass and no large allocation.
+fn to_runs(ids: &[u64], most: usize) -> Option<Vec<IdRun>> {
     let mut runs: Vec<IdRun> = Vec::new();
     for &id in ids {
         if let Some(run) = runs.last_mut()
@@ -157,6 +146,8 @@ fn to_runs(ids: &[u64]) -> Vec<IdRun> {
             && run.first.checked_add(u64::from(run.count)) == Some(id)
         {
             run.count += 1;
+        } else if runs.len() == most {
+            return None;
         } else {
             runs.push(IdRun {
                 first: id,
@@ -164,7 +155,7 @@ fn to_runs(ids: &[u64]) -> Vec<IdRun> {
             });
         }
     }
-    runs
+    Some(runs)
 }
 
 /// A batch that passed [`IdBatch::into_checked`]: its size, ends and IDs.

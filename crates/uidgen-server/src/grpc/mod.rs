@@ -250,12 +250,15 @@ impl IdService for GrpcService {
         };
         self.state.metrics.grpc_call("StreamIds", "ok");
         let (tx, rx) = mpsc::channel(STREAM_AHEAD);
-        let batches = Batches {
-            size: batch,
+        tokio::spawn(stream(
+            self.clone(),
+            tx,
+            batch,
             max_ids,
             runs,
-        };
-        tokio::spawn(stream(self.clone(), tx, batches, space, caller()));
+            space,
+            caller(),
+        ));
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -423,27 +426,16 @@ impl IdService for GrpcService {
     }
 }
 
-/// What one `StreamIds` call asked for.
-struct Batches {
-    /// IDs per message.
-    size: usize,
-    /// Stop after this many (0: no limit).
-    max_ids: u64,
-    /// The client reads runs of consecutive IDs.
-    runs: bool,
-}
-
-/// Feed one `StreamIds` call: batches of `batch.size` IDs until `batch.max_ids` have gone (0: no
-/// limit), the client goes away (its receiver is dropped, so a send fails), issuing fails (the
-/// client gets the status, then the end), or the server starts to shut down.
+/// Feed one `StreamIds` call: batches of `batch` IDs (as runs when the client reads them) until
+/// `max_ids` have gone (0: no limit), the client goes away (its receiver is dropped, so a send
+/// fails), issuing fails (the client gets the status, then the end), or the server starts to
+/// shut down.
 async fn stream(
     service: GrpcService,
     tx: mpsc::Sender<Result<IdBatch, Status>>,
-    Batches {
-        size: batch,
-        max_ids,
-        runs,
-    }: Batches,
+    batch: usize,
+    max_ids: u64,
+    runs: bool,
     space: String,
     caller: Option<Arc<Caller>>,
 ) {
