@@ -10,7 +10,7 @@ use crate::error::{Result, UidError};
 use crate::fence::{FenceRefusal, TimeFence, admit, first_unit_from};
 use crate::generator::{ReadyStock, UidGenerator, check_count};
 use crate::layout::{FieldKind, Layout};
-use crate::local::{DEFAULT_LOCAL_BATCH, LocalIds};
+use crate::local::{DEFAULT_LOCAL_BATCH, LocalIds, UnitIds, UnitSource};
 use crate::ring::{RejectPut, RejectTake, RingBuffer, policy};
 use crate::sync::{self, AtomicBool, AtomicU64, Mutex, Ordering};
 
@@ -114,7 +114,7 @@ pub type PaddedHook = Arc<dyn Fn() + Send + Sync>;
 /// How a padding run ended.
 #[derive(Debug, PartialEq, Eq)]
 enum Padded {
-    /// The ring is full (or another run is filling it).
+    /// The ring is full.
     Full,
     /// Padding may not borrow further ahead of the clock (or past the fence) yet.
     BorrowLimit,
@@ -122,6 +122,9 @@ enum Padded {
     /// ring: look again soon instead of waiting for the next take to ask (which may never come,
     /// leaving the ring part-filled after a burst).
     SlotBusy,
+    /// A [`UnitIds`] handle held the lock to claim a unit: look again soon, since the take that
+    /// asked for this run will not ask again while its request is pending.
+    Busy,
 }
 
 /// State shared by the generator and its padding thread.
@@ -172,6 +175,46 @@ impl<C: Clock> Shared<C> {
         }
     }
 
+    /// Take the next time unit for whoever holds `pad` (proved by `_held`, the lock's contents):
+    /// `max(last_second + 1, now)`, once the borrowing bound, the time field and the fence admit
+    /// it; `None` while the borrowing bound or the fence says not yet. The padding run and
+    /// [`UnitIds`] handles claim units only here, under the one lock, so no unit is claimed twice.
+    /// A time field that ran out or a fence that closed stops the ring with the typed error.
+    fn claim_unit(&self, _held: &PadState) -> Result<Option<u64>> {
+        let now = self.now_unit();
+        // Relaxed: only holders of `pad` write it, and the caller holds it.
+        let next = (self.last_second.load(Ordering::Relaxed) + 1).max(now);
+        if let Some(bound) = self.max_borrow_units
+            && next > now.saturating_add(bound)
+        {
+            return Ok(None);
+        }
+        if let Err(error) = self.layout.check_time(next) {
+            // Baidu went on and spilled into the sign bit (#100, #52); stop instead, and keep
+            // the error typed so takes report the exhaustion as such.
+            // https://github.com/baidu/uid-generator/issues/100,
+            // https://github.com/baidu/uid-generator/pull/52
+            self.ring.stop_with(error.clone());
+            return Err(error);
+        }
+        if let Some(fence) = &self.fence {
+            let unit_end = self.layout.millis_of(next + 1);
+            match admit(fence.as_ref(), unit_end) {
+                Ok(()) => {}
+                // The ring keeps what it has; takes wait (or fail) until it rises.
+                Err(FenceRefusal::NotYet { .. }) => return Ok(None),
+                Err(refusal) => {
+                    let error = refusal.into_error(self.worker_id, unit_end);
+                    self.ring.stop_with(error.clone());
+                    return Err(error);
+                }
+            }
+        }
+        // Release: readers of `issued_until_ms` see a unit at least this late.
+        self.last_second.store(next, Ordering::Release);
+        Ok(Some(next))
+    }
+
     /// Fill the ring. Each new unit is `max(last_second + 1, now)`: it borrows future units
     /// when demand outruns the clock, and catches up with the clock when demand is light (Baidu
     /// never re-synced, so its IDs drifted from the clock:
@@ -181,7 +224,7 @@ impl<C: Clock> Shared<C> {
         // One run at a time; the guard unlocks on every exit path, errors included (Baidu's
         // `running` flag stayed set when a put threw).
         let Some(mut state) = sync::try_lock(&self.pad) else {
-            return Ok(Padded::Full);
+            return Ok(Padded::Busy);
         };
         // Relaxed: a monitoring counter; it is counted before `padding_started` so that its SeqCst
         // store publishes the count to whoever sees the request cleared.
@@ -195,38 +238,10 @@ impl<C: Clock> Shared<C> {
                     if self.ring.is_full() {
                         return Ok(Padded::Full);
                     }
-                    let now = self.now_unit();
-                    // Relaxed: only padding runs (serialised by `pad`) write it.
-                    let next = (self.last_second.load(Ordering::Relaxed) + 1).max(now);
-                    if let Some(bound) = self.max_borrow_units
-                        && next > now.saturating_add(bound)
-                    {
-                        return Ok(Padded::BorrowLimit);
+                    match self.claim_unit(&state)? {
+                        Some(unit) => (unit, 0),
+                        None => return Ok(Padded::BorrowLimit),
                     }
-                    if let Err(error) = self.layout.check_time(next) {
-                        // Baidu went on and spilled into the sign bit (#100, #52); stop instead,
-                        // and keep the error typed so takes report the exhaustion as such.
-                        // https://github.com/baidu/uid-generator/issues/100,
-                        // https://github.com/baidu/uid-generator/pull/52
-                        self.ring.stop_with(error.clone());
-                        return Err(error);
-                    }
-                    if let Some(fence) = &self.fence {
-                        let unit_end = self.layout.millis_of(next + 1);
-                        match admit(fence.as_ref(), unit_end) {
-                            Ok(()) => {}
-                            // The ring keeps what it has; takes wait (or fail) until it rises.
-                            Err(FenceRefusal::NotYet { .. }) => return Ok(Padded::BorrowLimit),
-                            Err(refusal) => {
-                                let error = refusal.into_error(self.worker_id, unit_end);
-                                self.ring.stop_with(error.clone());
-                                return Err(error);
-                            }
-                        }
-                    }
-                    // Release: readers of `issued_until_ms` see a unit at least this late.
-                    self.last_second.store(next, Ordering::Release);
-                    (next, 0)
                 }
             };
             // Fields never overlap, so every ID of the unit is the unit's sequence-0 ID with the
@@ -247,6 +262,25 @@ impl<C: Clock> Shared<C> {
                 });
             }
         }
+    }
+}
+
+impl<C: Clock> UnitSource for Shared<C> {
+    fn ring(&self) -> &RingBuffer {
+        &self.ring
+    }
+
+    fn claim_first_id(&self) -> Result<Option<u64>> {
+        let unit = {
+            // Blocking: a padding run holds the lock for one fill of the ring at most.
+            let state = sync::lock(&self.pad);
+            self.claim_unit(&state)?
+        };
+        Ok(unit.map(|unit| self.layout.compose_unchecked(unit, self.worker_id, 0)))
+    }
+
+    fn sequence_step(&self) -> (u64, u64) {
+        (1 << self.sequence_shift, self.layout.max_sequence())
     }
 }
 
@@ -520,6 +554,28 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
     pub fn local_with_batch(&self, batch: usize) -> Result<LocalIds<'_>> {
         LocalIds::new(&self.shared.ring, batch)
     }
+
+    /// A handle for one thread that claims a whole time unit at a time (`max_sequence + 1` IDs:
+    /// 8,192 on Baidu's layout) under the padding lock, bypassing the ring, and composes its IDs
+    /// in the thread itself: nothing is shared per ID, so threads with a handle each scale
+    /// alone. It gives up more than [`local`](Self::local) does (see [`UnitIds`]): a dropped
+    /// handle leaves up to a whole unit unused, and every claim borrows a unit ahead, so it is
+    /// for threads that want IDs in the millions.
+    ///
+    /// ```
+    /// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidGenerator};
+    /// let generator =
+    ///     CachedUidGenerator::new(Layout::baidu_default()?, 7, SystemClock, CachedOptions::default())?;
+    /// let mut ids = generator.local_units();
+    /// let (a, b) = (ids.next_id()?, ids.next_id()?);
+    /// assert_eq!(b, a + 1); // sequences 0 and 1 of the unit the handle claimed
+    /// let unit = generator.parse(a)?.parts.time;
+    /// assert!(unit > generator.parse(generator.next_id()?)?.parts.time); // past the ring's units
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn local_units(&self) -> UnitIds<'_> {
+        UnitIds::new(self.shared.as_ref())
+    }
 }
 
 /// The borrowing bound in time units: the options' own, tightened by the fence's (whole units,
@@ -586,7 +642,7 @@ fn padding_loop<C: Clock>(shared: &Shared<C>, interval: Option<Duration>) {
         }
         retry_soon = match padded {
             Ok(Padded::Full) => false,
-            Ok(Padded::BorrowLimit | Padded::SlotBusy) => true,
+            Ok(Padded::BorrowLimit | Padded::SlotBusy | Padded::Busy) => true,
             // The ring carries the error for takes; nothing more can be padded (the guard
             // announces the stop as the loop ends).
             Err(_) => return,

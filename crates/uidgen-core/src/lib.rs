@@ -41,7 +41,7 @@ pub use layout::{
     DecodedUid, FieldKind, GenMethod, IntoEpoch, Layout, TimeUnit, UidParts, WorkerParts,
     WorkerSplit,
 };
-pub use local::LocalIds;
+pub use local::{LocalIds, UnitIds};
 pub use ring::{RejectPut, RejectTake, RingBuffer};
 pub use snowflake::{DEFAULT_MAX_BACKWARD_MS, LEAF_RANDOM_START_BOUND, SnowflakeGenerator};
 pub use tag::{MAX_TAG_LEN, check_biz_tag};

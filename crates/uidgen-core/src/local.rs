@@ -181,11 +181,7 @@ impl<'a> LocalIds<'a> {
     fn refuse(&mut self) -> UidError {
         self.held.clear();
         self.next = 0;
-        self.ring.stop_error().unwrap_or_else(|| {
-            // `stop_with` stores the reason before the flag, under the lock `stop_error` takes.
-            debug_assert!(false, "a stopped ring without a reason");
-            UidError::GeneratorStopped("the ring buffer stopped".to_owned())
-        })
+        stop_error(self.ring)
     }
 
     /// How many IDs the handle holds and has not handed out (lost if it is dropped).
@@ -197,4 +193,157 @@ impl<'a> LocalIds<'a> {
     pub fn batch(&self) -> usize {
         self.batch
     }
+}
+
+/// What a [`UnitIds`] handle needs of its generator: the ring (for its stop flag and its
+/// fallback) and the claim of a whole time unit, made under the lock the padding run takes.
+pub(crate) trait UnitSource: Sync {
+    /// The generator's ring.
+    fn ring(&self) -> &RingBuffer;
+    /// Claim the next time unit for the caller alone and return its sequence-0 ID; `None` while
+    /// the borrowing bound or the fence holds the next unit back; an error (the ring stopped
+    /// with it) when the time field ran out or the fence closed.
+    fn claim_first_id(&self) -> Result<Option<u64>>;
+    /// What to add to an ID for the next sequence, and the largest sequence.
+    fn sequence_step(&self) -> (u64, u64);
+}
+
+/// A handle one thread owns that claims a whole time unit at a time from its generator, under
+/// the lock its padding run takes, and hands out the unit's IDs from two integers only its
+/// thread touches. Made by
+/// [`CachedUidGenerator::local_units`](crate::CachedUidGenerator::local_units).
+///
+/// Why: a [`LocalIds`] batch still goes through the ring, whose slots the padding thread writes
+/// on one core and the taker reads on another; with the padding thread sharing two cores with
+/// two takers, that traffic, not the cursor, is what two threads pay (issue 23, measured in
+/// docs/BENCHMARKS.md). A unit claimed here is never in the ring.
+///
+/// What it keeps and what it gives up:
+/// - **Unique**: units are claimed one at a time under the generator's padding lock, the padding
+///   run's included, each past the last one claimed (`last_second`), so no unit goes to two
+///   claimants; a handle alone hands out its unit's sequences.
+/// - **The generator's guards hold**: a claim passes the same borrowing bound, time-field check
+///   and fence the padding run does (one function does both), and raises `last_second`, so
+///   [`issued_until_ms`](crate::UidGenerator::issued_until_ms) covers every ID a handle holds
+///   and a successor on a reused worker id waits them out.
+/// - **Increasing per handle, with one exception**: each claim is later than the last. When the
+///   next unit is held back (the borrowing bound or a fence not yet risen), the handle takes
+///   from the ring instead, through its reject-take policy, and the ring's IDs are older.
+/// - **No global order**: it hands out IDs a whole unit ahead of the ring's.
+/// - **Whole units, borrowed**: every claim uses a time unit up, so a handle borrows units
+///   ahead of the clock as fast as its thread takes IDs (Baidu's layout: one unit per 8,192
+///   IDs), and a dropped handle leaves the rest of its unit unused (a gap, never a repeat).
+/// - **A stopped ring ends it at once**, as it ends a [`LocalIds`].
+///
+/// ```
+/// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidError};
+/// let generator =
+///     CachedUidGenerator::new(Layout::baidu_default()?, 7, SystemClock, CachedOptions::default())?;
+/// let mut ids = generator.local_units();
+/// let first = ids.next_id()?;
+/// assert_eq!(ids.held(), 8_191); // the rest of the unit
+/// generator.ring().stop("worker lease lost");
+/// assert_eq!(ids.next_id(), Err(UidError::GeneratorStopped("worker lease lost".into())));
+/// assert_eq!(ids.held(), 0);
+/// # let _ = first;
+/// # Ok::<(), UidError>(())
+/// ```
+pub struct UnitIds<'a> {
+    /// The generator the units are claimed from.
+    source: &'a dyn UnitSource,
+    /// The next ID to hand out, while `left > 0`.
+    next: u64,
+    /// How many IDs of the claimed unit are left.
+    left: u64,
+    /// What one sequence adds to an ID.
+    step: u64,
+    /// IDs per unit.
+    per_unit: u64,
+}
+
+impl std::fmt::Debug for UnitIds<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnitIds")
+            .field("next", &self.next)
+            .field("left", &self.left)
+            .field("per_unit", &self.per_unit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> UnitIds<'a> {
+    /// A handle over `source` that has claimed nothing yet.
+    pub(crate) fn new(source: &'a dyn UnitSource) -> Self {
+        let (step, max_sequence) = source.sequence_step();
+        Self {
+            source,
+            next: 0,
+            left: 0,
+            step,
+            per_unit: max_sequence.saturating_add(1),
+        }
+    }
+
+    /// The next ID: from the claimed unit, else from a new claim, else (the next unit is held
+    /// back) from the ring, through its reject-take policy. Once the ring is stopped, the stop's
+    /// error, and the rest of the unit is dropped.
+    ///
+    /// ```
+    /// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidGenerator};
+    /// let generator =
+    ///     CachedUidGenerator::new(Layout::baidu_default()?, 7, SystemClock, CachedOptions::default())?;
+    /// let mut ids = generator.local_units();
+    /// let first = generator.parse(ids.next_id()?)?;
+    /// assert_eq!((first.parts.worker, first.parts.sequence), (7, 0));
+    /// assert!(generator.issued_until_ms() >= Some(first.timestamp_ms)); // the fence covers it
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    #[inline]
+    pub fn next_id(&mut self) -> Result<u64> {
+        if self.source.ring().is_stopped() {
+            return Err(self.refuse());
+        }
+        if self.left > 0 {
+            self.left -= 1;
+            let uid = self.next;
+            // Wrapping: past the unit's last ID the value is never handed out (`left` is 0).
+            self.next = uid.wrapping_add(self.step);
+            return Ok(uid);
+        }
+        self.refill()
+    }
+
+    /// Claim a new unit and hand out its first ID; a unit held back goes to the ring.
+    #[inline(never)]
+    fn refill(&mut self) -> Result<u64> {
+        match self.source.claim_first_id()? {
+            Some(first) => {
+                self.left = self.per_unit - 1;
+                self.next = first.wrapping_add(self.step);
+                Ok(first)
+            }
+            None => self.source.ring().take(),
+        }
+    }
+
+    /// The stop's error; the rest of the unit is dropped, never handed out.
+    #[cold]
+    fn refuse(&mut self) -> UidError {
+        self.left = 0;
+        stop_error(self.source.ring())
+    }
+
+    /// How many IDs of the claimed unit are left (lost if the handle is dropped).
+    pub fn held(&self) -> u64 {
+        self.left
+    }
+}
+
+/// The error of a stopped ring (`stop_with` stores the reason before the flag, under the lock
+/// `stop_error` takes, so a stopped ring has one).
+fn stop_error(ring: &RingBuffer) -> UidError {
+    ring.stop_error().unwrap_or_else(|| {
+        debug_assert!(false, "a stopped ring without a reason");
+        UidError::GeneratorStopped("the ring buffer stopped".to_owned())
+    })
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::{assert_no_duplicates, small_layout};
+use common::{assert_no_duplicates, small_layout, take_until_error};
 use uidgen_core::{
     CachedOptions, CachedUidGenerator, DefaultUidGenerator, FenceRefusal, Layout, ManualClock,
     SnowflakeGenerator, SystemClock, TimeFence, UidError, UidGenerator,
@@ -120,13 +120,7 @@ fn cached_padding_waits_at_the_fence_instead_of_padding_ids_it_would_refuse() {
         ..CachedOptions::default()
     };
     let generator = CachedUidGenerator::new(layout.clone(), 1, clock, options).unwrap();
-    let mut ids = Vec::new();
-    let error = loop {
-        match generator.next_id() {
-            Ok(id) => ids.push(id),
-            Err(error) => break error,
-        }
-    };
+    let (mut ids, error) = take_until_error(|| generator.next_id());
     // The ring ran dry at the fence: a plain "empty", never "stopped", and nothing past it.
     assert!(matches!(error, UidError::RingEmpty(_)), "{error:?}");
     assert_eq!(ids.len(), 3 * 16);
@@ -267,4 +261,52 @@ fn nothing_is_stamped_below_the_floor_even_when_the_clock_steps_back_after_a_tak
     clock.set(floor + 400);
     let id = mid.next_id().unwrap();
     assert_eq!(layout.millis_of(layout.decompose(id).unwrap().time), floor);
+}
+
+#[test]
+fn unit_handles_claim_only_units_inside_the_fence_and_stop_when_it_closes() {
+    let layout = small_layout(4); // 16 IDs a second
+    let start = layout.epoch_ms() + 50_000;
+    let fence = HandFence::at(start + 3_000); // the ring pads start, +1 s and +2 s
+    let options = CachedOptions {
+        fence: Some(fence.clone()),
+        ..CachedOptions::default()
+    };
+    let generator =
+        CachedUidGenerator::new(layout.clone(), 1, ManualClock::new(start), options).unwrap();
+    let inside = |id: u64, limit: u64| {
+        let time = layout.decompose(id).unwrap().time;
+        layout.millis_of(time + 1) <= limit
+    };
+    let mut handle = generator.local_units();
+    // The next unit would end past the fence: the handle takes the ring's 48 IDs instead.
+    let (mut ids, error) = take_until_error(|| handle.next_id());
+    assert!(matches!(error, UidError::RingEmpty(_)), "{error:?}");
+    assert_eq!(ids.len(), 3 * 16);
+    // A renewal: the handle goes on, with units inside the new limit only.
+    fence.limit.store(start + 6_000, Ordering::SeqCst);
+    eventually("a unit inside the raised fence", || {
+        handle.next_id().map(|id| ids.push(id)).is_ok()
+    });
+    while let Ok(id) = handle.next_id() {
+        ids.push(id);
+    }
+    assert!(ids.iter().all(|&id| inside(id, start + 6_000)));
+    assert_eq!(ids.len(), 6 * 16, "every unit up to the raised fence, once");
+    ids.sort_unstable();
+    assert_no_duplicates(&ids);
+    // The lease is lost: the next claim finds the fence closed, and the handle is over.
+    fence.closed.store(true, Ordering::SeqCst);
+    let error = loop {
+        match handle.next_id() {
+            Err(UidError::RingEmpty(_)) => std::thread::sleep(Duration::from_millis(1)),
+            Err(error) => break error,
+            Ok(id) => panic!("{id} issued past a closed fence"),
+        }
+    };
+    assert_eq!(
+        error,
+        UidError::GeneratorStopped("worker lease lost".into())
+    );
+    assert!(generator.ring().is_stopped());
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{
     assert_exhausted_after_16_units, assert_no_duplicates, assert_worker,
-    cached_with_two_seconds_left, small_layout, standing_clock,
+    cached_with_two_seconds_left, small_layout, standing_clock, take_until_error,
 };
 use uidgen_core::local::{DEFAULT_LOCAL_BATCH, MAX_LOCAL_BATCH};
 use uidgen_core::ring::policy;
@@ -175,13 +175,7 @@ fn a_stopped_ring_makes_the_handle_refuse_even_the_ids_it_holds() {
 fn exhausted_timestamp_bits_end_a_handle_with_the_typed_error() {
     let generator = cached_with_two_seconds_left();
     let mut local = generator.local();
-    let mut ids = Vec::new();
-    let error = loop {
-        match local.next_id() {
-            Ok(id) => ids.push(id),
-            Err(error) => break error,
-        }
-    };
+    let (ids, error) = take_until_error(|| local.next_id());
     assert_exhausted_after_16_units(&error);
     assert_increasing(&ids);
     // Up to every ID of both seconds, never one past the time field (the sign bit stays clear).

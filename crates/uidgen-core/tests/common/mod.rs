@@ -163,3 +163,14 @@ pub fn cached_with_two_seconds_left() -> CachedUidGenerator<ManualClock> {
     };
     CachedUidGenerator::new(layout, 1, clock, options).expect("a clock inside the time range")
 }
+
+/// Calls `next` until it fails: the IDs it gave, in order, and the error that ended it.
+pub fn take_until_error(mut next: impl FnMut() -> Result<u64, UidError>) -> (Vec<u64>, UidError) {
+    let mut ids = Vec::new();
+    loop {
+        match next() {
+            Ok(id) => ids.push(id),
+            Err(error) => return (ids, error),
+        }
+    }
+}
