@@ -284,6 +284,10 @@ impl<C: Clock> UnitSource for Shared<C> {
     }
 }
 
+/// A filled generator's shared state, and where its padding thread's handle goes (the ring's
+/// padding trigger wakes the thread put there).
+type Filled<C> = (Arc<Shared<C>>, Arc<OnceLock<Thread>>);
+
 /// Baidu's cached generator: a background thread fills a [`RingBuffer`] with whole time units of
 /// IDs ahead of demand, and [`next_id`](UidGenerator::next_id) takes from it without a lock.
 ///
@@ -327,6 +331,54 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
     /// Fails if the worker id does not fit the layout, the options are out of range, or the
     /// clock is already past the layout's time range.
     pub fn new(layout: Layout, worker_id: u64, clock: C, options: CachedOptions) -> Result<Self> {
+        let interval = options.schedule_interval;
+        let (shared, waker) = Self::filled(layout, worker_id, clock, options)?;
+        let worker = Arc::clone(&shared);
+        let padder = thread::Builder::new()
+            .name(format!("uidgen-padding-{worker_id}"))
+            .spawn(move || padding_loop(&worker, interval))
+            .map_err(|e| UidError::GeneratorStopped(format!("cannot start padding thread: {e}")))?;
+        // Set once, right after spawning; the OnceLock cannot already hold a value.
+        let _ = waker.set(padder.thread().clone());
+        Ok(Self {
+            shared,
+            padder: Some(padder),
+        })
+    }
+
+    /// A generator whose ring is filled once and then only by [`pad_now`](Self::pad_now): the
+    /// loom models drive padding from a model thread, since loom cannot run the real padding
+    /// thread (it is a std thread parking on the wall clock).
+    #[cfg(uidgen_loom)]
+    #[doc(hidden)]
+    pub fn without_padding_thread(
+        layout: Layout,
+        worker_id: u64,
+        clock: C,
+        options: CachedOptions,
+    ) -> Result<Self> {
+        let (shared, _) = Self::filled(layout, worker_id, clock, options)?;
+        Ok(Self {
+            shared,
+            padder: None,
+        })
+    }
+
+    /// One padding run on the caller's thread, as the padding thread makes one (loom models).
+    #[cfg(uidgen_loom)]
+    #[doc(hidden)]
+    pub fn pad_now(&self) -> Result<()> {
+        self.shared.pad().map(|_| ())
+    }
+
+    /// The shared state with its ring filled, and the slot the padding thread's handle goes in
+    /// (its trigger wakes whatever thread is put there).
+    fn filled(
+        layout: Layout,
+        worker_id: u64,
+        clock: C,
+        options: CachedOptions,
+    ) -> Result<Filled<C>> {
         layout.check_worker_id(worker_id)?;
         if options.boost_power > MAX_BOOST_POWER {
             return Err(UidError::InvalidOption {
@@ -419,19 +471,7 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
                 padded?;
             }
         }
-
-        let worker = Arc::clone(&shared);
-        let interval = options.schedule_interval;
-        let padder = thread::Builder::new()
-            .name(format!("uidgen-padding-{worker_id}"))
-            .spawn(move || padding_loop(&worker, interval))
-            .map_err(|e| UidError::GeneratorStopped(format!("cannot start padding thread: {e}")))?;
-        // Set once, right after spawning; the OnceLock cannot already hold a value.
-        let _ = waker.set(padder.thread().clone());
-        Ok(Self {
-            shared,
-            padder: Some(padder),
-        })
+        Ok((shared, waker))
     }
 
     /// The worker id stamped into every ID.
