@@ -17,12 +17,10 @@
 #   SKIP_HTTP=1 scripts/bench-side-by-side.sh       # generators only
 #   SKIP_GENERATORS=1 ROUNDS=5 scripts/bench-side-by-side.sh
 #
-# Baidu's Java uid-generator is not built here: it needs Spring (spring-core, spring-beans),
-# commons-lang and slf4j, which Debian does not package in the versions it uses and which can only
-# be fetched from Maven Central; building it from packages is therefore not possible on a machine
-# without Maven Central, and this script never builds peers from vendored sources. Its figures in
-# issue 23 (9.09 M/s on one thread, 6.17 M/s on two, OpenJDK 17, same layout) were measured
-# elsewhere; compare uidgen's figure below with them only as a ratio to the floor of each run.
+# 4. With BAIDU_UID_SRC set to a checkout of github.com/baidu/uid-generator:
+#    scripts/bench-baidu-java.sh, Baidu's Java CachedUidGenerator built from those unchanged
+#    sources against Debian's Spring, commons-lang and slf4j jars (no registry this project may
+#    reach serves Baidu's sources, and this repository keeps no copy), right after the generators.
 #
 # Needs: cargo, wrk (Debian: apt-get install wrk), curl; h2load optional (nghttp2-client).
 # Two vCPUs are enough, but every other process on them moves the figures: read the ratios, and
@@ -60,6 +58,12 @@ if [ -z "${SKIP_GENERATORS:-}" ]; then
   echo "== generators (cargo bench --bench generators) =="
   cargo bench --locked --bench generators -- --noplot | tee "$work/generators.out"
   thrpt "$work/generators.out" >"$work/gen"
+  if [ -n "${BAIDU_UID_SRC:-}" ]; then
+    echo
+    echo "== Baidu Java (scripts/bench-baidu-java.sh) =="
+    scripts/bench-baidu-java.sh | tee "$work/java.out"
+    awk '{ print $1, $2 }' "$work/java.out" >>"$work/gen"
+  fi
 fi
 
 if [ -n "${CLIENT:-}" ]; then
@@ -97,6 +101,10 @@ if [ -f "$work/gen" ]; then
     "$(get "$work/gen" next_id_1_thread/uidgen_cached_per_thread_batch)" "$f1" "(opt-in LocalIds)"
   row "per-thread batch, 2 threads / fetch_add" \
     "$(get "$work/gen" next_id_2_thread/uidgen_cached_per_thread_batch)" "$f2" ">= 0.7x (opt-in LocalIds)"
+  row "per-thread units, 1 thread / fetch_add" \
+    "$(get "$work/gen" next_id_1_thread/uidgen_cached_per_thread_units)" "$f1" ">= 0.5x (opt-in UnitIds)"
+  row "per-thread units, 2 threads / fetch_add" \
+    "$(get "$work/gen" next_id_2_thread/uidgen_cached_per_thread_units)" "$f2" ">= 0.7x (opt-in UnitIds)"
   row "cached next_ids(1000) / fetch_add 1 thread" "$(get "$work/gen" next_ids_1000/uidgen_cached)" "$f1" ">= 0.8x"
   for t in 1 2; do
     for peer in snowflaked_sync snowdon snowflake_me idgenerator uuid_now_v7; do
@@ -109,7 +117,19 @@ if [ -f "$work/gen" ]; then
   row "ring alone: try_take / fetch_add" "$(get "$work/gen" ring_paths/try_take)" "$f1" "(take path)"
   row "ring alone: put_batch / fetch_add" "$(get "$work/gen" ring_paths/put_batch)" "$f1" "(padding path)"
   row "ring alone: take_batch(1000) / fetch_add" "$(get "$work/gen" ring_paths/take_batch_1000)" "$f1" "(batch read)"
-  echo "Baidu Java: not measured (Spring, commons-lang and slf4j come only from Maven Central; see the header)"
+  if [ -n "${BAIDU_UID_SRC:-}" ]; then
+    for t in 1 2; do
+      goal=">= 15x"
+      [ "$t" = 2 ] && goal=">= 10x"
+      row "cached next_id, $t thread(s) / Baidu Java" "$(get "$work/gen" "next_id_${t}_thread/uidgen_cached")" \
+        "$(get "$work/gen" "next_id_${t}_thread/baidu_java_cached")" "$goal"
+      row "per-thread units, $t thread(s) / Baidu Java" \
+        "$(get "$work/gen" "next_id_${t}_thread/uidgen_cached_per_thread_units")" \
+        "$(get "$work/gen" "next_id_${t}_thread/baidu_java_cached")" "(opt-in UnitIds)"
+    done
+  else
+    echo "Baidu Java: not measured (set BAIDU_UID_SRC to a checkout of baidu/uid-generator; see the header)"
+  fi
 fi
 if [ -f "$work/client" ]; then
   echo
