@@ -141,19 +141,26 @@ impl IdBatch {
 fn to_runs(ids: &[u64], most: usize) -> Option<Vec<IdRun>> {
     let mut runs: Vec<IdRun> = Vec::new();
     for &id in ids {
-        if let Some(run) = runs.last_mut()
-            && run.count < u32::MAX
-            && run.first.checked_add(u64::from(run.count)) == Some(id)
-        {
-            run.count += 1;
-        } else if runs.len() == most {
-            return None;
-        } else {
-            runs.push(IdRun {
-                first: id,
-                count: 1,
-            });
+        if let Some(run) = runs.last_mut() {
+            // One past the run's last ID (None: the run ends at u64::MAX).
+            let after = run.first.checked_add(u64::from(run.count));
+            if run.count < u32::MAX && after == Some(id) {
+                run.count += 1;
+                continue;
+            }
+            // Runs must increase, or the client refuses the batch: IDs out of order (a
+            // generator that hands out a newer unit before an older one) go as the list.
+            if after.is_none_or(|after| id < after) {
+                return None;
+            }
         }
+        if runs.len() == most {
+            return None;
+        }
+        runs.push(IdRun {
+            first: id,
+            count: 1,
+        });
     }
     Some(runs)
 }
@@ -272,6 +279,18 @@ mod tests {
         let batch = IdBatch::from_ids(ids.clone(), true);
         assert!(batch.runs.is_empty());
         assert_eq!(batch.ids, ids);
+    }
+
+    #[test]
+    fn ids_out_of_order_go_as_the_list_the_client_takes_as_sent() {
+        // A newer unit before an older one: as runs, the client would refuse the batch.
+        let ids: Vec<u64> = (200..210).chain(100..110).collect();
+        let batch = IdBatch::from_ids(ids.clone(), true);
+        assert!(batch.runs.is_empty());
+        assert_eq!(batch.ids, ids);
+        let repeated = IdBatch::from_ids(vec![5, 6, 7, 7, 8, 9], true);
+        assert_eq!(repeated.ids, [5, 6, 7, 7, 8, 9]);
+        assert_eq!(repeated.into_checked(6).unwrap().len(), 6);
     }
 
     #[test]
