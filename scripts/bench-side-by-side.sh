@@ -9,20 +9,21 @@
 #    h2load when installed), alternating round by round.
 # 3. Optionally (CLIENT=1) `cargo bench --bench client`: the gRPC client sustained next to the
 #    in-process cached generator.
+# 4. Optionally (BAIDU_UID_SRC=<a checkout of github.com/baidu/uid-generator>)
+#    scripts/bench-baidu-java.sh, right after the generators: Baidu's Java CachedUidGenerator,
+#    built from those unchanged sources against Debian's Spring, commons-lang and slf4j jars (no
+#    registry this project may reach serves Baidu's sources, and this repository keeps no copy).
 # Then one summary: every figure as a ratio to the floor or the peer measured in the same run,
 # next to the goal of issue 23.
 #
 #   scripts/bench-side-by-side.sh                   # generators + HTTP (ROUNDS=3 DURATION=8s)
 #   CLIENT=1 scripts/bench-side-by-side.sh          # and the client bench
 #   SKIP_HTTP=1 scripts/bench-side-by-side.sh       # generators only
+#   SKIP_HTTP=1 BAIDU_UID_SRC=../uid-generator scripts/bench-side-by-side.sh   # and Baidu's Java
 #   SKIP_GENERATORS=1 ROUNDS=5 scripts/bench-side-by-side.sh
 #
-# 4. With BAIDU_UID_SRC set to a checkout of github.com/baidu/uid-generator:
-#    scripts/bench-baidu-java.sh, Baidu's Java CachedUidGenerator built from those unchanged
-#    sources against Debian's Spring, commons-lang and slf4j jars (no registry this project may
-#    reach serves Baidu's sources, and this repository keeps no copy), right after the generators.
-#
-# Needs: cargo, wrk (Debian: apt-get install wrk), curl; h2load optional (nghttp2-client).
+# Needs: cargo, wrk (Debian: apt-get install wrk), curl; h2load optional (nghttp2-client); for
+# Baidu's Java, the packages scripts/bench-baidu-java.sh names.
 # Two vCPUs are enough, but every other process on them moves the figures: read the ratios, and
 # note the load average this script prints.
 set -euo pipefail
