@@ -272,7 +272,8 @@ impl<C: Clock> UnitSource for Shared<C> {
 
     fn claim_first_id(&self) -> Result<Option<u64>> {
         let unit = {
-            // Blocking: a padding run holds the lock for one fill of the ring at most.
+            // Blocking: a padding run holds the lock for one fill of the ring, and for a fence's
+            // extension when it asks for one (a handle's own claim may ask too).
             let state = sync::lock(&self.pad);
             self.claim_unit(&state)?
         };
