@@ -9,7 +9,6 @@
 //! Invariants:
 //! - only this task puts into the ring (the ring's single producer); the calls in flight
 //!   only fetch;
-//! - `asked` is the sum of the counts of the calls in flight;
 //! - batches are put in the order their calls were made.
 
 use std::collections::VecDeque;
@@ -41,8 +40,6 @@ struct Call {
 #[derive(Default)]
 struct Pipeline {
     calls: VecDeque<Call>,
-    /// The IDs the calls in flight asked for.
-    asked: usize,
 }
 
 impl Drop for Pipeline {
@@ -63,17 +60,19 @@ impl Pipeline {
                 .await
         });
         let count = usize::try_from(count).unwrap_or(usize::MAX);
-        self.asked = self.asked.saturating_add(count);
         self.calls.push_back(Call { count, task });
+    }
+
+    /// The IDs the calls in flight asked for (at most four calls: summed when needed).
+    fn asked(&self) -> usize {
+        self.calls.iter().map(|call| call.count).sum()
     }
 
     /// The oldest call's answer; `None` when no call is in flight.
     async fn next_answer(&mut self) -> Option<Result<Answer<CheckedBatch>>> {
         let call = self.calls.front_mut()?;
         let joined = (&mut call.task).await;
-        let count = call.count;
         self.calls.pop_front();
-        self.asked = self.asked.saturating_sub(count);
         Some(joined.unwrap_or_else(|error| {
             Err(ClientError::BadResponse {
                 peer: "the refill task".to_owned(),
@@ -128,7 +127,7 @@ impl Refill for IdRefill {
             let room = self
                 .size
                 .saturating_sub(feed.ring.len())
-                .saturating_sub(pipeline.asked);
+                .saturating_sub(pipeline.asked());
             if room < self.min_batch {
                 break;
             }
