@@ -98,8 +98,10 @@ impl IdBatch {
         if len > asked {
             return Err(BatchError::TooMany { asked });
         }
-        // The highest ID so far, which the next run must start above; at the end, the last ID.
-        let mut previous = self.ids.last().copied();
+        // The highest ID so far, which the next run must start above.
+        // Listed IDs come in any order, so the highest of them, not the last: a run starting
+        // above the last listed ID could still cover an earlier, larger one.
+        let mut previous = self.ids.iter().copied().max();
         for run in &self.runs {
             let IdRun { first, count } = *run;
             if count == 0 {
@@ -123,7 +125,11 @@ impl IdBatch {
                 .first()
                 .copied()
                 .or_else(|| self.runs.first().map(|run| run.first)),
-            last: previous,
+            last: if self.runs.is_empty() {
+                self.ids.last().copied()
+            } else {
+                previous
+            },
             len,
             ids: BatchIds {
                 listed: self.ids.into_iter(),
@@ -291,6 +297,21 @@ mod tests {
         let repeated = IdBatch::from_ids(vec![5, 6, 7, 7, 8, 9], true);
         assert_eq!(repeated.ids, [5, 6, 7, 7, 8, 9]);
         assert_eq!(repeated.into_checked(6).unwrap().len(), 6);
+    }
+
+    #[test]
+    fn a_run_covering_any_listed_id_is_refused_not_only_the_last() {
+        let batch = IdBatch {
+            ids: vec![100, 5],
+            runs: vec![run(50, 60)], // 50..=109 covers the listed 100
+        };
+        assert_eq!(
+            batch.into_checked(62).unwrap_err(),
+            BatchError::NotIncreasing {
+                previous: 100,
+                first: 50
+            }
+        );
     }
 
     #[test]
