@@ -73,6 +73,15 @@ struct LocalTags {
     map: TagMap,
 }
 
+/// One ID of `buffer`'s current segment, or the buffer itself when that segment is used up.
+#[inline]
+fn take_one(buffer: &Arc<SegmentBuffer>) -> std::result::Result<i64, Arc<SegmentBuffer>> {
+    buffer
+        .try_take(1)
+        .map(|taken| taken.first)
+        .map_err(|_| Arc::clone(buffer))
+}
+
 thread_local! {
     static LOCAL_TAGS: RefCell<LocalTags> = RefCell::new(LocalTags::default());
 }
@@ -203,6 +212,35 @@ impl SegmentService {
     /// ```
     #[inline]
     pub fn get(&self, tag: &str) -> Result<i64> {
+        match self.take_now(tag)? {
+            Ok(id) => Ok(id),
+            // Both segments used up: wait outside the cache's borrow.
+            Err(buffer) => buffer.next_id(),
+        }
+    }
+
+    /// The next ID of `tag` if its current segment has one: one atomic add, no lock, never a
+    /// wait. `Ok(None)` when that segment is used up: switching to the next one, or awaiting its
+    /// load (and saying why it failed), is [`get_async`](Self::get_async)'s. For a caller that
+    /// answers at once in the common case and pays for a future only at a segment's end.
+    ///
+    /// ```no_run
+    /// # async fn demo(service: &uidgen_segment::SegmentService) -> uidgen_segment::Result<()> {
+    /// let id = match service.try_get("order")? {
+    ///     Some(id) => id,
+    ///     None => service.get_async("order").await?,
+    /// };
+    /// # Ok(()) }
+    /// ```
+    #[inline]
+    pub fn try_get(&self, tag: &str) -> Result<Option<i64>> {
+        Ok(self.take_now(tag)?.ok())
+    }
+
+    /// The next ID of `tag` from its current segment (`Ok(Ok(id))`), or the tag's buffer when
+    /// that segment is used up (`Ok(Err(buffer))`: switch or wait); an unknown tag is an error.
+    #[inline]
+    fn take_now(&self, tag: &str) -> Result<std::result::Result<i64, Arc<SegmentBuffer>>> {
         // Acquire: pairs with the Release in `changed`, so a cache built at this version holds
         // the buffers of at least this map.
         let version = self.version.load(Ordering::Acquire);
@@ -215,19 +253,17 @@ impl SegmentService {
                 local.version = version;
             }
             if let Some(buffer) = local.map.get(tag) {
-                return Some(buffer.try_take(1).map_err(|_| Arc::clone(buffer)));
+                return Some(take_one(buffer));
             }
             let buffer = self.tags.read().get(tag).cloned()?;
-            let taken = buffer.try_take(1).map_err(|_| Arc::clone(&buffer));
+            let taken = take_one(&buffer);
             local.map.insert(tag.into(), buffer);
             Some(taken)
         });
         match found {
-            Some(Ok(taken)) => Ok(taken.first),
-            // Both segments used up: wait outside the cache's borrow.
-            Some(Err(buffer)) => buffer.next_id(),
-            None => match self.tags.read().get(tag).cloned() {
-                Some(buffer) => buffer.next_id(),
+            Some(taken) => Ok(taken),
+            None => match self.tags.read().get(tag) {
+                Some(buffer) => Ok(take_one(buffer)),
                 None => Err(self.missing(tag)),
             },
         }
@@ -244,7 +280,10 @@ impl SegmentService {
     /// Cancel safety: the load runs as a task of its own; dropping the future only stops
     /// waiting for it.
     pub async fn get_async(&self, tag: &str) -> Result<i64> {
-        self.tag(tag)?.get_async().await
+        match self.take_now(tag)? {
+            Ok(id) => Ok(id),
+            Err(buffer) => buffer.next_id_async().await,
+        }
     }
 
     /// `n` IDs of `tag`, 1 to [`max_batch`](SegmentOptions::max_batch); they may span a segment

@@ -80,9 +80,22 @@ async fn drain_buffered(db: TestDb, service: &SegmentService, ids: &mut Vec<i64>
         state.segments[state.pos].idle + state.segments[1 - state.pos].idle
     };
     assert_eq!(buffered, 2 * STEP - 20, "{db:?}");
+    // As a caller that never waits when it need not: `try_get`, and `get_async` only at the
+    // current segment's end, where the switch to the buffered next one is `get_async`'s.
+    let mut switches = 0;
     for _ in 0..buffered {
-        ids.push(service.get_async("t").await.unwrap());
+        let id = match service.try_get("t").unwrap() {
+            Some(id) => id,
+            None => {
+                switches += 1;
+                service.get_async("t").await.unwrap()
+            }
+        };
+        ids.push(id);
     }
+    assert_eq!(switches, 1, "{db:?}");
+    // Both segments are used up and no load can succeed: still "not now", not an error.
+    assert_eq!(service.try_get("t").unwrap(), None, "{db:?}");
 }
 
 /// After an outage ended: callers get -3 until a load succeeds, then IDs again.

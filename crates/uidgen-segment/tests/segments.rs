@@ -259,6 +259,12 @@ async fn unknown_empty_long_and_hostile_tags_get_clear_errors_or_just_work() {
             "{db:?}: {error}"
         );
         assert_eq!(error.code(), -2);
+        // Never waiting changes nothing about an unknown tag.
+        let error = service.try_get("no-such-tag").unwrap_err();
+        assert!(
+            matches!(error, SegmentError::UnknownTag(_)),
+            "{db:?}: {error}"
+        );
 
         let error = service.get("").unwrap_err();
         assert!(
@@ -285,6 +291,7 @@ async fn unknown_empty_long_and_hostile_tags_get_clear_errors_or_just_work() {
         let longest = "y".repeat(128);
         service.upsert_tag(&longest, 10, None).await.unwrap();
         assert_eq!(service.get_async(&longest).await.unwrap(), 1, "{db:?}");
+        assert_eq!(service.try_get(&longest).unwrap(), Some(2), "{db:?}");
 
         for hostile in [
             "o'reilly",
