@@ -11,14 +11,14 @@ use utoipa::ToSchema;
 
 use super::error::ErrorBody;
 use super::extract::{LeafPath, PathParam, QueryParams};
-use super::observe::Issued;
+use super::observe::{Answered, Issued};
 use super::shown::{
     FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form, param_zone,
 };
 use super::{ApiError, AppState, TextError};
 use crate::service::callers::{Caller, RouteFamily, Scoped};
 use crate::service::error::{ECHO_CHARS, clip};
-use crate::service::{batch_count, generate};
+use crate::service::{Source, batch_count, generate};
 
 /// A query parameter as an unsigned integer; `None` when absent.
 pub(super) fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>, ApiError> {
@@ -42,10 +42,9 @@ fn required_u64(params: &QueryParams, name: &str) -> Result<u64, ApiError> {
         .ok_or_else(|| ApiError::bad_parameter(format!("missing query parameter `{name}`")))
 }
 
-/// One new ID as a bare decimal, as Leaf's and Vesta's routes answer it.
-async fn one_id(state: &AppState) -> Result<Issued<String>, ApiError> {
-    let id = generate::one(state).await?;
-    Ok(Issued(1, id.to_string()))
+/// One ID as a bare decimal, as Leaf's and Vesta's routes answer it.
+pub(super) fn decimal(id: impl ToString) -> Issued<String> {
+    Issued(1, id.to_string())
 }
 
 /// `GET /api/snowflake/get/{key}` (Leaf): one ID as a bare decimal. Leaf's snowflake mode
@@ -82,18 +81,36 @@ pub async fn leaf_snowflake(
     caller: Option<Extension<Arc<Caller>>>,
     PathParam(key, _): LeafPath<String>,
 ) -> Result<Issued<String>, TextError> {
-    let source = match state.space(&key) {
+    let caller = caller.as_ref().map(|Extension(caller)| &**caller);
+    let source = leaf_source(&state, &key, caller)?;
+    Ok(decimal(generate::one_from(source, GenMethod::Rest).await?))
+}
+
+/// [`leaf_snowflake`] without the router, when the ring holds an ID now ([`super::App`]'s
+/// direct answers, which run only while caller tokens are not required).
+pub(super) fn leaf_snowflake_now(state: &AppState, params: &matchit::Params) -> Option<Answered> {
+    let ready = leaf_source(state, params.get("key")?, None)
+        .and_then(|source| generate::one_ready(source, GenMethod::Rest));
+    Answered::now(ready.map(|id| id.map(decimal)).map_err(TextError))
+}
+
+/// Where Leaf's snowflake route takes from: the space `key` names, if one does (and `caller`,
+/// when tokens are required, may use it), else the default space.
+fn leaf_source<'a>(
+    state: &'a AppState,
+    key: &str,
+    caller: Option<&Caller>,
+) -> Result<Source<'a>, ApiError> {
+    match state.space(key) {
         Some(space) => {
             // A key that names a space is that space's scope, as `/v1/spaces/{space}` is.
-            if let Some(Extension(caller)) = &caller {
-                caller.check(RouteFamily::Ids, &[Scoped::Space(&key)])?;
+            if let Some(caller) = caller {
+                caller.check(RouteFamily::Ids, &[Scoped::Space(key)])?;
             }
-            crate::service::Source::of_space(space, state.empty_ring)
+            Ok(Source::of_space(space, state.empty_ring))
         }
-        None => state.source(),
-    };
-    let id = generate::one_from(source, GenMethod::Rest).await?;
-    Ok(Issued(1, id.to_string()))
+        None => Ok(state.source()),
+    }
 }
 
 /// `GET /genid` (Vesta): one ID as a bare decimal.
@@ -113,7 +130,13 @@ pub async fn leaf_snowflake(
     )
 )]
 pub async fn vesta_genid(State(state): State<Arc<AppState>>) -> Result<Issued<String>, ApiError> {
-    one_id(&state).await
+    Ok(decimal(generate::one(&state).await?))
+}
+
+/// [`vesta_genid`] without the router, when the ring holds an ID now ([`super::App`]'s direct
+/// answers).
+pub(super) fn vesta_genid_now(state: &AppState, _: &matchit::Params) -> Option<Answered> {
+    Answered::now(generate::one_ready(state.source(), GenMethod::Rest).map(|id| id.map(decimal)))
 }
 
 /// Vesta's field names for an explained ID. On a layout that splits its worker field

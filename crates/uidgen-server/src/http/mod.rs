@@ -64,8 +64,38 @@ pub fn app(state: Arc<AppState>) -> App {
     App::new(
         router,
         document.paths.paths.keys().map(String::as_str),
+        &direct_answers(&state),
         state,
     )
+}
+
+/// The routes that answer a plain `GET` without the router when they can at once ([`App`]'s
+/// direct answers), by pattern: the single-ID text routes, where the router is most of the
+/// work. The patterns are the routes' own (`#[utoipa::path]`), as in the routing table.
+fn direct_answers(state: &AppState) -> Vec<(String, observe::Direct)> {
+    // Caller tokens are checked by a layer of the router: while they are required, no request
+    // goes around it.
+    if state
+        .callers
+        .as_ref()
+        .is_some_and(|callers| callers.required())
+    {
+        return Vec::new();
+    }
+    vec![
+        (
+            <ids::__path_leaf_snowflake as utoipa::Path>::path(),
+            ids::leaf_snowflake_now as observe::Direct,
+        ),
+        (
+            <ids::__path_vesta_genid as utoipa::Path>::path(),
+            ids::vesta_genid_now,
+        ),
+        (
+            <segments::__path_leaf_segment as utoipa::Path>::path(),
+            segments::leaf_segment_now,
+        ),
+    ]
 }
 
 /// The routing table. Each route comes with its OpenAPI description (`routes!` reads the

@@ -15,6 +15,16 @@
 //! the routing table's (`routes!` adds each route with its description). No route list is kept
 //! by hand: a route added to the table is measured under its own pattern without further change.
 //!
+//! The same lookup lets the single-ID text routes answer a plain `GET` without the router at all
+//! ([`Direct`]): when the ID is there now (a ring or a segment holds one), the route's own
+//! function answers from the path parameters the lookup found, and the request skips axum's
+//! second lookup, its path-parameter map, the extractors and the route's boxed future (≈5 k
+//! instructions, 30% of a Leaf request; docs/BENCHMARKS.md, fourth pass). Anything else takes the router:
+//! a method other than `GET`, a parameter with a `%` (axum decodes it, the lookup does not), a
+//! generator that would have to wait, and every request while caller tokens are required (their
+//! check is a layer of the router). A route's direct function and its handler share the code
+//! that picks the source and shapes the answer, so both give the same response.
+//!
 //! [`MatchedPath`]: axum::extract::MatchedPath
 
 use std::cell::Cell;
@@ -28,7 +38,7 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::HttpBody;
 use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::future::RouteFuture;
 use tokio::task::futures::TaskLocalFuture;
@@ -56,6 +66,37 @@ tokio::task_local! {
 /// layer inside it (the caller-token check) to count them by caller.
 pub(super) fn issued_so_far() -> u64 {
     ISSUED.try_with(Cell::get).unwrap_or(0)
+}
+
+/// A route's answer to a plain `GET` without the router, from the path parameters the route
+/// table's lookup found (raw, and free of `%`, so as axum would decode them): `None` when it
+/// cannot answer at once, and the router takes the request. See the module docs.
+pub(super) type Direct = fn(&AppState, &matchit::Params<'_, '_>) -> Option<Answered>;
+
+/// A response given without the router, and the IDs it handed out.
+pub(super) struct Answered {
+    issued: u64,
+    response: Response,
+}
+
+impl Answered {
+    /// What a direct function answers: the route's response when `result` has one now, and
+    /// `None` (take the router) for `Ok(None)`.
+    pub(super) fn now<T: IntoResponse, E: IntoResponse>(
+        result: Result<Option<Issued<T>>, E>,
+    ) -> Option<Self> {
+        match result {
+            Ok(Some(Issued(issued, body))) => Some(Self {
+                issued,
+                response: body.into_response(),
+            }),
+            Ok(None) => None,
+            Err(error) => Some(Self {
+                issued: 0,
+                response: error.into_response(),
+            }),
+        }
+    }
 }
 
 impl<T: IntoResponse> IntoResponse for Issued<T> {
@@ -119,13 +160,17 @@ struct RouteTable {
 struct RouteSlot {
     pattern: String,
     metrics: OnceLock<RouteMetrics>,
+    /// How the route answers a plain `GET` without the router, if it can.
+    direct: Option<Direct>,
 }
 
 impl App {
-    /// `router` measured under `patterns`, the routing table's paths.
+    /// `router` measured under `patterns`, the routing table's paths, with the `direct`
+    /// answers of some of them (by pattern).
     pub(super) fn new<'a>(
         router: Router,
         patterns: impl IntoIterator<Item = &'a str>,
+        direct: &[(String, Direct)],
         state: Arc<AppState>,
     ) -> Self {
         let mut lookup = matchit::Router::new();
@@ -137,9 +182,10 @@ impl App {
                 tracing::error!(pattern, %error, "route pattern not measured under its name");
                 continue;
             }
-            slots.push(RouteSlot::new(pattern));
+            let answer = direct.iter().find(|(of, _)| of == pattern).map(|(_, f)| *f);
+            slots.push(RouteSlot::new(pattern, answer));
         }
-        slots.push(RouteSlot::new(UNMATCHED));
+        slots.push(RouteSlot::new(UNMATCHED, None));
         Self {
             router,
             routes: Arc::new(RouteTable {
@@ -155,18 +201,31 @@ impl App {
     pub(super) fn answer(&self, mut request: Request) -> AppFuture {
         let start = Instant::now();
         let table = &self.routes;
-        let slot = table
-            .patterns
-            .at(request.uri().path())
-            .map_or(table.slots.len() - 1, |found| *found.value);
-        // A body already at its end (a GET, `content-length: 0`) is under any limit; leaving it
-        // unmarked saves the extension's allocation on the single-ID routes.
-        if !request.body().is_end_stream() {
-            DefaultBodyLimit::max(MAX_BODY_BYTES).apply(&mut request);
-        }
+        let (slot, answered) = match table.patterns.at(request.uri().path()) {
+            Ok(found) => (
+                *found.value,
+                table.answer_directly(*found.value, request.method(), &found.params),
+            ),
+            Err(_) => (table.slots.len() - 1, None),
+        };
+        let answer = match answered {
+            Some(answered) => Answer::Direct {
+                answered: Some(answered),
+            },
+            None => {
+                // A body already at its end (a GET, `content-length: 0`) is under any limit;
+                // leaving it unmarked saves the extension's allocation on the single-ID routes.
+                if !request.body().is_end_stream() {
+                    DefaultBodyLimit::max(MAX_BODY_BYTES).apply(&mut request);
+                }
+                Answer::Routed {
+                    // A clone is one Arc increment: `Service::call` needs the router mutably.
+                    future: ISSUED.scope(Cell::new(0), self.router.clone().call(request)),
+                }
+            }
+        };
         AppFuture {
-            // A clone is one Arc increment: `Service::call` needs the router mutably.
-            inner: ISSUED.scope(Cell::new(0), self.router.clone().call(request)),
+            answer,
             table: Arc::clone(table),
             slot,
             start,
@@ -174,11 +233,29 @@ impl App {
     }
 }
 
+impl RouteTable {
+    /// The direct answer of pattern `slot` to a request with `method` and `params`, when it
+    /// has one (see the module docs for when it has not).
+    fn answer_directly(
+        &self,
+        slot: usize,
+        method: &Method,
+        params: &matchit::Params<'_, '_>,
+    ) -> Option<Answered> {
+        let direct = self.slots.get(slot)?.direct?;
+        if method != Method::GET || params.iter().any(|(_, value)| value.contains('%')) {
+            return None;
+        }
+        direct(&self.state, params)
+    }
+}
+
 impl RouteSlot {
-    fn new(pattern: &str) -> Self {
+    fn new(pattern: &str, direct: Option<Direct>) -> Self {
         Self {
             pattern: pattern.to_owned(),
             metrics: OnceLock::new(),
+            direct,
         }
     }
 }
@@ -202,10 +279,19 @@ pin_project_lite::pin_project! {
     /// The response future of [`App`], measured when it completes.
     pub struct AppFuture {
         #[pin]
-        inner: TaskLocalFuture<Cell<u64>, RouteFuture<Infallible>>,
+        answer: Answer,
         table: Arc<RouteTable>,
         slot: usize,
         start: Instant,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// How a request is answered: by the router, or directly (already answered).
+    #[project = AnswerProjection]
+    enum Answer {
+        Routed { #[pin] future: TaskLocalFuture<Cell<u64>, RouteFuture<Infallible>> },
+        Direct { answered: Option<Answered> },
     }
 }
 
@@ -213,9 +299,19 @@ impl Future for AppFuture {
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
-        let Ok(response) = ready!(this.inner.as_mut().poll(cx));
-        let issued = this.inner.take_value().map_or(0, Cell::into_inner);
+        let this = self.project();
+        let (issued, response) = match this.answer.project() {
+            AnswerProjection::Routed { mut future } => {
+                let Ok(response) = ready!(future.as_mut().poll(cx));
+                (future.take_value().map_or(0, Cell::into_inner), response)
+            }
+            AnswerProjection::Direct { answered } => match answered.take() {
+                Some(Answered { issued, response }) => (issued, response),
+                // Polled again after it completed: the caller's bug, answered rather than a
+                // panic, and not measured twice.
+                None => return Poll::Ready(Ok(StatusCode::INTERNAL_SERVER_ERROR.into_response())),
+            },
+        };
         let table = &**this.table;
         if let Some(slot) = table.slots.get(*this.slot) {
             let metrics = slot
@@ -268,9 +364,10 @@ mod tests {
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
     use tower::ServiceExt;
-    use uidgen_core::{Layout, SnowflakeGenerator, SystemClock};
+    use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SnowflakeGenerator, SystemClock};
 
     use super::super::{AppState, MAX_BODY_BYTES, app};
+    use super::{Answer, App};
 
     /// A server of the snowflake layout, worker 1, nothing configured.
     fn embedded() -> AppState {
@@ -323,6 +420,51 @@ mod tests {
             .header("authorization", "Bearer observe-test-admin")
             .body(body)
             .unwrap()
+    }
+
+    #[tokio::test]
+    async fn single_id_routes_answer_a_plain_get_directly_and_the_rest_take_the_router() {
+        let ring = CachedUidGenerator::new(
+            Layout::baidu_default().unwrap(),
+            1,
+            SystemClock,
+            CachedOptions::default(),
+        )
+        .unwrap();
+        let service = app(Arc::new(AppState::embedded(Arc::new(ring), 1)));
+        let answered = |service: &App, method: &str, uri: &str| {
+            let request = Request::builder()
+                .method(method)
+                .uri(uri)
+                .body(Body::empty())
+                .unwrap();
+            match service.answer(request).answer {
+                Answer::Direct { answered } => Some(answered.unwrap().response.status()),
+                Answer::Routed { .. } => None,
+            }
+        };
+        for uri in ["/genid", "/api/snowflake/get/x", "/api/snowflake/get/x?y=1"] {
+            assert_eq!(
+                answered(&service, "GET", uri),
+                Some(StatusCode::OK),
+                "{uri}"
+            );
+        }
+        // Segment mode is off: its answer, a 404, needs no router either.
+        let segment = answered(&service, "GET", "/api/segment/get/t");
+        assert_eq!(segment, Some(StatusCode::NOT_FOUND));
+        for (method, uri) in [
+            ("GET", "/api/snowflake/get/%78"),
+            ("HEAD", "/genid"),
+            ("POST", "/genid"),
+            ("GET", "/v1/ids"),
+            ("GET", "/nowhere"),
+        ] {
+            assert_eq!(answered(&service, method, uri), None, "{method} {uri}");
+        }
+        // A generator without a ring has no ID ready: the router waits for it.
+        let plain = app(Arc::new(embedded()));
+        assert_eq!(answered(&plain, "GET", "/genid"), None);
     }
 
     #[tokio::test]

@@ -12,7 +12,8 @@ use utoipa::ToSchema;
 
 use super::error::ErrorBody;
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
-use super::observe::Issued;
+use super::ids::decimal;
+use super::observe::{Answered, Issued};
 use super::{ApiError, AppState, SEE_LOG, TextError};
 use crate::service::batch_count;
 use crate::service::error::{ECHO_CHARS, clip};
@@ -57,8 +58,17 @@ pub async fn leaf_segment(
     PathParam(tag, _): LeafPath<String>,
 ) -> Result<Issued<String>, TextError> {
     let service = service(&state)?;
-    let id = service.get_async(&tag).await.map_err(segment_error)?;
-    Ok(Issued(1, id.to_string()))
+    Ok(decimal(
+        service.get_async(&tag).await.map_err(segment_error)?,
+    ))
+}
+
+/// [`leaf_segment`] without the router, when the tag's current segment has an ID
+/// ([`super::App`]'s direct answers).
+pub(super) fn leaf_segment_now(state: &AppState, params: &matchit::Params) -> Option<Answered> {
+    let tag = params.get("key")?;
+    let ready = service(state).and_then(|service| service.try_get(tag).map_err(segment_error));
+    Answered::now(ready.map(|id| id.map(decimal)).map_err(TextError))
 }
 
 /// `{"tag": ..., "ids": [...]}`.

@@ -189,17 +189,46 @@ pub async fn one_as(state: &AppState, channel: GenMethod) -> Result<u64, ApiErro
 
 /// One new ID from `source` (the default space or a named one): see [`one_as`].
 pub async fn one_from(source: Source<'_>, channel: GenMethod) -> Result<u64, ApiError> {
+    if let Some(id) = one_ready(source, channel)? {
+        return Ok(id);
+    }
     let generator = source.generator;
-    let id = match generator.take_one_ready().map_err(ApiError::generation)? {
-        Some(id) => id,
+    let id = if generator.stock().is_some() {
         // `from_ring` answers exactly the IDs asked for, or an error.
-        None if generator.stock().is_some() => from_ring(source, 1)
+        from_ring(source, 1)
             .await?
             .pop()
-            .ok_or_else(|| ApiError::internal("the ring answered no ID"))?,
-        None => blocking(generator, |g| g.next_id()).await?,
+            .ok_or_else(|| ApiError::internal("the ring answered no ID"))?
+    } else {
+        blocking(generator, |g| g.next_id()).await?
     };
     source.counted(stamp(generator.layout(), id, channel), 1)
+}
+
+/// [`one_from`] when its ring holds an ID now, never waiting: `Ok(None)` when the ring is empty
+/// or there is none, so the caller awaits [`one_from`] instead. What lets a route answer
+/// without a future of its own (the HTTP service's direct answers).
+///
+/// ```
+/// use std::sync::Arc;
+/// use uidgen_core::{CachedOptions, CachedUidGenerator, GenMethod, Layout, SystemClock};
+/// use uidgen_server::service::{AppState, generate};
+///
+/// let ring = CachedUidGenerator::new(Layout::baidu_default()?, 1, SystemClock, CachedOptions::default())?;
+/// let state = AppState::embedded(Arc::new(ring), 1);
+/// // The ring was filled when it was made.
+/// let ready = generate::one_ready(state.source(), GenMethod::Rest);
+/// assert!(matches!(ready, Ok(Some(_))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn one_ready(source: Source<'_>, channel: GenMethod) -> Result<Option<u64>, ApiError> {
+    let generator = source.generator;
+    match generator.take_one_ready().map_err(ApiError::generation)? {
+        Some(id) => source
+            .counted(stamp(generator.layout(), id, channel), 1)
+            .map(Some),
+        None => Ok(None),
+    }
 }
 
 /// `n` new IDs issued through `channel` (`n` already checked against the batch cap): from the
