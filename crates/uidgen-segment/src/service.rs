@@ -219,8 +219,8 @@ impl SegmentService {
         }
     }
 
-    /// The next ID of `tag` if its current segment has one: one atomic add, no lock, never a
-    /// wait. `Ok(None)` when that segment is used up: switching to the next one, or awaiting its
+    /// The next ID of `tag` if its current segment has one: never a wait, and after this
+    /// thread's first call for the tag (which reads the shared map), one atomic add. `Ok(None)` when that segment is used up: switching to the next one, or awaiting its
     /// load (and saying why it failed), is [`get_async`](Self::get_async)'s. For a caller that
     /// answers at once in the common case and pays for a future only at a segment's end.
     ///

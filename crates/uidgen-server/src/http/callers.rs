@@ -42,16 +42,24 @@ pub(super) fn callers_only(
          (`unauthorized`)",
         "The caller token may not use this route family, tag, app or space (`forbidden`)",
     );
-    match &state.callers {
-        Some(callers) if callers.required() => {
-            // A route layer, so a wrong method still gets the 405 every route gives.
-            routes.route_layer(middleware::from_fn_with_state(
-                (Arc::clone(state), family),
-                require_caller,
-            ))
-        }
-        _ => routes,
+    if tokens_required(state) {
+        // A route layer, so a wrong method still gets the 405 every route gives.
+        routes.route_layer(middleware::from_fn_with_state(
+            (Arc::clone(state), family),
+            require_caller,
+        ))
+    } else {
+        routes
     }
+}
+
+/// Whether the ID routes check caller tokens (`auth.required`), and so have the layer
+/// [`callers_only`] installs: no request may go around the router then (the direct answers).
+pub(super) fn tokens_required(state: &AppState) -> bool {
+    state
+        .callers
+        .as_ref()
+        .is_some_and(|callers| callers.required())
 }
 
 /// Let the request through only with a valid caller token allowed `family` and every scoped

@@ -18,6 +18,7 @@ use utoipa::ToSchema;
 
 use super::error::ErrorBody;
 use super::extract::{Body, PathParam, QueryParams};
+use super::ids::decimal;
 use super::observe::Issued;
 use super::{ApiError, AppState, SEE_LOG};
 use crate::service::error::{ECHO_CHARS, clip};
@@ -170,7 +171,7 @@ pub async fn original_get(
         .get(app_id, gate_pass)
         .await
         .map_err(sharded_error)?;
-    Ok(Issued(1, id.to_string()))
+    Ok(decimal(id))
 }
 
 /// What every sharded ID route may answer when it cannot issue, described once for all of them
