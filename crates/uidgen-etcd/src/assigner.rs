@@ -28,6 +28,20 @@
 //! holder stamps nothing in a unit that ends at or before its floor (the generator refuses a
 //! clock below it, and the start waits for the clock to pass it).
 //!
+//! # When etcd loses its data
+//!
+//! The marks are the only floor, so an etcd restarted on an emptied data directory, or
+//! restored from an older snapshot, would let a claimant start an id below what its last
+//! holder stamped. `{prefix}/namespace` holds a [`NamespaceRecord`] written before any claim
+//! (its argument is in uidgen-worker's `namespace.rs`): a claimant that finds the prefix
+//! empty cannot tell a new namespace from a lost one, so it records
+//! [`Origin::UnknownPast`] and every id without a newer mark waits until `now + reservation
+//! + max_start_wait` (an operator declares a new namespace with `uidgen etcd init`); a
+//! prefix with marks but no record was written by an earlier uidgen and is adopted as it is.
+//! A claim compares the namespace record's revision too, so one rewritten meanwhile (a loss
+//! seen by a holder) makes the claim read again. Holders that see the loss take their own
+//! ids up again (`holder.rs`).
+//!
 //! A holder cut off from etcd keeps issuing, but stops at `R`, `reservation` after its last
 //! accepted round; its claim key expires one lease ttl after its last keep-alive, but the id is
 //! claimed again only once `R` is within `max_start_wait` of the claimant's clock: reclaim
@@ -42,7 +56,8 @@ use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, SystemClock};
 use uidgen_worker::{
-    AssignmentKind, BoxFuture, WorkerAssignment, WorkerError, WorkerIdAssigner, WorkerIdRange,
+    AssignmentKind, BoxFuture, NamespaceRecord, Origin, WorkerAssignment, WorkerError,
+    WorkerIdAssigner, WorkerIdRange,
 };
 
 use crate::error::{EtcdError, Result};
@@ -93,6 +108,23 @@ struct Candidate {
     worker_id: u64,
     floor_ms: u64,
     mark_revision: i64,
+}
+
+/// The namespace record as read, with the revision a claim compares.
+#[derive(Debug, Clone)]
+pub(crate) struct Namespace {
+    pub(crate) record: NamespaceRecord,
+    pub(crate) mod_revision: i64,
+}
+
+/// What a claim found in the range.
+#[derive(Debug, Default)]
+struct Survey {
+    candidates: Vec<Candidate>,
+    held: usize,
+    reserved: usize,
+    /// Free ids whose floor is the namespace record's (no mark newer than it).
+    fenced_by_namespace: usize,
 }
 
 impl EtcdWorkerIdAssigner {
@@ -191,9 +223,10 @@ impl EtcdWorkerIdAssigner {
                 let pause = fastrand::u64(1..=5 * u64::from(attempt));
                 tokio::time::sleep(Duration::from_millis(pause)).await;
             }
-            let (candidates, held, reserved) = self.candidates(gateway, range).await?;
+            let namespace = self.namespace(gateway).await?;
+            let survey = self.candidates(gateway, range, &namespace).await?;
             let mut raced = false;
-            for candidate in candidates {
+            for candidate in survey.candidates {
                 let worker_id = candidate.worker_id;
                 let now = self.clock.now_millis();
                 // The reservation covers the floor too: a later claimant never starts below
@@ -215,6 +248,9 @@ impl EtcdWorkerIdAssigner {
                         vec![
                             compare_create(&claim, 0),
                             compare_mod(&mark, candidate.mark_revision),
+                            // A namespace record rewritten since it was read (a loss seen) may
+                            // fence this id: read again.
+                            compare_mod(&options.namespace_key(), namespace.mod_revision),
                         ],
                         vec![put(&claim, &json, lease), put(&mark, &json, 0)],
                         vec![get(&claim)],
@@ -249,11 +285,22 @@ impl EtcdWorkerIdAssigner {
                 raced = true;
             }
             if !raced {
+                let record = &namespace.record;
+                if survey.fenced_by_namespace > 0 && record.origin.fences_older_ids() {
+                    return Err(EtcdError::NamespaceFenced {
+                        prefix: options.prefix.clone(),
+                        origin: record.origin,
+                        floor_ms: record.floor_ms,
+                        now_ms: self.clock.now_millis(),
+                        by: record.by.clone(),
+                        why: record.why.clone(),
+                    });
+                }
                 return Err(EtcdError::RangeUsedUp {
                     range,
                     prefix: options.prefix.clone(),
-                    held,
-                    reserved,
+                    held: survey.held,
+                    reserved: survey.reserved,
                 });
             }
         }
@@ -267,7 +314,8 @@ impl EtcdWorkerIdAssigner {
         &self,
         gateway: &Gateway,
         range: WorkerIdRange,
-    ) -> Result<(Vec<Candidate>, usize, usize)> {
+        namespace: &Namespace,
+    ) -> Result<Survey> {
         let options = &self.options;
         let id_of = |key: &str, dir: &str| {
             key.strip_prefix(&format!("{}/{dir}/", options.prefix))
@@ -294,28 +342,40 @@ impl EtcdWorkerIdAssigner {
             .collect();
         let now = self.clock.now_millis();
         let reach = now.saturating_add(ms(options.max_start_wait));
-        let mut candidates = Vec::new();
-        let mut reserved = 0;
+        let mut survey = Survey {
+            held: held.len(),
+            ..Survey::default()
+        };
+        let ns = &namespace.record;
         // Bounded: a claim only needs a few candidates, and a wide range (Baidu's 22 bits)
         // must not be walked id by id.
         let mut worker_id = range.low();
-        while worker_id <= range.high() && candidates.len() < 16 {
+        while worker_id <= range.high() && survey.candidates.len() < 16 {
             if !held.contains(&worker_id) {
-                match marks.get(&worker_id) {
-                    None => candidates.push(Candidate {
-                        worker_id,
-                        floor_ms: 0,
-                        mark_revision: 0,
-                    }),
-                    Some((Some(record), revision)) if record.reserved_until <= reach => {
-                        candidates.push(Candidate {
-                            worker_id,
-                            floor_ms: record.reserved_until,
-                            mark_revision: *revision,
-                        });
+                let (floor_ms, mark_revision) = match marks.get(&worker_id) {
+                    None => (Some(ns.floor_of(None, false)), 0),
+                    Some((Some(record), revision)) => {
+                        let newer = *revision > namespace.mod_revision;
+                        (
+                            Some(ns.floor_of(Some(record.reserved_until), newer)),
+                            *revision,
+                        )
                     }
-                    // Still reserved, or a mark this version cannot read: left alone.
-                    Some(_) => reserved += 1,
+                    // A mark this version cannot read: left alone.
+                    Some((None, revision)) => (None, *revision),
+                };
+                match floor_ms {
+                    Some(floor_ms) if floor_ms <= reach => survey.candidates.push(Candidate {
+                        worker_id,
+                        floor_ms,
+                        mark_revision,
+                    }),
+                    Some(floor_ms) if floor_ms == ns.floor_ms => {
+                        survey.fenced_by_namespace += 1;
+                        survey.reserved += 1;
+                    }
+                    // Still reserved, or unreadable.
+                    _ => survey.reserved += 1,
                 }
             }
             match worker_id.checked_add(1) {
@@ -323,7 +383,147 @@ impl EtcdWorkerIdAssigner {
                 None => break,
             }
         }
-        Ok((candidates, held.len(), reserved))
+        Ok(survey)
+    }
+
+    /// The namespace record, written first when there is none: [`Origin::Adopted`] when etcd
+    /// records ids of the namespace already (an earlier uidgen's), else
+    /// [`Origin::UnknownPast`], which fences every id (see the module documentation).
+    pub(crate) async fn namespace(&self, gateway: &Gateway) -> Result<Namespace> {
+        let options = &self.options;
+        let key = options.namespace_key();
+        for _ in 0..CLAIM_ATTEMPTS {
+            if let Some(namespace) = read_namespace(gateway, &key).await? {
+                return Ok(namespace);
+            }
+            let now = self.clock.now_millis();
+            let record = if gateway
+                .any(
+                    "looking for worker-id marks",
+                    &format!("{}/marks/", options.prefix),
+                )
+                .await?
+            {
+                NamespaceRecord::open(Origin::Adopted, now, options.holder.clone())
+            } else {
+                NamespaceRecord::fenced(
+                    Origin::UnknownPast,
+                    now,
+                    ms(options.reservation),
+                    ms(options.max_start_wait),
+                    options.holder.clone(),
+                )
+                .because(format!(
+                    "nothing under {} at the first start",
+                    options.prefix
+                ))
+            };
+            let txn = gateway
+                .txn(
+                    "writing the namespace record",
+                    vec![compare_create(&key, 0)],
+                    vec![put(&key, &record.to_json(), 0)],
+                    Vec::new(),
+                )
+                .await?;
+            if !txn.succeeded {
+                continue; // another start wrote it first: read theirs
+            }
+            if record.origin == Origin::Adopted {
+                tracing::info!(
+                    prefix = %options.prefix,
+                    "adopted an etcd namespace written before namespace records (its marks stand)"
+                );
+            } else {
+                tracing::warn!(
+                    prefix = %options.prefix,
+                    fenced_until_ms = record.floor_ms,
+                    "etcd holds nothing under this prefix: a new namespace, or one whose data etcd \
+                     lost. Worker ids are fenced until fenced_until_ms, in case a holder etcd no \
+                     longer records is still issuing; if the namespace is new, run `uidgen etcd \
+                     init` once to use it at once"
+                );
+            }
+            return Ok(Namespace {
+                record,
+                mod_revision: txn.revision,
+            });
+        }
+        Err(EtcdError::Contention {
+            attempts: CLAIM_ATTEMPTS,
+        })
+    }
+
+    /// Declare the namespace new (`uidgen etcd init`): write an [`Origin::Init`] record, which
+    /// fences nothing. Refused when etcd records worker ids under the prefix, or when its
+    /// namespace record says etcd lost data; a no-op on a namespace already initialised or
+    /// adopted. Only for a namespace that never issued an ID: after a loss, an init lets a
+    /// claimant start an id below what its lost holder stamped.
+    pub async fn init_namespace(&self) -> Result<NamespaceRecord> {
+        self.options.validate()?;
+        let options = &self.options;
+        let gateway = Gateway::new(options)?;
+        let key = options.namespace_key();
+        let not_new = |reason: String| EtcdError::NotNew {
+            prefix: options.prefix.clone(),
+            reason,
+        };
+        for dir in ["marks", "workers"] {
+            if gateway
+                .any(
+                    "looking for worker-id records",
+                    &format!("{}/{dir}/", options.prefix),
+                )
+                .await?
+            {
+                return Err(not_new(format!(
+                    "etcd records worker ids under {}/{dir}/; a start uses it as it is",
+                    options.prefix
+                )));
+            }
+        }
+        let existing = read_namespace(&gateway, &key).await?;
+        let revision = match &existing {
+            Some(ns) if matches!(ns.record.origin, Origin::Init | Origin::Adopted) => {
+                return Ok(ns.record.clone());
+            }
+            Some(ns) if ns.record.origin == Origin::DataLoss => {
+                return Err(not_new(format!(
+                    "its namespace record says etcd lost data ({}, recorded by {}); its ids are \
+                     fenced until {} ms so that no ID repeats: wait for that instead",
+                    ns.record.why, ns.record.by, ns.record.floor_ms
+                )));
+            }
+            Some(ns) => ns.mod_revision,
+            None => 0,
+        };
+        let record =
+            NamespaceRecord::open(Origin::Init, self.clock.now_millis(), "uidgen etcd init");
+        let txn = gateway
+            .txn(
+                "initialising the namespace",
+                vec![compare_mod(&key, revision)],
+                vec![put(&key, &record.to_json(), 0)],
+                Vec::new(),
+            )
+            .await?;
+        if !txn.succeeded {
+            return Err(not_new(
+                "its namespace record changed while being initialised; run it again".to_owned(),
+            ));
+        }
+        Ok(record)
+    }
+
+    /// Record that etcd lost data (`uidgen etcd recover`, after restoring etcd from a snapshot
+    /// or any loss no running holder saw): every id's mark written before now is fenced until
+    /// `now + reservation + max_start_wait`. Holders still running keep their ids (their next
+    /// rounds write newer marks). Returns the record now in force.
+    pub async fn recover_namespace(&self, why: &str) -> Result<NamespaceRecord> {
+        self.options.validate()?;
+        let gateway = Gateway::new(&self.options)?;
+        let now = self.clock.now_millis();
+        record_loss(&gateway, &self.options, now, 0, why).await
     }
 
     /// Wait until the clock has passed `until_ms`, up to `max_start_wait`: the store's one
@@ -372,4 +572,78 @@ impl WorkerIdAssigner for EtcdWorkerIdAssigner {
     ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
         Box::pin(async move { Ok(self.start(layout).await?.assignment) })
     }
+}
+
+/// The namespace record under `key`, if any. A value that is not a record is an error: it is
+/// not ours to overwrite, and reading it as absent could unfence lost ids.
+pub(crate) async fn read_namespace(gateway: &Gateway, key: &str) -> Result<Option<Namespace>> {
+    let Some(kv) = gateway.get("reading the namespace record", key).await? else {
+        return Ok(None);
+    };
+    let record = NamespaceRecord::parse(&kv.value).ok_or_else(|| EtcdError::Etcd {
+        endpoint: String::new(),
+        action: "reading the namespace record",
+        reason: format!("{key} does not hold a namespace record; remove or fix it by hand"),
+    })?;
+    Ok(Some(Namespace {
+        record,
+        mod_revision: kv.mod_revision,
+    }))
+}
+
+/// Make the namespace record fence a loss seen at `now_ms` (this clock): write an
+/// [`Origin::DataLoss`] record with floor `now + reservation + max_start_wait`, unless the
+/// record in force already covers it (written by another observer after `last_accepted_ms`,
+/// the observer's last accepted round, and fencing at least as far). Returns the record in
+/// force.
+pub(crate) async fn record_loss(
+    gateway: &Gateway,
+    options: &EtcdOptions,
+    now_ms: u64,
+    last_accepted_ms: u64,
+    why: &str,
+) -> Result<NamespaceRecord> {
+    let key = options.namespace_key();
+    let fresh = NamespaceRecord::fenced(
+        Origin::DataLoss,
+        now_ms,
+        ms(options.reservation),
+        ms(options.max_start_wait),
+        options.holder.clone(),
+    )
+    .because(why);
+    for _ in 0..CLAIM_ATTEMPTS {
+        let existing = read_namespace(gateway, &key).await?;
+        let revision = match &existing {
+            Some(ns) if last_accepted_ms > 0 && ns.record.covers_loss_after(last_accepted_ms) => {
+                return Ok(ns.record.clone());
+            }
+            Some(ns) => ns.mod_revision,
+            None => 0,
+        };
+        let mut record = fresh.clone();
+        if let Some(ns) = &existing {
+            record.floor_ms = record.floor_ms.max(ns.record.floor_ms);
+        }
+        let txn = gateway
+            .txn(
+                "recording etcd's data loss in the namespace record",
+                vec![compare_mod(&key, revision)],
+                vec![put(&key, &record.to_json(), 0)],
+                Vec::new(),
+            )
+            .await?;
+        if txn.succeeded {
+            tracing::error!(
+                prefix = %options.prefix,
+                fenced_until_ms = record.floor_ms,
+                "etcd lost data ({why}): recorded in {key}; worker ids without a newer mark are \
+                 fenced until fenced_until_ms"
+            );
+            return Ok(record);
+        }
+    }
+    Err(EtcdError::Contention {
+        attempts: CLAIM_ATTEMPTS,
+    })
 }

@@ -7,11 +7,14 @@
 //! tonic-build, which needs a system `protoc`, and building the service must need nothing but
 //! Rust.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value, json};
+
+use uidgen_worker::RevisionWatch;
 
 use crate::error::{EtcdError, Result};
 use crate::options::EtcdOptions;
@@ -71,6 +74,10 @@ pub(crate) fn get(key: &str) -> Value {
 pub(crate) struct Gateway {
     http: reqwest::Client,
     endpoints: Vec<String>,
+    /// The highest revision any answer carried: one that goes below it means etcd lost data
+    /// or was restored from an older snapshot (every request here is linearizable, so a
+    /// healthy cluster's answers never go back, whichever member answers).
+    revisions: Arc<RevisionWatch>,
 }
 
 impl Gateway {
@@ -90,7 +97,13 @@ impl Gateway {
                 .iter()
                 .map(|e| e.trim_end_matches('/').to_owned())
                 .collect(),
+            revisions: Arc::default(),
         })
+    }
+
+    /// The revisions the answers carried: see [`RevisionWatch`].
+    pub(crate) fn revisions(&self) -> &RevisionWatch {
+        &self.revisions
     }
 
     /// POST `body` to `path` on the first endpoint that answers. `Unreachable` when none does.
@@ -145,6 +158,13 @@ impl Gateway {
                     action,
                     reason,
                 });
+            }
+            // A keep-alive's header is inside its `result`; every other answer's at the top.
+            let header = parsed
+                .get("header")
+                .or_else(|| parsed.get("result").and_then(|r| r.get("header")));
+            if let Some(header) = header {
+                self.revisions.observe(int(&header["revision"]));
             }
             return Ok(parsed);
         }
@@ -204,6 +224,27 @@ impl Gateway {
             )
             .await?;
         kvs(&reply)
+    }
+
+    /// One key, if it exists.
+    pub(crate) async fn get(&self, action: &'static str, key: &str) -> Result<Option<Kv>> {
+        let reply = self
+            .call(action, "/v3/kv/range", &json!({"key": B64.encode(key)}))
+            .await?;
+        Ok(kvs(&reply)?.into_iter().next())
+    }
+
+    /// Whether any key starts with `prefix` (which ends in `/`).
+    pub(crate) async fn any(&self, action: &'static str, prefix: &str) -> Result<bool> {
+        let reply = self
+            .call(
+                action,
+                "/v3/kv/range",
+                &json!({"key": B64.encode(prefix), "range_end": B64.encode(prefix_end(prefix)),
+                        "limit": "1", "keys_only": true}),
+            )
+            .await?;
+        Ok(!kvs(&reply)?.is_empty())
     }
 
     /// One transaction: if every compare holds, `success`, else `failure`.

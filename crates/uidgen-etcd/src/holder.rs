@@ -11,16 +11,29 @@
 //!   etcd accepted the transaction. A transaction whose answer was lost raises nothing.
 //! - The fence's limit is the cap: a holder cut off from etcd stops at the reservation of its
 //!   last accepted round, which is what the mark key holds for its successor.
+//! - **Taking the id up again.** When the claim key is gone (the lease expired while etcd was
+//!   out of reach, or etcd lost its data) the holder claims its own id again, under a new
+//!   lease, in one transaction that holds only if the claim key is absent and the mark is
+//!   still what the holder read: either its own last record (its `life`: nobody claimed the id
+//!   since, as every claim writes the mark) or absent (etcd lost it). It does so only while
+//!   `now + max_start_wait < cap` ([`may_reestablish`]): before then no claimant could have
+//!   taken the id at the reservation the mark promised. An absent mark, or an answer whose
+//!   revision went below one seen before, is a data loss: the holder first makes the namespace
+//!   record fence every older id (`assigner::record_loss`), so claimants wait out what the
+//!   holders etcd forgot may still stamp, then takes its id up again. Anything else (the claim
+//!   key held by another, a mark of another life) loses the id.
 
 use std::sync::{Arc, Mutex};
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
 use uidgen_worker::{
     BoxFuture, HolderHealth, KeeperReports, KeeperStatus, WorkerError, WorkerKeeper,
+    may_reestablish,
 };
 
+use crate::assigner::{read_namespace, record_loss};
 use crate::error::{EtcdError, Result};
-use crate::gateway::{Gateway, compare_create, put};
+use crate::gateway::{Gateway, compare_create, compare_mod, get, put};
 use crate::options::{EtcdOptions, ms};
 use crate::record::Record;
 
@@ -59,14 +72,21 @@ pub(crate) struct Shared {
     pub(crate) options: EtcdOptions,
     pub(crate) gateway: Gateway,
     pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) lease: i64,
-    /// The claim key's create revision: the transactions hold only while it is unchanged.
-    pub(crate) create_revision: i64,
+    /// The lease and the claim key's create revision: the rounds hold only while the claim key
+    /// is the one this holder created. Replaced when the holder takes its id up again.
+    claim: Mutex<ClaimKey>,
     /// Where the id's earlier holders stopped.
     pub(crate) floor_ms: u64,
     pub(crate) life: u64,
     /// The cap etcd last accepted, the rounds' fate, and the loss.
     health: HolderHealth,
+}
+
+/// The claim key a holder's rounds write under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ClaimKey {
+    lease: i64,
+    create_revision: i64,
 }
 
 /// What a claim leaves for the holder: the id, its lease and claim, the floor, and the first
@@ -96,8 +116,10 @@ impl Shared {
             options,
             gateway,
             clock,
-            lease: claimed.lease,
-            create_revision: claimed.create_revision,
+            claim: Mutex::new(ClaimKey {
+                lease: claimed.lease,
+                create_revision: claimed.create_revision,
+            }),
             floor_ms: claimed.floor_ms,
             life: claimed.life,
             health,
@@ -138,58 +160,214 @@ impl Shared {
         self.health.lose(reason);
     }
 
-    /// One round: keep the lease alive, then record the next reservation.
+    fn claim_key_state(&self) -> ClaimKey {
+        *lock(&self.claim)
+    }
+
+    /// The record this holder writes at `now`, reserving until `reserved`.
+    fn record(&self, now: u64, reserved: u64) -> Record {
+        Record {
+            holder: self.options.holder.clone(),
+            life: self.life,
+            timestamp: now,
+            reserved_until: reserved,
+        }
+    }
+
+    /// One round: keep the lease alive, then record the next reservation; take the id up
+    /// again when the claim key is gone.
     async fn tick(&self) {
-        match self.gateway.keep_alive(self.lease).await {
-            Ok(Some(_)) => {}
-            Ok(None) => {
-                return self.lose(format!(
-                    "its lease {} expired (etcd accepted no keep-alive within {:?}); its claim key \
-                     is gone",
-                    self.lease, self.options.lease_ttl
-                ));
-            }
+        let claim = self.claim_key_state();
+        let alive = match self.gateway.keep_alive(claim.lease).await {
+            Ok(alive) => alive.is_some(),
             Err(error) => return self.failed(&error),
+        };
+        if !alive {
+            let reason = format!(
+                "its lease {} is gone (etcd accepted no keep-alive within {:?}, or lost it)",
+                claim.lease, self.options.lease_ttl
+            );
+            return self.reestablish(reason).await;
         }
         let now = self.clock.now_millis();
         let reserved = self
             .health
             .accepted_until()
             .max(now.saturating_add(ms(self.options.reservation)));
-        let record = Record {
-            holder: self.options.holder.clone(),
-            life: self.life,
-            timestamp: now,
-            reserved_until: reserved,
-        }
-        .to_json();
-        let claim = self.options.claim_key(self.worker_id);
+        let record = self.record(now, reserved).to_json();
+        let key = self.options.claim_key(self.worker_id);
         let written = self
             .gateway
             .txn(
                 "recording the reservation",
-                vec![compare_create(&claim, self.create_revision)],
+                vec![compare_create(&key, claim.create_revision)],
                 vec![
-                    put(&claim, &record, self.lease),
+                    put(&key, &record, claim.lease),
                     put(&self.options.mark_key(self.worker_id), &record, 0),
                 ],
                 Vec::new(),
             )
             .await;
         match written {
-            Ok(txn) if txn.succeeded => self.accepted(now, reserved),
-            Ok(_) => self.lose(format!(
-                "its claim key {claim} is no longer the one it created (expired, deleted or taken)"
-            )),
+            Ok(txn) if txn.succeeded => {
+                self.accepted(now, reserved);
+                // A round that etcd accepted may still show that it went back (a restore that
+                // kept this claim): fence what it may have forgotten of the others.
+                if let Some((before, after)) = self.gateway.revisions().take_regression() {
+                    self.saw_loss(before, after, now).await;
+                }
+            }
+            Ok(_) => {
+                self.reestablish(format!(
+                    "its claim key {key} is no longer the one it created (expired, deleted or \
+                     taken)"
+                ))
+                .await;
+            }
             Err(error) => self.failed(&error),
         }
+    }
+
+    /// etcd's revision went from `before` down to `after`: count it, and make the namespace
+    /// record fence every id whose mark may be stale. Returns whether the record is in force.
+    async fn saw_loss(&self, before: i64, after: i64, now: u64) -> bool {
+        self.health.data_loss();
+        let why = format!(
+            "its revision went back from {before} to {after} (seen by worker id {})",
+            self.worker_id
+        );
+        let last_accepted = self.health.snapshot().last_report_ms.unwrap_or(0);
+        match record_loss(&self.gateway, &self.options, now, last_accepted, &why).await {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::error!(
+                    worker_id = self.worker_id,
+                    %error,
+                    "etcd lost data ({why}) and the namespace record could not be written; \
+                     retrying next round"
+                );
+                // Seen again next round: the regression is kept until recorded.
+                self.gateway.revisions().observe(before);
+                false
+            }
+        }
+    }
+
+    /// The claim key is gone: take the id up again if nobody can have claimed it (see the
+    /// module documentation), else lose it for good.
+    async fn reestablish(&self, reason: String) {
+        let now = self.clock.now_millis();
+        let cap = self.health.accepted_until();
+        if !may_reestablish(now, cap, ms(self.options.max_start_wait)) {
+            return self.lose(format!(
+                "{reason}, and its reservation runs out too soon to take it up again"
+            ));
+        }
+        match self.try_reestablish(now, cap).await {
+            Ok(Some(lease)) => {
+                self.health.reestablish();
+                tracing::warn!(
+                    worker_id = self.worker_id,
+                    lease,
+                    "took the etcd worker id up again under a new lease ({reason}); issuing \
+                     without a gap"
+                );
+            }
+            Ok(None) => self.lose(reason),
+            // etcd answered part of the way: try again next round, under the cap.
+            Err(error) => self.failed(&error),
+        }
+    }
+
+    /// Claim this holder's id again: `Ok(Some(lease))` when taken, `Ok(None)` when the id is
+    /// someone else's now.
+    async fn try_reestablish(&self, now: u64, cap: u64) -> Result<Option<i64>> {
+        let options = &self.options;
+        let (claim, mark) = (
+            options.claim_key(self.worker_id),
+            options.mark_key(self.worker_id),
+        );
+        if let Some(kv) = self.gateway.get("reading the claim key", &claim).await? {
+            // Ours only if an earlier attempt of this life wrote it and its answer was lost.
+            if Record::parse(&kv.value).is_some_and(|r| r.life == self.life) && kv.lease != 0 {
+                *lock(&self.claim) = ClaimKey {
+                    lease: kv.lease,
+                    create_revision: kv.create_revision,
+                };
+                return Ok(Some(kv.lease));
+            }
+            return Ok(None); // held by another
+        }
+        let found = self.gateway.get("reading the mark", &mark).await?;
+        let mark_revision = match &found {
+            Some(kv) => match Record::parse(&kv.value) {
+                Some(record) if record.life == self.life => kv.mod_revision,
+                _ => return Ok(None), // another life claimed the id since
+            },
+            None => 0,
+        };
+        let regression = self.gateway.revisions().take_regression();
+        if found.is_none() || regression.is_some() {
+            // The mark is gone, or etcd went back: a data loss. Fence the ids etcd forgot
+            // before taking ours up, so no claimant starts one below its lost holder.
+            let (before, after) = regression.unwrap_or((0, 0));
+            if !self.saw_loss(before, after, now).await {
+                return Err(EtcdError::Etcd {
+                    endpoint: String::new(),
+                    action: "recording etcd's data loss",
+                    reason: "the namespace record could not be written".into(),
+                });
+            }
+        }
+        let Some(namespace) = read_namespace(&self.gateway, &options.namespace_key()).await? else {
+            return Err(EtcdError::Etcd {
+                endpoint: String::new(),
+                action: "reading the namespace record",
+                reason: "it vanished while the worker id was taken up again".into(),
+            });
+        };
+        let lease = self.gateway.grant(options.lease_ttl).await?;
+        let reserved = cap.max(now.saturating_add(ms(options.reservation)));
+        let record = self.record(now, reserved).to_json();
+        let txn = self
+            .gateway
+            .txn(
+                "taking the worker id up again",
+                vec![
+                    compare_create(&claim, 0),
+                    compare_mod(&mark, mark_revision),
+                    compare_mod(&options.namespace_key(), namespace.mod_revision),
+                ],
+                vec![put(&claim, &record, lease), put(&mark, &record, 0)],
+                vec![get(&claim)],
+            )
+            .await;
+        let txn = match txn {
+            Ok(txn) => txn,
+            Err(error) => {
+                let _ = self.gateway.revoke(lease).await;
+                return Err(error);
+            }
+        };
+        if !txn.succeeded {
+            let _ = self.gateway.revoke(lease).await;
+            // Someone wrote the claim, the mark or the namespace meanwhile: read again next
+            // round (a claim of another shows then and loses the id).
+            return Err(EtcdError::Contention { attempts: 1 });
+        }
+        *lock(&self.claim) = ClaimKey {
+            lease,
+            create_revision: txn.revision,
+        };
+        self.accepted(now, reserved);
+        Ok(Some(lease))
     }
 
     fn status(&self) -> EtcdStatus {
         let health = self.health.snapshot();
         EtcdStatus {
             worker_id: self.worker_id,
-            lease_id: self.lease,
+            lease_id: self.claim_key_state().lease,
             connected: health.connected,
             keepalive_failures: health.failures,
             last_report_ms: health.last_report_ms.unwrap_or(0),
@@ -306,7 +484,8 @@ impl EtcdHolder {
             worker_id = self.shared.worker_id,
             "released the etcd worker id; its reservation stays in its mark"
         );
-        self.shared.gateway.revoke(self.shared.lease).await
+        let lease = self.shared.claim_key_state().lease;
+        self.shared.gateway.revoke(lease).await
     }
 }
 
@@ -342,6 +521,8 @@ impl WorkerKeeper for EtcdHolder {
                 metrics_prefix: "etcd",
                 // No automatic reclaim: an id comes free when its lease expires.
                 reclaimed: 0,
+                data_losses: self.shared.health.data_losses(),
+                reestablished: self.shared.health.reestablished(),
             }),
             ..KeeperStatus::from_health(self.shared.worker_id, self.shared.health.snapshot())
         }

@@ -30,6 +30,7 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 /// let options = EtcdOptions::new(["http://127.0.0.1:2379"], "/uidgen/order", "10.0.0.7:8080");
 /// assert_eq!(options.claim_key(7), "/uidgen/order/workers/7");
 /// assert_eq!(options.mark_key(7), "/uidgen/order/marks/7");
+/// assert_eq!(options.namespace_key(), "/uidgen/order/namespace");
 /// assert_eq!(options.report_interval().as_millis(), 3_333);
 /// options.validate()?;
 /// # Ok::<(), uidgen_etcd::EtcdError>(())
@@ -87,6 +88,13 @@ impl EtcdOptions {
     /// The claim key of `worker_id`: exists while a holder's lease lives.
     pub fn claim_key(&self, worker_id: u64) -> String {
         format!("{}/workers/{worker_id}", self.prefix)
+    }
+
+    /// The namespace record's key (`{prefix}/namespace`): written before any id of the
+    /// namespace is claimed, it fences the ids whose records etcd may have lost (see
+    /// [`NamespaceRecord`](uidgen_worker::NamespaceRecord)).
+    pub fn namespace_key(&self) -> String {
+        format!("{}/namespace", self.prefix)
     }
 
     /// The mark key of `worker_id`: the reservation of its last holder, never deleted.

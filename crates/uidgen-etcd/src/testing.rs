@@ -52,18 +52,77 @@ pub fn test_endpoint() -> String {
     url
 }
 
-/// A key prefix unique to this test: `/uidgen-tests/{unique}`.
+/// A key prefix unique to this test: `/uidgen-tests/{unique}`. Nothing is written under it:
+/// a claim there finds an unknown past and waits out the reservation (see
+/// [`test_namespace`] for one declared new).
 pub fn test_prefix() -> String {
     format!("/uidgen-tests/{}", unique("t"))
+}
+
+/// A key prefix unique to this test on the etcd at `endpoint`, declared new as `uidgen etcd
+/// init` does (an [`Origin::Init`](uidgen_worker::Origin) namespace record), so claims there
+/// start at once.
+pub fn test_namespace(endpoint: &str) -> String {
+    let prefix = test_prefix();
+    init_namespace(endpoint, &prefix);
+    prefix
+}
+
+/// Write an init namespace record under `prefix` on the etcd at `endpoint` (a blocking
+/// request with std's TCP, usable from any test, async or not); panics when etcd does not
+/// take it.
+pub fn init_namespace(endpoint: &str, prefix: &str) {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as B64;
+    let record = uidgen_worker::NamespaceRecord::open(
+        uidgen_worker::Origin::Init,
+        uidgen_core::Clock::now_millis(&uidgen_core::SystemClock),
+        "test",
+    );
+    let body = serde_json::json!({
+        "key": B64.encode(format!("{prefix}/namespace")),
+        "value": B64.encode(record.to_json()),
+    })
+    .to_string();
+    let reply = post(endpoint, "/v3/kv/put", &body)
+        .unwrap_or_else(|e| panic!("cannot write the namespace record to etcd at {endpoint}: {e}"));
+    assert!(
+        reply.contains("\"header\""),
+        "etcd at {endpoint} did not take the namespace record: {reply}"
+    );
+}
+
+/// POST `body` to `path` on `url` (http://host:port) with HTTP/1.0; the whole answer.
+fn post(url: &str, path: &str, body: &str) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let host = url
+        .strip_prefix("http://")
+        .map(|h| h.trim_end_matches('/'))
+        .ok_or_else(|| std::io::Error::other(format!("{url} is not http://host:port")))?;
+    let addr = host
+        .parse()
+        .map_err(|e| std::io::Error::other(format!("{host}: {e}")))?;
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let request = format!(
+        "POST {path} HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes())?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply)?;
+    Ok(reply)
 }
 
 pub use uidgen_worker::testing::{free_port, unique};
 
 /// An etcd server of this test alone, on its own ports and data directory, so a test can kill
-/// it. Killed when dropped.
+/// it, restart it, and empty or roll back its data. Killed when dropped.
 #[derive(Debug)]
 pub struct PrivateEtcd {
     port: u16,
+    peer: u16,
     dir: PathBuf,
     child: Option<Child>,
 }
@@ -74,16 +133,33 @@ impl PrivateEtcd {
     pub fn start() -> Self {
         let dir = std::env::temp_dir().join(unique("uidgen-etcd-server"));
         std::fs::create_dir_all(&dir).unwrap();
-        let (port, peer) = (free_port(), free_port());
+        let mut server = Self {
+            port: free_port(),
+            peer: free_port(),
+            dir,
+            child: None,
+        };
+        server.restart();
+        server
+    }
+
+    /// Start the server again (after [`kill`](Self::kill)) on the same ports and data
+    /// directory, and wait until it answers.
+    pub fn restart(&mut self) {
+        self.kill();
         let binary = std::env::var("UIDGEN_TEST_ETCD_BIN").unwrap_or_else(|_| "etcd".to_owned());
-        let log = std::fs::File::create(dir.join("etcd.log")).unwrap();
-        let client = format!("http://127.0.0.1:{port}");
-        let peer_url = format!("http://127.0.0.1:{peer}");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("etcd.log"))
+            .unwrap();
+        let client = self.endpoint();
+        let peer_url = format!("http://127.0.0.1:{}", self.peer);
         let child = Command::new(&binary)
             .arg("--name")
             .arg("private")
             .arg("--data-dir")
-            .arg(dir.join("data"))
+            .arg(self.data_dir())
             .arg("--listen-client-urls")
             .arg(&client)
             .arg("--advertise-client-urls")
@@ -104,21 +180,48 @@ impl PrivateEtcd {
                      (scripts/test.sh does) or set UIDGEN_TEST_ETCD_BIN"
                 )
             });
-        let server = Self {
-            port,
-            dir,
-            child: Some(child),
-        };
+        self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(60);
-        while !answers(&server.endpoint()) {
+        while !answers(&self.endpoint()) {
             assert!(
                 Instant::now() < deadline,
-                "the private etcd on port {port} did not answer within 60 s; see {}",
-                server.dir.join("etcd.log").display()
+                "the private etcd on port {} did not answer within 60 s; see {}",
+                self.port,
+                self.dir.join("etcd.log").display()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        server
+    }
+
+    /// Kill the server, empty its data directory (a disk lost, a container without a
+    /// volume), and start it again on the same ports.
+    pub fn restart_empty(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(self.data_dir());
+        self.restart();
+    }
+
+    /// Kill the server and copy its data directory aside: a snapshot that
+    /// [`restore`](Self::restore) rolls the server back to. Start it again with
+    /// [`restart`](Self::restart).
+    pub fn snapshot(&mut self) -> PathBuf {
+        self.kill();
+        let to = self.dir.join(unique("snapshot"));
+        copy_dir(&self.data_dir(), &to);
+        to
+    }
+
+    /// Kill the server, replace its data with `snapshot`'s, and start it again: a restore from
+    /// an older snapshot.
+    pub fn restore(&mut self, snapshot: &Path) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(self.data_dir());
+        copy_dir(snapshot, &self.data_dir());
+        self.restart();
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
     }
 
     /// Its client URL.
@@ -137,6 +240,20 @@ impl PrivateEtcd {
     /// Its directory (data and log).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+}
+
+/// Copy the directory tree `from` to `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use uidgen_core::{Layout, SnowflakeGenerator, SystemClock, UidGenerator};
-use uidgen_etcd::testing::{PrivateEtcd, free_port, test_endpoint, test_prefix};
+use uidgen_etcd::testing::{PrivateEtcd, free_port, test_endpoint, test_namespace, test_prefix};
 use uidgen_etcd::{EtcdAssignment, EtcdError, EtcdOptions, EtcdWorkerIdAssigner};
 
 /// How many IDs of `ids` repeat one already seen.
@@ -81,7 +81,7 @@ async fn start_fenced(options: EtcdOptions) -> (EtcdAssignment, SnowflakeGenerat
 #[test]
 fn processes_claim_distinct_ids_and_no_id_repeats_across_them() {
     let endpoint = test_endpoint();
-    let prefix = test_prefix();
+    let prefix = test_namespace(&endpoint);
     let dir = tempfile::tempdir().unwrap();
     // All claim at the same instant, once every process is up: the claims race.
     let start_at = (uidgen_core::Clock::now_millis(&SystemClock) + 1_500).to_string();
@@ -140,7 +140,7 @@ fn processes_claim_distinct_ids_and_no_id_repeats_across_them() {
 #[test]
 fn a_restart_on_the_only_id_starts_above_its_killed_predecessors_mark() {
     let endpoint = test_endpoint();
-    let prefix = test_prefix();
+    let prefix = test_namespace(&endpoint);
     let dir = tempfile::tempdir().unwrap();
     let short = [
         "--range",
@@ -246,7 +246,11 @@ fn a_restart_on_the_only_id_starts_above_its_killed_predecessors_mark() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn etcd_killed_under_load_serves_until_the_reservation_then_refuses() {
     let mut etcd = PrivateEtcd::start();
-    let options = options(&etcd.endpoint(), &test_prefix(), "outage:1");
+    let options = options(
+        &etcd.endpoint(),
+        &test_namespace(&etcd.endpoint()),
+        "outage:1",
+    );
     let (held, generator) = start_fenced(options).await;
     let generator = std::sync::Arc::new(generator);
     let load = {
@@ -309,7 +313,7 @@ async fn etcd_killed_under_load_serves_until_the_reservation_then_refuses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn holders_in_one_process_take_distinct_ids_and_release_frees_the_claim_only() {
     let endpoint = test_endpoint();
-    let prefix = test_prefix();
+    let prefix = test_namespace(&endpoint);
     let layout = Layout::leaf().unwrap();
     let a = EtcdWorkerIdAssigner::new(options(&endpoint, &prefix, "a:1"))
         .start(&layout)
@@ -357,7 +361,7 @@ impl uidgen_core::Clock for Behind {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_that_waits_longer_than_the_lease_ttl_keeps_its_lease() {
     let endpoint = test_endpoint();
-    let prefix = test_prefix();
+    let prefix = test_namespace(&endpoint);
     let layout = Layout::leaf().unwrap();
     let mut first = options(&endpoint, &prefix, "first:1");
     first.range = Some("3-3".parse().unwrap());
@@ -407,24 +411,23 @@ async fn an_unreachable_etcd_is_a_typed_error_naming_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_holder_whose_claim_key_is_deleted_loses_the_id_and_refuses_at_once() {
-    use base64::Engine as _;
+async fn a_holder_whose_claim_key_is_taken_loses_the_id_and_refuses_at_once() {
     let endpoint = test_endpoint();
-    let mut options = options(&endpoint, &test_prefix(), "deleted:1");
+    let mut options = options(&endpoint, &test_namespace(&endpoint), "taken:1");
     options.reservation = Duration::from_secs(60);
     let (held, generator) = start_fenced(options).await;
     assert!(generator.next_id().is_ok());
-    // An operator (or anyone) deletes the claim: the next round's transaction, which holds only
-    // while the claim key is the one this holder created, fails, and the fence closes although
-    // the reservation has not run out.
-    let key = base64::engine::general_purpose::STANDARD.encode(held.holder.claim_key());
-    let deleted = reqwest::Client::new()
-        .post(format!("{endpoint}/v3/kv/deleterange"))
-        .json(&serde_json::json!({ "key": key }))
-        .send()
-        .await
-        .unwrap();
-    assert!(deleted.status().is_success());
+    // Someone else's claim stands in the key: the next round's transaction, which holds only
+    // while the claim key is the one this holder created, fails, the claim is not this life's,
+    // and the fence closes although the reservation has not run out.
+    let other = uidgen_etcd::Record {
+        holder: "other:1".into(),
+        life: 1,
+        timestamp: 1,
+        reserved_until: 1,
+    };
+    etcd_delete(&endpoint, &held.holder.claim_key()).await;
+    etcd_put(&endpoint, &held.holder.claim_key(), &other.to_json()).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while held.holder.status().lost.is_none() {
         assert!(Instant::now() < deadline, "{:?}", held.holder.status());
@@ -443,4 +446,357 @@ async fn a_holder_whose_claim_key_is_deleted_loses_the_id_and_refuses_at_once() 
     );
     let refused = generator.next_id().unwrap_err().to_string();
     assert!(refused.contains("lost"), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_whose_claim_key_is_deleted_takes_its_id_up_again_without_a_gap() {
+    let endpoint = test_endpoint();
+    let prefix = test_namespace(&endpoint);
+    let mut options = options(&endpoint, &prefix, "deleted:1");
+    options.reservation = Duration::from_secs(60);
+    let (held, generator) = start_fenced(options.clone()).await;
+    let mut ids = generator.next_ids(1_000).unwrap();
+    // The claim key goes (an operator, or a lease etcd expired while the holder was cut off);
+    // the mark is still this life's, so nobody claimed the id since: the holder claims it again
+    // under a new lease and keeps issuing.
+    etcd_delete(&endpoint, &held.holder.claim_key()).await;
+    let lease = held.holder.status().lease_id;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while held.holder.status().lease_id == lease {
+        assert!(Instant::now() < deadline, "{:?}", held.holder.status());
+        ids.extend(generator.next_ids(100).unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        held.holder.status().lost.is_none(),
+        "{:?}",
+        held.holder.status()
+    );
+    ids.extend(generator.next_ids(1_000).unwrap());
+    assert_eq!(duplicates(&ids), 0, "of {} IDs", ids.len());
+    // A claimant meanwhile finds the id held again.
+    let other = EtcdWorkerIdAssigner::new(options.clone())
+        .start(&Layout::leaf().unwrap())
+        .await
+        .unwrap();
+    assert_ne!(other.assignment.worker_id, held.assignment.worker_id);
+    other.holder.release().await.unwrap();
+    held.holder.release().await.unwrap();
+}
+
+/// Put `value` at `key` on the etcd at `endpoint` (no lease).
+async fn etcd_put(endpoint: &str, key: &str, value: &[u8]) {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let put = reqwest::Client::new()
+        .post(format!("{endpoint}/v3/kv/put"))
+        .json(&serde_json::json!({ "key": b64.encode(key), "value": b64.encode(value) }))
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success());
+}
+
+/// Delete `key` on the etcd at `endpoint`.
+async fn etcd_delete(endpoint: &str, key: &str) {
+    use base64::Engine as _;
+    let key = base64::engine::general_purpose::STANDARD.encode(key);
+    let deleted = reqwest::Client::new()
+        .post(format!("{endpoint}/v3/kv/deleterange"))
+        .json(&serde_json::json!({ "key": key }))
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success());
+}
+
+/// IDs from `generator` on a blocking thread until `stop` is set, then whatever error stopped
+/// it (if one did).
+fn load(
+    generator: std::sync::Arc<SnowflakeGenerator<SystemClock>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<(Vec<u64>, Option<String>)> {
+    tokio::task::spawn_blocking(move || {
+        let mut ids = Vec::new();
+        // SeqCst: a test flag, not a hot path.
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            match generator.next_ids(50) {
+                Ok(batch) => ids.extend(batch),
+                Err(error) => return (ids, Some(error.to_string())),
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (ids, None)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_emptied_etcd_never_gives_a_held_id_to_a_newcomer_and_its_holders_go_on() {
+    let mut etcd = PrivateEtcd::start();
+    let endpoint = etcd.endpoint();
+    let prefix = test_namespace(&endpoint);
+    let layout = Layout::leaf().unwrap();
+    let mut opts = options(&endpoint, &prefix, "a:1");
+    opts.reservation = Duration::from_secs(8);
+    opts.range = Some("5-7".parse().unwrap());
+    let (a, gen_a) = start_fenced(opts.clone()).await;
+    let (b, gen_b) = start_fenced(EtcdOptions {
+        holder: "b:1".into(),
+        ..opts.clone()
+    })
+    .await;
+    assert_eq!((a.assignment.worker_id, b.assignment.worker_id), (5, 6));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (gen_a, gen_b) = (std::sync::Arc::new(gen_a), std::sync::Arc::new(gen_b));
+    let loads = [
+        load(std::sync::Arc::clone(&gen_a), std::sync::Arc::clone(&stop)),
+        load(std::sync::Arc::clone(&gen_b), std::sync::Arc::clone(&stop)),
+    ];
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (lease_a, lease_b) = (a.holder.status().lease_id, b.holder.status().lease_id);
+    // etcd comes back with nothing: no marks, no claims, no namespace record.
+    etcd.restart_empty();
+    // A newcomer at once: the namespace is unknown, so every id is fenced past the reservation
+    // a forgotten holder may still be issuing under.
+    let newcomer = EtcdOptions {
+        holder: "c:1".into(),
+        ..opts.clone()
+    };
+    let refused = EtcdWorkerIdAssigner::new(newcomer.clone())
+        .start(&layout)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, EtcdError::NamespaceFenced { .. }),
+        "{refused}"
+    );
+    assert!(
+        refused.to_string().contains("uidgen etcd init"),
+        "{refused}"
+    );
+    // The holders see their lease gone and take their ids up again, without a gap.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while a.holder.status().lease_id == lease_a || b.holder.status().lease_id == lease_b {
+        assert!(
+            Instant::now() < deadline,
+            "{:?} {:?}",
+            a.holder.status(),
+            b.holder.status()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for held in [&a, &b] {
+        let status = held.holder.status();
+        assert!(status.lost.is_none(), "{status:?}");
+        let reports = uidgen_worker::WorkerKeeper::status(&held.holder)
+            .reports
+            .unwrap();
+        assert_eq!(reports.reestablished, 1, "{status:?}");
+        assert!(reports.data_losses >= 1, "{status:?}");
+    }
+    // Once the fence has passed, the newcomer takes the one id nobody holds.
+    let c = loop {
+        match EtcdWorkerIdAssigner::new(newcomer.clone())
+            .start(&layout)
+            .await
+        {
+            Ok(c) => break c,
+            Err(EtcdError::NamespaceFenced { .. }) => {
+                assert!(Instant::now() < deadline + Duration::from_secs(30));
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(other) => panic!("{other}"),
+        }
+    };
+    assert_eq!(c.assignment.worker_id, 7);
+    let gen_c = SnowflakeGenerator::new(layout, 7, SystemClock)
+        .unwrap()
+        .fenced(c.assignment.fence.clone().unwrap());
+    let mut ids = gen_c.next_ids(1_000).unwrap();
+    // SeqCst: a test flag.
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for load in loads {
+        let (issued, error) = load.await.unwrap();
+        assert!(error.is_none(), "a holder stopped: {error:?}");
+        assert!(!issued.is_empty());
+        ids.extend(issued);
+    }
+    assert_eq!(duplicates(&ids), 0, "of {} IDs", ids.len());
+    eprintln!("etcd emptied under load: {} IDs, 0 duplicates", ids.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_prefix_is_fenced_until_declared_new_and_a_used_one_cannot_be() {
+    let endpoint = test_endpoint();
+    let prefix = test_prefix();
+    let layout = Layout::leaf().unwrap();
+    let mut opts = options(&endpoint, &prefix, "first:1");
+    opts.reservation = Duration::from_secs(600);
+    // Nothing under the prefix: a new namespace or an emptied one, which a start cannot tell
+    // apart, so it waits out the reservation.
+    let refused = EtcdWorkerIdAssigner::new(opts.clone())
+        .start(&layout)
+        .await
+        .unwrap_err();
+    let EtcdError::NamespaceFenced {
+        origin, floor_ms, ..
+    } = &refused
+    else {
+        panic!("{refused}")
+    };
+    assert_eq!(*origin, uidgen_worker::Origin::UnknownPast);
+    let now = uidgen_core::Clock::now_millis(&SystemClock);
+    assert!(*floor_ms >= now + 590_000, "{refused}");
+    for words in ["uidgen etcd init", "s from now", "never issued an ID"] {
+        assert!(refused.to_string().contains(words), "{words}: {refused}");
+    }
+    // The operator declares it new: starts go at once, and twice is harmless.
+    let assigner = EtcdWorkerIdAssigner::new(opts.clone());
+    let record = assigner.init_namespace().await.unwrap();
+    assert_eq!(record.origin, uidgen_worker::Origin::Init);
+    assert_eq!(assigner.init_namespace().await.unwrap(), record);
+    let held = assigner.start(&layout).await.unwrap();
+    held.holder.release().await.unwrap();
+    // Now it records an id: not new any more.
+    let other = EtcdWorkerIdAssigner::new(EtcdOptions {
+        prefix: test_prefix(),
+        ..opts.clone()
+    });
+    etcd_put(
+        &endpoint,
+        &format!("{}/marks/3", other.options().prefix),
+        b"{}",
+    )
+    .await;
+    let refused = other.init_namespace().await.unwrap_err();
+    assert!(matches!(refused, EtcdError::NotNew { .. }), "{refused}");
+    assert!(refused.to_string().contains("marks"), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefix_an_earlier_uidgen_wrote_is_adopted_with_its_marks() {
+    let endpoint = test_endpoint();
+    let prefix = test_prefix();
+    let layout = Layout::leaf().unwrap();
+    let now = uidgen_core::Clock::now_millis(&SystemClock);
+    // What an earlier uidgen leaves: a mark of id 0 reserved 2 s ahead, no namespace record.
+    let mark = uidgen_etcd::Record {
+        holder: "old:1".into(),
+        life: 9,
+        timestamp: now,
+        reserved_until: now + 2_000,
+    };
+    etcd_put(&endpoint, &format!("{prefix}/marks/0"), &mark.to_json()).await;
+    let held = EtcdWorkerIdAssigner::new(options(&endpoint, &prefix, "new:1"))
+        .start(&layout)
+        .await
+        .unwrap();
+    // Id 0 is within the start wait of its mark: taken above it, not fenced by the namespace.
+    assert_eq!(held.assignment.worker_id, 0);
+    assert!(held.holder.floor_ms() >= mark.reserved_until);
+    held.holder.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restore_from_an_older_snapshot_is_seen_by_a_holder_and_fences_the_forgotten_ids() {
+    let mut etcd = PrivateEtcd::start();
+    let endpoint = etcd.endpoint();
+    let prefix = test_namespace(&endpoint);
+    let layout = Layout::leaf().unwrap();
+    let mut opts = options(&endpoint, &prefix, "a:1");
+    opts.reservation = Duration::from_secs(8);
+    opts.range = Some("5-6".parse().unwrap());
+    let (a, gen_a) = start_fenced(opts.clone()).await;
+    assert_eq!(a.assignment.worker_id, 5);
+    let mut ids = gen_a.next_ids(1_000).unwrap();
+    let snapshot = etcd.snapshot();
+    etcd.restart();
+    // After the snapshot: b takes id 6, issues, and stops; only the live etcd records it.
+    let b_opts = EtcdOptions {
+        holder: "b:1".into(),
+        ..opts.clone()
+    };
+    let (b, gen_b) = start_fenced(b_opts.clone()).await;
+    assert_eq!(b.assignment.worker_id, 6);
+    ids.extend(gen_b.next_ids(2_000).unwrap());
+    b.holder.release().await.unwrap();
+    // etcd is rolled back: id 6 has no mark again, and the namespace record is the old one.
+    etcd.restore(&snapshot);
+    // The surviving holder sees the revision go back and fences every id marked before.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let reports = uidgen_worker::WorkerKeeper::status(&a.holder)
+            .reports
+            .unwrap();
+        if reports.data_losses > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{:?}", a.holder.status());
+        ids.extend(gen_a.next_ids(100).unwrap());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let refused = EtcdWorkerIdAssigner::new(EtcdOptions {
+        holder: "c:1".into(),
+        ..opts.clone()
+    })
+    .start(&layout)
+    .await
+    .unwrap_err();
+    let EtcdError::NamespaceFenced { origin, .. } = &refused else {
+        panic!("{refused}")
+    };
+    assert_eq!(*origin, uidgen_worker::Origin::DataLoss);
+    assert!(refused.to_string().contains("went back"), "{refused}");
+    // The holder keeps issuing throughout; after the fence id 6 goes above what b stamped.
+    ids.extend(gen_a.next_ids(1_000).unwrap());
+    let c = loop {
+        match EtcdWorkerIdAssigner::new(b_opts.clone())
+            .start(&layout)
+            .await
+        {
+            Ok(c) => break c,
+            Err(EtcdError::NamespaceFenced { .. }) => {
+                assert!(Instant::now() < deadline + Duration::from_secs(30));
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(other) => panic!("{other}"),
+        }
+    };
+    assert_eq!(c.assignment.worker_id, 6);
+    let gen_c = SnowflakeGenerator::new(layout, 6, SystemClock)
+        .unwrap()
+        .fenced(c.assignment.fence.clone().unwrap());
+    ids.extend(gen_c.next_ids(2_000).unwrap());
+    assert!(a.holder.check().is_ok(), "{:?}", a.holder.status());
+    assert_eq!(duplicates(&ids), 0, "of {} IDs", ids.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recover_fences_every_id_marked_before_it() {
+    let endpoint = test_endpoint();
+    let prefix = test_namespace(&endpoint);
+    let layout = Layout::leaf().unwrap();
+    let mut opts = options(&endpoint, &prefix, "a:1");
+    opts.range = Some("0-1".parse().unwrap());
+    let held = EtcdWorkerIdAssigner::new(opts.clone())
+        .start(&layout)
+        .await
+        .unwrap();
+    let assigner = EtcdWorkerIdAssigner::new(opts.clone());
+    let record = assigner
+        .recover_namespace("restored from last night's snapshot")
+        .await
+        .unwrap();
+    assert_eq!(record.origin, uidgen_worker::Origin::DataLoss);
+    // Id 1 has no mark, id 0's mark predates the record: both fenced; the holder of 0 goes on.
+    let refused = assigner.start(&layout).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("last night's snapshot"),
+        "{refused}"
+    );
+    assert!(held.holder.check().is_ok());
+    // init refuses to undo a recorded loss.
+    let refused = assigner.init_namespace().await.unwrap_err();
+    assert!(matches!(refused, EtcdError::NotNew { .. }), "{refused}");
+    held.holder.release().await.unwrap();
 }

@@ -32,6 +32,10 @@ pub struct HolderHealth {
     outage_since_ms: AtomicU64,
     lost_flag: AtomicBool,
     lost: Mutex<Option<String>>,
+    /// Times the coordinator was seen to have lost data (see `namespace.rs`).
+    data_losses: AtomicU64,
+    /// Times the holder took its id up again after its record vanished or its lease ended.
+    reestablished: AtomicU64,
 }
 
 /// A snapshot of a [`HolderHealth`], for status and metrics.
@@ -63,6 +67,8 @@ impl HolderHealth {
             outage_since_ms: AtomicU64::new(0),
             lost_flag: AtomicBool::new(false),
             lost: Mutex::new(None),
+            data_losses: AtomicU64::new(0),
+            reestablished: AtomicU64::new(0),
         }
     }
 
@@ -120,6 +126,30 @@ impl HolderHealth {
     /// Why the id was lost, if it was.
     pub fn lost_reason(&self) -> Option<String> {
         lock(&self.lost).clone()
+    }
+
+    /// The holder saw its coordinator lose data: count it.
+    pub fn data_loss(&self) {
+        // Relaxed: a status figure only.
+        self.data_losses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many times the holder saw its coordinator lose data.
+    pub fn data_losses(&self) -> u64 {
+        // Relaxed: see data_loss().
+        self.data_losses.load(Ordering::Relaxed)
+    }
+
+    /// The holder took its id up again under a new claim: count it.
+    pub fn reestablish(&self) {
+        // Relaxed: a status figure only.
+        self.reestablished.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many times the holder took its id up again.
+    pub fn reestablished(&self) -> u64 {
+        // Relaxed: see reestablish().
+        self.reestablished.load(Ordering::Relaxed)
     }
 
     /// A snapshot for people, not for deciding what to stamp.

@@ -50,6 +50,12 @@ pub struct KeeperReports {
     pub metrics_prefix: &'static str,
     /// Ids the holder freed by reclaiming them automatically.
     pub reclaimed: u64,
+    /// Times the holder saw the coordinator lose data (its revision or zxid went back, or the
+    /// holder's own record vanished): see `uidgen_worker::NamespaceRecord`.
+    pub data_losses: u64,
+    /// Times the holder took its id up again after its record vanished or its lease ended,
+    /// without a gap in issuing.
+    pub reestablished: u64,
 }
 
 impl KeeperStatus {

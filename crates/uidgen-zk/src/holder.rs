@@ -389,6 +389,8 @@ impl WorkerKeeper for ZkHolder {
                 metrics_prefix: "zk",
                 // Relaxed: a counter for status only.
                 reclaimed: self.shared.reclaimed.load(Ordering::Relaxed),
+                data_losses: self.shared.health.data_losses(),
+                reestablished: self.shared.health.reestablished(),
             }),
             ..KeeperStatus::from_health(self.shared.worker_id, self.shared.health.snapshot())
         }
