@@ -166,6 +166,30 @@ impl NamespaceRecord {
         serde_json::from_slice(bytes).ok()
     }
 
+    /// Why this record fences, in a sentence for people, naming the coordinator (`"etcd"`,
+    /// `"ZooKeeper"`).
+    ///
+    /// ```
+    /// use uidgen_worker::{NamespaceRecord, Origin};
+    /// let record = NamespaceRecord::fenced(Origin::DataLoss, 0, 1, 1, "a:1").because("restored");
+    /// assert_eq!(record.fence_reason("etcd"), "etcd was seen to lose data: restored (recorded by a:1)");
+    /// ```
+    pub fn fence_reason(&self, authority: &str) -> String {
+        let what = match self.origin {
+            Origin::UnknownPast => format!(
+                "{authority} held nothing under it when a start first came (a new namespace, or \
+                 one whose data {authority} lost)"
+            ),
+            Origin::DataLoss => format!("{authority} was seen to lose data"),
+            Origin::Init | Origin::Adopted => "its namespace record fences it".to_owned(),
+        };
+        if self.why.is_empty() {
+            format!("{what} (recorded by {})", self.by)
+        } else {
+            format!("{what}: {} (recorded by {})", self.why, self.by)
+        }
+    }
+
     /// Whether this record already covers a loss that a holder whose last accepted report was
     /// written at `last_accepted_ms` (its clock) has just seen: the record was written after
     /// that report and fences older ids. A holder that finds it so does not rewrite it (a

@@ -222,6 +222,89 @@ impl ZooKeeperWorkerIdAssigner {
         reclaimer.run(older_than, dry_run).await
     }
 
+    /// Declare the namespace new (`uidgen zk init`): write an
+    /// [`Origin::Init`](uidgen_worker::Origin) namespace record, which fences nothing. Refused
+    /// when the namespace has forever nodes or id claims (a start adopts those as they are), or
+    /// when its record says ZooKeeper lost data; a no-op on one already initialised or adopted.
+    /// Only for a namespace that never issued an ID: after a loss, an init lets a claimant
+    /// start an id below what its lost holder stamped.
+    pub async fn init_namespace(&self) -> Result<uidgen_worker::NamespaceRecord> {
+        use uidgen_worker::{NamespaceRecord, Origin};
+        self.options.validate()?;
+        let options = &self.options;
+        let client = connect(&options.connect, options.session_timeout).await?;
+        let tree = Tree::new(options.root());
+        let not_new = |reason: String| ZkError::NotNew {
+            root: tree.root().to_owned(),
+            reason,
+        };
+        for dir in [tree.forever_dir(), tree.ids_dir()] {
+            match client.list_children(&dir).await {
+                Ok(children) if !children.is_empty() => {
+                    return Err(not_new(format!(
+                        "it has {} node(s) under {dir}; a start uses it as it is",
+                        children.len()
+                    )));
+                }
+                Ok(_) | Err(zk::Error::NoNode) => {}
+                Err(source) => {
+                    return Err(zk_error(&options.connect, "listing the namespace", source));
+                }
+            }
+        }
+        let record = NamespaceRecord::open(Origin::Init, self.clock.now_millis(), "uidgen zk init");
+        let written = match crate::namespace::read(&client, &options.connect, &tree).await? {
+            Some(ns) if matches!(ns.record.origin, Origin::Init | Origin::Adopted) => {
+                return Ok(ns.record);
+            }
+            Some(ns) if ns.record.origin == Origin::DataLoss => {
+                return Err(not_new(format!(
+                    "its namespace record says ZooKeeper lost data ({}, recorded by {}); its ids \
+                     are fenced until {} ms so that no ID repeats: wait for that instead",
+                    ns.record.why, ns.record.by, ns.record.floor_ms
+                )));
+            }
+            Some(ns) => client
+                .set_data(&tree.namespace(), &record.to_json(), Some(ns.version))
+                .await
+                .map(drop),
+            None => match client.mkdir(tree.root(), &crate::session::PERSISTENT).await {
+                Ok(()) => client
+                    .create(
+                        &tree.namespace(),
+                        &record.to_json(),
+                        &crate::session::PERSISTENT,
+                    )
+                    .await
+                    .map(drop),
+                Err(error) => Err(error),
+            },
+        };
+        match written {
+            Ok(()) => Ok(record),
+            Err(zk::Error::BadVersion | zk::Error::NodeExists) => Err(not_new(
+                "its namespace record changed while being initialised; run it again".to_owned(),
+            )),
+            Err(source) => Err(zk_error(
+                &options.connect,
+                "initialising the namespace",
+                source,
+            )),
+        }
+    }
+
+    /// Record that ZooKeeper lost data (`uidgen zk recover`, after restoring it from a snapshot
+    /// or any loss no running holder saw): every id whose node was written before now is
+    /// fenced until `now + reservation + max_start_wait`. Running holders keep their ids.
+    pub async fn recover_namespace(&self, why: &str) -> Result<uidgen_worker::NamespaceRecord> {
+        self.options.validate()?;
+        let options = &self.options;
+        let client = connect(&options.connect, options.session_timeout).await?;
+        let tree = Tree::new(options.root());
+        let now = self.clock.now_millis();
+        crate::namespace::record_loss(&client, options, &tree, now, 0, why).await
+    }
+
     /// Every forever node of the namespace with its id and data (for operators and tests).
     pub async fn nodes(&self) -> Result<BTreeMap<u64, (String, Option<NodeData>)>> {
         let options = &self.options;

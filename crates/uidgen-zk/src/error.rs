@@ -179,6 +179,39 @@ pub enum ZkError {
         worker_id: u64,
     },
 
+    /// No worker id can be claimed yet: ZooKeeper holds no record of this namespace's ids from
+    /// before its namespace record (a new namespace, or one whose data ZooKeeper lost), and
+    /// that record fences them until `floor_ms`.
+    #[error(
+        "no worker id under {root} can be claimed before {floor_ms} ms ({} s from now): \
+         {reason}; a holder of an id ZooKeeper no longer records may still be issuing IDs until \
+         then. If this namespace is new (it never issued an ID), declare it once with `uidgen \
+         zk init` and start again; otherwise start again after that time",
+        .floor_ms.saturating_sub(*.now_ms).div_ceil(1000)
+    )]
+    NamespaceFenced {
+        /// `/snowflake/{name}`.
+        root: String,
+        /// Why the namespace record fences
+        /// ([`NamespaceRecord::fence_reason`](uidgen_worker::NamespaceRecord::fence_reason)).
+        reason: String,
+        /// The namespace record's origin.
+        origin: uidgen_worker::Origin,
+        /// Until when (ms since the Unix epoch).
+        floor_ms: u64,
+        /// This clock.
+        now_ms: u64,
+    },
+
+    /// `uidgen zk init` on a namespace that is not new.
+    #[error("{root} is not a new namespace: {reason}")]
+    NotNew {
+        /// `/snowflake/{name}`.
+        root: String,
+        /// What shows it, and what to do instead.
+        reason: String,
+    },
+
     /// A node's data is not what uidgen or Leaf writes.
     #[error("ZooKeeper node {path} is not a worker id node: {reason}")]
     InvalidNode {

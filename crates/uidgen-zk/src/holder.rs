@@ -11,6 +11,13 @@
 //! - The holder raises its own cap to a value only after ZooKeeper accepted it, and never
 //!   lowers it; once the id is lost the fence closes (limit 0) and the local cache is
 //!   forgotten, so a start while ZooKeeper is down does not pick the id again.
+//! - **Taking the id up again** (`holder/report.rs`): a forever node that vanished while the
+//!   holder's cap still runs (`now + max_start_wait < cap`, uidgen-worker's
+//!   `may_reestablish`) was lost with ZooKeeper's data, not reclaimed (a reclaim needs the cap
+//!   passed and leaves a tombstone): the holder makes the namespace record fence every older
+//!   id, then creates its `ids` claim and forever node again in one `multi` that checks the
+//!   record's version, and goes on issuing. A node found at an older write of this life (a
+//!   restore) is continued the same way; anything else loses the id.
 //!
 //! The reports that raise the cap, and the session they run on, are in `holder/report.rs`.
 
@@ -86,10 +93,13 @@ pub(crate) struct Shared {
     /// Where the id's earlier holders stopped.
     pub(crate) floor_ms: u64,
     /// This life's random number, written with every report (see `unconfirmed.rs`).
-    life: u64,
+    pub(crate) life: u64,
+    /// The zxids of this holder's accepted writes: one below an earlier one means ZooKeeper
+    /// lost data or was restored from an older snapshot.
+    pub(crate) zxids: uidgen_worker::RevisionWatch,
     /// The `reserved_until` of the last report ZooKeeper accepted (or the cache recorded),
     /// the reports' fate, and the loss.
-    health: HolderHealth,
+    pub(crate) health: HolderHealth,
     reclaimed: AtomicU64,
     /// Set by a stop: the report loop starts no new round.
     stopping: AtomicBool,
@@ -116,6 +126,7 @@ impl Shared {
             mark,
             floor_ms,
             life: fastrand::u64(..),
+            zxids: uidgen_worker::RevisionWatch::default(),
             health: HolderHealth::new(accepted_until_ms),
             reclaimed: AtomicU64::new(0),
             stopping: AtomicBool::new(false),

@@ -40,6 +40,7 @@
 mod assigner;
 mod error;
 mod holder;
+mod namespace;
 mod options;
 mod peers;
 mod reclaim;

@@ -58,6 +58,37 @@ pub fn test_connect() -> String {
 
 pub use uidgen_worker::testing::{free_port, unique};
 
+/// Declare the namespace `name` on `connect` new, as `uidgen zk init` does, unless it has a
+/// namespace record already (a test's restarts call it again): claims there start at once
+/// instead of waiting out an unknown past. Errors (ZooKeeper down) are the caller's to ignore
+/// or report.
+pub async fn init_namespace(connect: &str, name: &str) -> Result<(), zookeeper_client::Error> {
+    let client = zookeeper_client::Client::connect(connect).await?;
+    let chroot = client.path().to_owned();
+    if chroot != "/" {
+        let unrooted = client.clone().chroot("/").unwrap_or_else(|same| same);
+        unrooted.mkdir(&chroot, &crate::session::PERSISTENT).await?;
+    }
+    let root = format!("/snowflake/{name}");
+    client.mkdir(&root, &crate::session::PERSISTENT).await?;
+    let record = uidgen_worker::NamespaceRecord::open(
+        uidgen_worker::Origin::Init,
+        uidgen_core::Clock::now_millis(&uidgen_core::SystemClock),
+        "test",
+    );
+    match client
+        .create(
+            &format!("{root}/namespace"),
+            &record.to_json(),
+            &crate::session::PERSISTENT,
+        )
+        .await
+    {
+        Ok(_) | Err(zookeeper_client::Error::NodeExists) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
 /// A ZooKeeper server of this test alone, on its own port and data directory, started with
 /// `java` and Debian's classpath (as `zkServer.sh` does), so a test can stop the process and
 /// start it again. Killed when dropped.
@@ -143,9 +174,53 @@ impl PrivateZooKeeper {
         }
     }
 
+    /// Kill the server, empty its data directory (a disk lost, a container without a volume),
+    /// and start it again on the same port.
+    pub fn restart_empty(&mut self) {
+        self.stop();
+        let data = self.dir.join("data");
+        let _ = std::fs::remove_dir_all(&data);
+        std::fs::create_dir_all(&data).unwrap();
+        self.resume();
+    }
+
+    /// Kill the server and copy its data directory aside: a snapshot that
+    /// [`restore`](Self::restore) rolls the server back to. Start it again with
+    /// [`resume`](Self::resume).
+    pub fn snapshot(&mut self) -> PathBuf {
+        self.stop();
+        let to = self.dir.join(unique("snapshot"));
+        copy_dir(&self.dir.join("data"), &to);
+        to
+    }
+
+    /// Kill the server, replace its data with `snapshot`'s, and start it again: a restore from
+    /// an older snapshot.
+    pub fn restore(&mut self, snapshot: &Path) {
+        self.stop();
+        let data = self.dir.join("data");
+        let _ = std::fs::remove_dir_all(&data);
+        copy_dir(snapshot, &data);
+        self.resume();
+    }
+
     /// Its directory (data, configuration and log).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+}
+
+/// Copy the directory tree `from` to `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
     }
 }
 

@@ -8,6 +8,8 @@
 //!                                                  a tombstone {"free":true,"floor":..} once
 //!                                                  reclaimed
 //! /snowflake/{name}/live/{id}                      ephemeral: the id's holder is running
+//! /snowflake/{name}/namespace                      persistent: the namespace record, which
+//!                                                  fences ids whose nodes ZooKeeper lost
 //! ```
 //!
 //! Leaf numbers its forever nodes with ZooKeeper's persistent sequential suffix; we choose the
@@ -34,6 +36,11 @@ impl Tree {
 
     pub(crate) fn root(&self) -> &str {
         &self.root
+    }
+
+    /// The namespace record (see `namespace.rs`).
+    pub(crate) fn namespace(&self) -> String {
+        format!("{}/namespace", self.root)
     }
 
     pub(crate) fn forever_dir(&self) -> String {

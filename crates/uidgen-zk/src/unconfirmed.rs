@@ -16,7 +16,9 @@
 //!   as accepted (the cap rises to its reservation, the cache records the write) and reports
 //!   continue from its version;
 //! - anything else (another version, other data, another node, no node): someone else wrote
-//!   or reclaimed it; the id is lost, as for any report that fails on the version.
+//!   or reclaimed it, or ZooKeeper lost it; the holder takes the id up again only if it is
+//!   still this life's to take (`holder.rs`), else the id is lost, as for any report that
+//!   fails on the version.
 //!
 //! Until it is settled the cap stays at the last reservation ZooKeeper is known to hold, so
 //! the unconfirmed write never lets the holder stamp past what a successor would read.
@@ -47,11 +49,14 @@ impl Conn {
         let (bytes, stat) = match client.get_data(&shared.node).await {
             Ok(found) => found,
             Err(zk::Error::NoNode) => {
-                shared.lose(format!(
-                    "its forever node {} was reclaimed while a report's reply was lost",
-                    shared.node
-                ));
-                return false;
+                // Reclaimed, or lost with ZooKeeper's data: `reestablish` tells them apart.
+                self.unconfirmed = None;
+                return self
+                    .reestablish(
+                        shared,
+                        "its forever node vanished while a report's reply was lost",
+                    )
+                    .await;
             }
             Err(error) => {
                 shared.failed(&error.to_string());
@@ -70,12 +75,13 @@ impl Conn {
             && self.czxid == Some(stat.czxid)
             && self.version.and_then(|v| v.checked_add(1)) == Some(stat.version);
         if !own_write {
-            shared.lose(format!(
-                "its forever node {} was written by another process while a report's reply was \
-                 lost",
-                shared.node
-            ));
-            return false;
+            // Another's write, or an older one of this life (ZooKeeper rolled back).
+            return self
+                .reestablish(
+                    shared,
+                    "its forever node was written by another while a report's reply was lost",
+                )
+                .await;
         }
         let accepted = Accepted {
             now_ms: sent.now_ms,

@@ -99,6 +99,9 @@ async fn host_restarting(
     lives: u32,
 ) -> (Vec<u64>, Vec<u64>) {
     use tokio::io::AsyncBufReadExt;
+    uidgen_zk::testing::init_namespace(connect, "restarts")
+        .await
+        .unwrap();
     let mut offset_ms: i64 = 0;
     let (mut ids, mut workers) = (Vec::new(), Vec::new());
     for life in 0..lives {

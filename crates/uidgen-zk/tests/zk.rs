@@ -27,6 +27,9 @@ async fn client(connect: &str) -> zk::Client {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_processes_started_at_once_get_distinct_worker_ids_and_issue_no_duplicate() {
     let connect = test_connect();
+    uidgen_zk::testing::init_namespace(&connect, "crowd")
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut children = Vec::new();
     for i in 0..20u16 {

@@ -22,6 +22,11 @@
 //!   reclaim frees it). The last holder may still be running cut off, but it stops at `R`.
 //! - **A new holder of a reclaimed id**: the tombstone's floor, at least `R` (see
 //!   `reclaim.rs`); a claimant whose clock is behind it is refused before it claims.
+//! - **Any id whose node or tombstone is older than the namespace record, or that has none**:
+//!   at least the namespace record's floor (`namespace.rs`), which covers what ZooKeeper may
+//!   have forgotten; such an id is left alone until the clock can reach it. Every claim's
+//!   `multi` checks the record's version, so one rewritten meanwhile (a loss seen) makes the
+//!   claim read again.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -34,6 +39,7 @@ use zookeeper_client as zk;
 use super::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner, clock_reaches};
 use crate::error::{Result, ZkError};
 use crate::holder::{Conn, POLL, Shared, ZkHolder};
+use crate::namespace::{self, Namespace};
 use crate::options::{ZkOptions, ms};
 use crate::peers::check_peers;
 use crate::session::{PERSISTENT, ensure_tree, zk_error};
@@ -63,8 +69,9 @@ impl ZooKeeperWorkerIdAssigner {
         let options = &self.options;
         let tree = Tree::new(options.root());
         ensure_tree(&client, &options.connect, &tree).await?;
+        let namespace = namespace::ensure(&client, options, &tree, self.clock.as_ref()).await?;
         let (worker_id, name, version, floor, reserved) = match self
-            .find_own(&client, &tree, layout, range)
+            .find_own(&client, &tree, layout, range, &namespace)
             .await?
         {
             Some(reuse) => {
@@ -84,7 +91,7 @@ impl ZooKeeperWorkerIdAssigner {
             None => {
                 // A new node only: a restart on its own node checks that node's last report.
                 check_peers(&client, &tree, options, self.clock.as_ref()).await?;
-                self.claim(&client, &tree, range).await?
+                self.claim(&client, &tree, range, &namespace).await?
             }
         };
         let node = tree.forever(&name);
@@ -142,6 +149,7 @@ impl ZooKeeperWorkerIdAssigner {
         tree: &Tree,
         layout: &Layout,
         range: WorkerIdRange,
+        namespace: &Namespace,
     ) -> Result<Option<Reuse>> {
         let options = &self.options;
         let error = |action, source| zk_error(&options.connect, action, source);
@@ -225,11 +233,24 @@ impl ZooKeeperWorkerIdAssigner {
                 }
                 floor_ms
             };
+            // A node older than the namespace record may be stale (ZooKeeper lost data since
+            // it was written): it waits for the record's floor too.
+            let fenced_ms = namespace.floor_of(Some((floor_ms, stat.mzxid)));
+            if fenced_ms > floor_ms && fenced_ms > now.saturating_add(wait_ms) {
+                tracing::warn!(
+                    worker_id,
+                    node = %path,
+                    fenced_until_ms = fenced_ms,
+                    "this address's forever node was written before ZooKeeper's namespace record \
+                     fenced older ids: not reusing it before fenced_until_ms"
+                );
+                continue;
+            }
             return Ok(Some(Reuse {
                 worker_id,
                 name,
                 version: stat.version,
-                floor_ms,
+                floor_ms: fenced_ms,
                 reserved_ms,
             }));
         }
@@ -244,6 +265,7 @@ impl ZooKeeperWorkerIdAssigner {
         client: &zk::Client,
         tree: &Tree,
         range: WorkerIdRange,
+        namespace: &Namespace,
     ) -> Result<(u64, String, i32, u64, u64)> {
         let options = &self.options;
         let error = |action, source| zk_error(&options.connect, action, source);
@@ -268,28 +290,37 @@ impl ZooKeeperWorkerIdAssigner {
                 .iter()
                 .filter_map(|id| id.parse().ok())
                 .collect();
-            let mut raced = false;
+            let (mut raced, mut fenced) = (false, 0_usize);
             for worker_id in range.low()..=range.high() {
                 if used.contains(&worker_id) {
                     continue;
                 }
                 let ids = tree.ids(worker_id);
-                let (floor_ms, previous) = if claims.contains(&worker_id) {
+                let (record, previous) = if claims.contains(&worker_id) {
                     match client.get_data(&ids).await {
                         Ok((bytes, stat)) => match IdClaim::parse(&bytes) {
-                            IdClaim::Free(tombstone) => (tombstone.floor, Some(stat.version)),
+                            IdClaim::Free(tombstone) => {
+                                (Some((tombstone.floor, stat.mzxid)), Some(stat.version))
+                            }
                             // Claimed but without a forever node: someone's claim in flight
                             // (or a node deleted by hand); not free.
                             IdClaim::Held(_) => continue,
                         },
-                        Err(zk::Error::NoNode) => (0, None),
+                        Err(zk::Error::NoNode) => (None, None),
                         Err(source) => return Err(error("reading an id's claim", source)),
                     }
                 } else {
-                    (0, None)
+                    (None, None)
                 };
                 let now = self.clock.now_millis();
                 let wait_ms = ms(options.max_start_wait);
+                let own_floor = record.map_or(0, |(floor, _)| floor);
+                let floor_ms = namespace.floor_of(record);
+                if floor_ms > own_floor && floor_ms > now.saturating_add(wait_ms) {
+                    // Fenced by the namespace record: ZooKeeper may have forgotten a holder.
+                    fenced += 1;
+                    continue;
+                }
                 // A clock this far behind the previous holder would only sit on the id.
                 clock_reaches(
                     worker_id,
@@ -311,6 +342,9 @@ impl ZooKeeperWorkerIdAssigner {
                 };
                 let mut multi = client.new_multi_writer();
                 let built = (|| {
+                    // A namespace record rewritten since it was read (a loss seen) may fence
+                    // this id: the claim fails and reads again.
+                    multi.add_check_version(&tree.namespace(), namespace.version)?;
                     match previous {
                         Some(version) => {
                             multi.add_set_data(&ids, address.as_bytes(), Some(version))?
@@ -347,6 +381,16 @@ impl ZooKeeperWorkerIdAssigner {
                     }) => raced = true,
                     Err(source) => return Err(error("claiming a worker id", source.into())),
                 }
+            }
+            if !raced && fenced > 0 && namespace.record.origin.fences_older_ids() {
+                let record = &namespace.record;
+                return Err(ZkError::NamespaceFenced {
+                    root: tree.root().to_owned(),
+                    reason: record.fence_reason("ZooKeeper"),
+                    origin: record.origin,
+                    floor_ms: record.floor_ms,
+                    now_ms: self.clock.now_millis(),
+                });
             }
             if !raced {
                 return Err(ZkError::RangeUsedUp {

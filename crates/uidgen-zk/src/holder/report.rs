@@ -26,9 +26,10 @@ use zookeeper_client as zk;
 
 use super::{Accepted, Shared};
 use crate::error::is_connectivity;
+use crate::namespace;
 use crate::options::ms;
-use crate::session::{EPHEMERAL, connect};
-use crate::tree::NodeData;
+use crate::session::{EPHEMERAL, PERSISTENT, connect, ensure_tree};
+use crate::tree::{IdClaim, NodeData};
 use crate::unconfirmed::Unconfirmed;
 
 /// The ZooKeeper side of a held id: the session, the node's version, the live node.
@@ -131,13 +132,28 @@ impl Conn {
             return;
         }
         match self.report(shared).await {
-            Ok(accepted) => shared.record(&accepted),
-            Err(zk::Error::BadVersion | zk::Error::NoNode) => {
-                shared.lose(format!(
-                    "its forever node {} was reclaimed or written by another process",
-                    shared.node
-                ));
-                return;
+            Ok(accepted) => {
+                shared.record(&accepted);
+                shared.zxids.observe(accepted.stat.mzxid);
+                if let Some((before, after)) = shared.zxids.take_regression() {
+                    // Our node survived a roll-back (a restore that kept it): fence what
+                    // ZooKeeper may have forgotten of the others.
+                    let why = format!("its zxid went back from {before:#x} to {after:#x}");
+                    self.saw_loss(shared, &why).await;
+                }
+            }
+            Err(zk::Error::NoNode) => {
+                if !self.reestablish(shared, "its forever node vanished").await {
+                    return;
+                }
+            }
+            Err(zk::Error::BadVersion) => {
+                if !self
+                    .reestablish(shared, "its forever node was written by another")
+                    .await
+                {
+                    return;
+                }
             }
             Err(error) => {
                 shared.failed(&error.to_string());
@@ -146,6 +162,167 @@ impl Conn {
         }
         self.ensure_live(shared).await;
         self.auto_reclaim(shared).await;
+    }
+
+    /// ZooKeeper lost data (`why`): count it, and make the namespace record fence every id
+    /// whose node may be stale. Returns whether the record is in force.
+    async fn saw_loss(&mut self, shared: &Shared, why: &str) -> bool {
+        shared.health.data_loss();
+        let Some(client) = self.client.clone() else {
+            return false;
+        };
+        let why = format!("{why} (seen by worker id {})", shared.worker_id);
+        let last_accepted = shared.health.snapshot().last_report_ms.unwrap_or(0);
+        let now = shared.clock.now_millis();
+        match namespace::record_loss(
+            &client,
+            &shared.options,
+            &shared.tree,
+            now,
+            last_accepted,
+            &why,
+        )
+        .await
+        {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::error!(
+                    worker_id = shared.worker_id,
+                    %error,
+                    "ZooKeeper lost data ({why}) and the namespace record could not be written"
+                );
+                false
+            }
+        }
+    }
+
+    /// The forever node vanished or holds another write: take the id up again if it is still
+    /// this life's to take (see `holder.rs`), else lose it. Returns whether the holder goes on.
+    pub(crate) async fn reestablish(&mut self, shared: &Shared, reason: &str) -> bool {
+        let now = shared.clock.now_millis();
+        let cap = shared.accepted_until();
+        let reason = format!("{reason} ({})", shared.node);
+        if !uidgen_worker::may_reestablish(now, cap, ms(shared.options.max_start_wait)) {
+            shared.lose(format!(
+                "{reason}, and its reservation runs out too soon to take it up again"
+            ));
+            return false;
+        }
+        match self.try_reestablish(shared, now, cap).await {
+            Ok(true) => {
+                shared.health.reestablish();
+                tracing::warn!(
+                    worker_id = shared.worker_id,
+                    "took the ZooKeeper worker id up again ({reason}); issuing without a gap"
+                );
+                true
+            }
+            Ok(false) => {
+                shared.lose(format!("{reason}: reclaimed or written by another process"));
+                false
+            }
+            Err(error) => {
+                shared.failed(&error);
+                false
+            }
+        }
+    }
+
+    /// `Ok(true)` once the id is this holder's again, `Ok(false)` when it is someone else's.
+    async fn try_reestablish(
+        &mut self,
+        shared: &Shared,
+        now: u64,
+        cap: u64,
+    ) -> Result<bool, String> {
+        let client = self.client.clone().ok_or("no ZooKeeper session")?;
+        let options = &shared.options;
+        let address = options.listen_address();
+        let ids = shared.tree.ids(shared.worker_id);
+        match client.get_data(&shared.node).await {
+            Ok((bytes, stat)) => {
+                let ours = NodeData::parse(&shared.node, &bytes)
+                    .ok()
+                    .is_some_and(|data| data.life == Some(shared.life));
+                if !ours {
+                    return Ok(false);
+                }
+                // An older write of this life (ZooKeeper rolled back), or an earlier attempt
+                // whose answer was lost: continue from its version.
+                if stat.mzxid < shared.zxids.highest() || Some(stat.czxid) != self.czxid {
+                    let why = "this holder's forever node went back to an older write";
+                    if !self.saw_loss(shared, why).await {
+                        return Err("the namespace record could not be written".into());
+                    }
+                }
+                self.version = Some(stat.version);
+                self.czxid = Some(stat.czxid);
+                return Ok(true);
+            }
+            Err(zk::Error::NoNode) => {}
+            Err(error) => return Err(error.to_string()),
+        }
+        let claimed = match client.get_data(&ids).await {
+            Ok((bytes, _)) => match IdClaim::parse(&bytes) {
+                IdClaim::Held(holder) if holder == address => true,
+                // A reclaim's tombstone, or another address's claim.
+                _ => return Ok(false),
+            },
+            Err(zk::Error::NoNode) => false,
+            Err(error) => return Err(error.to_string()),
+        };
+        // The node vanished without a reclaim (a reclaim needs this holder's cap passed and
+        // leaves a tombstone): ZooKeeper lost it. Fence what it forgot of the others first.
+        if !self
+            .saw_loss(shared, "this holder's forever node vanished")
+            .await
+        {
+            return Err("the namespace record could not be written".into());
+        }
+        ensure_tree(&client, &options.connect, &shared.tree)
+            .await
+            .map_err(|e| e.to_string())?;
+        let ns = namespace::read(&client, &options.connect, &shared.tree)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("the namespace record vanished")?;
+        let reserved = cap.max(now.saturating_add(ms(options.reservation)));
+        let data = NodeData {
+            ip: options.ip.clone(),
+            port: options.port.clone(),
+            timestamp: now,
+            reserved_until: Some(reserved),
+            life: Some(shared.life),
+        }
+        .to_json();
+        let mut multi = client.new_multi_writer();
+        let built = (|| {
+            multi.add_check_version(&shared.tree.namespace(), ns.version)?;
+            if !claimed {
+                multi.add_create(&ids, address.as_bytes(), &PERSISTENT)?;
+            }
+            multi.add_create(&shared.node, &data, &PERSISTENT)
+        })();
+        built.map_err(|e| e.to_string())?;
+        match multi.commit().await {
+            Ok(_) => {}
+            // Someone wrote the record, the claim or the node meanwhile: read again next round.
+            Err(error) => return Err(format!("taking the worker id up again: {error}")),
+        }
+        // The multi's own stat may be invalid (ZOOKEEPER-4026): read it back.
+        let (_, stat) = client
+            .get_data(&shared.node)
+            .await
+            .map_err(|e| e.to_string())?;
+        let accepted = Accepted {
+            now_ms: now,
+            reserved_ms: reserved,
+            stat,
+        };
+        self.adopt(shared, &accepted);
+        shared.zxids.observe(accepted.stat.mzxid);
+        shared.record(&accepted);
+        Ok(true)
     }
 
     /// A usable session: the current one, or a new one when it ended (expired while

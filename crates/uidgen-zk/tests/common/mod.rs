@@ -20,15 +20,23 @@ pub fn options(connect: &str, port: u16, dir: &Path) -> ZkOptions {
     options
 }
 
-/// Start on the system clock, Leaf's layout.
+/// Declare the namespace of `options` new unless it is recorded already (a test's namespace
+/// is its own, so nothing was ever issued in it). ZooKeeper down: nothing to do.
+pub async fn declare_new(options: &ZkOptions) {
+    let _ = uidgen_zk::testing::init_namespace(&options.connect, &options.name).await;
+}
+
+/// Start on the system clock, Leaf's layout, in a namespace declared new.
 pub async fn start(options: &ZkOptions) -> Result<ZkAssignment, ZkError> {
+    declare_new(options).await;
     ZooKeeperWorkerIdAssigner::new(options.clone())
         .start(&Layout::leaf().unwrap())
         .await
 }
 
-/// Start on `clock`, Leaf's layout.
+/// Start on `clock`, Leaf's layout, in a namespace declared new.
 pub async fn start_on(options: &ZkOptions, clock: &ManualClock) -> Result<ZkAssignment, ZkError> {
+    declare_new(options).await;
     ZooKeeperWorkerIdAssigner::new(options.clone())
         .with_clock(clock.clone())
         .start(&Layout::leaf().unwrap())
