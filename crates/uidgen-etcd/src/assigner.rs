@@ -289,11 +289,10 @@ impl EtcdWorkerIdAssigner {
                 if survey.fenced_by_namespace > 0 && record.origin.fences_older_ids() {
                     return Err(EtcdError::NamespaceFenced {
                         prefix: options.prefix.clone(),
+                        reason: record.fence_reason("etcd"),
                         origin: record.origin,
                         floor_ms: record.floor_ms,
                         now_ms: self.clock.now_millis(),
-                        by: record.by.clone(),
-                        why: record.why.clone(),
                     });
                 }
                 return Err(EtcdError::RangeUsedUp {
@@ -468,20 +467,6 @@ impl EtcdWorkerIdAssigner {
             prefix: options.prefix.clone(),
             reason,
         };
-        for dir in ["marks", "workers"] {
-            if gateway
-                .any(
-                    "looking for worker-id records",
-                    &format!("{}/{dir}/", options.prefix),
-                )
-                .await?
-            {
-                return Err(not_new(format!(
-                    "etcd records worker ids under {}/{dir}/; a start uses it as it is",
-                    options.prefix
-                )));
-            }
-        }
         let existing = read_namespace(&gateway, &key).await?;
         let revision = match &existing {
             Some(ns) if matches!(ns.record.origin, Origin::Init | Origin::Adopted) => {
@@ -497,6 +482,20 @@ impl EtcdWorkerIdAssigner {
             Some(ns) => ns.mod_revision,
             None => 0,
         };
+        for dir in ["marks", "workers"] {
+            if gateway
+                .any(
+                    "looking for worker-id records",
+                    &format!("{}/{dir}/", options.prefix),
+                )
+                .await?
+            {
+                return Err(not_new(format!(
+                    "etcd records worker ids under {}/{dir}/; a start uses it as it is",
+                    options.prefix
+                )));
+            }
+        }
         let record =
             NamespaceRecord::open(Origin::Init, self.clock.now_millis(), "uidgen etcd init");
         let txn = gateway

@@ -1,6 +1,6 @@
 //! The one error type of `uidgen-etcd`.
 
-use uidgen_worker::{Origin, WorkerError, WorkerIdRange};
+use uidgen_worker::{WorkerError, WorkerIdRange};
 
 /// `Result` with [`EtcdError`] as the default error.
 pub type Result<T, E = EtcdError> = std::result::Result<T, E>;
@@ -76,26 +76,24 @@ pub enum EtcdError {
     /// before its namespace record (a new namespace, or one whose data etcd lost), and that
     /// record fences them until `floor_ms`.
     #[error(
-        "no worker id under {prefix} can be claimed before {floor_ms} ms ({} s from now): {}; \
-         a holder of an id etcd no longer records may still be issuing IDs until then. If this \
-         namespace is new (it never issued an ID), declare it once with `uidgen etcd init` and \
-         start again; otherwise start again after that time",
-        .floor_ms.saturating_sub(*.now_ms).div_ceil(1000),
-        origin_text(*.origin, by, why)
+        "no worker id under {prefix} can be claimed before {floor_ms} ms ({} s from now): \
+         {reason}; a holder of an id etcd no longer records may still be issuing IDs until then. \
+         If this namespace is new (it never issued an ID), declare it once with `uidgen etcd \
+         init` and start again; otherwise start again after that time",
+        .floor_ms.saturating_sub(*.now_ms).div_ceil(1000)
     )]
     NamespaceFenced {
         /// The key prefix.
         prefix: String,
-        /// Why the namespace record fences.
-        origin: Origin,
+        /// Why the namespace record fences
+        /// ([`NamespaceRecord::fence_reason`](uidgen_worker::NamespaceRecord::fence_reason)).
+        reason: String,
+        /// The namespace record's origin.
+        origin: uidgen_worker::Origin,
         /// Until when (ms since the Unix epoch).
         floor_ms: u64,
         /// This clock.
         now_ms: u64,
-        /// Who wrote the namespace record.
-        by: String,
-        /// What its writer saw.
-        why: String,
     },
 
     /// `uidgen etcd init` on a namespace that is not new.
@@ -149,22 +147,6 @@ pub enum EtcdError {
     /// The range did not fit the layout, or the clock wait failed.
     #[error(transparent)]
     Worker(#[from] WorkerError),
-}
-
-/// A namespace record's origin in a sentence.
-fn origin_text(origin: Origin, by: &str, why: &str) -> String {
-    let what = match origin {
-        Origin::UnknownPast => {
-            "etcd held nothing under it when a start first came (a new namespace, or emptied)"
-        }
-        Origin::DataLoss => "etcd was seen to lose data",
-        Origin::Init | Origin::Adopted => "its namespace record fences it",
-    };
-    if why.is_empty() {
-        format!("{what} (recorded by {by})")
-    } else {
-        format!("{what}: {why} (recorded by {by})")
-    }
 }
 
 impl EtcdError {

@@ -537,7 +537,8 @@ async fn an_emptied_etcd_never_gives_a_held_id_to_a_newcomer_and_its_holders_go_
     let prefix = test_namespace(&endpoint);
     let layout = Layout::leaf().unwrap();
     let mut opts = options(&endpoint, &prefix, "a:1");
-    opts.reservation = Duration::from_secs(8);
+    // Room for the holders to take their ids up again once etcd is back: `now + 5 s` inside it.
+    opts.reservation = Duration::from_secs(15);
     opts.range = Some("5-7".parse().unwrap());
     let (a, gen_a) = start_fenced(opts.clone()).await;
     let (b, gen_b) = start_fenced(EtcdOptions {
@@ -704,7 +705,7 @@ async fn a_restore_from_an_older_snapshot_is_seen_by_a_holder_and_fences_the_for
     let prefix = test_namespace(&endpoint);
     let layout = Layout::leaf().unwrap();
     let mut opts = options(&endpoint, &prefix, "a:1");
-    opts.reservation = Duration::from_secs(8);
+    opts.reservation = Duration::from_secs(15);
     opts.range = Some("5-6".parse().unwrap());
     let (a, gen_a) = start_fenced(opts.clone()).await;
     assert_eq!(a.assignment.worker_id, 5);

@@ -42,6 +42,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             init_tracing();
             runtime()?.block_on(cli::zk::run(&args))
         }
+        Command::Etcd(args) => {
+            init_tracing();
+            runtime()?.block_on(cli::etcd::run(&args))
+        }
         Command::Bench(args) => match (&args.url, &args.grpc) {
             (Some(url), _) => {
                 let report = runtime()?.block_on(bench::run_http(&args, url))?;

@@ -208,6 +208,10 @@ pub struct ReportMetrics {
     pub last_report_age_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
     /// 1 while the worker id may issue IDs (held, inside the reservation of its last accepted report).
     pub issuing: Gauge,
+    /// Times the holder saw the coordinator lose data (the holder's own count, copied in).
+    pub data_losses: Counter,
+    /// Times the holder took its id up again under a new claim (the holder's count).
+    pub reestablished: Counter,
 }
 
 impl Default for Metrics {
@@ -380,6 +384,22 @@ impl Metrics {
             ),
             figures.issuing.clone(),
         );
+        self.registry.register(
+            format!("{prefix}_data_losses"),
+            format!(
+                "Times the worker id's holder saw {authority} lose data (its revision or zxid went \
+                 back, or the holder's own record vanished); ids it forgot are fenced"
+            ),
+            figures.data_losses.clone(),
+        );
+        self.registry.register(
+            format!("{prefix}_reestablished"),
+            format!(
+                "Times the holder took its worker id up again in {authority} after its claim \
+                 vanished, without a gap in issuing"
+            ),
+            figures.reestablished.clone(),
+        );
         self.reports = Some(figures);
     }
 
@@ -397,6 +417,17 @@ impl Metrics {
             .report_failures
             .inner()
             .fetch_max(health.failures, std::sync::atomic::Ordering::Relaxed);
+        if let Some(reports) = &status.reports {
+            // As report_failures: the keeper's counts, copied in.
+            figures
+                .data_losses
+                .inner()
+                .fetch_max(reports.data_losses, std::sync::atomic::Ordering::Relaxed);
+            figures
+                .reestablished
+                .inner()
+                .fetch_max(reports.reestablished, std::sync::atomic::Ordering::Relaxed);
+        }
         let now = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
         let age_ms = health
             .last_report_ms

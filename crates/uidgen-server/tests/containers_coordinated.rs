@@ -68,6 +68,9 @@ async fn zookeeper_containers_on_separate_hosts_never_share_a_worker_id_at_once(
     let port: u16 = zk.rsplit(':').next().unwrap().parse().unwrap();
     let bridge = Bridge::to(&zk, port);
     let name = uidgen_zk::testing::unique("ns");
+    uidgen_zk::testing::init_namespace(&connect, &name)
+        .await
+        .unwrap();
     let env = zk_env(&connect, &name);
     let layout = Layout::leaf().unwrap();
     let first_host = Network {
@@ -132,7 +135,7 @@ async fn etcd_containers_identical_on_separate_hosts_get_distinct_worker_ids() {
     let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
     let port: u16 = host.rsplit(':').next().unwrap().parse().unwrap();
     let bridge = Bridge::to(host, port);
-    let prefix = uidgen_etcd::testing::test_prefix();
+    let prefix = uidgen_etcd::testing::test_namespace(&endpoint);
     let inside = format!("http://127.0.0.1:{port}");
     let env = [
         ("UIDGEN_WORKER_ASSIGNER", "etcd"),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{Server, assert_unique, fetch, run, temp_dir};
 use uidgen_core::Layout;
-use uidgen_etcd::testing::{PrivateEtcd, test_endpoint, test_prefix};
+use uidgen_etcd::testing::{PrivateEtcd, test_endpoint, test_namespace, test_prefix};
 use uidgen_testkit::free_port;
 
 /// Leaf's layout and generator, the worker id from etcd at `endpoint` under `prefix`.
@@ -39,7 +39,7 @@ fn start(env: &[(String, String)]) -> Server {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_take_distinct_worker_ids_from_etcd_and_their_ids_never_repeat() {
     let endpoint = test_endpoint();
-    let prefix = test_prefix();
+    let prefix = test_namespace(&endpoint);
     let dir = temp_dir("etcd-serve");
     let first = start(&etcd_env(&endpoint, &prefix, &dir));
     let second = start(&etcd_env(&endpoint, &prefix, &dir));
@@ -89,7 +89,7 @@ async fn two_servers_take_distinct_worker_ids_from_etcd_and_their_ids_never_repe
 async fn a_server_cut_off_from_etcd_serves_until_the_reservation_then_turns_not_ready() {
     let mut etcd = PrivateEtcd::start();
     let dir = temp_dir("etcd-outage");
-    let mut env = etcd_env(&etcd.endpoint(), &test_prefix(), &dir);
+    let mut env = etcd_env(&etcd.endpoint(), &test_namespace(&etcd.endpoint()), &dir);
     for (key, value) in [
         ("UIDGEN_ETCD_LEASE_TTL_SECS", "2"),
         ("UIDGEN_ETCD_RESERVATION_SECS", "3"),
@@ -186,4 +186,68 @@ fn etcd_keys_are_checked_naming_the_key() {
         assert!(!status.success());
         assert!(stderr.contains(expected), "{env:?}: {stderr}");
     }
+}
+
+#[test]
+fn a_first_start_on_an_empty_prefix_names_uidgen_etcd_init_which_lets_it_start() {
+    let endpoint = test_endpoint();
+    let prefix = test_prefix();
+    let dir = temp_dir("etcd-init");
+    let env = etcd_env(&endpoint, &prefix, &dir);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let refused = Server::try_start(&[], &env).map(drop).unwrap_err();
+    for words in ["uidgen etcd init", "never issued an ID", "s from now"] {
+        assert!(refused.contains(words), "{words}: {refused}");
+    }
+    let (status, stdout, stderr) = run(&["etcd", "init"], &env);
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("a new namespace"), "{stdout}");
+    let server = Server::start(&[], &env);
+    let (status, log) = server.terminate();
+    assert!(status.success(), "{log}");
+    // Again: nothing to do.
+    let (status, stdout, stderr) = run(&["etcd", "init"], &env);
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("Init"), "{stdout}");
+    let (status, stdout, stderr) = run(&["etcd", "recover", "--why", "restored a snapshot"], &env);
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("restored a snapshot"), "{stdout}");
+    // A recorded loss is not undone by an init.
+    let (status, _, stderr) = run(&["etcd", "init"], &env);
+    assert!(!status.success());
+    assert!(stderr.contains("not a new namespace"), "{stderr}");
+    let refused = Server::try_start(&[], &env).map(drop).unwrap_err();
+    assert!(refused.contains("restored a snapshot"), "{refused}");
+}
+
+/// Issue 36's hunt on etcd: see [`common::coordinator_wiped_under_three_servers`].
+async fn an_emptied_etcd_under_three_servers_repeats_no_id(layout: &str, generator: &str) {
+    let mut etcd = PrivateEtcd::start();
+    let endpoint = etcd.endpoint();
+    let prefix = test_namespace(&endpoint);
+    let dir = temp_dir("etcd-wipe");
+    let mut env = etcd_env(&endpoint, &prefix, &dir);
+    for (key, value) in [
+        ("UIDGEN_LAYOUT", layout),
+        ("UIDGEN_GENERATOR", generator),
+        ("UIDGEN_ETCD_LEASE_TTL_SECS", "2"),
+        // Long enough for a holder whose rounds failed while etcd restarted to take its id up
+        // again (while `now + 5 s` is inside its reservation), short enough for C to get in.
+        ("UIDGEN_ETCD_RESERVATION_SECS", "15"),
+    ] {
+        env.retain(|(k, _)| k != key);
+        env.push((key.to_owned(), value.to_owned()));
+    }
+    common::coordinator_wiped_under_three_servers(&env, layout, "etcd", || etcd.restart_empty())
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emptied_etcd_repeats_no_id_with_the_cached_generator() {
+    an_emptied_etcd_under_three_servers_repeats_no_id("baidu", "cached").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emptied_etcd_repeats_no_id_with_the_snowflake_generator() {
+    an_emptied_etcd_under_three_servers_repeats_no_id("leaf", "snowflake").await;
 }

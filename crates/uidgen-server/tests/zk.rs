@@ -46,6 +46,9 @@ fn start(env: &[(String, String)]) -> Server {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_takes_its_worker_id_from_zookeeper_and_leafs_route_stamps_it() {
     let connect = test_connect();
+    uidgen_zk::testing::init_namespace(&connect, "leaf-e2e")
+        .await
+        .unwrap();
     let dir = temp_dir("serve");
     let first = start(&zk_env(&connect, &dir, 1));
     let second = start(&zk_env(&connect, &dir, 2));
@@ -106,6 +109,9 @@ async fn serve_takes_its_worker_id_from_zookeeper_and_leafs_route_stamps_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_killed_and_started_again_without_its_cache_file_keeps_its_worker_id() {
     let connect = test_connect();
+    uidgen_zk::testing::init_namespace(&connect, "leaf-e2e")
+        .await
+        .unwrap();
     let dir = temp_dir("restart");
     let listen = format!("127.0.0.1:{}", free_port());
     let mut env = zk_env(&connect, &dir, 1);
@@ -262,4 +268,74 @@ fn worker_range_takes_rusts_inclusive_form_and_reads_id_range_as_the_same_key() 
         options.range.map(|r| r.to_string()).as_deref(),
         Some("924-1023")
     );
+}
+
+/// Issue 36's hunt on ZooKeeper: see [`common::coordinator_wiped_under_three_servers`].
+async fn an_emptied_zookeeper_under_three_servers_repeats_no_id(layout: &str, generator: &str) {
+    let mut server = uidgen_zk::testing::PrivateZooKeeper::start();
+    let connect = format!("{}/wipe", server.address());
+    uidgen_zk::testing::init_namespace(&connect, "leaf-e2e")
+        .await
+        .unwrap();
+    let dir = temp_dir("wipe");
+    let mut env = zk_env(&connect, &dir, 0);
+    // One cache file per server: each gets its own state directory's default.
+    env.retain(|(k, _)| k != "UIDGEN_ZK_CACHE_FILE");
+    for (key, value) in [
+        ("UIDGEN_LAYOUT", layout),
+        ("UIDGEN_GENERATOR", generator),
+        ("UIDGEN_ZK_REPORT_INTERVAL_MS", "500"),
+        ("UIDGEN_ZK_SESSION_TIMEOUT_MS", "4000"),
+        // Long enough for a holder whose reports failed while ZooKeeper restarted (a JVM start)
+        // to take its id up again (while `now + 5 s` is inside it), short enough for C.
+        ("UIDGEN_ZK_RESERVATION_SECS", "20"),
+    ] {
+        env.retain(|(k, _)| k != key);
+        env.push((key.to_owned(), value.to_owned()));
+    }
+    common::coordinator_wiped_under_three_servers(&env, layout, "zookeeper", || {
+        server.restart_empty();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emptied_zookeeper_repeats_no_id_with_the_cached_generator() {
+    an_emptied_zookeeper_under_three_servers_repeats_no_id("baidu", "cached").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emptied_zookeeper_repeats_no_id_with_the_snowflake_generator() {
+    an_emptied_zookeeper_under_three_servers_repeats_no_id("leaf", "snowflake").await;
+}
+
+#[test]
+fn a_first_start_on_an_empty_namespace_names_uidgen_zk_init_which_lets_it_start() {
+    let connect = test_connect();
+    let dir = temp_dir("init");
+    let mut env = zk_env(&connect, &dir, 1);
+    env.retain(|(k, _)| k != "UIDGEN_ZK_NAME");
+    env.push(("UIDGEN_ZK_NAME".to_owned(), "init-e2e".to_owned()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let refused = Server::try_start(&[], &env).map(drop).unwrap_err();
+    for words in ["uidgen zk init", "never issued an ID", "s from now"] {
+        assert!(refused.contains(words), "{words}: {refused}");
+    }
+    let (status, stdout, stderr) = run(&["zk", "init"], &env);
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("a new namespace"), "{stdout}");
+    let server = Server::start(&[], &env);
+    let (status, log) = server.terminate();
+    assert!(status.success(), "{log}");
+    // Again: nothing to do.
+    let (status, stdout, stderr) = run(&["zk", "init"], &env);
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("Init"), "{stdout}");
+    let (status, stdout, stderr) = run(&["zk", "recover", "--why", "restored a snapshot"], &env);
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("restored a snapshot"), "{stdout}");
+    // A recorded loss is not undone by an init.
+    let (status, _, stderr) = run(&["zk", "init"], &env);
+    assert!(!status.success());
+    assert!(stderr.contains("not a new namespace"), "{stderr}");
 }

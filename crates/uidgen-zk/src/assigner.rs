@@ -238,6 +238,13 @@ impl ZooKeeperWorkerIdAssigner {
             root: tree.root().to_owned(),
             reason,
         };
+        let existing = crate::namespace::read(&client, &options.connect, &tree).await?;
+        if let Some(ns) = existing
+            .as_ref()
+            .filter(|ns| matches!(ns.record.origin, Origin::Init | Origin::Adopted))
+        {
+            return Ok(ns.record.clone());
+        }
         for dir in [tree.forever_dir(), tree.ids_dir()] {
             match client.list_children(&dir).await {
                 Ok(children) if !children.is_empty() => {
@@ -253,10 +260,7 @@ impl ZooKeeperWorkerIdAssigner {
             }
         }
         let record = NamespaceRecord::open(Origin::Init, self.clock.now_millis(), "uidgen zk init");
-        let written = match crate::namespace::read(&client, &options.connect, &tree).await? {
-            Some(ns) if matches!(ns.record.origin, Origin::Init | Origin::Adopted) => {
-                return Ok(ns.record);
-            }
+        let written = match existing {
             Some(ns) if ns.record.origin == Origin::DataLoss => {
                 return Err(not_new(format!(
                     "its namespace record says ZooKeeper lost data ({}, recorded by {}); its ids \

@@ -1,11 +1,13 @@
 //! The `uidgen` command line: its arguments, and the code of every subcommand but `serve`'s
 //! lifecycle ([`crate::serve`]): [`generate`] (`gen`, `migrate`, the embedded bench generator),
-//! [`mod@decode`] (`decode`, `make`), [`mod@bench`] and [`zk`] (`zk reclaim`).
+//! [`mod@decode`] (`decode`, `make`), [`mod@bench`], [`zk`] (`zk reclaim`, `zk init`, `zk recover`) and [`etcd`]
+//! (`etcd init`, `etcd recover`).
 
 use std::path::PathBuf;
 
 pub mod bench;
 pub mod decode;
+pub mod etcd;
 pub mod generate;
 pub mod zk;
 
@@ -45,8 +47,11 @@ pub enum Command {
     Migrate(MigrateArgs),
     /// Measure a running server or the embedded generator.
     Bench(bench::BenchArgs),
-    /// ZooKeeper worker ids: `uidgen zk reclaim --older-than 7d [--dry-run]`.
+    /// ZooKeeper worker ids: `uidgen zk reclaim --older-than 7d [--dry-run]`, `uidgen zk init`
+    /// (a new namespace), `uidgen zk recover` (after a loss).
     Zk(zk::ZkArgs),
+    /// The etcd namespace: `uidgen etcd init` (a new one), `uidgen etcd recover` (after a loss).
+    Etcd(etcd::EtcdArgs),
 }
 
 /// Options shared by commands that read the configuration.

@@ -1,4 +1,4 @@
-//! `uidgen zk …`: ZooKeeper operations (`reclaim`).
+//! `uidgen zk …`: ZooKeeper operations (`reclaim`, `init`, `recover`).
 
 use std::time::Duration;
 
@@ -30,6 +30,22 @@ pub enum ZkCommand {
         /// Only list what would be freed.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Declare the namespace (`zookeeper.name`) new, once, before its first start: its worker
+    /// ids are then claimed at once. A start on a namespace ZooKeeper holds nothing under
+    /// cannot tell a new one from one whose data ZooKeeper lost, so without this it waits out
+    /// the reservation. Refused when the namespace has forever nodes (a start adopts a Leaf or
+    /// earlier tree as it is) or its record says ZooKeeper lost data; nothing to do once
+    /// initialised. Run it once, by hand, never as part of every start: after ZooKeeper lost
+    /// its data it would let a claimant start an id below what its forgotten holder stamped.
+    Init,
+    /// Record that ZooKeeper lost data (restored from a snapshot, a server's disk replaced):
+    /// every worker id whose node was written before now waits out the reservation before it
+    /// is claimed again. Running holders keep their ids.
+    Recover {
+        /// What happened, kept in the namespace record for operators.
+        #[arg(long, default_value = "recorded by `uidgen zk recover`")]
+        why: String,
     },
 }
 
@@ -82,7 +98,29 @@ pub async fn run(args: &ZkArgs) -> anyhow::Result<()> {
             zk.options
         }
     };
+    let root = options.root();
     match &args.command {
+        ZkCommand::Init => {
+            let record = ZooKeeperWorkerIdAssigner::new(options)
+                .init_namespace()
+                .await?;
+            println!(
+                "{root}: a new namespace ({:?}, written by {})",
+                record.origin, record.by
+            );
+            Ok(())
+        }
+        ZkCommand::Recover { why } => {
+            let record = ZooKeeperWorkerIdAssigner::new(options)
+                .recover_namespace(why)
+                .await?;
+            println!(
+                "{root}: worker ids whose nodes were written before now are fenced until {} ms \
+                 ({})",
+                record.floor_ms, record.why
+            );
+            Ok(())
+        }
         ZkCommand::Reclaim {
             older_than,
             dry_run,

@@ -108,6 +108,17 @@ impl EtcdConfig {
         if worker.assigner != AssignerKind::Etcd {
             return Ok(None);
         }
+        self.parsed(worker, layout, listen_port).map(Some)
+    }
+
+    /// The section parsed whatever the assigner (`uidgen etcd …` acts on the configured
+    /// namespace from any host).
+    pub(crate) fn parsed(
+        &self,
+        worker: &WorkerSettings,
+        layout: &Layout,
+        listen_port: u16,
+    ) -> Result<EtcdSettings, ConfigError> {
         let host = uidgen_store::WorkerNode::detect().host_name;
         let mut options = EtcdOptions::new(
             self.endpoints.iter().cloned(),
@@ -140,7 +151,7 @@ impl EtcdConfig {
             };
             invalid(key, error.to_string())
         })?;
-        Ok(Some(EtcdSettings { options, host }))
+        Ok(EtcdSettings { options, host })
     }
 }
 

@@ -187,6 +187,11 @@ pub struct ZkView {
     lost: bool,
     /// Ids freed by this holder's automatic reclaim.
     reclaimed: u64,
+    /// Times the holder saw the coordinator lose data (docs/OPERATIONS.md, "When a
+    /// coordinator loses its data").
+    data_losses: u64,
+    /// Times the holder took its worker id up again after its claim vanished.
+    reestablished: u64,
 }
 
 /// The sharded mode's counters since start.
@@ -322,6 +327,8 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
                 outage_since_ms: s.health.outage_since_ms,
                 lost: s.health.lost.is_some(),
                 reclaimed: reports.reclaimed,
+                data_losses: reports.data_losses,
+                reestablished: reports.reestablished,
             })
     };
     let (zookeeper, etcd) = (view("zookeeper"), view("etcd"));

@@ -118,6 +118,12 @@ impl Server {
         Self::spawn_in(None, listen, args, envs, line)
     }
 
+    /// [`start`](Self::start), or `Err(its log)` when it exits (or logs no start within 60 s)
+    /// instead of serving: for a start that may be refused.
+    pub fn try_start(args: &[&str], envs: &[(&str, &str)]) -> Result<Server, String> {
+        Self::try_spawn_in(None, "127.0.0.1:0", args, envs, "uidgen serving")
+    }
+
     /// [`spawn_until`](Self::spawn_until), from `cwd` when given (else this process's).
     fn spawn_in(
         cwd: Option<&std::path::Path>,
@@ -126,6 +132,19 @@ impl Server {
         envs: &[(&str, &str)],
         line: &str,
     ) -> Server {
+        Self::try_spawn_in(cwd, listen, args, envs, line).unwrap_or_else(|log| {
+            panic!("uidgen serve logged no `{line}` within 60 s; its log:\n{log}")
+        })
+    }
+
+    /// [`spawn_in`](Self::spawn_in), with the log of a server that did not start as the error.
+    fn try_spawn_in(
+        cwd: Option<&std::path::Path>,
+        listen: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        line: &str,
+    ) -> Result<Server, String> {
         let marker = line.to_owned();
         let mut command = Command::new(binary());
         if let Some(cwd) = cwd {
@@ -170,20 +189,18 @@ impl Server {
             }
         });
         match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok((addr, grpc)) => Server {
+            Ok((addr, grpc)) => Ok(Server {
                 child,
                 base: format!("http://{addr}"),
                 grpc: grpc.filter(|g| g != "off").map(|g| format!("http://{g}")),
                 log,
-            },
+            }),
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
                 std::thread::sleep(Duration::from_millis(100));
-                panic!(
-                    "uidgen serve logged no `{line}` within 60 s; its log:\n{}",
-                    log.lock().unwrap()
-                );
+                let log = log.lock().unwrap().clone();
+                Err(log)
             }
         }
     }
@@ -328,4 +345,112 @@ pub async fn fetch(client: &reqwest::Client, url: &str) -> (u16, String) {
     let response = client.get(url).send().await.unwrap();
     let status = response.status().as_u16();
     (status, response.text().await.unwrap())
+}
+
+/// IDs from `server` in batches of 50 (`/v1/ids?count=50`) until `stop` is set, and the
+/// failed requests' status and body.
+pub fn load(
+    server: &Server,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<(Vec<u64>, Vec<String>)> {
+    let url = server.url("/v1/ids?count=50");
+    tokio::spawn(async move {
+        let client = reqwest::Client::new();
+        let (mut ids, mut failures) = (Vec::new(), Vec::new());
+        // SeqCst: a test flag.
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let (status, body) = fetch(&client, &url).await;
+            if status == 200 {
+                ids.extend(ids_in(&json(&body)));
+            } else {
+                failures.push(format!("{status} {body}"));
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        (ids, failures)
+    })
+}
+
+/// Issue 36's hunt: servers A and B (started with `env`, `layout`) serve under load, `wipe`
+/// empties their coordinator (`key`: `etcd` or `zookeeper`, as `/v1/status` and the CLI name
+/// it), and server C starts meanwhile. C is refused (naming `uidgen {cli} init`) until every id
+/// the coordinator forgot is past what its holder may have stamped; A and B take their ids up
+/// again and never fail a request. Every ID of the run is counted: 0 equal.
+pub async fn coordinator_wiped_under_three_servers(
+    env: &[(String, String)],
+    layout: &str,
+    key: &str,
+    wipe: impl FnOnce(),
+) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cli = if key == "zookeeper" { "zk" } else { key };
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (a, b) = (Server::start(&[], &env), Server::start(&[], &env));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut loads = vec![load(&a, Arc::clone(&stop)), load(&b, Arc::clone(&stop))];
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    wipe();
+    let (mut refusals, deadline) = (0, std::time::Instant::now() + Duration::from_secs(90));
+    let c = loop {
+        match Server::try_start(&[], &env) {
+            Ok(server) => break server,
+            Err(log) => {
+                assert!(log.contains(&format!("uidgen {cli} init")), "{log}");
+                refusals += 1;
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "C never started: {log}"
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    };
+    assert!(refusals > 0, "C started inside the fence");
+    loads.push(load(&c, Arc::clone(&stop)));
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // SeqCst: a test flag.
+    stop.store(true, Ordering::SeqCst);
+    let mut ids = Vec::new();
+    for (load, server) in loads.into_iter().zip([&a, &b, &c]) {
+        let (issued, failures) = load.await.unwrap();
+        assert!(
+            failures.is_empty(),
+            "{} failed requests, the first: {}; the server's log:\n{}",
+            failures.len(),
+            failures[0],
+            server.log()
+        );
+        assert!(!issued.is_empty());
+        ids.extend(issued);
+    }
+    let parsed = uidgen_core::Layout::preset(layout).unwrap();
+    let workers: std::collections::HashSet<u64> = ids
+        .iter()
+        .map(|id| parsed.decompose(*id).unwrap().worker)
+        .collect();
+    assert_eq!(workers.len(), 3, "{workers:?}");
+    let total = ids.len();
+    assert_eq!(assert_unique(ids).len(), total);
+    let client = reqwest::Client::new();
+    for server in [&a, &b] {
+        let (_, status) = fetch(&client, &server.url("/v1/status")).await;
+        let status = json(&status);
+        assert!(
+            status[key]["data_losses"].as_u64().unwrap() >= 1,
+            "{status}"
+        );
+        assert_eq!(status[key]["reestablished"], 1, "{status}");
+        let (_, metrics) = fetch(&client, &server.url("/metrics")).await;
+        let prefix = if key == "zookeeper" { "zk" } else { key };
+        let line = format!("uidgen_{prefix}_reestablished_total 1");
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
+    eprintln!(
+        "{layout}: {total} IDs from 3 servers across an emptied {key}, C refused {refusals} \
+         times, 0 equal"
+    );
+    for server in [a, b, c] {
+        let (status, log) = server.terminate();
+        assert!(status.success(), "{log}");
+    }
 }

@@ -402,6 +402,9 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_shows_the_zookeeper_holder_and_the_sharded_mode() {
     let connect = uidgen_zk::testing::test_connect();
+    uidgen_zk::testing::init_namespace(&connect, "console")
+        .await
+        .unwrap();
     let redis = uidgen_sharded::testing::redis_url();
     uidgen_sharded::testing::check_redis(&redis).await.unwrap();
     let prefix = uidgen_sharded::testing::unique_prefix("console");
