@@ -63,3 +63,45 @@ fn a_handles_claims_and_a_padding_run_never_take_the_same_unit() {
         }
     });
 }
+
+#[test]
+fn slices_of_two_worker_ids_go_to_one_claimant_each_and_a_retired_one_stops_at_its_mark() {
+    loom::model(|| {
+        let generator = Arc::new(generator());
+        generator.add_worker(2, None).unwrap();
+        // Empty the ring, so the padding run below has slices to claim.
+        let mut taken: Vec<u64> = (0..2).map(|_| generator.next_id().unwrap()).collect();
+        let handle = {
+            let generator = Arc::clone(&generator);
+            thread::spawn(move || {
+                let mut ids = generator.local_units();
+                (0..3).map(|_| ids.next_id().unwrap()).collect::<Vec<u64>>()
+            })
+        };
+        let padder = {
+            let generator = Arc::clone(&generator);
+            thread::spawn(move || {
+                generator.pad_now().unwrap();
+                let mut ids = Vec::new();
+                while let Ok(Some(id)) = generator.take_one_ready() {
+                    ids.push(id);
+                }
+                ids
+            })
+        };
+        // Retired while the others claim: nothing of worker 2 past what it reports.
+        let until = generator.retire_worker(2).unwrap();
+        taken.extend(handle.join().unwrap());
+        taken.extend(padder.join().unwrap());
+        let mut sorted = taken.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), taken.len(), "an ID twice: {taken:?}");
+        for &id in &taken {
+            let parsed = generator.parse(id).unwrap();
+            if parsed.parts.worker == 2 {
+                assert!(parsed.timestamp_ms + 1_000 <= until, "{id} past {until}");
+            }
+        }
+    });
+}

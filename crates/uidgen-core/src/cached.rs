@@ -99,11 +99,37 @@ impl CachedOptions {
     }
 }
 
-/// The ring's fill state between padding runs: the time unit being handed out and the next
-/// sequence in it, so a run that fills the ring mid-unit resumes there instead of skipping it.
+/// A worker id the ring is padded from, and the fence its units must pass.
+#[derive(Debug)]
+struct Lane {
+    worker_id: u64,
+    /// For a reused worker id: no unit of it ends past the fence's limit.
+    fence: Option<Arc<dyn TimeFence>>,
+    /// The first time unit that ends after the fence's floor: where the id's earlier holders
+    /// stopped. Units below it are skipped for this worker id.
+    first_unit: u64,
+}
+
+/// What the padding lock guards: the worker ids padded from, the time unit being handed out
+/// slice by slice, and the slice a run that filled the ring mid-way resumes.
+///
+/// A **slice** is one worker id's IDs of one time unit (`max_sequence + 1` of them). Every time
+/// unit claimed (`last_second`) is cut into one slice per worker id its fence admits, handed
+/// out lowest worker id first; only then is the next unit claimed. So `k` worker ids give `k`
+/// slices per unit of borrowing, and no slice goes to two claimants (the padding run and the
+/// [`UnitIds`] handles both take slices here, under this one lock).
 #[derive(Debug, Default)]
 struct PadState {
-    pending: Option<(u64, u64)>,
+    /// The slice being put into the ring, and its next sequence: (unit, worker id, sequence).
+    pending: Option<(u64, u64, u64)>,
+    /// The worker ids padded from, lowest first.
+    lanes: Vec<Lane>,
+    /// The worker ids whose slice of the unit `last_second` is still to be taken, highest
+    /// first (so `pop` takes the lowest).
+    left: Vec<u64>,
+    /// How many units ahead of the clock padding may borrow: the options' bound, tightened
+    /// by every lane's fence.
+    max_borrow_units: Option<u64>,
 }
 
 /// Called by the padding thread after each run that put IDs into the ring, and once when the
@@ -131,14 +157,15 @@ enum Padded {
 #[derive(Debug)]
 struct Shared<C> {
     layout: Layout,
+    /// The worker id the generator was made with (its other lanes come and go).
     worker_id: u64,
     clock: C,
     ring: RingBuffer,
-    /// The last time unit whose IDs went into the ring (Baidu's `lastSecond`).
+    /// The last time unit claimed for the ring or a [`UnitIds`] handle (Baidu's `lastSecond`).
     last_second: AtomicU64,
     pad: Mutex<PadState>,
-    max_borrow_units: Option<u64>,
-    fence: Option<Arc<dyn TimeFence>>,
+    /// How many worker ids padding draws from (for status: the lanes live under `pad`).
+    lane_count: AtomicU64,
     /// Where the sequence field starts (bit 0 in Baidu's layout, above the machine in Vesta's).
     sequence_shift: u32,
     stopping: AtomicBool,
@@ -175,19 +202,35 @@ impl<C: Clock> Shared<C> {
         }
     }
 
-    /// Take the next time unit for whoever holds `pad` (proved by `_held`, the lock's contents):
-    /// `max(last_second + 1, now)`, once the borrowing bound, the time field and the fence admit
-    /// it; `None` while the borrowing bound or the fence says not yet. The padding run and
-    /// [`UnitIds`] handles claim units only here, under the one lock, so no unit is claimed twice.
-    /// A time field that ran out or a fence that closed stops the ring with the typed error.
-    fn claim_unit(&self, _held: &PadState) -> Result<Option<u64>> {
+    /// The next slice for whoever holds `pad` (proved by `state`, the lock's contents): a
+    /// worker id's share of the unit `last_second`, lowest worker id first, claiming the next
+    /// unit when the current one is used up; `None` while the borrowing bound or every lane's
+    /// fence or floor says not yet. A time field that ran out, or fences that closed on every
+    /// lane, stop the ring with the typed error.
+    fn claim_slice(&self, state: &mut PadState) -> Result<Option<(u64, u64)>> {
+        loop {
+            if let Some(worker_id) = state.left.pop() {
+                // Relaxed: only holders of `pad` write it, and the caller holds it.
+                return Ok(Some((self.last_second.load(Ordering::Relaxed), worker_id)));
+            }
+            if !self.claim_unit(state)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Claim the next time unit, `max(last_second + 1, now)`, once the borrowing bound and the
+    /// time field admit it, and cut it into the slices of the lanes whose fence and floor admit
+    /// it. `false` (nothing claimed) while the bound holds or no lane may take the unit yet. A
+    /// lane whose fence closed is dropped; the ring stops only when none is left.
+    fn claim_unit(&self, state: &mut PadState) -> Result<bool> {
         let now = self.now_unit();
         // Relaxed: only holders of `pad` write it, and the caller holds it.
         let next = (self.last_second.load(Ordering::Relaxed) + 1).max(now);
-        if let Some(bound) = self.max_borrow_units
+        if let Some(bound) = state.max_borrow_units
             && next > now.saturating_add(bound)
         {
-            return Ok(None);
+            return Ok(false);
         }
         if let Err(error) = self.layout.check_time(next) {
             // Baidu went on and spilled into the sign bit (#100, #52); stop instead, and keep
@@ -197,22 +240,42 @@ impl<C: Clock> Shared<C> {
             self.ring.stop_with(error.clone());
             return Err(error);
         }
-        if let Some(fence) = &self.fence {
-            let unit_end = self.layout.millis_of(next + 1);
-            match admit(fence.as_ref(), unit_end) {
-                Ok(()) => {}
-                // The ring keeps what it has; takes wait (or fail) until it rises.
-                Err(FenceRefusal::NotYet { .. }) => return Ok(None),
-                Err(refusal) => {
-                    let error = refusal.into_error(self.worker_id, unit_end);
-                    self.ring.stop_with(error.clone());
-                    return Err(error);
+        let unit_end = self.layout.millis_of(next + 1);
+        let mut admitted = Vec::with_capacity(state.lanes.len());
+        let mut closed = None;
+        state.lanes.retain(|lane| {
+            if next < lane.first_unit {
+                return true; // its earlier holders' units: later
+            }
+            match lane.fence.as_deref().map(|fence| admit(fence, unit_end)) {
+                None | Some(Ok(())) => admitted.push(lane.worker_id),
+                // The ring keeps what it has; this lane sits the unit out until it rises.
+                Some(Err(FenceRefusal::NotYet { .. })) => {}
+                Some(Err(refusal)) => {
+                    closed = Some(refusal.into_error(lane.worker_id, unit_end));
+                    return false;
                 }
             }
+            true
+        });
+        // Relaxed: a status figure; the lanes themselves are read under `pad`.
+        self.lane_count
+            .store(state.lanes.len() as u64, Ordering::Relaxed);
+        if state.lanes.is_empty() {
+            let error = closed.unwrap_or_else(|| {
+                UidError::GeneratorStopped("no worker id is left to pad from".to_owned())
+            });
+            self.ring.stop_with(error.clone());
+            return Err(error);
+        }
+        if admitted.is_empty() {
+            return Ok(false);
         }
         // Release: readers of `issued_until_ms` see a unit at least this late.
         self.last_second.store(next, Ordering::Release);
-        Ok(Some(next))
+        admitted.reverse();
+        state.left = admitted;
+        Ok(true)
     }
 
     /// Fill the ring. Each new unit is `max(last_second + 1, now)`: it borrows future units
@@ -232,29 +295,29 @@ impl<C: Clock> Shared<C> {
         self.ring.padding_started();
         let max_sequence = self.layout.max_sequence();
         loop {
-            let (unit, sequence) = match state.pending {
+            let (unit, worker_id, sequence) = match state.pending {
                 Some(pending) => pending,
                 None => {
                     if self.ring.is_full() {
                         return Ok(Padded::Full);
                     }
-                    match self.claim_unit(&state)? {
-                        Some(unit) => (unit, 0),
+                    match self.claim_slice(&mut state)? {
+                        Some((unit, worker_id)) => (unit, worker_id, 0),
                         None => return Ok(Padded::BorrowLimit),
                     }
                 }
             };
-            // Fields never overlap, so every ID of the unit is the unit's sequence-0 ID with the
-            // sequence or-ed in: one compose per unit instead of one per ID (the padding thread
+            // Fields never overlap, so every ID of the slice is its sequence-0 ID with the
+            // sequence or-ed in: one compose per slice instead of one per ID (the padding thread
             // is what caps sustained throughput, see docs/BENCHMARKS.md).
-            let base = self.layout.compose_unchecked(unit, self.worker_id, 0);
+            let base = self.layout.compose_unchecked(unit, worker_id, 0);
             let mut uids = (sequence..=max_sequence).map(|s| base | (s << self.sequence_shift));
             // At most the ring size, which fits a u64.
             let put = u64::try_from(self.ring.put_batch(&mut uids)).unwrap_or(u64::MAX);
             if sequence.saturating_add(put) > max_sequence {
                 state.pending = None;
             } else {
-                state.pending = Some((unit, sequence + put));
+                state.pending = Some((unit, worker_id, sequence + put));
                 return Ok(if self.ring.is_full() {
                     Padded::Full
                 } else {
@@ -271,13 +334,13 @@ impl<C: Clock> UnitSource for Shared<C> {
     }
 
     fn claim_first_id(&self) -> Result<Option<u64>> {
-        let unit = {
+        let slice = {
             // Blocking: a padding run holds the lock for one fill of the ring, and for a fence's
             // extension when it asks for one (a handle's own claim may ask too).
-            let state = sync::lock(&self.pad);
-            self.claim_unit(&state)?
+            let mut state = sync::lock(&self.pad);
+            self.claim_slice(&mut state)?
         };
-        Ok(unit.map(|unit| self.layout.compose_unchecked(unit, self.worker_id, 0)))
+        Ok(slice.map(|(unit, worker_id)| self.layout.compose_unchecked(unit, worker_id, 0)))
     }
 
     fn sequence_step(&self) -> (u64, u64) {
@@ -447,6 +510,11 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
                 .ok_or(UidError::MalformedLayout(
                     "the layout has no sequence field",
                 ))?;
+        let lane = Lane {
+            worker_id,
+            fence: options.fence,
+            first_unit: floor_unit,
+        };
         let shared = Arc::new(Shared {
             layout,
             worker_id,
@@ -455,9 +523,12 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
             // The first unit padded is `max(last + 1, now)`: now itself, or the fence's floor
             // when the worker id's earlier holder stamped up to a later instant.
             last_second: AtomicU64::new(now.saturating_sub(1).max(floor_unit.saturating_sub(1))),
-            pad: Mutex::new(PadState::default()),
-            max_borrow_units,
-            fence: options.fence,
+            pad: Mutex::new(PadState {
+                lanes: vec![lane],
+                max_borrow_units,
+                ..PadState::default()
+            }),
+            lane_count: AtomicU64::new(1),
             sequence_shift: layout_sequence_shift,
             stopping: AtomicBool::new(false),
             padding_runs: AtomicU64::new(0),
@@ -475,9 +546,142 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
         Ok((shared, waker))
     }
 
-    /// The worker id stamped into every ID.
+    /// The worker id the generator was made with (see [`workers`](Self::workers) for every
+    /// worker id it pads from).
     pub fn worker_id(&self) -> u64 {
         self.shared.worker_id
+    }
+
+    /// Pad from `worker_id` too, from the next time unit on: each time unit then yields
+    /// another `max_sequence + 1` IDs (8,192 on Baidu's layout), so the generator sustains
+    /// that many more IDs per unit without borrowing further ahead of the clock. `fence` bounds
+    /// the units stamped with it, as the options' fence bounds the first worker id's (a reused
+    /// id's lease or mark; its floor is where padding starts for it), and its borrowing bound
+    /// tightens the generator's. Every ID still carries the worker id it was padded for, so
+    /// decoding names it.
+    ///
+    /// The worker id must be held for this process exactly as the first one is (a fresh
+    /// `worker_node` row, a lease, a coordinator's claim): the generator cannot tell. An
+    /// [`UidError::InvalidOption`] if it is already padded from; an error if it does not fit
+    /// the layout.
+    ///
+    /// On a layout whose worker field lies below the sequence (Vesta's), the IDs of one time
+    /// unit then come worker id by worker id, so the ring's order is no longer increasing
+    /// within a unit; they are still unique.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidGenerator};
+    /// let generator = CachedUidGenerator::new(
+    ///     Layout::baidu_default()?, 7, SystemClock, CachedOptions::waiting(Duration::from_secs(5)))?;
+    /// generator.add_worker(8, None)?;
+    /// assert_eq!(generator.workers(), vec![7, 8]);
+    /// let workers: std::collections::BTreeSet<u64> = generator
+    ///     .next_ids(200_000)?
+    ///     .iter()
+    ///     .map(|id| generator.parse(*id).unwrap().parts.worker)
+    ///     .collect();
+    /// assert_eq!(workers.into_iter().collect::<Vec<_>>(), vec![7, 8]);
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn add_worker(&self, worker_id: u64, fence: Option<Arc<dyn TimeFence>>) -> Result<()> {
+        let layout = &self.shared.layout;
+        layout.check_worker_id(worker_id)?;
+        let first_unit = fence
+            .as_ref()
+            .map_or(0, |fence| first_unit_from(layout, fence.floor_ms()));
+        let fence_bound = fence
+            .as_ref()
+            .and_then(|fence| fence.max_borrow_ms())
+            .map(|ms| (ms / layout.unit().millis()).max(1));
+        let mut state = sync::lock(&self.shared.pad);
+        let at = match state
+            .lanes
+            .binary_search_by_key(&worker_id, |lane| lane.worker_id)
+        {
+            Ok(_) => {
+                return Err(UidError::InvalidOption {
+                    name: "worker_id",
+                    reason: format!("worker id {worker_id} is padded from already"),
+                });
+            }
+            Err(at) => at,
+        };
+        state.lanes.insert(
+            at,
+            Lane {
+                worker_id,
+                fence,
+                first_unit,
+            },
+        );
+        if let Some(bound) = fence_bound {
+            state.max_borrow_units = Some(state.max_borrow_units.map_or(bound, |b| b.min(bound)));
+        }
+        // Relaxed: a status figure; the lanes themselves are read under `pad`.
+        self.shared
+            .lane_count
+            .store(state.lanes.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Stop padding from `worker_id`: no slice of it is claimed from now on (the rest of a
+    /// slice under way is dropped, a gap). Returns how far its IDs may run: the end of the
+    /// last time unit claimed, which every ID stamped with it ends by, the ring's included.
+    /// Write that down with its keeper before giving the id back, so a successor starts above
+    /// it. An [`UidError::InvalidOption`] for a worker id not padded from, or the last one
+    /// (the generator would have nothing left).
+    ///
+    /// ```
+    /// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidGenerator};
+    /// let generator =
+    ///     CachedUidGenerator::new(Layout::baidu_default()?, 7, SystemClock, CachedOptions::default())?;
+    /// generator.add_worker(8, None)?;
+    /// let until = generator.retire_worker(8)?;
+    /// assert!(until >= generator.issued_until_ms().unwrap() - 1_000);
+    /// assert_eq!(generator.workers(), vec![7]);
+    /// assert!(generator.retire_worker(7).is_err()); // the last one stays
+    /// # Ok::<(), uidgen_core::UidError>(())
+    /// ```
+    pub fn retire_worker(&self, worker_id: u64) -> Result<u64> {
+        let mut state = sync::lock(&self.shared.pad);
+        let at = state
+            .lanes
+            .binary_search_by_key(&worker_id, |lane| lane.worker_id)
+            .map_err(|_| UidError::InvalidOption {
+                name: "worker_id",
+                reason: format!("worker id {worker_id} is not padded from"),
+            })?;
+        if state.lanes.len() == 1 {
+            return Err(UidError::InvalidOption {
+                name: "worker_id",
+                reason: format!("worker id {worker_id} is the last one padded from"),
+            });
+        }
+        state.lanes.remove(at);
+        state.left.retain(|w| *w != worker_id);
+        if state.pending.is_some_and(|(_, w, _)| w == worker_id) {
+            state.pending = None;
+        }
+        // Relaxed: a status figure; the lanes themselves are read under `pad`.
+        self.shared
+            .lane_count
+            .store(state.lanes.len() as u64, Ordering::Relaxed);
+        // Relaxed: under the lock, which every writer holds; no slice of it is claimed again.
+        let last = self.shared.last_second.load(Ordering::Relaxed);
+        Ok(self.shared.layout.millis_of(last + 1))
+    }
+
+    /// The worker ids padded from, lowest first.
+    pub fn workers(&self) -> Vec<u64> {
+        let state = sync::lock(&self.shared.pad);
+        state.lanes.iter().map(|lane| lane.worker_id).collect()
+    }
+
+    /// How many worker ids are padded from (one atomic load: for status and metrics).
+    pub fn worker_count(&self) -> u64 {
+        // Relaxed: a status figure.
+        self.shared.lane_count.load(Ordering::Relaxed)
     }
 
     /// The ring the IDs come from (for monitoring: fill level, rejected puts).
