@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, UidError};
 use crate::fence::{FenceRefusal, TimeFence, admit, first_unit_from};
-use crate::generator::{ReadyStock, UidGenerator, check_count};
+use crate::generator::{ReadyStock, UidGenerator, WorkerLanes, check_count};
 use crate::layout::{FieldKind, Layout};
 use crate::local::{DEFAULT_LOCAL_BATCH, LocalIds, UnitIds, UnitSource};
 use crate::ring::{RejectPut, RejectTake, RingBuffer, policy};
@@ -962,6 +962,9 @@ impl<C: Clock + 'static> UidGenerator for CachedUidGenerator<C> {
             borrowed_units: self.borrowed_units(),
             stopped: ring.stop_error(),
             stall_limit: self.stall_limit(),
+            // The cursor starts at -1 and only rises: IDs taken so far.
+            taken: u64::try_from(ring.cursor().saturating_add(1)).unwrap_or(0),
+            workers: self.worker_count(),
         })
     }
 
@@ -976,5 +979,23 @@ impl<C: Clock + 'static> UidGenerator for CachedUidGenerator<C> {
 
     fn on_padded(&self, hook: PaddedHook) -> bool {
         CachedUidGenerator::on_padded(self, hook)
+    }
+
+    fn lanes(&self) -> Option<&dyn WorkerLanes> {
+        Some(self)
+    }
+}
+
+impl<C: Clock + 'static> WorkerLanes for CachedUidGenerator<C> {
+    fn add_worker(&self, worker_id: u64, fence: Option<Arc<dyn TimeFence>>) -> Result<()> {
+        CachedUidGenerator::add_worker(self, worker_id, fence)
+    }
+
+    fn retire_worker(&self, worker_id: u64) -> Result<u64> {
+        CachedUidGenerator::retire_worker(self, worker_id)
+    }
+
+    fn workers(&self) -> Vec<u64> {
+        CachedUidGenerator::workers(self)
     }
 }

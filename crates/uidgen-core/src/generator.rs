@@ -2,8 +2,11 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use crate::cached::PaddedHook;
 use crate::error::{Result, UidError};
+use crate::fence::TimeFence;
 use crate::layout::{DecodedUid, Layout};
 
 /// The most IDs one `next_ids` call hands out; larger batches would make one caller hold a huge
@@ -101,6 +104,43 @@ pub trait UidGenerator: Send + Sync {
         let _ = hook;
         false
     }
+
+    /// The generator's worker ids, when it can stamp with several at once (the cached
+    /// generator): what a service that claims more worker ids under load drives. `None`: one
+    /// worker id, one unit's worth of IDs per time unit.
+    fn lanes(&self) -> Option<&dyn WorkerLanes> {
+        None
+    }
+}
+
+/// A generator that stamps with several worker ids at once, each time unit yielding one
+/// unit's worth of IDs per worker id ([`CachedUidGenerator`](crate::CachedUidGenerator)): a
+/// service adds worker ids when demand outruns the ones it holds, and retires them when it
+/// falls (issue 30). Every worker id given must be held for this process as the first one is.
+///
+/// ```
+/// use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock, UidGenerator};
+/// let cached =
+///     CachedUidGenerator::new(Layout::baidu_default()?, 1, SystemClock, CachedOptions::default())?;
+/// let lanes = cached.lanes().expect("the cached generator has lanes");
+/// lanes.add_worker(2, None)?;
+/// assert_eq!(lanes.workers(), vec![1, 2]);
+/// lanes.retire_worker(2)?;
+/// assert_eq!(lanes.workers(), vec![1]);
+/// # Ok::<(), uidgen_core::UidError>(())
+/// ```
+pub trait WorkerLanes: Send + Sync {
+    /// Stamp with `worker_id` too, from the next time unit on, under `fence` (see
+    /// [`CachedUidGenerator::add_worker`](crate::CachedUidGenerator::add_worker)).
+    fn add_worker(&self, worker_id: u64, fence: Option<Arc<dyn TimeFence>>) -> Result<()>;
+
+    /// Stop stamping with `worker_id`; how far its IDs may run (ms since the Unix epoch), for
+    /// its keeper (see
+    /// [`CachedUidGenerator::retire_worker`](crate::CachedUidGenerator::retire_worker)).
+    fn retire_worker(&self, worker_id: u64) -> Result<u64>;
+
+    /// The worker ids stamped with, lowest first.
+    fn workers(&self) -> Vec<u64>;
 }
 
 /// A point-in-time view of a generator's stock of IDs made ahead ([`UidGenerator::stock`]):
@@ -133,6 +173,10 @@ pub struct ReadyStock {
     /// How long a taker waits for padding that delivers nothing before it gives up
     /// ([`CachedUidGenerator::stall_limit`](crate::CachedUidGenerator::stall_limit)).
     pub stall_limit: Duration,
+    /// IDs taken from the stock since start: its rate is the demand a service measures.
+    pub taken: u64,
+    /// The worker ids the stock is filled from ([`WorkerLanes`]).
+    pub workers: u64,
 }
 
 impl ReadyStock {

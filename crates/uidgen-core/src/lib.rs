@@ -36,7 +36,7 @@ pub use default_gen::DefaultUidGenerator;
 pub use error::{Result, UidError};
 pub use fence::{FenceRefusal, TimeFence};
 pub use forms::{DatedForm, DatedNumber, IdForm};
-pub use generator::{MAX_BATCH, ReadyStock, UidGenerator, check_count};
+pub use generator::{MAX_BATCH, ReadyStock, UidGenerator, WorkerLanes, check_count};
 pub use layout::{
     DecodedUid, FieldKind, GenMethod, IntoEpoch, Layout, TimeUnit, UidParts, WorkerParts,
     WorkerSplit,

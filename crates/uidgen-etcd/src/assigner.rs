@@ -571,6 +571,30 @@ impl WorkerIdAssigner for EtcdWorkerIdAssigner {
     ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
         Box::pin(async move { Ok(self.start(layout).await?.assignment) })
     }
+
+    fn holds_several(&self) -> bool {
+        true
+    }
+
+    /// Another claim under a lease of its own, exactly as the first: claims are not kept per
+    /// address, so only the holder name (`host:port.{index}`, for operators) tells them apart.
+    fn assign_extra<'a>(
+        &'a self,
+        layout: &'a Layout,
+        index: u32,
+    ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
+        Box::pin(async move {
+            let extra = Self {
+                options: EtcdOptions {
+                    holder: format!("{}.{index}", self.options.holder),
+                    ..self.options.clone()
+                },
+                clock: Arc::clone(&self.clock),
+                last: Mutex::new(None),
+            };
+            Ok(extra.start(layout).await?.assignment)
+        })
+    }
 }
 
 /// The namespace record under `key`, if any. A value that is not a record is an error: it is

@@ -39,4 +39,5 @@ mod servers;
 pub mod service;
 pub mod sharded;
 mod tls;
+pub mod workers;
 pub mod zk;

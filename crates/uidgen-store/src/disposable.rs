@@ -141,6 +141,9 @@ impl DisposableWorkerIdAssigner {
 /// The worker crate's trait for a store assigner, through its inherent `assign`, whose error
 /// is the store's (a caller holding the concrete type matches [`StoreError`] variants; one
 /// holding `dyn WorkerIdAssigner` gets them inside [`WorkerError::Backend`]).
+///
+/// Both store assigners hand a process several worker ids (issue 30), each through its own
+/// inherent `assign_extra`.
 macro_rules! assign_through_store {
     ($assigner:ty) => {
         impl WorkerIdAssigner for $assigner {
@@ -154,9 +157,35 @@ macro_rules! assign_through_store {
                         .map_err(WorkerError::from)
                 })
             }
+
+            fn holds_several(&self) -> bool {
+                true
+            }
+
+            fn assign_extra<'a>(
+                &'a self,
+                layout: &'a Layout,
+                _index: u32,
+            ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
+                Box::pin(async move {
+                    <$assigner>::assign_extra(self, layout)
+                        .await
+                        .map_err(WorkerError::from)
+                })
+            }
         }
     };
 }
 pub(crate) use assign_through_store;
+
+impl DisposableWorkerIdAssigner {
+    /// One more worker id for this process (issue 30): another fresh `worker_node` row, exactly
+    /// as [`assign`](Self::assign) takes the first. Disposable ids are never reused, so each
+    /// extra claim uses a row up for good: see docs/OPERATIONS.md ("Throughput and borrowing")
+    /// for how long the worker field lasts at the rate a server claims them.
+    pub async fn assign_extra(&self, layout: &Layout) -> Result<WorkerAssignment> {
+        self.assign(layout).await
+    }
+}
 
 assign_through_store!(DisposableWorkerIdAssigner);

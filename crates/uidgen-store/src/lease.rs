@@ -420,4 +420,21 @@ impl LeasedWorkerIdAssigner {
     }
 }
 
+impl LeasedWorkerIdAssigner {
+    /// One more leased worker id for this process, beside the one it holds (issue 30):
+    /// claimed from the database exactly as [`assign`](Self::assign)'s, with its own holder
+    /// string, heartbeat, fence and release, but no cache file (the cache restarts one lease
+    /// from one file; an extra lease is claimed again from the database after a restart).
+    pub async fn assign_extra(&self, layout: &Layout) -> Result<WorkerAssignment> {
+        let extra = Self {
+            options: LeaseOptions {
+                cache_path: None,
+                ..self.options.clone()
+            },
+            ..self.clone()
+        };
+        extra.assign(layout).await
+    }
+}
+
 crate::disposable::assign_through_store!(LeasedWorkerIdAssigner);

@@ -130,4 +130,29 @@ pub trait WorkerIdAssigner: Send + Sync + std::fmt::Debug {
     fn assign_blocking(&self, layout: &Layout) -> Result<WorkerAssignment> {
         crate::blocking::block_on_result(self.assign(layout))
     }
+
+    /// Whether this assigner hands one process several worker ids at once
+    /// ([`assign_extra`](Self::assign_extra)): a service then pads one generator from as many
+    /// as its load needs (issue 30). `false` for an assigner whose process holds one id (a
+    /// configured one, a machine's, a pod's ordinal).
+    fn holds_several(&self) -> bool {
+        false
+    }
+
+    /// One more worker id for this process, beside those it holds already: claimed, fenced
+    /// and kept exactly as [`assign`](Self::assign)'s, through the same path (a fresh
+    /// `worker_node` row, a lease, a coordinator's claim). `index` (1 up) tells the extras of
+    /// one process apart for an assigner that names a holder per id (ZooKeeper's node per
+    /// ip:port); a restart asks with the same numbers. Refused
+    /// ([`WorkerError::OneIdPerProcess`]) unless [`holds_several`](Self::holds_several).
+    fn assign_extra<'a>(
+        &'a self,
+        layout: &'a Layout,
+        index: u32,
+    ) -> BoxFuture<'a, Result<WorkerAssignment>> {
+        let _ = (layout, index);
+        let name = std::any::type_name::<Self>();
+        let assigner = name.rsplit("::").next().unwrap_or(name).to_owned();
+        Box::pin(async move { Err(crate::WorkerError::OneIdPerProcess { assigner }) })
+    }
 }

@@ -149,6 +149,10 @@ impl<G: UidGenerator> UidGenerator for GuardedGenerator<G> {
     fn on_padded(&self, hook: PaddedHook) -> bool {
         self.inner.on_padded(hook)
     }
+
+    fn lanes(&self) -> Option<&dyn uidgen_core::WorkerLanes> {
+        self.inner.lanes()
+    }
 }
 
 /// A built generator and the assignment behind it.

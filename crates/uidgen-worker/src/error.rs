@@ -20,6 +20,18 @@ pub type Result<T, E = WorkerError> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorkerError {
+    /// An assigner that holds one worker id per process was asked for another
+    /// ([`WorkerIdAssigner::assign_extra`](crate::WorkerIdAssigner::assign_extra)).
+    #[error(
+        "{assigner} holds one worker id per process: this process serves one worker id's IDs \
+         per time unit; for more, run more processes or use an assigner that hands out several \
+         (disposable, leased, etcd, zookeeper)"
+    )]
+    OneIdPerProcess {
+        /// The assigner's type.
+        assigner: String,
+    },
+
     /// A configured (static) worker id does not fit the layout's worker field.
     #[error("worker id {id} is out of range: the layout allows 0 to {max}")]
     WorkerIdOutOfRange {

@@ -349,6 +349,35 @@ impl WorkerIdAssigner for ZooKeeperWorkerIdAssigner {
     ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
         Box::pin(async move { Ok(self.start(layout).await?.assignment) })
     }
+
+    fn holds_several(&self) -> bool {
+        true
+    }
+
+    /// Another forever node of this process, as Leaf keeps one per ip:port: the address
+    /// `{ip}:{port}.{index}` and the cache file `{cache_file}.{index}`, so a restart that asks
+    /// with the same numbers continues the same nodes (Leaf's rule), and Java Leaf, which
+    /// splits node names at `-`, reads each as an address of its own.
+    fn assign_extra<'a>(
+        &'a self,
+        layout: &'a Layout,
+        index: u32,
+    ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
+        Box::pin(async move {
+            let mut cache_file = self.options.cache_file.clone().into_os_string();
+            cache_file.push(format!(".{index}"));
+            let extra = Self {
+                options: ZkOptions {
+                    port: format!("{}.{index}", self.options.port),
+                    cache_file: cache_file.into(),
+                    ..self.options.clone()
+                },
+                clock: Arc::clone(&self.clock),
+                last: Mutex::new(None),
+            };
+            Ok(extra.start(layout).await?.assignment)
+        })
+    }
 }
 
 /// Leaf's check, for every recorded time a start must not begin below: `until_ms` further ahead
