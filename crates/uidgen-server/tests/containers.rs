@@ -7,7 +7,9 @@
 //!   namespaces share), the machine assigner gives the two containers distinct worker ids and
 //!   their IDs never repeat; a static id configured twice is refused the second time, naming
 //!   the holder, and two static ids issue disjoint IDs.
-//! - Without one, both assigners refuse to start, naming the setting that would let them.
+//! - Without one, both assigners refuse to start, naming the setting that would let them; so
+//!   does the image's default (disposable on each container's own SQLite store) unless
+//!   `worker.single_instance` states that it runs alone (issue 36, point 7).
 //! - Issue 36, point 6, on emulated hosts (their own hostname, machine id and boot id): a
 //!   state directory copied from another host is refused, and `gen --worker N` with a shared
 //!   store leases its id, so a second host is refused while the first runs.
@@ -248,6 +250,34 @@ fn without_a_shared_store_containers_are_refused_naming_the_way_out() {
     )
     .unwrap_or_else(|log| panic!("{log}"));
     assert_eq!(stated.ids(10_000).len(), 10_000);
+}
+
+#[test]
+fn default_settings_in_containers_are_refused_unless_single_instance_is_stated() {
+    require_namespaces();
+    // The image's defaults: disposable worker ids from the SQLite store in each container's
+    // own state directory. Two such containers took worker 1 each and served equal IDs.
+    for n in [2, 3] {
+        let refused = Container::start(n, &[])
+            .err()
+            .expect("the default assigner refuses a container without a shared store");
+        assert!(
+            refused.contains("refusing the disposable assigner inside a container")
+                && refused.contains("UIDGEN_STORE")
+                && refused.contains("worker.single_instance"),
+            "{refused}"
+        );
+    }
+    let host = Host::new(9);
+    let gen_refused = host.run(&["gen", "-n", "5"], &[]).unwrap_err();
+    assert!(
+        gen_refused.contains("worker.single_instance"),
+        "{gen_refused}"
+    );
+    // Stated single: it serves.
+    let single = Container::start(4, &[("UIDGEN_WORKER_SINGLE_INSTANCE", "true")])
+        .unwrap_or_else(|log| panic!("{log}"));
+    assert_unique(single.ids(10_000));
 }
 
 #[test]
