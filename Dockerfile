@@ -14,7 +14,10 @@ RUN cargo build --release --locked -p uidgen-server --bin uidgen \
 FROM debian:12-slim
 # The state directory: the SQLite store (when no other is configured), worker-id marks and
 # caches. It must outlive the container: a new container with an empty one takes a new
-# disposable worker id (safe), but a static or ZooKeeper id's marks would be lost.
+# disposable worker id (safe), but a static or ZooKeeper id's marks would be lost. That default
+# store is this container's own, so without a configured UIDGEN_STORE the service refuses to
+# start unless UIDGEN_WORKER_SINGLE_INSTANCE=true says it runs alone (README, Container): set it
+# where you run the image, never here, or every replica would claim to be the only one.
 ENV UIDGEN_STATE_DIR=/var/lib/uidgen \
     UIDGEN_LISTEN=0.0.0.0:8080 \
     UIDGEN_GRPC_LISTEN=0.0.0.0:9090

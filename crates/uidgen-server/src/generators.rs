@@ -12,7 +12,7 @@ use uidgen_k8s::StatefulSetWorkerIdAssigner;
 use uidgen_store::{DisposableWorkerIdAssigner, LeasedWorkerIdAssigner, Store, StoreOptions};
 use uidgen_worker::{
     AnyBuilt, ContainerProbe, GeneratorBuilder, LeaseOptions, StateDir, StaticWorkerIdAssigner,
-    WorkerAssignment, WorkerIdAssigner,
+    WorkerAssignment, WorkerError, WorkerIdAssigner,
 };
 
 use crate::config::{AssignerKind, GeneratorKind, Settings};
@@ -97,6 +97,7 @@ pub async fn assign(settings: &Settings, store: &Store) -> anyhow::Result<Worker
     // `worker.range`, or Vesta's server range on Vesta layouts (the rest is the clients').
     let range = worker.server_range;
     let state_dir = settings.state_dir()?;
+    refuse_private_store_in_container(settings, ContainerProbe::system())?;
     let assigner: Arc<dyn WorkerIdAssigner> = match worker.assigner {
         AssignerKind::Disposable => {
             let disposable = DisposableWorkerIdAssigner::new(store.clone());
@@ -173,6 +174,45 @@ pub async fn assign(settings: &Settings, store: &Store) -> anyhow::Result<Worker
         .await
         .map_err(|e| crate::fallback::explain_refusal(worker, layout, e.into()))
         .context("cannot obtain a worker id")
+}
+
+/// Refuse the store's own assigners (`disposable`, `leased`) on the zero-config store in a
+/// container that `probe` finds, unless `worker.single_instance` says this is the only one.
+///
+/// Issue 36, point 7: the image's defaults put the SQLite store in each container's own state
+/// directory, so two containers of one image (a Deployment with `replicas: 3`) each took worker
+/// 1 from their own `worker_node` and issued the same IDs (5,000 of 5,000), without a warning.
+/// A store is shared only when configured ([`Settings::store_shared`]); the static, machine
+/// and statefulset assigners refuse the same start by their own rules.
+fn refuse_private_store_in_container(
+    settings: &Settings,
+    probe: ContainerProbe,
+) -> anyhow::Result<()> {
+    let worker = &settings.worker;
+    let assigner = match worker.assigner {
+        AssignerKind::Disposable => "disposable",
+        AssignerKind::Leased => "leased",
+        _ => return Ok(()),
+    };
+    if settings.store_shared || worker.single_instance {
+        return Ok(());
+    }
+    let Some(evidence) = probe.detect() else {
+        return Ok(());
+    };
+    Err(WorkerError::UncoordinatedInContainer {
+        assigner,
+        evidence: evidence.to_string(),
+        remedy: "The store is the zero-config SQLite file in this container's own state \
+                 directory, so every container of this image has its own and takes the same \
+                 worker ids from it. Configure a store that every instance shares (`store = \
+                 \"postgres://...\"`, UIDGEN_STORE); or, if this container is the only \
+                 instance of its ID space and never runs beside a copy of itself (no replicas, \
+                 no scaling), say so with `worker.single_instance = true` \
+                 (UIDGEN_WORKER_SINGLE_INSTANCE=true)."
+            .to_owned(),
+    }
+    .into())
 }
 
 /// A coordinator's section, which [`Settings`] holds whenever the assigner is that

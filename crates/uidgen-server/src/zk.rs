@@ -28,10 +28,25 @@ pub async fn assign(
         .register_worker_range(REGISTRY_NAME, range)
         .await
         .context("cannot record the ZooKeeper range in the store")?;
-    let assigned = ZooKeeperWorkerIdAssigner::new(options)
-        .start(layout)
-        .await
-        .context("cannot obtain a worker id from ZooKeeper")?;
+    let reservation = options.reservation.as_secs();
+    let assigned = match ZooKeeperWorkerIdAssigner::new(options).start(layout).await {
+        Ok(assigned) => assigned,
+        // Issue 36, point 6: a churn of short-lived holders (each start on a new ip:port takes
+        // a new forever node) uses the range up with nodes seconds old, which no threshold
+        // frees before their reservation: say what does, with this service's numbers.
+        Err(error @ uidgen_zk::ZkError::RangeUsedUp { .. }) => {
+            return Err(anyhow::Error::new(error).context(format!(
+                "cannot obtain a worker id from ZooKeeper. The ids of stopped holders are \
+                 reserved for {reservation} s after their last report (`zookeeper.\
+                 reservation_secs`): once that has passed, `uidgen zk reclaim --older-than \
+                 {reservation}s` frees them, or `zookeeper.auto_reclaim_after_secs = \
+                 {reservation}` frees them in the background. A restart on the same address and \
+                 port keeps its own node; starts on new ones (new pod IPs, `listen` port 0) each \
+                 take another id"
+            )));
+        }
+        Err(error) => return Err(error).context("cannot obtain a worker id from ZooKeeper"),
+    };
     if assigned.source != ZkSource::ZooKeeper {
         tracing::warn!(source = ?assigned.source, worker_id = assigned.assignment.worker_id,
             "not a ZooKeeper-held worker id: see the log above for why");

@@ -7,7 +7,12 @@
 //!   namespaces share), the machine assigner gives the two containers distinct worker ids and
 //!   their IDs never repeat; a static id configured twice is refused the second time, naming
 //!   the holder, and two static ids issue disjoint IDs.
-//! - Without one, both assigners refuse to start, naming the setting that would let them.
+//! - Without one, both assigners refuse to start, naming the setting that would let them; so
+//!   does the image's default (disposable on each container's own SQLite store) unless
+//!   `worker.single_instance` states that it runs alone (issue 36, point 7).
+//! - Issue 36, point 6, on emulated hosts (their own hostname, machine id and boot id): a
+//!   state directory copied from another host is refused, and `gen --worker N` with a shared
+//!   store leases its id, so a second host is refused while the first runs.
 //!
 //! How a container is emulated: `common/container.rs`. The coordinators' containers (ZooKeeper,
 //! etcd) are in `containers_coordinated.rs`.
@@ -22,7 +27,8 @@ use std::collections::HashSet;
 
 use common::{assert_unique, fresh_cwd};
 use container::{
-    Container, PER_CONTAINER, ids_of_both, require_namespaces, shared_postgres, workers,
+    Container, Host, PER_CONTAINER, equal_between, ids_of_both, require_namespaces,
+    shared_postgres, workers,
 };
 use uidgen_worker::{HostIdentity, MachinePart};
 
@@ -244,4 +250,110 @@ fn without_a_shared_store_containers_are_refused_naming_the_way_out() {
     )
     .unwrap_or_else(|log| panic!("{log}"));
     assert_eq!(stated.ids(10_000).len(), 10_000);
+}
+
+#[test]
+fn default_settings_in_containers_are_refused_unless_single_instance_is_stated() {
+    require_namespaces();
+    // The image's defaults: disposable worker ids from the SQLite store in each container's
+    // own state directory. Two such containers took worker 1 each and served equal IDs.
+    for n in [2, 3] {
+        let refused = Container::start(n, &[])
+            .err()
+            .expect("the default assigner refuses a container without a shared store");
+        assert!(
+            refused.contains("refusing the disposable assigner inside a container")
+                && refused.contains("UIDGEN_STORE")
+                && refused.contains("worker.single_instance"),
+            "{refused}"
+        );
+    }
+    let host = Host::new(9);
+    let gen_refused = host.run(&["gen", "-n", "5"], &[]).unwrap_err();
+    assert!(
+        gen_refused.contains("worker.single_instance"),
+        "{gen_refused}"
+    );
+    // Stated single: it serves.
+    let single = Container::start(4, &[("UIDGEN_WORKER_SINGLE_INSTANCE", "true")])
+        .unwrap_or_else(|log| panic!("{log}"));
+    assert_unique(single.ids(10_000));
+}
+
+#[test]
+fn a_state_directory_copied_to_another_host_is_refused_naming_what_to_do() {
+    require_namespaces();
+    let (first, second) = (Host::new(1), Host::new(2));
+    let state = fresh_cwd().join("state");
+    let copy = fresh_cwd().join("copied-state");
+    let env = |dir: &std::path::Path| vec![("UIDGEN_STATE_DIR", dir.to_str().unwrap().to_owned())];
+    let run = |host: &Host, dir: &std::path::Path| {
+        let env = env(dir);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        host.run(&["gen", "-n", "20000", "--worker", "5"], &env)
+    };
+    let before_copy = run(&first, &state).unwrap();
+    let copied = std::process::Command::new("cp")
+        .args(["-a", state.to_str().unwrap(), copy.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let refused = run(&second, &copy).unwrap_err();
+    assert!(
+        refused.contains("belongs to another host")
+            && refused.contains("uidgen-host")
+            && refused.contains("UIDGEN_STATE_DIR")
+            && refused.contains("host-1"),
+        "{refused}"
+    );
+    // Its own host goes on using the original.
+    assert_eq!(run(&first, &state).unwrap().len(), 20_000);
+    // Adopted as the refusal says, had the first host stopped for good at the copy: the copied
+    // mark carries on, so the second host's IDs follow what the first issued until then. (The
+    // first's later run above continued from the same mark: exactly the repeat the refusal
+    // keeps a copy from making while its original lives.)
+    std::fs::remove_file(copy.join("uidgen-host")).unwrap();
+    let adopted = run(&second, &copy).unwrap();
+    assert_eq!(equal_between(&before_copy, &adopted), 0);
+    assert_unique(before_copy);
+}
+
+#[test]
+fn gen_worker_with_a_shared_store_is_leased_so_a_second_host_is_refused() {
+    require_namespaces();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let url = runtime.block_on(shared_postgres());
+    let env = [("UIDGEN_STORE", url.as_str())];
+    let args = ["gen", "-n", "300000", "--worker", "5"];
+    let (first, second) = (Host::new(3), Host::new(4));
+    // 300,000 IDs at worker 5's 8,192 a second (baidu) take the first host half a minute past
+    // what it may borrow: the second starts while the first holds the lease.
+    let running = first.command(&args, &env).spawn().unwrap();
+    let store = runtime
+        .block_on(uidgen_store::Store::connect(&url))
+        .unwrap();
+    let leased = (0..1200).any(|_| {
+        let row = runtime.block_on(store.lease_row(5)).unwrap();
+        row.is_some_and(|row| !row.holder.is_empty()) || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            false
+        }
+    });
+    let refused = second.run(&args, &env);
+    let out = running.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(leased && out.status.success(), "leased: {leased}\n{log}");
+    let refused = refused.expect_err("a second host with --worker 5 is refused");
+    assert!(refused.contains("static worker id 5 is held"), "{refused}");
+    let ids: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 300_000);
+    // Once the first has released it, the second may use it, above the first's IDs.
+    let later = second
+        .run(&["gen", "-n", "20000", "--worker", "5"], &env)
+        .unwrap();
+    assert_eq!(equal_between(&ids, &later), 0);
+    assert_unique(ids);
 }

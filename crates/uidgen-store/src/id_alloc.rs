@@ -21,7 +21,8 @@
 //! Every value reaches the database as a bind parameter, never spliced into SQL text.
 
 use crate::error::{Result, StoreError};
-use crate::store::{BEGIN_WRITE, Sql, Store, run_sql, with_pool, with_pool_returning};
+use crate::session::Session;
+use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
 use crate::url::Dialect;
 use crate::worker_node::{check_len, check_step};
 
@@ -367,8 +368,7 @@ impl Store {
         let action = "creating or updating an app";
         let app_id = i32::from(spec.app_id);
         with_pool!(self, pool, {
-            let mut tx = pool
-                .begin_with(BEGIN_WRITE.get(dialect))
+            let mut tx = Session::begin_write(pool, dialect)
                 .await
                 .map_err(|e| self.err(action, e))?;
             for shard_id in 0..ID_ALLOC_SHARDS {
@@ -448,9 +448,9 @@ impl Store {
     /// [`StoreError::AppShardExhausted`] and is left unchanged; a missing row is
     /// [`StoreError::UnknownAppShard`].
     ///
-    /// Cancel safety: dropping the future before it finishes rolls the transaction back, or,
-    /// if the commit already happened, skips the segment; either way no index is handed out
-    /// twice.
+    /// Cancel safety: dropping the future before it finishes ends the transaction (its
+    /// connection is closed, not pooled), or, if the commit already happened, skips the
+    /// segment; either way no index is handed out twice.
     ///
     /// ```no_run
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
@@ -500,14 +500,16 @@ impl Store {
         }
         let dialect = self.dialect();
         let action = "claiming an id_alloc segment";
-        let begin = BEGIN_WRITE.get(dialect);
         let (app, shard) = (i32::from(app_id), i32::from(shard_id));
-        // `Err(row)`: nothing was updated; `row` is the row as it stands, if any. Every early
-        // return drops the transaction, which rolls it back.
+        // `Err(row)`: nothing was updated (rolled back); `row` is the row as it stands, if any.
+        // A failed statement or a cancelled claim drops the session, which closes the
+        // connection and so ends the transaction (`session.rs`).
         type Claimed = std::result::Result<(i64, i64, i64), Option<(i64, i64, i64)>>;
         let claimed: Claimed = with_pool_returning!(self, pool,
             mysql => {
-                let mut tx = pool.begin_with(begin).await.map_err(|e| self.err(action, e))?;
+                let mut tx = Session::begin_write(pool, dialect)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
                 let updated = sqlx::query(CLAIM.mysql)
                     .bind(at_least)
                     .bind(at_least)
@@ -530,11 +532,16 @@ impl Store {
                         tx.commit().await.map_err(|e| self.err(action, e))?;
                         Ok(row)
                     }
-                    row => Err(row),
+                    row => {
+                        tx.rollback().await.map_err(|e| self.err(action, e))?;
+                        Err(row)
+                    }
                 }
             },
             returning => {
-                let mut tx = pool.begin_with(begin).await.map_err(|e| self.err(action, e))?;
+                let mut tx = Session::begin_write(pool, dialect)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
                 let row: Option<(i64, i64, i64)> = sqlx::query_as(CLAIM.get(dialect))
                     .bind(app)
                     .bind(shard)
@@ -548,12 +555,16 @@ impl Store {
                         tx.commit().await.map_err(|e| self.err(action, e))?;
                         Ok(row)
                     }
-                    None => Err(sqlx::query_as(READ_CLAIM_ROW.get(dialect))
-                        .bind(app)
-                        .bind(shard)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(|e| self.err(action, e))?),
+                    None => {
+                        let row = sqlx::query_as(READ_CLAIM_ROW.get(dialect))
+                            .bind(app)
+                            .bind(shard)
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(|e| self.err(action, e))?;
+                        tx.rollback().await.map_err(|e| self.err(action, e))?;
+                        Err(row)
+                    }
                 }
             }
         );

@@ -6,7 +6,8 @@
 
 use crate::error::{Result, StoreError};
 use crate::residue::Residue;
-use crate::store::{BEGIN_WRITE, Sql, Store, run_sql, with_pool, with_pool_returning};
+use crate::session::Session;
+use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
 use crate::worker_node::{check_len, check_step};
 
 /// The largest step a tag may have (Leaf keeps steps far below this; it bounds a typo).
@@ -191,6 +192,10 @@ impl Store {
     /// An unknown tag is [`StoreError::UnknownTag`]; a tag whose next segment would pass
     /// `i64::MAX` is [`StoreError::TagExhausted`] (the row is left unchanged).
     ///
+    /// Cancel safety: dropping the future before it finishes ends the transaction (its
+    /// connection is closed, not pooled), or, if the commit already happened, skips the
+    /// segment; either way no ID is handed out twice.
+    ///
     /// ```no_run
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
     /// store.upsert_tag("order", 1000, Some("order ids")).await?;
@@ -214,14 +219,13 @@ impl Store {
     async fn claim(&self, biz_tag: &str, step: Option<i64>) -> Result<SegmentClaim> {
         let dialect = self.dialect();
         let action = "claiming a segment";
-        let begin = BEGIN_WRITE.get(dialect);
-        // `Err(row)`: nothing was updated; `row` is the row as it stands, if any. Every early
-        // return drops the transaction, which rolls it back.
+        // `Err(row)`: nothing was updated (rolled back); `row` is the row as it stands, if any.
+        // A failed statement or a cancelled claim drops the session, which closes the
+        // connection and so ends the transaction (`session.rs`).
         type Claimed = std::result::Result<(i64, i64, i64, i64, i64), Option<ClaimRow>>;
         let claimed: Claimed = with_pool_returning!(self, pool,
             mysql => {
-                let mut tx = pool
-                    .begin_with(begin)
+                let mut tx = Session::begin_write(pool, dialect)
                     .await
                     .map_err(|e| self.err(action, e))?;
                 let updated = match step {
@@ -244,12 +248,14 @@ impl Store {
                         tx.commit().await.map_err(|e| self.err(action, e))?;
                         Ok((max_id, step.unwrap_or(stored), stored, delta, remainder))
                     }
-                    row => Err(row),
+                    row => {
+                        tx.rollback().await.map_err(|e| self.err(action, e))?;
+                        Err(row)
+                    }
                 }
             },
             returning => {
-                let mut tx = pool
-                    .begin_with(begin)
+                let mut tx = Session::begin_write(pool, dialect)
                     .await
                     .map_err(|e| self.err(action, e))?;
                 let row: Option<(i64, i64, i64, i64, i64)> = match step {
@@ -266,11 +272,15 @@ impl Store {
                         tx.commit().await.map_err(|e| self.err(action, e))?;
                         Ok(row)
                     }
-                    None => Err(sqlx::query_as(READ_CLAIM_ROW.get(dialect))
-                        .bind(biz_tag)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(|e| self.err(action, e))?),
+                    None => {
+                        let row = sqlx::query_as(READ_CLAIM_ROW.get(dialect))
+                            .bind(biz_tag)
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(|e| self.err(action, e))?;
+                        tx.rollback().await.map_err(|e| self.err(action, e))?;
+                        Err(row)
+                    }
                 }
             }
         );

@@ -73,6 +73,7 @@ mod lease_claim;
 mod lease_guard;
 mod migrate;
 mod residue;
+mod session;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -12,10 +12,11 @@
 //! recorded before checksums existed (no checksum) take the embedded file's on their next start.
 
 use sha2::{Digest, Sha256};
-use sqlx::{Connection, Executor};
+use sqlx::Executor;
 
 use crate::error::{Result, StoreError};
-use crate::store::{BEGIN_WRITE, Sql, Store, with_pool};
+use crate::session::Session;
+use crate::store::{Sql, Store, with_pool};
 use crate::url::Dialect;
 
 /// One schema change.
@@ -207,11 +208,12 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
     let dialect = store.dialect();
     let url = store.redacted_url().to_owned();
     with_pool!(store, pool, {
-        let mut conn = pool
-            .acquire()
+        let mut conn = Session::acquire(pool)
             .await
             .map_err(|e| store.err("migrating", e))?;
-        // Lock first: even CREATE TABLE IF NOT EXISTS races with itself on PostgreSQL.
+        // Lock first: even CREATE TABLE IF NOT EXISTS races with itself on PostgreSQL. The lock
+        // is the session's: until it is released, the connection is not handed back.
+        conn.locking();
         let granted: Option<i64> = sqlx::query_scalar(LOCK.get(dialect))
             .fetch_one(&mut *conn)
             .await
@@ -243,17 +245,17 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
         // SQLITE_BUSY, without the busy timeout, when another migrator committed in between;
         // `BEGIN IMMEDIATE` takes the write lock up front, where the busy timeout applies.
         let created = async {
-            let mut tx = conn.begin_with(BEGIN_WRITE.get(dialect)).await?;
+            conn.begin(dialect).await?;
             sqlx::raw_sql(CREATE_MIGRATIONS_TABLE.get(dialect))
-                .execute(&mut *tx)
+                .execute(&mut *conn)
                 .await?;
             let has_checksum: i64 = sqlx::query_scalar(HAS_CHECKSUM.get(dialect))
-                .fetch_one(&mut *tx)
+                .fetch_one(&mut *conn)
                 .await?;
             if has_checksum == 0 {
-                sqlx::raw_sql(ADD_CHECKSUM).execute(&mut *tx).await?;
+                sqlx::raw_sql(ADD_CHECKSUM).execute(&mut *conn).await?;
             }
-            tx.commit().await
+            conn.commit().await
         }
         .await
         .map_err(|e| store.err("creating uidgen_schema_migrations", e));
@@ -264,10 +266,10 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
             }
             let embedded = migration.checksum();
             let applied = async {
-                let mut tx = conn.begin_with(BEGIN_WRITE.get(dialect)).await?;
+                conn.begin(dialect).await?;
                 let recorded: Option<Option<String>> = sqlx::query_scalar(RECORDED.get(dialect))
                     .bind(migration.version)
-                    .fetch_optional(&mut *tx)
+                    .fetch_optional(&mut *conn)
                     .await?;
                 let step = match recorded {
                     None => {
@@ -277,20 +279,20 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
                         let by_hand = match probe {
                             Some((_, probe)) => {
                                 let found: i64 = sqlx::query_scalar(probe.get(dialect))
-                                    .fetch_one(&mut *tx)
+                                    .fetch_one(&mut *conn)
                                     .await?;
                                 found > 0
                             }
                             None => false,
                         };
                         if !by_hand {
-                            sqlx::raw_sql(migration.sql).execute(&mut *tx).await?;
+                            sqlx::raw_sql(migration.sql).execute(&mut *conn).await?;
                         }
                         sqlx::query(RECORD.get(dialect))
                             .bind(migration.version)
                             .bind(migration.description)
                             .bind(&embedded)
-                            .execute(&mut *tx)
+                            .execute(&mut *conn)
                             .await?;
                         tracing::info!(
                             version = migration.version,
@@ -304,7 +306,7 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
                         sqlx::query(BACKFILL.get(dialect))
                             .bind(&embedded)
                             .bind(migration.version)
-                            .execute(&mut *tx)
+                            .execute(&mut *conn)
                             .await?;
                         Step::Done
                     }
@@ -314,7 +316,7 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
                         embedded: embedded.clone(),
                     },
                 };
-                tx.commit().await.map(|()| step)
+                conn.commit().await.map(|()| step)
             };
             match applied.await {
                 Ok(Step::Done) => {}
@@ -339,8 +341,11 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
                 }
             }
         }
-        // Unlocking is best effort: the lock also ends with the session.
-        let _ = conn.execute(UNLOCK.get(dialect)).await;
+        // Unlocking is best effort: a connection whose unlock failed (or whose migration left
+        // its transaction open) is closed on drop, which ends the lock with the session.
+        if conn.execute(UNLOCK.get(dialect)).await.is_ok() {
+            conn.unlocked();
+        }
         outcome
     })
 }

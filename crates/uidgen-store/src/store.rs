@@ -105,17 +105,6 @@ macro_rules! with_pool_returning {
 }
 pub(crate) use with_pool_returning;
 
-/// Opens every transaction that reads and then writes (claims, registrations, migrations). On
-/// SQLite, `IMMEDIATE` takes the database's write lock before the first read, so a second writer
-/// (in any process) queues on the busy timeout and then reads the first one's rows; a deferred
-/// transaction would read first and fail to upgrade with `SQLITE_BUSY`. MySQL and PostgreSQL
-/// lock rows as the statements reach them.
-pub(crate) const BEGIN_WRITE: Sql = Sql {
-    sqlite: "BEGIN IMMEDIATE",
-    mysql: "BEGIN",
-    postgres: "BEGIN",
-};
-
 /// SQL text that differs by dialect; each query names what it does.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Sql {

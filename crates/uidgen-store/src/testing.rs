@@ -201,6 +201,82 @@ pub async fn occupy_pool(store: &Store) -> Result<OccupiedPool> {
     Ok(OccupiedPool { _held: held })
 }
 
+/// How many of `store`'s pooled connections sit inside a transaction, asked of each connection
+/// itself: the check that a cancelled call left no session half-way (issue 36, point 5).
+///
+/// Waits (up to 10 s) for connections being handed back to settle in the pool, then holds every
+/// idle one at once, so each is asked exactly once: PostgreSQL refuses a `SAVEPOINT` outside a
+/// transaction block (the probe releases its own one inside); MariaDB answers
+/// `@@in_transaction`; SQLite refuses a `BEGIN` inside a transaction (the probe rolls its own
+/// one back). Use it while nothing else uses the store.
+pub async fn pooled_sessions_in_transaction(store: &Store) -> Result<usize> {
+    let failed = |e| {
+        store.err(
+            "asking a pooled connection whether it is in a transaction",
+            e,
+        )
+    };
+    let mut open = 0;
+    match &store.pool {
+        crate::store::DbPool::Sqlite(pool) => {
+            for mut conn in settled_connections(pool).await.map_err(failed)? {
+                match conn.execute("BEGIN").await {
+                    Ok(_) => {
+                        conn.execute("ROLLBACK").await.map_err(failed)?;
+                    }
+                    Err(sqlx::Error::Database(e))
+                        if e.message().contains("within a transaction") =>
+                    {
+                        open += 1;
+                    }
+                    Err(e) => return Err(failed(e)),
+                }
+            }
+        }
+        crate::store::DbPool::MySql(pool) => {
+            for mut conn in settled_connections(pool).await.map_err(failed)? {
+                let inside: i64 = sqlx::query_scalar("SELECT CAST(@@in_transaction AS SIGNED)")
+                    .fetch_one(&mut *conn)
+                    .await
+                    .map_err(failed)?;
+                open += usize::from(inside != 0);
+            }
+        }
+        crate::store::DbPool::Postgres(pool) => {
+            for mut conn in settled_connections(pool).await.map_err(failed)? {
+                match conn.execute("SAVEPOINT uidgen_probe").await {
+                    Ok(_) => {
+                        open += 1;
+                        conn.execute("RELEASE SAVEPOINT uidgen_probe")
+                            .await
+                            .map_err(failed)?;
+                    }
+                    // no_active_sql_transaction: "SAVEPOINT can only be used in transaction blocks"
+                    Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("25P01") => {}
+                    Err(e) => return Err(failed(e)),
+                }
+            }
+        }
+    }
+    Ok(open)
+}
+
+/// Every connection of `pool`, held at once, once none is on its way back to the pool (a
+/// returned connection is pinged, or closed, before it is idle again).
+async fn settled_connections<DB: sqlx::Database>(
+    pool: &sqlx::Pool<DB>,
+) -> std::result::Result<Vec<sqlx::pool::PoolConnection<DB>>, sqlx::Error> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while pool.num_idle() < pool.size() as usize && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let mut held = Vec::new();
+    for _ in 0..pool.num_idle() {
+        held.push(pool.acquire().await?);
+    }
+    Ok(held)
+}
+
 /// Create database `name` on the `server` of `kind`; return its URL.
 async fn server_database(kind: TestDb, server: &str, name: &str) -> Result<String> {
     let server = server.to_owned();

@@ -15,11 +15,11 @@
 //!
 //! These are also the ranges Vesta's embedded/server machine-id split needs.
 
-use sqlx::Connection;
 use uidgen_worker::{WorkerError, WorkerIdRange};
 
 use crate::error::{Result, StoreError};
-use crate::store::{BEGIN_WRITE, Sql, Store, run_sql, with_pool};
+use crate::session::Session;
+use crate::store::{Sql, Store, run_sql, with_pool};
 use crate::url::Dialect;
 use crate::worker_node::check_len;
 
@@ -129,9 +129,9 @@ impl Store {
     /// processes: SQLite's `BEGIN IMMEDIATE`, PostgreSQL's `LOCK TABLE ... IN EXCLUSIVE MODE`,
     /// MySQL/MariaDB's `GET_LOCK` (which fails with [`StoreError::WorkerRangeLock`] after 30 s).
     ///
-    /// Cancel safety: cancelling leaves nothing recorded or a complete row; the transaction is
-    /// rolled back, and on MySQL the connection holding the named lock is closed rather than
-    /// returned to the pool, which ends the lock.
+    /// Cancel safety: cancelling leaves nothing recorded or a complete row; a connection
+    /// cancelled inside the transaction, or holding MySQL's named lock, is closed rather than
+    /// returned to the pool, which ends both (`session.rs`).
     ///
     /// ```no_run
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
@@ -155,14 +155,13 @@ impl Store {
         let (low, high) = (to_db(range.low())?, to_db(range.high())?);
         let dialect = self.dialect();
         with_pool!(self, pool, {
-            let mut conn = pool
-                .acquire()
+            let mut conn = Session::acquire(pool)
                 .await
                 .map_err(|e| self.err("registering a worker id range", e))?;
             if dialect == Dialect::MySql {
-                // The named lock belongs to the session: never hand the session back to the pool,
-                // where it would keep the lock if this future were dropped before RELEASE_LOCK.
-                conn.close_on_drop();
+                // The named lock belongs to the session: until it is released, the session is
+                // not handed back to the pool, where it would keep the lock.
+                conn.locking();
                 let granted: Option<i64> = sqlx::query_scalar(MYSQL_LOCK_RANGES)
                     .bind(MYSQL_LOCK_WAIT_SECS)
                     .fetch_one(&mut *conn)
@@ -184,18 +183,17 @@ impl Store {
                 }
             }
             let registered = async {
-                let mut tx = conn
-                    .begin_with(BEGIN_WRITE.get(dialect))
+                conn.begin(dialect)
                     .await
                     .map_err(|e| self.err("locking worker_id_range", e))?;
                 if dialect == Dialect::Postgres {
                     sqlx::query(POSTGRES_LOCK_RANGES)
-                        .execute(&mut *tx)
+                        .execute(&mut *conn)
                         .await
                         .map_err(|e| self.err("locking worker_id_range", e))?;
                 }
                 let rows: Vec<RangeTuple> = sqlx::query_as(SELECT_RANGES.get(dialect))
-                    .fetch_all(&mut *tx)
+                    .fetch_all(&mut *conn)
                     .await
                     .map_err(|e| self.err("reading worker_id_range", e))?;
                 let recorded = rows.into_iter().map(row_of).collect::<Result<Vec<_>>>()?;
@@ -204,13 +202,13 @@ impl Store {
                         .bind(assigner)
                         .bind(low)
                         .bind(high)
-                        .execute(&mut *tx)
+                        .execute(&mut *conn)
                         .await
                         .map_err(|e| self.err("inserting a worker_id_range row", e))?;
                     tracing::info!(assigner, %range, url = %self.redacted_url(),
                         "registered a worker id range");
                 }
-                tx.commit()
+                conn.commit()
                     .await
                     .map_err(|e| self.err("registering a worker id range", e))
             }
@@ -218,7 +216,13 @@ impl Store {
             if dialect == Dialect::MySql {
                 // Best effort: closing the connection (on drop) ends the lock anyway; releasing
                 // it now lets a waiting registration go on at once.
-                let _ = sqlx::query(MYSQL_UNLOCK_RANGES).execute(&mut *conn).await;
+                if sqlx::query(MYSQL_UNLOCK_RANGES)
+                    .execute(&mut *conn)
+                    .await
+                    .is_ok()
+                {
+                    conn.unlocked();
+                }
             }
             registered
         })

@@ -230,3 +230,15 @@ per_db! {
         assert_eq!(app.app_name, "x'); DROP TABLE id_alloc; --");
     }
 }
+
+per_db! {
+    async fn cancelled_id_alloc_claims_leave_no_pooled_connection_in_a_transaction(db: TestDb) {
+        let options = uidgen_store::StoreOptions { max_connections: 3, ..Default::default() };
+        let (store, _) = uidgen_store::testing::fresh_store_with(db, options).await.unwrap();
+        store.create_or_update_app(&AppSpec { step: 10, ..AppSpec::new(3, "cancel") }).await.unwrap();
+        common::cancelled_claims_leave_no_session_in_a_transaction(&store, || async {
+            store.claim_id_segment(3, 0, CEILING).await.map(|segment| segment.range())
+        })
+        .await;
+    }
+}

@@ -182,3 +182,15 @@ per_db! {
         assert!(matches!(store.claim_segment("g").await, Err(StoreError::InvalidResidue { remainder: 5, .. })));
     }
 }
+
+per_db! {
+    async fn cancelled_segment_claims_leave_no_pooled_connection_in_a_transaction(db: TestDb) {
+        let options = uidgen_store::StoreOptions { max_connections: 3, ..Default::default() };
+        let (store, _) = uidgen_store::testing::fresh_store_with(db, options).await.unwrap();
+        store.upsert_tag("cancel", 10, None).await.unwrap();
+        common::cancelled_claims_leave_no_session_in_a_transaction(&store, || async {
+            store.claim_segment("cancel").await.map(|claim| claim.range())
+        })
+        .await;
+    }
+}

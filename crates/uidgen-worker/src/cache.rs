@@ -43,7 +43,8 @@ impl CachedWorker {
     }
 }
 
-/// Read a state file.
+/// Read a state file. One in a directory that records another host
+/// ([`HostRecord`](crate::HostRecord)) is refused.
 ///
 /// ```
 /// use uidgen_worker::{CachedWorker, read_cache, write_cache};
@@ -59,6 +60,9 @@ pub fn read_cache(path: &Path) -> Result<CachedWorker> {
         reason,
     };
     let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+    // A cache copied from another host names that host's worker id: refuse it here, so that a
+    // start that only reads it (ZooKeeper's offline start) is refused too.
+    host_dir(path, crate::host_record::check_dir).map_err(error)?;
     let (mut worker_id, mut until_ms, mut holder, mut lease_expires_ms) = (None, None, None, None);
     for line in text.lines().map(str::trim).filter(|l| !l.starts_with('#')) {
         let Some((key, value)) = line.split_once('=') else {
@@ -125,6 +129,16 @@ pub fn write_cache(path: &Path, cached: &CachedWorker) -> Result<()> {
         .map_err(error)
 }
 
+/// Run `check` ([`claim_dir`](crate::host_record::claim_dir) or `check_dir`) on the directory
+/// of the state file at `path`: its host record says whose the file is.
+fn host_dir(
+    path: &Path,
+    check: fn(&Path) -> std::result::Result<(), crate::StateDirError>,
+) -> std::result::Result<(), String> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+    check(dir.unwrap_or(Path::new("."))).map_err(|e| e.to_string())
+}
+
 /// Exclusive use of a cache file by one lease, for as long as the lease lives: an advisory
 /// lock (`flock`) on `<cache>.lock`, released when the lease is dropped or its process dies.
 ///
@@ -140,7 +154,8 @@ pub struct CacheLock {
 
 impl CacheLock {
     /// Lock the cache at `path`; `Ok(None)` when another lease (in this process or another)
-    /// holds it.
+    /// holds it. Its directory becomes this host's ([`HostRecord`](crate::HostRecord)); one
+    /// that records another host is refused.
     pub fn try_acquire(path: &Path) -> Result<Option<Self>> {
         let error = |reason: String| WorkerError::Cache {
             path: path.display().to_string(),
@@ -151,6 +166,7 @@ impl CacheLock {
         {
             std::fs::create_dir_all(parent).map_err(|e| error(e.to_string()))?;
         }
+        host_dir(path, crate::host_record::claim_dir).map_err(error)?;
         let mut lock_path = path.as_os_str().to_owned();
         lock_path.push(".lock");
         let file = std::fs::OpenOptions::new()

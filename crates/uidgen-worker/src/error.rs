@@ -160,15 +160,16 @@ pub enum WorkerError {
         expires_in_ms: u64,
     },
 
-    /// A worker id that is only unique per host (`machine`, `static`) was asked for inside a
-    /// container with nothing shared to register it in: its siblings would take the same id.
+    /// A worker id that is only unique per host (`machine`, `static`, or `disposable` and
+    /// `leased` on a store of the container's own) was asked for inside a container with
+    /// nothing shared to register it in: its siblings would take the same id.
     #[error(
         "refusing the {assigner} assigner inside a container ({evidence}) without a shared \
          store: containers started from one image share pid numbers, state files and often \
          the machine part, so they would issue equal IDs. {remedy}"
     )]
     UncoordinatedInContainer {
-        /// `machine` or `static`.
+        /// `machine`, `static`, `disposable` or `leased`.
         assigner: &'static str,
         /// What says this is a container.
         evidence: String,

@@ -44,6 +44,26 @@ pub enum StateDirError {
          neither XDG_STATE_HOME nor HOME is set, and only root defaults to {SYSTEM_STATE_DIR}"
     )]
     NoHome,
+    /// The directory records another host ([`HOST_RECORD`](crate::HOST_RECORD)): it was
+    /// copied or moved from there, and its worker-id files are that host's.
+    #[error(
+        "the state directory {dir} belongs to another host: its {record} names {recorded}, but \
+         this host is {current}. Its worker-id files (marks, lease and ZooKeeper caches, the \
+         embedded store) were copied or moved from that host, and used on both they give both \
+         the same worker ids. If that host is stopped for good and the directory moved here, \
+         delete {dir}/{record} to adopt it; if that host may still run, give this host a state \
+         directory of its own (UIDGEN_STATE_DIR or `state_dir`) or delete the copied files in \
+         this one",
+        record = crate::HOST_RECORD
+    )]
+    OtherHost {
+        /// The directory.
+        dir: PathBuf,
+        /// The host it records (boxed: the error stays small on the success path).
+        recorded: Box<crate::HostRecord>,
+        /// This host.
+        current: Box<crate::HostRecord>,
+    },
     /// The directory could not be created or is not a directory.
     #[error(
         "cannot use the state directory {path}: {source}; create it (mode 0700) or point \
@@ -166,7 +186,9 @@ impl StateDir {
 
     /// Create the directory (and its parents) if missing; a new one is made 0700, since its
     /// files say which worker ids this host holds and until when. An existing one is left as
-    /// its owner set it.
+    /// its owner set it. The directory is this host's from then on: one that records another
+    /// host (copied or moved from there) is refused with [`StateDirError::OtherHost`]; see
+    /// [`HostRecord`](crate::HostRecord).
     pub fn create(&self) -> Result<&Path, StateDirError> {
         let failed = |source| StateDirError::Create {
             path: self.path.clone(),
@@ -182,6 +204,7 @@ impl StateDir {
         if !self.path.is_dir() {
             return Err(failed(std::io::Error::other("it is not a directory")));
         }
+        crate::host_record::claim_dir(&self.path)?;
         Ok(&self.path)
     }
 

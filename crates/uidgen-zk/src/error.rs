@@ -49,9 +49,11 @@ pub enum ZkError {
 
     /// Every worker id of the range has a forever node (or a claim) under the namespace.
     #[error(
-        "range used up: every worker id of {range} has a forever node under {root}; reclaim dead \
-         ones (`uidgen zk reclaim --older-than 7d`), or widen `worker.range` or the layout's \
-         worker bits"
+        "range used up: every worker id of {range} has a forever node under {root}; a stopped \
+         holder's id can be reclaimed once it has been silent for longer than the reservation, \
+         not sooner (`uidgen zk reclaim --older-than` the reservation, or \
+         `zookeeper.auto_reclaim_after_secs`); or widen `worker.range` or the layout's worker \
+         bits"
     )]
     RangeUsedUp {
         /// The range the assigner hands ids from.

@@ -14,7 +14,10 @@ use crate::generators::{
 
 /// `uidgen gen`: print IDs from an embedded generator. The worker id comes from the store (a
 /// fresh disposable id by default), unless `--worker` names one: that is a static worker id,
-/// kept apart from earlier runs with the same id by its state file (`worker.state_file`).
+/// kept apart from earlier runs with the same id by its state file (`worker.state_file`), and,
+/// with a configured (shared) store, leased there exactly as the configured static assigner
+/// leases it (issue 36, point 6: two hosts running `gen --worker 5` on one PostgreSQL store
+/// gave 300,000 equal IDs), so a second host is refused while the first holds it.
 pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
     let overridden = args.layout.overrides() || args.store.is_some() || args.worker.is_some();
     let mut config = args.config.read(overridden)?;
@@ -36,14 +39,16 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async {
         let built = match args.worker {
-            Some(_) => {
+            // Without a shared store there is nothing to lease in: the operator's `--worker`.
+            Some(_) if !settings.store_shared => {
                 let assignment = static_assigner(&settings, &ready_state_dir(&settings)?)?
                     .assign(&settings.layout)
                     .await
                     .context("cannot use the worker id")?;
                 build_generator(&settings, assignment).await?
             }
-            None => {
+            // The configured assigner (static, for `--worker`) through the one match.
+            _ => {
                 let store = open_store(&settings).await?;
                 assign_and_build(&settings, &store).await?
             }

@@ -154,7 +154,9 @@ pub struct GenArgs {
     /// Store URL to take a worker id from, over the configuration.
     #[arg(long)]
     pub store: Option<String>,
-    /// Use this worker id instead of taking one from the store. You answer for its uniqueness.
+    /// Use this worker id instead of a fresh one. With a configured store (`store`,
+    /// UIDGEN_STORE, --store) it is leased there as the static assigner's is, so a second
+    /// host using it at the same time is refused; without one, you answer for its uniqueness.
     #[arg(long)]
     pub worker: Option<u64>,
 }

@@ -78,6 +78,13 @@ pub struct WorkerConfig {
     pub fallback_range: Option<String>,
     /// `[worker.machine]`: the machine assigner.
     pub machine: MachineConfig,
+    /// The operator's statement that this is the only instance drawing worker ids from its
+    /// zero-config store (the SQLite file in its own state directory): lets the `disposable`
+    /// and `leased` assigners start in a container without a configured `store`. Without it
+    /// such a start is refused, since every container of one image has a store of its own and
+    /// takes the same worker ids from it (issue 36, point 7). Not needed with a configured
+    /// store; ignored by the other assigners, which have their own rules.
+    pub single_instance: bool,
 }
 
 /// `[worker.machine]`: the `machine` assigner.
@@ -104,6 +111,7 @@ impl Default for WorkerConfig {
             fallback_static: None,
             fallback_range: None,
             machine: MachineConfig::default(),
+            single_instance: false,
         }
     }
 }
@@ -121,6 +129,7 @@ pub(crate) const ENV: &[EnvKey] = &[
     (&["worker", "fallback_static"], Kind::Int),
     (&["worker", "fallback_range"], Kind::Str),
     (&["worker", "machine", "allow_uncoordinated"], Kind::Bool),
+    (&["worker", "single_instance"], Kind::Bool),
 ];
 
 /// `[worker]` parsed and checked against the layout.
@@ -156,6 +165,8 @@ pub struct WorkerSettings {
     pub state_dir: Option<PathBuf>,
     /// `worker.machine.allow_uncoordinated`.
     pub allow_uncoordinated: bool,
+    /// `worker.single_instance`.
+    pub single_instance: bool,
 }
 
 impl WorkerConfig {
@@ -223,6 +234,7 @@ impl WorkerConfig {
             state_file: self.state_file.clone(),
             state_dir: self.state_dir.clone(),
             allow_uncoordinated: self.machine.allow_uncoordinated,
+            single_instance: self.single_instance,
         })
     }
 

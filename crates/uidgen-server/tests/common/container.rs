@@ -307,3 +307,90 @@ pub fn equal_between(a: &[u64], b: &[u64]) -> usize {
     all.dedup();
     total - all.len()
 }
+
+/// What makes a namespace another host, then becomes `uidgen <args>`. Arguments: the binary,
+/// the hostname, the machine-id file and the boot-id file to show at `/etc/machine-id` and
+/// `/proc/sys/kernel/random/boot_id`, then uidgen's arguments.
+const HOST_SETUP: &str = r#"set -e
+hostname "$2"
+mount --bind "$3" /etc/machine-id
+mount --bind "$4" /proc/sys/kernel/random/boot_id
+ip link set lo up
+bin=$1
+shift 4
+exec "$bin" "$@"
+"#;
+
+/// An emulated host of its own, for the host-identity checks (issue 36, point 6): its own
+/// hostname (a UTS namespace), machine id and boot id (files bound over the system's in its
+/// mount namespace), pid and network namespace; the file system is this machine's, so a state
+/// directory "copied to it" is a path given in `UIDGEN_STATE_DIR`. PostgreSQL is reached
+/// through its unix socket, as from [`Container`]s.
+pub struct Host {
+    name: String,
+    machine_id: PathBuf,
+    boot_id: PathBuf,
+}
+
+impl Host {
+    /// Host `n`: hostname `host-{n}`, a machine id and a boot id of its own.
+    pub fn new(n: u8) -> Host {
+        let dir = fresh_cwd();
+        let machine_id = dir.join("machine-id");
+        let boot_id = dir.join("boot_id");
+        std::fs::write(&machine_id, format!("{n:032x}\n")).unwrap();
+        std::fs::write(&boot_id, format!("00000000-0000-4000-8000-{n:012x}\n")).unwrap();
+        Host {
+            name: format!("host-{n}"),
+            machine_id,
+            boot_id,
+        }
+    }
+
+    /// `uidgen <args>` on this host with `envs` (over `NO_COLOR=1`, `RUST_LOG=info` and a fresh
+    /// `UIDGEN_STATE_DIR`), its output piped, not yet started.
+    pub fn command(&self, args: &[&str], envs: &[(&str, &str)]) -> Command {
+        let mut command = Command::new("unshare");
+        command
+            .args([
+                "--pid",
+                "--net",
+                "--uts",
+                "--fork",
+                "--mount-proc",
+                "--kill-child",
+            ])
+            .args(["sh", "-c", HOST_SETUP, "sh"])
+            .arg(binary())
+            .arg(&self.name)
+            .arg(&self.machine_id)
+            .arg(&self.boot_id)
+            .args(args)
+            .current_dir(fresh_cwd())
+            .env_remove("UIDGEN_CONFIG")
+            // The host's own state directory unless `envs` names one.
+            .env("UIDGEN_STATE_DIR", fresh_cwd().join("state"))
+            .env("NO_COLOR", "1")
+            .env("RUST_LOG", "info")
+            .envs(envs.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    /// `uidgen <args>` on this host to completion: `Ok(the IDs printed)` or `Err(stderr)`.
+    pub fn run(&self, args: &[&str], envs: &[(&str, &str)]) -> Result<Vec<u64>, String> {
+        let out = self.command(args, envs).output().expect("run unshare");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if !out.status.success() {
+            return Err(stderr);
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|line| {
+                line.parse()
+                    .unwrap_or_else(|e| panic!("{line:?}: {e}\n{stderr}"))
+            })
+            .collect())
+    }
+}

@@ -68,6 +68,9 @@ pub fn run(args: &[&str], envs: &[(&str, &str)]) -> (ExitStatus, String, String)
         // gRPC on an ephemeral port unless a test says otherwise: the default 9090 would be
         // shared by every server of a parallel run.
         .env("UIDGEN_GRPC_LISTEN", "127.0.0.1:0")
+        // This machine may look like a container (CI's has /.dockerenv): each run is the one
+        // instance of its own state directory's store, as the tests of the refusal set apart.
+        .env("UIDGEN_WORKER_SINGLE_INSTANCE", "true")
         .envs(envs.iter().copied())
         .env("NO_COLOR", "1")
         .env_remove("UIDGEN_CONFIG")
@@ -156,6 +159,8 @@ impl Server {
             .args(args)
             .env("UIDGEN_GRPC_LISTEN", "127.0.0.1:0")
             .env("UIDGEN_STATE_DIR", serve_state_dir())
+            // As in `run`: one instance per state directory's store unless a test says not.
+            .env("UIDGEN_WORKER_SINGLE_INSTANCE", "true")
             .envs(envs.iter().copied())
             .env("NO_COLOR", "1")
             .env_remove("UIDGEN_CONFIG")
