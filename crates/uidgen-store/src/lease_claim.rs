@@ -91,9 +91,12 @@ pub(crate) async fn claim_row(
         let used: HashSet<u64> = rows.iter().map(|r| r.worker_id).collect();
         let mut expired: Vec<_> = rows.iter().filter(|r| r.expires_at_ms < now).collect();
         if u64::try_from(used.len()).map_or(true, |n| n >= range.count()) && expired.is_empty() {
+            // Every row is live (expires_at_ms >= now), so the soonest expiry is not behind.
+            let soonest = rows.iter().map(|r| r.expires_at_ms).min().unwrap_or(now);
             return Err(StoreError::NoFreeWorkerId {
                 max,
                 count: range.count(),
+                retry_in_ms: soonest.saturating_sub(now).saturating_add(1),
             });
         }
         // A never-used id needs no wait; among expired ones, the least recently used first.

@@ -69,6 +69,7 @@ mod fallback_lease;
 mod id_alloc;
 mod leaf_alloc;
 mod lease;
+mod lease_cache;
 mod lease_claim;
 mod lease_guard;
 mod migrate;

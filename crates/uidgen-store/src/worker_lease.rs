@@ -77,6 +77,22 @@ const RENEW_LEASE: Sql = Sql {
                updated = CURRENT_TIMESTAMP WHERE worker_id = $3 AND holder = $4",
 };
 
+/// Hand a lease from the holder string a crashed life of this host recorded in its cache to
+/// the restart's own, extending it and raising the issued-until instant. Matches the old
+/// holder, so exactly one of several restarts (two copies of one cache) wins, and none once the
+/// lease was taken over or released.
+const HAND_OVER_LEASE: Sql = Sql {
+    sqlite: "UPDATE worker_lease SET holder = ?1, expires_at_ms = MAX(expires_at_ms, ?2),
+             last_issued_ms = MAX(last_issued_ms, ?3),
+             updated = CURRENT_TIMESTAMP WHERE worker_id = ?4 AND holder = ?5",
+    mysql: "UPDATE worker_lease SET holder = ?, expires_at_ms = GREATEST(expires_at_ms, ?),
+            last_issued_ms = GREATEST(last_issued_ms, ?),
+            updated = CURRENT_TIMESTAMP WHERE worker_id = ? AND holder = ?",
+    postgres: "UPDATE worker_lease SET holder = $1, expires_at_ms = GREATEST(expires_at_ms, $2),
+               last_issued_ms = GREATEST(last_issued_ms, $3),
+               updated = CURRENT_TIMESTAMP WHERE worker_id = $4 AND holder = $5",
+};
+
 /// Give our lease back, keeping the issued-until instant for the next holder.
 const RELEASE_LEASE: Sql = Sql {
     sqlite: "UPDATE worker_lease SET holder = '', expires_at_ms = 0, \
@@ -201,6 +217,32 @@ impl Store {
             query(RENEW_LEASE),
             [expires, issued, id, holder],
             "renewing a worker lease",
+            then rows_affected
+        );
+        Ok(done == 1)
+    }
+
+    /// Hand `from`'s lease on `worker_id` to `to`: extend it to at least `expires_at_ms` and
+    /// record `issued_until_ms`, in one statement that matches `from`; `false` when `from` no
+    /// longer holds it (taken over, released, or handed to another restart first). For a
+    /// restart that continues the lease its crashed life recorded in the local cache.
+    pub async fn hand_over_lease(
+        &self,
+        worker_id: u64,
+        from: &str,
+        to: &str,
+        expires_at_ms: u64,
+        issued_until_ms: u64,
+    ) -> Result<bool> {
+        let id = to_db("worker id", worker_id)?;
+        let expires = to_db("expiry", expires_at_ms)?;
+        let issued = to_db("issued-until time", issued_until_ms)?;
+        let done = run_sql!(
+            self,
+            execute,
+            query(HAND_OVER_LEASE),
+            [to, expires, issued, id, from],
+            "handing over a worker lease",
             then rows_affected
         );
         Ok(done == 1)

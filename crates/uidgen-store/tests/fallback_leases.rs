@@ -72,7 +72,7 @@ per_db! {
         clock.advance(20_000);
         let limit = leases.renew(&vesta(), 5, &old.holder, TTL, T0 + 19_000).await.unwrap();
         let busy = leases.claim(&vesta(), "new", TTL).await.unwrap_err();
-        assert!(matches!(busy, StoreError::NoFreeWorkerId { max: 5, count: 1 }), "{busy:?}");
+        assert!(matches!(busy, StoreError::NoFreeWorkerId { max: 5, count: 1, .. }), "{busy:?}");
 
         // The old holder went silent; once its last confirmed valid_until has passed, the id
         // changes hands with a floor above everything the old holder could stamp.

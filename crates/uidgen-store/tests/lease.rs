@@ -6,35 +6,14 @@ mod common;
 
 use std::time::Duration;
 
+use common::leases::{cached_options, crash_holding, down_store, flaky_store, options, temp_cache};
 use common::narrow_layout;
 use uidgen_core::{Clock, ManualClock, SystemClock, UidError, UidGenerator};
 use uidgen_store::testing::{TestDb, fresh_store, occupy_pool};
-use uidgen_store::{LeaseGuard, LeasedWorkerIdAssigner, Store, StoreError, StoreOptions};
+use uidgen_store::{LeaseGuard, LeasedWorkerIdAssigner, Store, StoreError};
 use uidgen_worker::{GeneratorBuilder, LeaseOptions, MAX_HOLDER_NAME_LEN, WorkerError, read_cache};
 
 const T0: u64 = 1_800_000_000_000;
-
-fn options(holder: &str) -> LeaseOptions {
-    LeaseOptions {
-        ttl: Duration::from_secs(30),
-        heartbeat_interval: None,
-        max_takeover_wait: Duration::from_secs(5),
-        cache_path: None,
-        cache_reserve: Duration::from_secs(60),
-        holder: Some(holder.to_owned()),
-        range: None,
-    }
-}
-
-fn temp_cache() -> std::path::PathBuf {
-    std::env::temp_dir()
-        .join("uidgen-store-tests")
-        .join(format!(
-            "worker-{}-{:08x}.cache",
-            std::process::id(),
-            fastrand::u32(..)
-        ))
-}
 
 per_db! {
     async fn claim_renew_release(db: TestDb) {
@@ -97,7 +76,7 @@ per_db! {
         old.renew().await.unwrap();
 
         let busy = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("b"));
-        assert!(matches!(busy.claim(&layout).await, Err(StoreError::NoFreeWorkerId { max: 0, count: 1 })));
+        assert!(matches!(busy.claim(&layout).await, Err(StoreError::NoFreeWorkerId { max: 0, count: 1, retry_in_ms: 30_001 })));
 
         clock.set(T0 + 30_001); // expired, but 10 s before the recorded last issued time
         let patient = LeasedWorkerIdAssigner::new(
@@ -290,53 +269,6 @@ per_db! {
             "{error:?}"
         );
     }
-}
-
-/// A store on the same database whose pool can be "cut off": with [`occupy_pool`] held, its
-/// queries time out as if the database were down.
-fn flaky_store(url: &str) -> Store {
-    let options = StoreOptions {
-        max_connections: 1,
-        connect_timeout: Duration::from_millis(200),
-        migrate: false,
-    };
-    Store::connect_lazy(url, options).unwrap()
-}
-
-/// A store whose database is "down": closed, so every query is unreachable at once.
-async fn down_store(url: &str) -> Store {
-    let down = Store::connect(url).await.unwrap();
-    down.close().await;
-    down
-}
-
-fn cached_options(holder: &str, cache: &std::path::Path) -> LeaseOptions {
-    LeaseOptions {
-        cache_path: Some(cache.to_owned()),
-        ..options(holder)
-    }
-}
-
-/// Claim with a cache and stamp one ID, then "crash" (drop without release): the cache
-/// records the holder, the row's expiry (ttl 30 s + reserve 60 s) and the mark.
-async fn crash_holding(
-    store: &Store,
-    clock: &ManualClock,
-    cache: &std::path::Path,
-    layout: &uidgen_core::Layout,
-) -> (u64, String) {
-    let built = GeneratorBuilder::new(layout.clone())
-        .assigner(LeasedWorkerIdAssigner::new(
-            store.clone(),
-            clock.clone(),
-            cached_options("a", cache),
-        ))
-        .build_default(clock.clone())
-        .await
-        .unwrap();
-    built.generator.next_id().unwrap();
-    let lease = LeaseGuard::of(&built.assignment).unwrap();
-    (lease.worker_id(), lease.holder().to_owned())
 }
 
 per_db! {

@@ -149,7 +149,7 @@ per_db! {
         assert_eq!(ids, [4, 5, 6]);
         // Ids 0-3 and 7 are free, but not this assigner's.
         let error = leased(&store, within, "d").claim(&layout).await.unwrap_err();
-        assert!(matches!(error, StoreError::NoFreeWorkerId { max: 6, count: 3 }), "{error:?}");
+        assert!(matches!(error, StoreError::NoFreeWorkerId { max: 6, count: 3, .. }), "{error:?}");
         assert!(error.to_string().contains("all 3 worker ids (4 to 6) are leased"), "{error}");
         let leased_ids: Vec<_> = store.lease_rows(7).await.unwrap().iter().map(|r| r.worker_id).collect();
         assert_eq!(leased_ids, [4, 5, 6]);
