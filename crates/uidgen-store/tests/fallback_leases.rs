@@ -14,7 +14,7 @@ use uidgen_core::{
 };
 use uidgen_store::testing::{TestDb, fresh_store};
 use uidgen_store::{FallbackLeases, LeasedWorkerIdAssigner, Store, StoreError};
-use uidgen_worker::{LeaseGrant, LeaseOptions, RemoteLease, WorkerIdRange, read_cache};
+use uidgen_worker::{LeaseGrant, LeaseOptions, RemoteLease, Resumable, WorkerIdRange, read_cache};
 
 const T0: u64 = 1_800_000_000_000;
 const TTL: Duration = Duration::from_secs(30);
@@ -279,12 +279,11 @@ async fn a_restart_continues_an_unexpired_lease_from_its_file_above_its_mark_onl
         .max()
         .unwrap();
 
-    // Held: a second process finds nothing to continue, and cannot start on that id either.
+    // Held: a second process finds the lease held by another, and cannot start on that id.
+    let found = RemoteLease::find_resumable(dir.path(), &layout, Arc::new(SystemClock)).unwrap();
     assert!(
-        RemoteLease::resume(dir.path(), &layout, Arc::new(SystemClock))
-            .await
-            .unwrap()
-            .is_none()
+        matches!(&found, Resumable::Held(held) if held[0].worker_id == 3),
+        "{found:?}"
     );
     let again = grant(3, now + 60_000, now);
     let again = RemoteLease::start(dir.path(), &layout, &again, Arc::new(SystemClock)).await;
@@ -294,9 +293,8 @@ async fn a_restart_continues_an_unexpired_lease_from_its_file_above_its_mark_onl
     let holder = first.holder().to_owned();
     drop(generator);
     drop(first);
-    let resumed = RemoteLease::resume(dir.path(), &layout, Arc::new(SystemClock))
+    let resumed = resume(dir.path(), &layout, Arc::new(SystemClock))
         .await
-        .unwrap()
         .unwrap();
     assert_eq!(
         (resumed.worker_id(), resumed.holder()),
@@ -324,6 +322,18 @@ async fn a_restart_continues_an_unexpired_lease_from_its_file_above_its_mark_onl
     assert!(generator.next_id().is_err());
 }
 
+/// What a restart with no server finds to continue in `dir`: the lease it continues, if any.
+async fn resume(
+    dir: &std::path::Path,
+    layout: &uidgen_core::Layout,
+    clock: Arc<dyn uidgen_core::Clock>,
+) -> Option<RemoteLease> {
+    match RemoteLease::find_resumable(dir, layout, Arc::clone(&clock)).unwrap() {
+        Resumable::Ready(pending) => pending.start(layout, clock).await.unwrap(),
+        Resumable::Held(_) | Resumable::Nothing => None,
+    }
+}
+
 #[tokio::test]
 async fn an_expired_lease_is_not_continued_and_its_file_is_deleted() {
     let dir = tempfile::tempdir().unwrap();
@@ -332,20 +342,14 @@ async fn an_expired_lease_is_not_continued_and_its_file_is_deleted() {
     drop(kept(dir.path(), &grant(9, T0 + 2_000, T0 - 1), &clock).await);
     clock.set(T0 + 2_000);
     assert!(
-        RemoteLease::resume(dir.path(), &layout, Arc::new(clock.clone()))
+        resume(dir.path(), &layout, Arc::new(clock.clone()))
             .await
-            .unwrap()
             .is_none()
     );
     assert!(!RemoteLease::state_file(dir.path(), 9).exists());
     // An empty or missing directory has nothing to continue.
     let missing = dir.path().join("missing");
-    assert!(
-        RemoteLease::resume(&missing, &layout, Arc::new(clock))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(resume(&missing, &layout, Arc::new(clock)).await.is_none());
 }
 
 per_db! {

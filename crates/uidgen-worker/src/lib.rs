@@ -44,6 +44,7 @@ mod mark;
 mod range;
 mod registry;
 mod remote_lease;
+mod remote_resume;
 mod state_dir;
 mod static_id;
 #[cfg(feature = "testing")]
@@ -65,6 +66,7 @@ pub use mark::{LocalMark, MarkFence, MarkTiming, mark_step_ms};
 pub use range::WorkerIdRange;
 pub use registry::{ExactLease, ExactLeaseRegistry, LiveHolder, RangeRegistry};
 pub use remote_lease::{LeaseGrant, MIN_FALLBACK_LEASE_TTL, RemoteLease};
+pub use remote_resume::{HeldLease, PendingResume, Resumable};
 pub use state_dir::{ENV_STATE_DIR, SYSTEM_STATE_DIR, StateDir, StateDirError, StateDirSource};
 pub use static_id::StaticWorkerIdAssigner;
 pub use wait::wait_for_clock;
