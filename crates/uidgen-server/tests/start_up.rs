@@ -38,13 +38,18 @@ async fn slow_starting_server() -> Server {
     let now = SystemClock.now_millis();
     assert!(
         store
-            .try_insert_lease(5, "earlier#0", now + 1)
+            .try_insert_lease(uidgen_store::DEFAULT_SPACE, 5, "earlier#0", now + 1)
             .await
             .unwrap()
     );
     assert!(
         store
-            .release_lease(5, "earlier#0", now + PREVIOUS_LEAD_MS)
+            .release_lease(
+                uidgen_store::DEFAULT_SPACE,
+                5,
+                "earlier#0",
+                now + PREVIOUS_LEAD_MS
+            )
             .await
             .unwrap()
     );

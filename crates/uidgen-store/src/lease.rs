@@ -6,6 +6,10 @@
 //! - A lease is claimed by one conditional statement (an `INSERT` for a never-used id, an
 //!   `UPDATE ... WHERE expires_at_ms < now` for an expired one); the affected-row count picks
 //!   exactly one winner among racing processes.
+//! - A lease is of a worker id in one ID space ([`LeasedWorkerIdAssigner::in_space`]; the
+//!   default space unless a server's `[spaces.<name>]`): IDs of two spaces may be equal, so
+//!   every rule here holds per (space, worker id), and a worker id held in one space is free in
+//!   the others.
 //! - The holder's generator is fenced by the lease ([`uidgen_core::TimeFence`]): it stamps only
 //!   time units that end by the lease's own expiry, `valid_until`. The database row's
 //!   `expires_at_ms` is `valid_until + reserve` and never falls (renewal writes the greater of
@@ -50,6 +54,7 @@ use crate::error::{Result, StoreError};
 use crate::lease_claim::{ClaimedRow, claim_row, holder_with_token};
 use crate::lease_guard::{LeaseGuard, NewLease};
 use crate::store::Store;
+use crate::worker_lease::{DEFAULT_SPACE, check_space};
 
 /// Leases a worker id in `0..=layout.max_worker_id()` (or in [`LeaseOptions::range`]) from the
 /// `worker_lease` table.
@@ -72,6 +77,8 @@ pub struct LeasedWorkerIdAssigner {
     pub(crate) store: Store,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) options: LeaseOptions,
+    /// The ID space its leases are in ([`DEFAULT_SPACE`] unless [`in_space`](Self::in_space)).
+    pub(crate) space: String,
 }
 
 impl LeasedWorkerIdAssigner {
@@ -92,6 +99,7 @@ impl LeasedWorkerIdAssigner {
             store,
             clock: Arc::new(clock),
             options,
+            space: DEFAULT_SPACE.to_owned(),
         }
     }
 
@@ -116,6 +124,32 @@ impl LeasedWorkerIdAssigner {
     pub fn with_range(mut self, range: WorkerIdRange) -> Self {
         self.options.range = Some(range);
         self
+    }
+
+    /// Lease worker ids of the ID space `space` (1 to [`MAX_SPACE_LEN`](crate::MAX_SPACE_LEN)
+    /// characters; checked by [`claim`](Self::claim)): a server's `[spaces.<name>]`. IDs of two
+    /// spaces may be equal, so each space leases its worker ids apart: a worker id held in one
+    /// space is free in every other. The range registered is the same for every space.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
+    /// use uidgen_store::{DEFAULT_SPACE, LeasedWorkerIdAssigner, Store, StoreOptions};
+    /// let store = Store::connect_lazy("sqlite://uidgen.db", StoreOptions::default())?;
+    /// let assigner = LeasedWorkerIdAssigner::with_defaults(store.clone());
+    /// assert_eq!(assigner.space(), DEFAULT_SPACE);
+    /// let order = LeasedWorkerIdAssigner::with_defaults(store).in_space("order");
+    /// assert_eq!(order.space(), "order");
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn in_space(mut self, space: impl Into<String>) -> Self {
+        self.space = space.into();
+        self
+    }
+
+    /// The ID space its leases are in.
+    pub fn space(&self) -> &str {
+        &self.space
     }
 
     /// The options.
@@ -174,6 +208,7 @@ impl LeasedWorkerIdAssigner {
     /// mark still covers every ID stamped under the id.
     pub async fn claim(&self, layout: &Layout) -> Result<LeaseGuard> {
         self.options.validate()?;
+        check_space(&self.space)?;
         let registered = self.registered_range();
         let range = registered.within(layout)?;
         // Before any id is taken. Unreachable here is unreachable for `assign` too, which then
@@ -189,6 +224,7 @@ impl LeasedWorkerIdAssigner {
         let claimed = claim_row(
             &self.store,
             self.clock.as_ref(),
+            &self.space,
             range,
             &holder,
             ttl_ms,
@@ -266,6 +302,7 @@ impl LeasedWorkerIdAssigner {
         let guard = LeaseGuard::new(NewLease {
             store: self.store.clone(),
             clock: Arc::clone(&self.clock),
+            space: self.space.clone(),
             worker_id,
             holder,
             ttl_ms: saturating_millis(self.options.ttl),
@@ -305,7 +342,7 @@ impl LeasedWorkerIdAssigner {
         if let Some(interval) = self.options.heartbeat_interval {
             guard.start_heartbeat(interval);
         }
-        tracing::info!(worker_id, holder = %guard.holder(), "leased a worker id");
+        tracing::info!(space = %self.space, worker_id, holder = %guard.holder(), "leased a worker id");
         Ok(guard)
     }
 

@@ -78,7 +78,7 @@ impl LeasedWorkerIdAssigner {
         else {
             return declined("the cache changed while it was locked");
         };
-        let row = self.store.lease_row(worker_id).await?;
+        let row = self.store.lease_row(&self.space, worker_id).await?;
         let Some(row) = row.filter(|row| row.holder == crashed) else {
             return declined("the lease it records was taken over or released");
         };
@@ -97,6 +97,7 @@ impl LeasedWorkerIdAssigner {
         if !self
             .store
             .hand_over_lease(
+                &self.space,
                 worker_id,
                 &crashed,
                 &holder,
@@ -216,6 +217,7 @@ impl LeasedWorkerIdAssigner {
         let guard = LeaseGuard::new(NewLease {
             store: self.store.clone(),
             clock: Arc::clone(&self.clock),
+            space: self.space.clone(),
             worker_id,
             holder,
             ttl_ms: saturating_millis(self.options.ttl),

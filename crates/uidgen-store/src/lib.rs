@@ -103,6 +103,6 @@ pub use migrate::{Migration, migrations};
 pub use residue::{MAX_DELTA, Residue};
 pub use store::{Store, StoreOptions};
 pub use url::{Dialect, redact_url};
-pub use worker_lease::WorkerLeaseRow;
+pub use worker_lease::{DEFAULT_SPACE, MAX_SPACE_LEN, WorkerLeaseRow, check_space};
 pub use worker_node::{NodeType, WorkerNode};
 pub use worker_range::WorkerRangeRow;

@@ -13,7 +13,7 @@ use uidgen_core::{
     Clock, DefaultUidGenerator, Layout, ManualClock, SystemClock, TimeFence, UidError, UidGenerator,
 };
 use uidgen_store::testing::{TestDb, fresh_store};
-use uidgen_store::{FallbackLeases, LeasedWorkerIdAssigner, Store, StoreError};
+use uidgen_store::{DEFAULT_SPACE, FallbackLeases, LeasedWorkerIdAssigner, Store, StoreError};
 use uidgen_worker::{LeaseGrant, LeaseOptions, RemoteLease, Resumable, WorkerIdRange, read_cache};
 
 const T0: u64 = 1_800_000_000_000;
@@ -37,13 +37,13 @@ per_db! {
         assert_eq!((a.worker_id, b.worker_id), (0, 1));
         assert_eq!((a.valid_until_ms, a.floor_ms), (T0 + 30_000, T0));
         assert!(a.holder.starts_with("app-a/1#"), "{}", a.holder);
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.holder.as_str(), row.expires_at_ms), (a.holder.as_str(), T0 + 30_000));
 
         clock.advance(10_000);
         let renewed = leases.renew(&vesta(), 0, &a.holder, TTL, T0 + 9_000).await.unwrap();
         assert_eq!(renewed, T0 + 40_000);
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.expires_at_ms, row.last_issued_ms), (T0 + 40_000, T0 + 9_000));
 
         // Another holder string (b's, or a's name with another token) renews nothing.
@@ -57,7 +57,7 @@ per_db! {
         assert!(leases.release(&vesta(), 0, &a.holder, T0 + 12_000).await.unwrap());
         let error = leases.renew(&vesta(), 0, &a.holder, TTL, 0).await.unwrap_err();
         assert!(error.to_string().contains("taken over after it expired, or released"), "{error}");
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.holder.as_str(), row.expires_at_ms, row.last_issued_ms), ("", 0, T0 + 12_000));
     }
 }

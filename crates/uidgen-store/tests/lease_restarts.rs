@@ -13,7 +13,7 @@ use common::leases::{cached_options, crash_holding, options, temp_cache};
 use common::narrow_layout;
 use uidgen_core::{ManualClock, UidGenerator};
 use uidgen_store::testing::{TestDb, fresh_store};
-use uidgen_store::{LeaseGuard, LeasedWorkerIdAssigner, StoreError};
+use uidgen_store::{DEFAULT_SPACE, LeaseGuard, LeasedWorkerIdAssigner, StoreError};
 use uidgen_worker::{GeneratorBuilder, LeaseOptions, WorkerError, read_cache};
 
 const T0: u64 = 1_800_000_000_000;
@@ -27,7 +27,7 @@ per_db! {
         let (worker_id, crashed) = crash_holding(&store, &clock, &cache, &layout).await;
         let mark = read_cache(&cache).unwrap().until_ms;
         // The crashed life's row holds the id for its ttl and the reserve: 90 s.
-        let row = store.lease_row(worker_id).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, worker_id).await.unwrap().unwrap();
         assert_eq!((row.holder.as_str(), row.expires_at_ms), (crashed.as_str(), T0 + 90_000));
 
         // Before the clock passed the mark, a restart that may not wait is refused, naming the
@@ -39,7 +39,7 @@ per_db! {
             .await
             .unwrap_err();
         assert!(matches!(error, StoreError::Worker(WorkerError::ClockBehindLastIssued { until_ms, .. }) if until_ms == mark), "{error:?}");
-        let row = store.lease_row(worker_id).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, worker_id).await.unwrap().unwrap();
         assert_eq!((row.holder.as_str(), row.last_issued_ms), ("", mark));
         assert!(!cache.exists(), "the refused restart gave the id up");
     }
@@ -84,7 +84,7 @@ per_db! {
         assert!(lease.holder().starts_with("b#"), "a holder string of its own: {}", lease.holder());
         assert!(!lease.is_from_local_cache());
         assert_eq!(lease.valid_until_ms(), mark + 1 + 30_000);
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!(row.holder, lease.holder(), "handed over in the database");
         assert!(row.last_issued_ms >= mark, "the crashed life's mark is recorded");
         let cached = read_cache(&cache).unwrap();
@@ -97,7 +97,7 @@ per_db! {
         assert!(last_before < first_after, "the restart stamped unit {first_after}, the crashed life {last_before}");
 
         // The crashed life's holder string is gone: nothing may renew or continue it.
-        assert!(!store.renew_lease(0, &crashed, T0 + 200_000, 0).await.unwrap());
+        assert!(!store.renew_lease(DEFAULT_SPACE, 0, &crashed, T0 + 200_000, 0).await.unwrap());
         LeaseGuard::of(&second.assignment).unwrap().renew().await.unwrap();
     }
 }
@@ -117,7 +117,7 @@ per_db! {
         let beside = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), cached_options("b", &cache));
         let error = beside.claim(&layout).await.unwrap_err();
         assert!(matches!(error, StoreError::NoFreeWorkerId { .. }), "{error:?}");
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!(row.holder, live.holder(), "the live lease is untouched");
         live.renew().await.unwrap();
         assert_eq!(read_cache(&cache).unwrap().holder.as_deref(), Some(live.holder()));
@@ -143,7 +143,7 @@ per_db! {
             .await
             .unwrap_err();
         assert!(matches!(error, StoreError::NoFreeWorkerId { .. }), "{error:?}");
-        assert_eq!(store.lease_row(0).await.unwrap().unwrap().holder, winner.holder());
+        assert_eq!(store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap().holder, winner.holder());
         winner.renew().await.unwrap();
     }
 }
@@ -175,6 +175,6 @@ per_db! {
                 assert!(matches!(error, StoreError::NoFreeWorkerId { .. }), "{error:?}");
             }
         }
-        assert_eq!(store.lease_row(0).await.unwrap().unwrap().holder, won[0].holder());
+        assert_eq!(store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap().holder, won[0].holder());
     }
 }

@@ -78,6 +78,10 @@ pub struct WorkerConfig {
     pub fallback_range: Option<String>,
     /// `[worker.machine]`: the machine assigner.
     pub machine: MachineConfig,
+    /// leased: how many servers share the store at most. Each holds one lease in every ID
+    /// space, so start-up refuses a space (the default one included) with fewer worker ids
+    /// ([`super::spaces`]). Unset: not checked.
+    pub fleet_size: Option<u64>,
 }
 
 /// `[worker.machine]`: the `machine` assigner.
@@ -104,6 +108,7 @@ impl Default for WorkerConfig {
             fallback_static: None,
             fallback_range: None,
             machine: MachineConfig::default(),
+            fleet_size: None,
         }
     }
 }
@@ -121,6 +126,7 @@ pub(crate) const ENV: &[EnvKey] = &[
     (&["worker", "fallback_static"], Kind::Int),
     (&["worker", "fallback_range"], Kind::Str),
     (&["worker", "machine", "allow_uncoordinated"], Kind::Bool),
+    (&["worker", "fleet_size"], Kind::Int),
 ];
 
 /// `[worker]` parsed and checked against the layout.
@@ -156,6 +162,12 @@ pub struct WorkerSettings {
     pub state_dir: Option<PathBuf>,
     /// `worker.machine.allow_uncoordinated`.
     pub allow_uncoordinated: bool,
+    /// The ID space this worker id serves: `default` for the top-level generator, the name of
+    /// a `[spaces.<name>]` for its own. A leased worker id is leased in its space only.
+    pub space: String,
+    /// `worker.fleet_size`: how many servers share the store at most, each holding one leased
+    /// worker id per space.
+    pub fleet_size: Option<u64>,
 }
 
 impl WorkerConfig {
@@ -213,6 +225,12 @@ impl WorkerConfig {
             check_machine(range, layout)?;
         }
         let lease = self.checked_lease(layout)?;
+        if self.fleet_size == Some(0) {
+            return Err(invalid(
+                "worker.fleet_size",
+                "must be at least 1 (or unset)",
+            ));
+        }
         Ok(WorkerSettings {
             assigner: self.assigner,
             id: self.id,
@@ -223,6 +241,8 @@ impl WorkerConfig {
             state_file: self.state_file.clone(),
             state_dir: self.state_dir.clone(),
             allow_uncoordinated: self.machine.allow_uncoordinated,
+            space: super::spaces::DEFAULT_SPACE.to_owned(),
+            fleet_size: self.fleet_size,
         })
     }
 
