@@ -170,7 +170,11 @@ impl Client {
             .await
         {
             Err(ClientError::AllPeersDown { peers, last_error }) => match &self.inner.fallback {
-                Some(fallback) => fallback.next_id(&peers, &last_error).await,
+                Some(fallback) => {
+                    fallback
+                        .next_id(&peers, &last_error, self.inner.options.wait)
+                        .await
+                }
                 None => Err(ClientError::AllPeersDown { peers, last_error }),
             },
             other => other,

@@ -75,7 +75,10 @@ pub enum ClientError {
     },
     /// Every peer is down and the leased fallback holds no lease to issue under: no server
     /// has granted one since the client started (or the last one was lost or refused), and
-    /// the state directory held no unexpired lease to continue.
+    /// the state directory held no unexpired lease this process could continue within the
+    /// call's wait. `reason` says which: none there, one whose file another process holds
+    /// (naming the worker id, the file and its `valid_until`), or one being continued once
+    /// the clock passes its mark (naming the mark and how far off it is).
     #[error(
         "every uidgen server is down or failing ({peers}; last error: {last_error}) and the \
          embedded fallback holds no lease: {reason}. A leased fallback issues only under a \

@@ -287,8 +287,15 @@ impl Fallback {
         }
     }
 
-    /// One ID from the embedded generator, every peer being down (`peers`, `last_error`).
-    pub(crate) async fn next_id(&self, peers: &str, last_error: &str) -> Result<u64> {
+    /// One ID from the embedded generator, every peer being down (`peers`, `last_error`). A
+    /// leased fallback about to have its lease (a restart continuing the one an earlier process
+    /// left) waits for it up to `wait`.
+    pub(crate) async fn next_id(
+        &self,
+        peers: &str,
+        last_error: &str,
+        wait: Duration,
+    ) -> Result<u64> {
         if let Some(error) = self
             .disabled
             .lock()
@@ -298,7 +305,7 @@ impl Fallback {
             return Err(error.replay());
         }
         match &self.mode {
-            Mode::Leased(keeper) => keeper.next_id(peers, last_error),
+            Mode::Leased(keeper) => keeper.next_id(peers, last_error, wait).await,
             Mode::Explicit {
                 worker_id,
                 state_path,

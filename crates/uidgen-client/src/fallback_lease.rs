@@ -9,13 +9,19 @@
 //! - a renewal's `valid_until` is believed only once a server answered that the store accepted
 //!   it; a renewal refused because the lease was taken over or released ends the lease at
 //!   once, deletes its state file, and the next claim asks for a new one;
-//! - one lease per client: `current` changes only in the keeper's task (and at `close`).
+//! - one lease per client: `current` changes only in the keeper's task (and at `close`);
+//! - while the keeper is about to have a lease (a restart continuing the lease an earlier
+//!   process left: waiting for that process's lock to go, or for the clock to pass the file's
+//!   mark), callers wait for it, up to the client's `wait`, and are told what it waits for and
+//!   until when if it does not come.
 
 use std::path::PathBuf;
 use std::sync::atomic::{Ordering, fence};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+use tokio::sync::Notify;
+use tokio::time::Instant;
 use uidgen_core::clock::saturating_millis;
 use uidgen_core::{
     Clock, DefaultUidGenerator, Layout, SystemClock, TimeFence, UidError, UidGenerator,
@@ -35,7 +41,7 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    fn new(layout: &Layout, lease: RemoteLease) -> Result<Self> {
+    pub(crate) fn new(layout: &Layout, lease: RemoteLease) -> Result<Self> {
         let lease = Arc::new(lease);
         let generator = DefaultUidGenerator::new(layout.clone(), lease.worker_id(), SystemClock)?
             .fenced(Arc::clone(&lease) as Arc<dyn TimeFence>);
@@ -70,7 +76,7 @@ impl Held {
 }
 
 /// What a step of the keeper asks for next.
-enum Next {
+pub(crate) enum Next {
     /// Renew after a third of the ttl.
     Renewal,
     /// Try again soon: no server answered.
@@ -82,8 +88,8 @@ enum Next {
 /// The leased fallback's state.
 #[derive(Debug)]
 pub(crate) struct LeaseKeeper {
-    layout: Layout,
-    state_dir: PathBuf,
+    pub(crate) layout: Layout,
+    pub(crate) state_dir: PathBuf,
     ttl: Duration,
     name: String,
     current: RwLock<Option<Arc<Held>>>,
@@ -92,6 +98,11 @@ pub(crate) struct LeaseKeeper {
     /// What the last server to answer said of this client's lease (a refusal or a loss): kept
     /// when every server goes quiet afterwards, so the error still says why the lease went.
     last_answer: Mutex<Option<String>>,
+    /// Until when callers may wait for a lease the keeper is about to have (`why_none` says
+    /// what it waits for); `None` when it is not about to have one.
+    coming_until: Mutex<Option<Instant>>,
+    /// Woken whenever `current` or `coming_until` changes.
+    changed: Notify,
 }
 
 impl LeaseKeeper {
@@ -104,6 +115,8 @@ impl LeaseKeeper {
             current: RwLock::new(None),
             why_none: Mutex::new("no server has been asked for one yet".to_owned()),
             last_answer: Mutex::new(None),
+            coming_until: Mutex::new(None),
+            changed: Notify::new(),
         }
     }
 
@@ -120,14 +133,43 @@ impl LeaseKeeper {
         self.held().map(|held| held.lease.valid_until_ms())
     }
 
-    fn set_current(&self, held: Option<Arc<Held>>) -> Option<Arc<Held>> {
-        std::mem::replace(
+    pub(crate) fn set_current(&self, held: Option<Arc<Held>>) -> Option<Arc<Held>> {
+        let previous = std::mem::replace(
             &mut *self.current.write().unwrap_or_else(PoisonError::into_inner),
             held,
-        )
+        );
+        self.changed.notify_waiters();
+        previous
     }
 
-    fn set_why_none(&self, why: String) {
+    /// A lease is coming (`why` says what the keeper waits for): callers may wait until
+    /// `until` for it.
+    pub(crate) fn set_coming(&self, why: String, until: Instant) {
+        self.set_why_none(why);
+        *self
+            .coming_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(until);
+        self.changed.notify_waiters();
+    }
+
+    /// No lease is coming any more (it came, or the wait for it ended).
+    fn clear_coming(&self) {
+        *self
+            .coming_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+        self.changed.notify_waiters();
+    }
+
+    fn coming_until(&self) -> Option<Instant> {
+        *self
+            .coming_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn set_why_none(&self, why: String) {
         *self.why_none.lock().unwrap_or_else(PoisonError::into_inner) = why;
     }
 
@@ -142,7 +184,7 @@ impl LeaseKeeper {
 
     /// Why there is no lease when no server answers: `why`, and what the last server to answer
     /// said, if one ever did.
-    fn set_unanswered_why_none(&self, why: String) {
+    pub(crate) fn set_unanswered_why_none(&self, why: String) {
         let last = self
             .last_answer
             .lock()
@@ -165,15 +207,36 @@ impl LeaseKeeper {
         saturating_millis(self.ttl)
     }
 
-    /// One ID under the lease; every peer is down (`peers`, `last_error`).
-    pub(crate) fn next_id(&self, peers: &str, last_error: &str) -> Result<u64> {
+    /// One ID under the lease; every peer is down (`peers`, `last_error`). While the keeper is
+    /// about to have a lease (a restart continuing the one an earlier process left), waits for
+    /// it up to `wait`.
+    ///
+    /// Cancel safety: an ID is taken only when the call returns it.
+    pub(crate) async fn next_id(
+        &self,
+        peers: &str,
+        last_error: &str,
+        wait: Duration,
+    ) -> Result<u64> {
         let no_lease = |reason: String| ClientError::NoFallbackLease {
             peers: peers.to_owned(),
             last_error: last_error.to_owned(),
             reason,
         };
-        let Some(held) = self.held() else {
-            return Err(no_lease(self.why_none()));
+        let deadline = Instant::now() + wait;
+        let held = loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before the checks, so a change in between still wakes us.
+            changed.as_mut().enable();
+            if let Some(held) = self.held() {
+                break held;
+            }
+            let until = match self.coming_until() {
+                Some(coming) if coming.min(deadline) > Instant::now() => coming.min(deadline),
+                _ => return Err(no_lease(self.why_none())),
+            };
+            let _ = tokio::time::timeout_at(until, changed).await;
         };
         match held.next_id() {
             Ok(id) => Ok(id),
@@ -208,34 +271,9 @@ impl LeaseKeeper {
                 Next::Renewal
             }
             Quiet::AllDown { last_error, .. } => {
-                let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-                match RemoteLease::resume(&self.state_dir, &self.layout, clock).await {
-                    Ok(Some(lease)) => match Held::new(&self.layout, lease) {
-                        Ok(held) => {
-                            self.set_current(Some(Arc::new(held)));
-                            Next::Soon
-                        }
-                        Err(error) => {
-                            self.set_why_none(error.to_string());
-                            Next::Soon
-                        }
-                    },
-                    Ok(None) => {
-                        self.set_unanswered_why_none(format!(
-                            "no server has answered a claim ({last_error}), and the state \
-                             directory {} holds no unexpired lease to continue",
-                            self.state_dir.display()
-                        ));
-                        Next::Soon
-                    }
-                    Err(error) => {
-                        self.set_unanswered_why_none(format!(
-                            "no server has answered a claim ({last_error}), and the state \
-                             directory cannot be read: {error}"
-                        ));
-                        Next::Soon
-                    }
-                }
+                let next = self.resume(&last_error).await;
+                self.clear_coming();
+                next
             }
         }
     }

@@ -69,6 +69,7 @@ mod client;
 mod error;
 mod fallback;
 mod fallback_lease;
+mod fallback_resume;
 mod fallback_rpc;
 mod feed;
 mod options;

@@ -1,15 +1,18 @@
 //! What the client does with no server listening (a closed port refuses every connection):
-//! option errors, the typed all-down error, the explicit fallback's IDs and state file, and a
-//! leased fallback that never got a lease.
+//! option errors, the typed all-down error, the explicit fallback's IDs and state file, a
+//! leased fallback that never got a lease, and a restarted leased fallback continuing the lease
+//! its previous process left (issue 36, point 4).
 //! The failover between live servers is tested against real `uidgen serve` processes in
 //! `crates/uidgen-server/tests/client.rs`.
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use uidgen_client::{BlockingClient, ClientBuilder, ClientError, FallbackOptions, Peer};
-use uidgen_core::Layout;
+use uidgen_core::{Clock, DefaultUidGenerator, Layout, SystemClock, TimeFence, UidGenerator};
+use uidgen_worker::{LeaseGrant, RemoteLease};
 
 /// An address nothing listens on: a port the OS handed out and that was closed again.
 fn closed_port() -> String {
@@ -233,4 +236,127 @@ fn the_blocking_client_issues_from_an_explicit_fallback_too() {
         Err(ClientError::SegmentPeersDown { .. })
     ));
     client.close();
+}
+
+/// A previous process of the application on `dir`: it holds a fallback lease on worker 17
+/// (valid a minute, as a server granted it) and issued `count` IDs under it, so its state
+/// file's mark lies ahead of the clock. Dropping the lease is the process exiting.
+async fn previous_process(
+    dir: &std::path::Path,
+    layout: &Layout,
+    count: usize,
+) -> (Arc<RemoteLease>, Vec<u64>) {
+    let now = SystemClock.now_millis();
+    let grant = LeaseGrant {
+        worker_id: 17,
+        holder: "app/1#00000000000000aa".to_owned(),
+        valid_until_ms: now + 60_000,
+        floor_ms: now - 1,
+    };
+    let lease = RemoteLease::start(dir, layout, &grant, Arc::new(SystemClock))
+        .await
+        .unwrap()
+        .unwrap();
+    let lease = Arc::new(lease);
+    let generator = DefaultUidGenerator::new(layout.clone(), 17, SystemClock)
+        .unwrap()
+        .fenced(Arc::clone(&lease) as Arc<dyn TimeFence>);
+    let ids = (0..count).map(|_| generator.next_id().unwrap()).collect();
+    (lease, ids)
+}
+
+/// Issue 36, point 4: a client restarted while no server answers, its previous process still
+/// exiting (holding its lease's file a moment longer), waits for that process to let go and
+/// for the clock to pass the file's mark, then continues the lease: no call fails, and no ID
+/// repeats one of the previous process's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_while_the_previous_process_exits_continues_its_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::vesta_max_peak().unwrap();
+    let (previous, before) = previous_process(dir.path(), &layout, 5_000).await;
+    let exiting = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(previous);
+    });
+    let client = quick(vec![Peer::http(closed_port())])
+        .fallback(FallbackOptions::leased(layout.clone(), dir.path()))
+        .connect()
+        .await
+        .unwrap();
+    exiting.await.unwrap();
+    assert_eq!(
+        client.fallback_worker_id(),
+        Some(17),
+        "the previous process's lease"
+    );
+    let before: HashSet<u64> = before.into_iter().collect();
+    let last_unit = before
+        .iter()
+        .map(|&id| layout.decompose(id).unwrap().time)
+        .max();
+    for _ in 0..5_000 {
+        let id = client.next_id().await.unwrap();
+        assert!(
+            !before.contains(&id),
+            "{id} was issued by the previous process"
+        );
+        assert!(Some(layout.decompose(id).unwrap().time) > last_unit);
+    }
+    client.close().await;
+}
+
+/// While another process that keeps running holds the lease file, a restarted client's calls
+/// fail naming that lease, its file and that another process holds it, never claiming that
+/// no lease exists; once that process exits, the client continues the lease, and every call
+/// that failed meanwhile named what it waited for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_file_held_by_a_running_process_is_named_until_it_can_be_continued() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::vesta_max_peak().unwrap();
+    let (previous, before) = previous_process(dir.path(), &layout, 5_000).await;
+    let client = quick(vec![Peer::http(closed_port())])
+        .wait(Duration::from_millis(200))
+        .fallback(FallbackOptions::leased(layout.clone(), dir.path()))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(client.fallback_worker_id(), None);
+    let file = RemoteLease::state_file(dir.path(), 17)
+        .display()
+        .to_string();
+    match client.next_id().await.unwrap_err() {
+        ClientError::NoFallbackLease { reason, .. } => {
+            assert!(reason.contains("lease on worker id 17"), "{reason}");
+            assert!(reason.contains("another process"), "{reason}");
+            assert!(reason.contains(&file), "{reason}");
+            assert!(!reason.contains("no unexpired lease"), "{reason}");
+        }
+        other => panic!("expected NoFallbackLease, got {other:?}"),
+    }
+
+    drop(previous);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let first = loop {
+        match client.next_id().await {
+            Ok(id) => break id,
+            Err(ClientError::NoFallbackLease { reason, .. }) => {
+                assert!(reason.contains("worker id 17"), "{reason}");
+                assert!(
+                    reason.contains("another process holds its file")
+                        || reason.contains("waiting until the clock passes its mark"),
+                    "{reason}"
+                );
+            }
+            Err(other) => panic!("{other:?}"),
+        }
+        assert!(Instant::now() < deadline, "the lease was never continued");
+    };
+    assert_eq!(client.fallback_worker_id(), Some(17));
+    assert!(!before.contains(&first));
+    let last_unit = before
+        .iter()
+        .map(|&id| layout.decompose(id).unwrap().time)
+        .max();
+    assert!(Some(layout.decompose(first).unwrap().time) > last_unit);
+    client.close().await;
 }

@@ -123,15 +123,20 @@ pub async fn assign(settings: &Settings, store: &Store) -> anyhow::Result<Worker
                 None => assigner,
             })
         }
-        AssignerKind::Leased => Arc::new(LeasedWorkerIdAssigner::new(
-            store.clone(),
-            SystemClock,
-            LeaseOptions {
-                range,
-                cache_path: worker.cache_file_in(&state_dir),
-                ..worker.lease.clone()
-            },
-        )),
+        // Leased in the space's own name: IDs of two spaces may be equal, so a worker id held
+        // in one space is free in the others (each space needs an id per server, no more).
+        AssignerKind::Leased => Arc::new(
+            LeasedWorkerIdAssigner::new(
+                store.clone(),
+                SystemClock,
+                LeaseOptions {
+                    range,
+                    cache_path: worker.cache_file_in(&state_dir),
+                    ..worker.lease.clone()
+                },
+            )
+            .in_space(&worker.space),
+        ),
         // Needs no configuration: each (machine, process) value is leased in the store (and
         // locked in the state directory); its fixed range 0-1023 is recorded there. Without a
         // configured store it refuses to start in a container unless allowed.

@@ -2,7 +2,8 @@
 //! processes in their own working directories get distinct fallback leases and fall back
 //! together with no equal IDs; a second process of one application starts beside the first;
 //! no lease, no fallback; an expired lease stops it; a lease taken over is given up; claims
-//! racing through several servers on PostgreSQL and MariaDB get distinct worker ids.
+//! racing through several servers on PostgreSQL and MariaDB get distinct worker ids; a client
+//! restarted while no server answers continues its lease.
 //!
 //! The client processes are this test binary itself, started again with `--ignored --exact
 //! client_process` and told what to do through `UIDGEN_TEST_CLIENT_*` variables and lines on
@@ -295,6 +296,57 @@ async fn client_processes_falling_back_together_never_issue_equal_ids() {
     });
     // Closed clients gave their leases back and deleted their state files.
     assert!(!state_a.join(format!("fallback-{wa}.state")).exists());
+}
+
+/// Issue 36, point 4: a client process falling back (every server down) is restarted the way
+/// a supervisor does, the new process started while the old one is being killed, and no server
+/// answers. The new process continues the old one's lease (the same worker id, recorded in
+/// its state directory), takes its 20,000 IDs from it without one failed call (a failure
+/// prints `FAILED`, which `expect` refuses), and no ID is issued by both processes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_restarted_while_no_server_answers_continues_its_lease() {
+    let mut cluster = Cluster::start(1, "vesta_max_peak", &[]).await;
+    let peers = cluster.peers();
+    let cwd = fresh_cwd();
+    let mut old = ClientProcess::start(&cwd, &peers, "fallback");
+    let worker: u64 = block_in_place(|| old.expect("LEASED ")[0].parse().unwrap());
+    cluster.kill_all().await;
+    block_in_place(|| {
+        old.say("go");
+        old.expect("DONE ");
+    });
+    let old_ids = old.ids();
+    let state = cwd.join("fallback-state");
+    assert!(state.join(format!("fallback-{worker}.state")).exists());
+
+    let mut new = ClientProcess::start(&cwd, &peers, "fallback");
+    drop(old); // kill -9, while the new process starts
+    let (continued, new_ids) = block_in_place(|| {
+        let continued: u64 = new.expect("LEASED ")[0].parse().unwrap();
+        new.say("go");
+        new.expect("DONE ");
+        (continued, new.ids())
+    });
+    assert_eq!(continued, worker, "the old process's lease");
+    let layout = vesta();
+    let from_lease = new_ids
+        .iter()
+        .filter(|id| layout.decompose(**id).unwrap().worker == worker)
+        .count();
+    assert!(
+        from_lease >= FALLBACK_IDS,
+        "{from_lease} IDs from the lease"
+    );
+    let old_set: HashSet<u64> = old_ids.iter().copied().collect();
+    let equal = new_ids.iter().filter(|id| old_set.contains(id)).count();
+    assert_eq!(equal, 0, "{equal} IDs issued by both processes");
+    common::assert_unique(old_ids.iter().chain(&new_ids).copied().collect());
+    eprintln!(
+        "worker {worker}: {} IDs before the restart, {} after, 0 equal",
+        old_ids.len(),
+        new_ids.len()
+    );
+    block_in_place(|| new.finish());
 }
 
 /// Servers that lease no fallback ids (a layout without a default embedded range, none

@@ -333,7 +333,9 @@ fn gen_worker_with_a_shared_store_is_leased_so_a_second_host_is_refused() {
         .block_on(uidgen_store::Store::connect(&url))
         .unwrap();
     let leased = (0..1200).any(|_| {
-        let row = runtime.block_on(store.lease_row(5)).unwrap();
+        let row = runtime
+            .block_on(store.lease_row(uidgen_store::DEFAULT_SPACE, 5))
+            .unwrap();
         row.is_some_and(|row| !row.holder.is_empty()) || {
             std::thread::sleep(std::time::Duration::from_millis(50));
             false

@@ -218,7 +218,11 @@ fn leased_worker_id_is_released_on_sigterm_recording_how_far_it_issued() {
     // The lease row says so: expired now, with the time issued up to recorded for a successor.
     let row = runtime.block_on(async {
         let store = uidgen_store::Store::connect(&store).await.unwrap();
-        store.lease_row(id).await.unwrap().unwrap()
+        store
+            .lease_row(uidgen_store::DEFAULT_SPACE, id)
+            .await
+            .unwrap()
+            .unwrap()
     });
     let now_ms = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
     assert!(row.expires_at_ms <= now_ms, "{row:?}");
@@ -415,7 +419,12 @@ fn a_port_in_use_stops_start_up_before_a_worker_id_is_leased() {
         let store = uidgen_store::Store::connect(&store).await.unwrap();
         let mut leased = Vec::new();
         for id in 0..32 {
-            if store.lease_row(id).await.unwrap().is_some() {
+            if store
+                .lease_row(uidgen_store::DEFAULT_SPACE, id)
+                .await
+                .unwrap()
+                .is_some()
+            {
                 leased.push(id);
             }
         }

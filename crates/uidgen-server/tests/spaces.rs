@@ -1,8 +1,10 @@
 //! Several ID spaces in one server (issue 21), with the real `uidgen` binary on a real
-//! PostgreSQL (leased worker ids): each space claims a worker id of its own, every ID decodes
-//! under its space's layout with that space's worker id, no ID repeats within a space however
-//! many requests race over HTTP, Leaf's route and gRPC, nor across a restart; an unknown space
-//! is a 404 / NOT_FOUND, and an assigner that holds one id per process refuses spaces.
+//! PostgreSQL (leased worker ids): each space leases a worker id of its own in its own name,
+//! every ID decodes under its space's layout with that space's worker id, no ID repeats within
+//! a space however many requests race over HTTP, Leaf's route and gRPC, nor across a restart;
+//! an unknown space is a 404 / NOT_FOUND, and an assigner that holds one id per process refuses
+//! spaces. Issue 36: spaces never starve each other; two servers with four spaces, one of
+//! them 2 bits wide, both start and serve every space with no equal ID in a space.
 //! PostgreSQL comes from `UIDGEN_TEST_POSTGRES_URL` (default 127.0.0.1:5432, database `test`).
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
@@ -125,6 +127,22 @@ async fn hammer(server: &Server) -> BTreeMap<&'static str, Vec<u64>> {
     by_space
 }
 
+/// Each space's worker id is leased in the store under that space's name: a live row of its
+/// own, whatever worker ids the other spaces hold (on a fresh store each space takes id 0).
+async fn assert_leased_per_space(url: &str, workers: &BTreeMap<String, u64>) {
+    let store = uidgen_store::Store::connect(url).await.unwrap();
+    let now = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
+    for (space, &worker) in workers {
+        let row = store.lease_row(space, worker).await.unwrap();
+        let row = row.unwrap_or_else(|| panic!("{space}: no lease row for worker {worker}"));
+        assert!(
+            !row.holder.is_empty() && row.expires_at_ms > now,
+            "{space}: {row:?}"
+        );
+    }
+    store.close().await;
+}
+
 /// Every ID of each space decodes under its layout with its worker id, and none repeats.
 fn check(by_space: &BTreeMap<&'static str, Vec<u64>>, workers: &BTreeMap<String, u64>) {
     let layouts = layouts();
@@ -147,12 +165,7 @@ async fn spaces_hold_their_own_worker_ids_and_never_repeat_an_id_across_channels
     let dir = temp_dir("spaces");
     let server = start(&store, &dir);
     let first = worker_ids(&server).await;
-    let distinct: std::collections::BTreeSet<_> = first.values().collect();
-    assert_eq!(
-        distinct.len(),
-        3,
-        "each space claims its own worker id: {first:?}"
-    );
+    assert_leased_per_space(&store, &first).await;
     let before = hammer(&server).await;
     for (space, ids) in &before {
         // 12 tasks x 15 rounds, a third of the rounds per space, 302 IDs a round.
@@ -255,8 +268,7 @@ async fn spaces_hold_their_own_worker_ids_and_never_repeat_an_id_across_channels
     }
     let server = start(&store, &dir);
     let second = worker_ids(&server).await;
-    let distinct: std::collections::BTreeSet<_> = second.values().collect();
-    assert_eq!(distinct.len(), 3, "fresh claims, one per space: {second:?}");
+    assert_leased_per_space(&store, &second).await;
     let after = hammer(&server).await;
     check(&after, &second);
     for (space, ids) in &before {
@@ -309,7 +321,10 @@ async fn a_space_that_loses_its_lease_stops_alone_and_readiness_names_it() {
     let store = uidgen_store::Store::connect(&url).await.unwrap();
     uidgen_store::testing::run_script(
         &store,
-        &format!("UPDATE worker_lease SET holder = 'thief#0' WHERE worker_id = {order}"),
+        &format!(
+            "UPDATE worker_lease SET holder = 'thief#0' WHERE space = 'order' AND worker_id = \
+             {order}"
+        ),
     )
     .await
     .unwrap();
@@ -344,11 +359,12 @@ async fn a_space_that_loses_its_lease_stops_alone_and_readiness_names_it() {
 async fn disposable_worker_ids_give_each_space_a_row_of_its_own() {
     let dir = temp_dir("spaces-disposable");
     let path = dir.join("uidgen.toml");
+    // As wide as the default space's: every space's start draws from the one counter.
     std::fs::write(
         &path,
         format!(
             "store = \"{}\"\n[segment]\nenabled = false\n[worker]\nassigner = \"disposable\"\n\
-             [spaces.user.layout]\npreset = \"leaf\"\n",
+             [spaces.user.layout]\npreset = \"baidu\"\nepoch = \"2020-01-01\"\n",
             common::sqlite_url("spaces-disposable")
         ),
     )
@@ -365,9 +381,120 @@ async fn disposable_worker_ids_give_each_space_a_row_of_its_own() {
     let (code, body) = fetch(&client, &server.url("/v1/spaces/user/ids?count=1000")).await;
     assert_eq!(code, 200, "{body}");
     let ids = assert_unique(ids_in(&json(&body)));
-    let leaf = Layout::preset("leaf").unwrap();
+    let user_layout = Layout::preset_with_epoch("baidu", Some("2020-01-01")).unwrap();
     assert!(
         ids.iter()
-            .all(|&id| leaf.decompose(id).unwrap().worker == user)
+            .all(|&id| user_layout.decompose(id).unwrap().worker == user)
     );
+}
+
+/// Issue 36, point 2: the four spaces of the issue (`default`, `order`, `user`, and `small` with
+/// 2 worker bits) on two servers sharing one store, the leased assigner, `worker.fleet_size =
+/// 2`. Before leases were kept per space, the first server took ids 0-3 (one per space) and the
+/// second was refused: "cannot start the space `small`: ... all 4 worker ids (0 to 3) are
+/// leased by live holders". Now both start, each holds one worker id in every space (the two
+/// servers' differ within a space), and every space serves from both at once with no ID
+/// issued twice within it.
+async fn two_servers_with_four_spaces_both_serve_every_space(store: &str) {
+    let config = |dir: &std::path::Path| {
+        let path = dir.join("uidgen.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "store = \"{store}\"\n[segment]\nenabled = false\n\
+                 [worker]\nassigner = \"leased\"\nfleet_size = 2\n\
+                 [spaces.order.layout]\npreset = \"snowflake\"\n\
+                 [spaces.user.layout]\npreset = \"leaf\"\n\
+                 [spaces.small.layout]\ntime_bits = 41\nworker_bits = 2\nseq_bits = 20\n"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let (dir_a, dir_b) = (temp_dir("four-spaces-a"), temp_dir("four-spaces-b"));
+    let (path_a, path_b) = (config(&dir_a), config(&dir_b));
+    let a = Server::start(&["--config", path_a.to_str().unwrap()], &[]);
+    let b = Server::start(&["--config", path_b.to_str().unwrap()], &[]);
+    let client = reqwest::Client::new();
+    let spaces = ["default", "order", "small", "user"];
+    let mut workers: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for server in [&a, &b] {
+        let (status, body) = fetch(&client, &server.url("/v1/spaces")).await;
+        assert_eq!(status, 200, "{body}");
+        for (listed, name) in json(&body).as_array().unwrap().iter().zip(spaces) {
+            assert_eq!(
+                (listed["name"].as_str(), listed["ready"].as_bool()),
+                (Some(name), Some(true)),
+                "{body}"
+            );
+            workers
+                .entry(name)
+                .or_default()
+                .push(listed["worker_id"].as_u64().unwrap());
+        }
+    }
+    for (space, ids) in &workers {
+        assert_ne!(
+            ids[0], ids[1],
+            "{space}: both servers hold worker {}",
+            ids[0]
+        );
+        assert!(
+            *space != "small" || ids.iter().all(|&w| w <= 3),
+            "{workers:?}"
+        );
+    }
+
+    // Every space from both servers at once: 4 tasks a server and space, 10 batches each.
+    let mut tasks = tokio::task::JoinSet::new();
+    for server in [&a, &b] {
+        for space in spaces {
+            for _ in 0..4 {
+                let (client, url) = (
+                    client.clone(),
+                    server.url(&format!("/v1/spaces/{space}/ids?count=500")),
+                );
+                tasks.spawn(async move {
+                    let mut got = Vec::new();
+                    for _ in 0..10 {
+                        let (status, body) = fetch(&client, &url).await;
+                        assert_eq!(status, 200, "{url}: {body}");
+                        got.extend(ids_in(&json(&body)));
+                    }
+                    (space, got)
+                });
+            }
+        }
+    }
+    let mut by_space: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    while let Some(done) = tasks.join_next().await {
+        let (space, ids) = done.unwrap();
+        by_space.entry(space).or_default().extend(ids);
+    }
+    for (space, ids) in by_space {
+        assert_eq!(ids.len(), 2 * 4 * 10 * 500, "{space}");
+        assert_unique(ids);
+    }
+    // One ID of the narrow space from each server carries that server's worker id.
+    for (server, &worker) in [&a, &b].into_iter().zip(&workers["small"]) {
+        let (_, body) = fetch(&client, &server.url("/v1/spaces/small/ids?count=1")).await;
+        let id = ids_in(&json(&body))[0];
+        let (_, body) = fetch(&client, &server.url(&format!("/v1/spaces/small/ids/{id}"))).await;
+        assert_eq!(json(&body)["worker"], worker, "{body}");
+    }
+    eprintln!("two servers, four spaces: worker ids {workers:?}; 0 equal IDs in any space");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_with_four_spaces_both_serve_every_space_on_postgres() {
+    let store = fresh_url(TestDb::Postgres)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL is needed (set UIDGEN_TEST_POSTGRES_URL): {e}"));
+    two_servers_with_four_spaces_both_serve_every_space(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_with_four_spaces_both_serve_every_space_on_a_shared_sqlite_file() {
+    let store = common::sqlite_url("four-spaces");
+    two_servers_with_four_spaces_both_serve_every_space(&store).await;
 }

@@ -38,13 +38,18 @@ async fn slow_starting_server() -> Server {
     let now = SystemClock.now_millis();
     assert!(
         store
-            .try_insert_lease(5, "earlier#0", now + 1)
+            .try_insert_lease(uidgen_store::DEFAULT_SPACE, 5, "earlier#0", now + 1)
             .await
             .unwrap()
     );
     assert!(
         store
-            .release_lease(5, "earlier#0", now + PREVIOUS_LEAD_MS)
+            .release_lease(
+                uidgen_store::DEFAULT_SPACE,
+                5,
+                "earlier#0",
+                now + PREVIOUS_LEAD_MS
+            )
             .await
             .unwrap()
     );
@@ -283,4 +288,100 @@ async fn a_leased_restart_right_after_a_burst_is_served_on_mariadb() {
         .await
         .unwrap_or_else(|e| panic!("MariaDB is needed (set UIDGEN_TEST_MYSQL_URL): {e}"));
     a_leased_restart_right_after_a_burst_is_served(store).await;
+}
+
+/// Take IDs from the server at `base` with `tasks` tasks at once, `count` a request, until
+/// `enough` IDs were taken or a request fails (the server was killed): every ID a request
+/// returned.
+async fn hammer(base: &str, tasks: usize, count: usize, enough: usize) -> Vec<u64> {
+    let taken = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let url = format!("{base}/v1/ids?count={count}");
+    let workers: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (taken, url) = (std::sync::Arc::clone(&taken), url.clone());
+            tokio::spawn(async move {
+                let http = reqwest::Client::builder().timeout(TIMEOUT).build().unwrap();
+                while taken.lock().unwrap().len() < enough {
+                    let Ok(response) = http.get(&url).send().await else {
+                        return;
+                    };
+                    if response.status() != 200 {
+                        return;
+                    }
+                    let Ok(body) = response.text().await else {
+                        return;
+                    };
+                    taken.lock().unwrap().extend(ids_in(&json(&body)));
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    std::mem::take(&mut *taken.lock().unwrap())
+}
+
+/// Issue 36, point 3: a leased server on a range of one worker id with a cache file is
+/// hammered by several tasks and killed with `kill -9` while they run; a server started at
+/// once on the same state directory (the database up) continues the crashed life's lease from
+/// the cache. It is served, never refused (a refused start exits, and [`Server::start`] waits
+/// 60 s for `uidgen serving`, while the crashed lease runs 90 s: ttl and cache reserve), and
+/// the two lives, hammered alike, issue no ID twice.
+async fn a_leased_restart_after_kill_9_continues_its_cached_lease(store: String) {
+    let state_dir = common::temp_dir("kill-9-state");
+    let state_dir = state_dir.to_str().unwrap();
+    let envs = [
+        ("UIDGEN_STORE", store.as_str()),
+        ("UIDGEN_STATE_DIR", state_dir),
+        ("UIDGEN_WORKER_ASSIGNER", "leased"),
+        ("UIDGEN_WORKER_RANGE", "5-5"),
+        ("UIDGEN_WORKER_CACHE_FILE", "lease.cache"),
+        ("UIDGEN_SEGMENT_ENABLED", "false"),
+    ];
+    let first = tokio::task::block_in_place(|| Server::start(&[], &envs));
+    let base = first.base.clone();
+    let crashing = hammer(&base, 4, 500, usize::MAX);
+    let killer = async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        tokio::task::block_in_place(|| first.kill());
+    };
+    let (mut ids, ()) = tokio::join!(crashing, killer);
+    assert!(
+        ids.len() >= 1_000,
+        "the first life issued {} IDs",
+        ids.len()
+    );
+
+    let second = tokio::task::block_in_place(|| Server::start(&[], &envs));
+    let log = second.log();
+    assert!(
+        log.contains("continuing the worker lease an earlier life of this host recorded"),
+        "{log}"
+    );
+    assert!(!log.contains("no free worker id"), "{log}");
+    assert_eq!(second.worker_id(), 5);
+    let later = hammer(&second.base, 4, 500, 20_000).await;
+    assert!(later.len() >= 20_000, "{} IDs", later.len());
+    let layout = Layout::baidu_default().unwrap();
+    let (crashed, restarted) = (ids.len(), later.len());
+    ids.extend(later);
+    for &id in &ids {
+        assert_eq!(layout.decompose(id).unwrap().worker, 5);
+    }
+    assert_unique(ids);
+    eprintln!("kill -9 after {crashed} IDs; the restart issued {restarted}; 0 equal");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leased_restart_after_kill_9_continues_its_cached_lease_on_sqlite() {
+    a_leased_restart_after_kill_9_continues_its_cached_lease(sqlite_url("kill-9")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leased_restart_after_kill_9_continues_its_cached_lease_on_postgres() {
+    let store = fresh_url(TestDb::Postgres)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL is needed (set UIDGEN_TEST_POSTGRES_URL): {e}"));
+    a_leased_restart_after_kill_9_continues_its_cached_lease(store).await;
 }

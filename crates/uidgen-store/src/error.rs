@@ -168,15 +168,21 @@ pub enum StoreError {
 
     /// Every worker id of the assigner's range is held by a live lease.
     #[error(
-        "no free worker id: all {count} worker ids ({} to {max}) are leased by live holders; wait \
-         for a lease to expire, or widen `worker.range` or the worker bits",
-        first_of(.max, .count)
+        "no free worker id: all {count} worker ids ({} to {max}) are leased by live holders; the \
+         first of those leases ends in {} unless its holder renews it (a crashed holder's lease \
+         runs its ttl, plus `worker.cache_reserve_secs` with a cache file): retry then, or widen \
+         `worker.range` or the worker bits",
+        first_of(.max, .count),
+        seconds(*.retry_in_ms)
     )]
     NoFreeWorkerId {
         /// The largest worker id of the range (the layout's, by default).
         max: u64,
         /// How many ids the range has.
         count: u64,
+        /// How long until the first of the leases expires by the claimant's clock (ms), unless
+        /// renewed: the earliest a retry can succeed.
+        retry_in_ms: u64,
     },
 
     /// Every attempt to claim a worker id lost a race to another claimant (free ids exist, but
@@ -413,6 +419,11 @@ impl StoreError {
 /// The lowest id of a range of `count` ids ending at `max`, for [`StoreError::NoFreeWorkerId`].
 fn first_of(max: &u64, count: &u64) -> u64 {
     max.saturating_add(1).saturating_sub(*count)
+}
+
+/// `ms` as seconds with one decimal ("87.3 s"), for messages that say how long to wait.
+fn seconds(ms: u64) -> String {
+    format!("{}.{} s", ms / 1_000, (ms % 1_000) / 100)
 }
 
 /// Whether a driver error means "could not talk to the database".

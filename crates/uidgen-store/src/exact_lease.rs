@@ -28,6 +28,7 @@ use crate::error::{Result, StoreError};
 use crate::lease_claim::{CLAIM_ATTEMPTS, ClaimedRow, holder_with_token};
 use crate::lease_guard::{LeaseGuard, NewLease};
 use crate::store::Store;
+use crate::worker_lease::DEFAULT_SPACE;
 
 /// What a claim of one worker id found.
 #[derive(Debug, Clone)]
@@ -66,12 +67,12 @@ pub(crate) async fn claim_exact_row(
             })
         };
         if store
-            .try_insert_lease(worker_id, holder, valid_until)
+            .try_insert_lease(DEFAULT_SPACE, worker_id, holder, valid_until)
             .await?
         {
             return Ok(won(0));
         }
-        let Some(row) = store.lease_row(worker_id).await? else {
+        let Some(row) = store.lease_row(DEFAULT_SPACE, worker_id).await? else {
             continue; // deleted by hand between the two statements: insert again
         };
         if row.expires_at_ms >= now {
@@ -81,12 +82,12 @@ pub(crate) async fn claim_exact_row(
             }));
         }
         if store
-            .try_take_over_lease(worker_id, holder, valid_until, now)
+            .try_take_over_lease(DEFAULT_SPACE, worker_id, holder, valid_until, now)
             .await?
         {
             // We hold it now, so nobody else moves last_issued_ms: read it fresh.
             let last = store
-                .lease_row(worker_id)
+                .lease_row(DEFAULT_SPACE, worker_id)
                 .await?
                 .map_or(row.last_issued_ms, |r| r.last_issued_ms);
             if !row.holder.is_empty() {
@@ -149,7 +150,7 @@ async fn lease_exact(
         Err(error) => {
             // Hand the id back untouched, so it is not blocked for a whole ttl.
             let _ = store
-                .release_lease(worker_id, &holder, claimed.last_issued_ms)
+                .release_lease(DEFAULT_SPACE, worker_id, &holder, claimed.last_issued_ms)
                 .await;
             return Err(error.into());
         }
@@ -165,6 +166,7 @@ async fn lease_exact(
     let guard = LeaseGuard::new(NewLease {
         store: store.clone(),
         clock,
+        space: DEFAULT_SPACE.to_owned(),
         worker_id,
         holder,
         ttl_ms,

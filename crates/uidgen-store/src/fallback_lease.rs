@@ -27,6 +27,7 @@ use uidgen_core::{Clock, Layout, SystemClock};
 use crate::error::{Result, StoreError};
 use crate::lease_claim::{claim_row, holder_with_token};
 use crate::store::Store;
+use crate::worker_lease::DEFAULT_SPACE;
 use uidgen_worker::{
     LeaseGrant, MAX_HOLDER_NAME_LEN, MAX_LEASE_TTL, MIN_FALLBACK_LEASE_TTL, WorkerIdRange,
 };
@@ -109,8 +110,16 @@ impl FallbackLeases {
         let holder = holder_with_token(name);
         // No reserve: a client restarted from its state file runs only until the valid_until
         // it recorded, which the row's expiry covers.
-        let claimed =
-            claim_row(&self.store, self.clock.as_ref(), range, &holder, ttl_ms, 0).await?;
+        let claimed = claim_row(
+            &self.store,
+            self.clock.as_ref(),
+            DEFAULT_SPACE,
+            range,
+            &holder,
+            ttl_ms,
+            0,
+        )
+        .await?;
         tracing::info!(
             worker_id = claimed.worker_id,
             holder = %holder,
@@ -147,7 +156,13 @@ impl FallbackLeases {
         let valid_until = now.saturating_add(ttl_ms);
         if self
             .store
-            .renew_lease(worker_id, holder, valid_until, issued_until_ms)
+            .renew_lease(
+                DEFAULT_SPACE,
+                worker_id,
+                holder,
+                valid_until,
+                issued_until_ms,
+            )
             .await?
         {
             return Ok(valid_until);
@@ -175,7 +190,7 @@ impl FallbackLeases {
         check_issued(issued_until_ms, self.clock.now_millis())?;
         let released = self
             .store
-            .release_lease(worker_id, holder, issued_until_ms)
+            .release_lease(DEFAULT_SPACE, worker_id, holder, issued_until_ms)
             .await?;
         if released {
             tracing::info!(

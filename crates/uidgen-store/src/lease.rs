@@ -6,6 +6,10 @@
 //! - A lease is claimed by one conditional statement (an `INSERT` for a never-used id, an
 //!   `UPDATE ... WHERE expires_at_ms < now` for an expired one); the affected-row count picks
 //!   exactly one winner among racing processes.
+//! - A lease is of a worker id in one ID space ([`LeasedWorkerIdAssigner::in_space`]; the
+//!   default space unless a server's `[spaces.<name>]`): IDs of two spaces may be equal, so
+//!   every rule here holds per (space, worker id), and a worker id held in one space is free in
+//!   the others.
 //! - The holder's generator is fenced by the lease ([`uidgen_core::TimeFence`]): it stamps only
 //!   time units that end by the lease's own expiry, `valid_until`. The database row's
 //!   `expires_at_ms` is `valid_until + reserve` and never falls (renewal writes the greater of
@@ -24,7 +28,11 @@
 //!   so renewal and release, which match on it, never touch another claim's lease.
 //! - The local cache (optional) is the worker id's state file: the holder string, the row's
 //!   expiry as last accepted, and a reserved-until mark that is synced to disk before any ID
-//!   past it is stamped. While the database is unreachable, a restart on this host may run on
+//!   past it is stamped. A restart on this host while the database answers continues the
+//!   lease the file records if the row still names its holder: the row is handed to the
+//!   restart's holder string in one statement matching the old one, and the restart starts
+//!   above the mark (so a `kill -9` costs the wait for the clock to pass the mark, not the
+//!   lease's expiry). While the database is unreachable, a restart on this host may run on
 //!   the cached id only after its clock passed the mark and only until the recorded expiry,
 //!   which is at most `reserve` past the crashed holder's `valid_until`: the window no other
 //!   process can enter, because the row says the lease still holds. Its renewal matches the
@@ -46,6 +54,7 @@ use crate::error::{Result, StoreError};
 use crate::lease_claim::{ClaimedRow, claim_row, holder_with_token};
 use crate::lease_guard::{LeaseGuard, NewLease};
 use crate::store::Store;
+use crate::worker_lease::{DEFAULT_SPACE, check_space};
 
 /// Leases a worker id in `0..=layout.max_worker_id()` (or in [`LeaseOptions::range`]) from the
 /// `worker_lease` table.
@@ -65,9 +74,11 @@ use crate::store::Store;
 /// ```
 #[derive(Debug, Clone)]
 pub struct LeasedWorkerIdAssigner {
-    store: Store,
-    clock: Arc<dyn Clock>,
-    options: LeaseOptions,
+    pub(crate) store: Store,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) options: LeaseOptions,
+    /// The ID space its leases are in ([`DEFAULT_SPACE`] unless [`in_space`](Self::in_space)).
+    pub(crate) space: String,
 }
 
 impl LeasedWorkerIdAssigner {
@@ -88,6 +99,7 @@ impl LeasedWorkerIdAssigner {
             store,
             clock: Arc::new(clock),
             options,
+            space: DEFAULT_SPACE.to_owned(),
         }
     }
 
@@ -114,13 +126,39 @@ impl LeasedWorkerIdAssigner {
         self
     }
 
+    /// Lease worker ids of the ID space `space` (1 to [`MAX_SPACE_LEN`](crate::MAX_SPACE_LEN)
+    /// characters; checked by [`claim`](Self::claim)): a server's `[spaces.<name>]`. IDs of two
+    /// spaces may be equal, so each space leases its worker ids apart: a worker id held in one
+    /// space is free in every other. The range registered is the same for every space.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_store::Result<()> {
+    /// use uidgen_store::{DEFAULT_SPACE, LeasedWorkerIdAssigner, Store, StoreOptions};
+    /// let store = Store::connect_lazy("sqlite://uidgen.db", StoreOptions::default())?;
+    /// let assigner = LeasedWorkerIdAssigner::with_defaults(store.clone());
+    /// assert_eq!(assigner.space(), DEFAULT_SPACE);
+    /// let order = LeasedWorkerIdAssigner::with_defaults(store).in_space("order");
+    /// assert_eq!(order.space(), "order");
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn in_space(mut self, space: impl Into<String>) -> Self {
+        self.space = space.into();
+        self
+    }
+
+    /// The ID space its leases are in.
+    pub fn space(&self) -> &str {
+        &self.space
+    }
+
     /// The options.
     pub fn options(&self) -> &LeaseOptions {
         &self.options
     }
 
     /// The range to register: the configured one, or `0-max`.
-    fn registered_range(&self) -> WorkerIdRange {
+    pub(crate) fn registered_range(&self) -> WorkerIdRange {
         self.options
             .range
             .unwrap_or_else(|| WorkerIdRange::from_low(0))
@@ -128,7 +166,7 @@ impl LeasedWorkerIdAssigner {
 
     /// How far past a holder's own expiry its row's expiry lies: the cache reserve, or zero
     /// without a cache (nothing can restart on the id from a file then).
-    fn reserve_ms(&self) -> u64 {
+    pub(crate) fn reserve_ms(&self) -> u64 {
         if self.options.cache_path.is_some() {
             saturating_millis(self.options.cache_reserve)
         } else {
@@ -136,8 +174,16 @@ impl LeasedWorkerIdAssigner {
         }
     }
 
-    /// Claim a lease from the database (no cache fallback), wait until the clock has passed
-    /// the worker id's last issued time, and start the heartbeat if configured.
+    /// Claim a lease from the database (no fallback to the cache when it is unreachable),
+    /// wait until the clock has passed the worker id's last issued time, and start the
+    /// heartbeat if configured.
+    ///
+    /// With a [cache](LeaseOptions::cache_path) recording a lease that the database still
+    /// shows under the recorded holder (this host's process died without releasing it), the
+    /// claim continues that lease instead of waiting for it to expire: the row is handed to
+    /// this claim and the start waits only for the clock to pass the cache's mark (at most
+    /// [`max_takeover_wait`](LeaseOptions::max_takeover_wait)). The cache's lock keeps a live
+    /// process's lease out of reach.
     ///
     /// Only ids of the [range](LeaseOptions::range) are considered; the range is registered
     /// in the store first ([`Store::register_worker_range`]).
@@ -156,9 +202,13 @@ impl LeasedWorkerIdAssigner {
     /// and no ID was stamped under it, so the id stays blocked until the row's expiry (the ttl,
     /// plus the cache reserve with a cache) and is then taken over like a crashed holder's.
     /// With a cache, the state file may already record that claim; a restart on this host
-    /// while the database is unreachable may run on it, which the row's expiry covers.
+    /// may continue it (from the database, or while it is unreachable from the file), which
+    /// the row's expiry and the file's mark cover. Dropped after a continuation's hand-over,
+    /// likewise: the row names a holder the file may or may not record yet, and the file's
+    /// mark still covers every ID stamped under the id.
     pub async fn claim(&self, layout: &Layout) -> Result<LeaseGuard> {
         self.options.validate()?;
+        check_space(&self.space)?;
         let registered = self.registered_range();
         let range = registered.within(layout)?;
         // Before any id is taken. Unreachable here is unreachable for `assign` too, which then
@@ -166,23 +216,28 @@ impl LeasedWorkerIdAssigner {
         self.store
             .register_worker_range(Self::REGISTRY_NAME, registered)
             .await?;
+        if let Some(continued) = self.continue_cached(layout, range).await? {
+            return Ok(continued);
+        }
         let holder = self.new_holder();
         let ttl_ms = saturating_millis(self.options.ttl);
         let claimed = claim_row(
             &self.store,
             self.clock.as_ref(),
+            &self.space,
             range,
             &holder,
             ttl_ms,
             self.reserve_ms(),
         )
         .await?;
-        self.finish(layout, holder, &claimed).await
+        let mark = self.open_mark_for_claim(layout, &claimed, &holder);
+        self.keep(layout, holder, &claimed, mark).await
     }
 
     /// The holder string of a new claim: the configured (or default) name and a random token
     /// of its own, so renewal and release only ever match this claim's row.
-    fn new_holder(&self) -> String {
+    pub(crate) fn new_holder(&self) -> String {
         match &self.options.holder {
             Some(name) => holder_with_token(name),
             None => holder_with_token(&default_holder()),
@@ -196,12 +251,12 @@ impl LeasedWorkerIdAssigner {
     fn open_mark_for_claim(
         &self,
         layout: &Layout,
-        worker_id: u64,
+        claimed: &ClaimedRow,
         holder: &str,
-        expires: u64,
-        floor: u64,
     ) -> Option<LocalMark> {
         let path = self.options.cache_path.as_deref()?;
+        let (worker_id, expires, floor) =
+            (claimed.worker_id, claimed.expires_ms, claimed.floor_ms());
         let opened = (|| -> Result<Option<LocalMark>> {
             let Some(cache) = CacheLock::try_acquire(path)? else {
                 tracing::warn!(
@@ -227,26 +282,27 @@ impl LeasedWorkerIdAssigner {
         })
     }
 
-    /// We hold the claimed row's id until its `valid_until` (the row says `expires`): wait out
-    /// the previous holder's last issued time, then hand out the guard.
-    async fn finish(
+    /// We hold the claimed row's id until its `valid_until` (the row says `expires`), keeping
+    /// `mark` (the cache, begun for this claim) if any: wait out the previous holder's last
+    /// issued time, then hand out the guard.
+    pub(crate) async fn keep(
         &self,
         layout: &Layout,
         holder: String,
         claimed: &ClaimedRow,
+        mark: Option<LocalMark>,
     ) -> Result<LeaseGuard> {
         let ClaimedRow {
             worker_id,
             valid_until_ms: valid_until,
-            expires_ms: expires,
             last_issued_ms,
             ..
         } = *claimed;
         let floor = claimed.floor_ms();
-        let mark = self.open_mark_for_claim(layout, worker_id, &holder, expires, floor);
         let guard = LeaseGuard::new(NewLease {
             store: self.store.clone(),
             clock: Arc::clone(&self.clock),
+            space: self.space.clone(),
             worker_id,
             holder,
             ttl_ms: saturating_millis(self.options.ttl),
@@ -286,126 +342,8 @@ impl LeasedWorkerIdAssigner {
         if let Some(interval) = self.options.heartbeat_interval {
             guard.start_heartbeat(interval);
         }
-        tracing::info!(worker_id, holder = %guard.holder(), "leased a worker id");
+        tracing::info!(space = %self.space, worker_id, holder = %guard.holder(), "leased a worker id");
         Ok(guard)
-    }
-
-    /// The database was unreachable: restart on the cached worker id, as the lease the cache
-    /// records, if the clock is past the cache's mark and the lease's recorded expiry has not
-    /// passed. Until that expiry nobody else can have taken the id over; renewal (the
-    /// heartbeat) continues that very lease once the database answers, or ends with
-    /// [`StoreError::LeaseLost`] if it was taken over or released meanwhile.
-    async fn assign_from_cache(
-        &self,
-        layout: &Layout,
-        unreachable: StoreError,
-    ) -> Result<WorkerAssignment> {
-        let Some(path) = &self.options.cache_path else {
-            return Err(unreachable);
-        };
-        let cache_error = |reason: String| StoreError::Cache {
-            path: path.display().to_string(),
-            reason: format!("{unreachable}; {reason}"),
-        };
-        let cached = match read_cache(path) {
-            Ok(cached) => cached,
-            Err(error) => {
-                tracing::warn!(%error, "no usable worker id cache");
-                return Err(unreachable);
-            }
-        };
-        // Two processes sharing the file must not both start on its id.
-        let Some(cache) = CacheLock::try_acquire(path)? else {
-            return Err(cache_error(
-                "another lease (in this or another process) is using the cache, so its worker id \
-                 may be live"
-                    .to_owned(),
-            ));
-        };
-        // Read again under the lock: the holder we waited out may have rewritten it.
-        let clock = Arc::clone(&self.clock);
-        let (mark, previous) =
-            LocalMark::acquire(cache, cached.worker_id, clock, mark_step_ms(layout))
-                .map_err(|e| cache_error(e.to_string()))?;
-        let Some(previous) = previous else {
-            return Err(cache_error("the file is gone".to_owned()));
-        };
-        let (Some(holder), Some(expires)) = (previous.holder.clone(), previous.lease_expires_ms)
-        else {
-            return Err(cache_error(
-                "it records no lease (holder and lease_expires_ms), so nothing says the worker id \
-                 is still this host's"
-                    .to_owned(),
-            ));
-        };
-        let worker_id = previous.worker_id;
-        let max = layout.max_worker_id();
-        if worker_id > max {
-            return Err(cache_error(format!(
-                "the cached worker id {worker_id} exceeds the layout's maximum {max}"
-            )));
-        }
-        // The range cannot be registered now; at least keep to the configured one.
-        let range = self.registered_range().within(layout)?;
-        if !range.contains(worker_id) {
-            return Err(cache_error(format!(
-                "the cached worker id {worker_id} is outside the configured range {range}"
-            )));
-        }
-        let expired = |now: u64| {
-            cache_error(format!(
-                "the lease it records on worker id {worker_id} expired at {expires} ms, reserve \
-                 included, and the clock reads {now} ms: another process may hold the id by now"
-            ))
-        };
-        let now = self.clock.now_millis();
-        if now >= expires {
-            return Err(expired(now));
-        }
-        // What the crashed process stamped lies before the mark.
-        wait_for_clock(
-            self.clock.as_ref(),
-            worker_id,
-            previous.until_ms,
-            self.options.max_takeover_wait,
-        )
-        .await
-        .map_err(|e| cache_error(e.to_string()))?;
-        let now = self.clock.now_millis();
-        if now >= expires {
-            return Err(expired(now));
-        }
-        let guard = LeaseGuard::new(NewLease {
-            store: self.store.clone(),
-            clock: Arc::clone(&self.clock),
-            worker_id,
-            holder,
-            ttl_ms: saturating_millis(self.options.ttl),
-            reserve_ms: self.reserve_ms(),
-            valid_until_ms: expires,
-            last_issued_ms: previous.until_ms,
-            mark: Some(mark.clone()),
-            forget_mark_on_end: true,
-            confirmed: false,
-            // The crashed life stamped only before its mark.
-            floor_ms: previous.until_ms,
-            max_borrow_ms: saturating_millis(self.options.max_borrow(layout)),
-        });
-        mark.start_refresher()?;
-        if let Some(interval) = self.options.heartbeat_interval {
-            guard.start_heartbeat(interval);
-        }
-        tracing::warn!(
-            worker_id,
-            valid_until_ms = expires,
-            %unreachable,
-            "database unreachable; running on the cached worker lease until the database answers \
-             or the lease expires"
-        );
-        Ok(WorkerAssignment::kept(
-            Arc::new(guard),
-            Self::LOCAL_CACHE_KIND,
-        ))
     }
 
     /// [`WorkerIdAssigner::assign`] with the store's own error: [`claim`](Self::claim) a

@@ -10,13 +10,14 @@
 //!   every unit the predecessor may stamp), and at least the predecessor's recorded
 //!   issued-until time.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use uidgen_core::Clock;
 
 use crate::error::{Result, StoreError};
 use crate::store::Store;
+use crate::worker_lease::DEFAULT_SPACE;
 use uidgen_worker::WorkerIdRange;
 
 /// How many rounds a claim may lose to other claimants before giving up with
@@ -50,8 +51,11 @@ impl ClaimedRow {
     }
 }
 
-/// Claim a row of `range` (already fitted to the layout) for `holder`: a never-used id first,
-/// else the expired one used least recently. `valid_until` is the clock plus `ttl_ms`, the
+/// Claim a row of `range` (already fitted to the layout) in the ID space `space` for `holder`:
+/// a never-used id first, else the expired one used least recently. Rows of other spaces play
+/// no part (IDs of two spaces may be equal); in a named space, an id leased before leases were
+/// kept per space counts as held until the clock passed where its IDs of then lie below
+/// ([`Store::lease_floors_before_spaces`]). `valid_until` is the clock plus `ttl_ms`, the
 /// row's expiry that plus `reserve_ms`.
 ///
 /// Errors: [`StoreError::NoFreeWorkerId`] when every id of the range is held by a live lease,
@@ -63,12 +67,21 @@ impl ClaimedRow {
 pub(crate) async fn claim_row(
     store: &Store,
     clock: &dyn Clock,
+    space: &str,
     range: WorkerIdRange,
     holder: &str,
     ttl_ms: u64,
     reserve_ms: u64,
 ) -> Result<ClaimedRow> {
     let (low, max) = (range.low(), range.high());
+    // An older uidgen leased one worker id for all of a server's spaces: an id a named space
+    // never leased may still carry IDs of that time, in any space, up to its floor. The
+    // default space's rows are those very leases, so they carry it already.
+    let before_spaces = if space == DEFAULT_SPACE {
+        HashMap::new()
+    } else {
+        store.lease_floors_before_spaces(low, max).await?
+    };
     // A lost race means someone else won that id; look again.
     for attempt in 0..CLAIM_ATTEMPTS {
         if attempt > 0 {
@@ -86,14 +99,34 @@ pub(crate) async fn claim_row(
             expires_ms: expires,
             last_issued_ms,
         };
-        let mut rows = store.lease_rows(max).await?;
+        let mut rows = store.lease_rows(space, max).await?;
         rows.retain(|r| range.contains(r.worker_id));
-        let used: HashSet<u64> = rows.iter().map(|r| r.worker_id).collect();
+        // Ids with a row, and never-used ids whose floor from before spaces is not behind the
+        // clock yet: neither can be inserted now.
+        let pending: Vec<(u64, u64)> = before_spaces
+            .iter()
+            .filter(|&(id, &floor)| floor >= now && range.contains(*id))
+            .map(|(&id, &floor)| (id, floor))
+            .collect();
+        let used: HashSet<u64> = rows
+            .iter()
+            .map(|r| r.worker_id)
+            .chain(pending.iter().map(|&(id, _)| id))
+            .collect();
         let mut expired: Vec<_> = rows.iter().filter(|r| r.expires_at_ms < now).collect();
         if u64::try_from(used.len()).map_or(true, |n| n >= range.count()) && expired.is_empty() {
+            // Every row is live (expires_at_ms >= now) and every pending floor ahead, so the
+            // soonest of them is not behind.
+            let soonest = rows
+                .iter()
+                .map(|r| r.expires_at_ms)
+                .chain(pending.iter().map(|&(_, floor)| floor))
+                .min()
+                .unwrap_or(now);
             return Err(StoreError::NoFreeWorkerId {
                 max,
                 count: range.count(),
+                retry_in_ms: soonest.saturating_sub(now).saturating_add(1),
             });
         }
         // A never-used id needs no wait; among expired ones, the least recently used first.
@@ -112,22 +145,27 @@ pub(crate) async fn claim_row(
             .filter(|id| !used.contains(id))
             .nth(usize::try_from(skip).unwrap_or(0));
         if let Some(fresh) = fresh
-            && store.try_insert_lease(fresh, holder, expires).await?
+            && store
+                .try_insert_lease(space, fresh, holder, expires)
+                .await?
         {
-            return Ok(won(fresh, 0));
+            // Behind the clock (else it would be pending), so the claim's `now` covers it too.
+            let before = before_spaces.get(&fresh).copied().unwrap_or(0);
+            return Ok(won(fresh, before));
         }
         expired.sort_by_key(|r| r.last_issued_ms);
         for row in expired {
             if store
-                .try_take_over_lease(row.worker_id, holder, expires, now)
+                .try_take_over_lease(space, row.worker_id, holder, expires, now)
                 .await?
             {
                 // We hold it now, so nobody else moves last_issued_ms: read it fresh.
                 let last = store
-                    .lease_row(row.worker_id)
+                    .lease_row(space, row.worker_id)
                     .await?
                     .map_or(row.last_issued_ms, |r| r.last_issued_ms);
                 tracing::info!(
+                    space,
                     worker_id = row.worker_id,
                     previous = %row.holder,
                     "took over an expired worker lease"

@@ -23,6 +23,8 @@ use crate::store::Store;
 pub(crate) struct NewLease {
     pub(crate) store: Store,
     pub(crate) clock: Arc<dyn Clock>,
+    /// The ID space the worker id is leased in.
+    pub(crate) space: String,
     pub(crate) worker_id: u64,
     /// The holder string written to `worker_lease.holder` (name, `#`, claim token).
     pub(crate) holder: String,
@@ -55,6 +57,8 @@ pub(crate) struct NewLease {
 struct LeaseState {
     store: Store,
     clock: Arc<dyn Clock>,
+    /// See [`NewLease::space`].
+    space: String,
     worker_id: u64,
     holder: String,
     ttl_ms: u64,
@@ -113,6 +117,7 @@ impl LeaseGuard {
             state: Arc::new(LeaseState {
                 store: lease.store,
                 clock: lease.clock,
+                space: lease.space,
                 worker_id: lease.worker_id,
                 holder: lease.holder,
                 ttl_ms: lease.ttl_ms,
@@ -280,7 +285,13 @@ impl LeaseGuard {
         let expires = valid_until.saturating_add(state.reserve_ms);
         match state
             .store
-            .renew_lease(state.worker_id, &state.holder, expires, issued)
+            .renew_lease(
+                &state.space,
+                state.worker_id,
+                &state.holder,
+                expires,
+                issued,
+            )
             .await
         {
             Ok(true) => {
@@ -414,7 +425,7 @@ impl LeaseGuard {
         }
         state
             .store
-            .release_lease(state.worker_id, &state.holder, issued)
+            .release_lease(&state.space, state.worker_id, &state.holder, issued)
             .await?;
         tracing::info!(worker_id = state.worker_id, "released the worker lease");
         Ok(())

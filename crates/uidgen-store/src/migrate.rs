@@ -68,6 +68,7 @@ macro_rules! migrations_in {
             migration!($dialect, 5, "0005", "id_alloc"),
             migration!($dialect, 6, "0006", "leaf_alloc_residue"),
             migration!($dialect, 7, "0007", "caller_token"),
+            migration!($dialect, 8, "0008", "worker_lease_space"),
         ]
     };
 }
@@ -139,18 +140,33 @@ const ADD_CHECKSUM: &str = "ALTER TABLE uidgen_schema_migrations ADD COLUMN chec
 /// Migrations that add columns, which SQLite and MySQL 8 cannot guard with `IF NOT EXISTS`: the
 /// catalogue query answers non-zero when a DBA already ran the file by hand, and the runner then
 /// only records it (as it does for the idempotent files).
-const ADDS_COLUMNS: &[(i64, Sql)] = &[(
-    6,
-    Sql {
-        sqlite: "SELECT COUNT(*) FROM pragma_table_info('leaf_alloc') WHERE name = 'remainder'",
-        mysql: "SELECT COUNT(*) FROM information_schema.columns \
-                WHERE table_schema = DATABASE() AND table_name = 'leaf_alloc' \
-                AND column_name = 'remainder'",
-        postgres: "SELECT COUNT(*) FROM information_schema.columns \
-                   WHERE table_schema = current_schema() AND table_name = 'leaf_alloc' \
-                   AND column_name = 'remainder'",
-    },
-)];
+const ADDS_COLUMNS: &[(i64, Sql)] = &[
+    (
+        6,
+        Sql {
+            sqlite: "SELECT COUNT(*) FROM pragma_table_info('leaf_alloc') \
+                     WHERE name = 'remainder'",
+            mysql: "SELECT COUNT(*) FROM information_schema.columns \
+                    WHERE table_schema = DATABASE() AND table_name = 'leaf_alloc' \
+                    AND column_name = 'remainder'",
+            postgres: "SELECT COUNT(*) FROM information_schema.columns \
+                       WHERE table_schema = current_schema() AND table_name = 'leaf_alloc' \
+                       AND column_name = 'remainder'",
+        },
+    ),
+    (
+        8,
+        Sql {
+            sqlite: "SELECT COUNT(*) FROM pragma_table_info('worker_lease') WHERE name = 'space'",
+            mysql: "SELECT COUNT(*) FROM information_schema.columns \
+                    WHERE table_schema = DATABASE() AND table_name = 'worker_lease' \
+                    AND column_name = 'space'",
+            postgres: "SELECT COUNT(*) FROM information_schema.columns \
+                       WHERE table_schema = current_schema() AND table_name = 'worker_lease' \
+                       AND column_name = 'space'",
+        },
+    ),
+];
 
 /// The recorded checksum of a migration: no row when it was never applied, a NULL checksum
 /// when it was recorded before checksums were.

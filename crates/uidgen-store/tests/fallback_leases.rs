@@ -13,8 +13,8 @@ use uidgen_core::{
     Clock, DefaultUidGenerator, Layout, ManualClock, SystemClock, TimeFence, UidError, UidGenerator,
 };
 use uidgen_store::testing::{TestDb, fresh_store};
-use uidgen_store::{FallbackLeases, LeasedWorkerIdAssigner, Store, StoreError};
-use uidgen_worker::{LeaseGrant, LeaseOptions, RemoteLease, WorkerIdRange, read_cache};
+use uidgen_store::{DEFAULT_SPACE, FallbackLeases, LeasedWorkerIdAssigner, Store, StoreError};
+use uidgen_worker::{LeaseGrant, LeaseOptions, RemoteLease, Resumable, WorkerIdRange, read_cache};
 
 const T0: u64 = 1_800_000_000_000;
 const TTL: Duration = Duration::from_secs(30);
@@ -37,13 +37,13 @@ per_db! {
         assert_eq!((a.worker_id, b.worker_id), (0, 1));
         assert_eq!((a.valid_until_ms, a.floor_ms), (T0 + 30_000, T0));
         assert!(a.holder.starts_with("app-a/1#"), "{}", a.holder);
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.holder.as_str(), row.expires_at_ms), (a.holder.as_str(), T0 + 30_000));
 
         clock.advance(10_000);
         let renewed = leases.renew(&vesta(), 0, &a.holder, TTL, T0 + 9_000).await.unwrap();
         assert_eq!(renewed, T0 + 40_000);
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.expires_at_ms, row.last_issued_ms), (T0 + 40_000, T0 + 9_000));
 
         // Another holder string (b's, or a's name with another token) renews nothing.
@@ -57,7 +57,7 @@ per_db! {
         assert!(leases.release(&vesta(), 0, &a.holder, T0 + 12_000).await.unwrap());
         let error = leases.renew(&vesta(), 0, &a.holder, TTL, 0).await.unwrap_err();
         assert!(error.to_string().contains("taken over after it expired, or released"), "{error}");
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.holder.as_str(), row.expires_at_ms, row.last_issued_ms), ("", 0, T0 + 12_000));
     }
 }
@@ -72,7 +72,7 @@ per_db! {
         clock.advance(20_000);
         let limit = leases.renew(&vesta(), 5, &old.holder, TTL, T0 + 19_000).await.unwrap();
         let busy = leases.claim(&vesta(), "new", TTL).await.unwrap_err();
-        assert!(matches!(busy, StoreError::NoFreeWorkerId { max: 5, count: 1 }), "{busy:?}");
+        assert!(matches!(busy, StoreError::NoFreeWorkerId { max: 5, count: 1, .. }), "{busy:?}");
 
         // The old holder went silent; once its last confirmed valid_until has passed, the id
         // changes hands with a floor above everything the old holder could stamp.
@@ -279,12 +279,11 @@ async fn a_restart_continues_an_unexpired_lease_from_its_file_above_its_mark_onl
         .max()
         .unwrap();
 
-    // Held: a second process finds nothing to continue, and cannot start on that id either.
+    // Held: a second process finds the lease held by another, and cannot start on that id.
+    let found = RemoteLease::find_resumable(dir.path(), &layout, Arc::new(SystemClock)).unwrap();
     assert!(
-        RemoteLease::resume(dir.path(), &layout, Arc::new(SystemClock))
-            .await
-            .unwrap()
-            .is_none()
+        matches!(&found, Resumable::Held(held) if held[0].worker_id == 3),
+        "{found:?}"
     );
     let again = grant(3, now + 60_000, now);
     let again = RemoteLease::start(dir.path(), &layout, &again, Arc::new(SystemClock)).await;
@@ -294,9 +293,8 @@ async fn a_restart_continues_an_unexpired_lease_from_its_file_above_its_mark_onl
     let holder = first.holder().to_owned();
     drop(generator);
     drop(first);
-    let resumed = RemoteLease::resume(dir.path(), &layout, Arc::new(SystemClock))
+    let resumed = resume(dir.path(), &layout, Arc::new(SystemClock))
         .await
-        .unwrap()
         .unwrap();
     assert_eq!(
         (resumed.worker_id(), resumed.holder()),
@@ -324,6 +322,18 @@ async fn a_restart_continues_an_unexpired_lease_from_its_file_above_its_mark_onl
     assert!(generator.next_id().is_err());
 }
 
+/// What a restart with no server finds to continue in `dir`: the lease it continues, if any.
+async fn resume(
+    dir: &std::path::Path,
+    layout: &uidgen_core::Layout,
+    clock: Arc<dyn uidgen_core::Clock>,
+) -> Option<RemoteLease> {
+    match RemoteLease::find_resumable(dir, layout, Arc::clone(&clock)).unwrap() {
+        Resumable::Ready(pending) => pending.start(layout, clock).await.unwrap(),
+        Resumable::Held(_) | Resumable::Nothing => None,
+    }
+}
+
 #[tokio::test]
 async fn an_expired_lease_is_not_continued_and_its_file_is_deleted() {
     let dir = tempfile::tempdir().unwrap();
@@ -332,20 +342,14 @@ async fn an_expired_lease_is_not_continued_and_its_file_is_deleted() {
     drop(kept(dir.path(), &grant(9, T0 + 2_000, T0 - 1), &clock).await);
     clock.set(T0 + 2_000);
     assert!(
-        RemoteLease::resume(dir.path(), &layout, Arc::new(clock.clone()))
+        resume(dir.path(), &layout, Arc::new(clock.clone()))
             .await
-            .unwrap()
             .is_none()
     );
     assert!(!RemoteLease::state_file(dir.path(), 9).exists());
     // An empty or missing directory has nothing to continue.
     let missing = dir.path().join("missing");
-    assert!(
-        RemoteLease::resume(&missing, &layout, Arc::new(clock))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(resume(&missing, &layout, Arc::new(clock)).await.is_none());
 }
 
 per_db! {

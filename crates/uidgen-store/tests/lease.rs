@@ -6,35 +6,14 @@ mod common;
 
 use std::time::Duration;
 
+use common::leases::{cached_options, crash_holding, down_store, flaky_store, options, temp_cache};
 use common::narrow_layout;
 use uidgen_core::{Clock, ManualClock, SystemClock, UidError, UidGenerator};
 use uidgen_store::testing::{TestDb, fresh_store, occupy_pool};
-use uidgen_store::{LeaseGuard, LeasedWorkerIdAssigner, Store, StoreError, StoreOptions};
+use uidgen_store::{DEFAULT_SPACE, LeaseGuard, LeasedWorkerIdAssigner, Store, StoreError};
 use uidgen_worker::{GeneratorBuilder, LeaseOptions, MAX_HOLDER_NAME_LEN, WorkerError, read_cache};
 
 const T0: u64 = 1_800_000_000_000;
-
-fn options(holder: &str) -> LeaseOptions {
-    LeaseOptions {
-        ttl: Duration::from_secs(30),
-        heartbeat_interval: None,
-        max_takeover_wait: Duration::from_secs(5),
-        cache_path: None,
-        cache_reserve: Duration::from_secs(60),
-        holder: Some(holder.to_owned()),
-        range: None,
-    }
-}
-
-fn temp_cache() -> std::path::PathBuf {
-    std::env::temp_dir()
-        .join("uidgen-store-tests")
-        .join(format!(
-            "worker-{}-{:08x}.cache",
-            std::process::id(),
-            fastrand::u32(..)
-        ))
-}
 
 per_db! {
     async fn claim_renew_release(db: TestDb) {
@@ -46,7 +25,7 @@ per_db! {
         assert_eq!(lease.worker_id(), 0);
         assert_eq!(lease.valid_until_ms(), T0 + 30_000);
         assert!(lease.is_valid());
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.holder.as_str(), row.expires_at_ms), (lease.holder(), T0 + 30_000));
         assert!(lease.holder().starts_with("a#"), "{}", lease.holder());
 
@@ -58,13 +37,13 @@ per_db! {
         lease.record_issued_until(T0 + 21_000);
         lease.renew().await.unwrap();
         assert_eq!(lease.valid_until_ms(), T0 + 50_000);
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.expires_at_ms, row.last_issued_ms), (T0 + 50_000, T0 + 21_000));
 
         lease.release().await.unwrap();
         let error = lease.check().unwrap_err();
         assert!(matches!(&error, StoreError::LeaseLost { worker_id: 0, reason } if reason == "released"), "{error:?}");
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.holder.as_str(), row.expires_at_ms, row.last_issued_ms), ("", 0, T0 + 21_000));
     }
 }
@@ -97,7 +76,7 @@ per_db! {
         old.renew().await.unwrap();
 
         let busy = LeasedWorkerIdAssigner::new(store.clone(), clock.clone(), options("b"));
-        assert!(matches!(busy.claim(&layout).await, Err(StoreError::NoFreeWorkerId { max: 0, count: 1 })));
+        assert!(matches!(busy.claim(&layout).await, Err(StoreError::NoFreeWorkerId { max: 0, count: 1, retry_in_ms: 30_001 })));
 
         clock.set(T0 + 30_001); // expired, but 10 s before the recorded last issued time
         let patient = LeasedWorkerIdAssigner::new(
@@ -115,7 +94,7 @@ per_db! {
         // The wait came out of the claim's ttl: renewed at once, from a whole ttl, recording the
         // old holder's time (nothing is issued yet), not the new expiry.
         assert_eq!(new.valid_until_ms(), T0 + 40_001 + 30_000);
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.expires_at_ms, row.last_issued_ms), (T0 + 70_001, T0 + 40_000));
 
         // The old holder finds out at its next renewal and stops for good.
@@ -148,7 +127,7 @@ per_db! {
         }
         assert!(error.to_string().contains("refusing to issue IDs"), "{error}");
         // The refused claimant handed the id back with its last issued time intact.
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.holder.as_str(), row.last_issued_ms), ("", T0 + 60_000));
         clock.set(T0 + 60_001);
         assert_eq!(b.claim(&layout).await.unwrap().worker_id(), 0);
@@ -187,13 +166,13 @@ per_db! {
         let mut takeovers = Vec::new();
         for i in 0..8 {
             let store = store.clone();
-            inserts.push(tokio::spawn(async move { store.try_insert_lease(7, &format!("h{i}"), T0 + 1).await }));
+            inserts.push(tokio::spawn(async move { store.try_insert_lease(DEFAULT_SPACE, 7, &format!("h{i}"), T0 + 1).await }));
         }
         let won: usize = futures_count(inserts).await;
         assert_eq!(won, 1);
         for i in 0..8 {
             let store = store.clone();
-            takeovers.push(tokio::spawn(async move { store.try_take_over_lease(7, &format!("t{i}"), T0 + 100_000, T0 + 2).await }));
+            takeovers.push(tokio::spawn(async move { store.try_take_over_lease(DEFAULT_SPACE, 7, &format!("t{i}"), T0 + 100_000, T0 + 2).await }));
         }
         assert_eq!(futures_count(takeovers).await, 1);
     }
@@ -235,7 +214,7 @@ per_db! {
         let issued = built.generator.issued_until_ms().unwrap();
         let mut recorded = 0;
         for _ in 0..100 {
-            recorded = store.lease_row(lease.worker_id()).await.unwrap().unwrap().last_issued_ms;
+            recorded = store.lease_row(DEFAULT_SPACE, lease.worker_id()).await.unwrap().unwrap().last_issued_ms;
             if recorded >= issued {
                 break;
             }
@@ -292,53 +271,6 @@ per_db! {
     }
 }
 
-/// A store on the same database whose pool can be "cut off": with [`occupy_pool`] held, its
-/// queries time out as if the database were down.
-fn flaky_store(url: &str) -> Store {
-    let options = StoreOptions {
-        max_connections: 1,
-        connect_timeout: Duration::from_millis(200),
-        migrate: false,
-    };
-    Store::connect_lazy(url, options).unwrap()
-}
-
-/// A store whose database is "down": closed, so every query is unreachable at once.
-async fn down_store(url: &str) -> Store {
-    let down = Store::connect(url).await.unwrap();
-    down.close().await;
-    down
-}
-
-fn cached_options(holder: &str, cache: &std::path::Path) -> LeaseOptions {
-    LeaseOptions {
-        cache_path: Some(cache.to_owned()),
-        ..options(holder)
-    }
-}
-
-/// Claim with a cache and stamp one ID, then "crash" (drop without release): the cache
-/// records the holder, the row's expiry (ttl 30 s + reserve 60 s) and the mark.
-async fn crash_holding(
-    store: &Store,
-    clock: &ManualClock,
-    cache: &std::path::Path,
-    layout: &uidgen_core::Layout,
-) -> (u64, String) {
-    let built = GeneratorBuilder::new(layout.clone())
-        .assigner(LeasedWorkerIdAssigner::new(
-            store.clone(),
-            clock.clone(),
-            cached_options("a", cache),
-        ))
-        .build_default(clock.clone())
-        .await
-        .unwrap();
-    built.generator.next_id().unwrap();
-    let lease = LeaseGuard::of(&built.assignment).unwrap();
-    (lease.worker_id(), lease.holder().to_owned())
-}
-
 per_db! {
     async fn a_restart_on_the_cache_runs_only_between_its_mark_and_the_recorded_expiry(db: TestDb) {
         let (store, url) = fresh_store(db).await.unwrap();
@@ -351,7 +283,7 @@ per_db! {
         assert_eq!(cached.lease_expires_ms, Some(T0 + 90_000));
         // The mark covers the unit stamped (it ends at T0 + 1 s on this clock) and a step more.
         assert!(cached.until_ms >= T0 + 1_000 && cached.until_ms <= T0 + 4_000, "{cached:?}");
-        let row = store.lease_row(worker_id).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, worker_id).await.unwrap().unwrap();
         assert_eq!(row.expires_at_ms, T0 + 90_000);
 
         let down = down_store(&url).await;
@@ -455,7 +387,7 @@ per_db! {
 
         clock_a.rewind(20_000);
         lease.renew().await.unwrap();
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!(row.expires_at_ms, T0 + 30_000, "the database keeps the higher expiry");
         assert_eq!(lease.valid_until_ms(), T0 + 30_000);
 
@@ -599,7 +531,7 @@ per_db! {
         lease.renew().await.unwrap();
         assert!(!lease.is_from_local_cache());
         assert_eq!(lease.valid_until_ms(), T0 + 90_000, "never lowered");
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.holder.as_str(), row.expires_at_ms), (holder.as_str(), T0 + 121_001));
         assert_eq!(read_cache(&cache).unwrap().lease_expires_ms, Some(T0 + 121_001));
         // Others now see it as held.
@@ -641,7 +573,7 @@ per_db! {
         assert!(matches!(&error, UidError::GeneratorStopped(message) if message.contains("lease on worker id 0 lost")), "{error:?}");
         assert!(!cache.exists(), "a lost id must not stay cached");
         // The other holder is untouched.
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!(row.holder, other.holder());
         other.renew().await.unwrap();
     }
@@ -661,7 +593,7 @@ per_db! {
         let error = first.renew().await.unwrap_err();
         assert!(matches!(&error, StoreError::LeaseLost { reason, .. } if reason.contains("taken over")), "{error:?}");
         first.release().await.unwrap();
-        let row = store.lease_row(0).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap();
         assert_eq!((row.holder.as_str(), row.expires_at_ms), (second.holder(), T0 + 60_001));
         second.renew().await.unwrap();
     }
@@ -686,10 +618,10 @@ per_db! {
             let error = assigner.assign(&layout).await.unwrap_err();
             assert!(matches!(error, StoreError::Worker(WorkerError::InvalidLeaseOptions(_))), "{bad:?}: {error:?}");
         }
-        assert!(store.lease_rows(3).await.unwrap().is_empty(), "nothing was claimed");
+        assert!(store.lease_rows(DEFAULT_SPACE, 3).await.unwrap().is_empty(), "nothing was claimed");
 
         let longest = options(&"h".repeat(MAX_HOLDER_NAME_LEN));
         let lease = LeasedWorkerIdAssigner::new(store.clone(), clock, longest).claim(&layout).await.unwrap();
-        assert_eq!(store.lease_row(lease.worker_id()).await.unwrap().unwrap().holder, lease.holder());
+        assert_eq!(store.lease_row(DEFAULT_SPACE, lease.worker_id()).await.unwrap().unwrap().holder, lease.holder());
     }
 }

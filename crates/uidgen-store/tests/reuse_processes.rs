@@ -11,6 +11,7 @@ mod common;
 use std::path::Path;
 
 use common::narrow_layout;
+use uidgen_store::DEFAULT_SPACE;
 use uidgen_store::testing::{TestDb, fresh_store};
 use uidgen_worker::read_cache;
 
@@ -179,7 +180,7 @@ per_db! {
 
         let a = live(dir.path(), "a", &format!("{} --renew-at-ms {} --crash", leased(T0), T0 - 20_000)).await;
         a.expect_ran(0, "Leased");
-        assert_eq!(store.lease_row(0).await.unwrap().unwrap().expires_at_ms, T0 + 30_000);
+        assert_eq!(store.lease_row(DEFAULT_SPACE, 0).await.unwrap().unwrap().expires_at_ms, T0 + 30_000);
 
         let b = live(dir.path(), "b", &leased(T0 + 11_000)).await;
         b.expect_refused("no free worker id");
@@ -310,7 +311,7 @@ per_db! {
         let a = live(dir.path(), "a", &format!("{flags} --count {BURST}")).await;
         a.expect_ran(5, "Leased");
         assert_eq!(a.ids.len(), BURST);
-        let recorded = store.lease_row(5).await.unwrap().unwrap().last_issued_ms;
+        let recorded = store.lease_row(DEFAULT_SPACE, 5).await.unwrap().unwrap().last_issued_ms;
         let now = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
         eprintln!("A released worker id 5 issued until {recorded} ms, {} ms ahead of the clock", recorded.saturating_sub(now));
 

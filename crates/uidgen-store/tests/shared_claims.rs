@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use uidgen_core::{Layout, ManualClock, UidGenerator};
 use uidgen_store::testing::{TestDb, fresh_store};
-use uidgen_store::{LeaseGuard, Store};
+use uidgen_store::{DEFAULT_SPACE, LeaseGuard, Store};
 use uidgen_worker::{
     ContainerProbe, GeneratorBuilder, LeaseOptions, MachineWorkerIdAssigner,
     StaticWorkerIdAssigner, WorkerError, WorkerIdAssigner,
@@ -81,7 +81,7 @@ per_db! {
         // A clean stop records how far A issued; B starts above it.
         let issued = first.generator.issued_until_ms().unwrap();
         lease.release().await.unwrap();
-        let row = store.lease_row(7).await.unwrap().unwrap();
+        let row = store.lease_row(DEFAULT_SPACE, 7).await.unwrap().unwrap();
         assert!(row.last_issued_ms >= issued, "{row:?} < {issued}");
         clock.set(issued + 1);
         let second = GeneratorBuilder::new(layout.clone())

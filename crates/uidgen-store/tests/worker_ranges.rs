@@ -10,8 +10,8 @@ use common::narrow_layout;
 use uidgen_core::ManualClock;
 use uidgen_store::testing::{TestDb, fresh_store};
 use uidgen_store::{
-    DisposableWorkerIdAssigner, LeasedWorkerIdAssigner, NodeType, Store, StoreError, StoreOptions,
-    WorkerNode,
+    DEFAULT_SPACE, DisposableWorkerIdAssigner, LeasedWorkerIdAssigner, NodeType, Store, StoreError,
+    StoreOptions, WorkerNode,
 };
 use uidgen_worker::{
     LeaseOptions, StaticWorkerIdAssigner, WorkerError, WorkerIdAssigner, WorkerIdRange,
@@ -71,7 +71,7 @@ per_db! {
             error.to_string(),
             "worker id range 0-max of the leased assigner overlaps 1-max, recorded on this store for the disposable assigner: both could hand out the same worker id; set `worker.range` so that the ranges are disjoint (every leased service on this store alike)"
         );
-        assert!(store.lease_rows(15).await.unwrap().is_empty(), "no id was leased");
+        assert!(store.lease_rows(DEFAULT_SPACE, 15).await.unwrap().is_empty(), "no id was leased");
 
         // Leased first: the disposable assigner is refused before it inserts a worker_node row.
         let (store, _) = fresh_store(db).await.unwrap();
@@ -149,9 +149,9 @@ per_db! {
         assert_eq!(ids, [4, 5, 6]);
         // Ids 0-3 and 7 are free, but not this assigner's.
         let error = leased(&store, within, "d").claim(&layout).await.unwrap_err();
-        assert!(matches!(error, StoreError::NoFreeWorkerId { max: 6, count: 3 }), "{error:?}");
+        assert!(matches!(error, StoreError::NoFreeWorkerId { max: 6, count: 3, .. }), "{error:?}");
         assert!(error.to_string().contains("all 3 worker ids (4 to 6) are leased"), "{error}");
-        let leased_ids: Vec<_> = store.lease_rows(7).await.unwrap().iter().map(|r| r.worker_id).collect();
+        let leased_ids: Vec<_> = store.lease_rows(DEFAULT_SPACE, 7).await.unwrap().iter().map(|r| r.worker_id).collect();
         assert_eq!(leased_ids, [4, 5, 6]);
     }
 }
@@ -180,7 +180,7 @@ per_db! {
         // The default (full) range is a different range too.
         let error = leased(&store, None, "d").claim(&layout).await.unwrap_err();
         assert!(matches!(error, StoreError::WorkerRangeChanged { .. }), "{error:?}");
-        assert_eq!(store.lease_rows(15).await.unwrap().len(), 2, "nothing more was leased");
+        assert_eq!(store.lease_rows(DEFAULT_SPACE, 15).await.unwrap().len(), 2, "nothing more was leased");
     }
 }
 

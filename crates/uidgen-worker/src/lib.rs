@@ -46,6 +46,7 @@ mod namespace;
 mod range;
 mod registry;
 mod remote_lease;
+mod remote_resume;
 mod state_dir;
 mod static_id;
 #[cfg(feature = "testing")]
@@ -69,6 +70,7 @@ pub use namespace::{NamespaceRecord, Origin, RevisionWatch, may_reestablish};
 pub use range::WorkerIdRange;
 pub use registry::{ExactLease, ExactLeaseRegistry, LiveHolder, RangeRegistry};
 pub use remote_lease::{LeaseGrant, MIN_FALLBACK_LEASE_TTL, RemoteLease};
+pub use remote_resume::{HeldLease, PendingResume, Resumable};
 pub use state_dir::{ENV_STATE_DIR, SYSTEM_STATE_DIR, StateDir, StateDirError, StateDirSource};
 pub use static_id::StaticWorkerIdAssigner;
 pub use wait::wait_for_clock;

@@ -27,14 +27,14 @@ use std::time::Duration;
 
 use uidgen_core::{Clock, FenceRefusal, Layout, TimeFence};
 
-use crate::cache::{CacheLock, read_cache};
+use crate::cache::CacheLock;
 use crate::error::{Result, WorkerError};
 use crate::mark::{MarkFence, MarkTiming};
 use crate::static_id::StaticWorkerIdAssigner;
 
 /// The prefix and suffix of a lease's state file in its directory.
-const FILE_PREFIX: &str = "fallback-";
-const FILE_SUFFIX: &str = ".state";
+pub(crate) const FILE_PREFIX: &str = "fallback-";
+pub(crate) const FILE_SUFFIX: &str = ".state";
 
 /// The shortest fallback lease a client may ask for.
 pub const MIN_FALLBACK_LEASE_TTL: Duration = Duration::from_secs(1);
@@ -163,108 +163,7 @@ impl RemoteLease {
         )))
     }
 
-    /// Continue a lease an earlier process left in `dir`: among the files nobody holds whose
-    /// recorded `valid_until` has not passed, the one running longest, from above its mark
-    /// (waiting until `clock` has passed it, at most 15 s) until that `valid_until`. `Ok(None)`
-    /// when there is none. The lease is unconfirmed until a server renews it.
-    ///
-    /// Files whose lease has passed are deleted: nothing can continue them any more (only the
-    /// holder string they record could renew the lease), and the database's row guards the id
-    /// until its expiry.
-    pub async fn resume(
-        dir: &Path,
-        layout: &Layout,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Option<Self>> {
-        let mut candidates = Vec::new();
-        let entries = match std::fs::read_dir(dir) {
-            Ok(entries) => entries,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => {
-                return Err(WorkerError::Cache {
-                    path: dir.display().to_string(),
-                    reason: format!("cannot list the fallback state directory: {error}"),
-                });
-            }
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(worker_id) = name
-                .to_str()
-                .and_then(|n| n.strip_prefix(FILE_PREFIX))
-                .and_then(|n| n.strip_suffix(FILE_SUFFIX))
-                .and_then(|n| n.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            if let Ok(cached) = read_cache(&entry.path())
-                && let Some(expires) = cached.lease_expires_ms
-            {
-                candidates.push((expires, worker_id));
-            }
-        }
-        // The lease with the most time left first.
-        candidates.sort_unstable_by(|a, b| b.cmp(a));
-        for (_, worker_id) in candidates {
-            match Self::resume_file(dir, layout, worker_id, &clock).await {
-                Ok(Some(lease)) => return Ok(Some(lease)),
-                Ok(None) => {}
-                Err(error) => tracing::warn!(worker_id, %error,
-                    "cannot continue the fallback lease recorded in the state directory"),
-            }
-        }
-        Ok(None)
-    }
-
-    /// [`resume`](Self::resume) for one file: `Ok(None)` when it is held, records no lease, or
-    /// its lease has passed (then it is deleted).
-    async fn resume_file(
-        dir: &Path,
-        layout: &Layout,
-        worker_id: u64,
-        clock: &Arc<dyn Clock>,
-    ) -> Result<Option<Self>> {
-        let path = Self::state_file(dir, worker_id);
-        let Some(cache) = CacheLock::try_acquire(&path)? else {
-            return Ok(None);
-        };
-        // Read again under the lock: the process we raced may have changed or deleted it.
-        let Ok(cached) = read_cache(&path) else {
-            return Ok(None);
-        };
-        let (Some(holder), Some(valid_until)) = (cached.holder, cached.lease_expires_ms) else {
-            return Ok(None);
-        };
-        check_worker(layout, worker_id)?;
-        if clock.now_millis() >= valid_until {
-            cache.forget(worker_id)?;
-            return Ok(None);
-        }
-        let fence = MarkFence::continue_above(
-            cache,
-            worker_id,
-            layout,
-            &timing(Arc::clone(clock)),
-            0,
-            Some((&holder, valid_until)),
-            false,
-        )
-        .await?;
-        let lease = Self::new(fence, worker_id, holder, valid_until, false);
-        if clock.now_millis() >= valid_until {
-            lease.lose("its recorded valid_until passed while waiting for the clock");
-            return Ok(None);
-        }
-        tracing::warn!(
-            worker_id,
-            valid_until_ms = valid_until,
-            "no server answers: continuing the fallback lease an earlier process left in the state \
-             directory, until its recorded expiry or a server's answer"
-        );
-        Ok(Some(lease))
-    }
-
-    fn new(
+    pub(crate) fn new(
         fence: MarkFence,
         worker_id: u64,
         holder: String,
@@ -437,7 +336,7 @@ impl TimeFence for RemoteLease {
 
 /// The static assigner's bounds: a start waits up to 15 s for its clock, a cached generator
 /// borrows up to 10 s.
-fn timing(clock: Arc<dyn Clock>) -> MarkTiming {
+pub(crate) fn timing(clock: Arc<dyn Clock>) -> MarkTiming {
     MarkTiming {
         clock,
         max_start_wait: StaticWorkerIdAssigner::DEFAULT_MAX_START_WAIT,
@@ -445,7 +344,7 @@ fn timing(clock: Arc<dyn Clock>) -> MarkTiming {
     }
 }
 
-fn check_worker(layout: &Layout, worker_id: u64) -> Result<()> {
+pub(crate) fn check_worker(layout: &Layout, worker_id: u64) -> Result<()> {
     let max = layout.max_worker_id();
     if worker_id > max {
         return Err(WorkerError::WorkerIdOutOfRange { id: worker_id, max });

@@ -35,6 +35,18 @@ pub async fn wait_for_clock(
 ) -> Result<()> {
     let max_wait_ms = saturating_millis(max_wait);
     let deadline = tokio::time::Instant::now() + max_wait + Duration::from_millis(100);
+    let now_ms = clock.now_millis();
+    if now_ms <= until_ms && until_ms - now_ms < max_wait_ms {
+        // Said once, before the wait: a start that seems to hang says what it waits for.
+        tracing::info!(
+            worker_id,
+            until_ms,
+            wait_ms = until_ms - now_ms + 1,
+            "waiting {} ms for the clock to pass {until_ms} ms, where worker id {worker_id}'s \
+             earlier holders stopped, before issuing with it",
+            until_ms - now_ms + 1
+        );
+    }
     loop {
         let now_ms = clock.now_millis();
         if now_ms > until_ms {

@@ -485,7 +485,15 @@ impl Config {
         )?;
         let etcd = self.etcd.settings(&worker, &layout, listen.port())?;
         let statefulset = self.statefulset.settings(&worker, &layout)?;
-        let spaces = spaces::settings(&self.spaces, &generator, &self.worker, &worker, &self.ring)?;
+        spaces::check_worker_field("worker.fleet_size", &worker, &layout, &layout)?;
+        let spaces = spaces::settings(
+            &self.spaces,
+            &generator,
+            &self.worker,
+            &worker,
+            &layout,
+            &self.ring,
+        )?;
         let auth = self.auth.settings()?;
         let tls = self.tls.settings()?;
         Ok(Settings {

@@ -68,7 +68,7 @@ fn fallback_range(
 
 /// The worker ids this server's assigner may hand out, fitted to the layout, and where that
 /// range comes from (for messages).
-fn effective_server_range(
+pub(super) fn effective_server_range(
     worker: &WorkerSettings,
     layout: &Layout,
 ) -> Result<(WorkerIdRange, String), ConfigError> {

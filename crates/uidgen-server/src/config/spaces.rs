@@ -15,12 +15,12 @@ use uidgen_core::{CachedOptions, Layout};
 use super::worker::{AssignerKind, WorkerConfig, WorkerSettings};
 use super::{ConfigError, GeneratorConfig, LayoutConfig, RingConfig};
 
-/// The name the top-level generator is served under (`/v1/spaces/default/ids`); no
-/// `[spaces.<name>]` may take it.
-pub const DEFAULT_SPACE: &str = "default";
+/// The name the top-level generator is served under (`/v1/spaces/default/ids`) and its worker
+/// ids are leased under (the store's); no `[spaces.<name>]` may take it.
+pub const DEFAULT_SPACE: &str = uidgen_store::DEFAULT_SPACE;
 
-/// The longest space name.
-pub const MAX_SPACE_NAME_LEN: usize = 32;
+/// The longest space name: what the store's lease key holds.
+pub const MAX_SPACE_NAME_LEN: usize = uidgen_store::MAX_SPACE_LEN;
 
 /// The pattern a space name matches (`GET /v1/spaces/{space}/...` documents it), `default`
 /// aside.
@@ -134,14 +134,69 @@ fn cache_path_for(name: &str, path: Option<PathBuf>) -> Option<PathBuf> {
     })
 }
 
+/// Whether a space's worker field can serve what it must: `key` names what to change, `layout`
+/// and `worker` are the space's (the default space's too), `default_layout` the top-level one.
+///
+/// - `leased`, with `worker.fleet_size`: each server holds one lease in every space, and a
+///   worker id need only be unique within its space (leases are per space), so each space
+///   needs as many worker ids as there are servers, whatever the other spaces have.
+/// - `disposable`: every start of every space takes a fresh row from the one `worker_node`
+///   counter, so a space with fewer worker ids than the default space runs out first (a
+///   2-bit space once the counter passes 3, however few of those starts were its own).
+pub(super) fn check_worker_field(
+    key: &str,
+    worker: &WorkerSettings,
+    layout: &Layout,
+    default_layout: &Layout,
+) -> Result<(), ConfigError> {
+    let refused = |reason: String| ConfigError::Key {
+        key: key.to_owned(),
+        reason,
+    };
+    let ids = || super::ranges::effective_server_range(worker, layout).map(|(ids, _)| ids);
+    match (worker.assigner, worker.fleet_size) {
+        (AssignerKind::Leased, Some(fleet)) => {
+            let ids = ids()?;
+            if ids.count() < fleet {
+                return Err(refused(format!(
+                    "its {} worker ids ({ids}) cannot serve `worker.fleet_size = {fleet}` \
+                     servers, each of which leases one worker id in every space: widen the \
+                     layout's worker field (or `worker.range`) to at least {fleet} ids, or lower \
+                     `worker.fleet_size`",
+                    ids.count()
+                )));
+            }
+            Ok(())
+        }
+        (AssignerKind::Disposable, _) => {
+            let ids = ids()?;
+            let (default, _) = super::ranges::effective_server_range(worker, default_layout)?;
+            if ids.count() < default.count() {
+                return Err(refused(format!(
+                    "its {} worker ids ({ids}) are fewer than the default space's {} \
+                     ({default}): the disposable assigner takes a fresh worker id from one \
+                     `worker_node` counter for every start of every space, so this space would \
+                     run out first; give it as many worker bits as the default layout, or use \
+                     `worker.assigner = \"leased\"`, which leases worker ids per space",
+                    ids.count(),
+                    default.count()
+                )));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Every space checked, in name order. `default` is the default space's worker settings: each
 /// space registers the same range under the same assigner (a store records one range per
-/// assigner), fitted to its own layout.
+/// assigner), fitted to its own layout, and leases in its own name.
 pub(super) fn settings(
     spaces: &BTreeMap<String, SpaceConfig>,
     top_generator: &GeneratorConfig,
     worker: &WorkerConfig,
     default: &WorkerSettings,
+    default_layout: &Layout,
     ring: &RingConfig,
 ) -> Result<Vec<SpaceSettings>, ConfigError> {
     let mut out = Vec::with_capacity(spaces.len());
@@ -183,6 +238,13 @@ pub(super) fn settings(
         own.server_range = default.server_range;
         own.fallback_range = None;
         own.lease.cache_path = cache_path_for(name, own.lease.cache_path.take());
+        own.space.clone_from(name);
+        check_worker_field(
+            &format!("spaces.{name}.layout"),
+            &own,
+            &layout,
+            default_layout,
+        )?;
         out.push(SpaceSettings {
             name: name.clone(),
             layout,
@@ -228,6 +290,77 @@ mod tests {
         );
         assert_ne!(cache(0), cache(1));
         assert_eq!(parse("", &[]).unwrap().settings().unwrap().spaces.len(), 0);
+    }
+
+    /// A 2-bit space as in issue 36: Baidu's custom widths with 2 worker bits.
+    const SMALL: &str = "[spaces.small.layout]\ntime_bits = 41\nworker_bits = 2\nseq_bits = 20\n";
+
+    #[test]
+    fn each_space_leases_in_its_own_name_and_a_fleet_that_fits_is_accepted() {
+        let text =
+            format!("{LEASED}fleet_size = 4\n{SMALL}[spaces.order.layout]\npreset = \"leaf\"\n");
+        let settings = parse(&text, &[]).unwrap().settings().unwrap();
+        assert_eq!(settings.worker.space, super::DEFAULT_SPACE);
+        assert_eq!(settings.worker.fleet_size, Some(4));
+        let names: Vec<_> = settings
+            .spaces
+            .iter()
+            .map(|s| s.worker.space.as_str())
+            .collect();
+        assert_eq!(names, ["order", "small"]);
+        let env = parse(LEASED, &[("UIDGEN_WORKER_FLEET_SIZE", "3")]).unwrap();
+        assert_eq!(env.settings().unwrap().worker.fleet_size, Some(3));
+        // Disposable spaces as wide as the default one start.
+        let wide = "[worker]\nassigner = \"disposable\"\n[spaces.user.layout]\npreset = \"baidu\"\n\
+                    epoch = \"2020-01-01\"\n";
+        assert_eq!(
+            parse(wide, &[]).unwrap().settings().unwrap().spaces.len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_worker_field_too_narrow_for_the_fleet_or_the_shared_counter_is_refused() {
+        let too_many = format!("{LEASED}fleet_size = 5\n{SMALL}");
+        let default_too_narrow =
+            format!("{LEASED}fleet_size = 2000\n[layout]\npreset = \"snowflake\"\n");
+        let zero = format!("{LEASED}fleet_size = 0\n");
+        let disposable = format!("[worker]\nassigner = \"disposable\"\n{SMALL}");
+        let disposable_leaf = "[worker]\nassigner = \"disposable\"\n[spaces.user.layout]\n\
+                               preset = \"leaf\"\n";
+        let cases: &[Refusal] = &[
+            (
+                &too_many,
+                &[],
+                "invalid config key `spaces.small.layout`: its 4 worker ids (0-3) cannot serve \
+                 `worker.fleet_size = 5` servers, each of which leases one worker id in every \
+                 space",
+            ),
+            (
+                &default_too_narrow,
+                &[],
+                "invalid config key `worker.fleet_size`: its 1024 worker ids (0-1023) cannot \
+                 serve `worker.fleet_size = 2000` servers",
+            ),
+            (
+                &zero,
+                &[],
+                "invalid config key `worker.fleet_size`: must be at least 1",
+            ),
+            (
+                &disposable,
+                &[],
+                "invalid config key `spaces.small.layout`: its 3 worker ids (1-3) are fewer than \
+                 the default space's 4194303 (1-4194303): the disposable assigner takes a fresh \
+                 worker id from one `worker_node` counter for every start of every space",
+            ),
+            (
+                disposable_leaf,
+                &[],
+                "invalid config key `spaces.user.layout`: its 1023 worker ids (1-1023) are fewer",
+            ),
+        ];
+        assert_refused(cases);
     }
 
     #[test]

@@ -85,6 +85,10 @@ pub struct WorkerConfig {
     /// takes the same worker ids from it (issue 36, point 7). Not needed with a configured
     /// store; ignored by the other assigners, which have their own rules.
     pub single_instance: bool,
+    /// leased: how many servers share the store at most. Each holds one lease in every ID
+    /// space, so start-up refuses a space (the default one included) with fewer worker ids
+    /// ([`super::spaces`]). Unset: not checked.
+    pub fleet_size: Option<u64>,
 }
 
 /// `[worker.machine]`: the `machine` assigner.
@@ -112,6 +116,7 @@ impl Default for WorkerConfig {
             fallback_range: None,
             machine: MachineConfig::default(),
             single_instance: false,
+            fleet_size: None,
         }
     }
 }
@@ -130,6 +135,7 @@ pub(crate) const ENV: &[EnvKey] = &[
     (&["worker", "fallback_range"], Kind::Str),
     (&["worker", "machine", "allow_uncoordinated"], Kind::Bool),
     (&["worker", "single_instance"], Kind::Bool),
+    (&["worker", "fleet_size"], Kind::Int),
 ];
 
 /// `[worker]` parsed and checked against the layout.
@@ -167,6 +173,12 @@ pub struct WorkerSettings {
     pub allow_uncoordinated: bool,
     /// `worker.single_instance`.
     pub single_instance: bool,
+    /// The ID space this worker id serves: `default` for the top-level generator, the name of
+    /// a `[spaces.<name>]` for its own. A leased worker id is leased in its space only.
+    pub space: String,
+    /// `worker.fleet_size`: how many servers share the store at most, each holding one leased
+    /// worker id per space.
+    pub fleet_size: Option<u64>,
 }
 
 impl WorkerConfig {
@@ -224,6 +236,12 @@ impl WorkerConfig {
             check_machine(range, layout)?;
         }
         let lease = self.checked_lease(layout)?;
+        if self.fleet_size == Some(0) {
+            return Err(invalid(
+                "worker.fleet_size",
+                "must be at least 1 (or unset)",
+            ));
+        }
         Ok(WorkerSettings {
             assigner: self.assigner,
             id: self.id,
@@ -235,6 +253,8 @@ impl WorkerConfig {
             state_dir: self.state_dir.clone(),
             allow_uncoordinated: self.machine.allow_uncoordinated,
             single_instance: self.single_instance,
+            space: super::spaces::DEFAULT_SPACE.to_owned(),
+            fleet_size: self.fleet_size,
         })
     }
 

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod leases;
+
 /// [`uidgen_store::per_db`]: a test whose body runs once per database.
 #[macro_export]
 macro_rules! per_db {

@@ -56,7 +56,7 @@ impl LeasedWorld {
             // Open each host's one connection now, so that an op's query waits only for it,
             // never for a connect that [`OUTAGE_TIMEOUT`] would cut short on a busy machine.
             for _ in 0..100 {
-                if host.store.lease_rows(0).await.is_ok() {
+                if host.store.lease_rows(DEFAULT_SPACE, 0).await.is_ok() {
                     break;
                 }
             }
@@ -258,7 +258,11 @@ impl LeasedWorld {
             let Some(lease) = LeaseGuard::of(&life.assignment).filter(|l| !l.is_ended()) else {
                 continue;
             };
-            let row = self.observer.lease_row(lease.worker_id()).await.unwrap();
+            let row = self
+                .observer
+                .lease_row(DEFAULT_SPACE, lease.worker_id())
+                .await
+                .unwrap();
             let Some(row) = row else {
                 return Err(self.ledger.fail(format!(
                     "life {} holds worker {} but the database has no row for it",

@@ -53,7 +53,7 @@ use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use static_world::*;
 use uidgen_core::{Clock, FieldKind, Layout, ManualClock, TimeUnit, UidGenerator};
 use uidgen_store::testing::{OccupiedPool, occupy_pool};
-use uidgen_store::{LeaseGuard, LeasedWorkerIdAssigner, Store, StoreOptions};
+use uidgen_store::{DEFAULT_SPACE, LeaseGuard, LeasedWorkerIdAssigner, Store, StoreOptions};
 use uidgen_worker::{
     GeneratorBuilder, LeaseOptions, StateDir, StaticWorkerIdAssigner, WorkerAssignment,
     WorkerIdAssigner,
