@@ -166,6 +166,8 @@ struct Shared<C> {
     pad: Mutex<PadState>,
     /// How many worker ids padding draws from (for status: the lanes live under `pad`).
     lane_count: AtomicU64,
+    /// The borrowing bound in force (`u64::MAX`: none), for status: it lives under `pad`.
+    borrow_bound: AtomicU64,
     /// Where the sequence field starts (bit 0 in Baidu's layout, above the machine in Vesta's).
     sequence_shift: u32,
     stopping: AtomicBool,
@@ -529,6 +531,7 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
                 ..PadState::default()
             }),
             lane_count: AtomicU64::new(1),
+            borrow_bound: AtomicU64::new(max_borrow_units.unwrap_or(u64::MAX)),
             sequence_shift: layout_sequence_shift,
             stopping: AtomicBool::new(false),
             padding_runs: AtomicU64::new(0),
@@ -616,7 +619,10 @@ impl<C: Clock + 'static> CachedUidGenerator<C> {
             },
         );
         if let Some(bound) = fence_bound {
-            state.max_borrow_units = Some(state.max_borrow_units.map_or(bound, |b| b.min(bound)));
+            let tightened = state.max_borrow_units.map_or(bound, |b| b.min(bound));
+            state.max_borrow_units = Some(tightened);
+            // Relaxed: a status figure; padding reads the bound under `pad`.
+            self.shared.borrow_bound.store(tightened, Ordering::Relaxed);
         }
         // Relaxed: a status figure; the lanes themselves are read under `pad`.
         self.shared
@@ -965,6 +971,9 @@ impl<C: Clock + 'static> UidGenerator for CachedUidGenerator<C> {
             // The cursor starts at -1 and only rises: IDs taken so far.
             taken: u64::try_from(ring.cursor().saturating_add(1)).unwrap_or(0),
             workers: self.worker_count(),
+            // Relaxed: a status figure.
+            max_borrow_units: Some(self.shared.borrow_bound.load(Ordering::Relaxed))
+                .filter(|bound| *bound != u64::MAX),
         })
     }
 

@@ -177,6 +177,9 @@ pub struct ReadyStock {
     pub taken: u64,
     /// The worker ids the stock is filled from ([`WorkerLanes`]).
     pub workers: u64,
+    /// The most time units the stock may run ahead of the clock, if bounded (the options' bound,
+    /// tightened by the worker ids' fences).
+    pub max_borrow_units: Option<u64>,
 }
 
 impl ReadyStock {

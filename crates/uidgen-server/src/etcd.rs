@@ -2,11 +2,13 @@
 //! [`crate::config::etcd`]). Readiness, status and shutdown read its holder as the
 //! assignment's keeper, as every kind's.
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use uidgen_core::Layout;
 use uidgen_etcd::EtcdWorkerIdAssigner;
 use uidgen_store::Store;
-use uidgen_worker::WorkerAssignment;
+use uidgen_worker::WorkerIdAssigner;
 
 use crate::config::EtcdSettings;
 
@@ -14,22 +16,18 @@ use crate::config::EtcdSettings;
 /// assigner on the same store (and the same ID space) keeps out of it.
 pub const REGISTRY_NAME: &str = "etcd";
 
-/// Claim a worker id in etcd, after recording its range in the store so SQL assigners sharing
-/// it keep out.
-pub async fn assign(
+/// The etcd assigner of `settings`, after recording its range in the store so SQL assigners
+/// sharing it keep out.
+pub async fn assigner(
     settings: &EtcdSettings,
     layout: &Layout,
     store: &Store,
-) -> anyhow::Result<WorkerAssignment> {
+) -> anyhow::Result<Arc<dyn WorkerIdAssigner>> {
     let options = settings.options.clone();
     let range = options.range_for(layout)?;
     store
         .register_worker_range(REGISTRY_NAME, range)
         .await
         .context("cannot record the etcd range in the store")?;
-    let assigned = EtcdWorkerIdAssigner::new(options)
-        .start(layout)
-        .await
-        .context("cannot obtain a worker id from etcd")?;
-    Ok(assigned.assignment)
+    Ok(Arc::new(EtcdWorkerIdAssigner::new(options)))
 }

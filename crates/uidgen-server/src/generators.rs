@@ -88,10 +88,43 @@ pub(crate) fn redacted(url: &str) -> String {
     uidgen_store::redact_url(url)
 }
 
-/// Obtain a worker id from the configured assigner: the one match a new assigner adds its
-/// arm to. Each registers its range (`worker.range`, or its default) in the store before
-/// taking an id, so assigners sharing the store stay disjoint.
+/// Obtain a worker id from the configured assigner ([`assigner`]), explaining a refusal.
 pub async fn assign(settings: &Settings, store: &Store) -> anyhow::Result<WorkerAssignment> {
+    let assigner = assigner(settings, store).await?;
+    obtain(settings, assigner.as_ref()).await
+}
+
+/// Ask `assigner` (the configured one, [`assigner`]) for its first worker id; a refusal is
+/// explained with what to change, naming the coordinator it came from.
+pub async fn obtain(
+    settings: &Settings,
+    assigner: &dyn WorkerIdAssigner,
+) -> anyhow::Result<WorkerAssignment> {
+    let worker = &settings.worker;
+    let layout = &settings.layout;
+    assigner
+        .assign(layout)
+        .await
+        .map_err(|error| match worker.assigner {
+            AssignerKind::Zookeeper => crate::zk::explain(settings, error),
+            AssignerKind::Etcd => {
+                anyhow::Error::new(error).context("cannot obtain a worker id from etcd")
+            }
+            _ => crate::fallback::explain_refusal(worker, layout, error.into())
+                .context("cannot obtain a worker id"),
+        })
+}
+
+/// The configured worker-id assigner: the one match a new assigner adds its arm to, and the
+/// one way in for every source, the coordinators included. Each registers its range
+/// (`worker.range`, or its default) in the store before it hands out an id, so assigners
+/// sharing the store stay disjoint. The server asks it for the first worker id and, when it
+/// [holds several](WorkerIdAssigner::holds_several), for more under load
+/// ([`crate::workers::WorkerPool`]).
+pub async fn assigner(
+    settings: &Settings,
+    store: &Store,
+) -> anyhow::Result<Arc<dyn WorkerIdAssigner>> {
     let worker = &settings.worker;
     let layout = &settings.layout;
     // `worker.range`, or Vesta's server range on Vesta layouts (the rest is the clients').
@@ -165,20 +198,16 @@ pub async fn assign(settings: &Settings, store: &Store) -> anyhow::Result<Worker
                 None => assigner,
             })
         }
-        // A coordinator records its range in the store itself, then claims in the coordinator;
-        // its holder is the assignment's keeper, as a lease is.
+        // A coordinator's range is recorded in the store here (the store's own assigners
+        // record theirs as they claim); its holder is the assignment's keeper, as a lease is.
         AssignerKind::Zookeeper => {
-            return crate::zk::assign(section(settings.zookeeper.as_ref())?, layout, store).await;
+            crate::zk::assigner(section(settings.zookeeper.as_ref())?, layout, store).await?
         }
         AssignerKind::Etcd => {
-            return crate::etcd::assign(section(settings.etcd.as_ref())?, layout, store).await;
+            crate::etcd::assigner(section(settings.etcd.as_ref())?, layout, store).await?
         }
     };
-    assigner
-        .assign(layout)
-        .await
-        .map_err(|e| crate::fallback::explain_refusal(worker, layout, e.into()))
-        .context("cannot obtain a worker id")
+    Ok(assigner)
 }
 
 /// Refuse the store's own assigners (`disposable`, `leased`) on the zero-config store in a
@@ -248,5 +277,32 @@ pub(crate) fn static_assigner(
 /// (a lease, a ZooKeeper or etcd holder) keeps the id while the generator lives, and is what
 /// readiness, status, metrics and shutdown read.
 pub async fn assign_and_build(settings: &Settings, store: &Store) -> anyhow::Result<AnyBuilt> {
-    build_generator(settings, assign(settings, store).await?).await
+    Ok(
+        assign_and_pool(settings, store, crate::config::DEFAULT_SPACE)
+            .await?
+            .0,
+    )
+}
+
+/// [`assign_and_build`], with the pool that pads the generator from more worker ids of the
+/// same assigner when demand outruns the first (issue 30; run it with
+/// [`WorkerPool::run`](crate::workers::WorkerPool::run)).
+pub async fn assign_and_pool(
+    settings: &Settings,
+    store: &Store,
+    space: &str,
+) -> anyhow::Result<(AnyBuilt, Arc<crate::workers::WorkerPool>)> {
+    let assigner = assigner(settings, store).await?;
+    let built = build_generator(settings, obtain(settings, assigner.as_ref()).await?).await?;
+    let pool = crate::workers::WorkerPool::new(
+        space,
+        Arc::clone(&built.generator),
+        assigner,
+        crate::workers::PoolOptions {
+            max_workers: settings.worker.max_ids,
+            release_idle: settings.worker.release_idle,
+        },
+    );
+    pool.announce();
+    Ok((built, Arc::new(pool)))
 }

@@ -176,6 +176,8 @@ pub struct Metrics {
     pub ring_padding_runs: Counter,
     /// Time units the ring runs ahead of the clock.
     pub ring_borrowed_units: Gauge,
+    /// What the default space's worker ids sustain, and how far ahead it runs (issue 30).
+    pub workers: WorkerMetrics,
     /// IDs left in the current segment, per tag.
     pub segment_idle: Family<TagLabel, Gauge>,
     /// Current step per tag.
@@ -194,6 +196,69 @@ pub struct Metrics {
     /// publishes them (ZooKeeper's), so other deployments do not export a permanent
     /// "disconnected".
     pub reports: Option<ReportMetrics>,
+}
+
+/// The default space's worker ids and the headroom they give, read from its
+/// [`WorkerPool`](crate::workers::WorkerPool) when scraped: an operator sees the headroom
+/// before callers wait.
+#[derive(Debug, Default)]
+pub struct WorkerMetrics {
+    /// Worker ids the generator stamps with (`uidgen_worker_ids_held`).
+    pub held: Gauge,
+    /// IDs per second they sustain without borrowing (`uidgen_sustained_ids_per_second`).
+    pub sustained: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// IDs per second taken, a moving average over about a second
+    /// (`uidgen_demand_ids_per_second`).
+    pub demand: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// How far the IDs' time runs ahead of the clock (`uidgen_borrowed_lead_seconds`).
+    pub lead_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
+    /// The most it may run ahead (`uidgen_max_borrow_seconds`; -1: unbounded).
+    pub max_borrow_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
+}
+
+impl WorkerMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "worker_ids_held",
+            "Worker ids the default space's generator stamps with (more are claimed under load)",
+            self.held.clone(),
+        );
+        registry.register(
+            "sustained_ids_per_second",
+            "IDs per second the held worker ids sustain without borrowing ahead of the clock",
+            self.sustained.clone(),
+        );
+        registry.register(
+            "demand_ids_per_second",
+            "IDs per second taken from the generator (moving average over about a second)",
+            self.demand.clone(),
+        );
+        registry.register(
+            "borrowed_lead_seconds",
+            "How far the IDs' time field runs ahead of the clock",
+            self.lead_seconds.clone(),
+        );
+        registry.register(
+            "max_borrow_seconds",
+            "The most the IDs' time field may run ahead of the clock (-1: unbounded)",
+            self.max_borrow_seconds.clone(),
+        );
+    }
+
+    /// Copy in a pool's status.
+    pub fn publish(&self, status: &crate::workers::PoolStatus) {
+        self.held
+            .set(i64::try_from(status.workers.len()).unwrap_or(i64::MAX));
+        self.sustained.set(status.sustained_ids_per_second);
+        self.demand.set(status.demand_ids_per_second);
+        #[allow(clippy::cast_precision_loss)] // milliseconds far below 2^52
+        {
+            self.lead_seconds
+                .set(status.borrowed_lead_ms as f64 / 1000.0);
+            self.max_borrow_seconds
+                .set(status.max_borrow_ms.map_or(-1.0, |ms| ms as f64 / 1000.0));
+        }
+    }
 }
 
 /// The figures of a keeper's time reports (ZooKeeper's: `uidgen_zk_*`), read from its status
@@ -290,6 +355,8 @@ impl Metrics {
             "Time units the ring buffer runs ahead of the clock",
             ring_borrowed_units.clone(),
         );
+        let workers = WorkerMetrics::default();
+        workers.register(&mut registry);
         registry.register(
             "segment_idle",
             "IDs left in the current segment, by tag",
@@ -345,6 +412,7 @@ impl Metrics {
             ring_available,
             ring_padding_runs,
             ring_borrowed_units,
+            workers,
             segment_idle,
             segment_step,
             segment_loads,

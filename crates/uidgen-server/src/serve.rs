@@ -13,9 +13,10 @@ use uidgen_worker::AnyBuilt;
 use crate::cli::ServeArgs;
 use crate::config::DEFAULT_SPACE;
 use crate::config::{SegmentSettings, Settings};
-use crate::generators::{assign_and_build, open_store, ready_state_dir, redacted};
+use crate::generators::{assign_and_pool, open_store, ready_state_dir, redacted};
 use crate::servers::{Listeners, Servers};
 use crate::service::{AppState, Space};
+use crate::workers::WorkerPool;
 
 /// Start Leaf segment mode when enabled, creating the sample tag (Leaf's README example) if the
 /// table does not have it yet; an existing tag is left as its owner set it.
@@ -147,8 +148,8 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     );
     let start = async {
         let store = open_store(&settings).await?;
-        let built = match assign_and_build(&settings, &store).await {
-            Ok(assigned) => assigned,
+        let built = match assign_and_pool(&settings, &store, DEFAULT_SPACE).await {
+            Ok((built, pool)) => Held { built, pool },
             Err(error) => {
                 store.close().await;
                 return Err(error);
@@ -195,9 +196,19 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     served
 }
 
-/// Release the worker id of the space `space` (`default` for the top-level generator), logging
-/// how it went: a failed release is not fatal, the lease expires.
-async fn release(space: &str, built: &AnyBuilt) {
+/// A space's generator on its first worker id, and the pool of the worker ids it holds beyond
+/// the first (issue 30).
+struct Held {
+    built: AnyBuilt,
+    pool: Arc<WorkerPool>,
+}
+
+/// Release the worker ids of the space `space` (`default` for the top-level generator), the
+/// pool's extra ones first, logging how it went: a failed release is not fatal, the lease
+/// expires.
+async fn release(space: &str, held: &Held) {
+    held.pool.release().await;
+    let built = &held.built;
     let (worker_id, assigner) = (built.worker_id(), built.assignment.kind.name());
     if built.assignment.keeper.is_some() {
         match built.release().await {
@@ -213,17 +224,14 @@ async fn release(space: &str, built: &AnyBuilt) {
 /// Claim a worker id of its own for each `[spaces.<name>]` and build its generator, through
 /// the same path as the default space's (each claim a separate lease with its own fence). A
 /// space that cannot start releases those built before it.
-async fn build_spaces(
-    settings: &Settings,
-    store: &Store,
-) -> anyhow::Result<Vec<(String, AnyBuilt)>> {
-    let mut built: Vec<(String, AnyBuilt)> = Vec::with_capacity(settings.spaces.len());
+async fn build_spaces(settings: &Settings, store: &Store) -> anyhow::Result<Vec<(String, Held)>> {
+    let mut built: Vec<(String, Held)> = Vec::with_capacity(settings.spaces.len());
     for space in &settings.spaces {
-        match assign_and_build(&settings.for_space(space), store).await {
-            Ok(one) => {
+        match assign_and_pool(&settings.for_space(space), store, &space.name).await {
+            Ok((one, pool)) => {
                 info!(space = %space.name, worker_id = one.worker_id(),
                     layout = space.layout.name(), "space holds its worker id");
-                built.push((space.name.clone(), one));
+                built.push((space.name.clone(), Held { built: one, pool }));
             }
             Err(error) => {
                 for (name, earlier) in &built {
@@ -242,9 +250,10 @@ async fn serve_with_worker(
     settings: &Settings,
     store: &Store,
     servers: Servers,
-    built: &AnyBuilt,
-    spaces: &[(String, AnyBuilt)],
+    held: &Held,
+    spaces: &[(String, Held)],
 ) -> anyhow::Result<()> {
+    let built = &held.built;
     let assignment = &built.assignment;
     let worker_id = assignment.worker_id;
     let layout = built.generator.layout().clone();
@@ -256,7 +265,8 @@ async fn serve_with_worker(
     state.assigner = Some(assignment.kind.name());
     state.admin_token.clone_from(&settings.admin_token);
     state.store_check = store_readiness(store.clone());
-    for (name, space) in spaces {
+    state.pool = Some(Arc::clone(&held.pool));
+    for (name, Held { built: space, .. }) in spaces {
         let kind = settings
             .spaces
             .iter()
@@ -295,6 +305,18 @@ async fn serve_with_worker(
     let segments = state.segments.clone();
     let sharded = state.sharded.clone();
     servers.open(Arc::new(state));
+    // Each space's pool claims more worker ids under load until the servers stop; the
+    // release in `serve` then gives them back.
+    let (stop_pools, pools_stopped) = tokio::sync::watch::channel(false);
+    let pools: Vec<_> = std::iter::once(&held.pool)
+        .chain(spaces.iter().map(|(_, held)| &held.pool))
+        .map(|pool| {
+            let mut stopped = pools_stopped.clone();
+            tokio::spawn(Arc::clone(pool).run(async move {
+                let _ = stopped.wait_for(|stop| *stop).await;
+            }))
+        })
+        .collect();
     // Logged once the gate is open: whoever waits for this line is answered.
     info!(
         listen = %servers.http_addr,
@@ -304,12 +326,16 @@ async fn serve_with_worker(
         state_dir = %settings.state_dir().map_or_else(|e| e.to_string(), |d| d.to_string()),
         layout = layout.name(),
         epoch_ms = layout.epoch_ms(),
-        generator = ?settings.generator.kind,
-        assigner = ?assignment.kind,
+        generator = settings.generator.kind.name(),
+        assigner = assignment.kind.name(),
         worker_id,
         "uidgen serving"
     );
     let served = servers.run().await;
+    let _ = stop_pools.send(true);
+    for pool in pools {
+        let _ = pool.await;
+    }
     if let Some(segments) = &segments {
         segments.shutdown();
     }

@@ -25,10 +25,15 @@ use uidgen_worker::{WorkerAssignment, WorkerIdAssigner};
 /// How often the pool looks at the generator's stock.
 pub const TICK: Duration = Duration::from_millis(100);
 
+/// The least time between two steps of growth: long enough to see a step's effect on the
+/// borrowed lead before the next.
+const GROW_STEP: Duration = Duration::from_millis(500);
+
 /// How long demand must stay below half of what one worker id fewer sustains before one is
-/// given back: long enough that a dip between bursts keeps the ids (a disposable id given
-/// back is used up for good), short enough that an idle server holds few.
-pub const SHRINK_AFTER: Duration = Duration::from_secs(60);
+/// given back, by default (`worker.release_idle_secs`): long enough that a dip between bursts
+/// keeps the ids (a disposable id given back is used up for good), short enough that an idle
+/// server holds few.
+pub const DEFAULT_RELEASE_IDLE: Duration = Duration::from_secs(60);
 
 /// What the pool may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +41,9 @@ pub struct PoolOptions {
     /// The most worker ids the generator holds at once, the first included (`worker.max_ids`);
     /// 1 holds the first only.
     pub max_workers: u64,
+    /// How long demand stays low before an extra worker id is given back
+    /// (`worker.release_idle_secs`).
+    pub release_idle: Duration,
 }
 
 /// A snapshot for `/v1/status` and metrics.
@@ -66,8 +74,6 @@ pub struct WorkerPool {
     options: PoolOptions,
     /// IDs one worker id sustains per second.
     per_worker: f64,
-    /// The borrowing bound in time units, if any.
-    max_borrow_units: Option<u64>,
     /// The extra worker ids held, oldest first, with the number each was claimed under.
     extras: tokio::sync::Mutex<Vec<(u32, WorkerAssignment)>>,
     /// The last measured demand, in milli-IDs per second (for status; f64 has no atomic).
@@ -86,13 +92,12 @@ impl std::fmt::Debug for WorkerPool {
 
 impl WorkerPool {
     /// A pool for `generator` (whose first worker id came from `assigner`), in the ID space
-    /// named `space`, borrowing at most `max_borrow_units` ahead.
+    /// named `space`.
     pub fn new(
         space: impl Into<String>,
         generator: Arc<dyn UidGenerator>,
         assigner: Arc<dyn WorkerIdAssigner>,
         options: PoolOptions,
-        max_borrow_units: Option<u64>,
     ) -> Self {
         let layout = generator.layout().clone();
         // Sequences per unit over the unit's length: 8,192 a second on baidu.
@@ -106,7 +111,6 @@ impl WorkerPool {
             assigner,
             options,
             per_worker,
-            max_borrow_units,
             extras: tokio::sync::Mutex::new(Vec::new()),
             demand_milli: AtomicU64::new(0),
         }
@@ -118,6 +122,32 @@ impl WorkerPool {
         self.generator.lanes().is_some()
             && self.assigner.holds_several()
             && self.options.max_workers > 1
+    }
+
+    /// Say at start what the space sustains and whether it can grow: an operator sees the
+    /// headroom before callers wait.
+    pub fn announce(&self) {
+        let max = self.options.max_workers;
+        let per_worker = self.per_worker;
+        if self.can_grow() {
+            #[allow(clippy::cast_precision_loss)] // small counts
+            let most = max as f64 * per_worker;
+            tracing::info!(space = %self.space, per_worker_id = per_worker, max_worker_ids = max,
+                "sustains {per_worker} IDs/s per worker id; claims more worker ids under load, \
+                 up to {max} ({most} IDs/s)");
+        } else if self.generator.lanes().is_none() {
+            tracing::info!(space = %self.space, per_worker_id = per_worker,
+                "sustains {per_worker} IDs/s: this generator stamps with one worker id (only \
+                 the cached generator pads from several)");
+        } else if !self.assigner.holds_several() {
+            tracing::info!(space = %self.space, per_worker_id = per_worker,
+                "sustains {per_worker} IDs/s: this assigner holds one worker id per process; \
+                 run more processes, or use one that hands out several (disposable, leased, \
+                 etcd, zookeeper), for more");
+        } else {
+            tracing::info!(space = %self.space, per_worker_id = per_worker,
+                "sustains {per_worker} IDs/s: `worker.max_ids` = 1 keeps one worker id");
+        }
     }
 
     /// IDs per second one worker id sustains.
@@ -133,13 +163,15 @@ impl WorkerPool {
             .map_or_else(Vec::new, |lanes| lanes.workers());
         let count = workers.len().max(1);
         let unit_ms = self.layout.unit().millis();
-        let lead = self.generator.stock().map_or(0, |s| s.borrowed_units);
+        let stock = self.generator.stock();
+        let lead = stock.as_ref().map_or(0, |s| s.borrowed_units);
+        let bound = stock.and_then(|s| s.max_borrow_units);
         #[allow(clippy::cast_precision_loss)] // small counts and rates
         PoolStatus {
             sustained_ids_per_second: count as f64 * self.per_worker,
             workers,
             borrowed_lead_ms: lead.saturating_mul(unit_ms),
-            max_borrow_ms: self.max_borrow_units.map(|u| u.saturating_mul(unit_ms)),
+            max_borrow_ms: bound.map(|u| u.saturating_mul(unit_ms)),
             // Relaxed: a status figure.
             demand_ids_per_second: self.demand_milli.load(Ordering::Relaxed) as f64 / 1000.0,
             holds_several: self.can_grow(),
@@ -147,8 +179,20 @@ impl WorkerPool {
         }
     }
 
-    /// Watch the stock and grow or shrink until `stop` resolves; then give every extra id
-    /// back (its keeper records how far the generator issued). Run it as one task per pool.
+    /// Watch the stock and grow or shrink until `stop` resolves. Run it as one task per pool;
+    /// [`release`](Self::release) gives the extra ids back afterwards.
+    ///
+    /// Growing: when demand nears what the held ids sustain (90%), enough for 125% of it
+    /// (a borrowed lead that climbs shows as demand above them, since the ring hands out
+    /// borrowed units too); at the borrowing bound, where demand is only what the clock lets
+    /// through, at least twice as many. A step every half second, so each step's effect is
+    /// seen before the next.
+    ///
+    /// Shrinking: an extra id that returns to a pool (a lease, a coordinator's claim) is given
+    /// back once demand has stayed below half of what one id fewer sustains for
+    /// `release_idle`, the newest first, then one every tenth of that. A disposable id is
+    /// kept for the life of the process: it never returns to any pool, so giving it back
+    /// would only use new rows up when demand comes back.
     ///
     /// Cancel safety: dropped midway, the extra ids stay held until [`release`](Self::release)
     /// (or their leases run out, as a crashed server's do).
@@ -157,9 +201,9 @@ impl WorkerPool {
             return;
         }
         tokio::pin!(stop);
-        let mut meter = Meter::default();
+        let mut demand_meter = Meter::default();
         let mut low_since: Option<Instant> = None;
-        let mut quiet_until = Instant::now();
+        let mut next_grow = Instant::now();
         loop {
             tokio::select! {
                 () = &mut stop => return,
@@ -171,30 +215,22 @@ impl WorkerPool {
             if stock.stopped.is_some() {
                 return;
             }
-            let demand = meter.observe(stock.taken);
+            let demand = demand_meter.observe(stock.taken);
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // a rate ≥ 0
             self.demand_milli
                 .store((demand * 1000.0) as u64, Ordering::Relaxed);
             self.forget_lost().await;
             let held = stock.workers.max(1);
-            #[allow(clippy::cast_precision_loss)] // small counts
-            let capacity = held as f64 * self.per_worker;
             let lead = stock.borrowed_units;
-            let bound = self.max_borrow_units.unwrap_or(u64::MAX);
-            let pressed = lead >= (bound / 10).max(2) || demand > capacity * 0.9;
-            if pressed && Instant::now() >= quiet_until {
+            let want = self.wanted(held, demand, lead, stock.max_borrow_units);
+            if want > held {
                 low_since = None;
-                let mut want = (demand * 1.25 / self.per_worker).ceil();
-                if lead >= bound / 2 {
-                    #[allow(clippy::cast_precision_loss)] // small counts
-                    let doubled = (held * 2) as f64;
-                    want = want.max(doubled);
-                }
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // ≥ 0, small
-                let want = (want as u64).max(held + 1).min(self.options.max_workers);
-                if want > held && !self.grow(want - held).await {
-                    // The assigner refused (no free id, a store down): not again for a while.
-                    quiet_until = Instant::now() + Duration::from_secs(5);
+                if Instant::now() >= next_grow {
+                    next_grow = Instant::now() + GROW_STEP;
+                    if !self.grow(want - held).await {
+                        // The assigner refused (no free id, a store down): not again for a while.
+                        next_grow = Instant::now() + Duration::from_secs(5);
+                    }
                 }
                 continue;
             }
@@ -202,15 +238,35 @@ impl WorkerPool {
             let fewer = (held.saturating_sub(1)) as f64 * self.per_worker;
             if held > 1 && lead == 0 && demand < fewer * 0.5 {
                 let since = *low_since.get_or_insert_with(Instant::now);
-                if since.elapsed() >= SHRINK_AFTER {
+                let idle = self.options.release_idle;
+                if since.elapsed() >= idle {
                     self.shrink().await;
-                    // One at a time, each after another quiet spell.
-                    low_since = Some(Instant::now() - SHRINK_AFTER + Duration::from_secs(10));
+                    // One at a time, each after a tenth of another quiet spell.
+                    low_since = Instant::now().checked_sub(idle - idle / 10);
                 }
             } else {
                 low_since = None;
             }
         }
+    }
+
+    /// How many worker ids the stock wants: see [`run`](Self::run). Growth only while the
+    /// held ids are nearly used up (demand above 90% of what they sustain, borrowing
+    /// included: a lead that climbs shows as demand above them); a lead still high from
+    /// earlier, with capacity to spare, asks for nothing.
+    fn wanted(&self, held: u64, demand: f64, lead: u64, bound: Option<u64>) -> u64 {
+        #[allow(clippy::cast_precision_loss)] // small counts
+        let capacity = held as f64 * self.per_worker;
+        if demand <= capacity * 0.9 {
+            return 0;
+        }
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // ≥ 0, small
+        let mut want = (demand * 1.25 / self.per_worker).ceil() as u64;
+        // At the bound demand is what the clock lets through, not what callers ask: double.
+        if bound.is_some_and(|bound| lead >= 2 && lead + 1 >= bound) {
+            want = want.max(held * 2);
+        }
+        want.min(self.options.max_workers)
     }
 
     /// Claim `n` more worker ids and pad from them; `false` when the assigner refused one.
@@ -271,9 +327,14 @@ impl WorkerPool {
             return;
         };
         let mut extras = self.extras.lock().await;
-        let Some((_, assignment)) = extras.pop() else {
+        // The newest that returns to a pool; disposable ids are kept (see `run`).
+        let Some(at) = extras
+            .iter()
+            .rposition(|(_, assignment)| assignment.keeper.is_some())
+        else {
             return;
         };
+        let (_, assignment) = extras.remove(at);
         let worker_id = assignment.worker_id;
         match lanes.retire_worker(worker_id) {
             Ok(until) => release(&assignment, Some(until)).await,
@@ -327,7 +388,7 @@ async fn release(assignment: &WorkerAssignment, until: Option<u64>) {
     }
 }
 
-/// Demand from the stock's taken count: a moving average over about a second.
+/// A count's rate, as a moving average over about a second: IDs taken per second.
 #[derive(Debug, Default)]
 struct Meter {
     last: Option<(Instant, u64)>,
@@ -335,18 +396,79 @@ struct Meter {
 }
 
 impl Meter {
-    fn observe(&mut self, taken: u64) -> f64 {
+    /// The rate of a count that only rises.
+    fn observe(&mut self, count: u64) -> f64 {
         let now = Instant::now();
         if let Some((at, before)) = self.last {
             let dt = now.duration_since(at).as_secs_f64();
             if dt > 0.0 {
                 #[allow(clippy::cast_precision_loss)] // counts far below 2^52 per tick
-                let rate = taken.saturating_sub(before) as f64 / dt;
-                let alpha = (dt / 1.0).min(1.0);
+                let rate = count.saturating_sub(before) as f64 / dt;
+                let alpha = dt.min(1.0);
                 self.rate += alpha * (rate - self.rate);
             }
         }
-        self.last = Some((now, taken));
+        self.last = Some((now, count));
         self.rate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pool on a cached generator of Baidu's layout, disposable-like (no store needed: the
+    /// assigner is never asked here).
+    fn pool(max_workers: u64) -> WorkerPool {
+        #[derive(Debug)]
+        struct Never;
+        impl WorkerIdAssigner for Never {
+            fn assign<'a>(
+                &'a self,
+                _: &'a Layout,
+            ) -> uidgen_worker::BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
+                Box::pin(async { Err(uidgen_worker::WorkerError::InvalidInput("never".into())) })
+            }
+        }
+        let generator = uidgen_core::CachedUidGenerator::new(
+            Layout::baidu_default().unwrap(),
+            1,
+            uidgen_core::SystemClock,
+            uidgen_core::CachedOptions::default(),
+        )
+        .unwrap();
+        WorkerPool::new(
+            "default",
+            Arc::new(generator),
+            Arc::new(Never),
+            PoolOptions {
+                max_workers,
+                release_idle: DEFAULT_RELEASE_IDLE,
+            },
+        )
+    }
+
+    #[test]
+    fn the_pool_grows_with_demand_and_doubles_at_the_bound() {
+        let wide = pool(512);
+        // 8,192 IDs/s a worker id.
+        assert_eq!(wide.wanted(1, 1_000.0, 0, Some(60)), 0);
+        // 90% of capacity: 125% of demand, in one step.
+        assert_eq!(wide.wanted(10, 80_000.0, 0, Some(60)), 13);
+        assert_eq!(wide.wanted(1, 2_000_000.0, 30, Some(60)), 306);
+        // At the bound, demand is what the clock lets through: double.
+        assert_eq!(wide.wanted(4, 32_768.0, 59, Some(60)), 8);
+        // A high lead left from earlier, with capacity to spare, asks for nothing.
+        assert_eq!(wide.wanted(40, 100_000.0, 59, Some(60)), 0);
+        // Never past the most.
+        assert_eq!(pool(3).wanted(2, 1_000_000.0, 0, None), 3);
+    }
+
+    #[test]
+    fn the_meter_follows_a_rate() {
+        let mut meter = Meter::default();
+        assert_eq!(meter.observe(0), 0.0);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(meter.observe(1_000) > 0.0);
     }
 }

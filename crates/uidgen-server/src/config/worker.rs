@@ -89,7 +89,24 @@ pub struct WorkerConfig {
     /// space, so start-up refuses a space (the default one included) with fewer worker ids
     /// ([`super::spaces`]). Unset: not checked.
     pub fleet_size: Option<u64>,
+    /// The most worker ids one ID space's generator holds at once, the first included: under
+    /// sustained demand above what the held ids sustain (8,192 IDs/s each on `baidu`), the
+    /// server claims more through its assigner, up to this many, and gives them back when
+    /// demand falls ([`crate::workers::WorkerPool`]; issue 30). 1 keeps the first only.
+    /// Assigners that hold one id per process (static, machine, statefulset) and the
+    /// default and snowflake generators keep one whatever this says.
+    pub max_ids: u64,
+    /// How long (seconds) demand must stay below half of what one worker id fewer sustains
+    /// before the newest extra worker id is given back (then one every tenth of it). A
+    /// disposable id given back is used up for good: keep it well above the gaps between
+    /// your bursts.
+    pub release_idle_secs: u64,
 }
+
+/// The default `worker.max_ids`: 512 worker ids on `baidu` sustain 4.2 M IDs/s, twice the
+/// 2 M IDs/s a server's batch routes are held to (issue 30), with room for the pool's 25%
+/// headroom.
+pub const DEFAULT_MAX_IDS: u64 = 512;
 
 /// `[worker.machine]`: the `machine` assigner.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -117,6 +134,8 @@ impl Default for WorkerConfig {
             machine: MachineConfig::default(),
             single_instance: false,
             fleet_size: None,
+            max_ids: DEFAULT_MAX_IDS,
+            release_idle_secs: crate::workers::DEFAULT_RELEASE_IDLE.as_secs(),
         }
     }
 }
@@ -136,6 +155,8 @@ pub(crate) const ENV: &[EnvKey] = &[
     (&["worker", "machine", "allow_uncoordinated"], Kind::Bool),
     (&["worker", "single_instance"], Kind::Bool),
     (&["worker", "fleet_size"], Kind::Int),
+    (&["worker", "max_ids"], Kind::Int),
+    (&["worker", "release_idle_secs"], Kind::Int),
 ];
 
 /// `[worker]` parsed and checked against the layout.
@@ -179,6 +200,10 @@ pub struct WorkerSettings {
     /// `worker.fleet_size`: how many servers share the store at most, each holding one leased
     /// worker id per space.
     pub fleet_size: Option<u64>,
+    /// `worker.max_ids`: the most worker ids one space's generator holds at once.
+    pub max_ids: u64,
+    /// `worker.release_idle_secs`: how long demand stays low before an extra id goes back.
+    pub release_idle: Duration,
 }
 
 impl WorkerConfig {
@@ -242,6 +267,18 @@ impl WorkerConfig {
                 "must be at least 1 (or unset)",
             ));
         }
+        if self.max_ids == 0 {
+            return Err(invalid(
+                "worker.max_ids",
+                "must be at least 1 (1 keeps the first worker id only)",
+            ));
+        }
+        if self.release_idle_secs == 0 || self.release_idle_secs > 86_400 {
+            return Err(invalid(
+                "worker.release_idle_secs",
+                "must be 1 to 86400 seconds",
+            ));
+        }
         Ok(WorkerSettings {
             assigner: self.assigner,
             id: self.id,
@@ -255,6 +292,8 @@ impl WorkerConfig {
             single_instance: self.single_instance,
             space: super::spaces::DEFAULT_SPACE.to_owned(),
             fleet_size: self.fleet_size,
+            max_ids: self.max_ids,
+            release_idle: Duration::from_secs(self.release_idle_secs),
         })
     }
 

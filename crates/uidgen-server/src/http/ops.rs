@@ -159,6 +159,9 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
         Metrics::copy(&state.metrics.ring_padding_runs, s.padding_runs);
         Metrics::set(&state.metrics.ring_borrowed_units, s.borrowed_units);
     }
+    if let Some(pool) = &state.pool {
+        state.metrics.workers.publish(&pool.status());
+    }
     if let Some(segments) = &state.segments {
         for tag in segments.monitor() {
             state.metrics.segment_state(&tag);

@@ -150,6 +150,28 @@ pub async fn layouts(State(state): State<Arc<AppState>>) -> Json<Vec<LayoutInfo>
     Json(out)
 }
 
+/// The worker ids a generator stamps with, and what they sustain: an operator sees the
+/// headroom before callers wait (docs/OPERATIONS.md, "Throughput and borrowing").
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkersStatus {
+    /// The worker ids, lowest first.
+    held: Vec<u64>,
+    /// IDs per second they sustain without borrowing ahead of the clock.
+    sustained_ids_per_second: f64,
+    /// IDs per second taken now (a moving average over about a second).
+    demand_ids_per_second: f64,
+    /// How far the IDs' time runs ahead of the clock (ms).
+    borrowed_lead_ms: u64,
+    /// The most it may run ahead (ms); absent when unbounded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_borrow_ms: Option<u64>,
+    /// Whether more worker ids are claimed under load (the cached generator, an assigner that
+    /// hands out several, `worker.max_ids` above 1).
+    grows: bool,
+    /// The most worker ids held at once (`worker.max_ids`).
+    max_ids: u64,
+}
+
 /// The ring buffer of the cached generator.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RingStatus {
@@ -254,6 +276,10 @@ pub struct Status {
     /// The ring buffer, for the cached generator.
     #[serde(skip_serializing_if = "Option::is_none")]
     ring: Option<RingStatus>,
+    /// The worker ids the default space stamps with and the headroom they give (issue 30);
+    /// absent when embedded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workers: Option<WorkersStatus>,
     /// Whether the admin routes exist (a token is configured).
     admin_enabled: bool,
     /// Whether segment mode is on (`GET /v1/segments` shows its tags).
@@ -299,6 +325,18 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
         })
         .collect();
     let now_ms = SystemClock.now_millis();
+    let workers = state.pool.as_ref().map(|pool| {
+        let s = pool.status();
+        WorkersStatus {
+            held: s.workers,
+            sustained_ids_per_second: s.sustained_ids_per_second,
+            demand_ids_per_second: s.demand_ids_per_second,
+            borrowed_lead_ms: s.borrowed_lead_ms,
+            max_borrow_ms: s.max_borrow_ms,
+            grows: s.holds_several,
+            max_ids: s.max_workers,
+        }
+    });
     let ring = state.generator.stock().map(|s| RingStatus {
         capacity: s.capacity,
         available: s.available,
@@ -362,6 +400,7 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
         assigner: state.assigner,
         ids_issued: state.metrics.issued_total(),
         ring,
+        workers,
         admin_enabled: state.admin_token.is_some(),
         segments_enabled: state.segments.is_some(),
         zookeeper,

@@ -113,6 +113,9 @@ pub struct AppState {
     pub assigner: Option<&'static str>,
     /// The named spaces (`[spaces.<name>]`), by name; the fields above are the default space's.
     pub spaces: std::collections::BTreeMap<String, Space>,
+    /// The worker ids the default space's generator holds beyond its first, and what they
+    /// sustain (issue 30); `None` when embedded.
+    pub pool: Option<Arc<crate::workers::WorkerPool>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -150,6 +153,7 @@ impl AppState {
             generator_kind: None,
             assigner: None,
             spaces: std::collections::BTreeMap::new(),
+            pool: None,
         }
     }
 

@@ -358,7 +358,16 @@ pub fn load(
     server: &Server,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) -> tokio::task::JoinHandle<(Vec<u64>, Vec<String>)> {
-    let url = server.url("/v1/ids?count=50");
+    load_batches(server, 50, stop)
+}
+
+/// [`load`] with batches of `count`.
+pub fn load_batches(
+    server: &Server,
+    count: usize,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<(Vec<u64>, Vec<String>)> {
+    let url = server.url(&format!("/v1/ids?count={count}"));
     tokio::spawn(async move {
         let client = reqwest::Client::new();
         let (mut ids, mut failures) = (Vec::new(), Vec::new());
