@@ -363,7 +363,10 @@ async fn a_space_scope_holds_on_every_channel_that_names_a_space() {
     let config = dir.join("uidgen.toml");
     std::fs::write(
         &config,
-        "[auth]\nrequired = true\nrefresh_secs = 1\n\
+        // Leased: the disposable assigner refuses a space narrower than the default's (one
+        // `worker_node` counter for every space).
+        "[worker]\nassigner = \"leased\"\n\
+         [auth]\nrequired = true\nrefresh_secs = 1\n\
          [spaces.order.layout]\npreset = \"snowflake\"\n\
          [spaces.user.layout]\npreset = \"leaf\"\n",
     )

@@ -84,7 +84,9 @@ async fn direct_answers_are_the_routers_answers() {
     std::fs::write(
         &config,
         format!(
-            "store = \"{}\"\n[spaces.user.layout]\npreset = \"leaf\"\n",
+            // Leased: the disposable assigner refuses a space narrower than the default's.
+            "store = \"{}\"\n[worker]\nassigner = \"leased\"\n\
+             [spaces.user.layout]\npreset = \"leaf\"\n",
             common::sqlite_url("direct")
         ),
     )

@@ -188,12 +188,32 @@ async fn many_tasks_on_three_servers_get_every_id_once() {
     let ids = assert_unique(ids);
     assert_eq!(ids.len(), 320_000);
     let layout = Layout::baidu_default().unwrap();
-    let servers: HashSet<u64> = (0..3).map(|i| cluster.worker_id(i)).collect();
+    let firsts: HashSet<u64> = (0..3).map(|i| cluster.worker_id(i)).collect();
+    // Under this load a server may pad from more worker ids than its first (issue 30): every
+    // one it holds is its own.
+    let mut held = HashSet::new();
+    for i in 0..3 {
+        let url = format!("{}/v1/status", cluster.http_base(i));
+        let status: serde_json::Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+        for worker in status["workers"]["held"].as_array().unwrap() {
+            assert!(
+                held.insert(worker.as_u64().unwrap()),
+                "two servers hold {worker}"
+            );
+        }
+    }
     let seen: HashSet<u64> = ids
         .iter()
         .map(|id| layout.decompose(*id).unwrap().worker)
         .collect();
-    assert_eq!(seen, servers, "every ID from a server, every server used");
+    assert!(
+        firsts.is_subset(&seen),
+        "a server fed nothing: {firsts:?} of {seen:?}"
+    );
+    assert!(
+        seen.is_subset(&held),
+        "an ID from no server: {seen:?} of {held:?}"
+    );
 }
 
 /// What a [`Scripted`] server answers to its `NextIds` call number `n` asking for `count`.

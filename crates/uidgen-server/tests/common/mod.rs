@@ -442,7 +442,8 @@ pub async fn coordinator_wiped_under_three_servers(
         .iter()
         .map(|id| parsed.decompose(*id).unwrap().worker)
         .collect();
-    assert_eq!(workers.len(), 3, "{workers:?}");
+    // Three servers, each with its first id and any it claimed under the load (issue 30).
+    assert!(workers.len() >= 3, "{workers:?}");
     let total = ids.len();
     assert_eq!(assert_unique(ids).len(), total);
     let client = reqwest::Client::new();

@@ -145,6 +145,9 @@ fn run(
         // The binary's default state directory is the real per-host one (root's is
         // /var/lib/uidgen): the README's commands keep theirs in the scratch directory.
         .env("UIDGEN_STATE_DIR", cwd)
+        // A developer's machine, where the README's commands run: this test machine is a
+        // container, whose zero-config store a start would otherwise refuse.
+        .env("UIDGEN_WORKER_SINGLE_INSTANCE", "true")
         .env("NO_COLOR", "1")
         .env("UIDGEN_GRPC_LISTEN", "");
     match &started.token {
