@@ -110,7 +110,8 @@ fn k_worker_ids_give_k_slices_per_unit_within_the_same_borrowing_bound() {
 }
 
 #[test]
-fn many_threads_on_three_worker_ids_added_and_retired_while_taking_never_share_an_id() {
+fn many_threads_on_worker_ids_added_and_retired_while_taking_never_share_an_id() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
     let layout = small_layout(8);
     let clock = ManualClock::new(layout.epoch_ms() + 5_000_000);
     let options = CachedOptions {
@@ -118,23 +119,30 @@ fn many_threads_on_three_worker_ids_added_and_retired_while_taking_never_share_a
         ..CachedOptions::waiting(Duration::from_secs(5))
     };
     let generator = Arc::new(CachedUidGenerator::new(layout, 1, clock.clone(), options).unwrap());
+    let ring = generator.ring().buffer_size();
+    let (taken, done) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let barrier = Arc::new(Barrier::new(5));
     let takers: Vec<_> = (0..4)
         .map(|i| {
-            let generator = Arc::clone(&generator);
-            let barrier = Arc::clone(&barrier);
+            let (generator, barrier) = (Arc::clone(&generator), Arc::clone(&barrier));
+            let (taken, done) = (Arc::clone(&taken), Arc::clone(&done));
             std::thread::spawn(move || {
                 barrier.wait();
-                let mut ids = Vec::with_capacity(40_000);
-                if i % 2 == 0 {
-                    for _ in 0..40_000 {
-                        ids.push(generator.next_id().unwrap());
+                let mut ids = Vec::new();
+                let mut units = generator.local_units();
+                // SeqCst (both): test flags.
+                while !done.load(Ordering::SeqCst) {
+                    for _ in 0..64 {
+                        ids.push(if i % 2 == 0 {
+                            generator.next_id().unwrap()
+                        } else {
+                            units.next_id().unwrap()
+                        });
                     }
-                } else {
-                    let mut units = generator.local_units();
-                    for _ in 0..40_000 {
-                        ids.push(units.next_id().unwrap());
-                    }
+                    taken.fetch_add(64, Ordering::SeqCst);
                 }
                 ids
             })
@@ -149,13 +157,18 @@ fn many_threads_on_three_worker_ids_added_and_retired_while_taking_never_share_a
             let until = generator.retire_worker(10 + round - 2).unwrap();
             retired.push((10 + round - 2, until));
         }
-        std::thread::sleep(Duration::from_millis(3));
+        // Each lane lives through two rings' worth of takes, so every one is padded from.
+        let from = taken.load(Ordering::SeqCst);
+        while taken.load(Ordering::SeqCst) < from + 2 * ring {
+            std::thread::yield_now();
+        }
     }
+    done.store(true, Ordering::SeqCst);
     let mut ids: Vec<u64> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
     ids.sort_unstable();
     assert_no_duplicates(&ids);
     let counts = per_worker(generator.as_ref(), &ids);
-    assert!(counts.len() > 3, "only {counts:?} padded from");
+    assert!(counts.len() > 10, "only {counts:?} padded from");
     // A retired worker id's IDs all end by what retiring it reported.
     for (worker, until) in retired {
         for id in &ids {
