@@ -224,7 +224,12 @@ impl EtcdWorkerIdAssigner {
                 tokio::time::sleep(Duration::from_millis(pause)).await;
             }
             let namespace = self.namespace(gateway).await?;
-            let survey = self.candidates(gateway, range, &namespace).await?;
+            let mut survey = self.candidates(gateway, range, &namespace).await?;
+            if attempt > 0 {
+                // Racers that lost once would keep trying the same lowest ids in the same
+                // order (servers claiming extra ids under load do, many at once): spread them.
+                fastrand::shuffle(&mut survey.candidates);
+            }
             let mut raced = false;
             for candidate in survey.candidates {
                 let worker_id = candidate.worker_id;

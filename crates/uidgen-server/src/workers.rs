@@ -228,8 +228,9 @@ impl WorkerPool {
                 if Instant::now() >= next_grow {
                     next_grow = Instant::now() + GROW_STEP;
                     if !self.grow(want - held).await {
-                        // The assigner refused (no free id, a store down): not again for a while.
-                        next_grow = Instant::now() + Duration::from_secs(5);
+                        // The assigner refused (no free id, a store down, lost races): not
+                        // again for a second.
+                        next_grow = Instant::now() + Duration::from_secs(1);
                     }
                 }
                 continue;
@@ -286,7 +287,7 @@ impl WorkerPool {
                 Ok(assignment) => assignment,
                 Err(error) => {
                     tracing::warn!(space = %self.space, %error, held = extras.len() + 1,
-                        "cannot claim another worker id to keep up with demand; retrying in 5 s");
+                        "cannot claim another worker id to keep up with demand; retrying in 1 s");
                     self.log_grown(added, extras.len());
                     return false;
                 }

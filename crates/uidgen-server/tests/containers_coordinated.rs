@@ -180,3 +180,78 @@ async fn etcd_containers_identical_on_separate_hosts_get_distinct_worker_ids() {
     assert_ne!(worker_c, worker_b, "B still holds its id");
     assert_eq!(equal, 0, "{equal} equal IDs");
 }
+
+/// Fetch `count` IDs from `container` on `tasks` threads at once (enough demand to make a
+/// server claim more worker ids), all together.
+fn ids_from(container: &Container, tasks: usize, count: usize) -> Vec<u64> {
+    std::thread::scope(|s| {
+        let fetchers: Vec<_> = (0..tasks)
+            .map(|_| s.spawn(|| container.ids(count / tasks)))
+            .collect();
+        fetchers
+            .into_iter()
+            .flat_map(|f| f.join().unwrap())
+            .collect()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_containers_under_load_with_extra_worker_ids_repeat_nothing_across_a_kill() {
+    require_namespaces();
+    let endpoint = uidgen_etcd::testing::test_endpoint();
+    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let port: u16 = host.rsplit(':').next().unwrap().parse().unwrap();
+    let bridge = Bridge::to(host, port);
+    let prefix = uidgen_etcd::testing::test_namespace(&endpoint);
+    let inside = format!("http://127.0.0.1:{port}");
+    // The default layout and generator, borrowing bounded to 2 s: batches of 10,000 from four
+    // threads are far above one worker id's 8,192 a second, so each server claims more.
+    let env = [
+        ("UIDGEN_WORKER_ASSIGNER", "etcd"),
+        ("UIDGEN_ETCD_ENDPOINTS", inside.as_str()),
+        ("UIDGEN_ETCD_PREFIX", prefix.as_str()),
+        ("UIDGEN_ETCD_LEASE_TTL_SECS", "2"),
+        // Well past the borrowing bound: a reservation barely past it would hold padding back
+        // whenever a keep-alive round is late (each id's cap is its last round + reservation).
+        ("UIDGEN_ETCD_RESERVATION_SECS", "10"),
+        ("UIDGEN_RING_MAX_BORROW_SECONDS", "2"),
+    ];
+    let layout = Layout::baidu_default().unwrap();
+    let host = Network {
+        mac: FIRST_MAC,
+        ip: Some(FIRST_IP),
+        bridges: &[&bridge],
+    };
+    let a = Container::start_on(&host, &env).unwrap_or_else(|log| panic!("{log}"));
+    let b = Container::start_on(&host, &env).unwrap_or_else(|log| panic!("{log}"));
+    let (ids_a, ids_b) = std::thread::scope(|s| {
+        let a = s.spawn(|| ids_from(&a, 4, 400_000));
+        let b = s.spawn(|| ids_from(&b, 4, 400_000));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let (workers_a, workers_b) = (workers_in(&layout, &ids_a), workers_in(&layout, &ids_b));
+    assert!(
+        workers_a.len() > 1 && workers_b.len() > 1,
+        "{workers_a:?} {workers_b:?}"
+    );
+    assert!(
+        workers_a.is_disjoint(&workers_b),
+        "{workers_a:?} {workers_b:?}"
+    );
+    assert_eq!(equal_between(&ids_a, &ids_b), 0);
+    assert!(a.log().contains("claimed more worker ids"), "{}", a.log());
+    // A's host dies holding several ids; an identical container starts and loads as hard:
+    // whichever ids it claims, A's among them once their marks pass, it starts above them.
+    a.kill();
+    let c = Container::start_on(&host, &env).unwrap_or_else(|log| panic!("{log}"));
+    let ids_c = ids_from(&c, 4, 400_000);
+    let workers_c = workers_in(&layout, &ids_c);
+    let equal = equal_between(&ids_a, &ids_c) + equal_between(&ids_b, &ids_c);
+    eprintln!(
+        "etcd with extra ids: A {workers_a:?}, B {workers_b:?}, successor {workers_c:?}, \
+         {} IDs, {equal} equal",
+        ids_a.len() + ids_b.len() + ids_c.len()
+    );
+    assert!(workers_c.is_disjoint(&workers_b), "B still holds its ids");
+    assert_eq!(equal, 0, "{equal} equal IDs");
+}

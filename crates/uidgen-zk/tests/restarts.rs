@@ -98,6 +98,18 @@ async fn host_restarting(
     port: u16,
     lives: u32,
 ) -> (Vec<u64>, Vec<u64>) {
+    host_restarting_with(connect, dir, port, lives, 0, "0-1").await
+}
+
+/// [`host_restarting`], each life also holding `extra` more worker ids of `range` (issue 30).
+async fn host_restarting_with(
+    connect: &str,
+    dir: &std::path::Path,
+    port: u16,
+    lives: u32,
+    extra: u32,
+    range: &str,
+) -> (Vec<u64>, Vec<u64>) {
     use tokio::io::AsyncBufReadExt;
     uidgen_zk::testing::init_namespace(connect, "restarts")
         .await
@@ -113,7 +125,8 @@ async fn host_restarting(
             .arg(dir.join(format!("cache-{port}-{life}")))
             .arg("--out")
             .arg(&out)
-            .args(["--secs", "1", "--max-count", "200000", "--range", "0-1"])
+            .args(["--secs", "1", "--max-count", "200000", "--range", range])
+            .args(["--extra", &extra.to_string()])
             .args(["--reservation-ms", "2000", "--report-ms", "100"])
             .args(["--session-ms", "4000", "--clock-offset-ms"])
             .arg(offset_ms.to_string())
@@ -174,4 +187,36 @@ async fn two_hosts_restarting_in_processes_without_a_cache_on_stepped_clocks_rep
         assert!(workers.windows(2).all(|w| w[0] == w[1]), "{workers:?}");
     }
     assert_ne!(a.1[0], b.1[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hosts_restarting_with_extra_worker_ids_on_stepped_clocks_repeat_no_id() {
+    let connect = test_connect();
+    let dir = tempfile::tempdir().unwrap();
+    // Each life holds three ids (its address's node and two extras, `{port}.1` and `.2`), each
+    // killed or stopped, its clock stepped: six ids for two hosts, every restart reusing its
+    // own three nodes.
+    let (a, b) = tokio::join!(
+        host_restarting_with(&connect, dir.path(), 9110, 4, 2, "0-5"),
+        host_restarting_with(&connect, dir.path(), 9111, 4, 2, "0-5"),
+    );
+    let layout = uidgen_core::Layout::leaf().unwrap();
+    let stamped = |ids: &[u64]| -> std::collections::BTreeSet<u64> {
+        ids.iter()
+            .map(|id| layout.decompose(*id).unwrap().worker)
+            .collect()
+    };
+    let (stamped_a, stamped_b) = (stamped(&a.0), stamped(&b.0));
+    assert!(
+        stamped_a.len() > 1 && stamped_b.len() > 1,
+        "{stamped_a:?} {stamped_b:?}"
+    );
+    assert!(
+        stamped_a.is_disjoint(&stamped_b),
+        "{stamped_a:?} {stamped_b:?}"
+    );
+    let mut ids = a.0;
+    ids.extend(b.0);
+    assert!(ids.len() > 50_000, "only {} IDs", ids.len());
+    assert_eq!(duplicates(&ids), 0, "{} IDs", ids.len());
 }

@@ -250,7 +250,9 @@ impl Container {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let batch = ids_in(&json(&body));
+            let answer = json(&body);
+            assert!(answer["ids"].is_array(), "{body}\n{}", self.log());
+            let batch = ids_in(&answer);
             assert_eq!(batch.len(), 10_000, "{body}");
             ids.extend(batch);
         }

@@ -9,11 +9,18 @@
 //! stops its holder. The clock is the system clock moved by O ms (a host whose clock is off,
 //! or stepped across a restart). A refused start exits with status 3 and the typed error on
 //! stderr.
+//!
+//! With `--extra N` it also claims N more worker ids through the same assigner
+//! (`assign_extra`, the nodes of `127.0.0.1:P.1` to `P.N`), as a server does under sustained
+//! load (issue 30), and takes IDs from a cached generator padded from all of them instead.
 
 use std::io::Write;
 use std::sync::Arc;
 
-use uidgen_core::{Clock, Layout, SnowflakeGenerator, SystemClock, UidGenerator};
+use uidgen_core::{
+    CachedOptions, CachedUidGenerator, Clock, Layout, SnowflakeGenerator, SystemClock, UidGenerator,
+};
+use uidgen_worker::WorkerIdAssigner;
 use uidgen_worker::testing::WorkerArgs;
 use uidgen_zk::{ZkOptions, ZooKeeperWorkerIdAssigner};
 
@@ -24,7 +31,7 @@ const REFUSED: i32 = 3;
 
 const USAGE: &str = "uidgen-zk-worker --connect C --name N --port P --cache FILE --out FILE \
                      [--secs S] [--max-count M] [--range LO-HI] [--clock-offset-ms O] \
-                     [--reservation-ms R] [--report-ms I] [--session-ms T]";
+                     [--reservation-ms R] [--report-ms I] [--session-ms T] [--extra N]";
 
 /// The system clock moved by a fixed offset: this process's host clock, off by that much.
 #[derive(Debug, Clone, Copy)]
@@ -72,14 +79,44 @@ async fn main() -> AnyResult {
         }
     };
     let worker_id = assigned.assignment.worker_id;
+    let extra: u32 = args.parsed("--extra", 0)?;
+    let mut extras = Vec::new();
+    for index in 1..=extra {
+        match assigner.assign_extra(&layout, index).await {
+            Ok(assignment) => extras.push(assignment),
+            Err(error) => {
+                eprintln!("{error}");
+                std::process::exit(REFUSED);
+            }
+        }
+    }
     println!("{worker_id}");
     std::io::stdout().flush()?;
-    let mut generator = SnowflakeGenerator::new(layout, worker_id, clock)?;
-    if let Some(fence) = assigned.assignment.fence.clone() {
-        generator = generator.fenced(fence);
-    }
-    let generator: Arc<dyn UidGenerator> = Arc::new(generator);
+    let fence = assigned.assignment.fence.clone();
+    let generator: Arc<dyn UidGenerator> = if extras.is_empty() {
+        let mut generator = SnowflakeGenerator::new(layout, worker_id, clock)?;
+        if let Some(fence) = fence {
+            generator = generator.fenced(fence);
+        }
+        Arc::new(generator)
+    } else {
+        let options = CachedOptions {
+            boost_power: 0,
+            fence,
+            ..CachedOptions::waiting(std::time::Duration::from_secs(2))
+        };
+        let cached = CachedUidGenerator::new(layout, worker_id, clock, options)?;
+        for assignment in &extras {
+            cached.add_worker(assignment.worker_id, assignment.fence.clone())?;
+        }
+        Arc::new(cached)
+    };
     uidgen_worker::testing::issue_to_file(generator, out.as_ref(), secs, max_count).await?;
     assigned.holder.shutdown();
+    for assignment in &extras {
+        if let Some(keeper) = &assignment.keeper {
+            keeper.release().await?;
+        }
+    }
     Ok(())
 }
