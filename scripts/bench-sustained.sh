@@ -276,7 +276,7 @@ row "gRPC NextIds count $BATCH ($form), IDs/s" ">= $IDS_GOAL" \
 
 stop_sampler
 # What the server says of itself at the end (worker ids held, capacity, borrowing), kept whole.
-curl -fsS "$base/metrics" >"$OUT_DIR/runs/metrics-throughput-last.txt" || true
+curl -fsS "$base/metrics" >"$OUT_DIR/runs/metrics-throughput-end.prom" || true
 curl -fsS "$base/v1/status" >"$OUT_DIR/runs/status-throughput.json" || true
 borrowed=$(max_borrowed "$OUT_DIR/runs/metrics-throughput.txt")
 lead=$(units_to_s "$borrowed")
@@ -340,6 +340,8 @@ start_uidgen restart "$HTTP" "$GRPC" "$state/restart"
 down_ms=$((($(date +%s%N) - down_at) / 1000000))
 wait_drivers
 stop_sampler
+curl -fsS "$base/metrics" >"$OUT_DIR/runs/metrics-restart-end.prom" || true
+curl -fsS "$base/v1/status" >"$OUT_DIR/runs/status-restart.json" || true
 check_recordings restart
 read -r ids dup workers client_lead < <(check_figures restart)
 restart_errors=0; restart_ids_s=0
@@ -380,7 +382,7 @@ done
 wait_drivers
 for s in "${samplers[@]}"; do sampler=$s; stop_sampler; done
 for n in 1 2 3; do
-  curl -fsS "http://127.0.0.1:$(port $((10 + 2 * n)))/metrics" >"$OUT_DIR/runs/metrics-pg-$n-last.txt" || true
+  curl -fsS "http://127.0.0.1:$(port $((10 + 2 * n)))/metrics" >"$OUT_DIR/runs/metrics-pg-$n-end.prom" || true
   curl -fsS "http://127.0.0.1:$(port $((10 + 2 * n)))/v1/status" >"$OUT_DIR/runs/status-pg-$n.json" || true
 done
 check_recordings pg
