@@ -46,6 +46,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             init_tracing();
             runtime()?.block_on(cli::etcd::run(&args))
         }
+        Command::Bench(bench::BenchArgs {
+            command: Some(bench::BenchCommand::Check(args)),
+            ..
+        }) => {
+            let report = bench::check(&args)?;
+            println!("{report}");
+            report.unique()
+        }
         Command::Bench(args) => match (&args.url, &args.grpc) {
             (Some(url), _) => {
                 let report = runtime()?.block_on(bench::run_http(&args, url))?;

@@ -1,22 +1,44 @@
 //! `uidgen bench`: drive a running server over HTTP or gRPC, or the embedded generator, for a
-//! time or a count, with a live progress line; then print IDs/s and latency percentiles.
+//! time or a count, with a live progress line; then print IDs/s, the spread of the seconds and
+//! latency percentiles. With `--record DIR` every ID received is kept on disk ([`record`]), and
+//! `uidgen bench check DIR…` ([`check()`]) says whether any came twice.
 
+mod callers;
+mod check;
+mod record;
+mod tally;
+
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use clap::Args;
+use clap::{ArgGroup, Args, Subcommand};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::mpsc;
 use tonic::transport::Channel;
 use uidgen_core::UidGenerator;
+use uidgen_proto::v1::StreamIdsRequest;
 use uidgen_proto::v1::id_service_client::IdServiceClient;
-use uidgen_proto::v1::{NextIdRequest, NextIdsRequest, StreamIdsRequest};
+
+pub use check::{CheckArgs, CheckReport, RecordingSummary, check};
+
+use callers::{Caller, Failure, GrpcCaller, HttpCaller};
+use record::{Received, Recorder};
+use tally::{Second, Tally};
 
 /// `uidgen bench` options.
 #[derive(Debug, Clone, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    group(ArgGroup::new("server").args(["url", "grpc"]))
+)]
 pub struct BenchArgs {
+    /// `check`, instead of a run.
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
     /// Configuration (embedded runs build its generator).
     #[command(flatten)]
     pub config: super::ConfigArgs,
@@ -50,6 +72,29 @@ pub struct BenchArgs {
     /// Hide the live progress line.
     #[arg(long)]
     pub quiet: bool,
+    /// With `--grpc` and `--batch`: ask for runs of consecutive IDs (`runs` in the request, as
+    /// uidgen-client does) instead of every ID listed (what a client that does not set it gets).
+    #[arg(long, requires_all = ["grpc", "batch"])]
+    pub runs: bool,
+    /// Keep every ID received in DIR (created; it must be empty), for `uidgen bench check`.
+    /// Each answer is then parsed; that costs the client CPU, so measure throughput apart.
+    #[arg(long, value_name = "DIR", requires = "server")]
+    pub record: Option<PathBuf>,
+    /// Write each second of the run to FILE as CSV: second, requests, ids, errors,
+    /// max_latency_us (the slowest call completed in that second).
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+}
+
+/// `uidgen bench` subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum BenchCommand {
+    /// Check recordings made with `--record` for IDs received twice.
+    ///
+    /// `uidgen bench check DIR… [--layout L]`: every ID of the recordings, together; the
+    /// duplicates (the exit status is 1 if any), the worker ids the IDs carry and how far
+    /// their time field ran ahead of the clock that received them.
+    Check(CheckArgs),
 }
 
 /// `--duration`: a positive, finite number of seconds.
@@ -86,6 +131,12 @@ pub struct BenchReport {
     pub elapsed: Duration,
     /// Latency per request, in nanoseconds.
     pub latency: Histogram<u64>,
+    /// IDs received in each whole second of the run.
+    pub ids_per_second: Vec<u64>,
+    /// With `--record`: the directory and the IDs it holds.
+    pub recorded: Option<(PathBuf, u64)>,
+    /// Why a failed call failed (the first failure of one connection that had some).
+    pub first_failure: Option<String>,
 }
 
 impl std::fmt::Display for BenchReport {
@@ -103,6 +154,19 @@ impl std::fmt::Display for BenchReport {
             self.requests as f64 / secs,
             self.ids as f64 / secs
         )?;
+        if let Some((lowest, median, highest)) = tally::spread(&self.ids_per_second) {
+            writeln!(
+                f,
+                "per second: min {lowest} IDs/s  median {median}  max {highest}  over {} s",
+                self.ids_per_second.len()
+            )?;
+        }
+        if let Some((dir, ids)) = &self.recorded {
+            writeln!(f, "recorded: {ids} IDs in {}", dir.display())?;
+        }
+        if let Some(failure) = &self.first_failure {
+            writeln!(f, "failed calls, e.g.: {failure}")?;
+        }
         write!(
             f,
             "latency: p50 {:.1} µs  p90 {:.1} µs  p99 {:.1} µs  p99.9 {:.1} µs  max {:.1} µs",
@@ -116,7 +180,7 @@ impl std::fmt::Display for BenchReport {
 }
 
 fn histogram() -> anyhow::Result<Histogram<u64>> {
-    // 1 ns to 60 s at 3 significant digits.
+    // 1 ns to 60 s at 3 significant digits; a slower call is counted as 60 s.
     Histogram::new_with_bounds(1, 60_000_000_000, 3).context("latency histogram")
 }
 
@@ -129,6 +193,9 @@ impl BenchReport {
             errors: 0,
             elapsed: Duration::ZERO,
             latency: histogram()?,
+            ids_per_second: Vec::new(),
+            recorded: None,
+            first_failure: None,
         })
     }
 }
@@ -137,11 +204,46 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
 }
 
+/// What watches a run while it goes: the counts, the progress line and the per-second sampler.
+struct Watch {
+    tally: Arc<Tally>,
+    stop: Arc<AtomicBool>,
+    bar: std::thread::JoinHandle<()>,
+    sampler: std::thread::JoinHandle<anyhow::Result<Vec<Second>>>,
+}
+
+impl Watch {
+    fn start(args: &BenchArgs) -> anyhow::Result<Self> {
+        let tally = Arc::new(Tally::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let sampler = tally::sample(tally.clone(), stop.clone(), args.timeline.as_deref())?;
+        let bar = progress(args, tally.clone(), stop.clone());
+        Ok(Self {
+            tally,
+            stop,
+            bar,
+            sampler,
+        })
+    }
+
+    /// Stop watching; the IDs of each whole second.
+    fn finish(self) -> anyhow::Result<Vec<u64>> {
+        // Relaxed: tells the threads to stop; they read no data we wrote.
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.bar.join();
+        let seconds = self
+            .sampler
+            .join()
+            .map_err(|_| anyhow::anyhow!("the per-second sampler panicked"))??;
+        Ok(seconds.iter().map(|s| s.ids).collect())
+    }
+}
+
 /// The live progress line: a bar with the share done when the run is bounded by `--requests`,
 /// else the time elapsed against `--duration`.
 fn progress(
     args: &BenchArgs,
-    done: Arc<AtomicU64>,
+    tally: Arc<Tally>,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     let (quiet, requests, duration) = (args.quiet, args.requests, args.duration);
@@ -169,7 +271,7 @@ fn progress(
         let start = Instant::now();
         // Relaxed: a progress display; exact counts are taken after the workers join.
         while !stop.load(Ordering::Relaxed) {
-            let n = done.load(Ordering::Relaxed);
+            let n = tally.requests.load(Ordering::Relaxed);
             let rate = n as f64 / start.elapsed().as_secs_f64().max(0.001);
             if requests.is_some() {
                 bar.set_position(n);
@@ -201,18 +303,19 @@ pub fn run_embedded(
     args: &BenchArgs,
     generator: Arc<dyn UidGenerator>,
 ) -> anyhow::Result<BenchReport> {
+    if args.record.is_some() {
+        bail!("--record keeps what a server answers: give --url or --grpc");
+    }
     let deadline = args.duration;
     let budget = Arc::new(AtomicU64::new(args.requests.unwrap_or(u64::MAX)));
-    let done = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let bar = progress(args, done.clone(), stop.clone());
+    let watch = Watch::start(args)?;
     let batch = args.batch.unwrap_or(1);
     let n_batch = usize::try_from(batch)?;
     let start = Instant::now();
     let workers: Vec<_> = (0..args.concurrency.max(1))
         .map(|_| {
             let generator = generator.clone();
-            let (done, budget) = (done.clone(), budget.clone());
+            let (tally, budget) = (watch.tally.clone(), budget.clone());
             std::thread::spawn(move || -> anyhow::Result<(u64, u64, Histogram<u64>)> {
                 let mut latency = histogram()?;
                 let (mut calls, mut errors) = (0u64, 0u64);
@@ -225,18 +328,20 @@ pub fn run_embedded(
                         break;
                     }
                     let t = Instant::now();
+                    let mut failed = 0;
                     for _ in 0..run {
                         let ok = if n_batch == 1 {
                             generator.next_id().is_ok()
                         } else {
                             generator.next_ids(n_batch).is_ok()
                         };
-                        errors += u64::from(!ok);
+                        failed += u64::from(!ok);
                     }
-                    latency.record((nanos(t.elapsed()) / run).max(1))?;
+                    let each = (nanos(t.elapsed()) / run).max(1);
+                    latency.saturating_record(each);
                     calls += run;
-                    // Relaxed: progress display only.
-                    done.fetch_add(run, Ordering::Relaxed);
+                    errors += failed;
+                    tally.add(run, (run - failed) * batch, failed, each);
                 }
                 Ok((calls, errors, latency))
             })
@@ -253,107 +358,115 @@ pub fn run_embedded(
     }
     report.elapsed = start.elapsed();
     report.ids = (report.requests - report.errors) * batch;
-    // Relaxed: tells the progress thread to stop; it reads no data we wrote.
-    stop.store(true, Ordering::Relaxed);
-    let _ = bar.join();
+    report.ids_per_second = watch.finish()?;
     Ok(report)
 }
 
-/// One connection's way of asking a server for IDs: each call is one request (or one streamed
-/// message), answered or failed.
-trait Caller: Send + 'static {
-    /// Make one call; whether it brought IDs.
-    fn call(&mut self) -> impl std::future::Future<Output = bool> + Send;
+/// How long a calling task waits after a failed call before the next: a server that is down
+/// (restarting, say) gets a call per connection every 10 ms rather than a busy loop of refused
+/// connections, which would also take the CPU the other connections' calls need.
+const FAILED_PAUSE: Duration = Duration::from_millis(10);
+
+/// What one calling task counted.
+struct Counted {
+    answered: u64,
+    errors: u64,
+    ids: u64,
+    latency: Histogram<u64>,
+    first_failure: Option<Failure>,
 }
 
-/// An HTTP keep-alive connection calling one URL.
-struct HttpCaller {
-    client: reqwest::Client,
-    url: String,
-}
-
-impl Caller for HttpCaller {
-    async fn call(&mut self) -> bool {
-        match self.client.get(&self.url).send().await {
-            Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
-            _ => false,
-        }
-    }
-}
-
-/// A gRPC connection: `NextId`, `NextIds` of `batch`, or the messages of one `StreamIds` call.
-enum GrpcCaller {
-    Unary(IdServiceClient<Channel>),
-    Batch(IdServiceClient<Channel>, u32),
-    Stream(tonic::Streaming<uidgen_proto::v1::IdBatch>),
-}
-
-impl Caller for GrpcCaller {
-    async fn call(&mut self) -> bool {
-        match self {
-            Self::Unary(client) => client.next_id(NextIdRequest::default()).await.is_ok(),
-            Self::Batch(client, count) => {
-                let count = *count;
-                client
-                    .next_ids(NextIdsRequest {
-                        count,
-                        ..Default::default()
-                    })
-                    .await
-                    .is_ok()
-            }
-            Self::Stream(stream) => matches!(stream.message().await, Ok(Some(_))),
-        }
-    }
-}
-
-/// Run `callers` concurrently until the duration or the request budget runs out; each
-/// successful call counts `batch` IDs.
+/// Run `callers` concurrently until the duration or the request budget runs out, handing what
+/// they receive to `recorder` if given.
 async fn run_callers<C: Caller>(
     args: &BenchArgs,
-    batch: u64,
     callers: Vec<C>,
+    recorder: Option<Recorder>,
 ) -> anyhow::Result<BenchReport> {
     let deadline = Instant::now() + args.duration;
     let budget = Arc::new(AtomicU64::new(args.requests.unwrap_or(u64::MAX)));
-    let done = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let bar = progress(args, done.clone(), stop.clone());
+    let watch = Watch::start(args)?;
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for mut caller in callers {
-        let (budget, done) = (budget.clone(), done.clone());
+        let (budget, tally) = (budget.clone(), watch.tally.clone());
+        let sender = recorder.as_ref().map(Recorder::sender);
         tasks.spawn(async move {
-            let mut latency = histogram()?;
-            let (mut ok, mut errors) = (0u64, 0u64);
+            let mut counted = Counted {
+                answered: 0,
+                errors: 0,
+                ids: 0,
+                latency: histogram()?,
+                first_failure: None,
+            };
+            let mut received = sender.as_ref().map(|_| Received::default());
             while Instant::now() < deadline && claim(&budget, 1) == 1 {
                 let t = Instant::now();
-                let answered = caller.call().await;
-                latency.record(nanos(t.elapsed()))?;
-                if answered {
-                    ok += 1;
-                } else {
-                    errors += 1;
+                let answer = caller.call(received.as_mut()).await;
+                let ns = nanos(t.elapsed());
+                counted.latency.saturating_record(ns);
+                match answer {
+                    Ok(ids) => {
+                        counted.answered += 1;
+                        counted.ids += ids;
+                        tally.add(1, ids, 0, ns);
+                    }
+                    Err(failure) => {
+                        counted.errors += 1;
+                        counted.first_failure.get_or_insert(failure);
+                        tally.add(1, 0, 1, ns);
+                        tokio::time::sleep(FAILED_PAUSE).await;
+                    }
                 }
-                // Relaxed: progress display only.
-                done.fetch_add(1, Ordering::Relaxed);
+                if let (Some(received), Some(sender)) = (&mut received, &sender) {
+                    received.answered(record::now_ms());
+                    if received.is_full() {
+                        hand_over(sender, received.take(false)).await?;
+                    }
+                }
             }
-            anyhow::Ok((ok, errors, latency))
+            if let (Some(received), Some(sender)) = (&mut received, &sender) {
+                hand_over(sender, received.take(true)).await?;
+            }
+            anyhow::Ok(counted)
         });
     }
     let mut report = BenchReport::empty()?;
+    let mut failure = None;
     while let Some(joined) = tasks.join_next().await {
-        let (ok, errors, latency) = joined??;
-        report.requests += ok + errors;
-        report.errors += errors;
-        report.ids += ok * batch;
-        report.latency.add(latency)?;
+        match joined? {
+            Ok(counted) => {
+                report.requests += counted.answered + counted.errors;
+                report.errors += counted.errors;
+                report.ids += counted.ids;
+                report.latency.add(counted.latency)?;
+                if report.first_failure.is_none() {
+                    report.first_failure = counted.first_failure;
+                }
+            }
+            Err(error) => {
+                failure.get_or_insert(error);
+            }
+        }
     }
     report.elapsed = start.elapsed();
-    // Relaxed: tells the progress thread to stop.
-    stop.store(true, Ordering::Relaxed);
-    let _ = bar.join();
-    Ok(report)
+    report.ids_per_second = watch.finish()?;
+    // The writer's own error first: a task fails to hand over only when the writer stopped.
+    if let (Some(recorder), Some(dir)) = (recorder, &args.record) {
+        report.recorded = Some((dir.clone(), recorder.finish().await?.ids));
+    }
+    match failure {
+        Some(error) => Err(error),
+        None => Ok(report),
+    }
+}
+
+/// Hand a task's IDs to the recording's writer.
+async fn hand_over(sender: &mpsc::Sender<Received>, received: Received) -> anyhow::Result<()> {
+    sender
+        .send(received)
+        .await
+        .map_err(|_| anyhow::anyhow!("the recording's writer stopped"))
 }
 
 /// `--batch`, checked: at least 1 when given.
@@ -362,6 +475,14 @@ fn batch_of(args: &BenchArgs) -> anyhow::Result<Option<u64>> {
         Some(0) => bail!("--batch must be at least 1"),
         batch => Ok(batch),
     }
+}
+
+/// The recorder of `--record`, if given, for calls to `target`.
+fn recorder(args: &BenchArgs, target: String) -> anyhow::Result<Option<Recorder>> {
+    args.record
+        .as_deref()
+        .map(|dir| Recorder::create(dir, target))
+        .transpose()
 }
 
 /// Measure a running server with `concurrency` keep-alive connections.
@@ -387,9 +508,11 @@ pub async fn run_http(args: &BenchArgs, base: &str) -> anyhow::Result<BenchRepor
         .map(|_| HttpCaller {
             client: client.clone(),
             url: url.clone(),
+            batch,
         })
         .collect();
-    run_callers(args, batch.unwrap_or(1), callers).await
+    let recorder = recorder(args, url.clone())?;
+    run_callers(args, callers, recorder).await
 }
 
 /// Measure a running server's gRPC port with `concurrency` connections (one HTTP/2 connection
@@ -410,29 +533,44 @@ pub async fn run_grpc(args: &BenchArgs, url: &str) -> anyhow::Result<BenchReport
         let mut client = IdServiceClient::new(channel);
         callers.push(match count {
             None => GrpcCaller::Unary(client),
-            Some(n) if !args.stream => GrpcCaller::Batch(client, n),
-            Some(n) => {
+            Some(count) if !args.stream => GrpcCaller::Batch {
+                client,
+                count,
+                runs: args.runs,
+            },
+            Some(count) => {
                 let request = StreamIdsRequest {
-                    batch_size: n,
+                    batch_size: count,
                     max_ids: 0,
+                    runs: args.runs,
                     ..Default::default()
                 };
                 let stream = client
                     .stream_ids(request)
                     .await
                     .with_context(|| format!("{url} refused StreamIds"))?;
-                GrpcCaller::Stream(stream.into_inner())
+                GrpcCaller::Stream {
+                    stream: stream.into_inner(),
+                    count,
+                }
             }
         });
     }
-    // Fail fast, with the URL, if the server answers with errors.
-    if let Some(GrpcCaller::Unary(client) | GrpcCaller::Batch(client, _)) = callers.first_mut() {
-        client
-            .get_info(uidgen_proto::v1::GetInfoRequest {})
-            .await
-            .with_context(|| format!("{url} answered with an error"))?;
+    // Fail fast, with the URL, if the server answers with errors: one call of the kind the run
+    // makes (a bare server may answer no other).
+    if let Some(caller) = callers.first_mut()
+        && !matches!(caller, GrpcCaller::Stream { .. })
+        && let Err(failure) = caller.call(None).await
+    {
+        bail!("{url} answered the first call with an error: {failure}");
     }
-    run_callers(args, batch.unwrap_or(1), callers).await
+    let method = match (count, args.stream) {
+        (None, _) => "NextId".to_owned(),
+        (Some(n), false) => format!("NextIds count {n}"),
+        (Some(n), true) => format!("StreamIds batch_size {n}"),
+    };
+    let recorder = recorder(args, format!("{url} {method}"))?;
+    run_callers(args, callers, recorder).await
 }
 
 #[cfg(test)]
@@ -442,6 +580,7 @@ mod tests {
 
     fn args(requests: Option<u64>, concurrency: usize) -> BenchArgs {
         BenchArgs {
+            command: None,
             config: super::super::ConfigArgs { config: None },
             url: None,
             grpc: None,
@@ -452,6 +591,9 @@ mod tests {
             requests,
             concurrency,
             quiet: true,
+            runs: false,
+            record: None,
+            timeline: None,
         }
     }
 
