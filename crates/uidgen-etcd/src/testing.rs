@@ -115,7 +115,7 @@ fn post(url: &str, path: &str, body: &str) -> std::io::Result<String> {
     Ok(reply)
 }
 
-pub use uidgen_worker::testing::{free_port, unique};
+pub use uidgen_worker::testing::{copy_dir, free_port, unique};
 
 /// An etcd server of this test alone, on its own ports and data directory, so a test can kill
 /// it, restart it, and empty or roll back its data. Killed when dropped.
@@ -240,20 +240,6 @@ impl PrivateEtcd {
     /// Its directory (data and log).
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-}
-
-/// Copy the directory tree `from` to `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 

@@ -596,19 +596,7 @@ async fn an_emptied_etcd_never_gives_a_held_id_to_a_newcomer_and_its_holders_go_
         assert!(reports.data_losses >= 1, "{status:?}");
     }
     // Once the fence has passed, the newcomer takes the one id nobody holds.
-    let c = loop {
-        match EtcdWorkerIdAssigner::new(newcomer.clone())
-            .start(&layout)
-            .await
-        {
-            Ok(c) => break c,
-            Err(EtcdError::NamespaceFenced { .. }) => {
-                assert!(Instant::now() < deadline + Duration::from_secs(30));
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Err(other) => panic!("{other}"),
-        }
-    };
+    let c = start_after_the_fence(&newcomer, &layout).await;
     assert_eq!(c.assignment.worker_id, 7);
     let gen_c = SnowflakeGenerator::new(layout, 7, SystemClock)
         .unwrap()
@@ -750,19 +738,7 @@ async fn a_restore_from_an_older_snapshot_is_seen_by_a_holder_and_fences_the_for
     assert!(refused.to_string().contains("went back"), "{refused}");
     // The holder keeps issuing throughout; after the fence id 6 goes above what b stamped.
     ids.extend(gen_a.next_ids(1_000).unwrap());
-    let c = loop {
-        match EtcdWorkerIdAssigner::new(b_opts.clone())
-            .start(&layout)
-            .await
-        {
-            Ok(c) => break c,
-            Err(EtcdError::NamespaceFenced { .. }) => {
-                assert!(Instant::now() < deadline + Duration::from_secs(30));
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Err(other) => panic!("{other}"),
-        }
-    };
+    let c = start_after_the_fence(&b_opts, &layout).await;
     assert_eq!(c.assignment.worker_id, 6);
     let gen_c = SnowflakeGenerator::new(layout, 6, SystemClock)
         .unwrap()
@@ -800,4 +776,22 @@ async fn recover_fences_every_id_marked_before_it() {
     let refused = assigner.init_namespace().await.unwrap_err();
     assert!(matches!(refused, EtcdError::NotNew { .. }), "{refused}");
     held.holder.release().await.unwrap();
+}
+
+/// Start `options` once the namespace fence lets it in, retrying while it is refused for it
+/// (for at most a minute).
+async fn start_after_the_fence(options: &EtcdOptions, layout: &Layout) -> EtcdAssignment {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match EtcdWorkerIdAssigner::new(options.clone())
+            .start(layout)
+            .await
+        {
+            Ok(held) => return held,
+            Err(EtcdError::NamespaceFenced { .. }) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(other) => panic!("{other}"),
+        }
+    }
 }

@@ -129,3 +129,18 @@ impl WorkerArgs {
             .transpose()
     }
 }
+
+/// Copy the directory tree `from` to `to` (a private server's data directory, as a snapshot
+/// a test rolls the server back to); panics on an I/O error.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("create the copy's directory");
+    for entry in std::fs::read_dir(from).expect("read the directory to copy") {
+        let entry = entry.expect("read a directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy a file");
+        }
+    }
+}

@@ -56,7 +56,7 @@ pub fn test_connect() -> String {
     format!("{zk}/uidgen-tests/{}", unique("t"))
 }
 
-pub use uidgen_worker::testing::{free_port, unique};
+pub use uidgen_worker::testing::{copy_dir, free_port, unique};
 
 /// Declare the namespace `name` on `connect` new, as `uidgen zk init` does, unless it has a
 /// namespace record already (a test's restarts call it again): claims there start at once
@@ -207,20 +207,6 @@ impl PrivateZooKeeper {
     /// Its directory (data, configuration and log).
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-}
-
-/// Copy the directory tree `from` to `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 
