@@ -1,6 +1,15 @@
 //! The `id_alloc` table (the sharded mode): one row per app and shard; a claim moves `max_id`
-//! forward by the row's step and hands the caller the indexes it skipped, exactly as a
-//! `leaf_alloc` claim does.
+//! forward by the row's step and hands the caller the indexes it passed over.
+//!
+//! `max_id` means what the original sharded service (the seed this table comes from) makes it
+//! mean: the highest index handed out. Its rows start at 0, and a claim that adds `step` hands
+//! out `max_id - step + 1 ..= max_id` (issue 31: reading such a row as Leaf reads `leaf_alloc`,
+//! `max_id .. max_id + step`, handed the original's last index out again). Rows an older uidgen
+//! wrote, which kept `max_id` as the next index to hand out (rows started at 1), are listed in
+//! `id_alloc_exclusive` (migration 0010) and keep that meaning, read and written, so older
+//! servers still running during an upgrade and newer ones never hand out one index twice; a
+//! row read the original's way that was written the other way skips one index, never repeats
+//! one. [`AppShard::next_index`] is the first index the next claim hands out, either way.
 //!
 //! Invariants:
 //! - An app is all 64 of its shard rows: [`Store::create_or_update_app`] writes them in one
@@ -126,12 +135,36 @@ impl AppSpec {
 pub struct AppShard {
     /// The shard, `0..64`.
     pub shard_id: u8,
-    /// The next segment starts here; indexes below it have been handed out.
+    /// The highest index handed out (the original's meaning); for an
+    /// [`exclusive`](Self::exclusive) row, the next index to hand out.
     pub max_id: i64,
+    /// Whether the row is listed in `id_alloc_exclusive`: written by a uidgen from before
+    /// migration 0010, whose `max_id` is an exclusive end.
+    pub exclusive: bool,
     /// How far one claim moves `max_id`.
     pub step: i64,
     /// The largest ID the app may hand out; 0: no limit. See [`index_ceiling`].
     pub max_limit_id: i64,
+}
+
+impl AppShard {
+    /// The first index the shard's next claim hands out: `max_id + 1`, or `max_id` for an
+    /// [`exclusive`](Self::exclusive) row.
+    ///
+    /// ```
+    /// let shard = uidgen_store::AppShard {
+    ///     shard_id: 3,
+    ///     max_id: 1000,
+    ///     exclusive: false,
+    ///     step: 1000,
+    ///     max_limit_id: 0,
+    /// };
+    /// assert_eq!(shard.next_index(), 1001);
+    /// assert_eq!(uidgen_store::AppShard { exclusive: true, ..shard }.next_index(), 1000);
+    /// ```
+    pub fn next_index(&self) -> i64 {
+        self.max_id.saturating_add(i64::from(!self.exclusive))
+    }
 }
 
 /// An app as stored: its shared fields and its shard rows (normally all 64).
@@ -152,7 +185,8 @@ pub struct IdAllocApp {
 }
 
 /// A claimed segment of one shard: the caller owns the indexes `[start, end)` and may hand out
-/// those in [`range`](Self::range), which stops at the shard's ceiling.
+/// those in [`range`](Self::range), which stops at the shard's ceiling. For a row kept the
+/// original's way, `start` is `max_id + 1` before the claim and `end - 1` is `max_id` after it.
 ///
 /// ```
 /// let segment = uidgen_store::IdSegment { start: 1001, end: 2001, ceiling: 1500 };
@@ -160,9 +194,9 @@ pub struct IdAllocApp {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IdSegment {
-    /// The first index of the segment (`max_id` before the claim).
+    /// The first index of the segment.
     pub start: i64,
-    /// One past the last index (`max_id` after the claim).
+    /// One past the last index.
     pub end: i64,
     /// The largest index the shard may hand out: the caller's ceiling or the last index whose
     /// ID stays at or below `max_limit_id` ([`index_ceiling`]), whichever is lower. Indexes
@@ -185,37 +219,59 @@ fn effective_ceiling(caller: i64, max_limit_id: i64, app_id: u8, shard_id: u8) -
 // The claim refuses rows whose next segment would start above the ceiling (the caller's, and
 // the index ceiling of `max_limit_id`, as `index_ceiling` computes it: the guard on `low`
 // keeps the division's numerator non-negative, so truncation is the floor; MySQL's `/` is a
-// decimal division, hence `DIV`) or whose `max_id + size` would pass i64::MAX (see leaf_alloc's CLAIM). The
-// size is the row's step, or the caller's `at_least` when larger (bound twice on MySQL, whose
-// `?` are positional): a caller that needs more than one step gets it in one claim.
+// decimal division, hence `DIV`) or whose end would pass i64::MAX (see leaf_alloc's CLAIM).
+// The next segment starts at `max_id + lead`: `lead` is 1 for a row kept the original's way
+// and 0 for one listed in `id_alloc_exclusive` (read first, in the same transaction), so each
+// bound is written `max_id <= bound - lead`, which cannot overflow. The size is the row's
+// step, or the caller's `at_least` when larger (bound twice on MySQL, whose `?` are
+// positional): a caller that needs more than one step gets it in one claim.
 const CLAIM: Sql = Sql {
     sqlite: "UPDATE id_alloc
              SET max_id = max_id + (CASE WHEN step >= ?4 THEN step ELSE ?4 END),
                  update_time = CURRENT_TIMESTAMP
-             WHERE app_id = ?1 AND shard_id = ?2 AND max_id <= ?3
+             WHERE app_id = ?1 AND shard_id = ?2 AND max_id <= ?3 - ?5
                AND (max_limit_id <= 0
                     OR (max_limit_id >= shard_id * 256 + app_id
-                        AND max_id <= (max_limit_id - shard_id * 256 - app_id) / 16384))
-               AND max_id <= 9223372036854775807 - (CASE WHEN step >= ?4 THEN step ELSE ?4 END)
+                        AND max_id <= (max_limit_id - shard_id * 256 - app_id) / 16384 - ?5))
+               AND max_id <= 9223372036854775807 - ?5
+                             - (CASE WHEN step >= ?4 THEN step ELSE ?4 END)
              RETURNING max_id, step, max_limit_id",
     mysql: "UPDATE id_alloc
             SET max_id = max_id + (CASE WHEN step >= ? THEN step ELSE ? END),
                 update_time = CURRENT_TIMESTAMP
-            WHERE app_id = ? AND shard_id = ? AND max_id <= ?
+            WHERE app_id = ? AND shard_id = ? AND max_id <= ? - ?
               AND (max_limit_id <= 0
                    OR (max_limit_id >= shard_id * 256 + app_id
-                       AND max_id <= (max_limit_id - shard_id * 256 - app_id) DIV 16384))
-              AND max_id <= 9223372036854775807 - (CASE WHEN step >= ? THEN step ELSE ? END)",
+                       AND max_id <= (max_limit_id - shard_id * 256 - app_id) DIV 16384 - ?))
+              AND max_id <= 9223372036854775807 - ? - (CASE WHEN step >= ? THEN step ELSE ? END)",
     postgres: "UPDATE id_alloc
                SET max_id = max_id + (CASE WHEN step >= $4 THEN step ELSE $4 END),
                    update_time = CURRENT_TIMESTAMP
-               WHERE app_id = $1 AND shard_id = $2 AND max_id <= $3
+               WHERE app_id = $1 AND shard_id = $2 AND max_id <= $3 - $5
                  AND (max_limit_id <= 0
                       OR (max_limit_id >= shard_id * 256 + app_id
-                          AND max_id <= (max_limit_id - shard_id * 256 - app_id) / 16384))
-                 AND max_id <= 9223372036854775807 - (CASE WHEN step >= $4 THEN step ELSE $4 END)
+                          AND max_id <= (max_limit_id - shard_id * 256 - app_id) / 16384 - $5))
+                 AND max_id <= 9223372036854775807 - $5
+                               - (CASE WHEN step >= $4 THEN step ELSE $4 END)
                RETURNING max_id, CAST(step AS BIGINT) AS step, max_limit_id",
 };
+
+/// Whether the row is kept as an older uidgen wrote it (migration 0010), read with a lock on
+/// MySQL and PostgreSQL (SQLite's `BEGIN IMMEDIATE` already serialises writers), so that
+/// `uidgen takeover sharded` emptying the list waits for claims in flight that read it.
+const READ_EXCLUSIVE: Sql = Sql {
+    sqlite: "SELECT app_id FROM id_alloc_exclusive WHERE app_id = ?1 AND shard_id = ?2",
+    mysql: "SELECT app_id FROM id_alloc_exclusive WHERE app_id = ? AND shard_id = ? FOR UPDATE",
+    postgres: "SELECT app_id FROM id_alloc_exclusive
+               WHERE app_id = $1 AND shard_id = $2 FOR UPDATE",
+};
+
+/// Every row kept as an older uidgen wrote it.
+const LIST_EXCLUSIVE: Sql =
+    Sql::same("SELECT app_id, shard_id FROM id_alloc_exclusive ORDER BY app_id, shard_id");
+
+/// Keep every row the original's way from now on (`uidgen takeover sharded`).
+const CLEAR_EXCLUSIVE: Sql = Sql::same("DELETE FROM id_alloc_exclusive");
 
 /// The row as it stands: read back after a MySQL claim (no `RETURNING` there; the UPDATE's row
 /// lock keeps it ours), and after a claim that updated nothing, to tell a missing row from an
@@ -228,12 +284,13 @@ const READ_CLAIM_ROW: Sql = Sql {
                WHERE app_id = $1 AND shard_id = $2",
 };
 
-/// Create a shard row with `max_id` 1, or change the app-wide fields of an existing one
-/// (its `max_id` is never touched: lowering it would repeat indexes).
+/// Create a shard row with `max_id` 0 (the original's init script: nothing handed out yet, the
+/// first claim hands out index 1), or change the app-wide fields of an existing one (its
+/// `max_id` is never touched: lowering it would repeat indexes).
 const UPSERT_SHARD: Sql = Sql {
     sqlite: "INSERT INTO id_alloc (app_id, shard_id, app_name, max_id, step, description,
                                    max_limit_id, create_time, update_time)
-             VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+             VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
              ON CONFLICT (app_id, shard_id) DO UPDATE SET app_name = excluded.app_name,
                  step = excluded.step,
                  description = COALESCE(excluded.description, id_alloc.description),
@@ -241,14 +298,14 @@ const UPSERT_SHARD: Sql = Sql {
                  update_time = CURRENT_TIMESTAMP",
     mysql: "INSERT INTO id_alloc (app_id, shard_id, app_name, max_id, step, description,
                                   max_limit_id, create_time, update_time)
-            VALUES (?, ?, ?, 1, ?, ?, ?, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+            VALUES (?, ?, ?, 0, ?, ?, ?, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
             ON DUPLICATE KEY UPDATE app_name = VALUES(app_name), step = VALUES(step),
                 description = COALESCE(VALUES(description), description),
                 max_limit_id = VALUES(max_limit_id),
                 update_time = CURRENT_TIMESTAMP",
     postgres: "INSERT INTO id_alloc (app_id, shard_id, app_name, max_id, step, description,
                                      max_limit_id, create_time, update_time)
-               VALUES ($1, $2, $3, 1, $4, $5, $6, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+               VALUES ($1, $2, $3, 0, $4, $5, $6, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
                ON CONFLICT (app_id, shard_id) DO UPDATE SET app_name = EXCLUDED.app_name,
                    step = EXCLUDED.step,
                    description = COALESCE(EXCLUDED.description, id_alloc.description),
@@ -261,7 +318,9 @@ const UPSERT_SHARD: Sql = Sql {
 const LIST_ROWS: Sql = Sql {
     sqlite: "SELECT app_id, shard_id, app_name, max_id, step, max_limit_id, description,
                     CAST(strftime('%s', create_time) AS INTEGER) * 1000 AS create_time_ms,
-                    CAST(strftime('%s', update_time) AS INTEGER) * 1000 AS update_time_ms
+                    CAST(strftime('%s', update_time) AS INTEGER) * 1000 AS update_time_ms,
+                    (SELECT COUNT(*) FROM id_alloc_exclusive x
+                     WHERE x.app_id = id_alloc.app_id AND x.shard_id = id_alloc.shard_id)
              FROM id_alloc
              WHERE app_id BETWEEN 0 AND 255 AND shard_id BETWEEN 0 AND 63
                AND (?1 < 0 OR app_id = ?1)
@@ -269,7 +328,9 @@ const LIST_ROWS: Sql = Sql {
     mysql: "SELECT CAST(app_id AS SIGNED), CAST(shard_id AS SIGNED), app_name, max_id,
                    CAST(step AS SIGNED), max_limit_id, description,
                    CAST(UNIX_TIMESTAMP(create_time) * 1000 AS SIGNED) AS create_time_ms,
-                   CAST(UNIX_TIMESTAMP(update_time) * 1000 AS SIGNED) AS update_time_ms
+                   CAST(UNIX_TIMESTAMP(update_time) * 1000 AS SIGNED) AS update_time_ms,
+                   (SELECT COUNT(*) FROM id_alloc_exclusive x
+                    WHERE x.app_id = id_alloc.app_id AND x.shard_id = id_alloc.shard_id)
             FROM id_alloc
             WHERE app_id BETWEEN 0 AND 255 AND shard_id BETWEEN 0 AND 63
               AND (? < 0 OR app_id = ?)
@@ -277,7 +338,9 @@ const LIST_ROWS: Sql = Sql {
     postgres: "SELECT CAST(app_id AS BIGINT), CAST(shard_id AS BIGINT), app_name, max_id,
                       CAST(step AS BIGINT), max_limit_id, description,
                       CAST(EXTRACT(EPOCH FROM create_time) * 1000 AS BIGINT) AS create_time_ms,
-                      CAST(EXTRACT(EPOCH FROM update_time) * 1000 AS BIGINT) AS update_time_ms
+                      CAST(EXTRACT(EPOCH FROM update_time) * 1000 AS BIGINT) AS update_time_ms,
+                      (SELECT COUNT(*) FROM id_alloc_exclusive x
+                       WHERE x.app_id = id_alloc.app_id AND x.shard_id = id_alloc.shard_id)
                FROM id_alloc
                WHERE app_id BETWEEN 0 AND 255 AND shard_id BETWEEN 0 AND 63
                  AND (CAST($1 AS BIGINT) < 0 OR app_id = $1)
@@ -301,13 +364,24 @@ type RowTuple = (
     Option<String>,
     Option<i64>,
     Option<i64>,
+    i64,
 );
 
 /// Group rows (ordered by app, then shard) into apps.
 fn group_rows(rows: Vec<RowTuple>) -> Result<Vec<IdAllocApp>> {
     let mut apps: Vec<IdAllocApp> = Vec::new();
-    for (app_id, shard_id, app_name, max_id, step, max_limit_id, description, created, updated) in
-        rows
+    for (
+        app_id,
+        shard_id,
+        app_name,
+        max_id,
+        step,
+        max_limit_id,
+        description,
+        created,
+        updated,
+        exclusive,
+    ) in rows
     {
         // The query keeps both within 0-255 and 0-63; a row outside would be a broken query.
         let (Ok(app_id), Ok(shard_id)) = (u8::try_from(app_id), u8::try_from(shard_id)) else {
@@ -318,6 +392,7 @@ fn group_rows(rows: Vec<RowTuple>) -> Result<Vec<IdAllocApp>> {
         let shard = AppShard {
             shard_id,
             max_id,
+            exclusive: exclusive > 0,
             step,
             max_limit_id,
         };
@@ -501,27 +576,40 @@ impl Store {
         let dialect = self.dialect();
         let action = "claiming an id_alloc segment";
         let (app, shard) = (i32::from(app_id), i32::from(shard_id));
-        // `Err(row)`: nothing was updated (rolled back); `row` is the row as it stands, if any.
-        // A failed statement or a cancelled claim drops the session, which closes the
-        // connection and so ends the transaction (`session.rs`).
-        type Claimed = std::result::Result<(i64, i64, i64), Option<(i64, i64, i64)>>;
+        // `Ok((lead, row))`: the row after the claim; `Err((lead, row))`: nothing was updated
+        // (rolled back), `row` is the row as it stands, if any. `lead` is where the segment
+        // starts after the old `max_id` (see `CLAIM`). A failed statement or a cancelled claim
+        // drops the session, which closes the connection and so ends the transaction
+        // (`session.rs`).
+        type Row = (i64, i64, i64);
+        type Claimed = std::result::Result<(i64, Row), (i64, Option<Row>)>;
         let claimed: Claimed = with_pool_returning!(self, pool,
             mysql => {
                 let mut tx = Session::begin_write(pool, dialect)
                     .await
                     .map_err(|e| self.err(action, e))?;
+                let exclusive: Option<i32> = sqlx::query_scalar(READ_EXCLUSIVE.mysql)
+                    .bind(app)
+                    .bind(shard)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                let lead = i64::from(exclusive.is_none());
                 let updated = sqlx::query(CLAIM.mysql)
                     .bind(at_least)
                     .bind(at_least)
                     .bind(app)
                     .bind(shard)
                     .bind(ceiling)
+                    .bind(lead)
+                    .bind(lead)
+                    .bind(lead)
                     .bind(at_least)
                     .bind(at_least)
                     .execute(&mut *tx)
                     .await
                     .map_err(|e| self.err(action, e))?;
-                let row: Option<(i64, i64, i64)> = sqlx::query_as(READ_CLAIM_ROW.mysql)
+                let row: Option<Row> = sqlx::query_as(READ_CLAIM_ROW.mysql)
                     .bind(app)
                     .bind(shard)
                     .fetch_optional(&mut *tx)
@@ -530,11 +618,11 @@ impl Store {
                 match row {
                     Some(row) if updated.rows_affected() > 0 => {
                         tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok(row)
+                        Ok((lead, row))
                     }
                     row => {
                         tx.rollback().await.map_err(|e| self.err(action, e))?;
-                        Err(row)
+                        Err((lead, row))
                     }
                 }
             },
@@ -542,18 +630,26 @@ impl Store {
                 let mut tx = Session::begin_write(pool, dialect)
                     .await
                     .map_err(|e| self.err(action, e))?;
-                let row: Option<(i64, i64, i64)> = sqlx::query_as(CLAIM.get(dialect))
+                let exclusive: Option<i32> = sqlx::query_scalar(READ_EXCLUSIVE.get(dialect))
+                    .bind(app)
+                    .bind(shard)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                let lead = i64::from(exclusive.is_none());
+                let row: Option<Row> = sqlx::query_as(CLAIM.get(dialect))
                     .bind(app)
                     .bind(shard)
                     .bind(ceiling)
                     .bind(at_least)
+                    .bind(lead)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(|e| self.err(action, e))?;
                 match row {
                     Some(row) => {
                         tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok(row)
+                        Ok((lead, row))
                     }
                     None => {
                         let row = sqlx::query_as(READ_CLAIM_ROW.get(dialect))
@@ -563,28 +659,61 @@ impl Store {
                             .await
                             .map_err(|e| self.err(action, e))?;
                         tx.rollback().await.map_err(|e| self.err(action, e))?;
-                        Err(row)
+                        Err((lead, row))
                     }
                 }
             }
         );
         match claimed {
             // The size the statement added: the row's step (not changed by a claim, and read
-            // in the claim's own transaction), or `at_least` when larger.
-            Ok((end, step, max_limit_id)) => Ok(IdSegment {
-                start: end - step.max(at_least),
-                end,
+            // in the claim's own transaction), or `at_least` when larger. The segment is the
+            // `size` indexes after the old `max_id` (lead 1), or from it (lead 0).
+            Ok((lead, (max_id, step, max_limit_id))) => Ok(IdSegment {
+                start: max_id - step.max(at_least) + lead,
+                end: max_id + lead,
                 ceiling: effective_ceiling(ceiling, max_limit_id, app_id, shard_id),
             }),
-            Err(Some((max_id, step, max_limit_id))) => Err(StoreError::AppShardExhausted {
+            Err((lead, Some((max_id, step, max_limit_id)))) => Err(StoreError::AppShardExhausted {
                 app_id,
                 shard_id,
-                max_id,
+                max_id: max_id.saturating_add(lead),
                 ceiling: effective_ceiling(ceiling, max_limit_id, app_id, shard_id)
                     .min(i64::MAX.saturating_sub(step.max(at_least))),
             }),
-            Err(None) => Err(StoreError::UnknownAppShard { app_id, shard_id }),
+            Err((_, None)) => Err(StoreError::UnknownAppShard { app_id, shard_id }),
         }
+    }
+
+    /// The rows kept as an older uidgen wrote them (`id_alloc_exclusive`, migration 0010):
+    /// `(app_id, shard_id)` pairs whose `max_id` is the next index, not the last handed out.
+    pub async fn exclusive_id_alloc_rows(&self) -> Result<Vec<(i64, i64)>> {
+        let rows: Vec<(i64, i64)> = with_pool!(self, pool, {
+            let rows: Vec<(i32, i32)> = sqlx::query_as(LIST_EXCLUSIVE.get(self.dialect()))
+                .fetch_all(pool)
+                .await
+                .map_err(|e| self.err("reading id_alloc_exclusive", e))?;
+            rows.into_iter()
+                .map(|(a, s)| (i64::from(a), i64::from(s)))
+                .collect()
+        });
+        Ok(rows)
+    }
+
+    /// Keep every `id_alloc` row the original service's way from now on: `max_id` the highest
+    /// index handed out (`uidgen takeover sharded`, for rows the original wrote). Reading a row
+    /// an older uidgen wrote this way skips one index; reading one the original wrote the other
+    /// way would hand its last index out again. Waits for claims in flight that read the list.
+    /// How many rows were listed.
+    pub async fn clear_exclusive_id_alloc_rows(&self) -> Result<u64> {
+        let cleared = run_sql!(
+            self,
+            execute,
+            query(CLEAR_EXCLUSIVE),
+            [],
+            "emptying id_alloc_exclusive",
+            then rows_affected
+        );
+        Ok(cleared)
     }
 }
 

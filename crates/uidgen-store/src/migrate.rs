@@ -68,6 +68,8 @@ macro_rules! migrations_in {
             migration!($dialect, 5, "0005", "id_alloc"),
             migration!($dialect, 6, "0006", "leaf_alloc_residue"),
             migration!($dialect, 7, "0007", "caller_token"),
+            migration!($dialect, 9, "0009", "takeover"),
+            migration!($dialect, 10, "0010", "id_alloc_exclusive"),
         ]
     };
 }
@@ -136,21 +138,36 @@ const HAS_CHECKSUM: Sql = Sql {
 };
 const ADD_CHECKSUM: &str = "ALTER TABLE uidgen_schema_migrations ADD COLUMN checksum VARCHAR(64)";
 
-/// Migrations that add columns, which SQLite and MySQL 8 cannot guard with `IF NOT EXISTS`: the
+/// Migrations that must run once and cannot guard themselves with `IF NOT EXISTS` (SQLite and
+/// MySQL 8 have no `ADD COLUMN IF NOT EXISTS`; 0010 lists the rows present when it runs): the
 /// catalogue query answers non-zero when a DBA already ran the file by hand, and the runner then
 /// only records it (as it does for the idempotent files).
-const ADDS_COLUMNS: &[(i64, Sql)] = &[(
-    6,
-    Sql {
-        sqlite: "SELECT COUNT(*) FROM pragma_table_info('leaf_alloc') WHERE name = 'remainder'",
-        mysql: "SELECT COUNT(*) FROM information_schema.columns \
-                WHERE table_schema = DATABASE() AND table_name = 'leaf_alloc' \
-                AND column_name = 'remainder'",
-        postgres: "SELECT COUNT(*) FROM information_schema.columns \
-                   WHERE table_schema = current_schema() AND table_name = 'leaf_alloc' \
-                   AND column_name = 'remainder'",
-    },
-)];
+const ADDS_COLUMNS: &[(i64, Sql)] = &[
+    (
+        6,
+        Sql {
+            sqlite: "SELECT COUNT(*) FROM pragma_table_info('leaf_alloc') WHERE name = 'remainder'",
+            mysql: "SELECT COUNT(*) FROM information_schema.columns \
+                    WHERE table_schema = DATABASE() AND table_name = 'leaf_alloc' \
+                    AND column_name = 'remainder'",
+            postgres: "SELECT COUNT(*) FROM information_schema.columns \
+                       WHERE table_schema = current_schema() AND table_name = 'leaf_alloc' \
+                       AND column_name = 'remainder'",
+        },
+    ),
+    (
+        10,
+        Sql {
+            sqlite: "SELECT COUNT(*) FROM sqlite_master \
+                     WHERE type = 'table' AND name = 'id_alloc_exclusive'",
+            mysql: "SELECT COUNT(*) FROM information_schema.tables \
+                    WHERE table_schema = DATABASE() AND table_name = 'id_alloc_exclusive'",
+            postgres: "SELECT COUNT(*) FROM information_schema.tables \
+                       WHERE table_schema = current_schema() \
+                       AND table_name = 'id_alloc_exclusive'",
+        },
+    ),
+];
 
 /// The recorded checksum of a migration: no row when it was never applied, a NULL checksum
 /// when it was recorded before checksums were.
