@@ -45,6 +45,7 @@ use crate::tree::{NodeData, Tree, parse_forever_name};
 
 mod claim;
 mod offline;
+mod sequence;
 
 /// Where a [`ZkAssignment`]'s worker id came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
