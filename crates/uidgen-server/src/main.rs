@@ -46,6 +46,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             init_tracing();
             runtime()?.block_on(cli::etcd::run(&args))
         }
+        Command::Takeover(args) => runtime()?.block_on(cli::takeover::run(&args)),
         Command::Bench(args) => match (&args.url, &args.grpc) {
             (Some(url), _) => {
                 let report = runtime()?.block_on(bench::run_http(&args, url))?;

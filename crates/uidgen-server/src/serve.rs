@@ -147,6 +147,7 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     );
     let start = async {
         let store = open_store(&settings).await?;
+        crate::cli::takeover::enforce(&settings, &store).await?;
         let built = match assign_and_build(&settings, &store).await {
             Ok(assigned) => assigned,
             Err(error) => {

@@ -72,6 +72,7 @@ mod pop;
 mod refill;
 mod service;
 mod stats;
+mod survey;
 mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -88,3 +89,4 @@ pub use options::{
 pub use refill::{RefillOutcome, RefillReport};
 pub use service::ShardedService;
 pub use stats::StatsSnapshot;
+pub use survey::{ListSurvey, survey};

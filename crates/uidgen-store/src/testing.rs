@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod peers;
 pub mod proxy;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -9,40 +9,12 @@ mod common;
 
 use std::collections::HashSet;
 
+use uidgen_store::testing::peers::{
+    BAIDU_DDL_MYSQL, baidu_start, leaf_claim, leaf_ddl, leaf_insert, tinyid_claim, tinyid_ddl,
+    tinyid_samples,
+};
 use uidgen_store::testing::{TestDb, fresh_store, peer_transaction, run_script};
 use uidgen_store::{Store, StoreError, TakeoverRecord, WorkerNode};
-
-/// Baidu's `WORKER_NODE.sql`, as its script creates the table on MySQL.
-const BAIDU_DDL_MYSQL: &str = "CREATE TABLE WORKER_NODE
-(
-ID BIGINT NOT NULL AUTO_INCREMENT COMMENT 'auto increment id',
-HOST_NAME VARCHAR(64) NOT NULL COMMENT 'host name',
-PORT VARCHAR(64) NOT NULL COMMENT 'port',
-TYPE INT NOT NULL COMMENT 'node type: ACTUAL or CONTAINER',
-LAUNCH_DATE DATE NOT NULL COMMENT 'launch date',
-MODIFIED TIMESTAMP NOT NULL COMMENT 'modified time',
-CREATED TIMESTAMP NOT NULL COMMENT 'created time',
-PRIMARY KEY(ID)
-)
- COMMENT='DB WorkerID Assigner for UID Generator',ENGINE = INNODB";
-
-/// Baidu's `addWorkerNode` (`WORKER_NODE.xml`) for one start of an actual host, values bound.
-fn baidu_insert(n: u32) -> String {
-    format!(
-        "INSERT INTO WORKER_NODE (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) \
-         VALUES ('10.0.0.{n}', '1790000000000-{n}', 2, '2026-11-01', NOW(), NOW())"
-    )
-}
-
-/// Baidu's insert, then the id MyBatis's `useGeneratedKeys` reads (the insert's own
-/// `LAST_INSERT_ID()`, unsigned, read as signed here).
-async fn baidu_start(store: &Store, n: u32) -> i64 {
-    let insert = baidu_insert(n);
-    let rows = peer_transaction(store, &[&insert, "SELECT CAST(LAST_INSERT_ID() AS SIGNED)"])
-        .await
-        .unwrap();
-    rows[1].as_ref().unwrap()[0]
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn takeover_decisions_are_recorded_replaced_and_listed() {
@@ -85,7 +57,7 @@ async fn baidus_worker_node_table_on_mysql_becomes_the_one_counter_of_both() {
     // Baidu's fleet started 5 times; an earlier uidgen on this database took 3 ids of its own
     // from its own worker_node, so the two counters overlap (1-3).
     for n in 1..=5 {
-        assert_eq!(baidu_start(&store, n).await, i64::from(n));
+        assert_eq!(baidu_start(&store, n).await.unwrap(), u64::from(n));
     }
     let node = WorkerNode::from_lookup(|_| None);
     for expected in 1..=3 {
@@ -116,7 +88,7 @@ async fn baidus_worker_node_table_on_mysql_becomes_the_one_counter_of_both() {
         tokio::spawn(async move {
             let mut ids = Vec::new();
             for n in 10..40 {
-                ids.push(baidu_start(&store, n).await);
+                ids.push(i64::try_from(baidu_start(&store, n).await.unwrap()).unwrap());
             }
             ids
         })
@@ -213,107 +185,25 @@ async fn vestas_machine_id_table_is_read_as_its_provider_leaves_it() {
     }
 }
 
-/// Tinyid's `db.sql`, on MySQL as its script runs, and ported to PostgreSQL.
-fn tinyid_ddl(db: TestDb) -> &'static str {
-    match db {
-        TestDb::MySql => {
-            "CREATE TABLE `tiny_id_info` (
-  `id` bigint(20) NOT NULL AUTO_INCREMENT,
-  `biz_type` varchar(63) NOT NULL DEFAULT '',
-  `begin_id` bigint(20) NOT NULL DEFAULT '0',
-  `max_id` bigint(20) NOT NULL DEFAULT '0',
-  `step` int(11) DEFAULT '0',
-  `delta` int(11) NOT NULL DEFAULT '1',
-  `remainder` int(11) NOT NULL DEFAULT '0',
-  `create_time` timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
-  `update_time` timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
-  `version` bigint(20) NOT NULL DEFAULT '0',
-  PRIMARY KEY (`id`),
-  UNIQUE KEY `uniq_biz_type` (`biz_type`)
-) ENGINE=InnoDB AUTO_INCREMENT=1 DEFAULT CHARSET=utf8;
-CREATE TABLE `tiny_id_token` (
-  `id` int(11) unsigned NOT NULL AUTO_INCREMENT,
-  `token` varchar(255) NOT NULL DEFAULT '',
-  `biz_type` varchar(63) NOT NULL DEFAULT '',
-  `remark` varchar(255) NOT NULL DEFAULT '',
-  `create_time` timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
-  `update_time` timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
-  PRIMARY KEY (`id`)
-) ENGINE=InnoDB AUTO_INCREMENT=1 DEFAULT CHARSET=utf8"
-        }
-        _ => {
-            "CREATE TABLE tiny_id_info (
-  id bigserial PRIMARY KEY,
-  biz_type varchar(63) NOT NULL DEFAULT '' UNIQUE,
-  begin_id bigint NOT NULL DEFAULT 0,
-  max_id bigint NOT NULL DEFAULT 0,
-  step int DEFAULT 0,
-  delta int NOT NULL DEFAULT 1,
-  remainder int NOT NULL DEFAULT 0,
-  create_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
-  update_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
-  version bigint NOT NULL DEFAULT 0
-);
-CREATE TABLE tiny_id_token (
-  id serial PRIMARY KEY,
-  token varchar(255) NOT NULL DEFAULT '',
-  biz_type varchar(63) NOT NULL DEFAULT '',
-  remark varchar(255) NOT NULL DEFAULT '',
-  create_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00',
-  update_time timestamp NOT NULL DEFAULT '2010-01-01 00:00:00'
-)"
-        }
-    }
-}
-
-/// Tinyid's `getNextSegmentId` for `biz`: read the row, move `max_id` under the optimistic
-/// lock; the segment `(old, new]`, or `None` when the biz type is not found ("can not find
-/// biztype").
-async fn tinyid_claim(store: &Store, biz: &str) -> Option<(i64, i64)> {
-    let select = format!(
-        "select id, begin_id, max_id, step, delta, remainder, version from tiny_id_info \
-         where biz_type = '{biz}'"
-    );
-    let row = peer_transaction(store, &[&select]).await.unwrap()[0].clone()?;
-    let (id, max_id, step, version) = (row[0], row[2], row[3], row[6]);
-    let update = format!(
-        "update tiny_id_info set max_id= {}, update_time=now(), version=version+1 where id={id} \
-         and max_id={max_id} and version={version} and biz_type='{biz}'",
-        max_id + step
-    );
-    peer_transaction(store, &[&update]).await.unwrap();
-    Some((max_id, max_id + step))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tinyids_biz_types_move_to_leaf_alloc_above_every_number_it_handed_out() {
     for db in [TestDb::MySql, TestDb::Postgres] {
         let (store, _) = fresh_store(db).await.unwrap();
         run_script(&store, tinyid_ddl(db)).await.unwrap();
-        // db.sql's sample rows and tokens.
-        peer_transaction(
-            &store,
-            &[
-                "INSERT INTO tiny_id_info (id, biz_type, begin_id, max_id, step, delta, remainder, \
-             create_time, update_time, version) VALUES (1, 'test', 1, 1, 100000, 1, 0, \
-             '2018-07-21 23:52:58', '2018-07-22 23:19:27', 1)",
-                "INSERT INTO tiny_id_info (id, biz_type, begin_id, max_id, step, delta, remainder, \
-             create_time, update_time, version) VALUES (2, 'test_odd', 1, 1, 100000, 2, 1, \
-             '2018-07-21 23:52:58', '2018-07-23 00:39:24', 3)",
-                "INSERT INTO tiny_id_token (id, token, biz_type, remark, create_time, update_time) \
-             VALUES (1, '0f673adf80504e2eaa552f5d791b644c', 'test', '1', '2017-12-14 16:36:46', \
-             '2017-12-14 16:36:48')",
-                "INSERT INTO tiny_id_token (id, token, biz_type, remark, create_time, update_time) \
-             VALUES (2, '0f673adf80504e2eaa552f5d791b644c', 'test_odd', '1', \
-             '2017-12-14 16:36:46', '2017-12-14 16:36:48')",
-            ],
-        )
-        .await
-        .unwrap();
+        tinyid_samples(&store).await.unwrap();
         // Tinyid served two segments of `test` and one of `test_odd`.
-        assert_eq!(tinyid_claim(&store, "test").await, Some((1, 100_001)));
-        assert_eq!(tinyid_claim(&store, "test").await, Some((100_001, 200_001)));
-        assert_eq!(tinyid_claim(&store, "test_odd").await, Some((1, 100_001)));
+        assert_eq!(
+            tinyid_claim(&store, "test").await.unwrap(),
+            Some((1, 100_001))
+        );
+        assert_eq!(
+            tinyid_claim(&store, "test").await.unwrap(),
+            Some((100_001, 200_001))
+        );
+        assert_eq!(
+            tinyid_claim(&store, "test_odd").await.unwrap(),
+            Some((1, 100_001))
+        );
         let infos = store.tinyid_infos().await.unwrap().unwrap();
         assert_eq!(infos.len(), 2);
         assert!(infos.iter().all(|i| i.refusal().is_none() && !i.fenced()));
@@ -329,7 +219,7 @@ async fn tinyids_biz_types_move_to_leaf_alloc_above_every_number_it_handed_out()
         );
         assert!(store.adopt_tinyid().await.unwrap().is_empty(), "moved once");
         // A Tinyid server left running finds no such biz type: it claims nothing more.
-        assert_eq!(tinyid_claim(&store, "test").await, None, "{db:?}");
+        assert_eq!(tinyid_claim(&store, "test").await.unwrap(), None, "{db:?}");
         let fenced = store.tinyid_infos().await.unwrap().unwrap();
         assert!(fenced.iter().all(|i| i.fenced()), "{fenced:?}");
         // uidgen's segments start above Tinyid's last number, with its residue.
@@ -379,46 +269,10 @@ async fn a_tinyid_row_uidgen_cannot_continue_is_refused_and_nothing_moves() {
         "rolled back"
     );
     assert_eq!(
-        tinyid_claim(&store, "good").await,
+        tinyid_claim(&store, "good").await.unwrap(),
         Some((500, 510)),
         "not fenced"
     );
-}
-
-/// Leaf's `scripts/leaf_alloc.sql` on MySQL, and ported to PostgreSQL.
-fn leaf_ddl(db: TestDb) -> &'static str {
-    match db {
-        TestDb::MySql => {
-            "CREATE TABLE `leaf_alloc` (
-  `biz_tag` varchar(128)  NOT NULL DEFAULT '',
-  `max_id` bigint(20) NOT NULL DEFAULT '1',
-  `step` int(11) NOT NULL,
-  `description` varchar(256)  DEFAULT NULL,
-  `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
-  PRIMARY KEY (`biz_tag`)
-) ENGINE=InnoDB"
-        }
-        _ => {
-            "CREATE TABLE leaf_alloc (
-  biz_tag varchar(128) NOT NULL DEFAULT '',
-  max_id bigint NOT NULL DEFAULT 1,
-  step int NOT NULL,
-  description varchar(256) DEFAULT NULL,
-  update_time timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP,
-  PRIMARY KEY (biz_tag)
-)"
-        }
-    }
-}
-
-/// Leaf's `updateMaxIdAndGetLeafAlloc` (`IDAllocMapper`): its UPDATE and its SELECT in one
-/// session, committed together; the segment `[max_id - step, max_id)` it then serves.
-async fn leaf_claim(store: &Store, tag: &str) -> std::ops::Range<i64> {
-    let update = format!("UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = '{tag}'");
-    let select = format!("SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = '{tag}'");
-    let rows = peer_transaction(store, &[&update, &select]).await.unwrap();
-    let row = rows[1].as_ref().unwrap();
-    row[1] - row[2]..row[1]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -432,16 +286,11 @@ async fn java_leaf_keeps_working_on_the_leaf_alloc_uidgen_migrated() {
         };
         let bare = Store::connect_with(&url, options).await.unwrap();
         run_script(&bare, leaf_ddl(db)).await.unwrap();
-        peer_transaction(
-            &bare,
-            &[
-                "insert into leaf_alloc(biz_tag, max_id, step, description) \
-             values('leaf-segment-test', 1, 2000, 'Test leaf Segment Mode Get Id')",
-            ],
-        )
-        .await
-        .unwrap();
-        assert_eq!(leaf_claim(&bare, "leaf-segment-test").await, 1..2001);
+        leaf_insert(&bare, "leaf-segment-test", 2000).await.unwrap();
+        assert_eq!(
+            leaf_claim(&bare, "leaf-segment-test").await.unwrap(),
+            1..2001
+        );
         bare.close().await;
 
         // uidgen migrates: leaf_alloc gains delta and remainder (migration 0006).
@@ -469,15 +318,7 @@ async fn java_leaf_keeps_working_on_the_leaf_alloc_uidgen_migrated() {
             "{db:?}: updateMaxIdByCustomStep"
         );
         // Leaf's insert of a new tag (its README's), which names no uidgen column.
-        peer_transaction(
-            &store,
-            &[
-                "insert into leaf_alloc(biz_tag, max_id, step, description) \
-             values('orders', 1, 100, 'Leaf made it')",
-            ],
-        )
-        .await
-        .unwrap();
+        leaf_insert(&store, "orders", 100).await.unwrap();
         assert_eq!(
             store.get_tag("orders").await.unwrap().unwrap().residue,
             uidgen_store::Residue::SINGLE
@@ -489,7 +330,7 @@ async fn java_leaf_keeps_working_on_the_leaf_alloc_uidgen_migrated() {
             tokio::spawn(async move {
                 let mut ranges = Vec::new();
                 for _ in 0..40 {
-                    ranges.push(leaf_claim(&store, "orders").await);
+                    ranges.push(leaf_claim(&store, "orders").await.unwrap());
                 }
                 ranges
             })
