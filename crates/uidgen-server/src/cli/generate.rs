@@ -153,6 +153,12 @@ pub async fn migrate(args: &MigrateArgs) -> anyhow::Result<()> {
         store.redacted_url(),
         store.dialect().name()
     );
+    // Issue 31: migration 0006 alters Leaf's own table, which Java Leaf may still serve.
+    println!(
+        "leaf_alloc keeps Leaf's columns; the delta and remainder uidgen added have defaults \
+         (1, 0), and Java Leaf's statements name their columns, so Leaf keeps working on it \
+         (docs/MIGRATING.md, \"Leaf\")"
+    );
     store.close().await;
     Ok(())
 }

@@ -130,18 +130,13 @@ impl std::fmt::Display for Report {
             ("why no ID repeats", &self.why),
             ("refused", &self.refused),
         ];
-        let mut first = true;
         for (title, lines) in sections {
             if lines.is_empty() {
                 continue;
             }
-            if !first {
-                writeln!(f)?;
-            }
-            first = false;
             writeln!(f, "{title}:")?;
             for line in lines {
-                writeln!(f, "  - {line}")?;
+                writeln!(f, "- {line}")?;
             }
         }
         Ok(())

@@ -122,7 +122,7 @@ pub async fn assess(
         distinct.sort_unstable();
         distinct.dedup();
         report.found.push(format!(
-            "Tinyid's tiny_id_token: {} rows, {} tokens",
+            "Tinyid's tiny_id_token: {} rows of {} distinct tokens",
             tokens.len(),
             distinct.len()
         ));
