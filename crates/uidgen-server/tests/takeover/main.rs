@@ -12,6 +12,7 @@ mod common;
 
 mod baidu;
 mod leaf;
+mod refusals;
 mod sharded;
 mod tinyid;
 mod vesta;
