@@ -353,6 +353,14 @@ const DELETE_APP: Sql = Sql {
     postgres: "DELETE FROM id_alloc WHERE app_id = $1",
 };
 
+/// The app's rows leave `id_alloc_exclusive` with it: rows created again under its id start
+/// the original's way, at 0.
+const DELETE_APP_EXCLUSIVE: Sql = Sql {
+    sqlite: "DELETE FROM id_alloc_exclusive WHERE app_id = ?1",
+    mysql: "DELETE FROM id_alloc_exclusive WHERE app_id = ?",
+    postgres: "DELETE FROM id_alloc_exclusive WHERE app_id = $1",
+};
+
 /// A row as selected by `LIST_ROWS`.
 type RowTuple = (
     i64,
@@ -503,14 +511,27 @@ impl Store {
     /// index 1 and would repeat IDs the old one handed out. Do not re-create an app whose IDs
     /// are still in use, or raise its `max_id` above the old one by hand first.
     pub async fn delete_app(&self, app_id: u8) -> Result<u64> {
-        let affected = run_sql!(
-            self,
-            execute,
-            query(DELETE_APP),
-            [i32::from(app_id)],
-            "deleting an app",
-            then rows_affected
-        );
+        let dialect = self.dialect();
+        let action = "deleting an app";
+        let app = i32::from(app_id);
+        let affected = with_pool!(self, pool, {
+            let mut tx = Session::begin_write(pool, dialect)
+                .await
+                .map_err(|e| self.err(action, e))?;
+            let deleted = sqlx::query(DELETE_APP.get(dialect))
+                .bind(app)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(action, e))?
+                .rows_affected();
+            sqlx::query(DELETE_APP_EXCLUSIVE.get(dialect))
+                .bind(app)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(action, e))?;
+            tx.commit().await.map_err(|e| self.err(action, e))?;
+            deleted
+        });
         Ok(affected)
     }
 

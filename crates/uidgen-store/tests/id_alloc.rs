@@ -308,6 +308,14 @@ per_db! {
         let row = peer_transaction(&store, &older).await.unwrap()[1].clone().unwrap();
         assert_eq!(row[0] - row[1]..row[0], 3001..4001);
         assert_eq!(store.claim_id_segment(5, 0, CEILING).await.unwrap().range(), 4001..5001);
+        // A deleted app's rows leave the list with it.
+        store.create_or_update_app(&AppSpec::new(4, "gone")).await.unwrap();
+        run_script(&store, "INSERT INTO id_alloc_exclusive (app_id, shard_id) VALUES (4, 0)")
+            .await
+            .unwrap();
+        store.delete_app(4).await.unwrap();
+        store.create_or_update_app(&AppSpec::new(4, "again")).await.unwrap();
+        assert!(!store.app(4).await.unwrap().unwrap().shards[0].exclusive);
         // Apps created from now on follow the original.
         store.create_or_update_app(&AppSpec::new(6, "newer")).await.unwrap();
         assert!(!store.app(6).await.unwrap().unwrap().shards[0].exclusive);

@@ -86,6 +86,11 @@ async fn embedded_vesta(
     count: usize,
 ) -> anyhow::Result<Vec<u64>> {
     use uidgen_core::SystemClock;
+    // A store of this container's own leases the same ids in every container of the image.
+    crate::generators::refuse_private_store_in_container(
+        settings,
+        uidgen_worker::ContainerProbe::system(),
+    )?;
     let store = open_store(settings).await?;
     super::takeover::enforce(settings, &store).await?;
     let layout = &settings.layout;
