@@ -214,8 +214,14 @@ async fn next_segment(
     tag = "tinyid",
     params(
         ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        ("batchSize" = Option<i64>, Query, description = "How many IDs: 1 (default) to `batch_cap`"),
-        ("token" = Option<String>, Query, description = "A caller token (asked for when `auth.required` is on)"),
+        (
+            "batchSize" = Option<i64>, Query,
+            description = "How many IDs: 1 (default) to `batch_cap`"
+        ),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
     ),
     responses((
         status = 200,
@@ -244,8 +250,14 @@ pub async fn next_id(
     tag = "tinyid",
     params(
         ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        ("batchSize" = Option<i64>, Query, description = "How many IDs: 1 (default) to `batch_cap`"),
-        ("token" = Option<String>, Query, description = "A caller token (asked for when `auth.required` is on)"),
+        (
+            "batchSize" = Option<i64>, Query,
+            description = "How many IDs: 1 (default) to `batch_cap`"
+        ),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
     ),
     responses((
         status = 200,
@@ -277,7 +289,10 @@ pub async fn next_id_simple(
     tag = "tinyid",
     params(
         ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        ("token" = Option<String>, Query, description = "A caller token (asked for when `auth.required` is on)"),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
     ),
     responses((
         status = 200,
@@ -307,7 +322,10 @@ pub async fn next_segment_id(
     tag = "tinyid",
     params(
         ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        ("token" = Option<String>, Query, description = "A caller token (asked for when `auth.required` is on)"),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
     ),
     responses((
         status = 200,
@@ -331,8 +349,8 @@ pub async fn next_segment_id_simple(
     }
 }
 
-/// `POST /tinyid/id/nextId`: [`next_id`] by `POST`, as Tinyid's client sends it (an empty
-/// form, the parameters in the query).
+/// `POST /tinyid/id/nextId`: [`next_id`] by `POST`, as Tinyid's client sends
+/// it (an empty form, the parameters in the query).
 #[utoipa::path(
     post,
     operation_id = "tinyid_next_id_post",
@@ -340,8 +358,14 @@ pub async fn next_segment_id_simple(
     tag = "tinyid",
     params(
         ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        ("batchSize" = Option<i64>, Query, description = "How many IDs: 1 (default) to `batch_cap`"),
-        ("token" = Option<String>, Query, description = "A caller token (asked for when `auth.required` is on)"),
+        (
+            "batchSize" = Option<i64>, Query,
+            description = "How many IDs: 1 (default) to `batch_cap`"
+        ),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
     ),
     responses((
         status = 200,
@@ -358,8 +382,8 @@ pub async fn next_id_post(
     next_id(State(state), headers, query).await
 }
 
-/// `POST /tinyid/id/nextIdSimple`: [`next_id_simple`] by `POST`, as Tinyid's client sends it (an empty
-/// form, the parameters in the query).
+/// `POST /tinyid/id/nextIdSimple`: [`next_id_simple`] by `POST`, as Tinyid's client sends
+/// it (an empty form, the parameters in the query).
 #[utoipa::path(
     post,
     operation_id = "tinyid_next_id_simple_post",
@@ -367,8 +391,14 @@ pub async fn next_id_post(
     tag = "tinyid",
     params(
         ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        ("batchSize" = Option<i64>, Query, description = "How many IDs: 1 (default) to `batch_cap`"),
-        ("token" = Option<String>, Query, description = "A caller token (asked for when `auth.required` is on)"),
+        (
+            "batchSize" = Option<i64>, Query,
+            description = "How many IDs: 1 (default) to `batch_cap`"
+        ),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
     ),
     responses((
         status = 200,
@@ -386,8 +416,8 @@ pub async fn next_id_simple_post(
     next_id_simple(State(state), headers, query).await
 }
 
-/// `POST /tinyid/id/nextSegmentId`: [`next_segment_id`] by `POST`, as Tinyid's client sends it (an empty
-/// form, the parameters in the query).
+/// `POST /tinyid/id/nextSegmentId`: [`next_segment_id`] by `POST`, as Tinyid's client sends
+/// it (an empty form, the parameters in the query).
 #[utoipa::path(
     post,
     operation_id = "tinyid_next_segment_id_post",
@@ -395,7 +425,10 @@ pub async fn next_id_simple_post(
     tag = "tinyid",
     params(
         ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        ("token" = Option<String>, Query, description = "A caller token (asked for when `auth.required` is on)"),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
     ),
     responses((
         status = 200,
@@ -413,8 +446,8 @@ pub async fn next_segment_id_post(
     next_segment_id(State(state), headers, query).await
 }
 
-/// `POST /tinyid/id/nextSegmentIdSimple`: [`next_segment_id_simple`] by `POST`, as Tinyid's client sends it (an empty
-/// form, the parameters in the query).
+/// `POST /tinyid/id/nextSegmentIdSimple`: [`next_segment_id_simple`] by `POST`, as Tinyid's client sends
+/// it (an empty form, the parameters in the query).
 #[utoipa::path(
     post,
     operation_id = "tinyid_next_segment_id_simple_post",
@@ -422,7 +455,10 @@ pub async fn next_segment_id_post(
     tag = "tinyid",
     params(
         ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        ("token" = Option<String>, Query, description = "A caller token (asked for when `auth.required` is on)"),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
     ),
     responses((
         status = 200,

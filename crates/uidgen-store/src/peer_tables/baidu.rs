@@ -10,8 +10,8 @@
 //! On PostgreSQL and SQLite Baidu's table *is* uidgen's `worker_node` (unquoted names fold to
 //! lower case; SQLite ignores case), so the counter is shared already. On MySQL and MariaDB
 //! (case-sensitive table names on Linux) Baidu's `WORKER_NODE` is a table apart, whose counter
-//! uidgen's `worker_node` does not see: uidgen would take worker 1 again. [`Store::share_baidu_worker_node`]
-//! makes uidgen's `worker_node` a view of Baidu's table, so every uidgen statement that reads or
+//! uidgen's `worker_node` does not see: uidgen would take worker 1 again.
+//! [`Store::share_baidu_worker_node`] makes uidgen's `worker_node` a view of Baidu's table, so every uidgen statement that reads or
 //! inserts `worker_node` works on Baidu's rows and counter (a single-table view is insertable
 //! on MySQL, and the insert id it reports is the base table's).
 
@@ -85,7 +85,8 @@ impl Store {
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
     /// let found = store.baidu_worker_nodes().await?;
     /// if !found.one_counter() {
-    ///     println!("Baidu's WORKER_NODE holds {} rows uidgen does not see", found.legacy.unwrap().rows);
+    ///     let rows = found.legacy.map_or(0, |t| t.rows);
+    ///     println!("Baidu's WORKER_NODE holds {rows} rows uidgen does not see");
     /// }
     /// # Ok(()) }
     /// ```

@@ -6,10 +6,11 @@
 //! holds (`uidgen-zk`'s `assigner/sequence.rs`), so Leaf servers may keep running and starting
 //! beside it; with Leaf's layout and `twepoch`, IDs of two worker ids are never equal. One thing
 //! Leaf does outside ZooKeeper: a Leaf server whose ZooKeeper start fails (ZooKeeper down, or
-//! its node's time check) falls back to `{java.io.tmpdir}/{leaf.name}/leafconf/{port}/workerID.properties`
-//! (`workerID=N`) and runs on `N` without ZooKeeper. Such a file whose id no Leaf node of that
-//! port reserves any more (a node deleted, or reclaimed and taken by uidgen) would put a Leaf
-//! on an id uidgen may hold: the takeover refuses while this host has one.
+//! its node's time check) falls back to
+//! `{java.io.tmpdir}/{leaf.name}/leafconf/{port}/workerID.properties` (`workerID=N`) and runs on
+//! `N` without ZooKeeper. Such a file whose id no Leaf node of that port reserves any more (a
+//! node deleted, or reclaimed and taken by uidgen) would put a Leaf on an id uidgen may hold: the
+//! takeover refuses while this host has one.
 //!
 //! Segments: Leaf and uidgen claim from one `leaf_alloc` the same way (`max_id = max_id + step`
 //! committed, then `[max_id - step, max_id)`), so both may serve one tag at once. The columns
