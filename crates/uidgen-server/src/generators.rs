@@ -218,7 +218,7 @@ pub async fn assigner(
 /// 1 from their own `worker_node` and issued the same IDs (5,000 of 5,000), without a warning.
 /// A store is shared only when configured ([`Settings::store_shared`]); the static, machine
 /// and statefulset assigners refuse the same start by their own rules.
-fn refuse_private_store_in_container(
+pub(crate) fn refuse_private_store_in_container(
     settings: &Settings,
     probe: ContainerProbe,
 ) -> anyhow::Result<()> {

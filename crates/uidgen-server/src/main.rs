@@ -54,6 +54,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{report}");
             report.unique()
         }
+        Command::Takeover(args) => runtime()?.block_on(cli::takeover::run(&args)),
         Command::Bench(args) => match (&args.url, &args.grpc) {
             (Some(url), _) => {
                 let report = runtime()?.block_on(bench::run_http(&args, url))?;

@@ -148,6 +148,7 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     );
     let start = async {
         let store = open_store(&settings).await?;
+        crate::cli::takeover::enforce(&settings, &store).await?;
         let built = match assign_and_pool(&settings, &store, DEFAULT_SPACE).await {
             Ok((built, pool)) => Held { built, pool },
             Err(error) => {

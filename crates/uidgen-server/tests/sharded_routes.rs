@@ -350,7 +350,7 @@ async fn an_exhausted_app_is_409_and_an_empty_queue_503() {
     service.upsert_app(&AppSpec::new(4, "other")).await.unwrap();
     let client = redis::Client::open(redis.as_str()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let lock = format!("{prefix}lock.refill_4_{shard}");
+    let lock = format!("{prefix}lock_4_{shard}");
     let _held = RedisLock::acquire(&mut conn, &lock, Duration::from_secs(30))
         .await
         .unwrap()

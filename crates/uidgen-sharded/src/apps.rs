@@ -17,7 +17,7 @@ pub(crate) struct ShardEntry {
     /// The largest index the shard may hand out: the last whose ID stays at or below
     /// `max_limit_id` when set, never above [`MAX_INDEX`]; `None` when not even index 0 does.
     pub(crate) ceiling: Option<u64>,
-    /// The shard's `max_id` is above its ceiling: no segment can be claimed any more.
+    /// The shard's next index is above its ceiling: no segment can be claimed any more.
     pub(crate) exhausted: bool,
 }
 
@@ -89,9 +89,8 @@ impl AppTable {
             let mut shards = [None; SHARDS as usize];
             for shard in &app.shards {
                 let ceiling = shard_ceiling(app.app_id, shard.shard_id, shard.max_limit_id);
-                let exhausted = u64::try_from(shard.max_id).map_or(true, |max_id| {
-                    ceiling.is_none_or(|ceiling| max_id > ceiling)
-                });
+                let exhausted = u64::try_from(shard.next_index())
+                    .map_or(true, |next| ceiling.is_none_or(|ceiling| next > ceiling));
                 if let Some(slot) = shards.get_mut(usize::from(shard.shard_id)) {
                     *slot = Some(ShardEntry {
                         step: shard.step,

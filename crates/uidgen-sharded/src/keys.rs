@@ -3,13 +3,17 @@
 //! - `{prefix}idList_{app}_{shard}`: a shard's list of indexes (the original's names);
 //! - `{prefix}popped_{app}_{shard}`: the highest index ever popped from that list, its mark
 //!   (see `pop.rs`);
-//! - `{prefix}lock.refill_{app}_{shard}`: the refill lock of one list;
-//! - `{prefix}lock.config`: the lock whose holder deletes the lists of removed apps;
+//! - `{prefix}lock_{app}_{shard}`: the refill lock of one list, the original service's key, so
+//!   that its servers and uidgen's refilling one Redis side by side (a rolling switch) exclude
+//!   each other as the original's servers do among themselves;
+//! - `{prefix}idList_`: the lock whose holder deletes the lists of removed apps (the original's
+//!   config lock, the list prefix itself);
 //! - `{prefix}verified.{run_id}.{replid}`: set once the lists on that server instance were
 //!   purged (see `link.rs`).
 //!
-//! Lock, mark and marker names do not start with `idList_`, so the list pattern never matches
-//! them: a purge deletes lists and keeps their marks.
+//! Mark, refill-lock and marker names do not start with `idList_`, so the list pattern never
+//! matches them; the config lock does (`idList_*` matches `idList_`), and is no list:
+//! [`Keys::parse_list`] is what tells a list, and a purge deletes only what it parses.
 
 /// The key names of one prefix.
 #[derive(Debug, Clone)]
@@ -34,14 +38,14 @@ impl Keys {
         format!("{}popped_{app_id}_{shard}", self.prefix)
     }
 
-    /// The refill lock of one shard's list.
+    /// The refill lock of one shard's list (the original's `lock_{app}_{shard}`).
     pub(crate) fn refill_lock(&self, app_id: u8, shard: u8) -> String {
-        format!("{}lock.refill_{app_id}_{shard}", self.prefix)
+        format!("{}lock_{app_id}_{shard}", self.prefix)
     }
 
-    /// The lock of the removed-app cleanup.
+    /// The lock of the removed-app cleanup (the original's config lock, on the list prefix).
     pub(crate) fn config_lock(&self) -> String {
-        format!("{}lock.config", self.prefix)
+        format!("{}idList_", self.prefix)
     }
 
     /// The marker saying the lists on the server instance `instance` were purged.
@@ -82,7 +86,10 @@ mod tests {
         assert_eq!(keys.popped_mark(7, 63), "id.gen.popped_7_63");
         assert_eq!(keys.parse_list("id.gen.popped_7_63"), None);
         assert_eq!(keys.parse_list("id.gen.idList_7_63"), Some((7, 63)));
-        assert_eq!(keys.parse_list("id.gen.lock.refill_7_63"), None);
+        assert_eq!(keys.refill_lock(7, 63), "id.gen.lock_7_63");
+        assert_eq!(keys.config_lock(), "id.gen.idList_");
+        assert_eq!(keys.parse_list("id.gen.lock_7_63"), None);
+        assert_eq!(keys.parse_list(&keys.config_lock()), None);
         assert_eq!(keys.parse_list("other.idList_7_63"), None);
         assert_eq!(keys.parse_list("id.gen.idList_700_1"), None);
         assert_eq!(keys.list_pattern(), "id.gen.idList_*");

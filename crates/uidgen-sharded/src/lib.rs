@@ -72,6 +72,7 @@ mod pop;
 mod refill;
 mod service;
 mod stats;
+mod survey;
 mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -80,7 +81,7 @@ pub use apps::{AppInfo, largest_id, shard_ceiling};
 pub use error::{Result, ShardedError};
 pub use java_hash::{java_string_hash, shard_of};
 pub use layout::{APP_BITS, INDEX_BITS, MAX_INDEX, SHARD_BITS, SHARDS, ShardedId};
-pub use lock::RedisLock;
+pub use lock::{ORIGINAL_LOCK_TTL, RedisLock};
 pub use options::{
     DEFAULT_KEY_PREFIX, DEFAULT_REDIS_URL, MAX_KEY_PREFIX_LEN, MAX_LOCK_TTL, MIN_LOCK_TTL,
     ShardedOptions,
@@ -88,3 +89,4 @@ pub use options::{
 pub use refill::{RefillOutcome, RefillReport};
 pub use service::ShardedService;
 pub use stats::StatsSnapshot;
+pub use survey::{ListSurvey, survey};

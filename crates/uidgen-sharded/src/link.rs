@@ -350,6 +350,11 @@ impl RedisLink {
                 .arg(SCAN_COUNT)
                 .query_async(conn)
                 .await?;
+            // The pattern also matches the config lock (`idList_`): only lists go.
+            let keys: Vec<String> = keys
+                .into_iter()
+                .filter(|key| self.keys.parse_list(key).is_some())
+                .collect();
             if !keys.is_empty() {
                 let n: u64 = redis::cmd("UNLINK").arg(&keys).query_async(conn).await?;
                 deleted += n;

@@ -14,9 +14,15 @@
 //!   cannot delete the new holder's lock;
 //! - a holder that dies never releases; its lock expires after `ttl`.
 //!
-//! The lock is advisory here: it keeps servers from claiming segments for the same list at
-//! once, which would overfill it. Uniqueness never depends on it (every push is a freshly
-//! claimed segment; see the crate doc).
+//! - a lock the original service left without an expiry (its `SETNX` succeeded and the process
+//!   died before its `EXPIRE`) would block the list for good, beside a running original
+//!   service too: a holder that finds the key held and without an expiry gives it the
+//!   original's 60 s ([`ORIGINAL_LOCK_TTL`]), the expiry its holder meant to set.
+//!
+//! The key names are the original's (`keys.rs`), so its servers and uidgen's exclude each other
+//! while both refill one Redis. The lock is advisory here: it keeps servers from claiming
+//! segments for the same list at once, which would overfill it. Uniqueness never depends on it
+//! (every push is a freshly claimed segment; see the crate doc).
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +40,17 @@ static RELEASE: LazyLock<redis::Script> = LazyLock::new(|| {
     )
 });
 
+/// Gives `KEYS[1]` an expiry of `ARGV[1]` ms if it exists without one: 1 when it did.
+static EXPIRE_IF_NONE: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        "if redis.call('PTTL', KEYS[1]) == -1 then \
+         return redis.call('PEXPIRE', KEYS[1], ARGV[1]) else return 0 end",
+    )
+});
+
+/// How long the original service's locks live (`SETNX`, then `EXPIRE key 60`).
+pub const ORIGINAL_LOCK_TTL: Duration = Duration::from_secs(60);
+
 /// Makes tokens unique within the process even if the random part repeated.
 static TOKENS: AtomicU64 = AtomicU64::new(0);
 
@@ -44,7 +61,7 @@ static TOKENS: AtomicU64 = AtomicU64::new(0);
 /// use std::time::Duration;
 /// use uidgen_sharded::RedisLock;
 /// let ttl = Duration::from_secs(10);
-/// if let Some(lock) = RedisLock::acquire(&mut conn, "id.gen.lock.refill_7_3", ttl).await? {
+/// if let Some(lock) = RedisLock::acquire(&mut conn, "id.gen.lock_7_3", ttl).await? {
 ///     // ... refill ...
 ///     lock.release(&mut conn).await?;
 /// } // not acquired: nothing to release
@@ -74,6 +91,20 @@ impl RedisLock {
             .arg(ttl_ms)
             .query_async(conn)
             .await?;
+        if set.is_none() {
+            let given: i64 = EXPIRE_IF_NONE
+                .key(key)
+                .arg(crate::ShardedOptions::millis(ORIGINAL_LOCK_TTL))
+                .invoke_async(conn)
+                .await?;
+            if given == 1 {
+                tracing::warn!(
+                    key,
+                    "a refill lock without an expiry (a holder died between SETNX and EXPIRE) \
+                     now expires in 60 s"
+                );
+            }
+        }
         Ok(set.map(|_| Self {
             key: key.to_owned(),
             token,

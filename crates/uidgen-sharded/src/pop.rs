@@ -52,7 +52,7 @@ if mark then
   if high == nil then
     return redis.error_reply('uidgen: ' .. KEYS[2] .. ' holds ' .. string.sub(mark, 1, 32) ..
       ', not an index: it is the highest index served from ' .. KEYS[1] ..
-      "; set it to that shard's id_alloc max_id minus 1 and delete the list")
+      "; set it to that shard's id_alloc max_id and delete the list")
   end
 end
 local popped = redis.call('LPOP', KEYS[1], ARGV[1])

@@ -3,7 +3,9 @@
 //!
 //! Why no number is ever pushed twice, whatever the lock does: every push is one segment
 //! claimed from the database right before it (`max_id = max_id + step`, committed before the
-//! push), and segments of a shard never overlap, across threads, processes and servers; the
+//! push; the segment is `max_id - step + 1 ..= max_id`, the original service's), and segments
+//! of a shard never overlap, across threads, processes, servers and the original service's
+//! servers refilling beside ours (which claim and push the same way); the
 //! push is one command, so a segment is never half pushed; and a push that fails, or whose
 //! reply is lost, is never sent again (its segment is skipped). Two servers refilling at once
 //! therefore push two different segments; the lock only keeps them from overfilling a list.
@@ -387,8 +389,9 @@ fn tally(
 }
 
 /// A segment's indexes as the unsigned numbers pushed: `start..end`. Rows start at `max_id`
-/// 1 and only grow, and the claim never starts above [`MAX_INDEX_I64`], so both ends are
-/// positive; a negative end would be a row edited by hand, and is pushed as nothing.
+/// 0 and only grow (a claim starts above it), and the claim never starts above
+/// [`MAX_INDEX_I64`], so both ends are positive; a negative end would be a row edited by hand,
+/// and is pushed as nothing.
 fn indexes(segment: &IdSegment) -> (u64, u64) {
     let range = segment.range();
     let start = u64::try_from(range.start).unwrap_or(0);

@@ -87,7 +87,7 @@ async fn lists_of_removed_apps_are_deleted_by_the_config_lock_holder_only() {
     db.delete_app(30).await.unwrap();
     let mut conn = keys.raw().await;
     // Another server holds the config lock: this one leaves the lists alone.
-    let config_lock = format!("{}lock.config", keys.prefix);
+    let config_lock = format!("{}idList_", keys.prefix);
     let other = held_lock(&mut conn, &config_lock, Duration::from_secs(30)).await;
     service.sync_apps().await.unwrap();
     assert!(!list_contents(&mut conn, &keys.list(30, 0)).await.is_empty());

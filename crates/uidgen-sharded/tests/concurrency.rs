@@ -76,7 +76,7 @@ async fn refills_racing_without_the_lock_push_disjoint_segments() {
     b.sync_apps().await.unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let breaker = {
-        let (stop, lock_key) = (stop.clone(), format!("{}lock.refill_1_0", keys.prefix));
+        let (stop, lock_key) = (stop.clone(), format!("{}lock_1_0", keys.prefix));
         let mut conn = keys.raw().await;
         tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {

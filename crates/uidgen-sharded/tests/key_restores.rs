@@ -164,8 +164,8 @@ async fn lists_restored_key_by_key_into_the_same_server_are_never_served_again()
 
 /// The window the mark leaves: the list *and* its mark written back together. The mark then
 /// lies below numbers already served, so the restored list would serve them again. The
-/// documented action, setting the mark to the shard's `id_alloc.max_id - 1` (above every
-/// number ever pushed), closes it: the restored entries are refused, and nothing repeats.
+/// documented action, setting the mark to the shard's `id_alloc.max_id` (at or above every
+/// number ever pushed, the original service's meaning of `max_id`), closes it: the restored entries are refused, and nothing repeats.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_restored_with_its_mark_is_closed_by_setting_the_mark_from_the_database() {
     let redis = PrivateRedis::start();
@@ -196,7 +196,7 @@ async fn a_list_restored_with_its_mark_is_closed_by_setting_the_mark_from_the_da
 
     // The operator's action (docs/OPERATIONS.md): the mark set from the database.
     let max_id = store.app(APP).await.unwrap().unwrap().shards[0].max_id;
-    send::<()>(&mut conn, redis::cmd("SET").arg(&mark).arg(max_id - 1)).await;
+    send::<()>(&mut conn, redis::cmd("SET").arg(&mark).arg(max_id)).await;
 
     served.extend(take(&service, 0, 2_000, 100).await);
     assert_unique(&mut served, "after the restore of the list and its mark");
@@ -218,7 +218,7 @@ async fn a_mark_that_is_not_a_number_stops_its_list_with_a_clear_error() {
     let message = error.to_string();
     assert!(error.is_service_fault(), "{error:?}");
     assert!(
-        message.contains(&mark) && message.contains("max_id minus 1"),
+        message.contains(&mark) && message.contains("id_alloc max_id and delete the list"),
         "{message}"
     );
     // Other shards are not affected.

@@ -22,7 +22,7 @@ async fn a_server_that_did_not_get_the_lock_never_deletes_it() {
     let (keys, service) = sqlite_service_with_app("lock-busy", 5).await;
     let mut conn = keys.raw().await;
     // Another server holds the refill lock of app 5 shard 3.
-    let lock_key = format!("{}lock.refill_5_3", keys.prefix);
+    let lock_key = format!("{}lock_5_3", keys.prefix);
     let other = held_lock(&mut conn, &lock_key, Duration::from_secs(30)).await;
     // This server wants to refill the same list: it is turned away ...
     assert_eq!(service.refill(5, 3).await.unwrap(), RefillOutcome::Busy);
@@ -68,7 +68,7 @@ async fn a_server_that_did_not_get_the_lock_never_deletes_it() {
 async fn release_deletes_only_the_holders_own_token() {
     let keys = Keyspace::shared("lock-token").await;
     let mut conn = keys.raw().await;
-    let key = format!("{}lock.refill_1_1", keys.prefix);
+    let key = format!("{}lock_1_1", keys.prefix);
     let first = held_lock(&mut conn, &key, Duration::from_secs(30)).await;
     assert!(
         RedisLock::acquire(&mut conn, &key, Duration::from_secs(30))
@@ -96,7 +96,7 @@ async fn release_deletes_only_the_holders_own_token() {
 async fn a_dead_holders_lock_expires() {
     let (keys, service) = sqlite_service_with_app("lock-dead", 6).await;
     let mut conn = keys.raw().await;
-    let key = format!("{}lock.refill_6_0", keys.prefix);
+    let key = format!("{}lock_6_0", keys.prefix);
     // A holder that dies right after taking the lock: it never releases.
     let dead = held_lock(&mut conn, &key, Duration::from_millis(300)).await;
     std::mem::forget(dead);
@@ -124,7 +124,7 @@ async fn a_caller_that_goes_away_mid_refill_leaves_no_lock_behind() {
         let _ = tokio::time::timeout(wait, service.get_in_shard(8, shard)).await;
     }
     let mut conn = keys.raw().await;
-    let pattern = format!("{}lock.*", keys.prefix);
+    let pattern = format!("{}lock_*", keys.prefix);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
     loop {
         let locks: Vec<String> = redis::cmd("KEYS")

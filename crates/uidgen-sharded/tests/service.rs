@@ -255,9 +255,13 @@ async fn indexes_past_49_bits_are_refused() {
     let (_keys, db, service) = sqlite_service_and_store("bits").await;
     app(&service, 2, 100).await;
     let near = MAX_INDEX - 49; // 50 indexes left
+    // max_id is the last index handed out: the next is `near`.
     run_script(
         &db,
-        &format!("UPDATE id_alloc SET max_id = {near} WHERE app_id = 2 AND shard_id = 0"),
+        &format!(
+            "UPDATE id_alloc SET max_id = {} WHERE app_id = 2 AND shard_id = 0",
+            near - 1
+        ),
     )
     .await
     .unwrap();

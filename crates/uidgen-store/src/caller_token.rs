@@ -323,7 +323,49 @@ impl Store {
         let mut random = [0_u8; 32];
         getrandom::fill(&mut random).map_err(|e| StoreError::RandomUnavailable(e.to_string()))?;
         let secret = format!("{CALLER_TOKEN_PREFIX}{}", hex(&random));
-        let hash = hex(&token_hash(&secret));
+        let token = self.insert_token(name, &secret, scopes).await?;
+        Ok(NewCallerToken { token, secret })
+    }
+
+    /// A caller token for a secret another system issued (Tinyid's `tiny_id_token`), so its
+    /// callers keep the token they have: only its SHA-256 is stored, as for every token. `None`
+    /// when a token with this text exists already (it is left as it is); a name already taken
+    /// is [`StoreError::CallerTokenNameTaken`].
+    pub async fn import_caller_token(
+        &self,
+        name: &str,
+        secret: &str,
+        scopes: &TokenScopes,
+    ) -> Result<Option<CallerToken>> {
+        validate_caller_name(name)?;
+        scopes.validate()?;
+        if secret.trim().is_empty() || secret.trim() != secret {
+            return Err(StoreError::InvalidInput(format!(
+                "the token of `{name}` is empty or has surrounding whitespace"
+            )));
+        }
+        let hash = hex(&token_hash(secret));
+        let known: Option<i64> = run_sql!(
+            self,
+            fetch_optional,
+            query_scalar(ID_OF_HASH),
+            [&hash],
+            "looking a caller token up"
+        );
+        if known.is_some() {
+            return Ok(None);
+        }
+        self.insert_token(name, secret, scopes).await.map(Some)
+    }
+
+    /// Insert the row of a token whose text is `secret`, keeping only its hash.
+    async fn insert_token(
+        &self,
+        name: &str,
+        secret: &str,
+        scopes: &TokenScopes,
+    ) -> Result<CallerToken> {
+        let hash = hex(&token_hash(secret));
         let created_ms = now_ms();
         let inserted = crate::store::with_pool!(
             self,
@@ -355,15 +397,12 @@ impl Store {
             [&hash],
             "reading a caller token back"
         );
-        Ok(NewCallerToken {
-            token: CallerToken {
-                id,
-                name: name.to_owned(),
-                scopes: scopes.clone(),
-                created_ms,
-                revoked_at_ms: None,
-            },
-            secret,
+        Ok(CallerToken {
+            id,
+            name: name.to_owned(),
+            scopes: scopes.clone(),
+            created_ms,
+            revoked_at_ms: None,
         })
     }
 

@@ -347,6 +347,11 @@ pub enum StoreError {
     #[error("invalid input: {0}")]
     InvalidInput(String),
 
+    /// A peer's table (Baidu's, Vesta's, Tinyid's) holds what a takeover cannot continue
+    /// without losing uniqueness, or a takeover's step failed; the message says what to do.
+    #[error("takeover refused: {0}")]
+    Takeover(String),
+
     /// A caller token of this name exists (valid or revoked: a name is never reused, so the
     /// metrics labelled by it always mean one token).
     #[error("a caller token named `{0}` exists already; pick another name")]

@@ -1,6 +1,15 @@
 //! The `id_alloc` table (the sharded mode): one row per app and shard; a claim moves `max_id`
-//! forward by the row's step and hands the caller the indexes it skipped, exactly as a
-//! `leaf_alloc` claim does.
+//! forward by the row's step and hands the caller the indexes it passed over.
+//!
+//! `max_id` means what the original sharded service (the seed this table comes from) makes it
+//! mean: the highest index handed out. Its rows start at 0, and a claim that adds `step` hands
+//! out `max_id - step + 1 ..= max_id` (issue 31: reading such a row as Leaf reads `leaf_alloc`,
+//! `max_id .. max_id + step`, handed the original's last index out again). Rows an older uidgen
+//! wrote, which kept `max_id` as the next index to hand out (rows started at 1), are listed in
+//! `id_alloc_exclusive` (migration 0010) and keep that meaning, read and written, so older
+//! servers still running during an upgrade and newer ones never hand out one index twice; a
+//! row read the original's way that was written the other way skips one index, never repeats
+//! one. [`AppShard::next_index`] is the first index the next claim hands out, either way.
 //!
 //! Invariants:
 //! - An app is all 64 of its shard rows: [`Store::create_or_update_app`] writes them in one
@@ -20,9 +29,13 @@
 //!
 //! Every value reaches the database as a bind parameter, never spliced into SQL text.
 
+mod claim;
+
+pub use claim::IdSegment;
+
 use crate::error::{Result, StoreError};
 use crate::session::Session;
-use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
+use crate::store::{Sql, Store, with_pool};
 use crate::url::Dialect;
 use crate::worker_node::{check_len, check_step};
 
@@ -126,12 +139,36 @@ impl AppSpec {
 pub struct AppShard {
     /// The shard, `0..64`.
     pub shard_id: u8,
-    /// The next segment starts here; indexes below it have been handed out.
+    /// The highest index handed out (the original's meaning); for an
+    /// [`exclusive`](Self::exclusive) row, the next index to hand out.
     pub max_id: i64,
+    /// Whether the row is listed in `id_alloc_exclusive`: written by a uidgen from before
+    /// migration 0010, whose `max_id` is an exclusive end.
+    pub exclusive: bool,
     /// How far one claim moves `max_id`.
     pub step: i64,
     /// The largest ID the app may hand out; 0: no limit. See [`index_ceiling`].
     pub max_limit_id: i64,
+}
+
+impl AppShard {
+    /// The first index the shard's next claim hands out: `max_id + 1`, or `max_id` for an
+    /// [`exclusive`](Self::exclusive) row.
+    ///
+    /// ```
+    /// let shard = uidgen_store::AppShard {
+    ///     shard_id: 3,
+    ///     max_id: 1000,
+    ///     exclusive: false,
+    ///     step: 1000,
+    ///     max_limit_id: 0,
+    /// };
+    /// assert_eq!(shard.next_index(), 1001);
+    /// assert_eq!(uidgen_store::AppShard { exclusive: true, ..shard }.next_index(), 1000);
+    /// ```
+    pub fn next_index(&self) -> i64 {
+        self.max_id.saturating_add(i64::from(!self.exclusive))
+    }
 }
 
 /// An app as stored: its shared fields and its shard rows (normally all 64).
@@ -151,89 +188,13 @@ pub struct IdAllocApp {
     pub shards: Vec<AppShard>,
 }
 
-/// A claimed segment of one shard: the caller owns the indexes `[start, end)` and may hand out
-/// those in [`range`](Self::range), which stops at the shard's ceiling.
-///
-/// ```
-/// let segment = uidgen_store::IdSegment { start: 1001, end: 2001, ceiling: 1500 };
-/// assert_eq!(segment.range(), 1001..1501);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IdSegment {
-    /// The first index of the segment (`max_id` before the claim).
-    pub start: i64,
-    /// One past the last index (`max_id` after the claim).
-    pub end: i64,
-    /// The largest index the shard may hand out: the caller's ceiling or the last index whose
-    /// ID stays at or below `max_limit_id` ([`index_ceiling`]), whichever is lower. Indexes
-    /// of the segment above it are skipped, never wrapped.
-    pub ceiling: i64,
-}
-
-impl IdSegment {
-    /// The indexes to hand out: the segment, cut at the ceiling.
-    pub fn range(&self) -> std::ops::Range<i64> {
-        self.start..self.end.min(self.ceiling.saturating_add(1))
-    }
-}
-
-/// The lowest of the caller's ceiling and the index ceiling of the row's `max_limit_id`.
-fn effective_ceiling(caller: i64, max_limit_id: i64, app_id: u8, shard_id: u8) -> i64 {
-    caller.min(index_ceiling(max_limit_id, app_id, shard_id))
-}
-
-// The claim refuses rows whose next segment would start above the ceiling (the caller's, and
-// the index ceiling of `max_limit_id`, as `index_ceiling` computes it: the guard on `low`
-// keeps the division's numerator non-negative, so truncation is the floor; MySQL's `/` is a
-// decimal division, hence `DIV`) or whose `max_id + size` would pass i64::MAX (see leaf_alloc's CLAIM). The
-// size is the row's step, or the caller's `at_least` when larger (bound twice on MySQL, whose
-// `?` are positional): a caller that needs more than one step gets it in one claim.
-const CLAIM: Sql = Sql {
-    sqlite: "UPDATE id_alloc
-             SET max_id = max_id + (CASE WHEN step >= ?4 THEN step ELSE ?4 END),
-                 update_time = CURRENT_TIMESTAMP
-             WHERE app_id = ?1 AND shard_id = ?2 AND max_id <= ?3
-               AND (max_limit_id <= 0
-                    OR (max_limit_id >= shard_id * 256 + app_id
-                        AND max_id <= (max_limit_id - shard_id * 256 - app_id) / 16384))
-               AND max_id <= 9223372036854775807 - (CASE WHEN step >= ?4 THEN step ELSE ?4 END)
-             RETURNING max_id, step, max_limit_id",
-    mysql: "UPDATE id_alloc
-            SET max_id = max_id + (CASE WHEN step >= ? THEN step ELSE ? END),
-                update_time = CURRENT_TIMESTAMP
-            WHERE app_id = ? AND shard_id = ? AND max_id <= ?
-              AND (max_limit_id <= 0
-                   OR (max_limit_id >= shard_id * 256 + app_id
-                       AND max_id <= (max_limit_id - shard_id * 256 - app_id) DIV 16384))
-              AND max_id <= 9223372036854775807 - (CASE WHEN step >= ? THEN step ELSE ? END)",
-    postgres: "UPDATE id_alloc
-               SET max_id = max_id + (CASE WHEN step >= $4 THEN step ELSE $4 END),
-                   update_time = CURRENT_TIMESTAMP
-               WHERE app_id = $1 AND shard_id = $2 AND max_id <= $3
-                 AND (max_limit_id <= 0
-                      OR (max_limit_id >= shard_id * 256 + app_id
-                          AND max_id <= (max_limit_id - shard_id * 256 - app_id) / 16384))
-                 AND max_id <= 9223372036854775807 - (CASE WHEN step >= $4 THEN step ELSE $4 END)
-               RETURNING max_id, CAST(step AS BIGINT) AS step, max_limit_id",
-};
-
-/// The row as it stands: read back after a MySQL claim (no `RETURNING` there; the UPDATE's row
-/// lock keeps it ours), and after a claim that updated nothing, to tell a missing row from an
-/// exhausted one.
-const READ_CLAIM_ROW: Sql = Sql {
-    sqlite: "SELECT max_id, step, max_limit_id FROM id_alloc WHERE app_id = ?1 AND shard_id = ?2",
-    mysql: "SELECT max_id, CAST(step AS SIGNED) AS step, max_limit_id FROM id_alloc
-            WHERE app_id = ? AND shard_id = ?",
-    postgres: "SELECT max_id, CAST(step AS BIGINT) AS step, max_limit_id FROM id_alloc
-               WHERE app_id = $1 AND shard_id = $2",
-};
-
-/// Create a shard row with `max_id` 1, or change the app-wide fields of an existing one
-/// (its `max_id` is never touched: lowering it would repeat indexes).
+/// Create a shard row with `max_id` 0 (the original's init script: nothing handed out yet, the
+/// first claim hands out index 1), or change the app-wide fields of an existing one (its
+/// `max_id` is never touched: lowering it would repeat indexes).
 const UPSERT_SHARD: Sql = Sql {
     sqlite: "INSERT INTO id_alloc (app_id, shard_id, app_name, max_id, step, description,
                                    max_limit_id, create_time, update_time)
-             VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+             VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
              ON CONFLICT (app_id, shard_id) DO UPDATE SET app_name = excluded.app_name,
                  step = excluded.step,
                  description = COALESCE(excluded.description, id_alloc.description),
@@ -241,14 +202,14 @@ const UPSERT_SHARD: Sql = Sql {
                  update_time = CURRENT_TIMESTAMP",
     mysql: "INSERT INTO id_alloc (app_id, shard_id, app_name, max_id, step, description,
                                   max_limit_id, create_time, update_time)
-            VALUES (?, ?, ?, 1, ?, ?, ?, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+            VALUES (?, ?, ?, 0, ?, ?, ?, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
             ON DUPLICATE KEY UPDATE app_name = VALUES(app_name), step = VALUES(step),
                 description = COALESCE(VALUES(description), description),
                 max_limit_id = VALUES(max_limit_id),
                 update_time = CURRENT_TIMESTAMP",
     postgres: "INSERT INTO id_alloc (app_id, shard_id, app_name, max_id, step, description,
                                      max_limit_id, create_time, update_time)
-               VALUES ($1, $2, $3, 1, $4, $5, $6, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+               VALUES ($1, $2, $3, 0, $4, $5, $6, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
                ON CONFLICT (app_id, shard_id) DO UPDATE SET app_name = EXCLUDED.app_name,
                    step = EXCLUDED.step,
                    description = COALESCE(EXCLUDED.description, id_alloc.description),
@@ -261,7 +222,9 @@ const UPSERT_SHARD: Sql = Sql {
 const LIST_ROWS: Sql = Sql {
     sqlite: "SELECT app_id, shard_id, app_name, max_id, step, max_limit_id, description,
                     CAST(strftime('%s', create_time) AS INTEGER) * 1000 AS create_time_ms,
-                    CAST(strftime('%s', update_time) AS INTEGER) * 1000 AS update_time_ms
+                    CAST(strftime('%s', update_time) AS INTEGER) * 1000 AS update_time_ms,
+                    (SELECT COUNT(*) FROM id_alloc_exclusive x
+                     WHERE x.app_id = id_alloc.app_id AND x.shard_id = id_alloc.shard_id)
              FROM id_alloc
              WHERE app_id BETWEEN 0 AND 255 AND shard_id BETWEEN 0 AND 63
                AND (?1 < 0 OR app_id = ?1)
@@ -269,7 +232,9 @@ const LIST_ROWS: Sql = Sql {
     mysql: "SELECT CAST(app_id AS SIGNED), CAST(shard_id AS SIGNED), app_name, max_id,
                    CAST(step AS SIGNED), max_limit_id, description,
                    CAST(UNIX_TIMESTAMP(create_time) * 1000 AS SIGNED) AS create_time_ms,
-                   CAST(UNIX_TIMESTAMP(update_time) * 1000 AS SIGNED) AS update_time_ms
+                   CAST(UNIX_TIMESTAMP(update_time) * 1000 AS SIGNED) AS update_time_ms,
+                   (SELECT COUNT(*) FROM id_alloc_exclusive x
+                    WHERE x.app_id = id_alloc.app_id AND x.shard_id = id_alloc.shard_id)
             FROM id_alloc
             WHERE app_id BETWEEN 0 AND 255 AND shard_id BETWEEN 0 AND 63
               AND (? < 0 OR app_id = ?)
@@ -277,7 +242,9 @@ const LIST_ROWS: Sql = Sql {
     postgres: "SELECT CAST(app_id AS BIGINT), CAST(shard_id AS BIGINT), app_name, max_id,
                       CAST(step AS BIGINT), max_limit_id, description,
                       CAST(EXTRACT(EPOCH FROM create_time) * 1000 AS BIGINT) AS create_time_ms,
-                      CAST(EXTRACT(EPOCH FROM update_time) * 1000 AS BIGINT) AS update_time_ms
+                      CAST(EXTRACT(EPOCH FROM update_time) * 1000 AS BIGINT) AS update_time_ms,
+                      (SELECT COUNT(*) FROM id_alloc_exclusive x
+                       WHERE x.app_id = id_alloc.app_id AND x.shard_id = id_alloc.shard_id)
                FROM id_alloc
                WHERE app_id BETWEEN 0 AND 255 AND shard_id BETWEEN 0 AND 63
                  AND (CAST($1 AS BIGINT) < 0 OR app_id = $1)
@@ -288,6 +255,14 @@ const DELETE_APP: Sql = Sql {
     sqlite: "DELETE FROM id_alloc WHERE app_id = ?1",
     mysql: "DELETE FROM id_alloc WHERE app_id = ?",
     postgres: "DELETE FROM id_alloc WHERE app_id = $1",
+};
+
+/// The app's rows leave `id_alloc_exclusive` with it: rows created again under its id start
+/// the original's way, at 0.
+const DELETE_APP_EXCLUSIVE: Sql = Sql {
+    sqlite: "DELETE FROM id_alloc_exclusive WHERE app_id = ?1",
+    mysql: "DELETE FROM id_alloc_exclusive WHERE app_id = ?",
+    postgres: "DELETE FROM id_alloc_exclusive WHERE app_id = $1",
 };
 
 /// A row as selected by `LIST_ROWS`.
@@ -301,13 +276,24 @@ type RowTuple = (
     Option<String>,
     Option<i64>,
     Option<i64>,
+    i64,
 );
 
 /// Group rows (ordered by app, then shard) into apps.
 fn group_rows(rows: Vec<RowTuple>) -> Result<Vec<IdAllocApp>> {
     let mut apps: Vec<IdAllocApp> = Vec::new();
-    for (app_id, shard_id, app_name, max_id, step, max_limit_id, description, created, updated) in
-        rows
+    for (
+        app_id,
+        shard_id,
+        app_name,
+        max_id,
+        step,
+        max_limit_id,
+        description,
+        created,
+        updated,
+        exclusive,
+    ) in rows
     {
         // The query keeps both within 0-255 and 0-63; a row outside would be a broken query.
         let (Ok(app_id), Ok(shard_id)) = (u8::try_from(app_id), u8::try_from(shard_id)) else {
@@ -318,6 +304,7 @@ fn group_rows(rows: Vec<RowTuple>) -> Result<Vec<IdAllocApp>> {
         let shard = AppShard {
             shard_id,
             max_id,
+            exclusive: exclusive > 0,
             step,
             max_limit_id,
         };
@@ -428,194 +415,34 @@ impl Store {
     /// index 1 and would repeat IDs the old one handed out. Do not re-create an app whose IDs
     /// are still in use, or raise its `max_id` above the old one by hand first.
     pub async fn delete_app(&self, app_id: u8) -> Result<u64> {
-        let affected = run_sql!(
-            self,
-            execute,
-            query(DELETE_APP),
-            [i32::from(app_id)],
-            "deleting an app",
-            then rows_affected
-        );
-        Ok(affected)
-    }
-
-    /// Claim the next segment of one shard: `max_id += step` and the row read back, in one
-    /// transaction. The caller owns `[start, end)` and hands out [`IdSegment::range`], which
-    /// stops at the lowest of `ceiling` (the largest index the caller can represent) and the
-    /// row's `max_limit_id`.
-    ///
-    /// A shard whose next segment would start above that ceiling (or pass `i64::MAX`) is
-    /// [`StoreError::AppShardExhausted`] and is left unchanged; a missing row is
-    /// [`StoreError::UnknownAppShard`].
-    ///
-    /// Cancel safety: dropping the future before it finishes ends the transaction (its
-    /// connection is closed, not pooled), or, if the commit already happened, skips the
-    /// segment; either way no index is handed out twice.
-    ///
-    /// ```no_run
-    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
-    /// use uidgen_store::AppSpec;
-    /// store.create_or_update_app(&AppSpec::new(7, "orders")).await?;
-    /// let first = store.claim_id_segment(7, 0, (1 << 49) - 1).await?;
-    /// let second = store.claim_id_segment(7, 0, (1 << 49) - 1).await?;
-    /// assert_eq!((first.range(), second.range()), (1..1001, 1001..2001));
-    /// # Ok(()) }
-    /// ```
-    pub async fn claim_id_segment(
-        &self,
-        app_id: u8,
-        shard_id: u8,
-        ceiling: i64,
-    ) -> Result<IdSegment> {
-        self.claim_id_segment_at_least(app_id, shard_id, ceiling, 1)
-            .await
-    }
-
-    /// [`claim_id_segment`](Self::claim_id_segment), but a segment of at least `at_least`
-    /// indexes: the row's step, or `at_least` when that is larger (the stored step is
-    /// unchanged). A caller that needs a batch larger than the step gets it in one claim, not
-    /// one claim per step (with a step of 1, a batch of 100,000 took 100,000 round trips).
-    /// The claim is the same single `max_id` increment, so it never overlaps another.
-    ///
-    /// ```no_run
-    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
-    /// use uidgen_store::AppSpec;
-    /// store.create_or_update_app(&AppSpec { step: 10, ..AppSpec::new(7, "orders") }).await?;
-    /// let big = store.claim_id_segment_at_least(7, 0, (1 << 49) - 1, 5000).await?;
-    /// let next = store.claim_id_segment(7, 0, (1 << 49) - 1).await?;
-    /// assert_eq!((big.range(), next.range()), (1..5001, 5001..5011));
-    /// # Ok(()) }
-    /// ```
-    pub async fn claim_id_segment_at_least(
-        &self,
-        app_id: u8,
-        shard_id: u8,
-        ceiling: i64,
-        at_least: i64,
-    ) -> Result<IdSegment> {
-        if at_least < 1 {
-            return Err(StoreError::InvalidInput(format!(
-                "a claim of at least {at_least} indexes: ask for 1 or more"
-            )));
-        }
         let dialect = self.dialect();
-        let action = "claiming an id_alloc segment";
-        let (app, shard) = (i32::from(app_id), i32::from(shard_id));
-        // `Err(row)`: nothing was updated (rolled back); `row` is the row as it stands, if any.
-        // A failed statement or a cancelled claim drops the session, which closes the
-        // connection and so ends the transaction (`session.rs`).
-        type Claimed = std::result::Result<(i64, i64, i64), Option<(i64, i64, i64)>>;
-        let claimed: Claimed = with_pool_returning!(self, pool,
-            mysql => {
-                let mut tx = Session::begin_write(pool, dialect)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let updated = sqlx::query(CLAIM.mysql)
-                    .bind(at_least)
-                    .bind(at_least)
-                    .bind(app)
-                    .bind(shard)
-                    .bind(ceiling)
-                    .bind(at_least)
-                    .bind(at_least)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let row: Option<(i64, i64, i64)> = sqlx::query_as(READ_CLAIM_ROW.mysql)
-                    .bind(app)
-                    .bind(shard)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                match row {
-                    Some(row) if updated.rows_affected() > 0 => {
-                        tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok(row)
-                    }
-                    row => {
-                        tx.rollback().await.map_err(|e| self.err(action, e))?;
-                        Err(row)
-                    }
-                }
-            },
-            returning => {
-                let mut tx = Session::begin_write(pool, dialect)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let row: Option<(i64, i64, i64)> = sqlx::query_as(CLAIM.get(dialect))
-                    .bind(app)
-                    .bind(shard)
-                    .bind(ceiling)
-                    .bind(at_least)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                match row {
-                    Some(row) => {
-                        tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok(row)
-                    }
-                    None => {
-                        let row = sqlx::query_as(READ_CLAIM_ROW.get(dialect))
-                            .bind(app)
-                            .bind(shard)
-                            .fetch_optional(&mut *tx)
-                            .await
-                            .map_err(|e| self.err(action, e))?;
-                        tx.rollback().await.map_err(|e| self.err(action, e))?;
-                        Err(row)
-                    }
-                }
-            }
-        );
-        match claimed {
-            // The size the statement added: the row's step (not changed by a claim, and read
-            // in the claim's own transaction), or `at_least` when larger.
-            Ok((end, step, max_limit_id)) => Ok(IdSegment {
-                start: end - step.max(at_least),
-                end,
-                ceiling: effective_ceiling(ceiling, max_limit_id, app_id, shard_id),
-            }),
-            Err(Some((max_id, step, max_limit_id))) => Err(StoreError::AppShardExhausted {
-                app_id,
-                shard_id,
-                max_id,
-                ceiling: effective_ceiling(ceiling, max_limit_id, app_id, shard_id)
-                    .min(i64::MAX.saturating_sub(step.max(at_least))),
-            }),
-            Err(None) => Err(StoreError::UnknownAppShard { app_id, shard_id }),
-        }
+        let action = "deleting an app";
+        let app = i32::from(app_id);
+        let affected = with_pool!(self, pool, {
+            let mut tx = Session::begin_write(pool, dialect)
+                .await
+                .map_err(|e| self.err(action, e))?;
+            let deleted = sqlx::query(DELETE_APP.get(dialect))
+                .bind(app)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(action, e))?
+                .rows_affected();
+            sqlx::query(DELETE_APP_EXCLUSIVE.get(dialect))
+                .bind(app)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(action, e))?;
+            tx.commit().await.map_err(|e| self.err(action, e))?;
+            deleted
+        });
+        Ok(affected)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{AppSpec, IdSegment, effective_ceiling};
-
-    #[test]
-    fn a_segment_is_cut_at_its_ceiling_never_wrapped() {
-        let whole = IdSegment {
-            start: 1,
-            end: 1001,
-            ceiling: i64::MAX,
-        };
-        assert_eq!(whole.range(), 1..1001);
-        let cut = IdSegment {
-            ceiling: 10,
-            ..whole
-        };
-        assert_eq!(cut.range(), 1..11);
-        assert_eq!(
-            effective_ceiling(1 << 49, 0, 7, 3),
-            1 << 49,
-            "0 is no limit"
-        );
-        // Shard 3 of app 7: index i is the ID i << 14 | 775.
-        assert_eq!(effective_ceiling(1 << 49, 5 << 14 | 775, 7, 3), 5);
-        assert_eq!(effective_ceiling(1 << 49, (5 << 14 | 775) - 1, 7, 3), 4);
-        assert_eq!(effective_ceiling(2, 5 << 14 | 775, 7, 3), 2);
-        assert_eq!(effective_ceiling(1 << 49, 774, 7, 3), -1);
-    }
+    use super::AppSpec;
 
     #[test]
     fn app_specs_are_checked_field_by_field() {

@@ -144,6 +144,39 @@ const UPSERT_TAG: Sql = Sql {
                    update_time = CURRENT_TIMESTAMP",
 };
 
+/// A tag's `max_id` and residue, locked until the takeover that moves Tinyid's biz type onto
+/// it commits (`peer_tables/tinyid.rs`).
+pub(crate) const READ_FOR_ADOPTION: Sql = Sql {
+    sqlite: "SELECT max_id, delta, remainder FROM leaf_alloc WHERE biz_tag = ?1",
+    mysql: "SELECT max_id, CAST(delta AS SIGNED), CAST(remainder AS SIGNED)
+            FROM leaf_alloc WHERE biz_tag = ? FOR UPDATE",
+    postgres: "SELECT max_id, CAST(delta AS BIGINT), CAST(remainder AS BIGINT)
+               FROM leaf_alloc WHERE biz_tag = $1 FOR UPDATE",
+};
+
+/// Raise a tag's `max_id` to where a peer stopped (never lower it).
+pub(crate) const RAISE_FOR_ADOPTION: Sql = Sql {
+    sqlite: "UPDATE leaf_alloc SET max_id = ?1, update_time = CURRENT_TIMESTAMP
+             WHERE biz_tag = ?2 AND max_id < ?1",
+    mysql: "UPDATE leaf_alloc SET max_id = GREATEST(max_id, ?), update_time = CURRENT_TIMESTAMP
+            WHERE biz_tag = ?",
+    postgres: "UPDATE leaf_alloc SET max_id = GREATEST(max_id, $1), update_time = CURRENT_TIMESTAMP
+               WHERE biz_tag = $2",
+};
+
+/// A tag that continues a peer's counter: its next segment starts at `max_id`.
+pub(crate) const INSERT_ADOPTED: Sql = Sql {
+    sqlite: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time, delta,
+                                     remainder)
+             VALUES (?1, ?2, ?3, ?4, CURRENT_TIMESTAMP, ?5, ?6)",
+    mysql: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time, delta,
+                                    remainder)
+            VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP, ?, ?)",
+    postgres: "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time, delta,
+                                       remainder)
+               VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP, $5, $6)",
+};
+
 const DELETE_TAG: Sql = Sql {
     sqlite: "DELETE FROM leaf_alloc WHERE biz_tag = ?1",
     mysql: "DELETE FROM leaf_alloc WHERE biz_tag = ?",

@@ -73,9 +73,11 @@ mod lease_cache;
 mod lease_claim;
 mod lease_guard;
 mod migrate;
+mod peer_tables;
 mod residue;
 mod session;
 mod store;
+mod takeover;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod url;
@@ -101,8 +103,14 @@ pub use leaf_alloc::{
 pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;
 pub use migrate::{Migration, migrations};
+pub use peer_tables::baidu::{
+    BAIDU_TABLE, BaiduWorkerNodes, UIDGEN_ROWS_BEFORE_SHARING, WorkerNodeTable,
+};
+pub use peer_tables::tinyid::{AdoptedTag, TINYID_FENCE, TinyIdInfo, TinyIdToken};
+pub use peer_tables::vesta::{VESTA_TABLE, VestaMachineRow};
 pub use residue::{MAX_DELTA, Residue};
 pub use store::{Store, StoreOptions};
+pub use takeover::{MAX_PEER_LEN, TakeoverRecord};
 pub use url::{Dialect, redact_url};
 pub use worker_lease::{DEFAULT_SPACE, MAX_SPACE_LEN, WorkerLeaseRow, check_space};
 pub use worker_node::{NodeType, WorkerNode};

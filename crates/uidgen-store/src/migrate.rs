@@ -69,6 +69,8 @@ macro_rules! migrations_in {
             migration!($dialect, 6, "0006", "leaf_alloc_residue"),
             migration!($dialect, 7, "0007", "caller_token"),
             migration!($dialect, 8, "0008", "worker_lease_space"),
+            migration!($dialect, 9, "0009", "takeover"),
+            migration!($dialect, 10, "0010", "id_alloc_exclusive"),
         ]
     };
 }
@@ -137,7 +139,8 @@ const HAS_CHECKSUM: Sql = Sql {
 };
 const ADD_CHECKSUM: &str = "ALTER TABLE uidgen_schema_migrations ADD COLUMN checksum VARCHAR(64)";
 
-/// Migrations that add columns, which SQLite and MySQL 8 cannot guard with `IF NOT EXISTS`: the
+/// Migrations that must run once and cannot guard themselves with `IF NOT EXISTS` (SQLite and
+/// MySQL 8 have no `ADD COLUMN IF NOT EXISTS`; 0010 lists the rows present when it runs): the
 /// catalogue query answers non-zero when a DBA already ran the file by hand, and the runner then
 /// only records it (as it does for the idempotent files).
 const ADDS_COLUMNS: &[(i64, Sql)] = &[
@@ -164,6 +167,18 @@ const ADDS_COLUMNS: &[(i64, Sql)] = &[
             postgres: "SELECT COUNT(*) FROM information_schema.columns \
                        WHERE table_schema = current_schema() AND table_name = 'worker_lease' \
                        AND column_name = 'space'",
+        },
+    ),
+    (
+        10,
+        Sql {
+            sqlite: "SELECT COUNT(*) FROM sqlite_master \
+                     WHERE type = 'table' AND name = 'id_alloc_exclusive'",
+            mysql: "SELECT COUNT(*) FROM information_schema.tables \
+                    WHERE table_schema = DATABASE() AND table_name = 'id_alloc_exclusive'",
+            postgres: "SELECT COUNT(*) FROM information_schema.tables \
+                       WHERE table_schema = current_schema() \
+                       AND table_name = 'id_alloc_exclusive'",
         },
     ),
 ];

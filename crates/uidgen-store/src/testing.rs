@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod peers;
 pub mod proxy;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -167,6 +168,53 @@ pub async fn run_script(store: &Store, script: &str) -> Result<()> {
             .map(|_| ())
             .map_err(|e| store.err("running a script", e))
     )
+}
+
+/// Run a peer's statements (Leaf's, Baidu's, Tinyid's, the sharded service's), written out as
+/// the peer sends them with its values in place, in one transaction on one connection of
+/// `store`, and answer each statement's first row as integers (`None` for a statement that
+/// returns no row; a column that is not an integer reads as `i64::MIN`). The transaction is
+/// the peer's own kind (`BEGIN`, on SQLite `BEGIN IMMEDIATE`, as a writer that reads first
+/// must), so a peer's read-then-write claim runs exactly as it would.
+///
+/// ```no_run
+/// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+/// // Leaf's segment claim: its UPDATE, then its SELECT, committed together.
+/// let rows = uidgen_store::testing::peer_transaction(&store, &[
+///     "UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = 'order'",
+///     "SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = 'order'",
+/// ]).await?;
+/// let (max_id, step) = (rows[1].as_ref().unwrap()[1], rows[1].as_ref().unwrap()[2]);
+/// # Ok(()) }
+/// ```
+pub async fn peer_transaction(store: &Store, statements: &[&str]) -> Result<Vec<Option<Vec<i64>>>> {
+    use sqlx::Row;
+    let dialect = store.dialect();
+    let failed = |e| store.err("running a peer's statements", e);
+    crate::store::with_pool!(store, pool, {
+        let mut tx = crate::session::Session::begin_write(pool, dialect)
+            .await
+            .map_err(failed)?;
+        let mut answers = Vec::with_capacity(statements.len());
+        for statement in statements {
+            let statement = sqlx::AssertSqlSafe((*statement).to_owned());
+            let row = sqlx::query(statement)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(failed)?;
+            answers.push(row.map(|row| {
+                (0..row.len())
+                    .map(|i| {
+                        row.try_get::<i64, _>(i)
+                            .or_else(|_| row.try_get::<i32, _>(i).map(i64::from))
+                            .unwrap_or(i64::MIN)
+                    })
+                    .collect()
+            }));
+        }
+        tx.commit().await.map_err(failed)?;
+        Ok(answers)
+    })
 }
 
 /// Every connection of a store's pool, held by a test: while it lives, queries on that store

@@ -38,8 +38,11 @@ per_db! {
         assert_eq!((app.app_id, app.app_name.as_str()), (7, "orders"));
         assert_eq!(app.description.as_deref(), Some("order numbers"));
         assert_eq!(app.shards.len(), 64);
+        // The original service's init: nothing handed out yet, max_id 0.
         assert!(app.shards.iter().enumerate().all(|(i, s)| usize::from(s.shard_id) == i
-            && s.max_id == 1
+            && s.max_id == 0
+            && !s.exclusive
+            && s.next_index() == 1
             && s.step == 1000
             && s.max_limit_id == 0));
         assert!(app.create_time_ms.unwrap() > 1_600_000_000_000);
@@ -76,7 +79,8 @@ per_db! {
         assert_eq!(app.app_name, "b");
         assert_eq!(app.description.as_deref(), Some("first"), "None keeps the description");
         let shard = &app.shards[5];
-        assert_eq!((shard.max_id, shard.step, shard.max_limit_id), (1001, 10, 5000 << 14 | 1283));
+        // max_id is the last index handed out, as the original keeps it.
+        assert_eq!((shard.max_id, shard.step, shard.max_limit_id), (1000, 10, 5000 << 14 | 1283));
         assert_eq!(store.claim_id_segment(3, 5, CEILING).await.unwrap().range(), 1001..1011);
         assert_eq!(store.apps().await.unwrap().len(), 1);
     }
@@ -156,7 +160,7 @@ per_db! {
             "{error:?}"
         );
         // The refused claim left the row alone.
-        assert_eq!(store.app(2).await.unwrap().unwrap().shards[1].max_id, 3001);
+        assert_eq!(store.app(2).await.unwrap().unwrap().shards[1].max_id, 3000);
         // A limit below a shard's lowest ID leaves it nothing: shard 0 of app 2 starts at
         // index 1, ID 16,386.
         store
@@ -240,5 +244,85 @@ per_db! {
             store.claim_id_segment(3, 0, CEILING).await.map(|segment| segment.range())
         })
         .await;
+    }
+}
+
+per_db! {
+    async fn the_original_services_rows_continue_above_its_last_index(db: TestDb) {
+        use uidgen_store::testing::peer_transaction;
+        let (store, _) = fresh_store(db).await.unwrap();
+        // The original's init script: a row per shard at max_id 0 (here shard 3 of app 7).
+        peer_transaction(&store, &[
+            "INSERT INTO id_alloc (app_id, app_name, max_id, shard_id, step, description, \
+             max_limit_id) VALUES (7, 'orders', 0, 3, 1000, 'from the original', 0)",
+        ])
+        .await
+        .unwrap();
+        // Its claim: add the step, read the row back, push max_id - step + 1 ..= max_id.
+        let claim = [
+            "UPDATE id_alloc SET max_id = max_id + step WHERE app_id = 7 AND shard_id = 3",
+            "SELECT max_id, step FROM id_alloc WHERE app_id = 7 AND shard_id = 3",
+        ];
+        let row = peer_transaction(&store, &claim).await.unwrap()[1].clone().unwrap();
+        let original = row[0] - row[1] + 1..row[0] + 1;
+        assert_eq!(original, 1..1001);
+        // uidgen continues above the original's last index (issue 31: index 1000 was handed
+        // out again when uidgen read the row as Leaf's), and the original above uidgen's.
+        let ours = store.claim_id_segment(7, 3, CEILING).await.unwrap().range();
+        assert_eq!(ours, 1001..2001);
+        let row = peer_transaction(&store, &claim).await.unwrap()[1].clone().unwrap();
+        assert_eq!(row[0] - row[1] + 1..row[0] + 1, 2001..3001);
+        assert_eq!(store.claim_id_segment(7, 3, CEILING).await.unwrap().range(), 3001..4001);
+        let shard = &store.app(7).await.unwrap().unwrap().shards[0];
+        assert_eq!((shard.max_id, shard.exclusive, shard.next_index()), (4000, false, 4001));
+    }
+}
+
+per_db! {
+    async fn rows_an_older_uidgen_wrote_continue_exactly_beside_its_servers(db: TestDb) {
+        use uidgen_store::testing::{peer_transaction, run_script};
+        let (store, _) = fresh_store(db).await.unwrap();
+        // The store as an older uidgen left it: migration 0010 not yet applied, and app 5's
+        // rows at max_id 2001, its exclusive end (it handed out 1..2001 of each shard).
+        store.create_or_update_app(&AppSpec::new(5, "older")).await.unwrap();
+        run_script(
+            &store,
+            "DROP TABLE id_alloc_exclusive; \
+             DELETE FROM uidgen_schema_migrations WHERE version = 10; \
+             UPDATE id_alloc SET max_id = 2001 WHERE app_id = 5",
+        )
+        .await
+        .unwrap();
+        // This uidgen starts: the migration lists the rows as they were written.
+        store.migrate().await.unwrap();
+        let app = store.app(5).await.unwrap().unwrap();
+        assert!(app.shards.iter().all(|s| s.exclusive && s.next_index() == 2001), "{app:?}");
+        assert_eq!(store.exclusive_id_alloc_rows().await.unwrap().len(), 64);
+        // It continues exactly, and an older server's claim beside it (its statement: add the
+        // step, hand out max_id - step .. max_id - 1) never overlaps.
+        let older = [
+            "UPDATE id_alloc SET max_id = max_id + step WHERE app_id = 5 AND shard_id = 0",
+            "SELECT max_id, step FROM id_alloc WHERE app_id = 5 AND shard_id = 0",
+        ];
+        assert_eq!(store.claim_id_segment(5, 0, CEILING).await.unwrap().range(), 2001..3001);
+        let row = peer_transaction(&store, &older).await.unwrap()[1].clone().unwrap();
+        assert_eq!(row[0] - row[1]..row[0], 3001..4001);
+        assert_eq!(store.claim_id_segment(5, 0, CEILING).await.unwrap().range(), 4001..5001);
+        // A deleted app's rows leave the list with it.
+        store.create_or_update_app(&AppSpec::new(4, "gone")).await.unwrap();
+        run_script(&store, "INSERT INTO id_alloc_exclusive (app_id, shard_id) VALUES (4, 0)")
+            .await
+            .unwrap();
+        store.delete_app(4).await.unwrap();
+        store.create_or_update_app(&AppSpec::new(4, "again")).await.unwrap();
+        assert!(!store.app(4).await.unwrap().unwrap().shards[0].exclusive);
+        // Apps created from now on follow the original.
+        store.create_or_update_app(&AppSpec::new(6, "newer")).await.unwrap();
+        assert!(!store.app(6).await.unwrap().unwrap().shards[0].exclusive);
+        // Emptied (`uidgen takeover sharded`), every row is read the original's way: the older
+        // row skips one index (5001), never repeats one.
+        assert_eq!(store.clear_exclusive_id_alloc_rows().await.unwrap(), 64);
+        assert_eq!(store.claim_id_segment(5, 0, CEILING).await.unwrap().range(), 5002..6002);
+        assert_eq!(store.claim_id_segment(5, 1, CEILING).await.unwrap().range(), 2002..3002);
     }
 }

@@ -45,6 +45,7 @@ use crate::tree::{NodeData, Tree, parse_forever_name};
 
 mod claim;
 mod offline;
+mod sequence;
 
 /// Where a [`ZkAssignment`]'s worker id came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,6 +308,29 @@ impl ZooKeeperWorkerIdAssigner {
         let tree = Tree::new(options.root());
         let now = self.clock.now_millis();
         crate::namespace::record_loss(&client, options, &tree, now, 0, why).await
+    }
+
+    /// ZooKeeper's sequence counter under `forever/`: the suffix the next sequential node (a
+    /// Java Leaf server's new node) gets, the number of children ever created there, read
+    /// without writing (`cversion` counts creates and deletes, `numChildren` creates minus
+    /// deletes; see `assigner/sequence.rs`). 0 when the namespace has no forever node yet.
+    pub async fn leaf_sequence(&self) -> Result<u64> {
+        let options = &self.options;
+        let client = connect(&options.connect, options.session_timeout).await?;
+        let tree = Tree::new(options.root());
+        match client.get_children(&tree.forever_dir()).await {
+            Ok((_, stat)) => {
+                let changes = u64::try_from(stat.cversion).unwrap_or(0);
+                let children = u64::try_from(stat.num_children).unwrap_or(0);
+                Ok((changes + children) / 2)
+            }
+            Err(zk::Error::NoNode) => Ok(0),
+            Err(source) => Err(zk_error(
+                &options.connect,
+                "reading the forever nodes' sequence counter",
+                source,
+            )),
+        }
     }
 
     /// Every forever node of the namespace with its id and data (for operators and tests).

@@ -78,6 +78,21 @@ pub enum ZkError {
         node: String,
     },
 
+    /// This address's forever node carries the same worker id as another address's node:
+    /// Java Leaf created one while ZooKeeper's sequence counter stood below an id uidgen held
+    /// (a tree from a uidgen before issue 31). Both would stamp one worker id.
+    #[error(
+        "worker id {worker_id} of forever node {node} is also the id of {others:?}, created by          another process (Java Leaf numbering its node with ZooKeeper's sequence counter):          refusing to stamp a worker id another process holds. Stop the process of that node,          then reclaim one of the two (`uidgen zk reclaim`) or delete this node once its          reservation has passed, and start again"
+    )]
+    SequenceTaken {
+        /// The worker id.
+        worker_id: u64,
+        /// This address's node.
+        node: String,
+        /// The other nodes with that id.
+        others: Vec<String>,
+    },
+
     /// A forever node's worker id does not fit the layout's worker field.
     #[error(
         "worker id {id} of forever node {node} exceeds the layout's maximum {max}; widen the \

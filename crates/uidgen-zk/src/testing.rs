@@ -1,5 +1,6 @@
 //! Test support (cargo feature `testing`): a chroot per test on the shared ZooKeeper, a
-//! private ZooKeeper server a test may stop and start, and a proxy that loses a reply.
+//! private ZooKeeper server a test may stop and start, a proxy that loses a reply, and Java
+//! Leaf's ZooKeeper operations ([`JavaLeaf`]).
 //!
 //! Tests never skip a missing ZooKeeper: they fail with a message naming [`ENV_TEST_ZK`].
 
@@ -11,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod java_leaf;
 mod proxy;
+pub use java_leaf::JavaLeaf;
 pub use proxy::ReplyDropper;
 
 /// The variable naming the test ensemble (default `127.0.0.1:2181`).

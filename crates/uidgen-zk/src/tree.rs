@@ -15,7 +15,9 @@
 //! Leaf numbers its forever nodes with ZooKeeper's persistent sequential suffix; we choose the
 //! id ourselves (the lowest free one of the range) and write it in the same ten-digit form, so
 //! the tree reads the same to a Leaf operator, and Leaf's own nodes (which have no `ids` claim)
-//! are read as used ids.
+//! are read as used ids. ZooKeeper's sequence counter is kept above every id we hold
+//! (`assigner/sequence.rs`), so a Leaf server started beside us never numbers its node with
+//! one of them.
 
 use serde::{Deserialize, Serialize};
 

@@ -38,6 +38,12 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
+        if args.worker.is_none()
+            && crate::config::is_vesta(&settings.layout)
+            && let Some(range) = settings.worker.fallback_range
+        {
+            return print_ids(&embedded_vesta(&settings, range, args.count).await?);
+        }
         let built = match args.worker {
             // Without a shared store there is nothing to lease in: the operator's `--worker`.
             Some(_) if !settings.store_shared => {
@@ -50,6 +56,7 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
             // The configured assigner (static, for `--worker`) through the one match.
             _ => {
                 let store = open_store(&settings).await?;
+                super::takeover::enforce(&settings, &store).await?;
                 assign_and_build(&settings, &store).await?
             }
         };
@@ -61,6 +68,72 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
         built.release().await?;
         print_ids(&ids?)
     })
+}
+
+/// How long `uidgen gen`'s lease of an embedded machine id lasts: far longer than a run
+/// takes, and renewed by nobody (it is released at the end, or expires).
+const EMBEDDED_LEASE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `uidgen gen` on a Vesta layout: Vesta's embedded release mode (genMethod 0, the library and
+/// the CLI) takes its machine id from the embedded range, 0-923 (`worker.fallback_range`; Vesta's
+/// `MachineIdsProvider`), not the servers' 924-1023 (issue 31). The id is leased in the store
+/// exactly as a client's fallback id is (`FallbackLeases`: distinct for racing runs, above
+/// where the id's earlier holders stopped) and fenced by that lease and a state file
+/// (`RemoteLease`), then given back with how far this run issued.
+async fn embedded_vesta(
+    settings: &crate::config::Settings,
+    range: uidgen_worker::WorkerIdRange,
+    count: usize,
+) -> anyhow::Result<Vec<u64>> {
+    use uidgen_core::SystemClock;
+    // A store of this container's own leases the same ids in every container of the image.
+    crate::generators::refuse_private_store_in_container(
+        settings,
+        uidgen_worker::ContainerProbe::system(),
+    )?;
+    let store = open_store(settings).await?;
+    super::takeover::enforce(settings, &store).await?;
+    let layout = &settings.layout;
+    let leases = uidgen_store::FallbackLeases::new(store.clone(), range);
+    let grant = leases
+        .claim(layout, "uidgen-gen", EMBEDDED_LEASE)
+        .await
+        .context("cannot lease a machine id of the embedded range (`worker.fallback_range`)")?;
+    let dir = ready_state_dir(settings)?;
+    let lease =
+        uidgen_worker::RemoteLease::start(dir.path(), layout, &grant, Arc::new(SystemClock))
+            .await?
+            .with_context(|| {
+                format!(
+                    "another process holds the state file of machine id {} in {dir}",
+                    grant.worker_id
+                )
+            })?;
+    let lease = Arc::new(lease);
+    let assignment = WorkerAssignment {
+        worker_id: grant.worker_id,
+        kind: uidgen_worker::AssignmentKind::new("embedded"),
+        keeper: None,
+        fence: Some(Arc::clone(&lease) as Arc<dyn uidgen_core::TimeFence>),
+    };
+    let built = build_generator(settings, assignment).await?;
+    let generator = Arc::clone(&built.generator);
+    let ids = tokio::task::spawn_blocking(move || generator.next_ids(count)).await?;
+    // Every unit this run stamped ends by the last ID's unit (one worker id, one generator):
+    // the next holder of the id starts above it.
+    let last = ids.as_ref().ok().and_then(|ids| {
+        ids.iter()
+            .filter_map(|&id| layout.decode(id).ok())
+            .map(|d| d.timestamp_ms)
+            .max()
+    });
+    let unit = layout.unit().millis();
+    let issued = lease.let_go(|| last.map(|ms| ms.saturating_add(unit)))?;
+    leases
+        .release(layout, grant.worker_id, &grant.holder, issued)
+        .await?;
+    store.close().await;
+    Ok(ids?)
 }
 
 fn print_ids(ids: &[u64]) -> anyhow::Result<()> {
@@ -84,6 +157,12 @@ pub async fn migrate(args: &MigrateArgs) -> anyhow::Result<()> {
         "migrated {} ({})",
         store.redacted_url(),
         store.dialect().name()
+    );
+    // Issue 31: migration 0006 alters Leaf's own table, which Java Leaf may still serve.
+    println!(
+        "leaf_alloc keeps Leaf's columns; the delta and remainder uidgen added have defaults \
+         (1, 0), and Java Leaf's statements name their columns, so Leaf keeps working on it \
+         (docs/MIGRATING.md, \"Leaf\")"
     );
     store.close().await;
     Ok(())

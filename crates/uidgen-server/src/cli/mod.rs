@@ -1,7 +1,7 @@
 //! The `uidgen` command line: its arguments, and the code of every subcommand but `serve`'s
 //! lifecycle ([`crate::serve`]): [`generate`] (`gen`, `migrate`, the embedded bench generator),
-//! [`mod@decode`] (`decode`, `make`), [`mod@bench`], [`zk`] (`zk reclaim`, `zk init`, `zk recover`) and [`etcd`]
-//! (`etcd init`, `etcd recover`).
+//! [`mod@decode`] (`decode`, `make`), [`mod@bench`], [`zk`] (`zk reclaim`, `zk init`, `zk recover`), [`etcd`]
+//! (`etcd init`, `etcd recover`) and [`takeover`] (`takeover <peer>`).
 
 use std::path::PathBuf;
 
@@ -9,6 +9,7 @@ pub mod bench;
 pub mod decode;
 pub mod etcd;
 pub mod generate;
+pub mod takeover;
 pub mod zk;
 
 pub use decode::{decode, make};
@@ -52,6 +53,10 @@ pub enum Command {
     Zk(zk::ZkArgs),
     /// The etcd namespace: `uidgen etcd init` (a new one), `uidgen etcd recover` (after a loss).
     Etcd(etcd::EtcdArgs),
+    /// Take over from Baidu, Leaf, Vesta, the sharded service or Tinyid without a repeated ID:
+    /// `uidgen takeover baidu --check` reports, without `--check` it records the decision
+    /// `serve` enforces (docs/MIGRATING.md).
+    Takeover(takeover::TakeoverArgs),
 }
 
 /// Options shared by commands that read the configuration.

@@ -101,6 +101,14 @@ fn bound_parameter(operation: &str, param: &mut Value, limits: &Limits) -> bool 
         ("query", "type") => integer(0, layout.max(FieldKind::Type)),
         ("query", "version") => integer(0, layout.max(FieldKind::Version)),
         ("query", "id") => integer(0, largest_id(layout)),
+        // Leaf's decodeSnowflakeId reads any decimal below 2^63 (and answers `errorMsg` for the
+        // rest, as Leaf does).
+        ("query", "snowflakeId") => integer(0, i64::MAX.unsigned_abs()),
+        // Tinyid's routes: the biz type is a segment tag, `batchSize` a batch, `token` a caller
+        // token's text.
+        ("query", "bizType") => tag(),
+        ("query", "batchSize") => integer(1, limits.batch_cap),
+        ("query", "token") => non_empty(),
         ("query", "layout") => json!({ "type": "string", "enum": layout_names(layout) }),
         // Leaf's segment route calls its tag `key` (the path keeps Leaf's name, and with it the
         // metrics' route label); its snowflake route ignores the key.

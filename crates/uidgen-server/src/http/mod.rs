@@ -13,6 +13,7 @@ mod extract;
 mod fallback;
 mod ids;
 mod integer;
+mod leaf_monitor;
 mod lease;
 mod make;
 mod observe;
@@ -24,6 +25,7 @@ mod shown;
 mod spaces;
 mod starting;
 mod status;
+mod tinyid;
 mod tokens;
 
 use std::sync::Arc;
@@ -120,7 +122,9 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
                 // JSON API.
                 .routes(routes!(ids::batch))
                 .routes(routes!(make::make))
-                .routes(routes!(ids::decode)),
+                .routes(routes!(ids::decode))
+                // Leaf's monitor route that decodes an ID.
+                .routes(routes!(leaf_monitor::decode_snowflake_id)),
             state,
         ))
         .merge(callers::callers_only(
@@ -131,8 +135,22 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
                 .routes(routes!(segments::batch))
                 .routes(routes!(lease::lease_route))
                 // Dated numbers: each day's from the tag's day tag.
-                .routes(routes!(dated::dated)),
+                .routes(routes!(dated::dated))
+                // Leaf's monitor pages.
+                .routes(routes!(leaf_monitor::cache))
+                .routes(routes!(leaf_monitor::db)),
             state,
+        ))
+        // Tinyid's API: its `token` parameter is checked as a caller token by the routes.
+        .routes(routes!(tinyid::next_id, tinyid::next_id_post))
+        .routes(routes!(tinyid::next_id_simple, tinyid::next_id_simple_post))
+        .routes(routes!(
+            tinyid::next_segment_id,
+            tinyid::next_segment_id_post
+        ))
+        .routes(routes!(
+            tinyid::next_segment_id_simple,
+            tinyid::next_segment_id_simple_post
         ))
         // Named ID spaces (`[spaces.<name>]`): the `space` path parameter is scoped.
         .merge(callers::callers_only(

@@ -47,6 +47,7 @@ use super::error::ErrorBody;
         ),
         (name = "leaf", description = "Leaf's routes, answering bare text"),
         (name = "vesta", description = "Vesta's REST routes"),
+        (name = "tinyid", description = "Tinyid's API, its answers' shapes and its `token`"),
         (name = "admin", description = "Behind `Authorization: Bearer <admin_token>`"),
         (name = "operations", description = "Health, readiness, metrics, status"),
         (name = "console", description = "The web console's static files")

@@ -10,6 +10,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod markdown;
+mod migrating;
 
 use std::collections::HashMap;
 use std::path::Path;

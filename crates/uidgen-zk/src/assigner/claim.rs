@@ -22,6 +22,10 @@
 //!   reclaim frees it). The last holder may still be running cut off, but it stops at `R`.
 //! - **A new holder of a reclaimed id**: the tombstone's floor, at least `R` (see
 //!   `reclaim.rs`); a claimant whose clock is behind it is refused before it claims.
+//! - **Java Leaf beside uidgen**: no id is claimed or continued while ZooKeeper's sequence
+//!   counter under `forever/` is at or below it (`sequence.rs`), so a Leaf server started later
+//!   numbers its node above every id uidgen holds, and an id a Leaf node already carries is
+//!   never taken.
 //! - **Any id whose node or tombstone is older than the namespace record, or that has none**:
 //!   at least the namespace record's floor (`namespace.rs`), which covers what ZooKeeper may
 //!   have forgotten; such an id is left alone until the clock can reach it. Every claim's
@@ -75,6 +79,22 @@ impl ZooKeeperWorkerIdAssigner {
             .await?
         {
             Some(reuse) => {
+                // A node from before issue 31 may lie above the sequence counter: raise it, and
+                // refuse an id a Leaf node took meanwhile (`sequence.rs`).
+                super::sequence::keep_ahead(&client, &tree, &options.connect, reuse.worker_id)
+                    .await?;
+                let others = super::sequence::others_with(
+                    &client,
+                    &tree,
+                    &options.connect,
+                    reuse.worker_id,
+                    &reuse.name,
+                )
+                .await?;
+                if !others.is_empty() {
+                    let node = tree.forever(&reuse.name);
+                    return Err(super::sequence::shared(reuse.worker_id, &node, others));
+                }
                 tracing::info!(
                     worker_id = reuse.worker_id,
                     node = %reuse.name,
@@ -329,6 +349,17 @@ impl ZooKeeperWorkerIdAssigner {
                     now,
                     wait_ms,
                 )?;
+                // Java Leaf's next sequential node must not come out as this id: raise the
+                // counter past it first, then look again for a Leaf node made before the raise
+                // (`sequence.rs`).
+                super::sequence::keep_ahead(client, tree, &options.connect, worker_id).await?;
+                if !super::sequence::others_with(client, tree, &options.connect, worker_id, "")
+                    .await?
+                    .is_empty()
+                {
+                    raced = true;
+                    continue;
+                }
                 let name = forever_name(&address, worker_id);
                 let node = tree.forever(&name);
                 // The promise covers the floor too, so that a later start which reads only

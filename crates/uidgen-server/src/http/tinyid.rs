@@ -1,0 +1,477 @@
+//! Tinyid's HTTP API (`IdContronller` under Tinyid's `server.context-path=/tinyid`), so its
+//! clients switch to uidgen by changing a host name: `/tinyid/id/nextId`, `nextIdSimple`,
+//! `nextSegmentId` and `nextSegmentIdSimple`, with `bizType`, `batchSize` and `token` in the
+//! query, by `GET` or `POST` (Tinyid's client posts an empty form).
+//!
+//! A biz type is a segment tag (`uidgen takeover tinyid` moves Tinyid's `tiny_id_info` rows to
+//! `leaf_alloc`, above every number Tinyid handed out): `nextId` takes numbers from the tag's
+//! segments as `/v1/segments/{tag}` does, `nextSegmentId` leases a range of the tag's stored
+//! step as `POST /v1/segments/{tag}/lease` does, shown as Tinyid's `SegmentId` (`(currentId,
+//! maxId]`, of which the client uses the numbers `≡ remainder (mod delta)`).
+//!
+//! The token is Tinyid's `token` parameter (or a bearer token), checked as a caller token when
+//! `auth.required` is on (`uidgen takeover tinyid` imports Tinyid's tokens as caller tokens
+//! allowed the segment routes and their biz types), and not asked for when it is off, as no ID
+//! route asks for one then. Answers keep Tinyid's shapes: `{"data", "code", "message"}` with
+//! code 200, 5 (`token is error`) or 6 (an error), always HTTP 200; the `Simple` routes answer
+//! the bare text, or nothing on any error.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use serde::Serialize;
+use uidgen_store::Residue;
+use utoipa::ToSchema;
+
+use super::extract::QueryParams;
+use super::observe::Issued;
+use super::{ApiError, AppState};
+use crate::service::callers::{Caller, RouteFamily, Scoped, bearer_token};
+use crate::service::segments::{segment_error, service};
+
+/// Tinyid's code for a token it refuses.
+const TOKEN_ERR: i32 = 5;
+/// Tinyid's code for any other failure.
+const SYS_ERR: i32 = 6;
+/// Tinyid's code for success.
+const OK: i32 = 200;
+/// Tinyid's `Constants.LOADING_PERCENT`: a client loads its next segment after this share.
+const LOADING_PERCENT: i64 = 20;
+
+/// Tinyid's `Response`: `data` on success, else a code and a message.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TinyidResponse<T> {
+    /// The IDs, or the segment; `null` on failure.
+    data: Option<T>,
+    /// 200, 5 (token refused) or 6 (failure).
+    code: i32,
+    /// Empty on success.
+    message: String,
+}
+
+impl<T> TinyidResponse<T> {
+    fn ok(data: T) -> Self {
+        Self {
+            data: Some(data),
+            code: OK,
+            message: String::new(),
+        }
+    }
+
+    fn failed(code: i32, message: String) -> Self {
+        Self {
+            data: None,
+            code,
+            message,
+        }
+    }
+}
+
+/// Tinyid's `SegmentId`: the client hands out the numbers of `(currentId, maxId]` that are
+/// `≡ remainder (mod delta)`, and loads its next segment past `loadingId`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TinyidSegment {
+    max_id: i64,
+    loading_id: i64,
+    current_id: i64,
+    delta: i64,
+    remainder: i64,
+}
+
+/// A refused or failed request: Tinyid's code and message.
+type Failure = (i32, String);
+
+fn token_error() -> Failure {
+    (TOKEN_ERR, "token is error".to_owned())
+}
+
+/// The biz type, once the request may use it: Tinyid's `canVisit` (a biz type is needed) and,
+/// while `auth.required` is on, a caller token of `token` (or `Authorization`) allowed the
+/// segment routes and that tag.
+fn visit(
+    state: &AppState,
+    headers: &HeaderMap,
+    query: &QueryParams,
+) -> Result<(String, Option<Arc<Caller>>), Failure> {
+    let biz = query
+        .get("bizType")
+        .filter(|b| !b.is_empty())
+        .ok_or_else(token_error)?;
+    let Some(callers) = state.callers.as_ref().filter(|c| c.required()) else {
+        return Ok((biz.clone(), None));
+    };
+    let token = query.get("token").map(|t| format!("Bearer {t}"));
+    let authorization = token.as_deref().or_else(|| {
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| bearer_token(v).is_some())
+    });
+    let caller = callers
+        .authenticate(authorization)
+        .map_err(|_| token_error())?;
+    caller
+        .check(RouteFamily::Segments, &[Scoped::Tag(biz)])
+        .map_err(|_| token_error())?;
+    caller.counters.requests.inc();
+    Ok((biz.clone(), Some(caller)))
+}
+
+fn failure(error: &ApiError) -> Failure {
+    (SYS_ERR, error.message.clone())
+}
+
+/// `batchSize`: 1 when absent, at most `batch_cap` (Tinyid's `batch.size.max`), none below 1.
+fn batch_size(state: &AppState, query: &QueryParams) -> Result<usize, Failure> {
+    match query.get("batchSize").map(|b| b.trim()) {
+        None | Some("") => Ok(1),
+        Some(raw) => raw
+            .parse::<i64>()
+            .map(|n| usize::try_from(n).unwrap_or(0).min(state.batch_cap))
+            .map_err(|_| (SYS_ERR, format!("batchSize {raw:?} is not a number"))),
+    }
+}
+
+/// The IDs of one `nextId`.
+async fn next_ids(
+    state: &AppState,
+    headers: &HeaderMap,
+    query: &QueryParams,
+) -> Result<Vec<i64>, Failure> {
+    let (biz, caller) = visit(state, headers, query)?;
+    let count = batch_size(state, query)?;
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let service = service(state).map_err(|e| failure(&e))?;
+    let ids = service
+        .get_batch_async(&biz, count)
+        .await
+        .map_err(|e| failure(&segment_error(e)))?;
+    if let Some(caller) = caller {
+        caller.counters.ids.inc_by(ids.len() as u64);
+    }
+    Ok(ids)
+}
+
+/// One `nextSegmentId`: a range of the tag's stored step, leased.
+async fn next_segment(
+    state: &AppState,
+    headers: &HeaderMap,
+    query: &QueryParams,
+) -> Result<TinyidSegment, Failure> {
+    let (biz, _) = visit(state, headers, query)?;
+    let store = state
+        .callers
+        .as_ref()
+        .map(|c| c.store().clone())
+        .ok_or_else(|| (SYS_ERR, "this server has no store to lease from".to_owned()))?;
+    let row = store
+        .get_tag(&biz)
+        .await
+        .map_err(|e| failure(&segment_error(e.into())))?
+        .ok_or_else(|| (SYS_ERR, format!("can not find biztype:{biz}")))?;
+    let size = u64::try_from(row.step).unwrap_or(1);
+    let range = if row.residue == Residue::SINGLE {
+        let lease = crate::service::lease(state, &biz, size, "http")
+            .await
+            .map_err(|e| failure(&e))?;
+        lease.start..lease.end
+    } else {
+        // A biz type Tinyid served with its own delta and remainder (`test_odd`): the client
+        // hands out only that residue of the segment, as Tinyid's does, so the segment is
+        // claimed whole from this store. A tag of a segment group is served by the group's
+        // databases only.
+        let service = service(state).map_err(|e| failure(&e))?;
+        if service.groups().await.iter().any(|g| g.tags.contains(&biz)) {
+            return Err((SYS_ERR, format!("biz type {biz} is a segment group's tag")));
+        }
+        let claim = store
+            .claim_segment_with_step(&biz, row.step)
+            .await
+            .map_err(|e| failure(&segment_error(e.into())))?;
+        claim.range()
+    };
+    // Tinyid's segments are (currentId, maxId]; ours are [start, end).
+    let current = range.start - 1;
+    Ok(TinyidSegment {
+        max_id: range.end - 1,
+        loading_id: current + (range.end - range.start) * LOADING_PERCENT / 100,
+        current_id: current,
+        delta: row.residue.delta,
+        remainder: row.residue.remainder,
+    })
+}
+
+/// `/tinyid/id/nextId?bizType=&batchSize=&token=` (Tinyid): `batchSize` IDs of the biz type.
+#[utoipa::path(
+    get,
+    operation_id = "tinyid_next_id",
+    path = "/tinyid/id/nextId",
+    tag = "tinyid",
+    params(
+        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
+        (
+            "batchSize" = Option<i64>, Query,
+            description = "How many IDs: 1 (default) to `batch_cap`"
+        ),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
+    ),
+    responses((
+        status = 200,
+        description = "`{data: [ids], code: 200, message: \"\"}`; code 5 for a refused token, 6 \
+            for any failure (with data null)",
+        body = TinyidResponse<Vec<i64>>
+    ))
+)]
+pub async fn next_id(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: QueryParams,
+) -> Issued<Json<TinyidResponse<Vec<i64>>>> {
+    match next_ids(&state, &headers, &query).await {
+        Ok(ids) => Issued(ids.len() as u64, Json(TinyidResponse::ok(ids))),
+        Err((code, message)) => Issued(0, Json(TinyidResponse::failed(code, message))),
+    }
+}
+
+/// `/tinyid/id/nextIdSimple?bizType=&batchSize=&token=` (Tinyid): the IDs as text, separated by
+/// commas; nothing on any error.
+#[utoipa::path(
+    get,
+    operation_id = "tinyid_next_id_simple",
+    path = "/tinyid/id/nextIdSimple",
+    tag = "tinyid",
+    params(
+        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
+        (
+            "batchSize" = Option<i64>, Query,
+            description = "How many IDs: 1 (default) to `batch_cap`"
+        ),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
+    ),
+    responses((
+        status = 200,
+        description = "The IDs separated by commas; empty on any error (Tinyid's)",
+        content_type = "text/plain",
+        body = String,
+        example = "1001,1002,1003"
+    ))
+)]
+pub async fn next_id_simple(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: QueryParams,
+) -> Issued<String> {
+    match next_ids(&state, &headers, &query).await {
+        Ok(ids) => Issued(
+            ids.len() as u64,
+            ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
+        ),
+        Err(_) => Issued(0, String::new()),
+    }
+}
+
+/// `/tinyid/id/nextSegmentId?bizType=&token=` (Tinyid): a segment for the client to hand out.
+#[utoipa::path(
+    get,
+    operation_id = "tinyid_next_segment_id",
+    path = "/tinyid/id/nextSegmentId",
+    tag = "tinyid",
+    params(
+        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
+    ),
+    responses((
+        status = 200,
+        description = "`{data: SegmentId, code: 200, message: \"\"}`: the client hands out the \
+            numbers of (currentId, maxId] that are `≡ remainder (mod delta)`; code 5 for a \
+            refused token, 6 for any failure",
+        body = TinyidResponse<TinyidSegment>
+    ))
+)]
+pub async fn next_segment_id(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: QueryParams,
+) -> Json<TinyidResponse<TinyidSegment>> {
+    Json(match next_segment(&state, &headers, &query).await {
+        Ok(segment) => TinyidResponse::ok(segment),
+        Err((code, message)) => TinyidResponse::failed(code, message),
+    })
+}
+
+/// `/tinyid/id/nextSegmentIdSimple?bizType=&token=` (Tinyid, what its client calls):
+/// `currentId,loadingId,maxId,delta,remainder`; nothing on any error.
+#[utoipa::path(
+    get,
+    operation_id = "tinyid_next_segment_id_simple",
+    path = "/tinyid/id/nextSegmentIdSimple",
+    tag = "tinyid",
+    params(
+        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
+    ),
+    responses((
+        status = 200,
+        description = "`currentId,loadingId,maxId,delta,remainder`; empty on any error (Tinyid's)",
+        content_type = "text/plain",
+        body = String,
+        example = "200001,220001,300001,1,0"
+    ))
+)]
+pub async fn next_segment_id_simple(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: QueryParams,
+) -> String {
+    match next_segment(&state, &headers, &query).await {
+        Ok(s) => format!(
+            "{},{},{},{},{}",
+            s.current_id, s.loading_id, s.max_id, s.delta, s.remainder
+        ),
+        Err(_) => String::new(),
+    }
+}
+
+/// `POST /tinyid/id/nextId`: [`next_id`] by `POST`, as Tinyid's client sends
+/// it (an empty form, the parameters in the query).
+#[utoipa::path(
+    post,
+    operation_id = "tinyid_next_id_post",
+    path = "/tinyid/id/nextId",
+    tag = "tinyid",
+    params(
+        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
+        (
+            "batchSize" = Option<i64>, Query,
+            description = "How many IDs: 1 (default) to `batch_cap`"
+        ),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
+    ),
+    responses((
+        status = 200,
+        description = "`{data: [ids], code: 200, message: \"\"}`; code 5 for a refused token, 6 \
+            for any failure (with data null)",
+        body = TinyidResponse<Vec<i64>>
+    ))
+)]
+pub async fn next_id_post(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: QueryParams,
+) -> Issued<Json<TinyidResponse<Vec<i64>>>> {
+    next_id(State(state), headers, query).await
+}
+
+/// `POST /tinyid/id/nextIdSimple`: [`next_id_simple`] by `POST`, as Tinyid's client sends
+/// it (an empty form, the parameters in the query).
+#[utoipa::path(
+    post,
+    operation_id = "tinyid_next_id_simple_post",
+    path = "/tinyid/id/nextIdSimple",
+    tag = "tinyid",
+    params(
+        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
+        (
+            "batchSize" = Option<i64>, Query,
+            description = "How many IDs: 1 (default) to `batch_cap`"
+        ),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
+    ),
+    responses((
+        status = 200,
+        description = "The IDs separated by commas; empty on any error (Tinyid's)",
+        content_type = "text/plain",
+        body = String,
+        example = "1001,1002,1003"
+    ))
+)]
+pub async fn next_id_simple_post(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: QueryParams,
+) -> Issued<String> {
+    next_id_simple(State(state), headers, query).await
+}
+
+/// `POST /tinyid/id/nextSegmentId`: [`next_segment_id`] by `POST`, as Tinyid's client sends
+/// it (an empty form, the parameters in the query).
+#[utoipa::path(
+    post,
+    operation_id = "tinyid_next_segment_id_post",
+    path = "/tinyid/id/nextSegmentId",
+    tag = "tinyid",
+    params(
+        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
+    ),
+    responses((
+        status = 200,
+        description = "`{data: SegmentId, code: 200, message: \"\"}`: the client hands out the \
+            numbers of (currentId, maxId] that are `≡ remainder (mod delta)`; code 5 for a \
+            refused token, 6 for any failure",
+        body = TinyidResponse<TinyidSegment>
+    ))
+)]
+pub async fn next_segment_id_post(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: QueryParams,
+) -> Json<TinyidResponse<TinyidSegment>> {
+    next_segment_id(State(state), headers, query).await
+}
+
+/// `POST /tinyid/id/nextSegmentIdSimple`: [`next_segment_id_simple`] by `POST`, as Tinyid's client sends
+/// it (an empty form, the parameters in the query).
+#[utoipa::path(
+    post,
+    operation_id = "tinyid_next_segment_id_simple_post",
+    path = "/tinyid/id/nextSegmentIdSimple",
+    tag = "tinyid",
+    params(
+        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
+        (
+            "token" = Option<String>, Query,
+            description = "A caller token (asked for when `auth.required` is on)"
+        ),
+    ),
+    responses((
+        status = 200,
+        description = "`currentId,loadingId,maxId,delta,remainder`; empty on any error (Tinyid's)",
+        content_type = "text/plain",
+        body = String,
+        example = "200001,220001,300001,1,0"
+    ))
+)]
+pub async fn next_segment_id_simple_post(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: QueryParams,
+) -> String {
+    next_segment_id_simple(State(state), headers, query).await
+}
