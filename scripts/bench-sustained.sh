@@ -112,11 +112,22 @@ wait_tcp() { # port
   die "nothing listens on 127.0.0.1:$1"
 }
 
+# What uidgen takes for a container (crates/uidgen-worker/src/container.rs, in short).
+in_container() {
+  [ -e /.dockerenv ] || [ -e /run/.containerenv ] || [ -n "${container:-}" ]
+}
+
 started=""
 start_uidgen() { # name http-port grpc-port state-home [store-url]
   mkdir -p "$4"
   local env=(XDG_STATE_HOME="$4" TOKIO_WORKER_THREADS=1)
-  [ -n "${5:-}" ] && env+=(UIDGEN_STORE="$5")
+  if [ -n "${5:-}" ]; then
+    env+=(UIDGEN_STORE="$5")
+  elif in_container; then
+    # In a container the zero-config store is refused unless this is stated to be the only
+    # instance (issue 36): the one key a default start here needs.
+    env+=(UIDGEN_WORKER_SINGLE_INSTANCE=true)
+  fi
   env "${env[@]}" "$uidgen" serve --listen "127.0.0.1:$2" --grpc-listen "127.0.0.1:$3" \
     >>"$OUT_DIR/logs/$1.log" 2>&1 &
   started=$!
