@@ -173,11 +173,11 @@ fn bound_body(name: &str, schema: &mut Value, limits: &Limits) {
     };
     // Tinyid's answers hold `data: null` on failure; utoipa leaves a generic `Option` field
     // of these instances without its `null`.
-    if name.starts_with("TinyidResponse") {
-        if let Some(data) = properties.get_mut("data") {
-            let kind = data["type"].take();
-            data["type"] = json!([kind, "null"]);
-        }
+    if name.starts_with("TinyidResponse")
+        && let Some(data) = properties.get_mut("data")
+    {
+        let kind = data["type"].take();
+        data["type"] = json!([kind, "null"]);
     }
     for (field, property) in properties.iter_mut() {
         let bound = match (name, field.as_str()) {
