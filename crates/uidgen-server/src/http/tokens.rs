@@ -44,7 +44,6 @@ pub struct NewToken {
     spaces: Vec<String>,
     /// When the token stops being accepted, ms since the Unix epoch; it must lie in the
     /// future. Absent (and without `ttl_secs`): never.
-    #[schema(minimum = 1)]
     expires_ms: Option<i64>,
     /// When the token stops being accepted, in seconds from now (instead of `expires_ms`).
     #[schema(minimum = 1, maximum = 315_360_000)]
