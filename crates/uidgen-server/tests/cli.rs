@@ -315,7 +315,8 @@ fn health_exits_0_while_the_server_is_ready_and_1_with_the_reason_once_it_stoppe
     let unspecified = format!("0.0.0.0:{port}");
     // By --url, by the configured listen address, and by an address on every interface
     // (asked on the loopback), as the image's HEALTHCHECK does with UIDGEN_LISTEN=0.0.0.0:8080.
-    let ways: [(Vec<&str>, Vec<(&str, &str)>); 3] = [
+    type Way<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>);
+    let ways: [Way<'_>; 3] = [
         (vec!["health", "--url", &base], vec![]),
         (vec!["health"], vec![("UIDGEN_LISTEN", addr.as_str())]),
         (
