@@ -350,43 +350,32 @@ impl Callers {
 /// Refuse a start that could serve no ID request: `auth.required` on, no `admin_token` to make
 /// caller tokens with, and no valid (unexpired, unrevoked) token in the store. Tokens imported
 /// from Tinyid (`uidgen takeover tinyid`) are a way in without an admin token, so only the
-/// store's answer decides.
+/// store's answer decides. A start-up check like `takeover::enforce`, so its error is anyhow's.
 pub async fn check_tokens_can_be_made(
     required: bool,
     admin: bool,
     store: &Store,
-) -> Result<(), TokensUnreachable> {
+) -> anyhow::Result<()> {
     if !required || admin {
         return Ok(());
     }
     let now = now_ms();
-    let usable = store
+    let tokens = store
         .active_caller_token_hashes()
-        .await?
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot read the caller tokens: {e}"))?;
+    if tokens
         .iter()
-        .filter(|token| token.expires_ms.is_none_or(|at| at > now))
-        .count();
-    if usable == 0 {
-        return Err(TokensUnreachable::NoWayIn);
+        .all(|token| token.expires_ms.is_some_and(|at| at <= now))
+    {
+        anyhow::bail!(
+            "auth.required = true, but admin_token is unset and the store holds no valid caller \
+             token: no ID request could ever be served. Set admin_token (UIDGEN_ADMIN_TOKEN, at \
+             least 16 characters) to make caller tokens with POST /v1/admin/tokens, or set \
+             auth.required = false (UIDGEN_AUTH_REQUIRED)"
+        );
     }
     Ok(())
-}
-
-/// Why [`check_tokens_can_be_made`] refused a start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokensUnreachable {
-    /// Nothing could ever be served.
-    #[error(
-        "auth.required = true, but admin_token is unset and the store holds no valid caller \
-         token: no ID request could ever be served. Set admin_token (UIDGEN_ADMIN_TOKEN, at \
-         least 16 characters) to make caller tokens with POST /v1/admin/tokens, or set \
-         auth.required = false (UIDGEN_AUTH_REQUIRED)"
-    )]
-    NoWayIn,
-    /// The store could not be asked.
-    #[error("cannot read the caller tokens: {0}")]
-    Store(#[from] uidgen_store::StoreError),
 }
 
 /// The wall clock in ms since the Unix epoch, as tokens' expiries are written (signed, as the
