@@ -201,6 +201,9 @@ impl App {
     pub(super) fn answer(&self, mut request: Request) -> AppFuture {
         let start = Instant::now();
         let table = &self.routes;
+        // Kept only for the access log: the method of most requests is a constant, but an
+        // extension method's clone allocates.
+        let method = table.state.access_log.then(|| request.method().clone());
         let (slot, answered) = match table.patterns.at(request.uri().path()) {
             Ok(found) => (
                 *found.value,
@@ -229,11 +232,21 @@ impl App {
             table: Arc::clone(table),
             slot,
             start,
+            method,
         }
     }
 }
 
 impl RouteTable {
+    /// The metrics of pattern `slot`, made on its first request.
+    fn route_metrics(&self, slot: usize) -> Option<&RouteMetrics> {
+        let slot = self.slots.get(slot)?;
+        Some(
+            slot.metrics
+                .get_or_init(|| self.state.metrics.route(&slot.pattern)),
+        )
+    }
+
     /// The direct answer of pattern `slot` to a request with `method` and `params`, when it
     /// has one (see the module docs for when it has not).
     fn answer_directly(
@@ -283,6 +296,8 @@ pin_project_lite::pin_project! {
         table: Arc<RouteTable>,
         slot: usize,
         start: Instant,
+        // The request's method, when the access log is on.
+        method: Option<Method>,
     }
 }
 
@@ -313,11 +328,11 @@ impl Future for AppFuture {
             },
         };
         let table = &**this.table;
-        if let Some(slot) = table.slots.get(*this.slot) {
-            let metrics = slot
-                .metrics
-                .get_or_init(|| table.state.metrics.route(&slot.pattern));
+        if let Some(metrics) = table.route_metrics(*this.slot) {
             record(&table.state, metrics, this.start, issued, &response);
+            if let Some(method) = this.method.take() {
+                access(&method, metrics, this.start, issued, &response);
+            }
         }
         Poll::Ready(Ok(response))
     }
@@ -345,6 +360,28 @@ fn record(
         None if !response.status().is_success() => state.metrics.error(response.status().as_str()),
         None => {}
     }
+}
+
+/// The access log's line of one request (`log.access`).
+fn access(
+    method: &Method,
+    route: &RouteMetrics,
+    start: &Instant,
+    issued: u64,
+    response: &Response,
+) {
+    let duration_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+    tracing::info!(
+        target: crate::logging::ACCESS_TARGET,
+        method = method.as_str(),
+        route = &*route.name,
+        status = response.status().as_u16(),
+        duration_us,
+        ids = issued,
+        "{method} {} {}",
+        route.name,
+        response.status().as_u16()
+    );
 }
 
 /// A 500 is a bug (error); any other failure with a cause is the service's environment: a lost

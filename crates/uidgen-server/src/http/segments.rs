@@ -323,6 +323,17 @@ pub async fn upsert_tag(
         .upsert_tag(&tag, update.step, update.description.as_deref())
         .await
         .map_err(segment_error)?;
+    // Who: the admin token is the only way in (one identity); what: the row as it now is.
+    tracing::info!(
+        by = "admin token",
+        tag = %row.biz_tag,
+        step = row.step,
+        max_id = row.max_id,
+        description = row.description.as_deref().unwrap_or(""),
+        "admin set the segment tag `{}` (step {})",
+        row.biz_tag,
+        row.step
+    );
     Ok(Json(TagRow {
         tag: row.biz_tag,
         max_id: row.max_id,
