@@ -46,6 +46,7 @@ use tower::Service;
 
 use super::{AppState, ErrorReport, MAX_BODY_BYTES};
 use crate::metrics::RouteMetrics;
+use crate::metrics::waits::{self, RouteWaits};
 
 /// The route label of requests no route matched (the 404 fallback).
 const UNMATCHED: &str = "unmatched";
@@ -221,9 +222,17 @@ impl App {
                 if !request.body().is_end_stream() {
                     DefaultBodyLimit::max(MAX_BODY_BYTES).apply(&mut request);
                 }
+                // The route's waits count under its pattern (the direct answers never wait).
+                let waits = match table.route_metrics(slot) {
+                    Some(route) => Arc::clone(&route.waits),
+                    None => table.state.metrics.route(UNMATCHED).waits,
+                };
                 Answer::Routed {
                     // A clone is one Arc increment: `Service::call` needs the router mutably.
-                    future: ISSUED.scope(Cell::new(0), self.router.clone().call(request)),
+                    future: ISSUED.scope(
+                        Cell::new(0),
+                        waits::scoped(waits, self.router.clone().call(request)),
+                    ),
                 }
             }
         };
@@ -305,7 +314,10 @@ pin_project_lite::pin_project! {
     /// How a request is answered: by the router, or directly (already answered).
     #[project = AnswerProjection]
     enum Answer {
-        Routed { #[pin] future: TaskLocalFuture<Cell<u64>, RouteFuture<Infallible>> },
+        Routed {
+            #[pin]
+            future: TaskLocalFuture<Cell<u64>, TaskLocalFuture<Arc<RouteWaits>, RouteFuture<Infallible>>>,
+        },
         Direct { answered: Option<Answered> },
     }
 }
