@@ -82,7 +82,16 @@ async fn json_lines_access_lines_and_admin_changes_reach_the_log() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(server.wait_for_log("caller token created", std::time::Duration::from_secs(10)));
+    let address = server.grpc.clone().unwrap();
+    let mut grpc = uidgen_proto::v1::id_service_client::IdServiceClient::connect(address)
+        .await
+        .unwrap();
+    grpc.next_id(uidgen_proto::v1::NextIdRequest::default())
+        .await
+        .unwrap();
+    let within = std::time::Duration::from_secs(10);
+    assert!(server.wait_for_log("caller token created", within));
+    assert!(server.wait_for_log("gRPC /uidgen.v1.IdService/NextId ok", within));
     let log = server.log();
     // Every line is one JSON object with the fields at the top level.
     let lines: Vec<serde_json::Value> = log
@@ -101,6 +110,15 @@ async fn json_lines_access_lines_and_admin_changes_reach_the_log() {
     assert_eq!(access["status"], 200);
     assert_eq!(access["ids"], 3);
     assert!(access["duration_us"].is_u64(), "{access}");
+    let peer = access["peer"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no peer: {access}"));
+    assert!(peer.starts_with("127.0.0.1:"), "{access}");
+    let call =
+        find(&|l| l["target"] == "uidgen::access" && l["route"] == "/uidgen.v1.IdService/NextId");
+    let call = call.unwrap_or_else(|| panic!("no access line for NextId:\n{log}"));
+    assert_eq!(call["status"], "ok");
+    assert_eq!(call["ids"], 1);
     let tag = find(&|l| l["tag"] == "logs-test");
     let tag = tag.unwrap_or_else(|| panic!("the tag change was not logged:\n{log}"));
     assert_eq!(tag["level"], "INFO");

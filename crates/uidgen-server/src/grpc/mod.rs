@@ -234,10 +234,34 @@ impl GrpcService {
                         caller.counters.ids.inc_by(issued);
                     }
                 }
+                self.access(route, "ok", start, issued);
                 Ok(Response::new(reply))
             }
-            Err(error) => Err(self.failed(method, &error)),
+            Err(error) => {
+                let status = self.failed(method, &error);
+                self.access(route, status::code_name(status.code()), start, 0);
+                Err(status)
+            }
         }
+    }
+
+    /// The access log's line of one call (`log.access`), as HTTP's has for a request; a
+    /// stream's when it is opened.
+    fn access(&self, route: &GrpcRoute, code: &str, start: std::time::Instant, ids: u64) {
+        if !self.state.access_log {
+            return;
+        }
+        let duration_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+        tracing::info!(
+            target: crate::logging::ACCESS_TARGET,
+            method = "gRPC",
+            route = route.path,
+            status = code,
+            duration_us,
+            ids,
+            "gRPC {} {code}",
+            route.path
+        );
     }
 
     /// Count and log a failed call; the status to answer it with.
@@ -320,7 +344,9 @@ impl IdService for GrpcService {
             Ok(batch) => batch,
             Err(error) => {
                 route.latency.observe(start.elapsed().as_secs_f64());
-                return Err(self.failed("StreamIds", &error));
+                let status = self.failed("StreamIds", &error);
+                self.access(route, status::code_name(status.code()), start, 0);
+                return Err(status);
             }
         };
         self.state.metrics.grpc_call(route.path, "ok");
@@ -331,6 +357,7 @@ impl IdService for GrpcService {
             stream(self.clone(), tx, batch, max_ids, runs, space, caller()),
         ));
         route.latency.observe(start.elapsed().as_secs_f64());
+        self.access(route, "ok", start, 0);
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 

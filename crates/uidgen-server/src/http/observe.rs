@@ -30,6 +30,7 @@
 use std::cell::Cell;
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, ready};
@@ -197,14 +198,25 @@ impl App {
         }
     }
 
-    /// Answer `request` without taking the service mutably: what [`super::GatedApp`] calls on
-    /// the shared instance.
-    pub(super) fn answer(&self, mut request: Request) -> AppFuture {
+    /// Answer `request` without taking the service mutably (as [`answer_from`] with no
+    /// peer known).
+    ///
+    /// [`answer_from`]: Self::answer_from
+    pub(super) fn answer(&self, request: Request) -> AppFuture {
+        self.answer_from(request, None)
+    }
+
+    /// Answer `request`, which came from `peer`: what [`super::GatedApp`] calls on the shared
+    /// instance.
+    pub(super) fn answer_from(&self, mut request: Request, peer: Option<SocketAddr>) -> AppFuture {
         let start = Instant::now();
         let table = &self.routes;
         // Kept only for the access log: the method of most requests is a constant, but an
         // extension method's clone allocates.
-        let method = table.state.access_log.then(|| request.method().clone());
+        let access = table
+            .state
+            .access_log
+            .then(|| (request.method().clone(), peer));
         let (slot, answered) = match table.patterns.at(request.uri().path()) {
             Ok(found) => (
                 *found.value,
@@ -241,7 +253,7 @@ impl App {
             table: Arc::clone(table),
             slot,
             start,
-            method,
+            access,
         }
     }
 }
@@ -305,8 +317,8 @@ pin_project_lite::pin_project! {
         table: Arc<RouteTable>,
         slot: usize,
         start: Instant,
-        // The request's method, when the access log is on.
-        method: Option<Method>,
+        // The request's method and peer, when the access log is on.
+        access: Option<(Method, Option<SocketAddr>)>,
     }
 }
 
@@ -342,8 +354,8 @@ impl Future for AppFuture {
         let table = &**this.table;
         if let Some(metrics) = table.route_metrics(*this.slot) {
             record(&table.state, metrics, this.start, issued, &response);
-            if let Some(method) = this.method.take() {
-                access(&method, metrics, this.start, issued, &response);
+            if let Some((method, peer)) = this.access.take() {
+                access(&method, peer, metrics, this.start, issued, &response);
             }
         }
         Poll::Ready(Ok(response))
@@ -377,6 +389,7 @@ fn record(
 /// The access log's line of one request (`log.access`).
 fn access(
     method: &Method,
+    peer: Option<SocketAddr>,
     route: &RouteMetrics,
     start: &Instant,
     issued: u64,
@@ -390,6 +403,7 @@ fn access(
         status = response.status().as_u16(),
         duration_us,
         ids = issued,
+        peer = peer.map(tracing::field::display),
         "{method} {} {}",
         route.name,
         response.status().as_u16()

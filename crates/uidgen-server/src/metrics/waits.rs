@@ -141,23 +141,10 @@ impl WarnLimiter {
     fn slow(&self, route: &str, waited: Duration) {
         let origin = *self.origin.get_or_init(Instant::now);
         // +1 so that a warning in the first millisecond is not mistaken for "never".
-        let now = u64::try_from(origin.elapsed().as_millis())
+        let now_ms = u64::try_from(origin.elapsed().as_millis())
             .unwrap_or(u64::MAX)
             .saturating_add(1);
-        // Relaxed: a log throttle; a race at worst lets one extra line through or holds one
-        // back, and no other memory is published through it.
-        let last = self.last_ms.load(Ordering::Relaxed);
-        let due = last == 0
-            || now.saturating_sub(last) >= u64::try_from(WARN_EVERY.as_millis()).unwrap_or(0);
-        // Relaxed: as above; the CAS only decides which of racing waiters logs.
-        if due
-            && self
-                .last_ms
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            // Relaxed: a tally for the log line, read and reset by whoever logs.
-            let held_back = self.held_back.swap(0, Ordering::Relaxed);
+        if let Some(held_back) = self.let_through(now_ms) {
             tracing::warn!(
                 route,
                 waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
@@ -165,9 +152,30 @@ impl WarnLimiter {
                 "a caller waited {waited:.1?} for IDs (the ring or segment could not answer \
                  at once; see uidgen_requests_waiting and uidgen_request_wait_seconds)"
             );
+        }
+    }
+
+    /// Whether a warning at `now_ms` (milliseconds since `origin`, at least 1) may be logged:
+    /// `Some` with how many were held back since the last, or `None` (counted as held back).
+    fn let_through(&self, now_ms: u64) -> Option<u64> {
+        let every = u64::try_from(WARN_EVERY.as_millis()).unwrap_or(u64::MAX);
+        // Relaxed: a log throttle; a race at worst lets one extra line through or holds one
+        // back, and no other memory is published through it.
+        let last = self.last_ms.load(Ordering::Relaxed);
+        let due = last == 0 || now_ms.saturating_sub(last) >= every;
+        // Relaxed: as above; the CAS only decides which of racing waiters logs.
+        if due
+            && self
+                .last_ms
+                .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            // Relaxed: a tally for the log line, read and reset by whoever logs.
+            Some(self.held_back.swap(0, Ordering::Relaxed))
         } else {
             // Relaxed: as above.
             self.held_back.fetch_add(1, Ordering::Relaxed);
+            None
         }
     }
 }
@@ -199,7 +207,7 @@ enum WaitState {
     /// Not pending yet.
     Fresh,
     /// Pending, counted.
-    Counting(#[allow(dead_code)] Wait),
+    Counting(#[allow(dead_code, reason = "held for its Drop, which ends the wait")] Wait),
     /// Pending outside any route (the embedded library, a test): nothing to count into.
     Uncounted,
 }
@@ -254,6 +262,17 @@ mod tests {
         registry.register("w", "", wait.clone());
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(text.contains("w_count 1"), "{text}");
+    }
+
+    #[test]
+    fn one_slow_wait_warning_goes_through_per_interval_and_the_rest_are_counted_into_the_next() {
+        let limiter = WarnLimiter::default();
+        let every = u64::try_from(WARN_EVERY.as_millis()).unwrap();
+        assert_eq!(limiter.let_through(1), Some(0));
+        assert_eq!(limiter.let_through(2), None);
+        assert_eq!(limiter.let_through(every), None);
+        assert_eq!(limiter.let_through(1 + every), Some(2));
+        assert_eq!(limiter.let_through(2 + every), None);
     }
 
     #[tokio::test]
