@@ -64,7 +64,7 @@ pub fn filter(value: Option<&str>) -> Result<EnvFilter, LogError> {
         if let Some(near) = almost_a_level(directive) {
             return Err(refuse(format!(
                 "`{directive}` is no level (trace, debug, info, warn, error, off) but reads as \
-                 a target, which would silence every other line; did you mean `{near}`?"
+                 a target, which would silence every other line (did you mean `{near}`?)"
             )));
         }
     }

@@ -134,7 +134,7 @@ pub struct RouteMetrics {
     /// `uidgen_http_request_duration_seconds{route=...}`.
     pub latency: Histogram,
     /// `uidgen_requests_waiting{route=...}` and `uidgen_request_wait_seconds{route=...}`.
-    pub waits: Arc<waits::RouteWaits>,
+    pub waits: &'static waits::RouteWaits,
     /// `uidgen_ids_issued_total{route=...}`, created by the route's first ID: a route that
     /// issues nothing (`/healthz`, `/metrics`) has no series of permanent zeros.
     issued: OnceLock<IssuedCounter>,
@@ -564,7 +564,8 @@ impl Metrics {
     }
 
     /// The metrics of `route` (a route pattern), created if new: the HTTP layer calls this once
-    /// per route and keeps the handles.
+    /// per route and keeps the handles. Each call leaks the route's wait figures
+    /// ([`waits::WaitFamilies::route`]), so call it once per route, not per request.
     ///
     /// ```
     /// let metrics = uidgen_server::metrics::Metrics::new();
@@ -645,7 +646,7 @@ impl Metrics {
     }
 
     /// The latency histogram and wait figures of the gRPC method at `route` (its path), for
-    /// the service to keep.
+    /// the service to keep (once: the wait figures are leaked, as [`Metrics::route`]'s are).
     ///
     /// ```
     /// let metrics = uidgen_server::metrics::Metrics::new();
@@ -656,7 +657,7 @@ impl Metrics {
     ///     r#"uidgen_grpc_request_duration_seconds_count{route="/uidgen.v1.IdService/NextIds"} 1"#
     /// ));
     /// ```
-    pub fn grpc_route(&self, route: &str) -> (Histogram, Arc<waits::RouteWaits>) {
+    pub fn grpc_route(&self, route: &str) -> (Histogram, &'static waits::RouteWaits) {
         let label = RouteLabel {
             route: route.to_owned(),
         };

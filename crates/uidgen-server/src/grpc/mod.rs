@@ -139,7 +139,7 @@ struct GrpcRoute {
     /// The `route` label: the method's path.
     path: &'static str,
     latency: prometheus_client::metrics::histogram::Histogram,
-    waits: Arc<RouteWaits>,
+    waits: &'static RouteWaits,
 }
 
 /// Every method's [`GrpcRoute`].
@@ -223,7 +223,7 @@ impl GrpcService {
     ) -> Result<Response<T>, Status> {
         let route = self.routes.of(method);
         let start = std::time::Instant::now();
-        let answered = waits::scoped(Arc::clone(&route.waits), call).await;
+        let answered = waits::scoped(route.waits, call).await;
         route.latency.observe(start.elapsed().as_secs_f64());
         match answered {
             Ok((reply, issued)) => {
@@ -353,7 +353,7 @@ impl IdService for GrpcService {
         let (tx, rx) = mpsc::channel(STREAM_AHEAD);
         // The stream's batches wait for IDs under the method's route, as a unary call's do.
         tokio::spawn(waits::scoped(
-            Arc::clone(&route.waits),
+            route.waits,
             stream(self.clone(), tx, batch, max_ids, runs, space, caller()),
         ));
         route.latency.observe(start.elapsed().as_secs_f64());

@@ -236,8 +236,8 @@ impl App {
                 }
                 // The route's waits count under its pattern (the direct answers never wait).
                 let waits = match table.route_metrics(slot) {
-                    Some(route) => Arc::clone(&route.waits),
-                    None => table.state.metrics.route(UNMATCHED).waits,
+                    Some(route) => route.waits,
+                    None => waits::WaitFamilies::detached(),
                 };
                 Answer::Routed {
                     // A clone is one Arc increment: `Service::call` needs the router mutably.
@@ -328,7 +328,7 @@ pin_project_lite::pin_project! {
     enum Answer {
         Routed {
             #[pin]
-            future: TaskLocalFuture<Cell<u64>, TaskLocalFuture<Arc<RouteWaits>, RouteFuture<Infallible>>>,
+            future: TaskLocalFuture<Cell<u64>, TaskLocalFuture<&'static RouteWaits, RouteFuture<Infallible>>>,
         },
         Direct { answered: Option<Answered> },
     }

@@ -61,15 +61,29 @@ impl Default for WaitFamilies {
 }
 
 impl WaitFamilies {
-    /// The wait figures of `route` (an HTTP route pattern or a gRPC method path).
-    pub fn route(&self, route: &str) -> Arc<RouteWaits> {
-        Arc::new(RouteWaits {
+    /// The wait figures of `route` (an HTTP route pattern or a gRPC method path), for the
+    /// caller to keep for good.
+    ///
+    /// Leaked, so that a request names its route's figures with a plain reference: with an
+    /// `Arc`, every routed request would pay an increment and a decrement on a count all
+    /// threads share. A server makes one per route pattern and gRPC method, once (the HTTP
+    /// service when a pattern is first asked, the gRPC service when it is built), so what
+    /// stays is bounded by the routing table.
+    pub fn route(&self, route: &str) -> &'static RouteWaits {
+        Box::leak(Box::new(RouteWaits {
             label: RouteLabel {
                 route: route.to_owned(),
             },
             series: OnceLock::new(),
             families: self.clone(),
-        })
+        }))
+    }
+
+    /// Figures that no registry exports: for a request whose route is unknown, which cannot
+    /// happen while the route table holds its `unmatched` entry.
+    pub fn detached() -> &'static RouteWaits {
+        static DETACHED: OnceLock<&'static RouteWaits> = OnceLock::new();
+        DETACHED.get_or_init(|| WaitFamilies::default().route("detached"))
     }
 }
 
@@ -88,11 +102,11 @@ impl RouteWaits {
     }
 
     /// Start counting a caller of this route as waiting, until the guard drops.
-    pub fn begin(self: &Arc<Self>) -> Wait {
+    pub fn begin(&'static self) -> Wait {
         let (waiting, _) = self.series();
         waiting.inc();
         Wait {
-            route: Arc::clone(self),
+            route: self,
             since: Instant::now(),
         }
     }
@@ -111,7 +125,7 @@ impl RouteWaits {
 /// observed in `uidgen_request_wait_seconds` when it drops.
 #[derive(Debug)]
 pub struct Wait {
-    route: Arc<RouteWaits>,
+    route: &'static RouteWaits,
     since: Instant,
 }
 
@@ -183,14 +197,14 @@ impl WarnLimiter {
 tokio::task_local! {
     /// The wait figures of the route whose request this task answers, set by the HTTP service
     /// around a routed request and by the gRPC service around a call.
-    static ROUTE: Arc<RouteWaits>;
+    static ROUTE: &'static RouteWaits;
 }
 
 /// Run `request` as a request of `route`: the waits inside it count under that route.
 pub fn scoped<F: Future>(
-    route: Arc<RouteWaits>,
+    route: &'static RouteWaits,
     request: F,
-) -> tokio::task::futures::TaskLocalFuture<Arc<RouteWaits>, F> {
+) -> tokio::task::futures::TaskLocalFuture<&'static RouteWaits, F> {
     ROUTE.scope(route, request)
 }
 
@@ -235,7 +249,7 @@ impl<F: Future> Future for Waited<F> {
             Poll::Pending => {
                 if matches!(this.wait, WaitState::Fresh) {
                     *this.wait = ROUTE
-                        .try_with(RouteWaits::begin)
+                        .try_with(|route| route.begin())
                         .map_or(WaitState::Uncounted, WaitState::Counting);
                 }
                 Poll::Pending
@@ -252,9 +266,9 @@ mod tests {
     async fn a_future_ready_at_once_is_not_a_wait_and_one_that_pends_is() {
         let families = WaitFamilies::default();
         let route = families.route("/v1/ids");
-        scoped(Arc::clone(&route), waited(async {})).await;
+        scoped(route, waited(async {})).await;
         assert!(route.series.get().is_none(), "a ready future made series");
-        scoped(Arc::clone(&route), waited(tokio::task::yield_now())).await;
+        scoped(route, waited(tokio::task::yield_now())).await;
         let (waiting, wait) = route.series.get().expect("the wait made its series");
         assert_eq!(waiting.get(), 0, "the wait ended");
         let mut text = String::new();
@@ -279,7 +293,7 @@ mod tests {
     async fn a_cancelled_wait_leaves_the_gauge_at_zero() {
         let families = WaitFamilies::default();
         let route = families.route("/genid");
-        let pending = scoped(Arc::clone(&route), waited(std::future::pending::<()>()));
+        let pending = scoped(route, waited(std::future::pending::<()>()));
         let cancelled = tokio::time::timeout(Duration::from_millis(1), pending).await;
         assert!(cancelled.is_err());
         assert_eq!(route.series.get().unwrap().0.get(), 0);
