@@ -126,6 +126,7 @@ async fn json_lines_access_lines_and_admin_changes_reach_the_log() {
     assert_eq!(tag["by"], "admin token");
     let token = find(&|l| l["message"] == "caller token created").unwrap();
     assert_eq!(token["name"], "logs-test");
+    assert_eq!(token["by"], "admin token");
     assert!(!log.contains(&secret), "the token's secret reached the log");
     assert!(!log.contains(ADMIN), "the admin token reached the log");
 }
