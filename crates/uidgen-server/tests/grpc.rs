@@ -625,12 +625,16 @@ async fn the_documented_grpcurl_list_is_what_reflection_lists() {
 /// both channels, every per-route series labelled `route` alike (issue 32).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_show_waiting_callers_build_process_and_grpc_latency_labelled_by_route() {
-    // A ring of one second's IDs (8,192 on `baidu`): a batch larger than that cannot be
+    // A ring of one second's IDs (8,192 on `baidu`) on one worker id (the pool would claim
+    // more under load, each padding into the ring): a batch larger than that cannot be
     // answered from what the ring holds, so its caller waits for the padding, every time.
-    let server =
-        tokio::task::spawn_blocking(|| Server::start(&[], &[("UIDGEN_RING_BOOST_POWER", "0")]))
-            .await
-            .unwrap();
+    let envs = [
+        ("UIDGEN_RING_BOOST_POWER", "0"),
+        ("UIDGEN_WORKER_MAX_IDS", "1"),
+    ];
+    let server = tokio::task::spawn_blocking(move || Server::start(&[], &envs))
+        .await
+        .unwrap();
     let wanted = 20_000;
     let (status, body) = http_get(&server, &format!("/v1/ids?count={wanted}")).await;
     assert_eq!(status, 200, "{body}");
