@@ -33,6 +33,7 @@ pub mod fallback;
 pub mod generators;
 pub mod grpc;
 pub mod http;
+pub mod logging;
 pub mod metrics;
 pub mod serve;
 mod servers;

@@ -6,18 +6,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use uidgen_server::cli::{self, bench};
 use uidgen_server::cli::{Cli, Command};
+use uidgen_server::logging::{self, LogFormat};
 use uidgen_server::serve;
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour only for a person at a terminal; logs piped to files or tests stay plain.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-}
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = || {
@@ -27,9 +17,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     };
     match cli.command {
         Command::Serve(args) => {
-            init_tracing();
+            // The configuration first: it says how to log (`log.format`), and a broken one is
+            // refused on stderr as before, logger or not.
+            let settings = serve::settings(&args)?;
+            logging::init(settings.log.format)?;
             let runtime = runtime()?;
-            let served = runtime.block_on(serve::serve(&args));
+            let served = runtime.block_on(serve::serve(settings));
             // A request abandoned after the shutdown grace may still be generating on the
             // blocking pool; its IDs are refused once the lease is released, so do not wait.
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
@@ -40,11 +33,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gen(args) => cli::gen_ids(&args),
         Command::Migrate(args) => runtime()?.block_on(cli::migrate(&args)),
         Command::Zk(args) => {
-            init_tracing();
+            logging::init(LogFormat::Text)?;
             runtime()?.block_on(cli::zk::run(&args))
         }
         Command::Etcd(args) => {
-            init_tracing();
+            logging::init(LogFormat::Text)?;
             runtime()?.block_on(cli::etcd::run(&args))
         }
         Command::Bench(bench::BenchArgs {

@@ -1,5 +1,14 @@
-//! Prometheus metrics: IDs issued by route, errors by kind, request latency, and the state of the
-//! ring buffer and segments, read when scraped.
+//! Prometheus metrics: IDs issued by route, errors by kind, request latency, callers waiting for
+//! IDs ([`waits`]), the state of the ring buffer and segments, read when scraped, the build and
+//! the process ([`process`]).
+//!
+//! One label scheme: whatever is per route is labelled `route`, whose value is the HTTP route
+//! pattern (`/v1/ids`, `/v1/segments/{tag}`) or the gRPC method's path
+//! (`/uidgen.v1.IdService/NextIds`), never a concrete path or client input. docs/OPERATIONS.md
+//! ("Metrics") lists every metric.
+
+pub mod process;
+pub mod waits;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
@@ -51,8 +60,9 @@ pub struct EventLabel {
 /// Label set of one gRPC call's outcome: the method and its status code, both from fixed lists.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct GrpcCallLabel {
-    /// The method, e.g. `NextId`.
-    pub method: &'static str,
+    /// The method's path, e.g. `/uidgen.v1.IdService/NextId`: the `route` of every other
+    /// per-route metric.
+    pub route: &'static str,
     /// The status code's name, e.g. `ok`, `invalid_argument`.
     pub code: &'static str,
 }
@@ -102,6 +112,17 @@ pub struct CallerCounters {
     pub ids: Counter,
 }
 
+/// Label set of `uidgen_build_info`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabel {
+    /// The crate version, e.g. `0.1.0`.
+    pub version: &'static str,
+    /// The target's operating system, e.g. `linux`.
+    pub os: &'static str,
+    /// The target's architecture, e.g. `x86_64`.
+    pub arch: &'static str,
+}
+
 type HistogramFamily = Family<RouteLabel, Histogram, fn() -> Histogram>;
 
 /// One route's metrics, looked up once and kept: recording through them takes no lock on the
@@ -112,6 +133,8 @@ pub struct RouteMetrics {
     pub name: Arc<str>,
     /// `uidgen_http_request_duration_seconds{route=...}`.
     pub latency: Histogram,
+    /// `uidgen_requests_waiting{route=...}` and `uidgen_request_wait_seconds{route=...}`.
+    pub waits: &'static waits::RouteWaits,
     /// `uidgen_ids_issued_total{route=...}`, created by the route's first ID: a route that
     /// issues nothing (`/healthz`, `/metrics`) has no series of permanent zeros.
     issued: OnceLock<IssuedCounter>,
@@ -161,6 +184,8 @@ pub struct Metrics {
     ids_issued: Family<RouteLabel, Counter>,
     errors: Family<KindLabel, Counter>,
     latency: HistogramFamily,
+    grpc_latency: HistogramFamily,
+    waits: waits::WaitFamilies,
     /// Every route's IDs together, for the console's IDs-per-second chart (not exported: the
     /// per-route family sums to it).
     issued_total: Counter,
@@ -292,6 +317,21 @@ impl Metrics {
         let ids_issued = Family::<RouteLabel, Counter>::default();
         let errors = Family::<KindLabel, Counter>::default();
         let latency: HistogramFamily = Family::new_with_constructor(latency_histogram);
+        let grpc_latency: HistogramFamily = Family::new_with_constructor(latency_histogram);
+        let waits = waits::WaitFamilies::default();
+        let build = Family::<BuildLabel, Gauge>::default();
+        build
+            .get_or_create(&BuildLabel {
+                version: env!("CARGO_PKG_VERSION"),
+                os: std::env::consts::OS,
+                arch: std::env::consts::ARCH,
+            })
+            .set(1);
+        registry.register(
+            "build_info",
+            "The running build: always 1, its labels say which (version, os, arch)",
+            build,
+        );
         let grpc_calls = Family::<GrpcCallLabel, Counter>::default();
         let space_ids = Family::<SpaceLabel, Counter>::default();
         let segment_leases = Family::<ChannelLabel, Counter>::default();
@@ -319,9 +359,25 @@ impl Metrics {
             latency.clone(),
         );
         registry.register(
+            "requests_waiting",
+            "Requests waiting for IDs now (ring empty, segment loading, clock wait), by route",
+            waits.waiting.clone(),
+        );
+        registry.register(
+            "request_wait_seconds",
+            "How long requests waited for IDs, by route (only requests that could not be \
+             answered at once)",
+            waits.wait.clone(),
+        );
+        registry.register(
             "grpc_calls",
-            "gRPC calls answered, by method and status code",
+            "gRPC calls answered, by route (the method's path) and status code",
             grpc_calls.clone(),
+        );
+        registry.register(
+            "grpc_request_duration_seconds",
+            "gRPC call latency, by route (the method's path); a stream until it is opened",
+            grpc_latency.clone(),
         );
         registry.register(
             "segment_leases",
@@ -403,6 +459,8 @@ impl Metrics {
             ids_issued,
             errors,
             latency,
+            grpc_latency,
+            waits,
             issued_total: Counter::default(),
             grpc_calls,
             space_ids,
@@ -506,7 +564,8 @@ impl Metrics {
     }
 
     /// The metrics of `route` (a route pattern), created if new: the HTTP layer calls this once
-    /// per route and keeps the handles.
+    /// per route and keeps the handles. Each call leaks the route's wait figures
+    /// ([`waits::WaitFamilies::route`]), so call it once per route, not per request.
     ///
     /// ```
     /// let metrics = uidgen_server::metrics::Metrics::new();
@@ -522,6 +581,7 @@ impl Metrics {
         RouteMetrics {
             name: Arc::from(route),
             latency: self.latency.get_or_create_owned(&label),
+            waits: self.waits.route(route),
             issued: OnceLock::new(),
             issued_family: self.ids_issued.clone(),
             issued_total: self.issued_total.clone(),
@@ -577,11 +637,34 @@ impl Metrics {
             .inc();
     }
 
-    /// Count one gRPC call of `method` answered with `code` (a status code's name).
-    pub fn grpc_call(&self, method: &'static str, code: &'static str) {
+    /// Count one gRPC call of `route` (the method's path) answered with `code` (a status
+    /// code's name).
+    pub fn grpc_call(&self, route: &'static str, code: &'static str) {
         self.grpc_calls
-            .get_or_create(&GrpcCallLabel { method, code })
+            .get_or_create(&GrpcCallLabel { route, code })
             .inc();
+    }
+
+    /// The latency histogram and wait figures of the gRPC method at `route` (its path), for
+    /// the service to keep (once: the wait figures are leaked, as [`Metrics::route`]'s are).
+    ///
+    /// ```
+    /// let metrics = uidgen_server::metrics::Metrics::new();
+    /// let (latency, _waits) = metrics.grpc_route("/uidgen.v1.IdService/NextIds");
+    /// latency.observe(0.000_2);
+    /// let text = metrics.encode();
+    /// assert!(text.contains(
+    ///     r#"uidgen_grpc_request_duration_seconds_count{route="/uidgen.v1.IdService/NextIds"} 1"#
+    /// ));
+    /// ```
+    pub fn grpc_route(&self, route: &str) -> (Histogram, &'static waits::RouteWaits) {
+        let label = RouteLabel {
+            route: route.to_owned(),
+        };
+        (
+            self.grpc_latency.get_or_create_owned(&label),
+            self.waits.route(route),
+        )
     }
 
     /// Count one segment lease of `size` numbers handed out through `channel`.
@@ -646,13 +729,26 @@ impl Metrics {
         gauge.set(i64::try_from(value).unwrap_or(i64::MAX));
     }
 
-    /// The OpenMetrics text exposition.
+    /// The OpenMetrics text exposition, the process's figures (read now) included.
+    ///
+    /// ```
+    /// let text = uidgen_server::metrics::Metrics::new().encode();
+    /// assert!(text.contains(&format!(
+    ///     r#"uidgen_build_info{{version="{}","#,
+    ///     env!("CARGO_PKG_VERSION")
+    /// )));
+    /// assert!(text.ends_with("# EOF\n"));
+    /// ```
     pub fn encode(&self) -> String {
+        use prometheus_client::encoding::text;
         let mut out = String::new();
         // Writing to a String cannot fail; an error here would be a bug in the encoder.
-        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+        if text::encode_registry(&mut out, &self.registry).is_err() {
             out.clear();
         }
+        process::ProcessFigures::read().encode(&mut out);
+        // As above: a String takes any write.
+        let _ = text::encode_eof(&mut out);
         out
     }
 }

@@ -85,7 +85,29 @@ pub use crate::service::ready::{keeper_readiness, store_readiness};
 
 pub use crate::servers::{SHUTDOWN_GRACE, shutdown_signal};
 
-/// Run the service until a shutdown signal.
+/// The settings `uidgen serve` runs with: the configuration with the command line's
+/// arguments over it, every key checked. Read before the log is set up, since they say how to
+/// log (`log.format`).
+pub fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
+    let overridden = args.listen.is_some()
+        || args.grpc_listen.is_some()
+        || args.log_format.is_some()
+        || args.layout.overrides();
+    let mut config = args.config.read(overridden)?;
+    if let Some(listen) = &args.listen {
+        config.listen.clone_from(listen);
+    }
+    if let Some(grpc_listen) = &args.grpc_listen {
+        config.grpc_listen.clone_from(grpc_listen);
+    }
+    if let Some(format) = args.log_format {
+        config.log.format = format;
+    }
+    args.layout.apply(&mut config);
+    Ok(config.settings()?)
+}
+
+/// Run the service with `settings` ([`settings`]) until a shutdown signal.
 ///
 /// The ports are bound first, so a busy port costs no worker id (and a ZooKeeper worker id is
 /// named after the bound port), and answer at once from then on: `503 starting` (gRPC
@@ -94,17 +116,7 @@ pub use crate::servers::{SHUTDOWN_GRACE, shutdown_signal};
 /// Once the id is held, every way out (segment mode failing to start, the server failing, a
 /// shutdown that outlasts [`SHUTDOWN_GRACE`]) goes through the keeper's release, the same for
 /// every assigner.
-pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
-    let overridden = args.listen.is_some() || args.grpc_listen.is_some() || args.layout.overrides();
-    let mut config = args.config.read(overridden)?;
-    if let Some(listen) = &args.listen {
-        config.listen.clone_from(listen);
-    }
-    if let Some(grpc_listen) = &args.grpc_listen {
-        config.grpc_listen.clone_from(grpc_listen);
-    }
-    args.layout.apply(&mut config);
-    let mut settings = config.settings()?;
+pub async fn serve(mut settings: Settings) -> anyhow::Result<()> {
     // Found and made before anything else, and said once: which files this host's worker ids
     // are kept apart by is the first thing to know when two starts disagree.
     let state_dir = ready_state_dir(&settings)?;
@@ -275,6 +287,7 @@ async fn serve_with_worker(
     state.admin_token.clone_from(&settings.admin_token);
     state.store_check = store_readiness(store.clone());
     state.pool = Some(Arc::clone(&held.pool));
+    state.access_log = settings.log.access;
     for (name, Held { built: space, .. }) in spaces {
         let kind = settings
             .spaces
@@ -327,19 +340,32 @@ async fn serve_with_worker(
             }))
         })
         .collect();
-    // Logged once the gate is open: whoever waits for this line is answered.
+    // Logged once the gate is open: whoever waits for this line is answered. The message
+    // says it in words; the fields repeat it for machines.
+    let grpc_listen = servers
+        .grpc_addr
+        .map_or_else(|| "off".to_owned(), |a| a.to_string());
+    let on_off = |on: bool| if on { "on" } else { "off" };
+    let (generator, assigner) = (settings.generator.kind.name(), assignment.kind.name());
+    let admin_routes = on_off(settings.admin_token.is_some());
     info!(
         listen = %servers.http_addr,
-        grpc_listen = %servers.grpc_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
+        grpc_listen = %grpc_listen,
         segments = segments.as_ref().map_or(0, |s| s.tags().len()),
         store = store.redacted_url(),
         state_dir = %settings.state_dir().map_or_else(|e| e.to_string(), |d| d.to_string()),
         layout = layout.name(),
         epoch_ms = layout.epoch_ms(),
-        generator = settings.generator.kind.name(),
-        assigner = assignment.kind.name(),
+        generator,
+        assigner,
         worker_id,
-        "uidgen serving"
+        admin_routes,
+        caller_tokens = if settings.auth.required { "required" } else { "not required" },
+        access_log = on_off(settings.log.access),
+        "uidgen serving: HTTP on {}, gRPC {grpc_listen}; the {generator} generator on worker id \
+         {worker_id} (from the {assigner} assigner), layout {}; admin routes {admin_routes}",
+        servers.http_addr,
+        layout.name(),
     );
     let served = servers.run().await;
     let _ = stop_pools.send(true);

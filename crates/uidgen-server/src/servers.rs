@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::ServiceExt;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -92,7 +91,7 @@ impl Servers {
         let stop = async move {
             let _ = http_stop.wait_for(|&s| s).await;
         };
-        let service = gate.http_service().into_make_service();
+        let service = gate.connections();
         let http = match &listeners.tls {
             Some(tls) => {
                 let serving =

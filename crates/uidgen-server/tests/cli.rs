@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Server, fetch, run, sqlite_url, temp_dir};
+use common::{Server, assert_unique, fetch, run, sqlite_url, temp_dir};
 
 #[test]
 fn decode_reads_options_after_the_ids() {
@@ -344,4 +344,102 @@ fn health_exits_0_while_the_server_is_ready_and_1_with_the_reason_once_it_stoppe
     let (status, _, err) = run(&["health", "--url", "https://127.0.0.1:1"], &[]);
     assert_eq!(status.code(), Some(1));
     assert!(err.contains("plain http:// URL"), "{err}");
+}
+
+#[test]
+fn gen_draws_no_progress_when_stderr_is_no_terminal() {
+    let store = sqlite_url("gen-quiet");
+    let n = 200_000;
+    let (status, out, err) = run(&["gen", "-n", &n.to_string(), "--store", &store], &[]);
+    assert!(status.success(), "{err}");
+    // Only the IDs on stdout, and nothing on stderr: no bar, no escape codes.
+    let ids: Vec<u64> = out.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(ids.len(), n);
+    assert_unique(ids);
+    assert_eq!(err, "", "stderr of a piped run");
+}
+
+#[test]
+fn gen_draws_a_progress_bar_on_a_terminal_and_clears_it() {
+    // `script` gives the command a terminal; the IDs go to a file, so what the terminal shows
+    // is stderr alone.
+    let dir = temp_dir("gen-terminal");
+    let ids_file = dir.join("ids.txt");
+    let store = format!("sqlite://{}", dir.join("uidgen.db").display());
+    let command = format!(
+        "{} gen -n 200000 --store {store} > {}",
+        common::binary(),
+        ids_file.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("UIDGEN_STATE_DIR", &dir)
+        .env("UIDGEN_GRPC_LISTEN", "127.0.0.1:0")
+        .env("UIDGEN_WORKER_SINGLE_INSTANCE", "true")
+        .env_remove("UIDGEN_CONFIG")
+        .output()
+        .expect("run script(1) (util-linux)");
+    let terminal = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{terminal}");
+    assert!(
+        terminal.contains("/200000 IDs"),
+        "no bar on the terminal: {terminal:?}"
+    );
+    let ids = std::fs::read_to_string(&ids_file).unwrap();
+    assert_eq!(ids.lines().count(), 200_000);
+    assert!(!ids.contains("IDs"), "the bar reached stdout");
+}
+
+#[test]
+fn migrate_lists_each_migration_it_applied_then_says_up_to_date_on_sqlite() {
+    let store = sqlite_url("migrate-list");
+    assert_migrate_lists(&store);
+}
+
+#[test]
+fn migrate_lists_each_migration_it_applied_then_says_up_to_date_on_postgres() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let url = runtime
+        .block_on(uidgen_store::testing::fresh_url(
+            uidgen_store::testing::TestDb::Postgres,
+        ))
+        .unwrap_or_else(|e| panic!("PostgreSQL is needed (UIDGEN_TEST_POSTGRES_URL): {e}"));
+    assert_migrate_lists(&url);
+}
+
+/// `uidgen migrate` on the new database `store` lists every migration of its dialect by
+/// version and name; run again, it says the schema is up to date.
+fn assert_migrate_lists(store: &str) {
+    let dialect = uidgen_store::Dialect::from_url(store).unwrap();
+    let all = uidgen_store::migrations(dialect);
+    let (status, out, err) = run(&["migrate", "--store", store], &[]);
+    assert!(status.success(), "{err}");
+    let first = out.lines().next().unwrap();
+    assert!(first.starts_with("migrated "), "{out}");
+    assert!(
+        first.ends_with(&format!(
+            "applied {} of {} migrations",
+            all.len(),
+            all.len()
+        )),
+        "{out}"
+    );
+    for migration in all {
+        let line = format!(
+            "  applied {:04} {}",
+            migration.version, migration.description
+        );
+        assert!(
+            out.lines().any(|l| l.starts_with(&line)),
+            "{line} missing: {out}"
+        );
+    }
+    let (status, out, err) = run(&["migrate", "--store", store], &[]);
+    assert!(status.success(), "{err}");
+    assert!(
+        out.trim_end()
+            .ends_with(&format!("already up to date ({} migrations)", all.len())),
+        "{out}"
+    );
+    assert!(!out.contains("  applied"), "{out}");
 }

@@ -184,11 +184,11 @@ async fn errors_carry_the_http_status_as_a_grpc_code_and_the_same_message() {
     // Counted by method and code.
     let (_, metrics) = http_get(&server, "/metrics").await;
     assert!(
-        metrics.contains(r#"uidgen_grpc_calls_total{method="NextIds",code="invalid_argument"} 2"#),
+        metrics.contains(r#"uidgen_grpc_calls_total{route="/uidgen.v1.IdService/NextIds",code="invalid_argument"} 2"#),
         "{metrics}"
     );
     assert!(
-        metrics.contains(r#"uidgen_grpc_calls_total{method="LeaseSegment",code="not_found"} 1"#),
+        metrics.contains(r#"uidgen_grpc_calls_total{route="/uidgen.v1.IdService/LeaseSegment",code="not_found"} 1"#),
         "{metrics}"
     );
 }
@@ -619,4 +619,73 @@ async fn the_documented_grpcurl_list_is_what_reflection_lists() {
     let listed: BTreeSet<String> = list.service.into_iter().map(|s| s.name).collect();
     let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
     assert_eq!(documented, listed, "docs/API.md's `grpcurl list` output");
+}
+
+/// Waiting callers, the build, the process and gRPC latency on `/metrics` after traffic on
+/// both channels, every per-route series labelled `route` alike (issue 32).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_show_waiting_callers_build_process_and_grpc_latency_labelled_by_route() {
+    // A ring of one second's IDs (8,192 on `baidu`) on one worker id (the pool would claim
+    // more under load, each padding into the ring): a batch larger than that cannot be
+    // answered from what the ring holds, so its caller waits for the padding, every time.
+    let envs = [
+        ("UIDGEN_RING_BOOST_POWER", "0"),
+        ("UIDGEN_WORKER_MAX_IDS", "1"),
+    ];
+    let server = tokio::task::spawn_blocking(move || Server::start(&[], &envs))
+        .await
+        .unwrap();
+    let wanted = 20_000;
+    let (status, body) = http_get(&server, &format!("/v1/ids?count={wanted}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(ids_in(&json(&body)).len(), wanted);
+    let mut client = grpc(&server).await;
+    let batch = client
+        .next_ids(NextIdsRequest {
+            count: u32::try_from(wanted).unwrap(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(batch.ids.len(), wanted);
+    client.next_id(NextIdRequest::default()).await.unwrap();
+
+    let (_, text) = http_get(&server, "/metrics").await;
+    let version = env!("CARGO_PKG_VERSION");
+    for series in [
+        // Each batch waited once, and no one waits any more.
+        r#"uidgen_request_wait_seconds_count{route="/v1/ids"} 1"#.to_owned(),
+        r#"uidgen_requests_waiting{route="/v1/ids"} 0"#.to_owned(),
+        r#"uidgen_request_wait_seconds_count{route="/uidgen.v1.IdService/NextIds"} 1"#.to_owned(),
+        r#"uidgen_requests_waiting{route="/uidgen.v1.IdService/NextIds"} 0"#.to_owned(),
+        r#"uidgen_grpc_request_duration_seconds_count{route="/uidgen.v1.IdService/NextIds"} 1"#
+            .to_owned(),
+        r#"uidgen_grpc_request_duration_seconds_count{route="/uidgen.v1.IdService/NextId"} 1"#
+            .to_owned(),
+        r#"uidgen_grpc_calls_total{route="/uidgen.v1.IdService/NextId",code="ok"} 1"#.to_owned(),
+        format!(r#"uidgen_ids_issued_total{{route="/uidgen.v1.IdService/NextIds"}} {wanted}"#),
+        format!(r#"uidgen_ids_issued_total{{route="/v1/ids"}} {wanted}"#),
+        format!(
+            r#"uidgen_build_info{{version="{version}",os="{}",arch="{}"}} 1"#,
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        ),
+        "# TYPE process_cpu_seconds counter".to_owned(),
+        "process_cpu_seconds_total ".to_owned(),
+        "process_resident_memory_bytes ".to_owned(),
+        "process_open_fds ".to_owned(),
+        "process_max_fds ".to_owned(),
+        "process_start_time_seconds ".to_owned(),
+    ] {
+        assert!(text.contains(&series), "{series} missing from:\n{text}");
+    }
+    // A single ID the ring held at once is no wait: that route has no wait series.
+    assert!(
+        !text.contains(r#"uidgen_requests_waiting{route="/uidgen.v1.IdService/NextId"}"#),
+        "{text}"
+    );
+    // One label scheme: no per-method label beside `route`.
+    assert!(!text.contains("method="), "{text}");
+    assert!(text.ends_with("# EOF\n"), "{text}");
 }

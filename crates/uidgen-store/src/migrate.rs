@@ -220,9 +220,23 @@ const BACKFILL: Sql = Sql {
     postgres: "UPDATE uidgen_schema_migrations SET checksum = $1 WHERE version = $2",
 };
 
+/// A migration one [`Store::migrate`] recorded: what `uidgen migrate` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Applied {
+    /// The migration's version (its file's `NNNN`).
+    pub version: i64,
+    /// The migration's name (its file's name after the prefix).
+    pub description: &'static str,
+    /// Whether its changes were found already made (a DBA ran the file by hand, or the
+    /// idempotent DDL met its tables), so it was only recorded.
+    pub found_in_place: bool,
+}
+
 /// What one migration's step found, decided inside its transaction.
 enum Step {
     Done,
+    Applied { found_in_place: bool },
     Changed { recorded: String, embedded: String },
 }
 
@@ -249,7 +263,7 @@ const UNLOCK: Sql = Sql {
     postgres: "SELECT pg_advisory_unlock(7302149117)",
 };
 
-pub(crate) async fn run(store: &Store) -> Result<()> {
+pub(crate) async fn run(store: &Store) -> Result<Vec<Applied>> {
     let dialect = store.dialect();
     let url = store.redacted_url().to_owned();
     with_pool!(store, pool, {
@@ -304,7 +318,7 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
         }
         .await
         .map_err(|e| store.err("creating uidgen_schema_migrations", e));
-        let mut outcome = created.map(|_| ());
+        let mut outcome = created.map(|_| Vec::new());
         for migration in migrations(dialect) {
             if outcome.is_err() {
                 break;
@@ -345,7 +359,9 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
                             %url,
                             "applied migration"
                         );
-                        Step::Done
+                        Step::Applied {
+                            found_in_place: by_hand,
+                        }
                     }
                     Some(None) => {
                         sqlx::query(BACKFILL.get(dialect))
@@ -365,6 +381,15 @@ pub(crate) async fn run(store: &Store) -> Result<()> {
             };
             match applied.await {
                 Ok(Step::Done) => {}
+                Ok(Step::Applied { found_in_place }) => {
+                    if let Ok(done) = &mut outcome {
+                        done.push(Applied {
+                            version: migration.version,
+                            description: migration.description,
+                            found_in_place,
+                        });
+                    }
+                }
                 Ok(Step::Changed { recorded, embedded }) => {
                     outcome = Err(StoreError::MigrationChanged {
                         version: migration.version,

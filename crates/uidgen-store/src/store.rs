@@ -236,8 +236,9 @@ impl Store {
     }
 
     /// Apply the embedded migrations not yet recorded in `uidgen_schema_migrations`; each runs
-    /// once, in its own transaction. Safe to call from several processes at once.
-    pub async fn migrate(&self) -> Result<()> {
+    /// once, in its own transaction. Safe to call from several processes at once. Answers the
+    /// migrations this call recorded, in order (none: the schema was up to date).
+    pub async fn migrate(&self) -> Result<Vec<crate::migrate::Applied>> {
         crate::migrate::run(self).await
     }
 

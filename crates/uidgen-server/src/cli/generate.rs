@@ -9,7 +9,7 @@ use uidgen_worker::{WorkerAssignment, WorkerIdAssigner};
 use super::{ConfigArgs, GenArgs, MigrateArgs};
 use crate::config::AssignerKind;
 use crate::generators::{
-    assign_and_build, build_generator, open_store, ready_state_dir, static_assigner,
+    assign_and_build, build_generator, open_store, ready_state_dir, redacted, static_assigner,
 };
 
 /// `uidgen gen`: print IDs from an embedded generator. The worker id comes from the store (a
@@ -63,7 +63,9 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
         // On the blocking pool: a large batch may wait for the clock (a bounded borrow).
         let generator = Arc::clone(&built.generator);
         let count = args.count;
-        let ids = tokio::task::spawn_blocking(move || generator.next_ids(count)).await?;
+        let ids =
+            tokio::task::spawn_blocking(move || take_showing_progress(generator.as_ref(), count))
+                .await?;
         // Released whether or not the IDs came: the id should not stay held until expiry.
         built.release().await?;
         print_ids(&ids?)
@@ -118,7 +120,8 @@ async fn embedded_vesta(
     };
     let built = build_generator(settings, assignment).await?;
     let generator = Arc::clone(&built.generator);
-    let ids = tokio::task::spawn_blocking(move || generator.next_ids(count)).await?;
+    let ids = tokio::task::spawn_blocking(move || take_showing_progress(generator.as_ref(), count))
+        .await?;
     // Every unit this run stamped ends by the last ID's unit (one worker id, one generator):
     // the next holder of the id starts above it.
     let last = ids.as_ref().ok().and_then(|ids| {
@@ -136,6 +139,63 @@ async fn embedded_vesta(
     Ok(ids?)
 }
 
+/// `uidgen gen` shows a progress bar from this many IDs on: a smaller run ends before a bar
+/// would tell anything (a million IDs of `baidu` take about a minute, the clock's pace).
+pub const PROGRESS_FROM: usize = 100_000;
+
+/// IDs taken per step when the bar is shown: small enough for the bar to move several times a
+/// second at the clock's pace (8,192 a second on `baidu`).
+const PROGRESS_STEP: usize = 4_096;
+
+/// Whether `uidgen gen -n count` draws a progress bar: only for a person watching (stderr is
+/// a terminal) and only for a run long enough to watch. Piped or redirected, stderr stays
+/// clean for whatever reads it.
+///
+/// ```
+/// use uidgen_server::cli::generate::shows_progress;
+/// assert!(shows_progress(true, 1_000_000));
+/// assert!(!shows_progress(false, 1_000_000));
+/// assert!(!shows_progress(true, 10));
+/// ```
+pub fn shows_progress(stderr_is_terminal: bool, count: usize) -> bool {
+    stderr_is_terminal && count >= PROGRESS_FROM
+}
+
+/// `count` IDs from `generator`, with a progress bar on stderr when [`shows_progress`] says
+/// so (the IDs then come in steps of [`PROGRESS_STEP`], unique all the same: a batch
+/// promises no more than consecutive takes do); the bar is cleared at the end, so stdout's
+/// IDs are all that stays.
+fn take_showing_progress(
+    generator: &dyn UidGenerator,
+    count: usize,
+) -> uidgen_core::Result<Vec<u64>> {
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if !shows_progress(terminal, count) {
+        return generator.next_ids(count);
+    }
+    let bar = indicatif::ProgressBar::new(count as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{wide_bar}] {percent:>3}% {pos}/{len} IDs, {per_sec}, eta {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut ids = Vec::with_capacity(count);
+    while ids.len() < count {
+        let step = PROGRESS_STEP.min(count - ids.len());
+        match generator.next_ids(step) {
+            Ok(taken) => ids.extend(taken),
+            Err(error) => {
+                bar.abandon();
+                return Err(error);
+            }
+        }
+        bar.set_position(ids.len() as u64);
+    }
+    bar.finish_and_clear();
+    Ok(ids)
+}
+
 fn print_ids(ids: &[u64]) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -146,26 +206,94 @@ fn print_ids(ids: &[u64]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `uidgen migrate`: create or upgrade the store's tables, then report the dialect.
+/// `uidgen migrate`: create or upgrade the tables of every store the configuration names (the
+/// store, then each `[[segment.groups]]` database), listing per store each migration it
+/// applied, by version and name, or that it was already up to date.
 pub async fn migrate(args: &MigrateArgs) -> anyhow::Result<()> {
     let mut config = args.config.read(args.store.is_some())?;
     if let Some(store) = &args.store {
         config.store.clone_from(store);
     }
-    let store = open_store(&config.settings()?).await?;
+    let settings = config.settings()?;
+    let mut urls = vec![settings.store_url(&ready_state_dir(&settings)?)];
+    for group in &settings.segment.groups {
+        urls.extend(group.stores.iter().cloned());
+    }
+    for url in urls {
+        migrate_store(&url).await?;
+    }
+    Ok(())
+}
+
+/// Migrate one store and say what changed.
+async fn migrate_store(url: &str) -> anyhow::Result<()> {
+    let context = || format!("cannot open the store `store = {:?}`", redacted(url));
+    // Opened without migrating, so that the migration below is the one that reports.
+    let options = uidgen_store::StoreOptions {
+        migrate: false,
+        ..uidgen_store::StoreOptions::default()
+    };
+    let store = uidgen_store::Store::connect_with(url, options)
+        .await
+        .with_context(context)?;
+    let migrated = store.migrate().await;
+    let (name, dialect) = (store.redacted_url().to_owned(), store.dialect());
+    store.close().await;
+    let applied = migrated?;
+    let total = uidgen_store::migrations(dialect).len();
     println!(
-        "migrated {} ({})",
-        store.redacted_url(),
-        store.dialect().name()
+        "{}",
+        migration_report(&name, dialect.name(), total, &applied)
     );
     // Issue 31: migration 0006 alters Leaf's own table, which Java Leaf may still serve.
-    println!(
-        "leaf_alloc keeps Leaf's columns; the delta and remainder uidgen added have defaults \
-         (1, 0), and Java Leaf's statements name their columns, so Leaf keeps working on it \
-         (docs/MIGRATING.md, \"Leaf\")"
-    );
-    store.close().await;
+    if applied.iter().any(|m| m.version == 6) {
+        println!(
+            "  leaf_alloc keeps Leaf's columns; the delta and remainder uidgen added have \
+             defaults (1, 0), and Java Leaf's statements name their columns, so Leaf keeps \
+             working on it (docs/MIGRATING.md, \"Leaf\")"
+        );
+    }
     Ok(())
+}
+
+/// What `uidgen migrate` prints for one store: a line naming it, then one line per migration
+/// applied, or that none was needed.
+///
+/// ```
+/// use uidgen_server::cli::generate::migration_report;
+/// assert_eq!(
+///     migration_report("sqlite:///tmp/a.db", "sqlite", 12, &[]),
+///     "migrated sqlite:///tmp/a.db (sqlite): already up to date (12 migrations)"
+/// );
+/// ```
+pub fn migration_report(
+    store: &str,
+    dialect: &str,
+    total: usize,
+    applied: &[uidgen_store::Applied],
+) -> String {
+    use std::fmt::Write as _;
+    if applied.is_empty() {
+        return format!("migrated {store} ({dialect}): already up to date ({total} migrations)");
+    }
+    let mut out = format!(
+        "migrated {store} ({dialect}): applied {} of {total} migrations",
+        applied.len()
+    );
+    for migration in applied {
+        let how = if migration.found_in_place {
+            " (its changes were already there; recorded)"
+        } else {
+            ""
+        };
+        // Writing to a String cannot fail.
+        let _ = write!(
+            out,
+            "\n  applied {:04} {}{how}",
+            migration.version, migration.description
+        );
+    }
+    out
 }
 
 /// The generator `uidgen bench` measures in process: the configured kind and layout, worker 0

@@ -146,6 +146,10 @@ pub struct ServeArgs {
     /// off.
     #[arg(long)]
     pub grpc_listen: Option<String>,
+    /// Log format, over the configuration (`log.format`, `UIDGEN_LOG_FORMAT`): `text` for a
+    /// person, `json` (one object a line) for a log collector.
+    #[arg(long, value_enum)]
+    pub log_format: Option<crate::config::LogFormat>,
 }
 
 /// `uidgen gen`.

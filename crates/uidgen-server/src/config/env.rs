@@ -35,6 +35,7 @@ const SECTIONS: &[&[EnvKey]] = &[
     super::sharded::ENV,
     super::auth::ENV,
     super::tls::ENV,
+    super::log::ENV,
 ];
 
 /// Every key an environment variable sets, and how its text is read. The variable is

@@ -7,7 +7,7 @@
 //! it. The service and the subcommands take [`Settings`] and never parse a key again.
 //!
 //! One file per section: [`layout`], [`generator`], [`worker`] (with [`ranges`]), [`ring`],
-//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`], [`tls`]; the top-level keys are here, and [`mod@env`]
+//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`], [`tls`], [`mod@log`]; the top-level keys are here, and [`mod@env`]
 //! maps keys to `UIDGEN_…` variables. **Adding a key** means editing its section's file
 //! only: the field with its doc, its `Default`, its line in the section's `ENV` list, and its
 //! check in the section's `settings` (or `build`/`options`).
@@ -26,6 +26,7 @@ pub mod env;
 pub mod etcd;
 pub mod generator;
 pub mod layout;
+pub mod log;
 pub mod ranges;
 pub mod ring;
 pub mod segment;
@@ -42,6 +43,7 @@ pub use env::{ENV_NOT_CONFIG, ENV_TEST_PREFIX, env_name, env_overrides};
 pub use etcd::{EtcdConfig, EtcdSettings};
 pub use generator::{GeneratorConfig, GeneratorKind, MAX_BACKWARD_MS};
 pub use layout::LayoutConfig;
+pub use log::{LogConfig, LogFormat};
 pub use ranges::is_vesta;
 pub use ring::{
     DEFAULT_MAX_BORROW_SECONDS, DEFAULT_TAKE_WAIT, EmptyRing, MAX_TAKE_WAIT_MS, PutRejection,
@@ -193,6 +195,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// `[tls]`: HTTP and gRPC over TLS (off by default).
     pub tls: TlsConfig,
+    /// `[log]`: the log's format and the access log.
+    pub log: LogConfig,
 }
 
 impl Default for Config {
@@ -217,6 +221,7 @@ impl Default for Config {
             spaces: BTreeMap::new(),
             auth: AuthConfig::default(),
             tls: TlsConfig::default(),
+            log: LogConfig::default(),
         }
     }
 }
@@ -297,6 +302,8 @@ pub struct Settings {
     pub auth: AuthSettings,
     /// `[tls]`, when on.
     pub tls: Option<TlsSettings>,
+    /// `[log]`.
+    pub log: LogConfig,
 }
 
 impl Settings {
@@ -537,6 +544,7 @@ impl Config {
             spaces,
             auth,
             tls,
+            log: self.log,
         })
     }
 }

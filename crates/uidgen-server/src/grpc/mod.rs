@@ -33,6 +33,7 @@ pub(crate) use server::{GrpcGate, serve_starting};
 pub use server::{mode_service_name, serve};
 pub use status::status;
 
+use crate::metrics::waits::{self, RouteWaits};
 use crate::metrics::{IssuedCounter, Metrics};
 use crate::service::callers::{Caller, RouteFamily, Scoped};
 use crate::service::{ApiError, AppState, Source, batch_count, batch_size, many_from, one_from};
@@ -102,6 +103,68 @@ pub struct GrpcService {
     stopping: watch::Receiver<bool>,
     /// The issuing methods' counters, looked up once (no label allocation per call).
     issued: IssuedCounters,
+    /// Every method's latency and wait figures, looked up once.
+    routes: Arc<GrpcRoutes>,
+}
+
+/// Each method of `uidgen.v1.IdService` by its name and its path, the path being its `route`
+/// label (as HTTP labels a route by its pattern).
+const METHODS: [(&str, &str); 11] = [
+    ("NextId", "/uidgen.v1.IdService/NextId"),
+    ("NextIds", "/uidgen.v1.IdService/NextIds"),
+    ("StreamIds", "/uidgen.v1.IdService/StreamIds"),
+    ("ExplainId", "/uidgen.v1.IdService/ExplainId"),
+    ("MakeId", "/uidgen.v1.IdService/MakeId"),
+    ("SegmentIds", "/uidgen.v1.IdService/SegmentIds"),
+    ("LeaseSegment", "/uidgen.v1.IdService/LeaseSegment"),
+    ("GetInfo", "/uidgen.v1.IdService/GetInfo"),
+    (
+        "ClaimFallbackLease",
+        "/uidgen.v1.IdService/ClaimFallbackLease",
+    ),
+    (
+        "RenewFallbackLease",
+        "/uidgen.v1.IdService/RenewFallbackLease",
+    ),
+    (
+        "ReleaseFallbackLease",
+        "/uidgen.v1.IdService/ReleaseFallbackLease",
+    ),
+];
+
+/// One method's metrics handles.
+#[derive(Debug)]
+struct GrpcRoute {
+    method: &'static str,
+    /// The `route` label: the method's path.
+    path: &'static str,
+    latency: prometheus_client::metrics::histogram::Histogram,
+    waits: &'static RouteWaits,
+}
+
+/// Every method's [`GrpcRoute`].
+#[derive(Debug)]
+struct GrpcRoutes([GrpcRoute; METHODS.len()]);
+
+impl GrpcRoutes {
+    fn new(metrics: &Metrics) -> Self {
+        Self(METHODS.map(|(method, path)| {
+            let (latency, waits) = metrics.grpc_route(path);
+            GrpcRoute {
+                method,
+                path,
+                latency,
+                waits,
+            }
+        }))
+    }
+
+    /// The route of `method` (a name from [`METHODS`]).
+    fn of(&self, method: &str) -> &GrpcRoute {
+        let found = self.0.iter().find(|route| route.method == method);
+        debug_assert!(found.is_some(), "{method} is missing from METHODS");
+        found.unwrap_or(&self.0[0])
+    }
 }
 
 /// `uidgen_ids_issued_total` of each method that issues IDs, labelled by its path as HTTP
@@ -143,40 +206,71 @@ impl GrpcService {
     pub fn new(state: Arc<AppState>, max_lease_size: u64, stopping: watch::Receiver<bool>) -> Self {
         Self {
             issued: IssuedCounters::new(&state.metrics),
+            routes: Arc::new(GrpcRoutes::new(&state.metrics)),
             state,
             max_lease_size,
             stopping,
         }
     }
 
-    /// Run one call: count it by method and status code, count the IDs it issued, and log the
-    /// cause a failure carries (as the HTTP `observe` middleware does for routes).
+    /// Run one call: count it by method and status code, time it, count its waits for IDs
+    /// and the IDs it issued, and log the cause a failure carries (as the HTTP `observe`
+    /// middleware does for routes).
     async fn answer<T>(
         &self,
         method: &'static str,
         call: impl Future<Output = Result<(T, u64), ApiError>>,
     ) -> Result<Response<T>, Status> {
-        match call.await {
+        let route = self.routes.of(method);
+        let start = std::time::Instant::now();
+        let answered = waits::scoped(route.waits, call).await;
+        route.latency.observe(start.elapsed().as_secs_f64());
+        match answered {
             Ok((reply, issued)) => {
-                self.state.metrics.grpc_call(method, "ok");
+                self.state.metrics.grpc_call(route.path, "ok");
                 if let Some(counter) = self.issued.of(method).filter(|_| issued > 0) {
                     counter.add(issued);
                     if let Some(caller) = caller() {
                         caller.counters.ids.inc_by(issued);
                     }
                 }
+                self.access(route, "ok", start, issued);
                 Ok(Response::new(reply))
             }
-            Err(error) => Err(self.failed(method, &error)),
+            Err(error) => {
+                let status = self.failed(method, &error);
+                self.access(route, status::code_name(status.code()), start, 0);
+                Err(status)
+            }
         }
+    }
+
+    /// The access log's line of one call (`log.access`), as HTTP's has for a request; a
+    /// stream's when it is opened.
+    fn access(&self, route: &GrpcRoute, code: &str, start: std::time::Instant, ids: u64) {
+        if !self.state.access_log {
+            return;
+        }
+        let duration_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+        tracing::info!(
+            target: crate::logging::ACCESS_TARGET,
+            method = "gRPC",
+            route = route.path,
+            status = code,
+            duration_us,
+            ids,
+            "gRPC {} {code}",
+            route.path
+        );
     }
 
     /// Count and log a failed call; the status to answer it with.
     fn failed(&self, method: &'static str, error: &ApiError) -> Status {
         let answer = status(error);
-        self.state
-            .metrics
-            .grpc_call(method, status::code_name(answer.code()));
+        self.state.metrics.grpc_call(
+            self.routes.of(method).path,
+            status::code_name(answer.code()),
+        );
         self.state.metrics.error(error.kind());
         if let Some(cause) = &error.cause {
             if answer.code() == tonic::Code::Internal {
@@ -242,23 +336,28 @@ impl IdService for GrpcService {
             space,
             runs,
         } = request.into_inner();
+        let route = self.routes.of("StreamIds");
+        let start = std::time::Instant::now();
         let checked = source_for(&self.state, &space)
             .and_then(|_| batch_size("batch_size", u64::from(per_batch), self.state.batch_cap));
         let batch = match checked {
             Ok(batch) => batch,
-            Err(error) => return Err(self.failed("StreamIds", &error)),
+            Err(error) => {
+                route.latency.observe(start.elapsed().as_secs_f64());
+                let status = self.failed("StreamIds", &error);
+                self.access(route, status::code_name(status.code()), start, 0);
+                return Err(status);
+            }
         };
-        self.state.metrics.grpc_call("StreamIds", "ok");
+        self.state.metrics.grpc_call(route.path, "ok");
         let (tx, rx) = mpsc::channel(STREAM_AHEAD);
-        tokio::spawn(stream(
-            self.clone(),
-            tx,
-            batch,
-            max_ids,
-            runs,
-            space,
-            caller(),
+        // The stream's batches wait for IDs under the method's route, as a unary call's do.
+        tokio::spawn(waits::scoped(
+            route.waits,
+            stream(self.clone(), tx, batch, max_ids, runs, space, caller()),
         ));
+        route.latency.observe(start.elapsed().as_secs_f64());
+        self.access(route, "ok", start, 0);
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -294,8 +393,7 @@ impl IdService for GrpcService {
             check_tag(&tag)?;
             let service = crate::service::segment_service(&self.state)?;
             let n = count(wanted, self.state.batch_cap)?;
-            let ids = service
-                .get_batch_async(&tag, n)
+            let ids = waits::waited(service.get_batch_async(&tag, n))
                 .await
                 .map_err(crate::service::segment_error)?;
             let issued = ids.len() as u64;

@@ -30,6 +30,7 @@
 use std::cell::Cell;
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, ready};
@@ -46,6 +47,7 @@ use tower::Service;
 
 use super::{AppState, ErrorReport, MAX_BODY_BYTES};
 use crate::metrics::RouteMetrics;
+use crate::metrics::waits::{self, RouteWaits};
 
 /// The route label of requests no route matched (the 404 fallback).
 const UNMATCHED: &str = "unmatched";
@@ -196,11 +198,25 @@ impl App {
         }
     }
 
-    /// Answer `request` without taking the service mutably: what [`super::GatedApp`] calls on
-    /// the shared instance.
-    pub(super) fn answer(&self, mut request: Request) -> AppFuture {
+    /// Answer `request` without taking the service mutably (as [`answer_from`] with no
+    /// peer known).
+    ///
+    /// [`answer_from`]: Self::answer_from
+    pub(super) fn answer(&self, request: Request) -> AppFuture {
+        self.answer_from(request, None)
+    }
+
+    /// Answer `request`, which came from `peer`: what [`super::GatedApp`] calls on the shared
+    /// instance.
+    pub(super) fn answer_from(&self, mut request: Request, peer: Option<SocketAddr>) -> AppFuture {
         let start = Instant::now();
         let table = &self.routes;
+        // Kept only for the access log: the method of most requests is a constant, but an
+        // extension method's clone allocates.
+        let access = table
+            .state
+            .access_log
+            .then(|| (request.method().clone(), peer));
         let (slot, answered) = match table.patterns.at(request.uri().path()) {
             Ok(found) => (
                 *found.value,
@@ -218,9 +234,17 @@ impl App {
                 if !request.body().is_end_stream() {
                     DefaultBodyLimit::max(MAX_BODY_BYTES).apply(&mut request);
                 }
+                // The route's waits count under its pattern (the direct answers never wait).
+                let waits = match table.route_metrics(slot) {
+                    Some(route) => route.waits,
+                    None => waits::WaitFamilies::detached(),
+                };
                 Answer::Routed {
                     // A clone is one Arc increment: `Service::call` needs the router mutably.
-                    future: ISSUED.scope(Cell::new(0), self.router.clone().call(request)),
+                    future: ISSUED.scope(
+                        Cell::new(0),
+                        waits::scoped(waits, self.router.clone().call(request)),
+                    ),
                 }
             }
         };
@@ -229,11 +253,21 @@ impl App {
             table: Arc::clone(table),
             slot,
             start,
+            access,
         }
     }
 }
 
 impl RouteTable {
+    /// The metrics of pattern `slot`, made on its first request.
+    fn route_metrics(&self, slot: usize) -> Option<&RouteMetrics> {
+        let slot = self.slots.get(slot)?;
+        Some(
+            slot.metrics
+                .get_or_init(|| self.state.metrics.route(&slot.pattern)),
+        )
+    }
+
     /// The direct answer of pattern `slot` to a request with `method` and `params`, when it
     /// has one (see the module docs for when it has not).
     fn answer_directly(
@@ -283,6 +317,8 @@ pin_project_lite::pin_project! {
         table: Arc<RouteTable>,
         slot: usize,
         start: Instant,
+        // The request's method and peer, when the access log is on.
+        access: Option<(Method, Option<SocketAddr>)>,
     }
 }
 
@@ -290,7 +326,10 @@ pin_project_lite::pin_project! {
     /// How a request is answered: by the router, or directly (already answered).
     #[project = AnswerProjection]
     enum Answer {
-        Routed { #[pin] future: TaskLocalFuture<Cell<u64>, RouteFuture<Infallible>> },
+        Routed {
+            #[pin]
+            future: TaskLocalFuture<Cell<u64>, TaskLocalFuture<&'static RouteWaits, RouteFuture<Infallible>>>,
+        },
         Direct { answered: Option<Answered> },
     }
 }
@@ -313,11 +352,11 @@ impl Future for AppFuture {
             },
         };
         let table = &**this.table;
-        if let Some(slot) = table.slots.get(*this.slot) {
-            let metrics = slot
-                .metrics
-                .get_or_init(|| table.state.metrics.route(&slot.pattern));
+        if let Some(metrics) = table.route_metrics(*this.slot) {
             record(&table.state, metrics, this.start, issued, &response);
+            if let Some((method, peer)) = this.access.take() {
+                access(&method, peer, metrics, this.start, issued, &response);
+            }
         }
         Poll::Ready(Ok(response))
     }
@@ -345,6 +384,30 @@ fn record(
         None if !response.status().is_success() => state.metrics.error(response.status().as_str()),
         None => {}
     }
+}
+
+/// The access log's line of one request (`log.access`).
+fn access(
+    method: &Method,
+    peer: Option<SocketAddr>,
+    route: &RouteMetrics,
+    start: &Instant,
+    issued: u64,
+    response: &Response,
+) {
+    let duration_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+    tracing::info!(
+        target: crate::logging::ACCESS_TARGET,
+        method = method.as_str(),
+        route = &*route.name,
+        status = response.status().as_u16(),
+        duration_us,
+        ids = issued,
+        peer = peer.map(tracing::field::display),
+        "{method} {} {}",
+        route.name,
+        response.status().as_u16()
+    );
 }
 
 /// A 500 is a bug (error); any other failure with a cause is the service's environment: a lost

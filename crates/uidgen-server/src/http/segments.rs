@@ -1,6 +1,7 @@
 //! Leaf segment routes: Leaf's text route, the JSON batch and monitor routes, and the admin route
 //! that creates or updates a biz tag.
 
+use crate::metrics::waits::waited;
 use std::sync::Arc;
 
 use axum::Json;
@@ -59,7 +60,9 @@ pub async fn leaf_segment(
 ) -> Result<Issued<String>, TextError> {
     let service = service(&state)?;
     Ok(decimal(
-        service.get_async(&tag).await.map_err(segment_error)?,
+        waited(service.get_async(&tag))
+            .await
+            .map_err(segment_error)?,
     ))
 }
 
@@ -122,8 +125,7 @@ pub async fn batch(
 ) -> Result<Issued<Json<SegmentBatch>>, ApiError> {
     let service = service(&state)?;
     let count = query.count(state.batch_cap)?;
-    let ids = service
-        .get_batch_async(&tag, count)
+    let ids = waited(service.get_batch_async(&tag, count))
         .await
         .map_err(segment_error)?;
     Ok(Issued(ids.len() as u64, Json(SegmentBatch { tag, ids })))
@@ -323,6 +325,17 @@ pub async fn upsert_tag(
         .upsert_tag(&tag, update.step, update.description.as_deref())
         .await
         .map_err(segment_error)?;
+    // Who: the admin token is the only way in (one identity); what: the row as it now is.
+    tracing::info!(
+        by = "admin token",
+        tag = %row.biz_tag,
+        step = row.step,
+        max_id = row.max_id,
+        description = row.description.as_deref().unwrap_or(""),
+        "admin set the segment tag `{}` (step {})",
+        row.biz_tag,
+        row.step
+    );
     Ok(Json(TagRow {
         tag: row.biz_tag,
         max_id: row.max_id,

@@ -343,6 +343,17 @@ pub async fn upsert_app(
         description: update.description,
     };
     let app = service.upsert_app(&spec).await.map_err(sharded_error)?;
+    // Who: the admin token is the only way in (one identity); what: the app as asked.
+    tracing::info!(
+        by = "admin token",
+        app_id,
+        name = %spec.name,
+        step = spec.step,
+        max_limit_id = spec.max_limit_id,
+        "admin set the sharded app {app_id} (`{}`, step {})",
+        spec.name,
+        spec.step
+    );
     Ok(Json(AppView::from(app)))
 }
 

@@ -10,7 +10,8 @@
 //! peer that cannot answer now).
 
 use std::convert::Infallible;
-use std::future::Future;
+use std::future::{Future, Ready, ready};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
@@ -101,7 +102,40 @@ impl StartGate {
         GatedApp {
             app: Arc::clone(&self.app),
             starting: starting_routes(),
+            peer: None,
         }
+    }
+
+    /// What `axum::serve` makes each connection's service with: [`http_service`] knowing the
+    /// connection's peer, for the access log. Per connection rather than axum's `ConnectInfo`,
+    /// which puts an extension (an allocation) on every request whether the log is on or not.
+    ///
+    /// [`http_service`]: Self::http_service
+    pub fn connections(&self) -> Connections {
+        Connections(self.http_service())
+    }
+}
+
+/// Makes each connection's [`GatedApp`], knowing its peer: see [`StartGate::connections`].
+#[derive(Debug, Clone)]
+pub struct Connections(GatedApp);
+
+impl<L> Service<axum::serve::IncomingStream<'_, L>> for Connections
+where
+    L: axum::serve::Listener<Addr = SocketAddr>,
+{
+    type Response = GatedApp;
+    type Error = Infallible;
+    type Future = Ready<Result<GatedApp, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, stream: axum::serve::IncomingStream<'_, L>) -> Self::Future {
+        let mut service = self.0.clone();
+        service.peer = Some(*stream.remote_addr());
+        ready(Ok(service))
     }
 }
 
@@ -110,6 +144,8 @@ impl StartGate {
 pub struct GatedApp {
     app: Arc<OnceLock<App>>,
     starting: Router,
+    /// The connection's peer, when made by [`Connections`].
+    peer: Option<SocketAddr>,
 }
 
 impl Service<Request> for GatedApp {
@@ -125,7 +161,7 @@ impl Service<Request> for GatedApp {
     fn call(&mut self, request: Request) -> Self::Future {
         let inner = match self.app.get() {
             Some(app) => Gated::Serving {
-                inner: app.answer(request),
+                inner: app.answer_from(request, self.peer),
             },
             // A clone is one Arc increment: `Service::call` needs the router mutably.
             None => Gated::Starting {

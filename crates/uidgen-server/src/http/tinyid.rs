@@ -21,6 +21,7 @@
 //! from 1 to 2^31 - 1 (Spring answers 400 to an `Integer` it cannot read; Tinyid answered an
 //! empty list below 1), or an empty `token`. So the document's bounds are the route's.
 
+use crate::metrics::waits::waited;
 use std::sync::Arc;
 
 use axum::Json;
@@ -181,8 +182,7 @@ async fn next_ids(
 ) -> Result<Vec<i64>, Failure> {
     let caller = visit(state, headers, query, &asked.biz)?;
     let service = service(state).map_err(|e| failure(&e))?;
-    let ids = service
-        .get_batch_async(&asked.biz, asked.batch)
+    let ids = waited(service.get_batch_async(&asked.biz, asked.batch))
         .await
         .map_err(|e| failure(&segment_error(e)))?;
     if let Some(caller) = caller {

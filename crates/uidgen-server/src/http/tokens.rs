@@ -220,7 +220,10 @@ pub async fn create_token(
         .await
         .map_err(token_error)?;
     apply_now(callers).await;
-    tracing::info!(id = created.token.id, name = %created.token.name, "caller token created");
+    // Who: the admin token, the one admin identity; what: the token's id and name, never its
+    // secret.
+    tracing::info!(by = "admin token", id = created.token.id, name = %created.token.name,
+        "caller token created");
     Ok(Json(CreatedToken {
         token: created.secret,
         view: created.token.into(),
@@ -295,6 +298,6 @@ pub async fn revoke_token(
         }
     };
     apply_now(callers).await;
-    tracing::info!(id, "caller token revoked");
+    tracing::info!(by = "admin token", id, revoked_now, "caller token revoked");
     Ok(Json(RevokedToken { id, revoked_now }))
 }

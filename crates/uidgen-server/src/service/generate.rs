@@ -23,6 +23,10 @@ use prometheus_client::metrics::counter::Counter;
 
 use super::{ApiError, AppState};
 use crate::config::EmptyRing;
+// Every await below on the generator counts as a caller's wait (`uidgen_requests_waiting`): a
+// ring that answers at once does not pend, so it costs the fast path nothing; a generator
+// without a ring always pends on the blocking pool, so each of its requests counts.
+use crate::metrics::waits::waited;
 
 /// A waiter that has not been woken looks at the ring again after this long anyway: the
 /// padding thread's signal is what wakes it, this only bounds the damage of a signal that
@@ -195,12 +199,12 @@ pub async fn one_from(source: Source<'_>, channel: GenMethod) -> Result<u64, Api
     let generator = source.generator;
     let id = if generator.stock().is_some() {
         // `from_ring` answers exactly the IDs asked for, or an error.
-        from_ring(source, 1)
+        waited(from_ring(source, 1))
             .await?
             .pop()
             .ok_or_else(|| ApiError::internal("the ring answered no ID"))?
     } else {
-        blocking(generator, |g| g.next_id()).await?
+        waited(blocking(generator, |g| g.next_id())).await?
     };
     source.counted(stamp(generator.layout(), id, channel), 1)
 }
@@ -245,9 +249,9 @@ pub async fn many_from(
     channel: GenMethod,
 ) -> Result<Vec<u64>, ApiError> {
     let mut ids = if source.generator.stock().is_some() {
-        from_ring(source, n).await?
+        waited(from_ring(source, n)).await?
     } else {
-        blocking(source.generator, move |g| g.next_ids(n)).await?
+        waited(blocking(source.generator, move |g| g.next_ids(n))).await?
     };
     let layout = source.generator.layout();
     if layout.has(FieldKind::Method) {

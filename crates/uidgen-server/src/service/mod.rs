@@ -116,6 +116,8 @@ pub struct AppState {
     /// The worker ids the default space's generator holds beyond its first, and what they
     /// sustain (issue 30); `None` when embedded.
     pub pool: Option<Arc<crate::workers::WorkerPool>>,
+    /// Whether each HTTP request gets an access-log line (`log.access`).
+    pub access_log: bool,
 }
 
 impl std::fmt::Debug for AppState {
@@ -154,6 +156,7 @@ impl AppState {
             assigner: None,
             spaces: std::collections::BTreeMap::new(),
             pool: None,
+            access_log: false,
         }
     }
 

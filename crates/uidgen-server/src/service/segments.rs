@@ -1,6 +1,7 @@
 //! Segment mode as the service sees it: the segment service when enabled, and its failures as
 //! [`ApiError`]s, the same over HTTP and gRPC.
 
+use crate::metrics::waits::waited;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
@@ -182,8 +183,7 @@ pub async fn dated_numbers(
             .await
             .map_err(segment_error)?;
     }
-    let ids = service
-        .get_batch_async(&day, n)
+    let ids = waited(service.get_batch_async(&day, n))
         .await
         .map_err(segment_error)?;
     Ok((day, ids))

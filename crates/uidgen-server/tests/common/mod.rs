@@ -182,13 +182,21 @@ impl Server {
                     log.push('\n');
                 }
                 if line.contains(&marker) {
-                    let field = |name: &str| {
-                        line.split_whitespace()
-                            .find_map(|w| w.strip_prefix(name))
-                            .map(str::to_owned)
+                    // A text line's `key=value` words, or a JSON line's (`--log-format json`)
+                    // top-level fields.
+                    let object = line
+                        .starts_with('{')
+                        .then(|| serde_json::from_str::<serde_json::Value>(&line).ok())
+                        .flatten();
+                    let field = |name: &str| match &object {
+                        Some(object) => object[name].as_str().map(str::to_owned),
+                        None => line
+                            .split_whitespace()
+                            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+                            .map(str::to_owned),
                     };
-                    if let Some(addr) = field("listen=") {
-                        let _ = tx.send((addr, field("grpc_listen=")));
+                    if let Some(addr) = field("listen") {
+                        let _ = tx.send((addr, field("grpc_listen")));
                     }
                 }
             }
