@@ -266,9 +266,11 @@ impl<C: Clock> Shared<C> {
         if state.lanes.is_empty() {
             // The fence that closed last, or (a claim after the lanes were gone) the reason
             // the ring was stopped with then: every claimant reports the one cause.
-            let error = closed.or_else(|| self.ring.stop_error()).unwrap_or_else(|| {
-                UidError::GeneratorStopped("no worker id is left to pad from".to_owned())
-            });
+            let error = closed
+                .or_else(|| self.ring.stop_error())
+                .unwrap_or_else(|| {
+                    UidError::GeneratorStopped("no worker id is left to pad from".to_owned())
+                });
             self.ring.stop_with(error.clone());
             return Err(error);
         }

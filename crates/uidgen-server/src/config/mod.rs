@@ -7,7 +7,7 @@
 //! it. The service and the subcommands take [`Settings`] and never parse a key again.
 //!
 //! One file per section: [`layout`], [`generator`], [`worker`] (with [`ranges`]), [`ring`],
-//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`], [`tls`]; the top-level keys are here, and [`mod@env`]
+//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`], [`tls`], [`http`]; the top-level keys are here, and [`mod@env`]
 //! maps keys to `UIDGEN_…` variables. **Adding a key** means editing its section's file
 //! only: the field with its doc, its `Default`, its line in the section's `ENV` list, and its
 //! check in the section's `settings` (or `build`/`options`).
@@ -25,6 +25,7 @@ pub mod auth;
 pub mod env;
 pub mod etcd;
 pub mod generator;
+pub mod http;
 pub mod layout;
 pub mod ranges;
 pub mod ring;
@@ -41,6 +42,7 @@ pub use auth::{AuthConfig, AuthSettings, DEFAULT_AUTH_REFRESH_SECS};
 pub use env::{ENV_NOT_CONFIG, ENV_TEST_PREFIX, env_name, env_overrides};
 pub use etcd::{EtcdConfig, EtcdSettings};
 pub use generator::{GeneratorConfig, GeneratorKind, MAX_BACKWARD_MS};
+pub use http::HttpConfig;
 pub use layout::LayoutConfig;
 pub use ranges::is_vesta;
 pub use ring::{
@@ -193,6 +195,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// `[tls]`: HTTP and gRPC over TLS (off by default).
     pub tls: TlsConfig,
+    /// `[http]`: the HTTP port's read timeouts and connection cap.
+    pub http: HttpConfig,
 }
 
 impl Default for Config {
@@ -217,6 +221,7 @@ impl Default for Config {
             spaces: BTreeMap::new(),
             auth: AuthConfig::default(),
             tls: TlsConfig::default(),
+            http: HttpConfig::default(),
         }
     }
 }
@@ -291,6 +296,8 @@ pub struct Settings {
     pub auth: AuthSettings,
     /// `[tls]`, when on.
     pub tls: Option<TlsSettings>,
+    /// `[http]`: the HTTP port's read timeouts and connection cap.
+    pub http: crate::connections::ConnectionLimits,
 }
 
 impl Settings {
@@ -496,6 +503,7 @@ impl Config {
         )?;
         let auth = self.auth.settings()?;
         let tls = self.tls.settings()?;
+        let http = self.http.settings()?;
         Ok(Settings {
             listen,
             grpc_listen,
@@ -517,6 +525,7 @@ impl Config {
             spaces,
             auth,
             tls,
+            http,
         })
     }
 }
