@@ -101,13 +101,14 @@ fn bound_parameter(operation: &str, param: &mut Value, limits: &Limits) -> bool 
         ("query", "type") => integer(0, layout.max(FieldKind::Type)),
         ("query", "version") => integer(0, layout.max(FieldKind::Version)),
         ("query", "id") => integer(0, largest_id(layout)),
-        // Leaf's decodeSnowflakeId reads any decimal below 2^63 (and answers `errorMsg` for the
-        // rest, as Leaf does).
-        ("query", "snowflakeId") => integer(0, i64::MAX.unsigned_abs()),
-        // Tinyid's routes: the biz type is a segment tag, `batchSize` a batch, `token` a caller
-        // token's text.
+        // Leaf's decodeSnowflakeId reads any text, as Leaf's `String` parameter, and answers
+        // `errorMsg` (200) for one that is not an ID; only an empty one is refused.
+        ("query", "snowflakeId") => non_empty(),
+        // Tinyid's routes: the biz type is a segment tag, `batchSize` its client's `Integer`
+        // (cut to `batch_cap`, as Tinyid cuts to `batch.size.max`), `token` a caller token's
+        // text.
         ("query", "bizType") => tag(),
-        ("query", "batchSize") => integer(1, limits.batch_cap),
+        ("query", "batchSize") => integer(1, super::tinyid::MAX_BATCH_SIZE),
         ("query", "token") => non_empty(),
         ("query", "layout") => json!({ "type": "string", "enum": layout_names(layout) }),
         // Leaf's segment route calls its tag `key` (the path keeps Leaf's name, and with it the
@@ -170,6 +171,14 @@ fn bound_body(name: &str, schema: &mut Value, limits: &Limits) {
     let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
         return;
     };
+    // Tinyid's answers hold `data: null` on failure; utoipa leaves a generic `Option` field
+    // of these instances without its `null`.
+    if name.starts_with("TinyidResponse")
+        && let Some(data) = properties.get_mut("data")
+    {
+        let kind = data["type"].take();
+        data["type"] = json!([kind, "null"]);
+    }
     for (field, property) in properties.iter_mut() {
         let bound = match (name, field.as_str()) {
             ("TagUpdate", "step") => integer(1, max_i64(uidgen_store::MAX_STEP)),

@@ -169,8 +169,9 @@ pub async fn db(State(state): State<Arc<AppState>>) -> Result<Html<String>, ApiE
 }
 
 /// `GET /decodeSnowflakeId?snowflakeId=` (Leaf): an ID's `timestamp` (`ms(yyyy-MM-dd
-/// HH:mm:ss.SSS)`, UTC), `workerId` and `sequenceId`, as strings; a malformed ID answers
-/// `errorMsg`, as Leaf's does (with status 200).
+/// HH:mm:ss.SSS)`, UTC), `workerId` and `sequenceId`, as strings; a text that is not an ID
+/// answers `errorMsg`, as Leaf's does (with status 200). No `snowflakeId`, or an empty one, is
+/// refused with 400 (Spring refuses the first; no client sends the second).
 #[utoipa::path(
     get,
     path = "/decodeSnowflakeId",
@@ -184,16 +185,19 @@ pub async fn db(State(state): State<Arc<AppState>>) -> Result<Html<String>, ApiE
             example = json!({"timestamp": "1567733700834(2019-09-06 01:35:00.834)",
                 "workerId": "39", "sequenceId": "3448"})
         ),
-        (status = 400, description = "No `snowflakeId` parameter", body = ErrorBody),
+        (status = 400, description = "No `snowflakeId`, or an empty one", body = ErrorBody),
     )
 )]
 pub async fn decode_snowflake_id(
     State(state): State<Arc<AppState>>,
     query: QueryParams,
 ) -> Result<Json<BTreeMap<String, String>>, ApiError> {
-    let raw = query.get("snowflakeId").ok_or_else(|| {
-        ApiError::bad_parameter("the query needs `snowflakeId`, the ID".to_owned())
-    })?;
+    let raw = query
+        .get("snowflakeId")
+        .filter(|raw| !raw.is_empty())
+        .ok_or_else(|| {
+            ApiError::bad_parameter("the query needs `snowflakeId`, the ID".to_owned())
+        })?;
     let layout = snowflake_layout(&state)?;
     let mut answer = BTreeMap::new();
     match raw

@@ -15,6 +15,11 @@
 //! route asks for one then. Answers keep Tinyid's shapes: `{"data", "code", "message"}` with
 //! code 200, 5 (`token is error`) or 6 (an error), always HTTP 200; the `Simple` routes answer
 //! the bare text, or nothing on any error.
+//!
+//! A request no Tinyid client sends is refused before Tinyid's own checks, with 400 and
+//! uidgen's JSON error: no `bizType`, one no tag can be, a `batchSize` that is not an integer
+//! from 1 to 2^31 - 1 (Spring answers 400 to an `Integer` it cannot read; Tinyid answered an
+//! empty list below 1), or an empty `token`. So the document's bounds are the route's.
 
 use std::sync::Arc;
 
@@ -25,6 +30,7 @@ use serde::Serialize;
 use uidgen_store::Residue;
 use utoipa::ToSchema;
 
+use super::error::ErrorBody;
 use super::extract::QueryParams;
 use super::observe::Issued;
 use super::{ApiError, AppState};
@@ -84,6 +90,51 @@ pub struct TinyidSegment {
 /// A refused or failed request: Tinyid's code and message.
 type Failure = (i32, String);
 
+/// The largest `batchSize` a Tinyid client can send (its `Integer`); more than `batch_cap` is
+/// cut to `batch_cap`, as Tinyid's `checkBatchSize` cuts to `batch.size.max`.
+pub(super) const MAX_BATCH_SIZE: u64 = i32::MAX.unsigned_abs() as u64;
+
+/// A Tinyid route's query, read: the biz type and how many IDs (1 when absent).
+struct Asked {
+    biz: String,
+    batch: usize,
+}
+
+/// Read `bizType`, `batchSize` and `token` as the document bounds them (see the module docs).
+fn asked(state: &AppState, query: &QueryParams) -> Result<Asked, ApiError> {
+    let biz = query
+        .get("bizType")
+        .ok_or_else(|| ApiError::bad_parameter("the query needs `bizType`, the biz type"))?;
+    uidgen_core::check_biz_tag(biz)
+        .map_err(|e| ApiError::bad_parameter(format!("`bizType`: {e}")))?;
+    if query.get("token").is_some_and(String::is_empty) {
+        return Err(ApiError::bad_parameter(
+            "`token` is empty: leave it out, or give a caller token",
+        ));
+    }
+    let batch = match query.get("batchSize") {
+        None => 1,
+        Some(raw) => raw
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (1..=MAX_BATCH_SIZE).contains(n))
+            .map(|n| {
+                usize::try_from(n)
+                    .unwrap_or(usize::MAX)
+                    .min(state.batch_cap)
+            })
+            .ok_or_else(|| {
+                ApiError::bad_parameter(format!(
+                    "`batchSize` {raw:?} is not an integer from 1 to {MAX_BATCH_SIZE}"
+                ))
+            })?,
+    };
+    Ok(Asked {
+        biz: biz.clone(),
+        batch,
+    })
+}
+
 fn token_error() -> Failure {
     (TOKEN_ERR, "token is error".to_owned())
 }
@@ -95,13 +146,10 @@ fn visit(
     state: &AppState,
     headers: &HeaderMap,
     query: &QueryParams,
-) -> Result<(String, Option<Arc<Caller>>), Failure> {
-    let biz = query
-        .get("bizType")
-        .filter(|b| !b.is_empty())
-        .ok_or_else(token_error)?;
+    biz: &str,
+) -> Result<Option<Arc<Caller>>, Failure> {
     let Some(callers) = state.callers.as_ref().filter(|c| c.required()) else {
-        return Ok((biz.clone(), None));
+        return Ok(None);
     };
     let token = query.get("token").map(|t| format!("Bearer {t}"));
     let authorization = token.as_deref().or_else(|| {
@@ -117,22 +165,11 @@ fn visit(
         .check(RouteFamily::Segments, &[Scoped::Tag(biz)])
         .map_err(|_| token_error())?;
     caller.counters.requests.inc();
-    Ok((biz.clone(), Some(caller)))
+    Ok(Some(caller))
 }
 
 fn failure(error: &ApiError) -> Failure {
     (SYS_ERR, error.message.clone())
-}
-
-/// `batchSize`: 1 when absent, at most `batch_cap` (Tinyid's `batch.size.max`), none below 1.
-fn batch_size(state: &AppState, query: &QueryParams) -> Result<usize, Failure> {
-    match query.get("batchSize").map(|b| b.trim()) {
-        None | Some("") => Ok(1),
-        Some(raw) => raw
-            .parse::<i64>()
-            .map(|n| usize::try_from(n).unwrap_or(0).min(state.batch_cap))
-            .map_err(|_| (SYS_ERR, format!("batchSize {raw:?} is not a number"))),
-    }
 }
 
 /// The IDs of one `nextId`.
@@ -140,15 +177,12 @@ async fn next_ids(
     state: &AppState,
     headers: &HeaderMap,
     query: &QueryParams,
+    asked: &Asked,
 ) -> Result<Vec<i64>, Failure> {
-    let (biz, caller) = visit(state, headers, query)?;
-    let count = batch_size(state, query)?;
-    if count == 0 {
-        return Ok(Vec::new());
-    }
+    let caller = visit(state, headers, query, &asked.biz)?;
     let service = service(state).map_err(|e| failure(&e))?;
     let ids = service
-        .get_batch_async(&biz, count)
+        .get_batch_async(&asked.biz, asked.batch)
         .await
         .map_err(|e| failure(&segment_error(e)))?;
     if let Some(caller) = caller {
@@ -162,21 +196,23 @@ async fn next_segment(
     state: &AppState,
     headers: &HeaderMap,
     query: &QueryParams,
+    asked: &Asked,
 ) -> Result<TinyidSegment, Failure> {
-    let (biz, _) = visit(state, headers, query)?;
+    visit(state, headers, query, &asked.biz)?;
+    let biz = &asked.biz;
     let store = state
         .callers
         .as_ref()
         .map(|c| c.store().clone())
         .ok_or_else(|| (SYS_ERR, "this server has no store to lease from".to_owned()))?;
     let row = store
-        .get_tag(&biz)
+        .get_tag(biz)
         .await
         .map_err(|e| failure(&segment_error(e.into())))?
         .ok_or_else(|| (SYS_ERR, format!("can not find biztype:{biz}")))?;
     let size = u64::try_from(row.step).unwrap_or(1);
     let range = if row.residue == Residue::SINGLE {
-        let lease = crate::service::lease(state, &biz, size, "http")
+        let lease = crate::service::lease(state, biz, size, "http")
             .await
             .map_err(|e| failure(&e))?;
         lease.start..lease.end
@@ -186,11 +222,11 @@ async fn next_segment(
         // claimed whole from this store. A tag of a segment group is served by the group's
         // databases only.
         let service = service(state).map_err(|e| failure(&e))?;
-        if service.groups().await.iter().any(|g| g.tags.contains(&biz)) {
+        if service.groups().await.iter().any(|g| g.tags.contains(biz)) {
             return Err((SYS_ERR, format!("biz type {biz} is a segment group's tag")));
         }
         let claim = store
-            .claim_segment_with_step(&biz, row.step)
+            .claim_segment_with_step(biz, row.step)
             .await
             .map_err(|e| failure(&segment_error(e.into())))?;
         claim.range()
@@ -223,22 +259,31 @@ async fn next_segment(
             description = "A caller token (asked for when `auth.required` is on)"
         ),
     ),
-    responses((
-        status = 200,
-        description = "`{data: [ids], code: 200, message: \"\"}`; code 5 for a refused token, 6 \
-            for any failure (with data null)",
-        body = TinyidResponse<Vec<i64>>
-    ))
+    responses(
+        (
+            status = 200,
+            description = "`{data: [ids], code: 200, message: \"\"}`; code 5 for a refused token, 6 \
+                for any failure (with data null)",
+            body = TinyidResponse<Vec<i64>>
+        ),
+        (
+            status = 400,
+            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
+                an empty `token`, or a parameter given twice",
+            body = ErrorBody
+        ),
+    )
 )]
 pub async fn next_id(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     query: QueryParams,
-) -> Issued<Json<TinyidResponse<Vec<i64>>>> {
-    match next_ids(&state, &headers, &query).await {
+) -> Result<Issued<Json<TinyidResponse<Vec<i64>>>>, ApiError> {
+    let asked = asked(&state, &query)?;
+    Ok(match next_ids(&state, &headers, &query, &asked).await {
         Ok(ids) => Issued(ids.len() as u64, Json(TinyidResponse::ok(ids))),
         Err((code, message)) => Issued(0, Json(TinyidResponse::failed(code, message))),
-    }
+    })
 }
 
 /// `/tinyid/id/nextIdSimple?bizType=&batchSize=&token=` (Tinyid): the IDs as text, separated by
@@ -259,26 +304,35 @@ pub async fn next_id(
             description = "A caller token (asked for when `auth.required` is on)"
         ),
     ),
-    responses((
-        status = 200,
-        description = "The IDs separated by commas; empty on any error (Tinyid's)",
-        content_type = "text/plain",
-        body = String,
-        example = "1001,1002,1003"
-    ))
+    responses(
+        (
+            status = 200,
+            description = "The IDs separated by commas; empty on any error (Tinyid's)",
+            content_type = "text/plain",
+            body = String,
+            example = "1001,1002,1003"
+        ),
+        (
+            status = 400,
+            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
+                an empty `token`, or a parameter given twice",
+            body = ErrorBody
+        ),
+    )
 )]
 pub async fn next_id_simple(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     query: QueryParams,
-) -> Issued<String> {
-    match next_ids(&state, &headers, &query).await {
+) -> Result<Issued<String>, ApiError> {
+    let asked = asked(&state, &query)?;
+    Ok(match next_ids(&state, &headers, &query, &asked).await {
         Ok(ids) => Issued(
             ids.len() as u64,
             ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
         ),
         Err(_) => Issued(0, String::new()),
-    }
+    })
 }
 
 /// `/tinyid/id/nextSegmentId?bizType=&token=` (Tinyid): a segment for the client to hand out.
@@ -294,23 +348,34 @@ pub async fn next_id_simple(
             description = "A caller token (asked for when `auth.required` is on)"
         ),
     ),
-    responses((
-        status = 200,
-        description = "`{data: SegmentId, code: 200, message: \"\"}`: the client hands out the \
-            numbers of (currentId, maxId] that are `≡ remainder (mod delta)`; code 5 for a \
-            refused token, 6 for any failure",
-        body = TinyidResponse<TinyidSegment>
-    ))
+    responses(
+        (
+            status = 200,
+            description = "`{data: SegmentId, code: 200, message: \"\"}`: the client hands out the \
+                numbers of (currentId, maxId] that are `≡ remainder (mod delta)`; code 5 for a \
+                refused token, 6 for any failure",
+            body = TinyidResponse<TinyidSegment>
+        ),
+        (
+            status = 400,
+            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
+                an empty `token`, or a parameter given twice",
+            body = ErrorBody
+        ),
+    )
 )]
 pub async fn next_segment_id(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     query: QueryParams,
-) -> Json<TinyidResponse<TinyidSegment>> {
-    Json(match next_segment(&state, &headers, &query).await {
-        Ok(segment) => TinyidResponse::ok(segment),
-        Err((code, message)) => TinyidResponse::failed(code, message),
-    })
+) -> Result<Json<TinyidResponse<TinyidSegment>>, ApiError> {
+    let asked = asked(&state, &query)?;
+    Ok(Json(
+        match next_segment(&state, &headers, &query, &asked).await {
+            Ok(segment) => TinyidResponse::ok(segment),
+            Err((code, message)) => TinyidResponse::failed(code, message),
+        },
+    ))
 }
 
 /// `/tinyid/id/nextSegmentIdSimple?bizType=&token=` (Tinyid, what its client calls):
@@ -327,26 +392,35 @@ pub async fn next_segment_id(
             description = "A caller token (asked for when `auth.required` is on)"
         ),
     ),
-    responses((
-        status = 200,
-        description = "`currentId,loadingId,maxId,delta,remainder`; empty on any error (Tinyid's)",
-        content_type = "text/plain",
-        body = String,
-        example = "200001,220001,300001,1,0"
-    ))
+    responses(
+        (
+            status = 200,
+            description = "`currentId,loadingId,maxId,delta,remainder`; empty on any error (Tinyid's)",
+            content_type = "text/plain",
+            body = String,
+            example = "200001,220001,300001,1,0"
+        ),
+        (
+            status = 400,
+            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
+                an empty `token`, or a parameter given twice",
+            body = ErrorBody
+        ),
+    )
 )]
 pub async fn next_segment_id_simple(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     query: QueryParams,
-) -> String {
-    match next_segment(&state, &headers, &query).await {
+) -> Result<String, ApiError> {
+    let asked = asked(&state, &query)?;
+    Ok(match next_segment(&state, &headers, &query, &asked).await {
         Ok(s) => format!(
             "{},{},{},{},{}",
             s.current_id, s.loading_id, s.max_id, s.delta, s.remainder
         ),
         Err(_) => String::new(),
-    }
+    })
 }
 
 /// `POST /tinyid/id/nextId`: [`next_id`] by `POST`, as Tinyid's client sends
@@ -367,18 +441,26 @@ pub async fn next_segment_id_simple(
             description = "A caller token (asked for when `auth.required` is on)"
         ),
     ),
-    responses((
-        status = 200,
-        description = "`{data: [ids], code: 200, message: \"\"}`; code 5 for a refused token, 6 \
-            for any failure (with data null)",
-        body = TinyidResponse<Vec<i64>>
-    ))
+    responses(
+        (
+            status = 200,
+            description = "`{data: [ids], code: 200, message: \"\"}`; code 5 for a refused token, 6 \
+                for any failure (with data null)",
+            body = TinyidResponse<Vec<i64>>
+        ),
+        (
+            status = 400,
+            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
+                an empty `token`, or a parameter given twice",
+            body = ErrorBody
+        ),
+    )
 )]
 pub async fn next_id_post(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     query: QueryParams,
-) -> Issued<Json<TinyidResponse<Vec<i64>>>> {
+) -> Result<Issued<Json<TinyidResponse<Vec<i64>>>>, ApiError> {
     next_id(State(state), headers, query).await
 }
 
@@ -400,19 +482,27 @@ pub async fn next_id_post(
             description = "A caller token (asked for when `auth.required` is on)"
         ),
     ),
-    responses((
-        status = 200,
-        description = "The IDs separated by commas; empty on any error (Tinyid's)",
-        content_type = "text/plain",
-        body = String,
-        example = "1001,1002,1003"
-    ))
+    responses(
+        (
+            status = 200,
+            description = "The IDs separated by commas; empty on any error (Tinyid's)",
+            content_type = "text/plain",
+            body = String,
+            example = "1001,1002,1003"
+        ),
+        (
+            status = 400,
+            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
+                an empty `token`, or a parameter given twice",
+            body = ErrorBody
+        ),
+    )
 )]
 pub async fn next_id_simple_post(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     query: QueryParams,
-) -> Issued<String> {
+) -> Result<Issued<String>, ApiError> {
     next_id_simple(State(state), headers, query).await
 }
 
@@ -430,19 +520,27 @@ pub async fn next_id_simple_post(
             description = "A caller token (asked for when `auth.required` is on)"
         ),
     ),
-    responses((
-        status = 200,
-        description = "`{data: SegmentId, code: 200, message: \"\"}`: the client hands out the \
-            numbers of (currentId, maxId] that are `≡ remainder (mod delta)`; code 5 for a \
-            refused token, 6 for any failure",
-        body = TinyidResponse<TinyidSegment>
-    ))
+    responses(
+        (
+            status = 200,
+            description = "`{data: SegmentId, code: 200, message: \"\"}`: the client hands out the \
+                numbers of (currentId, maxId] that are `≡ remainder (mod delta)`; code 5 for a \
+                refused token, 6 for any failure",
+            body = TinyidResponse<TinyidSegment>
+        ),
+        (
+            status = 400,
+            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
+                an empty `token`, or a parameter given twice",
+            body = ErrorBody
+        ),
+    )
 )]
 pub async fn next_segment_id_post(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     query: QueryParams,
-) -> Json<TinyidResponse<TinyidSegment>> {
+) -> Result<Json<TinyidResponse<TinyidSegment>>, ApiError> {
     next_segment_id(State(state), headers, query).await
 }
 
@@ -460,18 +558,26 @@ pub async fn next_segment_id_post(
             description = "A caller token (asked for when `auth.required` is on)"
         ),
     ),
-    responses((
-        status = 200,
-        description = "`currentId,loadingId,maxId,delta,remainder`; empty on any error (Tinyid's)",
-        content_type = "text/plain",
-        body = String,
-        example = "200001,220001,300001,1,0"
-    ))
+    responses(
+        (
+            status = 200,
+            description = "`currentId,loadingId,maxId,delta,remainder`; empty on any error (Tinyid's)",
+            content_type = "text/plain",
+            body = String,
+            example = "200001,220001,300001,1,0"
+        ),
+        (
+            status = 400,
+            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
+                an empty `token`, or a parameter given twice",
+            body = ErrorBody
+        ),
+    )
 )]
 pub async fn next_segment_id_simple_post(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     query: QueryParams,
-) -> String {
+) -> Result<String, ApiError> {
     next_segment_id_simple(State(state), headers, query).await
 }

@@ -78,6 +78,21 @@ async fn tinyids_clients_switch_to_uidgen_by_host_name_above_every_number_tinyid
         json(&body),
         serde_json::json!({"data": null, "code": 5, "message": "token is error"})
     );
+    // What no Tinyid client sends is refused with 400, before any number is taken: no biz
+    // type or one no tag can be, a batch size its `Integer` cannot hold or below 1, an empty
+    // token.
+    for query in [
+        format!("batchSize=2&token={TOKEN}"),
+        format!("bizType=%20test&token={TOKEN}"),
+        format!("bizType=test&batchSize=0&token={TOKEN}"),
+        format!("bizType=test&batchSize=2147483648&token={TOKEN}"),
+        format!("bizType=test&batchSize=two&token={TOKEN}"),
+        "bizType=test&token=".to_owned(),
+    ] {
+        let (status, body) = fetch(&client, &simple(&query)).await;
+        assert_eq!(status, 400, "{query}: {body}");
+        assert_eq!(json(&body)["code"], "invalid_parameter", "{query}: {body}");
+    }
     let (_, body) = fetch(
         &client,
         &server.url(&format!(
