@@ -411,8 +411,10 @@ async fn bad_input_gets_the_documented_status_code_and_message() {
             "no such route",
         ),
     ];
+    // With credentials, so that the admin route's 404 shows (without them it is 401 first).
+    let credentials = [("authorization", "Bearer a-token-of-a-client")];
     for (method, uri, body, status, code, message) in cases {
-        let (got_status, got_body) = call(&r, method, uri, body).await;
+        let (got_status, got_body) = common::call(&r, method, uri, &credentials, body).await;
         let shown = &uri[..uri.len().min(60)];
         assert_eq!(got_status, status, "{method} {shown}: {got_body}");
         let err = json(&got_body);
@@ -423,6 +425,11 @@ async fn bad_input_gets_the_documented_status_code_and_message() {
             "{method} {shown}: {text:?} lacks {message:?}"
         );
     }
+    // The document's security scheme holds even where the admin API is off: no credentials is
+    // 401, as a client generated from it expects.
+    let (status, body) = call(&r, "PUT", "/v1/admin/segments/t", "{}").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(json(&body)["code"], "unauthorized", "{body}");
 }
 
 #[tokio::test]
