@@ -471,9 +471,12 @@ mod tests {
         // Segment mode is off: its answer, a 404, needs no router either.
         let segment = answered(&service, "GET", "/api/segment/get/t");
         assert_eq!(segment, Some(StatusCode::NOT_FOUND));
+        // `HEAD` on an issuing route is answered before the router too, taking no ID
+        // (`admission.rs`).
+        assert_eq!(answered(&service, "HEAD", "/genid"), Some(StatusCode::OK));
         for (method, uri) in [
             ("GET", "/api/snowflake/get/%78"),
-            ("HEAD", "/genid"),
+            ("HEAD", "/healthz"),
             ("POST", "/genid"),
             ("GET", "/v1/ids"),
             ("GET", "/nowhere"),
