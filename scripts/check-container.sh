@@ -54,6 +54,15 @@ if env.get("UIDGEN_STATE_DIR", "/var/lib/uidgen") != "/var/lib/uidgen":
     errors.append("compose's UIDGEN_STATE_DIR must be the volume /var/lib/uidgen")
 if not str(env.get("UIDGEN_STORE", "")).startswith("postgres://") or env.get("UIDGEN_WORKER_ASSIGNER") != "zookeeper":
     errors.append("compose's uidgen must use PostgreSQL as its store and ZooKeeper for worker ids")
+# A default admin token in a published file is everyone's: compose must refuse to start without one.
+admin = str(env.get("UIDGEN_ADMIN_TOKEN", ""))
+if admin and not re.fullmatch(r"\$\{UIDGEN_ADMIN_TOKEN:\?[^}]+\}", admin):
+    errors.append(f"compose's UIDGEN_ADMIN_TOKEN must be required (${{UIDGEN_ADMIN_TOKEN:?...}}), not {admin!r}")
+# The slim image has no curl: both health checks are `uidgen health`.
+if service.get("healthcheck", {}).get("test") != ["CMD", "uidgen", "health"]:
+    errors.append("compose's uidgen healthcheck must run [\"CMD\", \"uidgen\", \"health\"]")
+if not re.search(r'^HEALTHCHECK .*CMD \["uidgen", "health"\]', dockerfile, re.M):
+    errors.append('the Dockerfile must have a HEALTHCHECK running ["uidgen", "health"]')
 
 for error in errors:
     print(f"error: {error}", file=sys.stderr)
@@ -65,7 +74,10 @@ if docker info >/dev/null 2>&1; then
   echo "container engine found: building the image"
   docker build -t uidgen:check .
   docker run --rm uidgen:check decode 967194852301217792
-  if docker compose version >/dev/null 2>&1; then docker compose config --quiet; fi
+  # compose refuses to start without an admin token; any will do to check the file.
+  if docker compose version >/dev/null 2>&1; then
+    UIDGEN_ADMIN_TOKEN=check-container-admin-token docker compose config --quiet
+  fi
 else
   echo "no container engine (docker info fails): the image is not built; the files are linted above"
 fi

@@ -12,6 +12,7 @@ const REQUEST_TIMEOUT_MS = 3000;
 const CHART_SAMPLES = 600;     // 10 minutes at one sample a second
 const MAX_DECODE = 50;         // IDs decoded per click
 const TOKEN_KEY = 'uidgen.adminToken';
+const CALLER_KEY = 'uidgen.callerToken';
 
 const $ = (id) => document.getElementById(id);
 
@@ -38,6 +39,26 @@ class ApiFailure extends Error {
     super((body && body.message) || fallback);
     this.status = status; this.code = body && body.code; this.fields = (body && body.fields) || {};
   }
+}
+
+// The caller token (auth.required), like the admin token in this tab's sessionStorage only.
+const callerToken = () => sessionStorage.getItem(CALLER_KEY);
+let authRequired = false;   // from /v1/status
+
+// `options` for a request to an ID route (decode, make, segments, apps): the caller token in
+// the Authorization header when one is kept. Sent only where the server asks for it.
+function asCaller(options = {}) {
+  const t = callerToken();
+  if (!authRequired || !t) return options;
+  return { ...options, headers: { ...(options.headers || {}), authorization: `Bearer ${t}` } };
+}
+
+// What to say instead of the server's 401/403 on an ID route: plainly that a caller token is
+// needed (or was refused), not an error banner.
+function callerNeeded(e) {
+  if (!authRequired || (e.status !== 401 && e.status !== 403)) return null;
+  if (!callerToken()) return 'This server asks for a caller token: enter one above (Caller token).';
+  return e.status === 401 ? `The caller token was refused: ${e.message}` : `The caller token may not do this: ${e.message}`;
 }
 
 // A request to this server: the parsed JSON body, or an ApiFailure carrying the server's
@@ -186,10 +207,12 @@ async function decode(event) {
   const shown = ids.slice(0, MAX_DECODE);
   const cards = await Promise.all(shown.map(async (text) => {
     try {
-      const d = await api(`/v1/ids/${encodeURIComponent(text)}?layout=${encodeURIComponent(name)}&${shownAs('decode')}`);
+      const d = await api(`/v1/ids/${encodeURIComponent(text)}?layout=${encodeURIComponent(name)}&${shownAs('decode')}`, asCaller());
       return decodedCard(d, layout);
     } catch (e) {
-      return errorCard(text, e.message);
+      const needed = callerNeeded(e);
+      return needed ? el('div', { class: 'card caller-needed' }, el('span', { class: 'id', text }), el('p', { class: 'muted', text: needed }))
+        : errorCard(text, e.message);
     }
   }));
   if (ids.length > shown.length) cards.push(el('p', { class: 'muted', text: `decoded the first ${MAX_DECODE} of ${ids.length} IDs` }));
@@ -245,9 +268,14 @@ async function make(event) {
   }
   $('make-error').hidden = true;
   try {
-    const d = await api(`/v1/ids/make?${shownAs('make')}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: makeBody() });
+    const d = await api(`/v1/ids/make?${shownAs('make')}`, asCaller({ method: 'POST', headers: { 'content-type': 'application/json' }, body: makeBody() }));
     $('make-result').replaceChildren(decodedCard(d, layouts[0]));
   } catch (e) {
+    const needed = callerNeeded(e);
+    if (needed) {
+      $('make-result').replaceChildren(el('p', { class: 'muted caller-needed', text: needed }));
+      return;
+    }
     $('make-result').replaceChildren();
     let unplaced = false;
     for (const [field, message] of Object.entries(e.fields)) {
@@ -362,6 +390,8 @@ function showStatus(s) {
   $('admin-disabled').hidden = s.admin_enabled;
   $('token-form').hidden = !s.admin_enabled;
   showAdmin(s.admin_enabled);
+  authRequired = Boolean(s.auth_required);
+  showCaller();
 }
 
 function fillKv(list, rows) {
@@ -392,12 +422,13 @@ function showShardedStats(sh) {
 
 async function pollApps() {
   try {
-    const apps = await api('/v1/apps');
+    const apps = await api('/v1/apps', asCaller());
     $('apps').tBodies[0].replaceChildren(...apps.map((a) => el('tr', {},
       el('td', { text: a.app_id }), el('td', { text: a.name }), el('td', { text: fmt(a.step) }),
       el('td', { text: fmt(a.largest_id) }), el('td', { text: a.shards }))));
   } catch (e) {
-    $('apps').tBodies[0].replaceChildren(el('tr', {}, el('td', { colspan: 5, class: 'bad', text: e.message })));
+    const needed = callerNeeded(e);
+    $('apps').tBodies[0].replaceChildren(el('tr', {}, el('td', { colspan: 5, class: needed ? 'muted' : 'bad', text: needed || e.message })));
   }
 }
 
@@ -412,12 +443,19 @@ function segmentBar(seg, current) {
 
 async function pollSegments() {
   let tags;
+  const note = $('segments-note');
   try {
-    tags = await api('/v1/segments');
+    tags = await api('/v1/segments', asCaller());
   } catch (e) {
     if (e.code === 'segments_disabled') { $('segments').hidden = true; return; }
-    throw e;
+    const needed = callerNeeded(e);
+    if (!needed) throw e;
+    $('segments').hidden = false;
+    note.textContent = needed; note.hidden = false;
+    $('segment-table').tBodies[0].replaceChildren();
+    return;
   }
+  note.hidden = true;
   $('segments').hidden = false;
   const rows = tags.map((t) => {
     const flags = [
@@ -516,6 +554,45 @@ async function useToken(event) {
   result.className = 'ok';
   result.textContent = 'token accepted';
   showAdmin(true);
+}
+
+function showCaller() {
+  const has = Boolean(callerToken());
+  $('caller-form').hidden = !authRequired;
+  $('caller-needed').hidden = has;
+  $('caller-forget').hidden = !has;
+  $('caller-btn').textContent = has ? 'Replace caller token' : 'Use caller token';
+}
+
+// A caller token is checked at once by decoding an ID (`GET /v1/ids/1`: it takes no ID): 401
+// is a token the server does not accept (unknown, revoked or expired). A 403 only says the
+// token may not use the `ids` routes; it may still be allowed segment tags, so it is kept.
+async function useCallerToken(event) {
+  event.preventDefault();
+  const value = $('caller-token').value.trim();
+  if (!value) return;
+  const result = $('caller-result');
+  try {
+    await api('/v1/ids/1', { headers: { authorization: `Bearer ${value}` } });
+  } catch (e) {
+    if (e.status === 0 || e.status === 401) {
+      result.className = 'error';
+      result.textContent = e.status === 0 ? `cannot check the token: ${e.message}` : `caller token refused: ${e.message}`;
+      return;
+    }
+  }
+  $('caller-token').value = '';
+  sessionStorage.setItem(CALLER_KEY, value);
+  result.className = 'ok';
+  result.textContent = 'caller token kept for this tab';
+  showCaller();
+  poll();
+}
+
+function forgetCallerToken() {
+  sessionStorage.removeItem(CALLER_KEY);
+  $('caller-result').textContent = '';
+  showCaller();
 }
 
 function forgetToken() {
@@ -619,6 +696,8 @@ document.addEventListener('DOMContentLoaded', () => {
   $('make-form').addEventListener('submit', make);
   $('token-form').addEventListener('submit', useToken);
   $('token-forget').addEventListener('click', forgetToken);
+  $('caller-form').addEventListener('submit', useCallerToken);
+  $('caller-forget').addEventListener('click', forgetCallerToken);
   $('tag-form').addEventListener('submit', saveTag);
   $('api').addEventListener('toggle', () => { if ($('api').open) renderApi(); });
   loadLayouts().catch((e) => setOnline(false, e.message));

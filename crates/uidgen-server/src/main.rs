@@ -1,4 +1,5 @@
-//! The `uidgen` binary: `serve`, `gen`, `decode`, `make`, `migrate`, `bench`.
+//! The `uidgen` binary: `serve`, `gen`, `decode`, `make`, `migrate`, `bench`, `health` and
+//! the rest of [`Command`]'s subcommands.
 
 use std::process::ExitCode;
 
@@ -55,6 +56,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             report.unique()
         }
         Command::Takeover(args) => runtime()?.block_on(cli::takeover::run(&args)),
+        Command::Health(args) => {
+            let ready = runtime()?.block_on(cli::health::health(&args))?;
+            println!("{ready}");
+            Ok(())
+        }
         Command::Bench(args) => match (&args.url, &args.grpc) {
             (Some(url), _) => {
                 let report = runtime()?.block_on(bench::run_http(&args, url))?;

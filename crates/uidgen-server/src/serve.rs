@@ -149,6 +149,14 @@ pub async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let start = async {
         let store = open_store(&settings).await?;
         crate::cli::takeover::enforce(&settings, &store).await?;
+        // Before a worker id is claimed: a server no caller could ever use is a configuration
+        // mistake, refused as one.
+        crate::service::callers::check_tokens_can_be_made(
+            settings.auth.required,
+            settings.admin_token.is_some(),
+            &store,
+        )
+        .await?;
         let built = match assign_and_pool(&settings, &store, DEFAULT_SPACE).await {
             Ok((built, pool)) => Held { built, pool },
             Err(error) => {
@@ -287,6 +295,7 @@ async fn serve_with_worker(
         crate::service::callers::Callers::start(
             store.clone(),
             settings.auth.required,
+            settings.admin_token.is_some(),
             settings.auth.refresh,
             state.metrics.callers.clone(),
         )

@@ -421,3 +421,190 @@ async fn a_space_scope_holds_on_every_channel_that_names_a_space() {
     drop(grpc);
     stop(server).await;
 }
+
+fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    i64::try_from(since.as_millis()).unwrap()
+}
+
+/// What `POST /v1/admin/tokens` answers `body`: (status, body).
+async fn make(server: &Server, body: &str) -> (u16, String) {
+    let url = server.url("/v1/admin/tokens");
+    send(reqwest::Method::POST, &url, Some(ADMIN), Some(body)).await
+}
+
+/// A token's scopes name real route families and app ids, and its expiry lies in the future,
+/// or it is not made (400 naming what is wrong); an expiry is stored, listed, and once past,
+/// the token is refused with 401 saying it expired, on HTTP and gRPC.
+async fn tokens_are_checked_when_made_and_expire(store: &str) {
+    let server = start(store);
+    let (status, text) = make(&server, r#"{"name": "typo", "routes": ["idz"]}"#).await;
+    assert_eq!(status, 400, "{text}");
+    let message = json(&text)["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains(r#""idz""#)
+            && message.contains("ids, segments, sharded, fallback, spaces or `*`"),
+        "{message}"
+    );
+    let (status, text) = make(
+        &server,
+        r#"{"name": "apps", "routes": ["sharded"], "apps": ["orders"]}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.contains(r#"\"orders\""#) && text.contains("0 to 255"),
+        "{text}"
+    );
+    let past = now_ms() - 1000;
+    let (status, text) = make(
+        &server,
+        &format!(r#"{{"name": "late", "routes": ["ids"], "expires_ms": {past}}}"#),
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("not in the future"), "{text}");
+    let (status, text) = make(
+        &server,
+        r#"{"name": "both", "routes": ["ids"], "expires_ms": 99999999999999, "ttl_secs": 60}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("not both"), "{text}");
+    let (status, text) = make(
+        &server,
+        r#"{"name": "zero", "routes": ["ids"], "ttl_secs": 0}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+    // Nothing refused was made.
+    let (_, listed) = get(&server, "/v1/admin/tokens", Some(ADMIN)).await;
+    assert_eq!(
+        json(&listed)["tokens"].as_array().unwrap().len(),
+        0,
+        "{listed}"
+    );
+
+    // A day's token: its expiry is a day from when it was made, shown and listed.
+    let before = now_ms();
+    let (status, text) = make(
+        &server,
+        r#"{"name": "daily", "routes": ["ids"], "ttl_secs": 86400}"#,
+    )
+    .await;
+    let after = now_ms();
+    assert_eq!(status, 200, "{text}");
+    let daily = json(&text);
+    let expires = daily["expires_ms"].as_i64().unwrap();
+    assert!(
+        (before + 86_400_000..=after + 86_400_000).contains(&expires),
+        "{text}"
+    );
+    let daily_token = daily["token"].as_str().unwrap().to_owned();
+    let (status, text) = get(&server, "/v1/ids?count=2", Some(&daily_token)).await;
+    assert_eq!(status, 200, "{text}");
+    // A token that expires shortly; the one made without an expiry has none listed.
+    let soon = now_ms() + 1500;
+    let (status, text) = make(
+        &server,
+        &format!(r#"{{"name": "brief", "routes": ["*"], "expires_ms": {soon}}}"#),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let brief = json(&text)["token"].as_str().unwrap().to_owned();
+    let (_, forever) = create(&server, r#"{"name": "forever", "routes": ["ids"]}"#).await;
+    let (_, listed) = get(&server, "/v1/admin/tokens", Some(ADMIN)).await;
+    let listed = json(&listed);
+    assert_eq!(listed["tokens"][0]["expires_ms"], expires);
+    assert_eq!(listed["tokens"][1]["expires_ms"], soon);
+    assert!(listed["tokens"][2].get("expires_ms").is_none(), "{listed}");
+
+    // Once past its expiry: 401 saying so, over HTTP and gRPC.
+    let refused = uidgen_testkit::eventually_some("the brief token expiring", 30, || async {
+        let (status, text) = get(&server, "/v1/ids", Some(&brief)).await;
+        (status == 401).then_some(text)
+    })
+    .await;
+    assert_eq!(json(&refused)["code"], "unauthorized");
+    assert!(
+        refused.contains("the caller token `brief` expired at "),
+        "{refused}"
+    );
+    let mut client = grpc(&server).await;
+    let status = client
+        .next_ids(authorised(
+            NextIdsRequest {
+                count: 1,
+                ..Default::default()
+            },
+            &brief,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
+    assert!(status.message().contains("expired at"), "{status:?}");
+    assert_eq!(get(&server, "/v1/ids", Some(&forever)).await.0, 200);
+    // An expired name stays taken, as a revoked one does.
+    let (status, text) = make(&server, r#"{"name": "brief", "routes": ["ids"]}"#).await;
+    assert_eq!(status, 409, "{text}");
+
+    // Leaf's routes answer their own errors as bare text, but the token layer's 401 is JSON.
+    let (status, text) = get(&server, "/api/segment/get/nope", None).await;
+    assert_eq!(status, 401, "{text}");
+    assert_eq!(json(&text)["code"], "unauthorized");
+    drop(client);
+    stop(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_checked_when_made_and_expire_on_sqlite() {
+    tokens_are_checked_when_made_and_expire(&sqlite_url("auth-expiry")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_checked_when_made_and_expire_on_postgres() {
+    tokens_are_checked_when_made_and_expire(&fresh_url(TestDb::Postgres).await.unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_checked_when_made_and_expire_on_mariadb() {
+    tokens_are_checked_when_made_and_expire(&fresh_url(TestDb::MySql).await.unwrap()).await;
+}
+
+/// `auth.required` with no admin token and no valid caller token could serve no one: refused at
+/// start, naming both keys. With a token in the store (made earlier, or imported from Tinyid)
+/// it starts, and warns that none can be made or revoked through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_without_an_admin_token_starts_only_with_a_token_in_the_store() {
+    let store = sqlite_url("auth-no-admin");
+    let no_admin = [
+        ("UIDGEN_STORE", store.as_str()),
+        ("UIDGEN_AUTH_REQUIRED", "true"),
+    ];
+    let log = match Server::try_start(&[], &no_admin) {
+        Ok(server) => panic!("started without a way to make tokens: {}", server.log()),
+        Err(log) => log,
+    };
+    assert!(
+        log.contains(
+            "auth.required = true, but admin_token is unset and the store holds no \
+                      valid caller token"
+        ),
+        "{log}"
+    );
+    let server = start(&store);
+    let (_, token) = create(&server, r#"{"name": "kept", "routes": ["ids"]}"#).await;
+    stop(server).await;
+    let server = Server::start(&[], &no_admin);
+    assert!(
+        server
+            .log()
+            .contains("none can be made or revoked through this server"),
+        "{}",
+        server.log()
+    );
+    assert_eq!(get(&server, "/v1/ids", Some(&token)).await.0, 200);
+    stop(server).await;
+}

@@ -247,3 +247,101 @@ fn make_with_a_time_before_the_epoch_says_so() {
          whose epoch is earlier"
     );
 }
+
+#[test]
+fn decode_reads_base36_and_base62_ids_with_form() {
+    // The forms the HTTP API writes (`?form=`): uidgen-core's own example on snowflake.
+    let id = "1234567890123456789";
+    for (form, text) in [
+        ("base62", "1TCKi1nFuNh"),
+        ("base36", "09do1sj396nf9"),
+        ("decimal", id),
+    ] {
+        let (status, out, err) = run(
+            &["decode", "--layout", "snowflake", "--form", form, text],
+            &[],
+        );
+        assert!(status.success(), "{form}: {err}");
+        assert!(out.starts_with(&format!("{id} time=")), "{form}: {out}");
+    }
+    // Decimal stays the default, and a radix text is not guessed as one.
+    let (status, _, err) = run(&["decode", "--layout", "snowflake", "1TCKi1nFuNh"], &[]);
+    assert!(!status.success());
+    assert!(err.contains("1TCKi1nFuNh"), "{err}");
+    let (status, _, err) = run(
+        &[
+            "decode",
+            "--layout",
+            "snowflake",
+            "--form",
+            "base62",
+            "1TCK!",
+        ],
+        &[],
+    );
+    assert!(!status.success());
+    assert!(err.contains("\"1TCK!\" as base62"), "{err}");
+    // An unknown form is a usage error naming the known ones.
+    let (status, _, err) = run(&["decode", "--form", "base64", "1"], &[]);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("decimal, base36 or base62"), "{err}");
+    let (status, _, err) = run(
+        &["decode", "--layout", "sharded", "--form", "base36", "1"],
+        &[],
+    );
+    assert!(!status.success());
+    assert!(err.contains("sharded IDs are decimal only"), "{err}");
+}
+
+#[test]
+fn serve_refuses_the_published_placeholder_admin_token() {
+    let (status, _, err) = run(
+        &["serve", "--listen", "127.0.0.1:0"],
+        &[("UIDGEN_ADMIN_TOKEN", "change-me-to-a-long-random-token")],
+    );
+    assert!(!status.success());
+    assert!(
+        err.contains("invalid config key `admin_token`: is the published placeholder"),
+        "{err}"
+    );
+}
+
+#[test]
+fn health_exits_0_while_the_server_is_ready_and_1_with_the_reason_once_it_stopped() {
+    let server = Server::start(&[], &[("UIDGEN_STORE", &sqlite_url("health"))]);
+    let base = server.base.clone();
+    let addr = base.trim_start_matches("http://").to_owned();
+    let port = addr.rsplit_once(':').unwrap().1.to_owned();
+    let unspecified = format!("0.0.0.0:{port}");
+    // By --url, by the configured listen address, and by an address on every interface
+    // (asked on the loopback), as the image's HEALTHCHECK does with UIDGEN_LISTEN=0.0.0.0:8080.
+    type Way<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>);
+    let ways: [Way<'_>; 3] = [
+        (vec!["health", "--url", &base], vec![]),
+        (vec!["health"], vec![("UIDGEN_LISTEN", addr.as_str())]),
+        (
+            vec!["health"],
+            vec![("UIDGEN_LISTEN", unspecified.as_str())],
+        ),
+    ];
+    for (args, envs) in &ways {
+        let (status, out, err) = run(args, envs);
+        assert!(status.success(), "{args:?} {envs:?}: {out}{err}");
+        assert!(out.contains("/readyz: ready"), "{out}");
+    }
+    let (status, _) = server.terminate();
+    assert!(status.success());
+    for (args, envs) in &ways {
+        let (status, out, err) = run(args, envs);
+        assert_eq!(status.code(), Some(1), "{args:?}: {out}{err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(
+            err.starts_with("error: http://") && err.contains("/readyz did not answer: "),
+            "{err}"
+        );
+    }
+    // A URL it cannot use is refused before anything is sent.
+    let (status, _, err) = run(&["health", "--url", "https://127.0.0.1:1"], &[]);
+    assert_eq!(status.code(), Some(1));
+    assert!(err.contains("plain http:// URL"), "{err}");
+}

@@ -628,3 +628,50 @@ async fn a_next_ids_answer_past_the_clients_4_mib_limit_is_refused_before_any_id
     assert_eq!(batch.ids.len(), cap);
     assert_eq!(issued().await, before + cap as u64);
 }
+
+/// docs/API.md's `grpcurl list` output is what the server's reflection lists: grpcurl asks
+/// reflection v1 first (its `list` prints the names sorted), so the documented lines must be
+/// exactly v1's service list, reflection's own service included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_grpcurl_list_is_what_reflection_lists() {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+
+    let api =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/API.md")).unwrap();
+    let documented: Vec<&str> = api
+        .lines()
+        .skip_while(|line| *line != "$ grpcurl -plaintext localhost:9090 list")
+        .skip(1)
+        .take_while(|line| !line.starts_with('$') && !line.starts_with("```"))
+        .collect();
+    assert!(
+        !documented.is_empty(),
+        "no `grpcurl ... list` block in docs/API.md"
+    );
+
+    let server = Server::start(&[], &[("UIDGEN_STORE", &sqlite_file("reflection-list"))]);
+    let channel = Channel::from_shared(server.grpc.clone().unwrap())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = ServerReflectionClient::new(channel)
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = answers.next().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
+        panic!("not a service list: {answer:?}");
+    };
+    let listed: BTreeSet<String> = list.service.into_iter().map(|s| s.name).collect();
+    let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
+    assert_eq!(documented, listed, "docs/API.md's `grpcurl list` output");
+}

@@ -168,3 +168,37 @@ fn a_missing_half_or_a_bad_pem_stops_the_start_naming_the_key() {
         assert!(stderr.contains(expected), "{envs:?}: {stderr}");
     }
 }
+
+/// `uidgen health` asks a server with `[tls]` over TLS, trusting the configured certificate for
+/// `--tls-name` (`localhost` by default): 0 while it is ready, 1 naming the certificate's fault
+/// for another name.
+#[test]
+fn health_asks_a_tls_server_over_tls_trusting_its_configured_certificate() {
+    let (_, cert, key) = self_signed("tls-health");
+    let server = Server::start(
+        &[],
+        &[
+            ("UIDGEN_STORE", &common::sqlite_url("tls-health")),
+            ("UIDGEN_TLS_CERT", &cert),
+            ("UIDGEN_TLS_KEY", &key),
+        ],
+    );
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let envs = [
+        ("UIDGEN_TLS_CERT", cert.as_str()),
+        ("UIDGEN_TLS_KEY", key.as_str()),
+        ("UIDGEN_LISTEN", addr.as_str()),
+    ];
+    let (status, out, err) = common::run(&["health"], &envs);
+    assert!(status.success(), "{out}{err}");
+    assert_eq!(out.trim(), format!("https://{addr}/readyz: ready"), "{out}");
+    let (status, _, err) = common::run(&["health", "--tls-name", "elsewhere.example"], &envs);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("did not answer") && err.contains("certificate"),
+        "{err}"
+    );
+    let (status, _) = server.terminate();
+    assert!(status.success());
+}

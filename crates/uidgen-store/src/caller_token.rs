@@ -14,6 +14,11 @@
 //! - A name is 1 to [`MAX_CALLER_NAME_LEN`] characters of `[A-Za-z0-9._-]`, safe as a metric
 //!   label and in a log line.
 //!
+//! - A token may carry an expiry (`expires_ms`, migration 0011; 0 in the row for never). It must
+//!   lie in the future when the token is made ([`validate_expiry`]). An expired token keeps its
+//!   row, as a revoked one does, and is still read by [`Store::active_caller_token_hashes`], so
+//!   a server can tell its caller that the token *expired* rather than that it is unknown.
+//!
 //! Scopes are stored as newline-separated lists; `*` in a list allows anything of that kind, an
 //! empty list nothing.
 
@@ -137,6 +142,8 @@ pub struct CallerToken {
     pub created_ms: i64,
     /// When it was revoked, ms since the Unix epoch; `None` while it is valid.
     pub revoked_at_ms: Option<i64>,
+    /// When it stops being accepted, ms since the Unix epoch; `None` for never.
+    pub expires_ms: Option<i64>,
 }
 
 /// A token just created: its row and its text, which is never available again.
@@ -159,6 +166,29 @@ pub struct ActiveCallerToken {
     pub hash: [u8; 32],
     /// What it may do.
     pub scopes: TokenScopes,
+    /// When it stops being accepted, ms since the Unix epoch; `None` for never. Checked by the
+    /// server at each request, not here: a token read before it expired expires on time.
+    pub expires_ms: Option<i64>,
+}
+
+/// Check a token's expiry when it is made: `None` (never) or an instant after `now_ms`, both in
+/// ms since the Unix epoch. A token that would be born expired is a mistake (a time in seconds
+/// taken for one in ms, a date in the past), so it is refused rather than stored.
+///
+/// ```
+/// use uidgen_store::validate_expiry;
+/// assert!(validate_expiry(None, 1_000).is_ok());
+/// assert!(validate_expiry(Some(2_000), 1_000).is_ok());
+/// assert!(validate_expiry(Some(1_000), 1_000).is_err());
+/// ```
+pub fn validate_expiry(expires_ms: Option<i64>, now_ms: i64) -> Result<()> {
+    match expires_ms {
+        Some(at) if at <= now_ms => Err(StoreError::InvalidInput(format!(
+            "expires_ms {at} is not in the future (now is {now_ms} ms since the Unix epoch); \
+             give a later time in milliseconds, or ttl_secs"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The SHA-256 of a token's text: what is stored, and what a presented token is hashed to
@@ -233,14 +263,14 @@ fn now_ms() -> i64 {
 
 const INSERT_TOKEN: Sql = Sql {
     sqlite: "INSERT INTO caller_token (name, token_hash, routes, tags, apps, spaces, created_ms,
-                                       revoked_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0)",
+                                       revoked_at_ms, expires_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8)",
     mysql: "INSERT INTO caller_token (name, token_hash, routes, tags, apps, spaces, created_ms,
-                                      revoked_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+                                      revoked_at_ms, expires_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
     postgres: "INSERT INTO caller_token (name, token_hash, routes, tags, apps, spaces,
-                                         created_ms, revoked_at_ms)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, 0)",
+                                         created_ms, revoked_at_ms, expires_ms)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8)",
 };
 
 const ID_OF_HASH: Sql = Sql {
@@ -250,12 +280,12 @@ const ID_OF_HASH: Sql = Sql {
 };
 
 const LIST_TOKENS: Sql = Sql::same(
-    "SELECT id, name, routes, tags, apps, spaces, created_ms, revoked_at_ms
+    "SELECT id, name, routes, tags, apps, spaces, created_ms, revoked_at_ms, expires_ms
      FROM caller_token ORDER BY id",
 );
 
 const ACTIVE_TOKENS: Sql = Sql::same(
-    "SELECT id, name, token_hash, routes, tags, apps, spaces
+    "SELECT id, name, token_hash, routes, tags, apps, spaces, expires_ms
      FROM caller_token WHERE revoked_at_ms = 0 ORDER BY id",
 );
 
@@ -271,8 +301,13 @@ const TOKEN_EXISTS: Sql = Sql {
     postgres: "SELECT COUNT(*) FROM caller_token WHERE id = $1",
 };
 
-type ListedRow = (i64, String, String, String, String, String, i64, i64);
-type ActiveRow = (i64, String, String, String, String, String, String);
+type ListedRow = (i64, String, String, String, String, String, i64, i64, i64);
+type ActiveRow = (i64, String, String, String, String, String, String, i64);
+
+/// A stored expiry: 0 is never.
+fn expiry_of(stored: i64) -> Option<i64> {
+    (stored > 0).then_some(stored)
+}
 
 fn scopes_of(routes: &str, tags: &str, apps: &str, spaces: &str) -> TokenScopes {
     TokenScopes {
@@ -295,9 +330,10 @@ pub enum Revoked {
 }
 
 impl Store {
-    /// Create a token named `name` allowed `scopes`, and return its text: the only time it is
-    /// available (only its SHA-256 is stored). A name already taken, by a valid or a revoked
-    /// token, is [`StoreError::CallerTokenNameTaken`].
+    /// Create a token named `name` allowed `scopes` until `expires_ms` (ms since the Unix
+    /// epoch; `None` for never, else checked by [`validate_expiry`]), and return its text: the
+    /// only time it is available (only its SHA-256 is stored). A name already taken, by a valid
+    /// or a revoked token, is [`StoreError::CallerTokenNameTaken`].
     ///
     /// The 32 random bytes come from the operating system's source (`getrandom`); failing to
     /// read it is an error, never a weaker token.
@@ -307,7 +343,9 @@ impl Store {
     /// ```no_run
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
     /// use uidgen_store::TokenScopes;
-    /// let created = store.create_caller_token("billing", &TokenScopes::everything()).await?;
+    /// let created = store
+    ///     .create_caller_token("billing", &TokenScopes::everything(), None)
+    ///     .await?;
     /// assert!(created.secret.starts_with("uidgen_"));
     /// let listed = store.list_caller_tokens().await?;
     /// assert_eq!(listed[0].name, "billing"); // no secret in the listing
@@ -317,13 +355,15 @@ impl Store {
         &self,
         name: &str,
         scopes: &TokenScopes,
+        expires_ms: Option<i64>,
     ) -> Result<NewCallerToken> {
         validate_caller_name(name)?;
         scopes.validate()?;
+        validate_expiry(expires_ms, now_ms())?;
         let mut random = [0_u8; 32];
         getrandom::fill(&mut random).map_err(|e| StoreError::RandomUnavailable(e.to_string()))?;
         let secret = format!("{CALLER_TOKEN_PREFIX}{}", hex(&random));
-        let token = self.insert_token(name, &secret, scopes).await?;
+        let token = self.insert_token(name, &secret, scopes, expires_ms).await?;
         Ok(NewCallerToken { token, secret })
     }
 
@@ -355,7 +395,9 @@ impl Store {
         if known.is_some() {
             return Ok(None);
         }
-        self.insert_token(name, secret, scopes).await.map(Some)
+        self.insert_token(name, secret, scopes, None)
+            .await
+            .map(Some)
     }
 
     /// Insert the row of a token whose text is `secret`, keeping only its hash.
@@ -364,6 +406,7 @@ impl Store {
         name: &str,
         secret: &str,
         scopes: &TokenScopes,
+        expires_ms: Option<i64>,
     ) -> Result<CallerToken> {
         let hash = hex(&token_hash(secret));
         let created_ms = now_ms();
@@ -378,6 +421,7 @@ impl Store {
                 .bind(join(&scopes.apps))
                 .bind(join(&scopes.spaces))
                 .bind(created_ms)
+                .bind(expires_ms.unwrap_or(0))
                 .execute(pool)
                 .await
                 .map(drop)
@@ -403,6 +447,7 @@ impl Store {
             scopes: scopes.clone(),
             created_ms,
             revoked_at_ms: None,
+            expires_ms,
         })
     }
 
@@ -418,19 +463,24 @@ impl Store {
         Ok(rows
             .into_iter()
             .map(
-                |(id, name, routes, tags, apps, spaces, created_ms, revoked)| CallerToken {
-                    id,
-                    name,
-                    scopes: scopes_of(&routes, &tags, &apps, &spaces),
-                    created_ms,
-                    revoked_at_ms: (revoked > 0).then_some(revoked),
+                |(id, name, routes, tags, apps, spaces, created_ms, revoked, expires)| {
+                    CallerToken {
+                        id,
+                        name,
+                        scopes: scopes_of(&routes, &tags, &apps, &spaces),
+                        created_ms,
+                        revoked_at_ms: (revoked > 0).then_some(revoked),
+                        expires_ms: expiry_of(expires),
+                    }
                 },
             )
             .collect())
     }
 
-    /// The valid tokens with their hashes, for a server's cache of them. A row whose hash is
-    /// not 64 hex digits (edited by hand) is skipped with a warning: it can match no token.
+    /// The tokens not revoked, with their hashes and expiries, for a server's cache of them
+    /// (expired ones included: the server tells their callers why they are refused). A row
+    /// whose hash is not 64 hex digits (edited by hand) is skipped with a warning: it can
+    /// match no token.
     pub async fn active_caller_token_hashes(&self) -> Result<Vec<ActiveCallerToken>> {
         let rows: Vec<ActiveRow> = run_sql!(
             self,
@@ -441,7 +491,7 @@ impl Store {
         );
         Ok(rows
             .into_iter()
-            .filter_map(|(id, name, hash, routes, tags, apps, spaces)| {
+            .filter_map(|(id, name, hash, routes, tags, apps, spaces, expires)| {
                 let Some(hash) = unhex(&hash) else {
                     tracing::warn!(id, name, "caller_token row has a malformed hash; skipped");
                     return None;
@@ -451,6 +501,7 @@ impl Store {
                     name,
                     hash,
                     scopes: scopes_of(&routes, &tags, &apps, &spaces),
+                    expires_ms: expiry_of(expires),
                 })
             })
             .collect())

@@ -88,6 +88,7 @@ mod worker_range;
 pub use caller_token::{
     ActiveCallerToken, CALLER_TOKEN_PREFIX, CallerToken, MAX_CALLER_NAME_LEN, MAX_SCOPE_ENTRIES,
     MAX_SCOPE_ENTRY_LEN, NewCallerToken, Revoked, TokenScopes, token_hash, validate_caller_name,
+    validate_expiry,
 };
 pub use disposable::DisposableWorkerIdAssigner;
 pub use error::{Result, StoreError};

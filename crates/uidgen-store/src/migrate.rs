@@ -71,6 +71,7 @@ macro_rules! migrations_in {
             migration!($dialect, 8, "0008", "worker_lease_space"),
             migration!($dialect, 9, "0009", "takeover"),
             migration!($dialect, 10, "0010", "id_alloc_exclusive"),
+            migration!($dialect, 11, "0011", "caller_token_expiry"),
         ]
     };
 }
@@ -179,6 +180,19 @@ const ADDS_COLUMNS: &[(i64, Sql)] = &[
             postgres: "SELECT COUNT(*) FROM information_schema.tables \
                        WHERE table_schema = current_schema() \
                        AND table_name = 'id_alloc_exclusive'",
+        },
+    ),
+    (
+        11,
+        Sql {
+            sqlite: "SELECT COUNT(*) FROM pragma_table_info('caller_token') \
+                     WHERE name = 'expires_ms'",
+            mysql: "SELECT COUNT(*) FROM information_schema.columns \
+                    WHERE table_schema = DATABASE() AND table_name = 'caller_token' \
+                    AND column_name = 'expires_ms'",
+            postgres: "SELECT COUNT(*) FROM information_schema.columns \
+                       WHERE table_schema = current_schema() AND table_name = 'caller_token' \
+                       AND column_name = 'expires_ms'",
         },
     ),
 ];

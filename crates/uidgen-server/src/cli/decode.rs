@@ -3,7 +3,7 @@
 
 use anyhow::{Context, bail};
 use uidgen_core::calendar::parse_epoch_ms;
-use uidgen_core::{FieldKind, UidParts};
+use uidgen_core::{FieldKind, IdForm, UidParts};
 
 use super::{DecodeArgs, MakeArgs};
 use crate::sharded::LAYOUT;
@@ -11,13 +11,25 @@ use crate::sharded::LAYOUT;
 /// `uidgen decode`: one line per ID (or JSON), failing on the first malformed one.
 pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
     if args.layout.layout.as_deref() == Some(LAYOUT) {
+        if args.form != IdForm::Decimal {
+            bail!(
+                "--form {} reads IDs of a layout; sharded IDs are decimal only",
+                args.form
+            );
+        }
         return decode_sharded(&args.ids, args.json);
     }
     let layout = args.layout.layout(&args.config)?;
     // UTC unless `--tz` says otherwise (Baidu's parseUID used the JVM's zone, unnamed).
     let zone = args.tz.clone().unwrap_or_default();
     for text in &args.ids {
-        let d = layout.decode_str(text)?;
+        // Decimal reads as it always has (with its messages); a radix form by its width.
+        let d = match args.form {
+            IdForm::Decimal => layout.decode_str(text)?,
+            form => layout
+                .decode_form(text, form)
+                .with_context(|| format!("{text:?} as {form}"))?,
+        };
         if args.json {
             println!("{}", d.to_baidu_json_in(&zone));
         } else {

@@ -1,7 +1,7 @@
 //! The `uidgen` command line: its arguments, and the code of every subcommand but `serve`'s
 //! lifecycle ([`crate::serve`]): [`generate`] (`gen`, `migrate`, the embedded bench generator),
 //! [`mod@decode`] (`decode`, `make`), [`mod@bench`], [`zk`] (`zk reclaim`, `zk init`, `zk recover`), [`etcd`]
-//! (`etcd init`, `etcd recover`) and [`takeover`] (`takeover <peer>`).
+//! (`etcd init`, `etcd recover`), [`takeover`] (`takeover <peer>`) and [`health`] (`health`).
 
 use std::path::PathBuf;
 
@@ -9,6 +9,7 @@ pub mod bench;
 pub mod decode;
 pub mod etcd;
 pub mod generate;
+pub mod health;
 pub mod takeover;
 pub mod zk;
 
@@ -16,7 +17,7 @@ pub use decode::{decode, make};
 pub use generate::{bench_generator, gen_ids, migrate};
 
 use clap::{Args, Parser, Subcommand};
-use uidgen_core::{Layout, Zone};
+use uidgen_core::{IdForm, Layout, Zone};
 
 use crate::config::Config;
 
@@ -57,6 +58,9 @@ pub enum Command {
     /// `uidgen takeover baidu --check` reports, without `--check` it records the decision
     /// `serve` enforces (docs/MIGRATING.md).
     Takeover(takeover::TakeoverArgs),
+    /// Ask a server's `/readyz`: exit 0 when it answers 200, else 1 with the reason on one
+    /// line (for a container's health check; no curl needed).
+    Health(health::HealthArgs),
 }
 
 /// Options shared by commands that read the configuration.
@@ -186,6 +190,10 @@ pub struct DecodeArgs {
     // A western offset starts with `-`: taken as the value, not as an option.
     #[arg(long, value_name = "ZONE", allow_hyphen_values = true)]
     pub tz: Option<Zone>,
+    /// How the IDs are written: `decimal` (the default), or `base36` / `base62` as the HTTP
+    /// API's `?form=` writes them (fixed width for the layout). Sharded IDs are decimal only.
+    #[arg(long, value_name = "FORM", default_value = "decimal")]
+    pub form: IdForm,
     /// The IDs. Options may come before, between or after them; a negative number is taken
     /// as an ID (and refused as one), not as an option.
     #[arg(required = true, allow_negative_numbers = true)]

@@ -90,6 +90,8 @@ pub fn env_name(path: &[&str]) -> String {
 /// port for `worker_node` rows, and the variables of scripts, benches and tests.
 pub const ENV_NOT_CONFIG: &[&str] = &[
     "UIDGEN_CONFIG",
+    // `uidgen health --url`: which server to ask.
+    crate::cli::health::ENV_URL,
     uidgen_worker::ENV_HOST,
     uidgen_worker::ENV_PORT,
     // The statefulset assigner: the pod's ordinal, when not read from its hostname.

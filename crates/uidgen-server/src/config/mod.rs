@@ -226,6 +226,12 @@ impl Default for Config {
     }
 }
 
+/// The shortest `admin_token`: shorter ones are guessable.
+pub const MIN_ADMIN_TOKEN_LEN: usize = 16;
+
+/// The admin token compose.yaml once set when none was given: published, so refused.
+pub const PLACEHOLDER_ADMIN_TOKEN: &str = "change-me-to-a-long-random-token";
+
 /// The most IDs one batch request may ask for unless `batch_cap` says otherwise.
 pub const DEFAULT_BATCH_CAP: usize = 100_000;
 
@@ -472,11 +478,25 @@ impl Config {
                 format!("must be between 1 and {MAX_BATCH}"),
             ));
         }
-        if self.admin_token.as_ref().is_some_and(|t| t.len() < 16) {
-            return Err(invalid(
-                "admin_token",
-                "must be at least 16 characters (or unset to disable admin routes)",
-            ));
+        if let Some(token) = &self.admin_token {
+            if token.len() < MIN_ADMIN_TOKEN_LEN {
+                return Err(invalid(
+                    "admin_token",
+                    format!(
+                        "must be at least {MIN_ADMIN_TOKEN_LEN} characters (or unset to \
+                         disable admin routes)"
+                    ),
+                ));
+            }
+            if token == PLACEHOLDER_ADMIN_TOKEN {
+                return Err(invalid(
+                    "admin_token",
+                    format!(
+                        "is the published placeholder `{PLACEHOLDER_ADMIN_TOKEN}`, which \
+                         anyone can read; set a long random one (`openssl rand -hex 32`)"
+                    ),
+                ));
+            }
         }
         let ring = self.ring.options(&layout)?;
         let mut worker = self.worker.settings(&layout)?;
@@ -700,6 +720,12 @@ mod tests {
                 &[],
                 "invalid config key `admin_token`: must be at least 16 characters (or unset to \
                  disable admin routes)",
+            ),
+            (
+                "",
+                &[("UIDGEN_ADMIN_TOKEN", "change-me-to-a-long-random-token")],
+                "invalid config key `admin_token`: is the published placeholder \
+                 `change-me-to-a-long-random-token`, which anyone can read",
             ),
             (
                 "colour = \"blue\"",

@@ -39,8 +39,7 @@ fn code(error: &ApiError) -> Code {
         401 => Code::Unauthenticated,
         403 => Code::PermissionDenied,
         404 => Code::NotFound,
-        409 | 422 => Code::FailedPrecondition,
-        429 => Code::ResourceExhausted,
+        409 => Code::FailedPrecondition,
         503 => Code::Unavailable,
         _ => Code::Internal,
     }

@@ -18,6 +18,7 @@ use uidgen_segment::SegmentOptions;
 use super::AppState;
 use crate::config::DEFAULT_SPACE;
 use crate::config::spaces::{MAX_SPACE_NAME_LEN, SPACE_NAME_PATTERN};
+use crate::service::callers::RouteFamily;
 
 /// What the bounds depend on: this server's configuration and layout.
 struct Limits<'a> {
@@ -214,9 +215,32 @@ fn bound_body(name: &str, schema: &mut Value, limits: &Limits) {
                 let reach = u64::try_from(uidgen_worker::MAX_LEASE_TTL.as_millis()).unwrap_or(0);
                 integer(0, limits.now_ms.saturating_add(reach))
             }
+            // `uidgen_store::validate_expiry`: an instant after now. The minimum is the
+            // document's now, so it only ever errs on the side of a time already past.
+            ("NewToken", "expires_ms") => {
+                nullable(integer(limits.now_ms.saturating_add(1), max_i64(i64::MAX)))
+            }
+            // `check_scopes`: a route family or `*`; an app id or `*`.
+            ("NewToken", "routes") => {
+                let mut names: Vec<&str> = RouteFamily::ALL.iter().map(|f| f.name()).collect();
+                names.push("*");
+                json!({
+                    "type": "array",
+                    "maxItems": uidgen_store::MAX_SCOPE_ENTRIES,
+                    "items": { "type": "string", "enum": names },
+                })
+            }
+            ("NewToken", "apps") => json!({
+                "type": "array",
+                "maxItems": uidgen_store::MAX_SCOPE_ENTRIES,
+                "items": {
+                    "type": "string",
+                    "pattern": "^(\\*|0|[1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-5])$",
+                },
+            }),
             // `uidgen_store::TokenScopes::validate`: entries of 1 to 128 characters without
             // control characters, at most 256 of them.
-            ("NewToken", "routes" | "tags" | "apps" | "spaces") => json!({
+            ("NewToken", "tags" | "spaces") => json!({
                 "type": "array",
                 "maxItems": uidgen_store::MAX_SCOPE_ENTRIES,
                 "items": {

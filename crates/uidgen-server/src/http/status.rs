@@ -282,6 +282,9 @@ pub struct Status {
     workers: Option<WorkersStatus>,
     /// Whether the admin routes exist (a token is configured).
     admin_enabled: bool,
+    /// Whether the ID routes ask for a caller token (`auth.required`): the console then asks
+    /// for one before it decodes, makes or lists segment tags.
+    auth_required: bool,
     /// Whether segment mode is on (`GET /v1/segments` shows its tags).
     segments_enabled: bool,
     /// The ZooKeeper holder, when the worker id comes from ZooKeeper.
@@ -402,6 +405,7 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
         ring,
         workers,
         admin_enabled: state.admin_token.is_some(),
+        auth_required: super::callers::tokens_required(&state),
         segments_enabled: state.segments.is_some(),
         zookeeper,
         etcd,

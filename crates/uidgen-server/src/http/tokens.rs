@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use super::error::ErrorBody;
 use super::extract::{Body, PathParam};
 use super::{ApiError, AppState, SEE_LOG};
-use crate::service::callers::Callers;
+use crate::service::callers::{Callers, check_scopes};
 
 /// Body of `POST /v1/admin/tokens`. A list left out allows nothing of its kind; `*` in a list
 /// allows anything.
@@ -42,6 +42,36 @@ pub struct NewToken {
     #[serde(default)]
     #[schema(max_items = 256)]
     spaces: Vec<String>,
+    /// When the token stops being accepted, ms since the Unix epoch; it must lie in the
+    /// future. Absent (and without `ttl_secs`): never.
+    expires_ms: Option<i64>,
+    /// When the token stops being accepted, in seconds from now (instead of `expires_ms`).
+    #[schema(minimum = 1, maximum = 315_360_000)]
+    ttl_secs: Option<u64>,
+}
+
+/// The longest `ttl_secs`: ten years, beyond any use and far from overflowing ms.
+const MAX_TTL_SECS: u64 = 315_360_000;
+
+impl NewToken {
+    /// The expiry asked for, in ms since the Unix epoch: `expires_ms`, or `ttl_secs` from
+    /// `now_ms`; never both.
+    fn expiry(&self, now_ms: i64) -> Result<Option<i64>, ApiError> {
+        match (self.expires_ms, self.ttl_secs) {
+            (Some(_), Some(_)) => Err(ApiError::bad_parameter(
+                "give expires_ms (an instant) or ttl_secs (a duration), not both",
+            )),
+            (_, Some(ttl)) if ttl == 0 || ttl > MAX_TTL_SECS => Err(ApiError::bad_parameter(
+                format!("ttl_secs must be between 1 and {MAX_TTL_SECS}"),
+            )),
+            (None, Some(ttl)) => {
+                // At most ten years of ms: far inside i64.
+                let ms = i64::try_from(ttl.saturating_mul(1000)).unwrap_or(i64::MAX);
+                Ok(Some(now_ms.saturating_add(ms)))
+            }
+            (at, None) => Ok(at),
+        }
+    }
 }
 
 /// A token as listed: no secret, no hash.
@@ -59,6 +89,9 @@ pub struct TokenView {
     /// When it was revoked, ms since the Unix epoch; absent while valid.
     #[serde(skip_serializing_if = "Option::is_none")]
     revoked_at_ms: Option<i64>,
+    /// When it stops (or stopped) being accepted, ms since the Unix epoch; absent for never.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires_ms: Option<i64>,
 }
 
 impl From<CallerToken> for TokenView {
@@ -78,6 +111,7 @@ impl From<CallerToken> for TokenView {
             spaces,
             created_ms: token.created_ms,
             revoked_at_ms: token.revoked_at_ms,
+            expires_ms: token.expires_ms,
         }
     }
 }
@@ -149,7 +183,12 @@ async fn apply_now(callers: &Callers) {
     request_body = NewToken,
     responses(
         (status = 200, description = "The token, shown this once, and its row", body = CreatedToken),
-        (status = 400, description = "A bad name, scope list or body (`invalid_parameter`)", body = ErrorBody),
+        (
+            status = 400,
+            description = "A bad name, a scope list naming an unknown route family or app, an \
+                           expiry not in the future, or a bad body (`invalid_parameter`)",
+            body = ErrorBody
+        ),
         (
             status = 404,
             description = "No admin token configured (`admin_disabled`), or no store \
@@ -167,15 +206,17 @@ pub async fn create_token(
 ) -> Result<Json<CreatedToken>, ApiError> {
     let callers = callers(&state)?;
     let request: NewToken = body.json()?;
+    let expires_ms = request.expiry(crate::service::callers::now_ms())?;
     let scopes = TokenScopes {
         routes: request.routes,
         tags: request.tags,
         apps: request.apps,
         spaces: request.spaces,
     };
+    check_scopes(&scopes)?;
     let created = callers
         .store()
-        .create_caller_token(&request.name, &scopes)
+        .create_caller_token(&request.name, &scopes, expires_ms)
         .await
         .map_err(token_error)?;
     apply_now(callers).await;

@@ -14,6 +14,12 @@
 //!   every caller out; a revoke made meanwhile takes effect once it answers again.
 //! - Metrics are labelled by the token's *name*, never by anything a request chose: names are
 //!   made by an admin, so their number is bounded by what the admin creates.
+//! - A token's expiry is checked against the clock at every request, not at the refresh: a
+//!   token expires on time whenever the set was read, and its caller is told it *expired*
+//!   (401), not that it is unknown.
+//! - A token's `routes` name families of [`RouteFamily::ALL`] (or `*`) and its `apps` are app
+//!   ids (or `*`), checked when it is made ([`check_scopes`]): a misspelt entry would make a
+//!   token that silently allows nothing.
 
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
@@ -68,6 +74,11 @@ impl RouteFamily {
         }
     }
 
+    /// The family a token's `routes` entry names; `None` for anything but a family's name.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|family| family.name() == name)
+    }
+
     /// The family of a `uidgen.v1.IdService` method; `None` for methods in no family
     /// (`GetInfo`), which any valid token may call.
     pub fn of_grpc_method(method: &str) -> Option<Self> {
@@ -93,6 +104,46 @@ pub enum Scoped<'a> {
     Space(&'a str),
 }
 
+/// Check what the store cannot know of a new token's scopes: each `routes` entry is `*` or a
+/// family's name, each `apps` entry `*` or a sharded app id (0 to 255). The 400 names the bad
+/// entry and what is allowed.
+///
+/// ```
+/// use uidgen_server::service::callers::check_scopes;
+/// use uidgen_store::TokenScopes;
+/// let ok = TokenScopes { routes: vec!["ids".into(), "*".into()], apps: vec!["7".into()],
+///                        ..TokenScopes::default() };
+/// assert!(check_scopes(&ok).is_ok());
+/// let typo = TokenScopes { routes: vec!["idz".into()], ..TokenScopes::default() };
+/// let refused = check_scopes(&typo).unwrap_err();
+/// assert!(refused.message.contains("\"idz\"") && refused.message.contains("segments"));
+/// ```
+pub fn check_scopes(scopes: &TokenScopes) -> Result<(), ApiError> {
+    if let Some(bad) = scopes
+        .routes
+        .iter()
+        .find(|entry| *entry != "*" && RouteFamily::named(entry).is_none())
+    {
+        let allowed: Vec<&str> = RouteFamily::ALL.iter().map(|f| f.name()).collect();
+        return Err(ApiError::bad_parameter(format!(
+            "routes entry {bad:?} is not a route family; use {} or `*`",
+            allowed.join(", ")
+        )));
+    }
+    // Canonical decimal only ("07" is not app 7's entry: `allows_app` compares text).
+    let app_id = |entry: &str| entry.parse::<u8>().is_ok_and(|n| n.to_string() == entry);
+    if let Some(bad) = scopes
+        .apps
+        .iter()
+        .find(|entry| *entry != "*" && !app_id(entry))
+    {
+        return Err(ApiError::bad_parameter(format!(
+            "apps entry {bad:?} is not a sharded app id; use a decimal app id from 0 to 255 or `*`"
+        )));
+    }
+    Ok(())
+}
+
 /// An authenticated caller: the token's name, what it may do, and its metrics.
 #[derive(Debug)]
 pub struct Caller {
@@ -102,6 +153,8 @@ pub struct Caller {
     pub name: Arc<str>,
     /// What it may do.
     pub scopes: TokenScopes,
+    /// When it stops being accepted, ms since the Unix epoch; `None` for never.
+    pub expires_ms: Option<i64>,
     hash: [u8; 32],
     /// `uidgen_caller_requests_total` and `uidgen_caller_ids_total` of this name.
     pub counters: CallerCounters,
@@ -140,8 +193,16 @@ fn forbidden(message: String) -> ApiError {
 }
 
 #[cold]
-fn unauthorized(message: &'static str) -> ApiError {
+fn unauthorized(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+}
+
+#[cold]
+fn expired(name: &str, at_ms: i64) -> ApiError {
+    let at = uidgen_core::calendar::format_iso8601(u64::try_from(at_ms).unwrap_or(0));
+    unauthorized(format!(
+        "the caller token `{name}` expired at {at}; ask for a new one"
+    ))
 }
 
 /// The valid caller tokens, cached from the store; see the module's invariants.
@@ -174,13 +235,17 @@ pub fn find<'a, T>(
 
 impl Callers {
     /// The tokens of `store`, read now and then every `refresh` by a task that ends when the
-    /// returned value is dropped. `required` is whether the ID routes ask for a token.
+    /// returned value is dropped. `required` is whether the ID routes ask for a token,
+    /// `admin` whether this server has an admin token to make them with.
     ///
     /// With `required` and no valid token in the store the server starts anyway (every ID
-    /// request is refused until one is made), and says how to make one.
+    /// request is refused until one is made), and says how to make one; `uidgen serve` has
+    /// refused to start before this when there is no admin token either
+    /// ([`check_tokens_can_be_made`]).
     pub async fn start(
         store: Store,
         required: bool,
+        admin: bool,
         refresh: Duration,
         metrics: CallerFamilies,
     ) -> Arc<Self> {
@@ -194,8 +259,13 @@ impl Callers {
         match callers.reload().await {
             Ok(0) if required => tracing::warn!(
                 "auth.required is on and the store holds no caller token: every ID request \
-                 is refused until one is made (POST /v1/admin/tokens with the admin token; \
-                 see docs/OPERATIONS.md, Callers and tokens)"
+                 is refused until one is made with POST /v1/admin/tokens, sending admin_token \
+                 as the bearer token (docs/OPERATIONS.md, Callers and tokens)"
+            ),
+            Ok(count) if required && !admin => tracing::warn!(
+                count,
+                "auth.required is on and admin_token is unset: the caller tokens in the store \
+                 are checked, but none can be made or revoked through this server"
             ),
             Ok(count) => tracing::info!(count, required, "caller tokens loaded"),
             Err(error) => tracing::warn!(%error, "cannot read the caller tokens yet; retrying"),
@@ -231,12 +301,14 @@ impl Callers {
                      name,
                      hash,
                      scopes,
+                     expires_ms,
                  }| {
                     let counters = self.metrics.caller(&name);
                     Arc::new(Caller {
                         id,
                         name: name.into(),
                         scopes,
+                        expires_ms,
                         hash,
                         counters,
                     })
@@ -254,7 +326,8 @@ impl Callers {
     }
 
     /// The caller whose token is in `authorization` (an `Authorization` header's value:
-    /// `Bearer <token>`); 401 without one or with one that is unknown or revoked.
+    /// `Bearer <token>`); 401 without one, with one that is unknown or revoked, or with one
+    /// that has expired (saying so).
     pub fn authenticate(&self, authorization: Option<&str>) -> Result<Arc<Caller>, ApiError> {
         let token = authorization.and_then(bearer_token).ok_or_else(|| {
             unauthorized("send a caller token as `Authorization: Bearer <token>`")
@@ -264,10 +337,51 @@ impl Callers {
             Ok(tokens) => Arc::clone(&tokens),
             Err(poisoned) => Arc::clone(&poisoned.into_inner()),
         };
-        find(&tokens, &hash, |caller| &caller.hash)
+        let caller = find(&tokens, &hash, |caller| &caller.hash)
             .cloned()
-            .ok_or_else(|| unauthorized("the caller token is unknown or revoked"))
+            .ok_or_else(|| unauthorized("the caller token is unknown or revoked"))?;
+        match caller.expires_ms {
+            Some(at) if at <= now_ms() => Err(expired(&caller.name, at)),
+            _ => Ok(caller),
+        }
     }
+}
+
+/// Refuse a start that could serve no ID request: `auth.required` on, no `admin_token` to make
+/// caller tokens with, and no valid (unexpired, unrevoked) token in the store. Tokens imported
+/// from Tinyid (`uidgen takeover tinyid`) are a way in without an admin token, so only the
+/// store's answer decides. A start-up check like `takeover::enforce`, so its error is anyhow's.
+pub async fn check_tokens_can_be_made(
+    required: bool,
+    admin: bool,
+    store: &Store,
+) -> anyhow::Result<()> {
+    if !required || admin {
+        return Ok(());
+    }
+    let now = now_ms();
+    let tokens = store
+        .active_caller_token_hashes()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot read the caller tokens: {e}"))?;
+    if tokens
+        .iter()
+        .all(|token| token.expires_ms.is_some_and(|at| at <= now))
+    {
+        anyhow::bail!(
+            "auth.required = true, but admin_token is unset and the store holds no valid caller \
+             token: no ID request could ever be served. Set admin_token (UIDGEN_ADMIN_TOKEN, at \
+             least 16 characters) to make caller tokens with POST /v1/admin/tokens, or set \
+             auth.required = false (UIDGEN_AUTH_REQUIRED)"
+        );
+    }
+    Ok(())
+}
+
+/// The wall clock in ms since the Unix epoch, as tokens' expiries are written (signed, as the
+/// store keeps them).
+pub fn now_ms() -> i64 {
+    i64::try_from(uidgen_core::Clock::now_millis(&uidgen_core::SystemClock)).unwrap_or(i64::MAX)
 }
 
 /// Re-read the tokens every `refresh` while `callers` lives.

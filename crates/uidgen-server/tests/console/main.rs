@@ -698,3 +698,144 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
     assert!(!code.is_empty(), "code spans are not shown as code");
     c.close().await.unwrap();
 }
+
+/// With `auth.required` on, the console asks for a caller token in plain words (no red banner,
+/// no error cards), keeps it for the tab only, and with it the segment table, Decode and Make
+/// work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_takes_a_caller_token_and_works_with_auth_required_in_chromium() {
+    let driver = start_chromedriver().await;
+    let server = Server::start(
+        &[],
+        &[
+            ("UIDGEN_STORE", &sqlite_url("console-auth")),
+            ("UIDGEN_ADMIN_TOKEN", TOKEN),
+            ("UIDGEN_AUTH_REQUIRED", "true"),
+        ],
+    );
+    let http = reqwest::Client::new();
+    let created = http
+        .post(server.url("/v1/admin/tokens"))
+        .bearer_auth(TOKEN)
+        .body(r#"{"name": "console", "routes": ["ids", "segments"], "tags": ["*"]}"#)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let caller = common::json(&created)["token"].as_str().unwrap().to_owned();
+    let c = browser(&driver).await;
+    c.goto(&server.url("/")).await.unwrap();
+    c.execute(
+        "window.cspViolations = []; document.addEventListener('securitypolicyviolation', (e) => cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));",
+        vec![],
+    )
+    .await
+    .unwrap();
+
+    // Without a token: the form asks for one, the segment table says why it is empty.
+    eventually("the caller-token form", || async {
+        displayed(&c, "#caller-form").await.then_some(())
+    })
+    .await;
+    assert!(
+        text(&c, "#caller-needed")
+            .await
+            .unwrap()
+            .contains("asks for a caller token"),
+    );
+    let note = eventually("the segment table's note", || async {
+        text(&c, "#segments-note").await.filter(|t| !t.is_empty())
+    })
+    .await;
+    assert!(note.contains("asks for a caller token"), "{note}");
+    decode(&c, "12345").await;
+    let card = eventually("the decode card asking for a token", || async {
+        text(&c, "#decode-results .caller-needed").await
+    })
+    .await;
+    assert!(card.contains("asks for a caller token"), "{card}");
+    assert!(
+        !displayed(&c, "#stopped").await,
+        "a red banner: {:?}",
+        text(&c, "#stopped").await
+    );
+    assert!(!displayed(&c, "#offline").await);
+
+    // A wrong token is refused at once and not kept.
+    fill(&c, "#caller-token", "uidgen_not-a-real-token").await;
+    click(&c, "#caller-btn").await;
+    eventually("the wrong caller token refused", || async {
+        text(&c, "#caller-result")
+            .await
+            .filter(|t| t.starts_with("caller token refused"))
+    })
+    .await;
+    let kept = c
+        .execute(
+            "return sessionStorage.getItem('uidgen.callerToken');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept, Value::Null, "a wrong token was kept");
+
+    // The right one: kept in this tab's sessionStorage only, never in a URL.
+    fill(&c, "#caller-token", &caller).await;
+    click(&c, "#caller-btn").await;
+    eventually("the caller token kept", || async {
+        text(&c, "#caller-result")
+            .await
+            .filter(|t| t == "caller token kept for this tab")
+    })
+    .await;
+    let stored = c
+        .execute(
+            "return [sessionStorage.getItem('uidgen.callerToken'), localStorage.length];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored, json!([caller, 0]));
+    assert!(!c.current_url().await.unwrap().as_str().contains(&caller));
+
+    // With it: the segment table, Decode and Make.
+    eventually("the segment table with the sample tag", || async {
+        let rows = c
+            .find_all(Locator::Css("#segment-table tbody tr"))
+            .await
+            .ok()?;
+        let first = rows.first()?.text().await.ok()?;
+        first.contains("leaf-segment-test").then_some(())
+    })
+    .await;
+    assert!(!displayed(&c, "#segments-note").await);
+    let issued = http
+        .get(server.url("/v1/ids?count=1"))
+        .bearer_auth(&caller)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let id = common::json(&issued)["ids"][0].as_u64().unwrap();
+    decode(&c, &id.to_string()).await;
+    let decoded = eventually("the decoded card", || async {
+        text(&c, "#decode-results .card.decoded .id").await
+    })
+    .await;
+    assert_eq!(decoded, id.to_string());
+    click(&c, "#make-btn").await;
+    eventually("the made ID", || async {
+        text(&c, "#make-result .card.decoded .id").await
+    })
+    .await;
+    assert!(!displayed(&c, "#make-error").await);
+    assert!(!displayed(&c, "#stopped").await);
+
+    let violations = c.execute("return cspViolations;", vec![]).await.unwrap();
+    assert_eq!(violations, json!([]), "the page broke its own CSP");
+    c.close().await.unwrap();
+}
