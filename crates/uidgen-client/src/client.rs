@@ -186,7 +186,7 @@ impl Client {
     /// first call for a tag starts its refill task.
     ///
     /// Errors: [`ClientError::InvalidOption`] for a tag no server accepts (empty, over 128
-    /// characters, surrounding whitespace or control characters).
+    /// characters, a character outside [`uidgen_core::TAG_PATTERN`]).
     pub fn segment(&self, tag: &str) -> Result<SegmentIds> {
         if let Some(handle) = self
             .inner

@@ -44,5 +44,5 @@ pub use layout::{
 pub use local::{LocalIds, UnitIds};
 pub use ring::{RejectPut, RejectTake, RingBuffer};
 pub use snowflake::{DEFAULT_MAX_BACKWARD_MS, LEAF_RANDOM_START_BOUND, SnowflakeGenerator};
-pub use tag::{MAX_TAG_LEN, check_biz_tag};
+pub use tag::{MAX_TAG_LEN, TAG_PATTERN, TAG_PUNCTUATION, check_biz_tag, is_tag_char};
 pub use zone::Zone;

@@ -50,7 +50,8 @@ pub enum SegmentError {
         reason: String,
     },
 
-    /// The tag is empty, too long, or has surrounding whitespace or control characters.
+    /// The tag is empty, too long, or holds a character outside the tag alphabet
+    /// ([`uidgen_core::TAG_PATTERN`]).
     #[error("invalid biz tag {tag:?}: {reason}")]
     InvalidTag {
         /// The tag as given (possibly truncated for display).

@@ -367,7 +367,7 @@ impl SegmentService {
 
     /// Create `tag` or change its step (and description, when `Some`); the tag is usable at
     /// once in this service, and in others after their next sync. Tags must be 1 to 128
-    /// characters without surrounding whitespace or control characters; steps 1 to 10^9.
+    /// characters of the tag alphabet ([`uidgen_core::TAG_PATTERN`]); steps 1 to 10^9.
     ///
     /// Cancel safety: dropped after the database committed the row, this service learns of
     /// the change later: a new tag at the next sync, a new step at the tag's next load.
@@ -575,7 +575,9 @@ async fn sync_loop(service: Weak<SegmentService>) {
 /// assert!(validate_tag("order").is_ok());
 /// assert!(matches!(validate_tag(""), Err(SegmentError::InvalidTag { .. })));
 /// assert!(matches!(validate_tag(&"x".repeat(200)), Err(SegmentError::InvalidTag { .. })));
-/// assert!(validate_tag("o'r\"d;er --").is_ok()); // just characters: always bound, never spliced
+/// // One alphabet (`uidgen_core::TAG_PATTERN`): no spaces, quotes, emoji or zero-width marks.
+/// assert!(validate_tag("leaf-segment-test").is_ok());
+/// assert!(matches!(validate_tag("o'r\"d;er --"), Err(SegmentError::InvalidTag { .. })));
 /// ```
 pub fn validate_tag(tag: &str) -> Result<()> {
     uidgen_store::validate_tag(tag).map_err(|error| SegmentError::InvalidTag {

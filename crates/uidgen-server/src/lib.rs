@@ -28,6 +28,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod connections;
 pub mod etcd;
 pub mod fallback;
 pub mod generators;

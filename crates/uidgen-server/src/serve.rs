@@ -151,7 +151,7 @@ pub async fn serve(mut settings: Settings) -> anyhow::Result<()> {
         tls,
     };
     let max_lease = u64::try_from(settings.segment.options.max_lease_size).unwrap_or(0);
-    let servers = Servers::start(listeners, max_lease)?;
+    let servers = Servers::start(listeners, settings.http, max_lease)?;
     info!(
         listen = %servers.http_addr,
         grpc_listen = %servers.grpc_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),

@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::connections::ConnectionLimits;
 use crate::grpc::GrpcGate;
 use crate::http::StartGate;
 use crate::service::AppState;
@@ -72,9 +73,13 @@ pub(crate) struct Servers {
 }
 
 impl Servers {
-    /// Answer on `listeners` from now on ("starting" until [`open`](Self::open)), and watch
-    /// for the shutdown signal. Must be called inside a tokio runtime.
-    pub(crate) fn start(listeners: Listeners, max_lease_size: u64) -> anyhow::Result<Self> {
+    /// Answer on `listeners` from now on ("starting" until [`open`](Self::open)), HTTP within
+    /// `limits`, and watch for the shutdown signal. Must be called inside a tokio runtime.
+    pub(crate) fn start(
+        listeners: Listeners,
+        limits: ConnectionLimits,
+        max_lease_size: u64,
+    ) -> anyhow::Result<Self> {
         let gate = StartGate::new();
         let http_addr = listeners.http.local_addr()?;
         let grpc_addr = listeners
@@ -87,20 +92,28 @@ impl Servers {
             shutdown_signal().await;
             let _ = signalled.send(true);
         });
-        let mut http_stop = stopping.clone();
-        let stop = async move {
-            let _ = http_stop.wait_for(|&s| s).await;
-        };
-        let service = gate.connections();
+        let http_gate = gate.clone();
+        let service = move |peer| http_gate.http_service_for(peer);
         let http = match &listeners.tls {
             Some(tls) => {
-                let serving =
-                    axum::serve(tls.listen(listeners.http)?, service).with_graceful_shutdown(stop);
-                tokio::spawn(async move { serving.await.context("the HTTPS server failed") })
+                let serving = crate::connections::serve(
+                    tls.listen(listeners.http)?,
+                    service,
+                    limits,
+                    stopping.clone(),
+                );
+                tokio::spawn(async move {
+                    serving.await;
+                    Ok(())
+                })
             }
             None => {
-                let serving = axum::serve(listeners.http, service).with_graceful_shutdown(stop);
-                tokio::spawn(async move { serving.await.context("the HTTP server failed") })
+                let serving =
+                    crate::connections::serve(listeners.http, service, limits, stopping.clone());
+                tokio::spawn(async move {
+                    serving.await;
+                    Ok(())
+                })
             }
         };
         let grpc_gate = listeners.grpc.as_ref().map(|_| GrpcGate::default());

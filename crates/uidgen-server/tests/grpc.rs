@@ -574,6 +574,61 @@ async fn a_stream_stops_at_max_ids_when_the_client_drops_it_and_at_sigterm() {
     assert!(matches!(end, Some(Code::Unavailable) | None), "{end:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_next_ids_answer_past_the_clients_4_mib_limit_is_refused_before_any_id_is_taken() {
+    let server = Server::start(
+        &[],
+        &[
+            ("UIDGEN_BATCH_CAP", "10000000"),
+            ("UIDGEN_LAYOUT", "snowflake"),
+            ("UIDGEN_GENERATOR", "snowflake"),
+        ],
+    );
+    // A client with tonic's default limit on what it receives (4 MiB).
+    let mut client = grpc(&server).await;
+    let issued = || async {
+        let (_, status) = http_get(&server, "/v1/status").await;
+        json(&status)["ids_issued"].as_u64().unwrap()
+    };
+    let cap = uidgen_server::grpc::message_cap(Layout::snowflake().unwrap().max_id());
+    let before = issued().await;
+    for runs in [false, true] {
+        let status = client
+            .next_ids(NextIdsRequest {
+                count: 1_000_000,
+                runs,
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        let message = status.message();
+        assert!(message.contains(&format!("at most {cap} IDs")), "{message}");
+        assert!(message.contains("StreamIds"), "{message}");
+    }
+    let status = client
+        .stream_ids(StreamIdsRequest {
+            batch_size: 1_000_000,
+            max_ids: 5,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert_eq!(issued().await, before, "a refused call took IDs");
+    // The largest batch allowed reaches a client with the default limit.
+    let batch = client
+        .next_ids(NextIdsRequest {
+            count: u32::try_from(cap).unwrap(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(batch.ids.len(), cap);
+    assert_eq!(issued().await, before + cap as u64);
+}
+
 /// docs/API.md's `grpcurl list` output is what the server's reflection lists: grpcurl asks
 /// reflection v1 first (its `list` prints the names sorted), so the documented lines must be
 /// exactly v1's service list, reflection's own service included.

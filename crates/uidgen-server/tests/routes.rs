@@ -12,9 +12,7 @@ use uidgen_core::{
     CachedOptions, CachedUidGenerator, Layout, ManualClock, SnowflakeGenerator, UidError,
     UidGenerator,
 };
-use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_server::http::{AppState, app, ct_eq};
-use uidgen_store::testing::{TestDb, fresh_store};
 
 const NOW_MS: u64 = 1_800_000_000_000;
 
@@ -413,8 +411,10 @@ async fn bad_input_gets_the_documented_status_code_and_message() {
             "no such route",
         ),
     ];
+    // With credentials, so that the admin route's 404 shows (without them it is 401 first).
+    let credentials = [("authorization", "Bearer a-token-of-a-client")];
     for (method, uri, body, status, code, message) in cases {
-        let (got_status, got_body) = call(&r, method, uri, body).await;
+        let (got_status, got_body) = common::call(&r, method, uri, &credentials, body).await;
         let shown = &uri[..uri.len().min(60)];
         assert_eq!(got_status, status, "{method} {shown}: {got_body}");
         let err = json(&got_body);
@@ -425,6 +425,11 @@ async fn bad_input_gets_the_documented_status_code_and_message() {
             "{method} {shown}: {text:?} lacks {message:?}"
         );
     }
+    // The document's security scheme holds even where the admin API is off: no credentials is
+    // 401, as a client generated from it expects.
+    let (status, body) = call(&r, "PUT", "/v1/admin/segments/t", "{}").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(json(&body)["code"], "unauthorized", "{body}");
 }
 
 #[tokio::test]
@@ -631,26 +636,7 @@ async fn readyz_reports_a_stopped_ring_without_its_reason() {
     assert!(!body.contains("sqlite://"), "{body}");
 }
 
-const TOKEN: &str = "an-admin-token-of-some-length";
-
-/// A router with segment mode on a fresh SQLite store and the admin API enabled.
-async fn segment_router() -> (Arc<SegmentService>, uidgen_server::http::App) {
-    let (store, _) = fresh_store(TestDb::Sqlite).await.unwrap();
-    let segments =
-        SegmentService::start(store, SegmentOptions::default(), uidgen_core::SystemClock)
-            .await
-            .unwrap();
-    let generator = SnowflakeGenerator::new(
-        Layout::snowflake().unwrap(),
-        5,
-        ManualClock::auto_advancing(NOW_MS),
-    )
-    .unwrap();
-    let mut state = AppState::embedded(Arc::new(generator), 5);
-    state.segments = Some(segments.clone());
-    state.admin_token = Some(TOKEN.into());
-    (segments, app(Arc::new(state)))
-}
+use common::{TOKEN, segment_router};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_description_over_256_characters_is_a_400_naming_the_field() {

@@ -186,9 +186,9 @@ const DELETE_TAG: Sql = Sql {
 /// A `leaf_alloc` row as selected by `GET_TAG`.
 type LeafAllocTuple = (String, i64, i64, Option<String>, Option<i64>, i64, i64);
 
-/// Check a biz tag ([`uidgen_core::check_biz_tag`]: non-empty, at most
-/// [`MAX_TAG_LEN`](uidgen_core::MAX_TAG_LEN) characters, no surrounding whitespace or control
-/// characters), as [`StoreError::InvalidInput`].
+/// Check a biz tag ([`uidgen_core::check_biz_tag`]: 1 to
+/// [`MAX_TAG_LEN`](uidgen_core::MAX_TAG_LEN) characters of the tag alphabet,
+/// [`uidgen_core::TAG_PATTERN`]), as [`StoreError::InvalidInput`].
 pub fn validate_tag(biz_tag: &str) -> Result<()> {
     uidgen_core::check_biz_tag(biz_tag).map_err(StoreError::InvalidInput)
 }

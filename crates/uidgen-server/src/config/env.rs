@@ -34,6 +34,7 @@ const SECTIONS: &[&[EnvKey]] = &[
     super::segment::ENV,
     super::sharded::ENV,
     super::auth::ENV,
+    super::http::ENV,
     super::tls::ENV,
     super::log::ENV,
 ];

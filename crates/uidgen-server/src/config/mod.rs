@@ -7,7 +7,7 @@
 //! it. The service and the subcommands take [`Settings`] and never parse a key again.
 //!
 //! One file per section: [`layout`], [`generator`], [`worker`] (with [`ranges`]), [`ring`],
-//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`], [`tls`], [`mod@log`]; the top-level keys are here, and [`mod@env`]
+//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`], [`tls`], [`http`], [`mod@log`]; the top-level keys are here, and [`mod@env`]
 //! maps keys to `UIDGEN_…` variables. **Adding a key** means editing its section's file
 //! only: the field with its doc, its `Default`, its line in the section's `ENV` list, and its
 //! check in the section's `settings` (or `build`/`options`).
@@ -25,6 +25,7 @@ pub mod auth;
 pub mod env;
 pub mod etcd;
 pub mod generator;
+pub mod http;
 pub mod layout;
 pub mod log;
 pub mod ranges;
@@ -42,6 +43,7 @@ pub use auth::{AuthConfig, AuthSettings, DEFAULT_AUTH_REFRESH_SECS};
 pub use env::{ENV_NOT_CONFIG, ENV_TEST_PREFIX, env_name, env_overrides};
 pub use etcd::{EtcdConfig, EtcdSettings};
 pub use generator::{GeneratorConfig, GeneratorKind, MAX_BACKWARD_MS};
+pub use http::HttpConfig;
 pub use layout::LayoutConfig;
 pub use log::{LogConfig, LogFormat};
 pub use ranges::is_vesta;
@@ -197,6 +199,8 @@ pub struct Config {
     pub tls: TlsConfig,
     /// `[log]`: the log's format and the access log.
     pub log: LogConfig,
+    /// `[http]`: the HTTP port's read timeouts and connection cap.
+    pub http: HttpConfig,
 }
 
 impl Default for Config {
@@ -222,6 +226,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             tls: TlsConfig::default(),
             log: LogConfig::default(),
+            http: HttpConfig::default(),
         }
     }
 }
@@ -304,6 +309,8 @@ pub struct Settings {
     pub tls: Option<TlsSettings>,
     /// `[log]`.
     pub log: LogConfig,
+    /// `[http]`: the HTTP port's read timeouts and connection cap.
+    pub http: crate::connections::ConnectionLimits,
 }
 
 impl Settings {
@@ -523,6 +530,7 @@ impl Config {
         )?;
         let auth = self.auth.settings()?;
         let tls = self.tls.settings()?;
+        let http = self.http.settings()?;
         Ok(Settings {
             listen,
             grpc_listen,
@@ -545,6 +553,7 @@ impl Config {
             auth,
             tls,
             log: self.log,
+            http,
         })
     }
 }

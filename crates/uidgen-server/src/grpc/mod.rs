@@ -283,9 +283,44 @@ impl GrpcService {
     }
 }
 
-/// A `u32` count as a batch size: the sentence HTTP's `count` gets.
-fn count(count: u32, cap: usize) -> Result<usize, ApiError> {
+/// A `u32` count as a batch size: the sentence HTTP's `count` gets, and past what one message
+/// may carry ([`message_cap`]) a sentence saying so.
+fn count(count: u32, cap: usize, largest: u64) -> Result<usize, ApiError> {
+    check_message_cap("count", u64::from(count), largest)?;
     batch_count(u64::from(count), cap)
+}
+
+/// The message limit gRPC clients apply to what they receive unless told otherwise (tonic,
+/// grpc-go, grpc-java and grpcio all default to 4 MiB): an answer past it fails on the client
+/// after the server issued its IDs, which are then lost.
+pub const CLIENT_MESSAGE_LIMIT: usize = 4 * 1024 * 1024;
+
+/// The most IDs up to `largest` one batch message may carry and stay within
+/// [`CLIENT_MESSAGE_LIMIT`]: each listed ID is a varint of at most `largest`'s length (runs are
+/// sent only when smaller than the list, `IdBatch::from_ids`), plus the packed field's key and
+/// length.
+pub fn message_cap(largest: u64) -> usize {
+    // 7 bits a byte; at least one byte.
+    let bits = 64 - largest.leading_zeros();
+    let id_bytes = usize::try_from(bits.div_ceil(7).max(1)).unwrap_or(10);
+    (CLIENT_MESSAGE_LIMIT - 16) / id_bytes
+}
+
+/// 400 (gRPC `INVALID_ARGUMENT`) when `value` IDs in one message would pass
+/// [`CLIENT_MESSAGE_LIMIT`]: refused before any ID is taken.
+fn check_message_cap(name: &str, value: u64, largest: u64) -> Result<(), ApiError> {
+    let cap = message_cap(largest);
+    if usize::try_from(value).is_ok_and(|v| v <= cap) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        axum::http::StatusCode::BAD_REQUEST,
+        "invalid_count",
+        format!(
+            "{name} {value} would make a message over the 4 MiB gRPC clients accept by default; \
+             ask for at most {cap} IDs per message (or use StreamIds for more)"
+        ),
+    ))
 }
 
 type IdStream = ReceiverStream<Result<IdBatch, Status>>;
@@ -316,7 +351,11 @@ impl IdService for GrpcService {
         } = request.into_inner();
         self.answer("NextIds", async {
             let source = source_for(&self.state, &space)?;
-            let n = count(wanted, self.state.batch_cap)?;
+            let n = count(
+                wanted,
+                self.state.batch_cap,
+                source.generator.layout().max_id(),
+            )?;
             let ids = many_from(source, n, GenMethod::CenterServer).await?;
             let issued = ids.len() as u64;
             Ok((IdBatch::from_ids(ids, runs), issued))
@@ -338,8 +377,11 @@ impl IdService for GrpcService {
         } = request.into_inner();
         let route = self.routes.of("StreamIds");
         let start = std::time::Instant::now();
-        let checked = source_for(&self.state, &space)
-            .and_then(|_| batch_size("batch_size", u64::from(per_batch), self.state.batch_cap));
+        let checked = source_for(&self.state, &space).and_then(|source| {
+            let largest = source.generator.layout().max_id();
+            check_message_cap("batch_size", u64::from(per_batch), largest)?;
+            batch_size("batch_size", u64::from(per_batch), self.state.batch_cap)
+        });
         let batch = match checked {
             Ok(batch) => batch,
             Err(error) => {
@@ -392,7 +434,8 @@ impl IdService for GrpcService {
         self.answer("SegmentIds", async {
             check_tag(&tag)?;
             let service = crate::service::segment_service(&self.state)?;
-            let n = count(wanted, self.state.batch_cap)?;
+            // Segment numbers are positive `int64`s.
+            let n = count(wanted, self.state.batch_cap, i64::MAX.unsigned_abs())?;
             let ids = waits::waited(service.get_batch_async(&tag, n))
                 .await
                 .map_err(crate::service::segment_error)?;

@@ -351,14 +351,13 @@ const CONTROL: &str = r"\x00-\x1f\x7f-\x9f";
 /// the regex dialects that read the document (ECMA-262's includes U+FEFF).
 const SPACE: &str = r"\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000";
 
-/// A biz tag as `uidgen_store::validate_tag` takes it: 1 to 128 characters, none a control
-/// character, neither the first nor the last a space.
+/// A biz tag as `uidgen_store::validate_tag` takes it: the tag alphabet, 1 to 128 characters.
 fn tag() -> Value {
     json!({
         "type": "string",
         "minLength": 1,
         "maxLength": uidgen_core::MAX_TAG_LEN,
-        "pattern": format!("^[^{SPACE}{CONTROL}](?:[^{CONTROL}]*[^{SPACE}{CONTROL}])?$"),
+        "pattern": uidgen_core::TAG_PATTERN,
     })
 }
 

@@ -60,9 +60,18 @@ impl ApiError {
         )
     }
 
-    /// A request body that could not be read: too large (413) or broken off (400).
+    /// A request body that could not be read: too slow (408), too large (413) or broken off
+    /// (400).
     pub fn from_body(rejection: &BytesRejection) -> Self {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        if crate::connections::is_body_timeout(rejection) {
+            Self::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                "the request body did not arrive within the server's http.body_read_timeout_ms; \
+                 send it at once after the head"
+                    .to_owned(),
+            )
+        } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             Self::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",

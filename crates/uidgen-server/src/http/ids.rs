@@ -523,6 +523,7 @@ pub async fn decode(
     let name = params.get("layout").map(String::as_str);
     let shown = Shown::from_params(&params)?;
     if name == Some("sharded") {
+        canonical(&text, None)?;
         return Ok(super::sharded::decode(&text)?.into_response());
     }
     let layout = super::status::pick_layout(&state, name).map_err(|_| {
@@ -537,12 +538,38 @@ pub async fn decode(
     Ok(Json(decode_shown(&layout, &text, &shown)?).into_response())
 }
 
+/// 400 (`malformed_id`) unless `text` is an ID written the one way `form` writes it: nothing
+/// around it, and in decimal no sign and no leading zero. Otherwise `5`, `%205` and `05` would
+/// all name one ID, and a cache or a log keyed by the path would count three (issue 32). A
+/// base36 or base62 text keeps its leading zeros: it has the fixed width of its layout.
+pub(super) fn canonical(text: &str, form: Option<IdForm>) -> Result<(), ApiError> {
+    let reason = if text.trim() != text {
+        Some("spaces around the ID; send it alone")
+    } else if matches!(form, None | Some(IdForm::Decimal))
+        && text.len() > 1
+        && text.starts_with('0')
+        && text.bytes().all(|b| b.is_ascii_digit())
+    {
+        Some("a leading zero; write the ID in decimal without one")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(ApiError::input(uidgen_core::UidError::MalformedId {
+            id: clip(text, ECHO_CHARS).into_owned(),
+            reason,
+        })),
+        None => Ok(()),
+    }
+}
+
 /// `text` decoded under `layout`, read in the form `shown` names and answered in its zone.
 pub(super) fn decode_shown(
     layout: &Layout,
     text: &str,
     shown: &Shown,
 ) -> Result<Decoded, ApiError> {
+    canonical(text, shown.form)?;
     // The decimal form reads as the route always has (with its messages).
     let d = match shown.form {
         Some(form) if form != IdForm::Decimal => {

@@ -3,6 +3,7 @@
 //! authentication, caller tokens, metrics and logging). The service's state and functions are re-exported
 //! here under the names the HTTP API has always offered them.
 
+mod admission;
 mod auth;
 mod bounds;
 mod callers;
@@ -41,7 +42,7 @@ pub use error::{ErrorBody, ErrorReport, TextError};
 pub use observe::{App, AppFuture};
 pub use sharded::sharded_error;
 pub use starting::{
-    Connections, GatedApp, GatedFuture, STARTING_MESSAGE, STARTING_RETRY_AFTER_SECS, StartGate,
+    GatedApp, GatedFuture, STARTING_MESSAGE, STARTING_RETRY_AFTER_SECS, StartGate,
 };
 
 // The service the routes adapt, under the names the HTTP API has always offered them.
@@ -67,10 +68,33 @@ pub fn app(state: Arc<AppState>) -> App {
     // The document's paths are the routing table's: `routes!` adds each route with its own.
     App::new(
         router,
-        document.paths.paths.keys().map(String::as_str),
+        &document.paths,
         &direct_answers(&state),
+        &issuing_routes(),
         state,
     )
+}
+
+/// The routes whose `GET` hands out IDs, by pattern: they answer `HEAD` without taking any
+/// (`admission.rs`). `tests/routes.rs` sends `HEAD` to every `GET` route of the document and
+/// checks that none took an ID, so a route missing here is found.
+fn issuing_routes() -> Vec<String> {
+    use utoipa::Path;
+    vec![
+        ids::__path_leaf_snowflake::path(),
+        ids::__path_vesta_genid::path(),
+        ids::__path_batch::path(),
+        segments::__path_leaf_segment::path(),
+        segments::__path_batch::path(),
+        dated::__path_dated::path(),
+        spaces::__path_space_batch::path(),
+        sharded::__path_original_get::path(),
+        sharded::__path_batch::path(),
+        tinyid::__path_next_id::path(),
+        tinyid::__path_next_id_simple::path(),
+        tinyid::__path_next_segment_id::path(),
+        tinyid::__path_next_segment_id_simple::path(),
+    ]
 }
 
 /// The routes that answer a plain `GET` without the router when they can at once ([`App`]'s

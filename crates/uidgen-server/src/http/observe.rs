@@ -45,6 +45,7 @@ use axum::routing::future::RouteFuture;
 use tokio::task::futures::TaskLocalFuture;
 use tower::Service;
 
+use super::admission::Admission;
 use super::{AppState, ErrorReport, MAX_BODY_BYTES};
 use crate::metrics::RouteMetrics;
 use crate::metrics::waits::{self, RouteWaits};
@@ -164,30 +165,35 @@ struct RouteSlot {
     metrics: OnceLock<RouteMetrics>,
     /// How the route answers a plain `GET` without the router, if it can.
     direct: Option<Direct>,
+    /// What a request must be to reach the route (`admission.rs`).
+    admission: Admission,
 }
 
 impl App {
-    /// `router` measured under `patterns`, the routing table's paths, with the `direct`
-    /// answers of some of them (by pattern).
-    pub(super) fn new<'a>(
+    /// `router` measured under the patterns of `paths`, the routing table's description, with
+    /// the `direct` answers of some of them and the admission rules of each (`issuing`: the
+    /// patterns whose `GET` hands out IDs), by pattern.
+    pub(super) fn new(
         router: Router,
-        patterns: impl IntoIterator<Item = &'a str>,
+        paths: &utoipa::openapi::Paths,
         direct: &[(String, Direct)],
+        issuing: &[String],
         state: Arc<AppState>,
     ) -> Self {
         let mut lookup = matchit::Router::new();
         let mut slots = Vec::new();
-        for pattern in patterns {
+        for (pattern, item) in &paths.paths {
             // axum inserted the same patterns into the same matchit without a conflict, so this
             // cannot fail; if it did, that route would only be counted as `unmatched`.
-            if let Err(error) = lookup.insert(pattern, slots.len()) {
+            if let Err(error) = lookup.insert(pattern.as_str(), slots.len()) {
                 tracing::error!(pattern, %error, "route pattern not measured under its name");
                 continue;
             }
             let answer = direct.iter().find(|(of, _)| of == pattern).map(|(_, f)| *f);
-            slots.push(RouteSlot::new(pattern, answer));
+            let admission = Admission::of(pattern, item, issuing.contains(pattern));
+            slots.push(RouteSlot::new(pattern, answer, admission));
         }
-        slots.push(RouteSlot::new(UNMATCHED, None));
+        slots.push(RouteSlot::new(UNMATCHED, None, Admission::default()));
         Self {
             router,
             routes: Arc::new(RouteTable {
@@ -218,10 +224,21 @@ impl App {
             .access_log
             .then(|| (request.method().clone(), peer));
         let (slot, answered) = match table.patterns.at(request.uri().path()) {
-            Ok(found) => (
-                *found.value,
-                table.answer_directly(*found.value, request.method(), &found.params),
-            ),
+            Ok(found) => {
+                let slot = *found.value;
+                let refused = table
+                    .slots
+                    .get(slot)
+                    .and_then(|s| s.admission.check(&request));
+                let answered = match refused {
+                    Some(response) => Some(Answered {
+                        issued: 0,
+                        response,
+                    }),
+                    None => table.answer_directly(slot, request.method(), &found.params),
+                };
+                (slot, answered)
+            }
             Err(_) => (table.slots.len() - 1, None),
         };
         let answer = match answered {
@@ -285,11 +302,12 @@ impl RouteTable {
 }
 
 impl RouteSlot {
-    fn new(pattern: &str, direct: Option<Direct>) -> Self {
+    fn new(pattern: &str, direct: Option<Direct>, admission: Admission) -> Self {
         Self {
             pattern: pattern.to_owned(),
             metrics: OnceLock::new(),
             direct,
+            admission,
         }
     }
 }
@@ -516,9 +534,12 @@ mod tests {
         // Segment mode is off: its answer, a 404, needs no router either.
         let segment = answered(&service, "GET", "/api/segment/get/t");
         assert_eq!(segment, Some(StatusCode::NOT_FOUND));
+        // `HEAD` on an issuing route is answered before the router too, taking no ID
+        // (`admission.rs`).
+        assert_eq!(answered(&service, "HEAD", "/genid"), Some(StatusCode::OK));
         for (method, uri) in [
             ("GET", "/api/snowflake/get/%78"),
-            ("HEAD", "/genid"),
+            ("HEAD", "/healthz"),
             ("POST", "/genid"),
             ("GET", "/v1/ids"),
             ("GET", "/nowhere"),

@@ -97,7 +97,7 @@ impl StartGate {
         self.state.subscribe()
     }
 
-    /// The HTTP service for `axum::serve`: the real routes once open, `starting` before.
+    /// The HTTP service: the real routes once open, `starting` before.
     pub fn http_service(&self) -> GatedApp {
         GatedApp {
             app: Arc::clone(&self.app),
@@ -106,36 +106,14 @@ impl StartGate {
         }
     }
 
-    /// What `axum::serve` makes each connection's service with: [`http_service`] knowing the
-    /// connection's peer, for the access log. Per connection rather than axum's `ConnectInfo`,
-    /// which puts an extension (an allocation) on every request whether the log is on or not.
-    ///
-    /// [`http_service`]: Self::http_service
-    pub fn connections(&self) -> Connections {
-        Connections(self.http_service())
-    }
-}
-
-/// Makes each connection's [`GatedApp`], knowing its peer: see [`StartGate::connections`].
-#[derive(Debug, Clone)]
-pub struct Connections(GatedApp);
-
-impl<L> Service<axum::serve::IncomingStream<'_, L>> for Connections
-where
-    L: axum::serve::Listener<Addr = SocketAddr>,
-{
-    type Response = GatedApp;
-    type Error = Infallible;
-    type Future = Ready<Result<GatedApp, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, stream: axum::serve::IncomingStream<'_, L>) -> Self::Future {
-        let mut service = self.0.clone();
-        service.peer = Some(*stream.remote_addr());
-        ready(Ok(service))
+    /// [`http_service`](Self::http_service) knowing the connection's peer, for the access
+    /// log: made per connection rather than with axum's `ConnectInfo`, which puts an extension
+    /// (an allocation) on every request whether the log is on or not.
+    pub fn http_service_for(&self, peer: SocketAddr) -> GatedApp {
+        GatedApp {
+            peer: Some(peer),
+            ..self.http_service()
+        }
     }
 }
 
@@ -144,7 +122,7 @@ where
 pub struct GatedApp {
     app: Arc<OnceLock<App>>,
     starting: Router,
-    /// The connection's peer, when made by [`Connections`].
+    /// The connection's peer, when made by [`StartGate::http_service_for`].
     peer: Option<SocketAddr>,
 }
 

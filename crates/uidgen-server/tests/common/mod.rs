@@ -477,3 +477,36 @@ pub async fn coordinator_wiped_under_three_servers(
         assert!(status.success(), "{log}");
     }
 }
+
+/// The admin token of [`segment_router`].
+pub const TOKEN: &str = "an-admin-token-of-some-length";
+
+/// A router with segment mode on a fresh SQLite store and the admin API enabled.
+pub async fn segment_router() -> (
+    std::sync::Arc<uidgen_segment::SegmentService>,
+    uidgen_server::http::App,
+) {
+    let (store, _) = uidgen_store::testing::fresh_store(uidgen_store::testing::TestDb::Sqlite)
+        .await
+        .unwrap();
+    let segments = uidgen_segment::SegmentService::start(
+        store,
+        uidgen_segment::SegmentOptions::default(),
+        uidgen_core::SystemClock,
+    )
+    .await
+    .unwrap();
+    let generator = uidgen_core::SnowflakeGenerator::new(
+        uidgen_core::Layout::snowflake().unwrap(),
+        5,
+        uidgen_core::ManualClock::auto_advancing(1_800_000_000_000),
+    )
+    .unwrap();
+    let mut state = uidgen_server::http::AppState::embedded(std::sync::Arc::new(generator), 5);
+    state.segments = Some(segments.clone());
+    state.admin_token = Some(TOKEN.into());
+    (
+        segments,
+        uidgen_server::http::app(std::sync::Arc::new(state)),
+    )
+}
