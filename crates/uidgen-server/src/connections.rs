@@ -162,11 +162,10 @@ pub(crate) async fn serve<L, S, M>(
         let seen = Arc::clone(&first_request);
         let body_timeout = limits.body_read_timeout;
         let service =
-            service_for(peer)
-                .map_request(move |request: Request<hyper::body::Incoming>| {
-                    seen.notify_one();
-                    request.map(|body| timed(body, body_timeout))
-                });
+            service_for(peer).map_request(move |request: Request<hyper::body::Incoming>| {
+                seen.notify_one();
+                request.map(|body| timed(body, body_timeout))
+            });
         let builder = Arc::clone(&builder);
         let watcher = graceful.watcher();
         let header_timeout = limits.header_read_timeout;

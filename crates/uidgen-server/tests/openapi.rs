@@ -173,7 +173,12 @@ async fn the_described_error_body_is_what_real_errors_carry() {
         ("GET", "/v1/segments", "", StatusCode::NOT_FOUND),
         ("DELETE", "/v1/ids", "", StatusCode::METHOD_NOT_ALLOWED),
         // No credentials: 401 first, even with the admin API off.
-        ("PUT", "/v1/admin/segments/t", "{}", StatusCode::UNAUTHORIZED),
+        (
+            "PUT",
+            "/v1/admin/segments/t",
+            "{}",
+            StatusCode::UNAUTHORIZED,
+        ),
     ];
     for (method, uri, body, expected) in cases {
         let (status, text) = call(&r, method, uri, &[], body).await;

@@ -41,9 +41,7 @@ pub use auth::ct_eq;
 pub use error::{ErrorBody, ErrorReport, TextError};
 pub use observe::{App, AppFuture};
 pub use sharded::sharded_error;
-pub use starting::{
-    GatedApp, GatedFuture, STARTING_MESSAGE, STARTING_RETRY_AFTER_SECS, StartGate,
-};
+pub use starting::{GatedApp, GatedFuture, STARTING_MESSAGE, STARTING_RETRY_AFTER_SECS, StartGate};
 
 // The service the routes adapt, under the names the HTTP API has always offered them.
 pub use crate::service::{

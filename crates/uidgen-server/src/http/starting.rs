@@ -10,7 +10,7 @@
 //! peer that cannot answer now).
 
 use std::convert::Infallible;
-use std::future::{Future, Ready, ready};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
