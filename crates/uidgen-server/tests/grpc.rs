@@ -681,11 +681,14 @@ async fn the_documented_grpcurl_list_is_what_reflection_lists() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_show_waiting_callers_build_process_and_grpc_latency_labelled_by_route() {
     // A ring of one second's IDs (8,192 on `baidu`) on one worker id (the pool would claim
-    // more under load, each padding into the ring): a batch larger than that cannot be
-    // answered from what the ring holds, so its caller waits for the padding, every time.
+    // more under load, each padding into the ring), borrowing at most one second ahead: a
+    // batch of 20,000 is more than the ring can hold up to a second ahead of the clock, so
+    // its caller waits for the clock, every time, however fast the padding refills (with the
+    // default bound a busy machine's padding could keep ahead of the second batch).
     let envs = [
         ("UIDGEN_RING_BOOST_POWER", "0"),
         ("UIDGEN_WORKER_MAX_IDS", "1"),
+        ("UIDGEN_RING_MAX_BORROW_SECONDS", "1"),
     ];
     let server = tokio::task::spawn_blocking(move || Server::start(&[], &envs))
         .await
