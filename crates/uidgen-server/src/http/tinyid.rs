@@ -88,6 +88,34 @@ pub struct TinyidSegment {
     remainder: i64,
 }
 
+/// The query of the ID routes, for the document (the handlers read [`QueryParams`], and
+/// `http::bounds` states each parameter's bounds).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code, reason = "described in the document, read from QueryParams")]
+struct IdsQuery {
+    /// The biz type (a segment tag)
+    #[param(rename = "bizType")]
+    biz_type: String,
+    /// How many IDs: 1 (default) to `batch_cap`
+    #[param(rename = "batchSize")]
+    batch_size: Option<i64>,
+    /// A caller token (asked for when `auth.required` is on)
+    token: Option<String>,
+}
+
+/// The query of the segment routes, for the document (as [`IdsQuery`]).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code, reason = "described in the document, read from QueryParams")]
+struct SegmentQuery {
+    /// The biz type (a segment tag)
+    #[param(rename = "bizType")]
+    biz_type: String,
+    /// A caller token (asked for when `auth.required` is on)
+    token: Option<String>,
+}
+
 /// A refused or failed request: Tinyid's code and message.
 type Failure = (i32, String);
 
@@ -248,17 +276,7 @@ async fn next_segment(
     operation_id = "tinyid_next_id",
     path = "/tinyid/id/nextId",
     tag = "tinyid",
-    params(
-        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        (
-            "batchSize" = Option<i64>, Query,
-            description = "How many IDs: 1 (default) to `batch_cap`"
-        ),
-        (
-            "token" = Option<String>, Query,
-            description = "A caller token (asked for when `auth.required` is on)"
-        ),
-    ),
+    params(IdsQuery),
     responses(
         (
             status = 200,
@@ -293,17 +311,7 @@ pub async fn next_id(
     operation_id = "tinyid_next_id_simple",
     path = "/tinyid/id/nextIdSimple",
     tag = "tinyid",
-    params(
-        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        (
-            "batchSize" = Option<i64>, Query,
-            description = "How many IDs: 1 (default) to `batch_cap`"
-        ),
-        (
-            "token" = Option<String>, Query,
-            description = "A caller token (asked for when `auth.required` is on)"
-        ),
-    ),
+    params(IdsQuery),
     responses(
         (
             status = 200,
@@ -341,13 +349,7 @@ pub async fn next_id_simple(
     operation_id = "tinyid_next_segment_id",
     path = "/tinyid/id/nextSegmentId",
     tag = "tinyid",
-    params(
-        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        (
-            "token" = Option<String>, Query,
-            description = "A caller token (asked for when `auth.required` is on)"
-        ),
-    ),
+    params(SegmentQuery),
     responses(
         (
             status = 200,
@@ -385,13 +387,7 @@ pub async fn next_segment_id(
     operation_id = "tinyid_next_segment_id_simple",
     path = "/tinyid/id/nextSegmentIdSimple",
     tag = "tinyid",
-    params(
-        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        (
-            "token" = Option<String>, Query,
-            description = "A caller token (asked for when `auth.required` is on)"
-        ),
-    ),
+    params(SegmentQuery),
     responses(
         (
             status = 200,
@@ -430,17 +426,7 @@ pub async fn next_segment_id_simple(
     operation_id = "tinyid_next_id_post",
     path = "/tinyid/id/nextId",
     tag = "tinyid",
-    params(
-        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        (
-            "batchSize" = Option<i64>, Query,
-            description = "How many IDs: 1 (default) to `batch_cap`"
-        ),
-        (
-            "token" = Option<String>, Query,
-            description = "A caller token (asked for when `auth.required` is on)"
-        ),
-    ),
+    params(IdsQuery),
     responses(
         (
             status = 200,
@@ -471,17 +457,7 @@ pub async fn next_id_post(
     operation_id = "tinyid_next_id_simple_post",
     path = "/tinyid/id/nextIdSimple",
     tag = "tinyid",
-    params(
-        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        (
-            "batchSize" = Option<i64>, Query,
-            description = "How many IDs: 1 (default) to `batch_cap`"
-        ),
-        (
-            "token" = Option<String>, Query,
-            description = "A caller token (asked for when `auth.required` is on)"
-        ),
-    ),
+    params(IdsQuery),
     responses(
         (
             status = 200,
@@ -513,13 +489,7 @@ pub async fn next_id_simple_post(
     operation_id = "tinyid_next_segment_id_post",
     path = "/tinyid/id/nextSegmentId",
     tag = "tinyid",
-    params(
-        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        (
-            "token" = Option<String>, Query,
-            description = "A caller token (asked for when `auth.required` is on)"
-        ),
-    ),
+    params(SegmentQuery),
     responses(
         (
             status = 200,
@@ -551,13 +521,7 @@ pub async fn next_segment_id_post(
     operation_id = "tinyid_next_segment_id_simple_post",
     path = "/tinyid/id/nextSegmentIdSimple",
     tag = "tinyid",
-    params(
-        ("bizType" = String, Query, description = "The biz type (a segment tag)"),
-        (
-            "token" = Option<String>, Query,
-            description = "A caller token (asked for when `auth.required` is on)"
-        ),
-    ),
+    params(SegmentQuery),
     responses(
         (
             status = 200,
