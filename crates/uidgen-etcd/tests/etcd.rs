@@ -709,6 +709,16 @@ async fn a_restore_from_an_older_snapshot_is_seen_by_a_holder_and_fences_the_for
     assert_eq!(b.assignment.worker_id, 6);
     ids.extend(gen_b.next_ids(2_000).unwrap());
     b.holder.release().await.unwrap();
+    // a must have seen the history the restore forgets: an answer carrying a revision above
+    // the snapshot's, from a round begun after b's writes. A holder that saw nothing newer
+    // cannot tell a restore from a quiet spell (the operator's `uidgen etcd recover` is for
+    // that case); a round every lease_ttl/3 came after b only by luck, which CI once lacked.
+    let released = uidgen_core::Clock::now_millis(&SystemClock);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.holder.status().last_report_ms <= released {
+        assert!(Instant::now() < deadline, "{:?}", a.holder.status());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     // etcd is rolled back: id 6 has no mark again, and the namespace record is the old one.
     etcd.restore(&snapshot);
     // The surviving holder sees the revision go back and fences every id marked before.

@@ -311,18 +311,34 @@ pub async fn pooled_sessions_in_transaction(store: &Store) -> Result<usize> {
 
 /// Every connection of `pool`, held at once, once none is on its way back to the pool (a
 /// returned connection is pinged, or closed, before it is idle again).
+///
+/// `num_idle()` alone cannot say so: sqlx 0.9 pushes a returned connection and frees its permit
+/// before counting it idle, so a task that takes it meanwhile drives the count below zero for a
+/// moment (it read `usize::MAX` under load, and acquiring that many waited out the pool's
+/// timeout). The idle connections are taken without waiting, and the take counts only when it
+/// holds all `size()` of them.
 async fn settled_connections<DB: sqlx::Database>(
     pool: &sqlx::Pool<DB>,
 ) -> std::result::Result<Vec<sqlx::pool::PoolConnection<DB>>, sqlx::Error> {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while pool.num_idle() < pool.size() as usize && tokio::time::Instant::now() < deadline {
+    loop {
+        let size = pool.size() as usize;
+        let mut held = Vec::with_capacity(size);
+        while held.len() < size {
+            match pool.try_acquire() {
+                Some(conn) => held.push(conn),
+                None => break,
+            }
+        }
+        if held.len() == size && pool.size() as usize == size {
+            return Ok(held);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(sqlx::Error::PoolTimedOut);
+        }
+        drop(held);
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
-    let mut held = Vec::new();
-    for _ in 0..pool.num_idle() {
-        held.push(pool.acquire().await?);
-    }
-    Ok(held)
 }
 
 /// Create database `name` on the `server` of `kind`; return its URL.
