@@ -134,6 +134,41 @@ async fn a_leaf_tag_of_several_databases_cannot_be_served_beside_java_leaf() {
     assert!(ok, "{out}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaf_tag_outside_the_tag_alphabet_is_named_before_the_switch_and_still_served() {
+    let url = sqlite_url("leaf-alphabet");
+    let store = Store::connect(&url).await.unwrap();
+    store.upsert_tag("orders", 100, None).await.unwrap();
+    // Java Leaf takes any varchar(128); uidgen's own calls refuse a space.
+    run_script(
+        &store,
+        "INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('order items', 1, 100)",
+    )
+    .await
+    .unwrap();
+    store.close().await;
+    let env = [("UIDGEN_STORE", url.as_str())];
+    let (ok, out) = takeover(&["leaf", "--check"], &env);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("tags [\"order items\"] are outside uidgen's tag alphabet")
+            && out.contains("cannot lease or change them"),
+        "{out}"
+    );
+    // What the note says: served under its name, refused a lease.
+    let server = Server::start(&[], &env);
+    let client = reqwest::Client::new();
+    let (status, one) = fetch(&client, &server.url("/api/segment/get/order%20items")).await;
+    assert_eq!(status, 200, "{one}");
+    assert!(one.trim().parse::<i64>().unwrap() >= 1, "{one}");
+    let leased = client
+        .post(server.url("/v1/segments/order%20items/lease?size=10"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(leased.status(), 400);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn java_leaf_snowflake_servers_and_uidgen_share_one_zookeeper_path() {
     let connect = test_connect();

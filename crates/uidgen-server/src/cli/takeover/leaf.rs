@@ -315,6 +315,26 @@ pub async fn assess(
              migrated table"
                 .to_owned(),
         );
+        // Java Leaf takes any varchar(128) as a tag. uidgen serves such a row under its name
+        // (a lookup of a tag the table holds checks nothing) but refuses to lease or change
+        // it, which an operator should hear before the switch rather than from a caller.
+        let outside: Vec<(&str, String)> = tags
+            .iter()
+            .filter_map(|t| {
+                let tag = t.biz_tag.as_str();
+                uidgen_store::validate_tag(tag)
+                    .err()
+                    .map(|e| (tag, e.to_string()))
+            })
+            .collect();
+        if let Some((_, why)) = outside.first() {
+            let names: Vec<&str> = outside.iter().map(|(tag, _)| *tag).collect();
+            report.found.push(format!(
+                "tags {names:?} are outside uidgen's tag alphabet ({why}): served under their \
+                 names, but uidgen cannot lease or change them; rename them in leaf_alloc to \
+                 bring them in"
+            ));
+        }
         if args.beside {
             let names: Vec<String> = tags.iter().map(|t| t.biz_tag.clone()).collect();
             let mut grouped = grouped_tags(settings, &names);
