@@ -76,7 +76,7 @@ async fn the_routing_table_has_no_way_in_but_described_routes() {
         );
     }
     // The router's routes can only come from `app`, and `app` only from `routes`.
-    assert!(table.contains("routes(&state).split_for_parts()"));
+    assert!(table.contains("routes(&state, &mut gates, extra).split_for_parts()"));
 }
 
 #[tokio::test]

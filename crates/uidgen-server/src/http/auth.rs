@@ -23,6 +23,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa_axum::router::OpenApiRouter;
 
 use super::error::ErrorBody;
+use super::gates::Gates;
 use super::{ApiError, AppState};
 use crate::service::callers::bearer_token;
 
@@ -33,6 +34,7 @@ use crate::service::callers::bearer_token;
 pub(super) fn admin_only(
     mut admin: OpenApiRouter<Arc<AppState>>,
     state: &Arc<AppState>,
+    gates: &mut Gates,
 ) -> OpenApiRouter<Arc<AppState>> {
     document_refusals(
         &mut admin,
@@ -43,8 +45,11 @@ pub(super) fn admin_only(
         "No bearer token",
         "A wrong token",
     );
-    // A route layer, so a wrong method still gets the 405 every route gives.
-    admin.route_layer(middleware::from_fn_with_state(state.clone(), require_admin))
+    gates.install(
+        "admin token",
+        admin,
+        middleware::from_fn_with_state(state.clone(), require_admin),
+    )
 }
 
 /// Say of every operation of `router` that it asks for `security` and may answer 401 and 403

@@ -21,6 +21,7 @@ use utoipa::openapi::security::SecurityRequirement;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::auth::document_refusals;
+use super::gates::Gates;
 use super::{ApiError, AppState};
 use crate::service::callers::{RouteFamily, Scoped};
 
@@ -30,6 +31,7 @@ pub(super) fn callers_only(
     family: RouteFamily,
     mut routes: OpenApiRouter<Arc<AppState>>,
     state: &Arc<AppState>,
+    gates: &mut Gates,
 ) -> OpenApiRouter<Arc<AppState>> {
     document_refusals(
         &mut routes,
@@ -43,18 +45,18 @@ pub(super) fn callers_only(
         "The caller token may not use this route family, tag, app or space (`forbidden`)",
     );
     if tokens_required(state) {
-        // A route layer, so a wrong method still gets the 405 every route gives.
-        routes.route_layer(middleware::from_fn_with_state(
-            (Arc::clone(state), family),
-            require_caller,
-        ))
+        gates.install(
+            "caller tokens",
+            routes,
+            middleware::from_fn_with_state((Arc::clone(state), family), require_caller),
+        )
     } else {
         routes
     }
 }
 
-/// Whether the ID routes check caller tokens (`auth.required`), and so have the layer
-/// [`callers_only`] installs: no request may go around the router then (the direct answers).
+/// Whether the ID routes check caller tokens (`auth.required`), and so have the gate
+/// [`callers_only`] installs.
 pub(super) fn tokens_required(state: &AppState) -> bool {
     state
         .callers

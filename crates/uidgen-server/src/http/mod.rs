@@ -12,6 +12,7 @@ mod dated;
 mod error;
 mod extract;
 mod fallback;
+mod gates;
 mod ids;
 mod integer;
 mod leaf_monitor;
@@ -36,6 +37,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::service::callers::RouteFamily;
+use gates::Gates;
 
 pub use auth::ct_eq;
 pub use error::{ErrorBody, ErrorReport, TextError};
@@ -56,7 +58,21 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024;
 /// The service: the routing table, then the fallbacks, and around all of it (as one service,
 /// not a layer on each route) the body limit and the metrics ([`App`]).
 pub fn app(state: Arc<AppState>) -> App {
-    let (router, document) = routes(&state).split_for_parts();
+    gated_app(state, &|_, routes, _| routes)
+}
+
+/// A route family's sub-router put behind further gates, beyond its caller-token check: none
+/// in the service; a test adds one to see both ways to a route obey it.
+type ExtraGates<'a> = &'a dyn Fn(
+    RouteFamily,
+    OpenApiRouter<Arc<AppState>>,
+    &mut Gates,
+) -> OpenApiRouter<Arc<AppState>>;
+
+/// [`app`], with `extra` gates on the route families.
+fn gated_app(state: Arc<AppState>, extra: ExtraGates<'_>) -> App {
+    let mut gates = Gates::default();
+    let (router, document) = routes(&state, &mut gates, extra).split_for_parts();
     openapi::publish(&document);
     let router = router
         .fallback(ops::not_found)
@@ -67,10 +83,45 @@ pub fn app(state: Arc<AppState>) -> App {
     App::new(
         router,
         &document.paths,
-        &direct_answers(&state),
+        &direct_answers(),
         &issuing_routes(),
+        &gates,
         state,
     )
+}
+
+/// [`app`] with the gate `layer`, named `name`, in front of every route of `family`.
+#[cfg(test)]
+fn app_with_gate<L>(state: Arc<AppState>, family: RouteFamily, name: &'static str, layer: L) -> App
+where
+    L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+    L::Service: tower::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
+    <L::Service as tower::Service<axum::extract::Request>>::Response:
+        axum::response::IntoResponse + 'static,
+    <L::Service as tower::Service<axum::extract::Request>>::Error:
+        Into<std::convert::Infallible> + 'static,
+    <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
+{
+    gated_app(state, &move |of, routes, gates| {
+        if of == family {
+            gates.install(name, routes, layer.clone())
+        } else {
+            routes
+        }
+    })
+}
+
+/// `routes`, all of `family`, behind the family's gates: the caller-token check
+/// (`callers.rs`), then any `extra`.
+fn family(
+    family: RouteFamily,
+    routes: OpenApiRouter<Arc<AppState>>,
+    state: &Arc<AppState>,
+    gates: &mut Gates,
+    extra: ExtraGates<'_>,
+) -> OpenApiRouter<Arc<AppState>> {
+    let routes = callers::callers_only(family, routes, state, gates);
+    extra(family, routes, gates)
 }
 
 /// The routes whose `GET` hands out IDs, by pattern: they answer `HEAD` without taking any
@@ -97,13 +148,10 @@ fn issuing_routes() -> Vec<String> {
 
 /// The routes that answer a plain `GET` without the router when they can at once ([`App`]'s
 /// direct answers), by pattern: the single-ID text routes, where the router is most of the
-/// work. The patterns are the routes' own (`#[utoipa::path]`), as in the routing table.
-fn direct_answers(state: &AppState) -> Vec<(String, observe::Direct)> {
-    // Caller tokens are checked by a layer of the router: while they are required, no request
-    // goes around it.
-    if callers::tokens_required(state) {
-        return Vec::new();
-    }
+/// work. The patterns are the routes' own (`#[utoipa::path]`), as in the routing table. [`App`]
+/// drops the direct answer of any pattern a gate covers (`gates.rs`): caller tokens, when
+/// required.
+fn direct_answers() -> Vec<(String, observe::Direct)> {
     vec![
         (
             <ids::__path_leaf_snowflake as utoipa::Path>::path(),
@@ -123,7 +171,11 @@ fn direct_answers(state: &AppState) -> Vec<(String, observe::Direct)> {
 /// The routing table. Each route comes with its OpenAPI description (`routes!` reads the
 /// handler's `#[utoipa::path]`, path and method included), so none can go undescribed: add
 /// routes here only through `routes!` (a test rejects any other way in).
-fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
+fn routes(
+    state: &Arc<AppState>,
+    gates: &mut Gates,
+    extra: ExtraGates<'_>,
+) -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         // The web console and this API's description.
         .routes(routes!(console::index))
@@ -133,7 +185,7 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(openapi::document))
         // The ID routes, by family, each family behind the caller-token check when
         // `auth.required` is on (`callers.rs`).
-        .merge(callers::callers_only(
+        .merge(family(
             RouteFamily::Ids,
             OpenApiRouter::new()
                 // Leaf-compatible: bare decimal IDs as text/plain.
@@ -150,8 +202,10 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
                 // Leaf's monitor route that decodes an ID.
                 .routes(routes!(leaf_monitor::decode_snowflake_id)),
             state,
+            gates,
+            extra,
         ))
-        .merge(callers::callers_only(
+        .merge(family(
             RouteFamily::Segments,
             OpenApiRouter::new()
                 .routes(routes!(segments::leaf_segment))
@@ -164,6 +218,8 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
                 .routes(routes!(leaf_monitor::cache))
                 .routes(routes!(leaf_monitor::db)),
             state,
+            gates,
+            extra,
         ))
         // Tinyid's API: its `token` parameter is checked as a caller token by the routes.
         .routes(routes!(tinyid::next_id, tinyid::next_id_post))
@@ -177,31 +233,37 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
             tinyid::next_segment_id_simple_post
         ))
         // Named ID spaces (`[spaces.<name>]`): the `space` path parameter is scoped.
-        .merge(callers::callers_only(
+        .merge(family(
             RouteFamily::Spaces,
             OpenApiRouter::new()
                 .routes(routes!(spaces::list_spaces))
                 .routes(routes!(spaces::space_batch))
                 .routes(routes!(spaces::space_decode)),
             state,
+            gates,
+            extra,
         ))
         // Worker ids leased to clients' embedded fallbacks.
-        .merge(callers::callers_only(
+        .merge(family(
             RouteFamily::Fallback,
             OpenApiRouter::new()
                 .routes(routes!(fallback::claim_route))
                 .routes(routes!(fallback::renew_route))
                 .routes(routes!(fallback::release_route)),
             state,
+            gates,
+            extra,
         ))
         // Sharded mode: the original service's text route, and JSON.
-        .merge(callers::callers_only(
+        .merge(family(
             RouteFamily::Sharded,
             OpenApiRouter::new()
                 .routes(routes!(sharded::original_get))
                 .routes(routes!(sharded::list_apps))
                 .routes(routes!(sharded::batch)),
             state,
+            gates,
+            extra,
         ))
         .routes(routes!(status::layouts))
         // Reads a dated number's text back: issues nothing, names no tag.
@@ -215,6 +277,7 @@ fn routes(state: &Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
                 .routes(routes!(tokens::create_token, tokens::list_tokens))
                 .routes(routes!(tokens::revoke_token)),
             state,
+            gates,
         ))
         // Operations.
         .routes(routes!(ops::healthz))

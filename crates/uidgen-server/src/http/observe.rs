@@ -21,8 +21,8 @@
 //! second lookup, its path-parameter map, the extractors and the route's boxed future (≈5 k
 //! instructions, 30% of a Leaf request; docs/BENCHMARKS.md, fourth pass). Anything else takes the router:
 //! a method other than `GET`, a parameter with a `%` (axum decodes it, the lookup does not), a
-//! generator that would have to wait, and every request while caller tokens are required (their
-//! check is a layer of the router). A route's direct function and its handler share the code
+//! generator that would have to wait, and every request to a route a gate covers (caller tokens
+//! while they are required: `gates.rs`, the one list both ways consult). A route's direct function and its handler share the code
 //! that picks the source and shapes the answer, so both give the same response.
 //!
 //! [`MatchedPath`]: axum::extract::MatchedPath
@@ -46,6 +46,7 @@ use tokio::task::futures::TaskLocalFuture;
 use tower::Service;
 
 use super::admission::Admission;
+use super::gates::Gates;
 use super::{AppState, ErrorReport, MAX_BODY_BYTES};
 use crate::metrics::RouteMetrics;
 use crate::metrics::waits::{self, RouteWaits};
@@ -178,6 +179,7 @@ impl App {
         paths: &utoipa::openapi::Paths,
         direct: &[(String, Direct)],
         issuing: &[String],
+        gates: &Gates,
         state: Arc<AppState>,
     ) -> Self {
         let mut lookup = matchit::Router::new();
@@ -189,7 +191,11 @@ impl App {
                 tracing::error!(pattern, %error, "route pattern not measured under its name");
                 continue;
             }
-            let answer = direct.iter().find(|(of, _)| of == pattern).map(|(_, f)| *f);
+            // A gate in front of the route (`gates.rs`) is never gone round.
+            let answer = direct
+                .iter()
+                .find(|(of, _)| of == pattern && gates.covering(pattern).is_empty())
+                .map(|(_, f)| *f);
             let admission = Admission::of(pattern, item, issuing.contains(pattern));
             slots.push(RouteSlot::new(pattern, answer, admission));
         }
