@@ -270,278 +270,176 @@ async fn next_segment(
     })
 }
 
-/// `/tinyid/id/nextId?bizType=&batchSize=&token=` (Tinyid): `batchSize` IDs of the biz type.
-#[utoipa::path(
-    get,
-    operation_id = "tinyid_next_id",
-    path = "/tinyid/id/nextId",
-    tag = "tinyid",
-    params(IdsQuery),
-    responses(
-        (
-            status = 200,
-            description = "`{data: [ids], code: 200, message: \"\"}`; code 5 for a refused token, 6 \
-                for any failure (with data null)",
-            body = TinyidResponse<Vec<i64>>
-        ),
-        (
-            status = 400,
-            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
-                an empty `token`, or a parameter given twice",
-            body = ErrorBody
-        ),
-    )
-)]
-pub async fn next_id(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    query: QueryParams,
-) -> Result<Issued<Json<TinyidResponse<Vec<i64>>>>, ApiError> {
-    let asked = asked(&state, &query)?;
-    Ok(match next_ids(&state, &headers, &query, &asked).await {
-        Ok(ids) => Issued(ids.len() as u64, Json(TinyidResponse::ok(ids))),
-        Err((code, message)) => Issued(0, Json(TinyidResponse::failed(code, message))),
-    })
+/// A Tinyid route, described once for its `GET` and its `POST` (Tinyid's client posts an
+/// empty form, the parameters in the query): the two differ only in method, operation id and
+/// summary. `ok(...)` is the 200 answer's description; every route may answer the same 400.
+macro_rules! tinyid_route {
+    (
+        path $path:tt, params $query:ident,
+        ok($($ok:tt)*),
+        $(#[doc = $get_doc:tt])*
+        get $get_op:tt
+        pub async fn $get:ident(
+            State($state:ident): State<Arc<AppState>>,
+            $headers:ident: HeaderMap,
+            $params:ident: QueryParams $(,)?
+        ) -> $ret:ty { $($body:tt)* }
+        $(#[doc = $post_doc:tt])*
+        post $post_op:tt $post:ident
+    ) => {
+        $(#[doc = $get_doc])*
+        #[utoipa::path(
+            get,
+            operation_id = $get_op,
+            path = $path,
+            tag = "tinyid",
+            params($query),
+            responses(
+                (status = 200, $($ok)*),
+                (status = 400, description = BAD_QUERY, body = ErrorBody),
+            )
+        )]
+        pub async fn $get(
+            State($state): State<Arc<AppState>>,
+            $headers: HeaderMap,
+            $params: QueryParams,
+        ) -> $ret { $($body)* }
+
+        $(#[doc = $post_doc])*
+        #[utoipa::path(
+            post,
+            operation_id = $post_op,
+            path = $path,
+            tag = "tinyid",
+            params($query),
+            responses(
+                (status = 200, $($ok)*),
+                (status = 400, description = BAD_QUERY, body = ErrorBody),
+            )
+        )]
+        pub async fn $post(
+            state: State<Arc<AppState>>,
+            headers: HeaderMap,
+            query: QueryParams,
+        ) -> $ret {
+            $get(state, headers, query).await
+        }
+    };
 }
 
-/// `/tinyid/id/nextIdSimple?bizType=&batchSize=&token=` (Tinyid): the IDs as text, separated by
-/// commas; nothing on any error.
-#[utoipa::path(
-    get,
-    operation_id = "tinyid_next_id_simple",
-    path = "/tinyid/id/nextIdSimple",
-    tag = "tinyid",
-    params(IdsQuery),
-    responses(
-        (
-            status = 200,
-            description = "The IDs separated by commas; empty on any error (Tinyid's)",
-            content_type = "text/plain",
-            body = String,
-            example = "1001,1002,1003"
-        ),
-        (
-            status = 400,
-            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
-                an empty `token`, or a parameter given twice",
-            body = ErrorBody
-        ),
-    )
-)]
-pub async fn next_id_simple(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    query: QueryParams,
-) -> Result<Issued<String>, ApiError> {
-    let asked = asked(&state, &query)?;
-    Ok(match next_ids(&state, &headers, &query, &asked).await {
-        Ok(ids) => Issued(
-            ids.len() as u64,
-            ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
-        ),
-        Err(_) => Issued(0, String::new()),
-    })
+/// The 400 of every Tinyid route: what no Tinyid client sends (see the module docs).
+const BAD_QUERY: &str = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
+                         an empty `token`, or a parameter given twice";
+
+tinyid_route! {
+    path "/tinyid/id/nextId", params IdsQuery,
+    ok(
+        description = "`{data: [ids], code: 200, message: \"\"}`; code 5 for a refused token, 6 \
+            for any failure (with data null)",
+        body = TinyidResponse<Vec<i64>>
+    ),
+    /// `/tinyid/id/nextId?bizType=&batchSize=&token=` (Tinyid): `batchSize` IDs of the biz type.
+    get "tinyid_next_id"
+    pub async fn next_id(
+        State(state): State<Arc<AppState>>,
+        headers: HeaderMap,
+        query: QueryParams,
+    ) -> Result<Issued<Json<TinyidResponse<Vec<i64>>>>, ApiError> {
+        let asked = asked(&state, &query)?;
+        Ok(match next_ids(&state, &headers, &query, &asked).await {
+            Ok(ids) => Issued(ids.len() as u64, Json(TinyidResponse::ok(ids))),
+            Err((code, message)) => Issued(0, Json(TinyidResponse::failed(code, message))),
+        })
+    }
+    /// `POST /tinyid/id/nextId`: [`next_id`] by `POST`, as Tinyid's client sends
+    /// it (an empty form, the parameters in the query).
+    post "tinyid_next_id_post" next_id_post
 }
 
-/// `/tinyid/id/nextSegmentId?bizType=&token=` (Tinyid): a segment for the client to hand out.
-#[utoipa::path(
-    get,
-    operation_id = "tinyid_next_segment_id",
-    path = "/tinyid/id/nextSegmentId",
-    tag = "tinyid",
-    params(SegmentQuery),
-    responses(
-        (
-            status = 200,
-            description = "`{data: SegmentId, code: 200, message: \"\"}`: the client hands out the \
-                numbers of (currentId, maxId] that are `≡ remainder (mod delta)`; code 5 for a \
-                refused token, 6 for any failure",
-            body = TinyidResponse<TinyidSegment>
-        ),
-        (
-            status = 400,
-            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
-                an empty `token`, or a parameter given twice",
-            body = ErrorBody
-        ),
-    )
-)]
-pub async fn next_segment_id(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    query: QueryParams,
-) -> Result<Json<TinyidResponse<TinyidSegment>>, ApiError> {
-    let asked = asked(&state, &query)?;
-    Ok(Json(
-        match next_segment(&state, &headers, &query, &asked).await {
-            Ok(segment) => TinyidResponse::ok(segment),
-            Err((code, message)) => TinyidResponse::failed(code, message),
-        },
-    ))
+tinyid_route! {
+    path "/tinyid/id/nextIdSimple", params IdsQuery,
+    ok(
+        description = "The IDs separated by commas; empty on any error (Tinyid's)",
+        content_type = "text/plain",
+        body = String,
+        example = "1001,1002,1003"
+    ),
+    /// `/tinyid/id/nextIdSimple?bizType=&batchSize=&token=` (Tinyid): the IDs as text, separated by
+    /// commas; nothing on any error.
+    get "tinyid_next_id_simple"
+    pub async fn next_id_simple(
+        State(state): State<Arc<AppState>>,
+        headers: HeaderMap,
+        query: QueryParams,
+    ) -> Result<Issued<String>, ApiError> {
+        let asked = asked(&state, &query)?;
+        Ok(match next_ids(&state, &headers, &query, &asked).await {
+            Ok(ids) => Issued(
+                ids.len() as u64,
+                ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
+            ),
+            Err(_) => Issued(0, String::new()),
+        })
+    }
+    /// `POST /tinyid/id/nextIdSimple`: [`next_id_simple`] by `POST`, as Tinyid's client sends
+    /// it (an empty form, the parameters in the query).
+    post "tinyid_next_id_simple_post" next_id_simple_post
 }
 
-/// `/tinyid/id/nextSegmentIdSimple?bizType=&token=` (Tinyid, what its client calls):
-/// `currentId,loadingId,maxId,delta,remainder`; nothing on any error.
-#[utoipa::path(
-    get,
-    operation_id = "tinyid_next_segment_id_simple",
-    path = "/tinyid/id/nextSegmentIdSimple",
-    tag = "tinyid",
-    params(SegmentQuery),
-    responses(
-        (
-            status = 200,
-            description = "`currentId,loadingId,maxId,delta,remainder`; empty on any error (Tinyid's)",
-            content_type = "text/plain",
-            body = String,
-            example = "200001,220001,300001,1,0"
-        ),
-        (
-            status = 400,
-            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
-                an empty `token`, or a parameter given twice",
-            body = ErrorBody
-        ),
-    )
-)]
-pub async fn next_segment_id_simple(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    query: QueryParams,
-) -> Result<String, ApiError> {
-    let asked = asked(&state, &query)?;
-    Ok(match next_segment(&state, &headers, &query, &asked).await {
-        Ok(s) => format!(
-            "{},{},{},{},{}",
-            s.current_id, s.loading_id, s.max_id, s.delta, s.remainder
-        ),
-        Err(_) => String::new(),
-    })
+tinyid_route! {
+    path "/tinyid/id/nextSegmentId", params SegmentQuery,
+    ok(
+        description = "`{data: SegmentId, code: 200, message: \"\"}`: the client hands out the \
+            numbers of (currentId, maxId] that are `≡ remainder (mod delta)`; code 5 for a \
+            refused token, 6 for any failure",
+        body = TinyidResponse<TinyidSegment>
+    ),
+    /// `/tinyid/id/nextSegmentId?bizType=&token=` (Tinyid): a segment for the client to hand out.
+    get "tinyid_next_segment_id"
+    pub async fn next_segment_id(
+        State(state): State<Arc<AppState>>,
+        headers: HeaderMap,
+        query: QueryParams,
+    ) -> Result<Json<TinyidResponse<TinyidSegment>>, ApiError> {
+        let asked = asked(&state, &query)?;
+        Ok(Json(
+            match next_segment(&state, &headers, &query, &asked).await {
+                Ok(segment) => TinyidResponse::ok(segment),
+                Err((code, message)) => TinyidResponse::failed(code, message),
+            },
+        ))
+    }
+    /// `POST /tinyid/id/nextSegmentId`: [`next_segment_id`] by `POST`, as Tinyid's client sends
+    /// it (an empty form, the parameters in the query).
+    post "tinyid_next_segment_id_post" next_segment_id_post
 }
 
-/// `POST /tinyid/id/nextId`: [`next_id`] by `POST`, as Tinyid's client sends
-/// it (an empty form, the parameters in the query).
-#[utoipa::path(
-    post,
-    operation_id = "tinyid_next_id_post",
-    path = "/tinyid/id/nextId",
-    tag = "tinyid",
-    params(IdsQuery),
-    responses(
-        (
-            status = 200,
-            description = "`{data: [ids], code: 200, message: \"\"}`; code 5 for a refused token, 6 \
-                for any failure (with data null)",
-            body = TinyidResponse<Vec<i64>>
-        ),
-        (
-            status = 400,
-            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
-                an empty `token`, or a parameter given twice",
-            body = ErrorBody
-        ),
-    )
-)]
-pub async fn next_id_post(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    query: QueryParams,
-) -> Result<Issued<Json<TinyidResponse<Vec<i64>>>>, ApiError> {
-    next_id(State(state), headers, query).await
-}
-
-/// `POST /tinyid/id/nextIdSimple`: [`next_id_simple`] by `POST`, as Tinyid's client sends
-/// it (an empty form, the parameters in the query).
-#[utoipa::path(
-    post,
-    operation_id = "tinyid_next_id_simple_post",
-    path = "/tinyid/id/nextIdSimple",
-    tag = "tinyid",
-    params(IdsQuery),
-    responses(
-        (
-            status = 200,
-            description = "The IDs separated by commas; empty on any error (Tinyid's)",
-            content_type = "text/plain",
-            body = String,
-            example = "1001,1002,1003"
-        ),
-        (
-            status = 400,
-            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
-                an empty `token`, or a parameter given twice",
-            body = ErrorBody
-        ),
-    )
-)]
-pub async fn next_id_simple_post(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    query: QueryParams,
-) -> Result<Issued<String>, ApiError> {
-    next_id_simple(State(state), headers, query).await
-}
-
-/// `POST /tinyid/id/nextSegmentId`: [`next_segment_id`] by `POST`, as Tinyid's client sends
-/// it (an empty form, the parameters in the query).
-#[utoipa::path(
-    post,
-    operation_id = "tinyid_next_segment_id_post",
-    path = "/tinyid/id/nextSegmentId",
-    tag = "tinyid",
-    params(SegmentQuery),
-    responses(
-        (
-            status = 200,
-            description = "`{data: SegmentId, code: 200, message: \"\"}`: the client hands out the \
-                numbers of (currentId, maxId] that are `≡ remainder (mod delta)`; code 5 for a \
-                refused token, 6 for any failure",
-            body = TinyidResponse<TinyidSegment>
-        ),
-        (
-            status = 400,
-            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
-                an empty `token`, or a parameter given twice",
-            body = ErrorBody
-        ),
-    )
-)]
-pub async fn next_segment_id_post(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    query: QueryParams,
-) -> Result<Json<TinyidResponse<TinyidSegment>>, ApiError> {
-    next_segment_id(State(state), headers, query).await
-}
-
-/// `POST /tinyid/id/nextSegmentIdSimple`: [`next_segment_id_simple`] by `POST`, as Tinyid's client sends
-/// it (an empty form, the parameters in the query).
-#[utoipa::path(
-    post,
-    operation_id = "tinyid_next_segment_id_simple_post",
-    path = "/tinyid/id/nextSegmentIdSimple",
-    tag = "tinyid",
-    params(SegmentQuery),
-    responses(
-        (
-            status = 200,
-            description = "`currentId,loadingId,maxId,delta,remainder`; empty on any error (Tinyid's)",
-            content_type = "text/plain",
-            body = String,
-            example = "200001,220001,300001,1,0"
-        ),
-        (
-            status = 400,
-            description = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
-                an empty `token`, or a parameter given twice",
-            body = ErrorBody
-        ),
-    )
-)]
-pub async fn next_segment_id_simple_post(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    query: QueryParams,
-) -> Result<String, ApiError> {
-    next_segment_id_simple(State(state), headers, query).await
+tinyid_route! {
+    path "/tinyid/id/nextSegmentIdSimple", params SegmentQuery,
+    ok(
+        description = "`currentId,loadingId,maxId,delta,remainder`; empty on any error (Tinyid's)",
+        content_type = "text/plain",
+        body = String,
+        example = "200001,220001,300001,1,0"
+    ),
+    /// `/tinyid/id/nextSegmentIdSimple?bizType=&token=` (Tinyid, what its client calls):
+    /// `currentId,loadingId,maxId,delta,remainder`; nothing on any error.
+    get "tinyid_next_segment_id_simple"
+    pub async fn next_segment_id_simple(
+        State(state): State<Arc<AppState>>,
+        headers: HeaderMap,
+        query: QueryParams,
+    ) -> Result<String, ApiError> {
+        let asked = asked(&state, &query)?;
+        Ok(match next_segment(&state, &headers, &query, &asked).await {
+            Ok(s) => format!(
+                "{},{},{},{},{}",
+                s.current_id, s.loading_id, s.max_id, s.delta, s.remainder
+            ),
+            Err(_) => String::new(),
+        })
+    }
+    /// `POST /tinyid/id/nextSegmentIdSimple`: [`next_segment_id_simple`] by `POST`, as Tinyid's client sends
+    /// it (an empty form, the parameters in the query).
+    post "tinyid_next_segment_id_simple_post" next_segment_id_simple_post
 }
