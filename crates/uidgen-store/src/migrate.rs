@@ -1,5 +1,6 @@
-//! The schema: migrations embedded from this crate's `sql/<dialect>/NNNN_name.sql`, applied once
-//! each and recorded in `uidgen_schema_migrations(version, description, applied_at, checksum)`.
+//! The schema: migrations embedded from the workspace's top-level `sql/<dialect>/NNNN_name.sql`,
+//! applied once each and recorded in
+//! `uidgen_schema_migrations(version, description, applied_at, checksum)`.
 //!
 //! The files use idempotent DDL (`CREATE TABLE IF NOT EXISTS`), so a DBA may also run them by
 //! hand, in order, and a later [`Store::migrate`] merely records them.
@@ -56,8 +57,8 @@ impl Migration {
     }
 }
 
-/// Every dialect's migrations, from this crate's `sql/<dialect>/NNNN_<description>.sql`: one list, so a new
-/// migration is one line here plus its three files.
+/// Every dialect's migrations, from the top-level `sql/<dialect>/NNNN_<description>.sql`: one
+/// list, so a new migration is one line here plus its three files.
 macro_rules! migrations_in {
     ($dialect:literal) => {
         &[
@@ -82,7 +83,7 @@ macro_rules! migration {
             version: $version,
             description: $description,
             sql: include_str!(concat!(
-                "../sql/",
+                "../../../sql/",
                 $dialect,
                 "/",
                 $prefix,
