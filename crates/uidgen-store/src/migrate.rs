@@ -41,7 +41,6 @@ use std::collections::HashMap;
 use std::ops::Deref;
 use std::pin::Pin;
 
-use sha2::{Digest, Sha256};
 use sqlx::migrate::{Migrate, MigrateError, MigrationType, Migrator};
 use sqlx::{Acquire, SqlSafeStr};
 
@@ -49,6 +48,8 @@ use crate::error::{Result, StoreError};
 use crate::session::Session;
 use crate::store::{DbPool, Sql, Store};
 use crate::url::Dialect;
+
+mod legacy;
 
 /// One schema change.
 ///
@@ -81,12 +82,6 @@ impl Migration {
     /// ```
     pub fn checksum(&self) -> Vec<u8> {
         self.to_sqlx().checksum.into_owned()
-    }
-
-    /// The checksum an older uidgen recorded in `uidgen_schema_migrations`: the SHA-256 of the
-    /// text in lowercase hex. Only read when such a database is adopted.
-    fn legacy_checksum(&self) -> String {
-        hex(&Sha256::digest(self.sql.as_bytes()))
     }
 
     /// The migration as sqlx's migrator takes it. The description stays the file's name after
@@ -179,31 +174,6 @@ fn migrator(dialect: Dialect) -> Migrator {
     migrator
 }
 
-/// Whether an older uidgen's bookkeeping table is there to adopt.
-const HAS_LEGACY_TABLE: Sql = Sql {
-    sqlite: "SELECT COUNT(*) FROM sqlite_master \
-             WHERE type = 'table' AND name = 'uidgen_schema_migrations'",
-    mysql: "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() \
-            AND table_name = 'uidgen_schema_migrations'",
-    postgres: "SELECT COUNT(*) FROM information_schema.tables \
-               WHERE table_schema = current_schema() AND table_name = 'uidgen_schema_migrations'",
-};
-
-/// Tables an older uidgen created before it recorded checksums lack the column (its rows then
-/// carry none, and are adopted on the version alone, as that uidgen would have backfilled them).
-const HAS_LEGACY_CHECKSUM: Sql = Sql {
-    sqlite: "SELECT COUNT(*) FROM pragma_table_info('uidgen_schema_migrations') \
-             WHERE name = 'checksum'",
-    mysql: "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() \
-            AND table_name = 'uidgen_schema_migrations' AND column_name = 'checksum'",
-    postgres: "SELECT COUNT(*) FROM information_schema.columns \
-               WHERE table_schema = current_schema() \
-               AND table_name = 'uidgen_schema_migrations' AND column_name = 'checksum'",
-};
-
-const LEGACY_ROWS: &str = "SELECT version, checksum FROM uidgen_schema_migrations ORDER BY version";
-const LEGACY_VERSIONS: &str = "SELECT version FROM uidgen_schema_migrations ORDER BY version";
-
 /// sqlx refuses to run past a row whose migration failed half-way (`success = false`), which
 /// only MySQL/MariaDB leaves behind (each DDL statement commits implicitly). Those files are
 /// idempotent or probed ([`ADDS_COLUMNS`]), so, as before sqlx, the failed one is retried.
@@ -293,36 +263,6 @@ fn driver_error(error: MigrateError) -> sqlx::Error {
     }
 }
 
-/// The older uidgen's rows to copy into `_sqlx_migrations`: every recorded version this build
-/// embeds, after its recorded SHA-256 (when there is one) matched the embedded file's. Versions
-/// this build does not know are left out, as the older runner ignored them too.
-fn to_adopt(
-    dialect: Dialect,
-    recorded: &[(i64, Option<String>)],
-    url: &str,
-) -> Result<Vec<Migration>> {
-    let mut adopt = Vec::new();
-    for (version, checksum) in recorded {
-        let Some(migration) = migrations(dialect).iter().find(|m| m.version == *version) else {
-            continue;
-        };
-        let embedded = migration.legacy_checksum();
-        match checksum {
-            Some(recorded) if *recorded != embedded => {
-                return Err(StoreError::MigrationChanged {
-                    version: migration.version,
-                    description: migration.description,
-                    url: url.to_owned(),
-                    recorded: recorded.clone(),
-                    embedded,
-                });
-            }
-            _ => adopt.push(*migration),
-        }
-    }
-    Ok(adopt)
-}
-
 /// Refuse a recorded migration whose embedded text changed, naming both checksums (sqlx would
 /// refuse it too, but only by version, and only once it reaches that version).
 fn check_recorded(dialect: Dialect, recorded: &HashMap<i64, Vec<u8>>, url: &str) -> Result<()> {
@@ -385,47 +325,7 @@ macro_rules! migrate_held {
             conn.ensure_migrations_table(TABLE)
                 .await
                 .map_err(migrate_err("creating _sqlx_migrations"))?;
-            let adopting = "adopting uidgen_schema_migrations";
-            let fresh = conn
-                .list_applied_migrations(TABLE)
-                .await
-                .map_err(migrate_err(adopting))?
-                .is_empty();
-            let has_legacy: i64 = if fresh {
-                sqlx::query_scalar(HAS_LEGACY_TABLE.get(dialect))
-                    .fetch_one(&mut *conn)
-                    .await
-                    .map_err(|e| store.err(adopting, e))?
-            } else {
-                0
-            };
-            if has_legacy > 0 {
-                let has_checksum: i64 = sqlx::query_scalar(HAS_LEGACY_CHECKSUM.get(dialect))
-                    .fetch_one(&mut *conn)
-                    .await
-                    .map_err(|e| store.err(adopting, e))?;
-                let recorded: Vec<(i64, Option<String>)> = if has_checksum > 0 {
-                    sqlx::query_as(LEGACY_ROWS).fetch_all(&mut *conn).await
-                } else {
-                    sqlx::query_scalar(LEGACY_VERSIONS)
-                        .fetch_all(&mut *conn)
-                        .await
-                        .map(|versions| versions.into_iter().map(|v| (v, None)).collect())
-                }
-                .map_err(|e| store.err(adopting, e))?;
-                let adopt = to_adopt(dialect, &recorded, url)?;
-                // One transaction (a savepoint inside SQLite's): all of the older uidgen's rows
-                // are adopted, or none and the next start tries again.
-                let mut tx = sqlx::Connection::begin(&mut *conn)
-                    .await
-                    .map_err(|e| store.err(adopting, e))?;
-                for migration in adopt {
-                    tx.skip(TABLE, &migration.to_sqlx())
-                        .await
-                        .map_err(migrate_err(adopting))?;
-                }
-                tx.commit().await.map_err(|e| store.err(adopting, e))?;
-            }
+            legacy::adopt!(store, conn, migrate_err);
             sqlx::raw_sql(DELETE_FAILED)
                 .execute(&mut *conn)
                 .await
