@@ -111,39 +111,7 @@ per_db! {
         let expected = (catalogue(&fresh).await, bookkeeping(&fresh).await);
         let all = migrations(fresh.dialect());
         for level in 1..=all.len() {
-            let url = fresh_url(db).await.unwrap();
-            let options = StoreOptions { migrate: false, ..StoreOptions::default() };
-            let store = Store::connect_with(&url, options).await.unwrap();
-            // The older runner's table and rows, as it created and wrote them.
-            run_script(&store, &legacy_table(store.dialect())).await.unwrap();
-            for migration in &all[..level] {
-                run_script(&store, migration.sql).await.unwrap();
-                let checksum: String = Sha256::digest(migration.sql.as_bytes())
-                    .iter()
-                    .map(|byte| format!("{byte:02x}"))
-                    .collect();
-                let record = format!(
-                    "INSERT INTO uidgen_schema_migrations (version, description, checksum) \
-                     VALUES ({}, '{}', '{checksum}')",
-                    migration.version, migration.description
-                );
-                run_script(&store, &record).await.unwrap();
-            }
-            run_script(
-                &store,
-                "INSERT INTO worker_node (host_name, port, type, launch_date) \
-                 VALUES ('older', '1', 2, '2024-01-01')",
-            )
-            .await
-            .unwrap();
-            if level >= 3 {
-                run_script(
-                    &store,
-                    "INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('kept', 500, 10)",
-                )
-                .await
-                .unwrap();
-            }
+            let (store, _) = older_uidgen_database(db, level).await;
             let applied = store.migrate().await.unwrap();
             let versions: Vec<i64> = applied.iter().map(|a| a.version).collect();
             let pending: Vec<i64> = all[level..].iter().map(|m| m.version).collect();
@@ -173,6 +141,78 @@ per_db! {
             store.close().await;
         }
         fresh.close().await;
+    }
+}
+
+/// A new database an older uidgen migrated to `level` (migrations 0001 to `level`, recorded in
+/// `uidgen_schema_migrations` as that uidgen created and wrote it), holding one `worker_node`
+/// row and, from level 3, the tag `kept` at `max_id` 500, step 10; not yet migrated further.
+async fn older_uidgen_database(db: TestDb, level: usize) -> (Store, String) {
+    let url = fresh_url(db).await.unwrap();
+    let options = StoreOptions {
+        migrate: false,
+        ..StoreOptions::default()
+    };
+    let store = Store::connect_with(&url, options).await.unwrap();
+    run_script(&store, &legacy_table(store.dialect()))
+        .await
+        .unwrap();
+    for migration in &migrations(store.dialect())[..level] {
+        run_script(&store, migration.sql).await.unwrap();
+        let checksum: String = Sha256::digest(migration.sql.as_bytes())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        let record = format!(
+            "INSERT INTO uidgen_schema_migrations (version, description, checksum) \
+             VALUES ({}, '{}', '{checksum}')",
+            migration.version, migration.description
+        );
+        run_script(&store, &record).await.unwrap();
+    }
+    run_script(
+        &store,
+        "INSERT INTO worker_node (host_name, port, type, launch_date) \
+         VALUES ('older', '1', 2, '2024-01-01')",
+    )
+    .await
+    .unwrap();
+    if level >= 3 {
+        run_script(
+            &store,
+            "INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('kept', 500, 10)",
+        )
+        .await
+        .unwrap();
+    }
+    (store, url)
+}
+
+per_db! {
+    /// Several processes starting at once on a database an older uidgen migrated adopt it once
+    /// and apply each missing migration once between them.
+    async fn concurrent_migrators_adopt_an_older_database_once(db: TestDb) {
+        let (fresh, _) = fresh_store(db).await.unwrap();
+        let (older, url) = older_uidgen_database(db, 5).await;
+        let tasks: Vec<_> = (0..4)
+            .map(|_| {
+                let url = url.clone();
+                tokio::spawn(async move {
+                    let options = StoreOptions { migrate: false, ..StoreOptions::default() };
+                    let store = Store::connect_with(&url, options).await?;
+                    let applied = store.migrate().await;
+                    store.close().await;
+                    applied
+                })
+            })
+            .collect();
+        let mut versions = Vec::new();
+        for task in tasks {
+            versions.extend(task.await.unwrap().unwrap().iter().map(|a| a.version));
+        }
+        versions.sort_unstable();
+        assert_eq!(versions, (6..=11).collect::<Vec<i64>>());
+        assert_eq!(bookkeeping(&older).await, bookkeeping(&fresh).await);
     }
 }
 
