@@ -110,14 +110,16 @@ pub enum StoreError {
         description: &'static str,
         /// The URL, password redacted.
         url: String,
-        /// The SHA-256 recorded in `uidgen_schema_migrations`.
+        /// The checksum recorded, in hex: sqlx's SHA-384 in `_sqlx_migrations`, or, while a
+        /// database an older uidgen migrated is adopted, the SHA-256 in its
+        /// `uidgen_schema_migrations`.
         recorded: String,
-        /// The SHA-256 of the file this build embeds.
+        /// The same checksum of the file this build embeds.
         embedded: String,
     },
 
-    /// The lock that serialises concurrent migrators could not be taken (MySQL/MariaDB's
-    /// `GET_LOCK` timed out or failed); nothing was migrated.
+    /// The lock that serialises concurrent migrators on MySQL/MariaDB could not be taken
+    /// (`GET_LOCK` timed out or failed); nothing was migrated.
     #[error("cannot lock the schema for migration at {url}: {reason}")]
     MigrationLock {
         /// The URL, password redacted.

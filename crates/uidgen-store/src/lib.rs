@@ -9,8 +9,8 @@
 //! [`ExactLeaseRegistry`](uidgen_worker::ExactLeaseRegistry)), for claiming Leaf segments from
 //! `leaf_alloc` and the sharded mode's per-app, per-shard segments from `id_alloc`, for keeping
 //! the per-caller bearer tokens of `caller_token` (hashed, never the secret), and for creating
-//! those tables (checksummed migrations from this crate's `sql/`). It is not for worker ids
-//! without storage or for wiring generators (`uidgen-worker`), nor for generating
+//! those tables (checksummed migrations from the workspace's top-level `sql/`). It is not for
+//! worker ids without storage or for wiring generators (`uidgen-worker`), nor for generating
 //! IDs (`uidgen-core`), the per-tag segment buffers (`uidgen-segment`), HTTP
 //! (`uidgen-server`) or the Redis lists of the sharded mode (`uidgen-sharded`).
 //!

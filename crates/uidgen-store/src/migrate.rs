@@ -1,23 +1,55 @@
-//! The schema: migrations embedded from this crate's `sql/<dialect>/NNNN_name.sql`, applied once
-//! each and recorded in `uidgen_schema_migrations(version, description, applied_at, checksum)`.
+//! The schema: migrations embedded from the workspace's top-level `sql/<dialect>/NNNN_name.sql`,
+//! applied by sqlx's [`Migrator`] (one per dialect) and recorded in sqlx's `_sqlx_migrations`.
 //!
 //! The files use idempotent DDL (`CREATE TABLE IF NOT EXISTS`), so a DBA may also run them by
-//! hand, in order, and a later [`Store::migrate`] merely records them.
+//! hand, in order, and a later [`Store::migrate`] merely records them. The few that cannot guard
+//! themselves (they add columns or list rows) are probed first ([`ADDS_COLUMNS`]): found in
+//! place, they are recorded with sqlx's [`Migrator::skip`] instead of run.
 //!
-//! A landed migration is never edited: each is recorded with the SHA-256 of its text, and every
+//! A landed migration is never edited: sqlx records each with the SHA-384 of its text, and every
 //! start compares the recorded checksum with the embedded file's. A difference is refused with
-//! [`StoreError::MigrationChanged`] before anything else runs, as sqlx's own migrator does
-//! (<https://docs.rs/sqlx/latest/sqlx/migrate/struct.Migrator.html>): a database migrated by
-//! one text and a build carrying another would disagree about the schema silently. Rows
-//! recorded before checksums existed (no checksum) take the embedded file's on their next start.
+//! [`StoreError::MigrationChanged`] before anything else runs
+//! (<https://docs.rs/sqlx/0.9.0/sqlx/migrate/struct.Migrator.html>): a database migrated by one
+//! text and a build carrying another would disagree about the schema silently.
+//!
+//! Invariants:
+//! - One migrator at a time per database, across processes, held over the adoption and every
+//!   migration. PostgreSQL: sqlx's own advisory lock (`pg_advisory_lock`, keyed by the
+//!   database's name). MySQL/MariaDB: a `GET_LOCK` keyed by the database's name with a 60 s
+//!   timeout ([`MYSQL_LOCK`]: sqlx's does not lock on MariaDB; the name is the older runner's,
+//!   so an older uidgen migrating beside this one waits too). SQLite, where sqlx's lock is a
+//!   no-op: the whole run is one `BEGIN IMMEDIATE` transaction, which takes the file's write
+//!   lock before the first read, so a second process queues on the busy timeout and then reads
+//!   what the first recorded.
+//! - A database an older uidgen migrated (its own bookkeeping, `uidgen_schema_migrations`) is
+//!   adopted, never migrated again: while `_sqlx_migrations` is empty, each recorded version is
+//!   copied into it with the checksum sqlx computes, in one transaction, after its recorded
+//!   SHA-256 (if any) was checked against the embedded file. The old table is left as it was:
+//!   an older uidgen started on the database during a rolling switch or after a rollback finds
+//!   its own bookkeeping as it left it (complete, on a current database) rather than an empty
+//!   table that would send it through every file again. A DBA may drop it once no older uidgen
+//!   will start again.
+//!
+//! Cancel safety: the run holds a lock (or SQLite's transaction) on one pooled connection;
+//! dropped at any await, that connection is closed rather than pooled
+//! ([`Session`](crate::session::Session)), which ends the lock and rolls back what was
+//! uncommitted. A migration whose commit was in flight may or may not be recorded; the next run
+//! sees which.
 
-use sha2::{Digest, Sha256};
-use sqlx::Executor;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::ops::Deref;
+use std::pin::Pin;
+
+use sqlx::migrate::{Migrate, MigrateError, MigrationType, Migrator};
+use sqlx::{Acquire, SqlSafeStr};
 
 use crate::error::{Result, StoreError};
 use crate::session::Session;
-use crate::store::{Sql, Store, with_pool};
+use crate::store::{DbPool, Sql, Store};
 use crate::url::Dialect;
+
+mod legacy;
 
 /// One schema change.
 ///
@@ -39,25 +71,39 @@ pub struct Migration {
 }
 
 impl Migration {
-    /// The SHA-256 of [`sql`](Self::sql) in lowercase hex: what `uidgen_schema_migrations`
-    /// records, so an edited landed migration is noticed.
+    /// The checksum `_sqlx_migrations` records for this migration (sqlx's: the SHA-384 of
+    /// [`sql`](Self::sql)), so an edited landed migration is noticed.
     ///
     /// ```
     /// use uidgen_store::{Dialect, migrations};
     /// let checksum = migrations(Dialect::Sqlite)[0].checksum();
-    /// assert_eq!(checksum.len(), 64);
+    /// assert_eq!(checksum.len(), 48);
     /// assert_ne!(checksum, migrations(Dialect::Sqlite)[1].checksum());
     /// ```
-    pub fn checksum(&self) -> String {
-        Sha256::digest(self.sql.as_bytes())
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
+    pub fn checksum(&self) -> Vec<u8> {
+        self.to_sqlx().checksum.into_owned()
+    }
+
+    /// The migration as sqlx's migrator takes it. The description stays the file's name after
+    /// the prefix (sqlx's `migrate!` would put spaces for underscores), so `uidgen migrate`
+    /// and `_sqlx_migrations` name it as the file does.
+    fn to_sqlx(self) -> sqlx::migrate::Migration {
+        sqlx::migrate::Migration::new(
+            self.version,
+            Cow::Borrowed(self.description),
+            MigrationType::Simple,
+            self.sql.into_sql_str(),
+            false,
+        )
     }
 }
 
-/// Every dialect's migrations, from this crate's `sql/<dialect>/NNNN_<description>.sql`: one list, so a new
-/// migration is one line here plus its three files.
+/// Every dialect's migrations, from the top-level `sql/<dialect>/NNNN_<description>.sql`: one
+/// list, so a new migration is one line here plus its three files.
+///
+/// Embedded with `include_str!` rather than `sqlx::migrate!`: the macro needs sqlx's
+/// proc-macro crates (`sqlx-macros-core` and its dependencies) in every build for a list this
+/// short, and a file listed here and missing fails the build just the same.
 macro_rules! migrations_in {
     ($dialect:literal) => {
         &[
@@ -81,8 +127,11 @@ macro_rules! migration {
         Migration {
             version: $version,
             description: $description,
+            // The schema's one home is the workspace's top-level `sql/` (ARCHITECTURE.md).
+            // `cargo package` leaves files outside the crate out, so a packaged crate builds
+            // only inside this workspace; uidgen is not published.
             sql: include_str!(concat!(
-                "../sql/",
+                "../../../sql/",
                 $dialect,
                 "/",
                 $prefix,
@@ -107,38 +156,28 @@ pub fn migrations(dialect: Dialect) -> &'static [Migration] {
     }
 }
 
-const CREATE_MIGRATIONS_TABLE: Sql = Sql {
-    sqlite: "CREATE TABLE IF NOT EXISTS uidgen_schema_migrations (
-        version BIGINT PRIMARY KEY,
-        description VARCHAR(128) NOT NULL,
-        applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
-        checksum VARCHAR(64))",
-    mysql: "CREATE TABLE IF NOT EXISTS uidgen_schema_migrations (
-        version BIGINT NOT NULL PRIMARY KEY,
-        description VARCHAR(128) NOT NULL,
-        applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
-        checksum VARCHAR(64)
-        ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4",
-    postgres: "CREATE TABLE IF NOT EXISTS uidgen_schema_migrations (
-        version BIGINT PRIMARY KEY,
-        description VARCHAR(128) NOT NULL,
-        applied_at TIMESTAMPTZ NOT NULL DEFAULT CURRENT_TIMESTAMP,
-        checksum VARCHAR(64))",
-};
+/// sqlx's bookkeeping table (its default name, so sqlx's CLI reads it too).
+const TABLE: &str = "_sqlx_migrations";
 
-/// Tables created before checksums were recorded lack the column. MySQL 8 has no `ADD COLUMN
-/// IF NOT EXISTS`, and a failed probe would abort PostgreSQL's transaction, so [`run`] asks the
-/// catalogue first.
-const HAS_CHECKSUM: Sql = Sql {
-    sqlite: "SELECT COUNT(*) FROM pragma_table_info('uidgen_schema_migrations') \
-             WHERE name = 'checksum'",
-    mysql: "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() \
-            AND table_name = 'uidgen_schema_migrations' AND column_name = 'checksum'",
-    postgres: "SELECT COUNT(*) FROM information_schema.columns \
-               WHERE table_schema = current_schema() \
-               AND table_name = 'uidgen_schema_migrations' AND column_name = 'checksum'",
-};
-const ADD_CHECKSUM: &str = "ALTER TABLE uidgen_schema_migrations ADD COLUMN checksum VARCHAR(64)";
+/// sqlx's migrator over a dialect's migrations. Its own locking is off because [`run`] holds
+/// one lock per database from before the adoption to the end; unknown
+/// versions are ignored as before, so an older build still starts on a database a newer one
+/// migrated.
+fn migrator(dialect: Dialect) -> Migrator {
+    let mut migrator = Migrator::with_migrations(
+        migrations(dialect)
+            .iter()
+            .map(|migration| migration.to_sqlx())
+            .collect(),
+    );
+    migrator.set_locking(false).set_ignore_missing(true);
+    migrator
+}
+
+/// sqlx refuses to run past a row whose migration failed half-way (`success = false`), which
+/// only MySQL/MariaDB leaves behind (each DDL statement commits implicitly). Those files are
+/// idempotent or probed ([`ADDS_COLUMNS`]), so, as before sqlx, the failed one is retried.
+const DELETE_FAILED: &str = "DELETE FROM _sqlx_migrations WHERE success = FALSE";
 
 /// Migrations that must run once and cannot guard themselves with `IF NOT EXISTS` (SQLite and
 /// MySQL 8 have no `ADD COLUMN IF NOT EXISTS`; 0010 lists the rows present when it runs): the
@@ -197,29 +236,6 @@ const ADDS_COLUMNS: &[(i64, Sql)] = &[
     ),
 ];
 
-/// The recorded checksum of a migration: no row when it was never applied, a NULL checksum
-/// when it was recorded before checksums were.
-const RECORDED: Sql = Sql {
-    sqlite: "SELECT checksum FROM uidgen_schema_migrations WHERE version = ?1",
-    mysql: "SELECT checksum FROM uidgen_schema_migrations WHERE version = ?",
-    postgres: "SELECT checksum FROM uidgen_schema_migrations WHERE version = $1",
-};
-
-const RECORD: Sql = Sql {
-    sqlite: "INSERT INTO uidgen_schema_migrations (version, description, checksum) \
-             VALUES (?1, ?2, ?3)",
-    mysql: "INSERT INTO uidgen_schema_migrations (version, description, checksum) \
-            VALUES (?, ?, ?)",
-    postgres: "INSERT INTO uidgen_schema_migrations (version, description, checksum) \
-               VALUES ($1, $2, $3)",
-};
-
-const BACKFILL: Sql = Sql {
-    sqlite: "UPDATE uidgen_schema_migrations SET checksum = ?1 WHERE version = ?2",
-    mysql: "UPDATE uidgen_schema_migrations SET checksum = ? WHERE version = ?",
-    postgres: "UPDATE uidgen_schema_migrations SET checksum = $1 WHERE version = $2",
-};
-
 /// A migration one [`Store::migrate`] recorded: what `uidgen migrate` lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -233,189 +249,244 @@ pub struct Applied {
     pub found_in_place: bool,
 }
 
-/// What one migration's step found, decided inside its transaction.
-enum Step {
-    Done,
-    Applied { found_in_place: bool },
-    Changed { recorded: String, embedded: String },
+/// Lowercase hex, as checksums are shown.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-/// Serialises concurrent migrators of one database; answers 1 once the lock is held.
-///
-/// PostgreSQL's advisory locks are already scoped to the current database. MySQL's named locks
-/// are server-wide, so the name carries the schema (`DATABASE()`): migrators of different
-/// databases (parallel tests) do not wait for each other. Names longer than 64 characters are
-/// refused by MySQL, so a long schema name is cut, which at worst makes two such databases
-/// share a lock. `GET_LOCK` answers 0 on timeout and NULL on error: both are failures (see
-/// [`run`]). SQLite's `BEGIN IMMEDIATE` takes the file's write lock per migration instead.
-const LOCK: Sql = Sql {
-    sqlite: "SELECT 1",
-    mysql: "SELECT GET_LOCK(CONCAT('uidgen_migrate:', LEFT(COALESCE(DATABASE(), ''), 49)), 60)",
-    postgres: "SELECT CAST(1 AS BIGINT) FROM pg_advisory_lock(7302149117)",
-};
+/// sqlx's migration error as a driver error: a statement's own error as it came, anything else
+/// (a dirty or unknown version) wrapped.
+fn driver_error(error: MigrateError) -> sqlx::Error {
+    match error {
+        MigrateError::Execute(source) | MigrateError::ExecuteMigration(source, _) => source,
+        other => sqlx::Error::Migrate(Box::new(other)),
+    }
+}
 
-/// How long [`LOCK`] waits on MySQL, for the error message.
+/// Refuse a recorded migration whose embedded text changed, naming both checksums (sqlx would
+/// refuse it too, but only by version, and only once it reaches that version).
+fn check_recorded(dialect: Dialect, recorded: &HashMap<i64, Vec<u8>>, url: &str) -> Result<()> {
+    for migration in migrations(dialect) {
+        let embedded = migration.checksum();
+        match recorded.get(&migration.version) {
+            Some(recorded) if *recorded != embedded => {
+                return Err(StoreError::MigrationChanged {
+                    version: migration.version,
+                    description: migration.description,
+                    url: url.to_owned(),
+                    recorded: hex(recorded),
+                    embedded: hex(&embedded),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// One migration through sqlx's migrator: applied, or only recorded when `found_in_place`.
+/// Every earlier migration is recorded by then, so "up to `version`" is this one alone.
+///
+/// Boxed with the borrow's one lifetime named: awaited in place, the migrator's future over a
+/// `&mut` connection fails the `Send` check for every lifetime at once ("`Acquire` is not
+/// general enough", <https://github.com/transact-rs/sqlx/issues/954>).
+fn step<'a, C>(
+    migrator: &'a Migrator,
+    conn: &'a mut C,
+    version: i64,
+    found_in_place: bool,
+) -> Pin<Box<dyn Future<Output = Result<(), MigrateError>> + Send + 'a>>
+where
+    &'a mut C: Acquire<'a> + Send,
+    <<&'a mut C as Acquire<'a>>::Connection as Deref>::Target: Migrate,
+{
+    if found_in_place {
+        Box::pin(migrator.skip(conn, Some(version)))
+    } else {
+        Box::pin(migrator.run_to(version, conn))
+    }
+}
+
+/// The run once one migrator holds the database (see the module's invariants), on the concrete
+/// connection `$conn`: adopt an older uidgen's bookkeeping, check the recorded checksums, then
+/// apply (or, found in place, only record) each pending migration through sqlx's migrator. A
+/// macro, expanded per dialect on its concrete connection type, as [`with_pool`](crate::store)
+/// does: over a generic one, every query would need a bound per type it binds and reads.
+macro_rules! migrate_held {
+    ($store:expr, $migrator:expr, $conn:expr) => {
+        async {
+            let store: &Store = $store;
+            let migrator: &Migrator = $migrator;
+            let conn = $conn;
+            let dialect = store.dialect();
+            let url = store.redacted_url();
+            let migrate_err =
+                |action: &'static str| move |e: MigrateError| store.err(action, driver_error(e));
+            conn.ensure_migrations_table(TABLE)
+                .await
+                .map_err(migrate_err("creating _sqlx_migrations"))?;
+            legacy::adopt!(store, conn, migrate_err);
+            sqlx::raw_sql(DELETE_FAILED)
+                .execute(&mut *conn)
+                .await
+                .map_err(|e| store.err("clearing a failed migration", e))?;
+            let recorded: HashMap<i64, Vec<u8>> = conn
+                .list_applied_migrations(TABLE)
+                .await
+                .map_err(migrate_err("reading _sqlx_migrations"))?
+                .into_iter()
+                .map(|applied| (applied.version, applied.checksum.into_owned()))
+                .collect();
+            check_recorded(dialect, &recorded, url)?;
+            let mut done = Vec::new();
+            for migration in migrations(dialect) {
+                if recorded.contains_key(&migration.version) {
+                    continue;
+                }
+                let failed = |source| StoreError::Migration {
+                    version: migration.version,
+                    description: migration.description,
+                    url: url.to_owned(),
+                    source,
+                };
+                let probe = ADDS_COLUMNS.iter().find(|(v, _)| *v == migration.version);
+                let found_in_place = match probe {
+                    Some((_, probe)) => {
+                        let found: i64 = sqlx::query_scalar(probe.get(dialect))
+                            .fetch_one(&mut *conn)
+                            .await
+                            .map_err(failed)?;
+                        found > 0
+                    }
+                    None => false,
+                };
+                step(migrator, &mut *conn, migration.version, found_in_place)
+                    .await
+                    .map_err(|e| failed(driver_error(e)))?;
+                tracing::info!(
+                    version = migration.version,
+                    description = migration.description,
+                    %url,
+                    found_in_place,
+                    "applied migration"
+                );
+                done.push(Applied {
+                    version: migration.version,
+                    description: migration.description,
+                    found_in_place,
+                });
+            }
+            Ok::<_, StoreError>(done)
+        }
+    };
+}
+
+/// MySQL's and MariaDB's lock on the database's migrations; answers 1 once held.
+///
+/// Not sqlx's: its `GET_LOCK(name, -1)` waits forever on MySQL but answers NULL at once on
+/// MariaDB, which takes no negative timeout (<https://github.com/mysqljs/mysql/issues/1912>),
+/// and sqlx ignores the answer, so two MariaDB migrators would run side by side. Named locks are
+/// server-wide, so the name carries the schema (`DATABASE()`): migrators of different databases
+/// (parallel tests) do not wait for each other. Names longer than 64 characters are refused, so
+/// a long schema name is cut, which at worst makes two such databases share a lock. `GET_LOCK`
+/// answers 0 on timeout and NULL on error: both are failures.
+const MYSQL_LOCK: &str =
+    "SELECT GET_LOCK(CONCAT('uidgen_migrate:', LEFT(COALESCE(DATABASE(), ''), 49)), 60)";
+
+/// How long [`MYSQL_LOCK`] waits, for the error message.
 const MYSQL_LOCK_WAIT_SECS: u32 = 60;
 
-const UNLOCK: Sql = Sql {
-    sqlite: "SELECT 1",
-    mysql: "SELECT RELEASE_LOCK(CONCAT('uidgen_migrate:', LEFT(COALESCE(DATABASE(), ''), 49)))",
-    postgres: "SELECT pg_advisory_unlock(7302149117)",
-};
+const MYSQL_UNLOCK: &str =
+    "SELECT RELEASE_LOCK(CONCAT('uidgen_migrate:', LEFT(COALESCE(DATABASE(), ''), 49)))";
 
-pub(crate) async fn run(store: &Store) -> Result<Vec<Applied>> {
-    let dialect = store.dialect();
-    let url = store.redacted_url().to_owned();
-    with_pool!(store, pool, {
-        let mut conn = Session::acquire(pool)
+/// PostgreSQL's and MySQL's run: one lock per database around [`migrate_held`] (PostgreSQL:
+/// sqlx's advisory lock; MySQL/MariaDB: [`MYSQL_LOCK`]). The lock is the session's: until its
+/// release is answered, the connection is not handed back to the pool.
+macro_rules! migrate_locked {
+    ($store:expr, $migrator:expr, $pool:expr) => {{
+        let store: &Store = $store;
+        let url = store.redacted_url();
+        let mut session = Session::acquire($pool)
             .await
             .map_err(|e| store.err("migrating", e))?;
-        // Lock first: even CREATE TABLE IF NOT EXISTS races with itself on PostgreSQL. The lock
-        // is the session's: until it is released, the connection is not handed back.
-        conn.locking();
-        let granted: Option<i64> = sqlx::query_scalar(LOCK.get(dialect))
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(|e| store.err("locking the schema for migration", e))?;
-        // Migrating unlocked would let two processes run the same DDL at once; refuse instead.
-        match granted {
-            Some(1) => {}
-            Some(_) => {
-                return Err(StoreError::MigrationLock {
-                    url,
-                    reason: format!(
-                        "another migrator held the lock for {MYSQL_LOCK_WAIT_SECS} s; try again \
-                         once it has finished"
-                    ),
-                });
-            }
-            None => {
-                return Err(StoreError::MigrationLock {
-                    url,
-                    reason:
-                        "the server answered NULL to GET_LOCK (out of memory or the thread was \
-                             killed)"
+        session.locking();
+        let locking = "locking the schema for migration";
+        if store.dialect() == Dialect::MySql {
+            let granted: Option<i64> = sqlx::query_scalar(MYSQL_LOCK)
+                .fetch_one(&mut *session)
+                .await
+                .map_err(|e| store.err(locking, e))?;
+            // Migrating unlocked would let two processes run the same DDL at once.
+            match granted {
+                Some(1) => {}
+                Some(_) => {
+                    return Err(StoreError::MigrationLock {
+                        url: url.to_owned(),
+                        reason: format!(
+                            "another migrator held the lock for {MYSQL_LOCK_WAIT_SECS} s; try \
+                             again once it has finished"
+                        ),
+                    });
+                }
+                None => {
+                    return Err(StoreError::MigrationLock {
+                        url: url.to_owned(),
+                        reason: "the server answered NULL to GET_LOCK (out of memory or the \
+                                 thread was killed)"
                             .to_owned(),
-                });
-            }
-        }
-        // In a writing transaction: on SQLite (whose LOCK is a no-op) an autocommit DDL reads
-        // the schema first and then upgrades to a write lock, and that upgrade fails at once with
-        // SQLITE_BUSY, without the busy timeout, when another migrator committed in between;
-        // `BEGIN IMMEDIATE` takes the write lock up front, where the busy timeout applies.
-        let created = async {
-            conn.begin(dialect).await?;
-            sqlx::raw_sql(CREATE_MIGRATIONS_TABLE.get(dialect))
-                .execute(&mut *conn)
-                .await?;
-            let has_checksum: i64 = sqlx::query_scalar(HAS_CHECKSUM.get(dialect))
-                .fetch_one(&mut *conn)
-                .await?;
-            if has_checksum == 0 {
-                sqlx::raw_sql(ADD_CHECKSUM).execute(&mut *conn).await?;
-            }
-            conn.commit().await
-        }
-        .await
-        .map_err(|e| store.err("creating uidgen_schema_migrations", e));
-        let mut outcome = created.map(|_| Vec::new());
-        for migration in migrations(dialect) {
-            if outcome.is_err() {
-                break;
-            }
-            let embedded = migration.checksum();
-            let applied = async {
-                conn.begin(dialect).await?;
-                let recorded: Option<Option<String>> = sqlx::query_scalar(RECORDED.get(dialect))
-                    .bind(migration.version)
-                    .fetch_optional(&mut *conn)
-                    .await?;
-                let step = match recorded {
-                    None => {
-                        let probe = ADDS_COLUMNS
-                            .iter()
-                            .find(|(version, _)| *version == migration.version);
-                        let by_hand = match probe {
-                            Some((_, probe)) => {
-                                let found: i64 = sqlx::query_scalar(probe.get(dialect))
-                                    .fetch_one(&mut *conn)
-                                    .await?;
-                                found > 0
-                            }
-                            None => false,
-                        };
-                        if !by_hand {
-                            sqlx::raw_sql(migration.sql).execute(&mut *conn).await?;
-                        }
-                        sqlx::query(RECORD.get(dialect))
-                            .bind(migration.version)
-                            .bind(migration.description)
-                            .bind(&embedded)
-                            .execute(&mut *conn)
-                            .await?;
-                        tracing::info!(
-                            version = migration.version,
-                            description = migration.description,
-                            %url,
-                            "applied migration"
-                        );
-                        Step::Applied {
-                            found_in_place: by_hand,
-                        }
-                    }
-                    Some(None) => {
-                        sqlx::query(BACKFILL.get(dialect))
-                            .bind(&embedded)
-                            .bind(migration.version)
-                            .execute(&mut *conn)
-                            .await?;
-                        Step::Done
-                    }
-                    Some(Some(recorded)) if recorded == embedded => Step::Done,
-                    Some(Some(recorded)) => Step::Changed {
-                        recorded,
-                        embedded: embedded.clone(),
-                    },
-                };
-                conn.commit().await.map(|()| step)
-            };
-            match applied.await {
-                Ok(Step::Done) => {}
-                Ok(Step::Applied { found_in_place }) => {
-                    if let Ok(done) = &mut outcome {
-                        done.push(Applied {
-                            version: migration.version,
-                            description: migration.description,
-                            found_in_place,
-                        });
-                    }
-                }
-                Ok(Step::Changed { recorded, embedded }) => {
-                    outcome = Err(StoreError::MigrationChanged {
-                        version: migration.version,
-                        description: migration.description,
-                        url: url.clone(),
-                        recorded,
-                        embedded,
                     });
-                    break;
-                }
-                Err(source) => {
-                    outcome = Err(StoreError::Migration {
-                        version: migration.version,
-                        description: migration.description,
-                        url: url.clone(),
-                        source,
-                    });
-                    break;
                 }
             }
+        } else {
+            session
+                .lock()
+                .await
+                .map_err(|e| store.err(locking, driver_error(e)))?;
         }
-        // Unlocking is best effort: a connection whose unlock failed (or whose migration left
-        // its transaction open) is closed on drop, which ends the lock with the session.
-        if conn.execute(UNLOCK.get(dialect)).await.is_ok() {
-            conn.unlocked();
+        let outcome = migrate_held!(store, $migrator, &mut *session).await;
+        // Unlocking is best effort: a connection whose unlock failed is closed on drop, which
+        // ends the lock with the session.
+        let unlocked = if store.dialect() == Dialect::MySql {
+            sqlx::raw_sql(MYSQL_UNLOCK)
+                .execute(&mut *session)
+                .await
+                .is_ok()
+        } else {
+            session.unlock().await.is_ok()
+        };
+        if unlocked {
+            session.unlocked();
         }
         outcome
-    })
+    }};
+}
+
+pub(crate) async fn run(store: &Store) -> Result<Vec<Applied>> {
+    let migrator = migrator(store.dialect());
+    match &store.pool {
+        DbPool::Sqlite(pool) => {
+            let mut session = Session::acquire(pool)
+                .await
+                .map_err(|e| store.err("migrating", e))?;
+            // SQLite's lock is the file's write lock, held by this transaction: the session is
+            // not clean until it has committed or rolled back.
+            session.locking();
+            let mut tx = sqlx::Connection::begin_with(&mut *session, "BEGIN IMMEDIATE")
+                .await
+                .map_err(|e| store.err("locking the schema for migration", e))?;
+            let outcome = migrate_held!(store, &migrator, &mut *tx).await;
+            let ended = match &outcome {
+                Ok(_) => tx.commit().await,
+                Err(_) => tx.rollback().await,
+            };
+            if ended.is_ok() {
+                session.unlocked();
+            }
+            let applied = outcome?;
+            ended.map_err(|e| store.err("committing the migrations", e))?;
+            Ok(applied)
+        }
+        DbPool::MySql(pool) => migrate_locked!(store, &migrator, pool),
+        DbPool::Postgres(pool) => migrate_locked!(store, &migrator, pool),
+    }
 }

@@ -235,9 +235,12 @@ impl Store {
         Ok(store)
     }
 
-    /// Apply the embedded migrations not yet recorded in `uidgen_schema_migrations`; each runs
-    /// once, in its own transaction. Safe to call from several processes at once. Answers the
-    /// migrations this call recorded, in order (none: the schema was up to date).
+    /// Apply, through sqlx's migrator, the embedded migrations not yet recorded in
+    /// `_sqlx_migrations`; each runs once, in its own transaction (on SQLite, one transaction
+    /// holds the whole run). A database an older uidgen migrated (`uidgen_schema_migrations`) is
+    /// adopted first, without running anything again. Safe to call from several processes at
+    /// once. Answers the migrations this call recorded, in order (none: the schema was up to
+    /// date).
     pub async fn migrate(&self) -> Result<Vec<crate::migrate::Applied>> {
         crate::migrate::run(self).await
     }

@@ -170,6 +170,33 @@ pub async fn run_script(store: &Store, script: &str) -> Result<()> {
     )
 }
 
+/// The first column of every row `query` answers, as text (`NULL` reads as "NULL"): for
+/// comparing two databases' catalogues and bookkeeping. The query casts what is not text.
+pub async fn text_column(store: &Store, query: &str) -> Result<Vec<String>> {
+    use sqlx::Row;
+    let query = sqlx::AssertSqlSafe(query.to_owned());
+    crate::store::with_pool!(store, pool, {
+        let rows = sqlx::query(query)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| store.err("reading a column as text", e))?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                // MySQL answers some catalogue text as binary strings.
+                row.try_get::<Option<String>, _>(0)
+                    .or_else(|_| {
+                        row.try_get::<Option<Vec<u8>>, _>(0)
+                            .map(|bytes| bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
+                    })
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| "NULL".to_owned())
+            })
+            .collect())
+    })
+}
+
 /// Run a peer's statements (Leaf's, Baidu's, Tinyid's, the sharded service's), written out as
 /// the peer sends them with its values in place, in one transaction on one connection of
 /// `store`, and answer each statement's first row as integers (`None` for a statement that

@@ -288,7 +288,7 @@ per_db! {
         run_script(
             &store,
             "DROP TABLE id_alloc_exclusive; \
-             DELETE FROM uidgen_schema_migrations WHERE version = 10; \
+             DELETE FROM _sqlx_migrations WHERE version = 10; \
              UPDATE id_alloc SET max_id = 2001 WHERE app_id = 5",
         )
         .await

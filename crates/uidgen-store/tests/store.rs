@@ -5,7 +5,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use uidgen_store::testing::{TestDb, fresh_store, fresh_url, fresh_url_on, run_script};
+use sha2::{Digest, Sha256};
+use uidgen_store::testing::{
+    TestDb, fresh_store, fresh_url, fresh_url_on, peer_transaction, run_script, text_column,
+};
 use uidgen_store::{Dialect, Store, StoreError, StoreOptions, migrations};
 
 per_db! {
@@ -47,17 +50,12 @@ per_db! {
     async fn a_landed_migration_edited_afterwards_is_refused_by_name(db: TestDb) {
         let (store, url) = fresh_store(db).await.unwrap();
         // As if 0003's file had been edited after this database applied it.
-        run_script(
-            &store,
-            "UPDATE uidgen_schema_migrations SET checksum = 'edited' WHERE version = 3",
-        )
-        .await
-        .unwrap();
+        record_checksum_ed17ed(&store, 3).await;
         let error = Store::connect(&url).await.unwrap_err();
         let message = error.to_string();
         assert!(matches!(error, StoreError::MigrationChanged { version: 3, .. }), "{error:?}");
         assert!(message.contains("migration 0003_leaf_alloc"), "{message}");
-        assert!(message.contains("recorded checksum edited"), "{message}");
+        assert!(message.contains("recorded checksum ed17ed"), "{message}");
         assert!(message.contains("never edited"), "{message}");
     }
 }
@@ -84,18 +82,207 @@ per_db! {
             run_script(&store, &record).await.unwrap();
         }
         store.migrate().await.unwrap();
-        // Backfilled, so an edit from now on is caught.
-        run_script(
-            &store,
-            "UPDATE uidgen_schema_migrations SET checksum = 'edited' WHERE version = 1",
-        )
-        .await
-        .unwrap();
+        // Adopted with sqlx's checksums, so an edit from now on is caught.
+        record_checksum_ed17ed(&store, 1).await;
         assert!(matches!(
             store.migrate().await,
             Err(StoreError::MigrationChanged { version: 1, .. })
         ));
     }
+}
+
+/// Overwrite the checksum `_sqlx_migrations` recorded for `version` with the bytes ed 17 ed, as
+/// if the embedded file had been edited since.
+async fn record_checksum_ed17ed(store: &Store, version: i64) {
+    let bytes = match store.dialect() {
+        Dialect::Postgres => "decode('ed17ed', 'hex')",
+        Dialect::Sqlite | Dialect::MySql => "X'ed17ed'",
+    };
+    let edit = format!("UPDATE _sqlx_migrations SET checksum = {bytes} WHERE version = {version}");
+    run_script(store, &edit).await.unwrap();
+}
+
+per_db! {
+    /// A database an older uidgen migrated to any level (its own bookkeeping in
+    /// `uidgen_schema_migrations`) is adopted by sqlx's migrator: nothing it recorded runs
+    /// again, the rest is applied, its rows stay, and it ends as a fresh database does.
+    async fn a_database_an_older_uidgen_migrated_to_each_level_ends_as_a_fresh_one(db: TestDb) {
+        let (fresh, _) = fresh_store(db).await.unwrap();
+        let expected = (catalogue(&fresh).await, bookkeeping(&fresh).await);
+        let all = migrations(fresh.dialect());
+        for level in 1..=all.len() {
+            let (store, _) = older_uidgen_database(db, level).await;
+            let applied = store.migrate().await.unwrap();
+            let versions: Vec<i64> = applied.iter().map(|a| a.version).collect();
+            let pending: Vec<i64> = all[level..].iter().map(|m| m.version).collect();
+            assert_eq!(versions, pending, "level {level}");
+            assert!(applied.iter().all(|a| !a.found_in_place), "level {level}: {applied:?}");
+            assert_eq!(
+                (catalogue(&store).await, bookkeeping(&store).await),
+                expected,
+                "level {level}"
+            );
+            assert!(store.migrate().await.unwrap().is_empty(), "level {level}");
+            // The rows stay, and the older table is left as it was.
+            let counts = peer_transaction(
+                &store,
+                &[
+                    "SELECT COUNT(*) FROM worker_node",
+                    "SELECT COUNT(*) FROM uidgen_schema_migrations",
+                ],
+            )
+            .await
+            .unwrap();
+            let level_count = i64::try_from(level).unwrap();
+            assert_eq!(counts, [Some(vec![1]), Some(vec![level_count])], "level {level}");
+            if level >= 3 {
+                assert_eq!(store.claim_segment("kept").await.unwrap().max_id, 510);
+            }
+            store.close().await;
+        }
+        fresh.close().await;
+    }
+}
+
+/// A new database an older uidgen migrated to `level` (migrations 0001 to `level`, recorded in
+/// `uidgen_schema_migrations` as that uidgen created and wrote it), holding one `worker_node`
+/// row and, from level 3, the tag `kept` at `max_id` 500, step 10; not yet migrated further.
+async fn older_uidgen_database(db: TestDb, level: usize) -> (Store, String) {
+    let url = fresh_url(db).await.unwrap();
+    let options = StoreOptions {
+        migrate: false,
+        ..StoreOptions::default()
+    };
+    let store = Store::connect_with(&url, options).await.unwrap();
+    run_script(&store, &legacy_table(store.dialect()))
+        .await
+        .unwrap();
+    for migration in &migrations(store.dialect())[..level] {
+        run_script(&store, migration.sql).await.unwrap();
+        let checksum: String = Sha256::digest(migration.sql.as_bytes())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        let record = format!(
+            "INSERT INTO uidgen_schema_migrations (version, description, checksum) \
+             VALUES ({}, '{}', '{checksum}')",
+            migration.version, migration.description
+        );
+        run_script(&store, &record).await.unwrap();
+    }
+    run_script(
+        &store,
+        "INSERT INTO worker_node (host_name, port, type, launch_date) \
+         VALUES ('older', '1', 2, '2024-01-01')",
+    )
+    .await
+    .unwrap();
+    if level >= 3 {
+        run_script(
+            &store,
+            "INSERT INTO leaf_alloc (biz_tag, max_id, step) VALUES ('kept', 500, 10)",
+        )
+        .await
+        .unwrap();
+    }
+    (store, url)
+}
+
+per_db! {
+    /// Several processes starting at once on a database an older uidgen migrated adopt it once
+    /// and apply each missing migration once between them.
+    async fn concurrent_migrators_adopt_an_older_database_once(db: TestDb) {
+        let (fresh, _) = fresh_store(db).await.unwrap();
+        let (older, url) = older_uidgen_database(db, 5).await;
+        let tasks: Vec<_> = (0..4)
+            .map(|_| {
+                let url = url.clone();
+                tokio::spawn(async move {
+                    let options = StoreOptions { migrate: false, ..StoreOptions::default() };
+                    let store = Store::connect_with(&url, options).await?;
+                    let applied = store.migrate().await;
+                    store.close().await;
+                    applied
+                })
+            })
+            .collect();
+        let mut versions = Vec::new();
+        for task in tasks {
+            versions.extend(task.await.unwrap().unwrap().iter().map(|a| a.version));
+        }
+        versions.sort_unstable();
+        assert_eq!(versions, (6..=11).collect::<Vec<i64>>());
+        assert_eq!(bookkeeping(&older).await, bookkeeping(&fresh).await);
+    }
+}
+
+/// `uidgen_schema_migrations` as the runner before sqlx's created it.
+fn legacy_table(dialect: Dialect) -> String {
+    let (not_null, stamp, engine) = match dialect {
+        Dialect::Sqlite => ("", "TIMESTAMP", ""),
+        Dialect::MySql => (
+            " NOT NULL",
+            "TIMESTAMP",
+            " ENGINE = InnoDB DEFAULT CHARSET = utf8mb4",
+        ),
+        Dialect::Postgres => ("", "TIMESTAMPTZ", ""),
+    };
+    format!(
+        "CREATE TABLE IF NOT EXISTS uidgen_schema_migrations (version BIGINT{not_null} PRIMARY \
+         KEY, description VARCHAR(128) NOT NULL, applied_at {stamp} NOT NULL DEFAULT \
+         CURRENT_TIMESTAMP, checksum VARCHAR(64)){engine}"
+    )
+}
+
+/// The store's tables, columns and indexes as its catalogue describes them (the older
+/// bookkeeping table aside).
+async fn catalogue(store: &Store) -> Vec<String> {
+    let queries: &[&str] = match store.dialect() {
+        Dialect::Sqlite => &["SELECT type || ' ' || name || ' ' || COALESCE(sql, '') \
+             FROM sqlite_master WHERE tbl_name <> 'uidgen_schema_migrations' ORDER BY type, name"],
+        Dialect::MySql => &[
+            "SELECT CONCAT_WS('|', table_name, column_name, column_type, is_nullable, \
+             COALESCE(column_default, 'NULL'), column_key, extra) FROM information_schema.columns \
+             WHERE table_schema = DATABASE() AND table_name <> 'uidgen_schema_migrations' \
+             ORDER BY table_name, ordinal_position",
+            "SELECT CONCAT_WS('|', table_name, index_name, column_name, seq_in_index, non_unique) \
+             FROM information_schema.statistics WHERE table_schema = DATABASE() \
+             AND table_name <> 'uidgen_schema_migrations' \
+             ORDER BY table_name, index_name, seq_in_index",
+        ],
+        Dialect::Postgres => &[
+            "SELECT concat_ws('|', table_name, column_name, data_type, is_nullable, \
+             column_default)::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name <> 'uidgen_schema_migrations' \
+             ORDER BY table_name, ordinal_position",
+            "SELECT indexdef::text FROM pg_indexes WHERE schemaname = current_schema() \
+             AND tablename <> 'uidgen_schema_migrations' ORDER BY indexname",
+        ],
+    };
+    let mut rows = Vec::new();
+    for query in queries {
+        rows.extend(text_column(store, query).await.unwrap());
+    }
+    rows
+}
+
+/// What `_sqlx_migrations` says was applied (when and how long aside).
+async fn bookkeeping(store: &Store) -> Vec<String> {
+    let query = match store.dialect() {
+        Dialect::Sqlite => {
+            "SELECT version || '|' || description || '|' || success || '|' || hex(checksum) \
+             FROM _sqlx_migrations ORDER BY version"
+        }
+        Dialect::MySql => {
+            "SELECT CONCAT_WS('|', version, description, success, HEX(checksum)) \
+             FROM _sqlx_migrations ORDER BY version"
+        }
+        Dialect::Postgres => {
+            "SELECT concat_ws('|', version, description, success, encode(checksum, 'hex')) \
+             FROM _sqlx_migrations ORDER BY version"
+        }
+    };
+    text_column(store, query).await.unwrap()
 }
 
 per_db! {
