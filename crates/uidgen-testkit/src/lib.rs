@@ -23,8 +23,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// How long [`eventually`] polls before it fails.
 pub const PATIENCE: Duration = Duration::from_secs(30);
@@ -135,10 +137,7 @@ pub fn free_port() -> u16 {
 pub fn worker_binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<Vec<(String, PathBuf)>>> = OnceLock::new();
     // One build at a time: the tests of one process share what the first built.
-    let mut built = BUILT
-        .get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut built = BUILT.get_or_init(Mutex::default).lock();
     if let Some((_, path)) = built.iter().find(|(built, _)| built == name) {
         return path.clone();
     }
