@@ -6,7 +6,7 @@ mod common;
 
 use common::{Server, assert_unique, fetch, run};
 use uidgen_core::Layout;
-use uidgen_testkit::free_port;
+use uidgen_worker::testing::free_port;
 use uidgen_zk::testing::{test_connect, unique};
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
