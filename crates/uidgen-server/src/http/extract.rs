@@ -10,7 +10,8 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use super::{ApiError, TextError};
+use super::TextError;
+use crate::service::ApiError;
 use crate::service::error::{ECHO_CHARS, clip};
 
 /// How a route reports a rejected request: JSON ([`ApiError`]) or Leaf's bare text

@@ -9,15 +9,16 @@ use serde::Serialize;
 use uidgen_core::{DecodedUid, FieldKind, GenMethod, IdForm, Layout, UidParts};
 use utoipa::ToSchema;
 
+use super::TextError;
 use super::error::ErrorBody;
 use super::extract::{LeafPath, PathParam, QueryParams};
 use super::observe::{Answered, Issued};
 use super::shown::{
     FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form, param_zone,
 };
-use super::{ApiError, AppState, TextError};
 use crate::service::callers::{Caller, RouteFamily, Scoped};
 use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::{ApiError, AppState};
 use crate::service::{Source, batch_count, generate};
 
 /// A query parameter as an unsigned integer; `None` when absent.

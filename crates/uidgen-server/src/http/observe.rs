@@ -46,9 +46,10 @@ use tokio::task::futures::TaskLocalFuture;
 use tower::Service;
 
 use super::admission::Admission;
-use super::{AppState, ErrorReport, MAX_BODY_BYTES};
+use super::{ErrorReport, MAX_BODY_BYTES};
 use crate::metrics::RouteMetrics;
 use crate::metrics::waits::{self, RouteWaits};
+use crate::service::AppState;
 
 /// The route label of requests no route matched (the 404 fallback).
 const UNMATCHED: &str = "unmatched";
@@ -122,7 +123,8 @@ impl<T: IntoResponse> IntoResponse for Issued<T> {
 /// use axum::http::{Request, StatusCode};
 /// use tower::ServiceExt;
 /// use uidgen_core::{Layout, SnowflakeGenerator, SystemClock};
-/// use uidgen_server::http::{App, AppState, app};
+/// use uidgen_server::http::{App, app};
+/// use uidgen_server::service::AppState;
 ///
 /// let generator = SnowflakeGenerator::new(Layout::snowflake()?, 1, SystemClock)?;
 /// let state = Arc::new(AppState::embedded(Arc::new(generator), 1));

@@ -11,14 +11,15 @@ use serde::{Deserialize, Serialize};
 use uidgen_segment::{GroupState, SegmentState, TagState};
 use utoipa::ToSchema;
 
+use super::TextError;
 use super::error::ErrorBody;
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
 use super::ids::decimal;
 use super::observe::{Answered, Issued};
-use super::{ApiError, AppState, SEE_LOG, TextError};
 use crate::service::batch_count;
 use crate::service::error::{ECHO_CHARS, clip};
 use crate::service::segments::{STORE_UNAVAILABLE, segment_error, service};
+use crate::service::{ApiError, AppState, SEE_LOG};
 
 /// `GET /api/segment/get/{key}` (Leaf): the next ID of a biz tag as a bare decimal.
 #[utoipa::path(

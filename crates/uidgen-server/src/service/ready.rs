@@ -60,7 +60,7 @@ impl Mode {
     /// The mode of `name`.
     ///
     /// ```
-    /// use uidgen_server::http::Mode;
+    /// use uidgen_server::service::Mode;
     /// assert_eq!(Mode::from_name("segment"), Some(Mode::Segment));
     /// assert_eq!(Mode::from_name("leaf"), None);
     /// ```
