@@ -395,7 +395,6 @@ impl Config {
         let mut table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
-        env::rename_old_keys(&mut table)?;
         env::apply(&mut table, env)?;
         // serde_path_to_error names the key a type error is in ("generator.kind"), which toml's
         // own error does not for a table built in memory.
