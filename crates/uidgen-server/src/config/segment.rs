@@ -147,7 +147,7 @@ impl SegmentConfig {
         let last_day = uidgen_core::calendar::CivilDate::new(9999, 12, 31)
             .map_err(|e| invalid("segment.dated_tags", e.to_string()))?;
         for tag in &self.dated_tags {
-            let day = crate::service::segments::day_tag(tag, last_day);
+            let day = uidgen_segment::day_tag(tag, last_day);
             uidgen_segment::validate_tag(tag)
                 .and_then(|()| uidgen_segment::validate_tag(&day))
                 .map_err(|e| {
