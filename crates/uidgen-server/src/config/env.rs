@@ -3,22 +3,7 @@
 //! variable, a likely typo.
 
 use super::ConfigError;
-
-/// How a variable's text is read into a key.
-#[derive(Clone, Copy)]
-pub(crate) enum Kind {
-    /// Taken as it is.
-    Str,
-    /// An integer.
-    Int,
-    /// A number.
-    Float,
-    /// `true` or `false`.
-    Bool,
-}
-
-/// A key's path (`["segment", "max_step"]`) and how its variable's text is read.
-pub(crate) type EnvKey = (&'static [&'static str], Kind);
+use super::env_key::{EnvKey, Kind};
 
 /// Every section's keys, in the order `--help` and the docs list them. A section's own file
 /// lists its keys (`ENV`), next to their struct, default and check.

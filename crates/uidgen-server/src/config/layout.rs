@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::{Layout, UidError};
 
 use super::ConfigError;
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::invalid;
 
 /// `[layout]`: the bit layout of IDs.

@@ -23,6 +23,7 @@ use uidgen_worker::StateDir;
 
 pub mod auth;
 pub mod env;
+mod env_key;
 pub mod etcd;
 pub mod generator;
 pub mod http;
@@ -60,7 +61,7 @@ pub use tls::{TlsConfig, TlsSettings};
 pub use worker::{AssignerKind, MachineConfig, WorkerConfig, WorkerSettings};
 pub use zookeeper::{FALLBACK_STATIC_REMOVED, ZkSettings, ZookeeperConfig};
 
-use env::{EnvKey, Kind};
+use env_key::{EnvKey, Kind};
 
 /// A configuration problem, naming the key and the reason.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::clock::saturating_millis;
 use uidgen_segment::{SegmentError, SegmentOptions};
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::{ConfigError, SegmentGroupConfig, invalid};
 
 /// `[segment]`: Leaf segment mode.

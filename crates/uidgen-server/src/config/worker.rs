@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::Layout;
 use uidgen_worker::{LeaseOptions, StateDir, WorkerIdRange};
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::{ConfigError, invalid};
 
 /// How the worker id is obtained.
