@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use super::TextError;
 use super::error::ErrorBody;
 use super::extract::{LeafPath, PathParam, QueryParams};
-use super::observe::{Answered, Issued};
+use super::observe::{Answered, Issued, decimal};
 use super::shown::{
     FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form, param_zone,
 };
@@ -41,11 +41,6 @@ pub(super) fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>,
 fn required_u64(params: &QueryParams, name: &str) -> Result<u64, ApiError> {
     param_u64(params, name)?
         .ok_or_else(|| ApiError::bad_parameter(format!("missing query parameter `{name}`")))
-}
-
-/// One ID as a bare decimal, as Leaf's and Vesta's routes answer it.
-pub(super) fn decimal(id: impl ToString) -> Issued<String> {
-    Issued(1, id.to_string())
 }
 
 /// `GET /api/snowflake/get/{key}` (Leaf): one ID as a bare decimal. Leaf's snowflake mode

@@ -59,6 +59,12 @@ const UNMATCHED: &str = "unmatched";
 #[derive(Debug)]
 pub(super) struct Issued<T>(pub(super) u64, pub(super) T);
 
+/// One ID as a bare decimal, as Leaf's and Vesta's routes answer it (the ID, segment and
+/// sharded routes alike, so it sits here beside [`Issued`] rather than in one of them).
+pub(super) fn decimal(id: impl ToString) -> Issued<String> {
+    Issued(1, id.to_string())
+}
+
 tokio::task_local! {
     /// IDs handed out by the request this task is answering, set by [`Issued`]. A task-local
     /// rather than a response extension: the first extension of a response allocates a map,

@@ -13,8 +13,7 @@ use utoipa::ToSchema;
 use super::TextError;
 use super::error::ErrorBody;
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
-use super::ids::decimal;
-use super::observe::{Answered, Issued};
+use super::observe::{Answered, Issued, decimal};
 use crate::service::segments::{STORE_UNAVAILABLE, segment_error, service};
 use crate::service::{ApiError, AppState, SEE_LOG};
 

@@ -18,8 +18,7 @@ use utoipa::ToSchema;
 
 use super::error::ErrorBody;
 use super::extract::{Body, PathParam, QueryParams};
-use super::ids::decimal;
-use super::observe::Issued;
+use super::observe::{Issued, decimal};
 use crate::service::error::{ECHO_CHARS, clip};
 use crate::service::{ApiError, AppState, SEE_LOG};
 
