@@ -289,7 +289,7 @@ impl WorkerConfig {
             state_dir: self.state_dir.clone(),
             allow_uncoordinated: self.machine.allow_uncoordinated,
             single_instance: self.single_instance,
-            space: super::spaces::DEFAULT_SPACE.to_owned(),
+            space: uidgen_store::DEFAULT_SPACE.to_owned(),
             fleet_size: self.fleet_size,
             max_ids: self.max_ids,
             release_idle: Duration::from_secs(self.release_idle_secs),
