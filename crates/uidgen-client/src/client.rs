@@ -2,8 +2,9 @@
 
 use std::collections::HashMap;
 use std::ops::{ControlFlow, Range};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::Arc;
 
+use parking_lot::{Mutex, RwLock};
 use tokio::task::JoinHandle;
 
 use crate::error::{ClientError, Result};
@@ -45,20 +46,10 @@ impl Inner {
     /// Close every buffer and stop every background task.
     fn stop(&self) {
         self.ids.close();
-        for segment in self
-            .segments
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-        {
+        for segment in self.segments.read().values() {
             segment.feed.close();
         }
-        for task in self
-            .tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-        {
+        for task in self.tasks.lock().drain(..) {
             task.abort();
         }
     }
@@ -188,22 +179,12 @@ impl Client {
     /// Errors: [`ClientError::InvalidOption`] for a tag no server accepts (empty, over 128
     /// characters, a character outside [`uidgen_core::TAG_PATTERN`]).
     pub fn segment(&self, tag: &str) -> Result<SegmentIds> {
-        if let Some(handle) = self
-            .inner
-            .segments
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(tag)
-        {
+        if let Some(handle) = self.inner.segments.read().get(tag) {
             return Ok(handle.clone());
         }
         uidgen_core::check_biz_tag(tag)
             .map_err(|reason| crate::error::invalid("tag", format!("invalid input: {reason}")))?;
-        let mut segments = self
-            .inner
-            .segments
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut segments = self.inner.segments.write();
         if let Some(handle) = segments.get(tag) {
             return Ok(handle.clone());
         }
@@ -216,11 +197,7 @@ impl Client {
             options.lease_size,
             options.probe_interval,
         ));
-        self.inner
-            .tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(task);
+        self.inner.tasks.lock().push(task);
         feed.ring.request_padding();
         let handle = SegmentIds {
             feed,

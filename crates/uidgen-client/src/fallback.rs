@@ -23,9 +23,10 @@
 //! (gRPC) or 2 (HTTP), so every ID says where it came from.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::OnceCell;
 use uidgen_core::{DefaultUidGenerator, FieldKind, Layout, SystemClock, UidGenerator};
 use uidgen_proto::CheckedBatch;
@@ -296,12 +297,7 @@ impl Fallback {
         last_error: &str,
         wait: Duration,
     ) -> Result<u64> {
-        if let Some(error) = self
-            .disabled
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-        {
+        if let Some(error) = self.disabled.lock().as_ref() {
             return Err(error.replay());
         }
         match &self.mode {
@@ -336,7 +332,7 @@ impl Fallback {
     pub(crate) fn disable(&self, error: ClientError) -> ClientError {
         tracing::error!(%error, "uidgen client: embedded fallback disabled");
         let copy = error.replay();
-        let mut disabled = self.disabled.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut disabled = self.disabled.lock();
         disabled.get_or_insert(error);
         copy
     }

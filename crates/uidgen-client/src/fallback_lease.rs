@@ -16,10 +16,11 @@
 //!   until when if it does not come.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{Ordering, fence};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use uidgen_core::clock::saturating_millis;
@@ -122,10 +123,7 @@ impl LeaseKeeper {
 
     /// The lease in use, if any.
     pub(crate) fn held(&self) -> Option<Arc<Held>> {
-        self.current
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.current.read().clone()
     }
 
     /// The current lease's `valid_until`, if any.
@@ -134,10 +132,7 @@ impl LeaseKeeper {
     }
 
     pub(crate) fn set_current(&self, held: Option<Arc<Held>>) -> Option<Arc<Held>> {
-        let previous = std::mem::replace(
-            &mut *self.current.write().unwrap_or_else(PoisonError::into_inner),
-            held,
-        );
+        let previous = std::mem::replace(&mut *self.current.write(), held);
         self.changed.notify_waiters();
         previous
     }
@@ -146,50 +141,34 @@ impl LeaseKeeper {
     /// `until` for it.
     pub(crate) fn set_coming(&self, why: String, until: Instant) {
         self.set_why_none(why);
-        *self
-            .coming_until
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(until);
+        *self.coming_until.lock() = Some(until);
         self.changed.notify_waiters();
     }
 
     /// No lease is coming any more (it came, or the wait for it ended).
     fn clear_coming(&self) {
-        *self
-            .coming_until
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = None;
+        *self.coming_until.lock() = None;
         self.changed.notify_waiters();
     }
 
     fn coming_until(&self) -> Option<Instant> {
-        *self
-            .coming_until
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        *self.coming_until.lock()
     }
 
     pub(crate) fn set_why_none(&self, why: String) {
-        *self.why_none.lock().unwrap_or_else(PoisonError::into_inner) = why;
+        *self.why_none.lock() = why;
     }
 
     /// Why there is no lease, as a server said it: also kept as the last answer.
     fn set_answered_why_none(&self, why: String) {
-        *self
-            .last_answer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(why.clone());
+        *self.last_answer.lock() = Some(why.clone());
         self.set_why_none(why);
     }
 
     /// Why there is no lease when no server answers: `why`, and what the last server to answer
     /// said, if one ever did.
     pub(crate) fn set_unanswered_why_none(&self, why: String) {
-        let last = self
-            .last_answer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let last = self.last_answer.lock().clone();
         self.set_why_none(match last {
             Some(last) => format!("{why}; the last server to answer said: {last}"),
             None => why,
@@ -197,10 +176,7 @@ impl LeaseKeeper {
     }
 
     fn why_none(&self) -> String {
-        self.why_none
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.why_none.lock().clone()
     }
 
     fn ttl_ms(&self) -> u64 {
@@ -311,10 +287,7 @@ impl LeaseKeeper {
                     %peer,
                     "uidgen client: leased a fallback worker id"
                 );
-                *self
-                    .last_answer
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = None;
+                *self.last_answer.lock() = None;
                 self.set_current(Some(Arc::new(held)));
                 Next::Renewal
             }

@@ -13,10 +13,11 @@
 //!   waiting for a round that is known to fail.
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 use uidgen_core::RingBuffer;
 
@@ -97,7 +98,7 @@ impl Feed {
     /// Record the end of a fill round.
     fn finish_round(&self, outcome: Result<()>) {
         let failed = outcome.is_err();
-        *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = outcome.err();
+        *self.failure.lock() = outcome.err();
         self.failing.store(failed, Ordering::SeqCst);
         self.round.notify_waiters();
     }
@@ -119,11 +120,7 @@ impl Feed {
 
     /// The standing failure, as a fresh error for this caller.
     fn failure(&self) -> Option<ClientError> {
-        self.failure
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .map(ClientError::replay)
+        self.failure.lock().as_ref().map(ClientError::replay)
     }
 
     /// The slow path of a take: wake the feeding task and wait until a number is ready or

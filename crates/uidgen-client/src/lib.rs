@@ -7,7 +7,7 @@
 //! calls in flight) and refilled in the background at a low-water mark, and segment
 //! numbers come from ranges this client leased (`LeaseSegment`, Tinyid's client), the next one
 //! leased before the current runs out. Calls go round-robin over the peers, with a timeout per
-//! call, retries with backoff on the next peer, and ejection of failing peers until they answer
+//! call, retries with jittered backoff on the next peer, and ejection of failing peers until they answer
 //! a probe again. When every peer is down, an optional embedded generator (Vesta's fallback)
 //! keeps issuing with a worker id of its own: leased from the servers while they answer
 //! ([`FallbackOptions::leased`], the servers' embedded range), renewed every third of its ttl,
@@ -72,6 +72,7 @@ mod fallback_lease;
 mod fallback_resume;
 mod fallback_rpc;
 mod feed;
+mod jitter;
 mod options;
 mod peers;
 mod refill;

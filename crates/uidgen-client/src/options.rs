@@ -98,7 +98,8 @@ impl ClientBuilder {
     }
 
     /// The pause before the second try, doubled before each further one up to `max`
-    /// (defaults 10 ms and 200 ms).
+    /// (defaults 10 ms and 200 ms). Each pause is slept as a random part of it, from half to
+    /// all, so that clients that lost a server together do not retry in lockstep.
     #[must_use]
     pub fn backoff(mut self, first: Duration, max: Duration) -> Self {
         self.backoff = first;

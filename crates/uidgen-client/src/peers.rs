@@ -1,5 +1,5 @@
-//! The peer list: round-robin, per-call timeouts, retries with backoff on another peer, and
-//! ejection of failing peers with re-probing.
+//! The peer list: round-robin, per-call timeouts, retries with backoff on another peer (each
+//! pause jittered, [`crate::jitter`]), and ejection of failing peers with re-probing.
 //!
 //! A peer whose call fails with [`Failure::Down`] is ejected for `eject_for`: calls skip it
 //! while another peer is healthy. Once its ejection ends, the next call that reaches it in
@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{ClientError, Result};
+use crate::jitter::Jitter;
 use crate::transport::{Bearer, Connection, Failure, Peer, refused};
 
 /// How calls on peers are made.
@@ -40,6 +41,8 @@ pub(crate) struct PeerSet {
     next: AtomicUsize,
     policy: CallPolicy,
     started: Instant,
+    /// This client's spread of the pauses between tries, so clients do not retry together.
+    jitter: Jitter,
 }
 
 /// A successful call: which peer answered, whether it needs its check, and the answer.
@@ -79,6 +82,7 @@ impl PeerSet {
             next: AtomicUsize::new(0),
             policy,
             started: Instant::now(),
+            jitter: Jitter::new(),
         })
     }
 
@@ -148,7 +152,8 @@ impl PeerSet {
     }
 
     /// Call `op` on peers in turn until one answers: each try bounded by the timeout, a
-    /// failed peer ejected, a pause that doubles between tries. A refusal ends the call.
+    /// failed peer ejected, a pause that doubles between tries (each slept as a random part of
+    /// it, from half to all: see [`crate::jitter`]). A refusal ends the call.
     ///
     /// Cancel safety: cancelling drops the call in flight; nothing is left half done here
     /// (what the server did with it is the server's: a lease it granted is skipped).
@@ -163,7 +168,7 @@ impl PeerSet {
         let mut pause = self.policy.backoff;
         for attempt in 0..self.policy.attempts {
             if attempt > 0 {
-                tokio::time::sleep(pause).await;
+                tokio::time::sleep(self.jitter.spread(pause)).await;
                 pause = (pause * 2).min(self.policy.max_backoff);
             }
             let index = self.pick(start.wrapping_add(attempt));

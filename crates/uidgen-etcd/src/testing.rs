@@ -115,7 +115,8 @@ fn post(url: &str, path: &str, body: &str) -> std::io::Result<String> {
     Ok(reply)
 }
 
-pub use uidgen_worker::testing::{copy_dir, free_port, unique};
+use uidgen_worker::testing::free_port;
+pub use uidgen_worker::testing::{copy_dir, unique};
 
 /// An etcd server of this test alone, on its own ports and data directory, so a test can kill
 /// it, restart it, and empty or roll back its data. Killed when dropped.

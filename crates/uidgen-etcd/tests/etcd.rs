@@ -9,8 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use uidgen_core::{Layout, SnowflakeGenerator, SystemClock, UidGenerator};
-use uidgen_etcd::testing::{PrivateEtcd, free_port, test_endpoint, test_namespace, test_prefix};
+use uidgen_etcd::testing::{PrivateEtcd, test_endpoint, test_namespace, test_prefix};
 use uidgen_etcd::{EtcdAssignment, EtcdError, EtcdOptions, EtcdWorkerIdAssigner};
+use uidgen_worker::testing::free_port;
 
 /// How many IDs of `ids` repeat one already seen.
 fn duplicates(ids: &[u64]) -> usize {

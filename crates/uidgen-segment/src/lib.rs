@@ -33,6 +33,7 @@
 //! ```
 
 mod buffer;
+mod dated;
 mod error;
 mod group;
 mod grouped;
@@ -48,6 +49,7 @@ mod step;
 mod unit_tests;
 
 pub use buffer::SegmentBuffer;
+pub use dated::day_tag;
 pub use error::{GroupProblem, Result, SegmentError};
 pub use group::{GroupDatabaseState, GroupState, GroupTagRow, SegmentGroup};
 pub use handle::TagHandle;

@@ -12,7 +12,8 @@
 //! use http_body_util::BodyExt;
 //! use tower::ServiceExt;
 //! use uidgen_core::{Layout, SnowflakeGenerator, SystemClock};
-//! use uidgen_server::http::{app, AppState};
+//! use uidgen_server::http::app;
+//! use uidgen_server::service::AppState;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {

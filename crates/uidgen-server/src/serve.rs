@@ -15,6 +15,7 @@ use crate::config::DEFAULT_SPACE;
 use crate::config::{SegmentSettings, Settings};
 use crate::generators::{assign_and_pool, open_store, ready_state_dir, redacted};
 use crate::servers::{Listeners, Servers};
+use crate::service::ready::store_readiness;
 use crate::service::{AppState, Space};
 use crate::workers::WorkerPool;
 
@@ -80,11 +81,6 @@ async fn segment_groups(
     Ok(groups)
 }
 
-pub use crate::service::READY_TIMEOUT;
-pub use crate::service::ready::{keeper_readiness, store_readiness};
-
-pub use crate::servers::{SHUTDOWN_GRACE, shutdown_signal};
-
 /// The settings `uidgen serve` runs with: the configuration with the command line's
 /// arguments over it, every key checked. Read before the log is set up, since they say how to
 /// log (`log.format`).
@@ -114,7 +110,7 @@ pub fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
 /// `UNAVAILABLE`) until the worker id is held and the generators are built, then the service
 /// (`servers.rs`). A shutdown signal while starting abandons the start, as a kill would.
 /// Once the id is held, every way out (segment mode failing to start, the server failing, a
-/// shutdown that outlasts [`SHUTDOWN_GRACE`]) goes through the keeper's release, the same for
+/// shutdown that outlasts its 30 s grace, `servers.rs`'s `SHUTDOWN_GRACE`) goes through the keeper's release, the same for
 /// every assigner.
 pub async fn serve(mut settings: Settings) -> anyhow::Result<()> {
     // Found and made before anything else, and said once: which files this host's worker ids

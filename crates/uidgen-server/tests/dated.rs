@@ -11,7 +11,8 @@ use axum::http::StatusCode;
 use common::{get, ids_in, json};
 use uidgen_core::{Layout, ManualClock, SnowflakeGenerator};
 use uidgen_segment::{SegmentOptions, SegmentService};
-use uidgen_server::http::{AppState, app};
+use uidgen_server::http::app;
+use uidgen_server::service::AppState;
 use uidgen_store::testing::{TestDb, fresh_store};
 
 /// 2027-01-15T08:00:00Z.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::{Server, assert_unique, fetch, run, temp_dir};
 use uidgen_core::Layout;
 use uidgen_etcd::testing::{PrivateEtcd, test_endpoint, test_namespace, test_prefix};
-use uidgen_testkit::free_port;
+use uidgen_worker::testing::free_port;
 
 /// Leaf's layout and generator, the worker id from etcd at `endpoint` under `prefix`.
 fn etcd_env(endpoint: &str, prefix: &str, dir: &std::path::Path) -> Vec<(String, String)> {

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use common::{get, json};
 use uidgen_core::{IdForm, Layout, ManualClock, SnowflakeGenerator};
-use uidgen_server::http::{AppState, app};
+use uidgen_server::http::app;
+use uidgen_server::service::AppState;
 
 /// 2027-01-15T08:00:00Z.
 const NOW_MS: u64 = 1_799_913_600_000;

@@ -14,7 +14,8 @@ use uidgen_proto::v1::id_service_server::IdService;
 use uidgen_proto::v1::{MakeIdRequest, SegmentIdsRequest, StreamIdsRequest};
 use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_server::grpc::GrpcService;
-use uidgen_server::http::{AppState, app};
+use uidgen_server::http::app;
+use uidgen_server::service::AppState;
 use uidgen_store::testing::{TestDb, fresh_store};
 
 const NOW_MS: u64 = 1_800_000_000_000;

@@ -11,8 +11,9 @@ use axum::http::StatusCode;
 use common::{get, json, put_tag};
 use uidgen_core::{Layout, ManualClock, SnowflakeGenerator, SystemClock};
 use uidgen_segment::{SegmentOptions, SegmentService};
-use uidgen_server::http::{AppState, app};
-use uidgen_server::serve::store_readiness;
+use uidgen_server::http::app;
+use uidgen_server::service::AppState;
+use uidgen_server::service::ready::store_readiness;
 use uidgen_store::testing::{all_dbs, fresh_store, run_script};
 
 const TOKEN: &str = "an-admin-token-of-some-length";

@@ -10,7 +10,8 @@ use axum::http::StatusCode;
 use common::{call, get, json};
 use serde_json::Value;
 use uidgen_core::{DefaultUidGenerator, Layout, SystemClock};
-use uidgen_server::http::{AppState, app};
+use uidgen_server::http::app;
+use uidgen_server::service::AppState;
 
 fn router() -> uidgen_server::http::App {
     // Fields of the make body are bounded by this layout: 2024 as epoch keeps its range past now.

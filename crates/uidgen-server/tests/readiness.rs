@@ -65,8 +65,8 @@ async fn a_store_outage_takes_segment_mode_out_not_the_server() {
         .connect()
         .await
         .unwrap();
-    let segment = uidgen_server::grpc::mode_service_name(uidgen_server::http::Mode::Segment);
-    let ids = uidgen_server::grpc::mode_service_name(uidgen_server::http::Mode::Ids);
+    let segment = uidgen_server::grpc::mode_service_name(uidgen_server::service::Mode::Segment);
+    let ids = uidgen_server::grpc::mode_service_name(uidgen_server::service::Mode::Ids);
 
     assert_eq!(
         fetch(&client, &server.url("/readyz")).await,
@@ -160,8 +160,9 @@ async fn readyz_fails_only_when_no_mode_can_serve() {
     use axum::http::StatusCode;
     use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock};
     use uidgen_segment::{SegmentOptions, SegmentService};
-    use uidgen_server::http::{AppState, app};
-    use uidgen_server::serve::store_readiness;
+    use uidgen_server::http::app;
+    use uidgen_server::service::AppState;
+    use uidgen_server::service::ready::store_readiness;
 
     let (store, _) = uidgen_store::testing::fresh_store(TestDb::Sqlite)
         .await

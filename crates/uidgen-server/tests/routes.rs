@@ -12,7 +12,8 @@ use uidgen_core::{
     CachedOptions, CachedUidGenerator, Layout, ManualClock, SnowflakeGenerator, UidError,
     UidGenerator,
 };
-use uidgen_server::http::{AppState, app, ct_eq};
+use uidgen_server::http::{app, ct_eq};
+use uidgen_server::service::AppState;
 
 const NOW_MS: u64 = 1_800_000_000_000;
 

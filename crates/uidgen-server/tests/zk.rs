@@ -6,7 +6,7 @@ mod common;
 
 use common::{Server, assert_unique, fetch, run};
 use uidgen_core::Layout;
-use uidgen_testkit::free_port;
+use uidgen_worker::testing::free_port;
 use uidgen_zk::testing::{test_connect, unique};
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
@@ -231,7 +231,7 @@ fn zookeeper_keys_are_checked_naming_the_key() {
 }
 
 #[test]
-fn worker_range_takes_rusts_inclusive_form_and_reads_id_range_as_the_same_key() {
+fn worker_range_takes_rusts_inclusive_form_from_the_file_or_the_environment() {
     use uidgen_server::config::Config;
     let parse = |text: &str, env: &[(&str, &str)]| {
         Config::from_toml_str(
@@ -246,16 +246,12 @@ fn worker_range_takes_rusts_inclusive_form_and_reads_id_range_as_the_same_key() 
     )
     .unwrap();
     assert_eq!(range(c), "924-1023");
-    let c = parse("[worker]\nid_range = \"5-9\"", &[]).unwrap();
-    assert_eq!(range(c), "5-9");
     let c = parse(
-        "[worker]\nid_range = \"5-9\"",
+        "[worker]\nrange = \"5-9\"",
         &[("UIDGEN_WORKER_RANGE", "7..=8")],
     )
     .unwrap();
     assert_eq!(range(c), "7-8");
-    let both = parse("[worker]\nid_range = \"5-9\"\nrange = \"1-2\"", &[]).unwrap_err();
-    assert!(both.to_string().contains("one key"), "{both}");
     // Vesta's default for the service: the server range on a 10-bit worker field.
     let c = parse(
         "[layout]\npreset = \"leaf\"\n[worker]\nassigner = \"zookeeper\"",

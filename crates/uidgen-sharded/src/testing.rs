@@ -25,6 +25,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use uidgen_worker::testing::free_port;
+
 /// The variable naming the test Redis.
 pub const REDIS_URL_VAR: &str = "UIDGEN_TEST_REDIS_URL";
 /// Its default.
@@ -254,12 +256,4 @@ impl Drop for PrivateRedis {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
-}
-
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .unwrap_or_else(|e| panic!("cannot find a free port: {e}"))
 }

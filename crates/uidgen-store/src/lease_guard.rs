@@ -8,9 +8,10 @@
 //! in-memory expiry to `valid_until` only after the database accepted it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use uidgen_core::{Clock, FenceRefusal, TimeFence, UidGenerator};
 use uidgen_worker::{
     BoxFuture, HealthSnapshot, KeeperStatus, LocalMark, WorkerAssignment, WorkerError, WorkerKeeper,
@@ -93,9 +94,7 @@ struct LeaseState {
 
 impl Drop for LeaseState {
     fn drop(&mut self) {
-        if let Ok(mut slot) = self.heartbeat.lock()
-            && let Some(task) = slot.take()
-        {
+        if let Some(task) = self.heartbeat.lock().take() {
             task.abort();
         }
     }
@@ -192,7 +191,7 @@ impl LeaseGuard {
     pub fn check(&self) -> Result<()> {
         let state = &self.state;
         if self.is_ended()
-            && let Some(reason) = lock(&state.ended).clone()
+            && let Some(reason) = state.ended.lock().clone()
         {
             return Err(StoreError::LeaseLost {
                 worker_id: state.worker_id,
@@ -202,7 +201,9 @@ impl LeaseGuard {
         let now = state.clock.now_millis();
         let until = self.valid_until_ms();
         if now >= until {
-            let cause = lock(&state.last_error)
+            let cause = state
+                .last_error
+                .lock()
                 .clone()
                 .unwrap_or_else(|| "no renewal".to_owned());
             return Err(StoreError::LeaseLost {
@@ -222,7 +223,7 @@ impl LeaseGuard {
     }
 
     fn track_dyn(&self, generator: &Arc<dyn UidGenerator>) {
-        *lock(&self.state.source) = Some(Arc::downgrade(generator));
+        *self.state.source.lock() = Some(Arc::downgrade(generator));
         // Relaxed: only decides which value issued_until() reports; no data hangs on it.
         self.state.tracked.store(true, Ordering::Relaxed);
     }
@@ -240,7 +241,7 @@ impl LeaseGuard {
     /// tracked, the lease's expiry (no ID can be stamped past it).
     fn issued_until(&self) -> u64 {
         let state = &self.state;
-        let source = lock(&state.source).as_ref().and_then(Weak::upgrade);
+        let source = state.source.lock().as_ref().and_then(Weak::upgrade);
         if let Some(ms) = source.and_then(|g| g.issued_until_ms()) {
             // Relaxed: see record_issued_until().
             state.issued_until_ms.fetch_max(ms, Ordering::Relaxed);
@@ -306,7 +307,7 @@ impl LeaseGuard {
                 state
                     .valid_until_ms
                     .fetch_max(valid_until, Ordering::SeqCst);
-                *lock(&state.last_error) = None;
+                *state.last_error.lock() = None;
                 if !state.confirmed.swap(true, Ordering::SeqCst) {
                     tracing::info!(
                         worker_id = state.worker_id,
@@ -329,7 +330,7 @@ impl LeaseGuard {
 
     fn renewal_failed(&self, error: StoreError) -> StoreError {
         tracing::warn!(worker_id = self.state.worker_id, %error, "cannot renew the worker lease");
-        *lock(&self.state.last_error) = Some(error.to_string());
+        *self.state.last_error.lock() = Some(error.to_string());
         error
     }
 
@@ -355,7 +356,7 @@ impl LeaseGuard {
     /// Mark the lease ended (the first reason sticks): from now on `check` fails, and no ID
     /// is let out.
     fn end(&self, reason: &str) {
-        let mut ended = lock(&self.state.ended);
+        let mut ended = self.state.ended.lock();
         if ended.is_none() {
             *ended = Some(reason.to_owned());
         }
@@ -380,14 +381,14 @@ impl LeaseGuard {
                 }
             }
         });
-        if let Some(old) = lock(&self.state.heartbeat).replace(task) {
+        if let Some(old) = self.state.heartbeat.lock().replace(task) {
             old.abort();
         }
     }
 
     /// Stop the heartbeat; the lease then lapses at its expiry unless renewed by hand.
     pub fn stop_heartbeat(&self) {
-        if let Some(task) = lock(&self.state.heartbeat).take() {
+        if let Some(task) = self.state.heartbeat.lock().take() {
             task.abort();
         }
     }
@@ -434,7 +435,10 @@ impl LeaseGuard {
     /// Why the fence stops below `until_ms`: the lease's expiry and its last renewal error.
     #[cold]
     fn why_limited(&self, valid_until: u64) -> String {
-        let cause = lock(&self.state.last_error)
+        let cause = self
+            .state
+            .last_error
+            .lock()
             .clone()
             .unwrap_or_else(|| "not renewed that far yet".to_owned());
         format!(
@@ -515,11 +519,11 @@ impl WorkerKeeper for LeaseGuard {
 
     fn status(&self) -> KeeperStatus {
         let ended = if self.is_ended() {
-            lock(&self.state.ended).clone()
+            self.state.ended.lock().clone()
         } else {
             None
         };
-        let last_error = lock(&self.state.last_error).is_some();
+        let last_error = self.state.last_error.lock().is_some();
         KeeperStatus {
             worker_id: self.state.worker_id,
             from_local_cache: self.is_from_local_cache(),
@@ -536,11 +540,4 @@ impl WorkerKeeper for LeaseGuard {
             reports: None,
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding one of these locks leaves plain data behind; keep using it.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -1,5 +1,5 @@
-//! Test support shared by uidgen's crates: the waits tests poll with, a free port, and the
-//! worker processes that multi-process tests spawn.
+//! Test support shared by uidgen's crates: the waits tests poll with, and the worker processes
+//! that multi-process tests spawn.
 //!
 //! It is for tests only (a dev-dependency, `publish = false`): one copy of the helpers that
 //! several crates' tests had written each for themselves, and the `uidgen-*-worker` binaries,
@@ -7,7 +7,9 @@
 //! binaries). A test finds one with [`worker_binary`]. It is not for anything a library
 //! exposes: the `testing` modules of the publishable crates (`uidgen_store::testing`,
 //! `uidgen_zk::testing`, `uidgen_sharded::testing`) keep their own, since a published crate
-//! cannot depend on this one.
+//! cannot depend on this one. For the same reason a free port for a test's server is
+//! `uidgen_worker::testing::free_port`: the ZooKeeper, etcd and Redis that those modules
+//! start need one too, and it is written once, where all of them can reach it.
 //!
 //! Every wait fails, naming what it waited for, after a bound given in seconds. The bound only
 //! keeps a broken build from hanging the suite: no test asserts how long anything took.
@@ -18,13 +20,14 @@
 //! // Relaxed: a counter read by this thread only.
 //! uidgen_testkit::eventually("the third poll", || polls.fetch_add(1, Ordering::Relaxed) >= 2);
 //! assert_eq!(polls.load(Ordering::Relaxed), 3);
-//! assert_ne!(uidgen_testkit::free_port(), 0);
 //! ```
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// How long [`eventually`] polls before it fails.
 pub const PATIENCE: Duration = Duration::from_secs(30);
@@ -107,19 +110,6 @@ where
     }
 }
 
-/// A port nobody listens on right now (the OS's choice for an ephemeral bind, released again),
-/// for a test's own server or one that must come back on the same address after a restart.
-///
-/// # Panics
-///
-/// When 127.0.0.1 cannot be bound at all.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .unwrap_or_else(|e| panic!("cannot find a free port on 127.0.0.1: {e}"))
-}
-
 /// The path of this crate's worker binary `name` (`uidgen-store-worker`, `uidgen-zk-worker`,
 /// `uidgen-segment-worker`), built first if need be, once per test process.
 ///
@@ -135,10 +125,7 @@ pub fn free_port() -> u16 {
 pub fn worker_binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<Vec<(String, PathBuf)>>> = OnceLock::new();
     // One build at a time: the tests of one process share what the first built.
-    let mut built = BUILT
-        .get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut built = BUILT.get_or_init(Mutex::default).lock();
     if let Some((_, path)) = built.iter().find(|(built, _)| built == name) {
         return path.clone();
     }

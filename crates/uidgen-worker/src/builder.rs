@@ -410,25 +410,8 @@ impl GeneratorBuilder {
         .await
     }
 
-    /// [`build_cached`](Self::build_cached) for code that is not async (see
+    /// [`build_snowflake`](Self::build_snowflake) for code that is not async (see
     /// [`crate::blocking`]).
-    pub fn build_cached_blocking<C: Clock + 'static>(
-        &self,
-        clock: C,
-        options: CachedOptions,
-    ) -> Result<Built<CachedUidGenerator<C>>> {
-        crate::blocking::block_on_result(self.build_cached(clock, options))
-    }
-
-    /// [`build_default`](Self::build_default) for code that is not async.
-    pub fn build_default_blocking<C: Clock + 'static>(
-        &self,
-        clock: C,
-    ) -> Result<Built<DefaultUidGenerator<C>>> {
-        crate::blocking::block_on_result(self.build_default(clock))
-    }
-
-    /// [`build_snowflake`](Self::build_snowflake) for code that is not async.
     pub fn build_snowflake_blocking<C: Clock + 'static>(
         &self,
         clock: C,

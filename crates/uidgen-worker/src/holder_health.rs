@@ -5,8 +5,9 @@
 //! Invariants: the cap only rises, and only after the coordinator accepted the value
 //! ([`accepted`](HolderHealth::accepted)); a lost id stays lost, with the first reason given.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
 
 /// The state of a coordinator-kept worker id, shared by its keeper task and its fence.
 ///
@@ -108,7 +109,7 @@ impl HolderHealth {
     /// The id is gone for good: keep the first reason, and close the fence.
     pub fn lose(&self, reason: String) {
         {
-            let mut lost = lock(&self.lost);
+            let mut lost = self.lost.lock();
             if lost.is_none() {
                 *lost = Some(reason);
             }
@@ -125,7 +126,7 @@ impl HolderHealth {
 
     /// Why the id was lost, if it was.
     pub fn lost_reason(&self) -> Option<String> {
-        lock(&self.lost).clone()
+        self.lost.lock().clone()
     }
 
     /// The holder saw its coordinator lose data: count it.
@@ -166,11 +167,4 @@ impl HolderHealth {
             lost: self.lost_reason(),
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding the lock leaves a whole value behind; keep using it.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -10,10 +10,11 @@
 //! borrowing future time units, which happens on its padding thread anyway).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::thread;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use uidgen_core::{Clock, FenceRefusal, Layout, TimeFence};
 
 use crate::cache::{CacheLock, CachedWorker, read_cache};
@@ -177,7 +178,7 @@ impl LocalMark {
     /// file first if it is not. Returns the mark.
     pub fn reserve(&self, until_ms: u64) -> Result<u64> {
         let inner = &self.inner;
-        let mut state = lock(&inner.state);
+        let mut state = inner.state.lock();
         let limit = self.limit_ms();
         if until_ms <= limit {
             return Ok(limit);
@@ -213,7 +214,7 @@ impl LocalMark {
         floor_ms: u64,
     ) -> Result<()> {
         let inner = &self.inner;
-        let mut state = lock(&inner.state);
+        let mut state = inner.state.lock();
         let mut next = state
             .written
             .clone()
@@ -230,7 +231,7 @@ impl LocalMark {
 
     /// Record a (higher) lease expiry the database confirmed, for a restart from the file.
     pub fn record_lease_expiry(&self, expires_ms: u64) -> Result<()> {
-        let mut state = lock(&self.inner.state);
+        let mut state = self.inner.state.lock();
         let Some(written) = &state.written else {
             return Err(self.forgotten());
         };
@@ -248,7 +249,7 @@ impl LocalMark {
     /// never moves down. Refused once the file was [forgotten](Self::forget), so a report that
     /// finishes after the id was given up does not write the file back.
     pub fn record_claim(&self, holder: &str, expires_ms: u64) -> Result<()> {
-        let mut state = lock(&self.inner.state);
+        let mut state = self.inner.state.lock();
         let Some(written) = &state.written else {
             return Err(self.forgotten());
         };
@@ -271,7 +272,7 @@ impl LocalMark {
     /// stop writing it. The mark stays readable, so nothing past it is issued.
     pub fn forget(&self) -> Result<()> {
         let inner = &self.inner;
-        let mut state = lock(&inner.state);
+        let mut state = inner.state.lock();
         inner.closed.store(true, Ordering::SeqCst);
         if state.written.take().is_none() {
             return Ok(());
@@ -464,13 +465,6 @@ impl TimeFence for MarkFence {
     fn floor_ms(&self) -> u64 {
         self.floor_ms
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding the lock leaves whole-step data behind; keep using it.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

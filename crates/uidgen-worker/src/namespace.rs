@@ -230,7 +230,7 @@ pub fn may_reestablish(now_ms: u64, cap_ms: u64, start_wait_ms: u64) -> bool {
 #[derive(Debug, Default)]
 pub struct RevisionWatch {
     highest: std::sync::atomic::AtomicI64,
-    regression: std::sync::Mutex<Option<(i64, i64)>>,
+    regression: parking_lot::Mutex<Option<(i64, i64)>>,
 }
 
 impl RevisionWatch {
@@ -250,10 +250,7 @@ impl RevisionWatch {
         }
         // Follow the new history: later answers are compared with it, not the lost one.
         self.highest.store(revision, Ordering::SeqCst);
-        let mut kept = self
-            .regression
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut kept = self.regression.lock();
         let highest = kept.map_or(before, |(high, _)| high.max(before));
         *kept = Some((highest, revision));
         Some(before)
@@ -261,10 +258,7 @@ impl RevisionWatch {
 
     /// The regression seen since the last call, as (highest before, first seen after).
     pub fn take_regression(&self) -> Option<(i64, i64)> {
-        self.regression
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
+        self.regression.lock().take()
     }
 
     /// The highest revision seen (0 before any).

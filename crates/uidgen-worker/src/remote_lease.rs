@@ -21,10 +21,11 @@
 //!   file is deleted: no restart may pick it up again.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use uidgen_core::{Clock, FenceRefusal, Layout, TimeFence};
 
 use crate::cache::CacheLock;
@@ -250,12 +251,12 @@ impl RemoteLease {
 
     /// Why the lease ended, once it did.
     pub fn ended_reason(&self) -> Option<String> {
-        lock(&self.ended).clone()
+        self.ended.lock().clone()
     }
 
     /// End the lease (the first reason sticks): the limit drops to 0.
     pub fn end(&self, reason: &str) {
-        let mut ended = lock(&self.ended);
+        let mut ended = self.ended.lock();
         if ended.is_none() {
             *ended = Some(reason.to_owned());
         }
@@ -350,11 +351,4 @@ pub(crate) fn check_worker(layout: &Layout, worker_id: u64) -> Result<()> {
         return Err(WorkerError::WorkerIdOutOfRange { id: worker_id, max });
     }
     Ok(())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding the lock leaves a plain string behind; keep using it.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -14,7 +14,14 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{n}-{nanos}", std::process::id())
 }
 
-/// A free TCP port on 127.0.0.1 (bound and released: good enough for a test's own server).
+/// A port nobody listens on right now (the OS's choice for an ephemeral bind, released again),
+/// for a test's own server or one that must come back on the same address after a restart.
+/// The one copy for every crate's tests and test support (the testkit cannot hold it: the
+/// ZooKeeper, etcd and Redis test modules need it, and they are the testkit's dependencies).
+///
+/// ```
+/// assert_ne!(uidgen_worker::testing::free_port(), 0);
+/// ```
 ///
 /// # Panics
 /// When no port can be bound on 127.0.0.1.

@@ -59,7 +59,8 @@ pub fn test_connect() -> String {
     format!("{zk}/uidgen-tests/{}", unique("t"))
 }
 
-pub use uidgen_worker::testing::{copy_dir, free_port, unique};
+use uidgen_worker::testing::free_port;
+pub use uidgen_worker::testing::{copy_dir, unique};
 
 /// Declare the namespace `name` on `connect` new, as `uidgen zk init` does, unless it has a
 /// namespace record already (a test's restarts call it again): claims there start at once

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use common::{generator, now, options, start, start_on, stop};
 use uidgen_core::{Layout, ManualClock, SystemClock, UidError, UidGenerator};
 use uidgen_worker::WorkerIdRange;
-use uidgen_zk::testing::{PrivateZooKeeper, ReplyDropper, free_port, test_connect, unique};
+use uidgen_worker::testing::free_port;
+use uidgen_zk::testing::{PrivateZooKeeper, ReplyDropper, test_connect, unique};
 use uidgen_zk::{ZkError, ZkSource, ZooKeeperWorkerIdAssigner};
 use zookeeper_client as zk;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::{ConfigError, invalid};
 
 /// How often a server re-reads the valid tokens unless `auth.refresh_secs` says otherwise: a

@@ -3,22 +3,7 @@
 //! variable, a likely typo.
 
 use super::ConfigError;
-
-/// How a variable's text is read into a key.
-#[derive(Clone, Copy)]
-pub(crate) enum Kind {
-    /// Taken as it is.
-    Str,
-    /// An integer.
-    Int,
-    /// A number.
-    Float,
-    /// `true` or `false`.
-    Bool,
-}
-
-/// A key's path (`["segment", "max_step"]`) and how its variable's text is read.
-pub(crate) type EnvKey = (&'static [&'static str], Kind);
+use super::env_key::{EnvKey, Kind};
 
 /// Every section's keys, in the order `--help` and the docs list them. A section's own file
 /// lists its keys (`ENV`), next to their struct, default and check.
@@ -54,9 +39,6 @@ const ENV_SHORT_NAMES: &[(&str, &[&str])] = &[
     ("UIDGEN_LAYOUT", &["layout", "preset"]),
     ("UIDGEN_GENERATOR", &["generator", "kind"]),
 ];
-
-/// Earlier names of keys, still read for deployments that set them.
-const ENV_OLD_NAMES: &[(&str, &[&str])] = &[("UIDGEN_WORKER_ID_RANGE", &["worker", "range"])];
 
 /// The variable that sets the key at `path`: `UIDGEN_` and the path upper-cased, joined by `_`
 /// (`[zookeeper]` keys are `UIDGEN_ZK_…`).
@@ -142,14 +124,8 @@ pub(crate) fn unknown_env<'a>(
 
 /// Every variable that overrides a key, with the key's path and type.
 pub(crate) fn env_keys() -> Vec<(String, &'static [&'static str], Kind)> {
-    let kind_of = |path: &[&str]| env_key_paths().find(|(p, _)| *p == path).map(|(_, k)| k);
     env_key_paths()
         .map(|(path, kind)| (env_name(path), path, kind))
-        .chain(
-            ENV_OLD_NAMES
-                .iter()
-                .filter_map(|&(name, path)| Some((name.to_owned(), path, kind_of(path)?))),
-        )
         .collect()
 }
 
@@ -188,24 +164,6 @@ pub(crate) fn apply(
             })?),
         };
         set_path(table, path, value)?;
-    }
-    Ok(())
-}
-
-/// Read a key's earlier name as the key (`worker.id_range` is now `worker.range`), before the
-/// environment overrides it, so that a variable beats the file whichever name the file uses.
-pub(super) fn rename_old_keys(table: &mut toml::Table) -> Result<(), ConfigError> {
-    let Some(toml::Value::Table(worker)) = table.get_mut("worker") else {
-        return Ok(());
-    };
-    if let Some(old) = worker.remove("id_range") {
-        if worker.contains_key("range") {
-            return Err(ConfigError::Parse(
-                "`worker.range` and `worker.id_range` are one key: set only `worker.range`"
-                    .to_owned(),
-            ));
-        }
-        worker.insert("range".to_owned(), old);
     }
     Ok(())
 }
@@ -271,7 +229,6 @@ mod tests {
             "UIDGEN_LAYOUT",
             "UIDGEN_GENERATOR",
             "UIDGEN_WORKER_RANGE",
-            "UIDGEN_WORKER_ID_RANGE",
             "UIDGEN_ZK_CONNECT",
             "UIDGEN_SEGMENT_SEGMENT_DURATION_SECS",
         ] {
@@ -282,6 +239,27 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), names.len());
+    }
+
+    #[test]
+    fn the_old_names_of_worker_range_are_refused_naming_the_key() {
+        // No second name before 1.0: `worker.id_range` and `UIDGEN_WORKER_ID_RANGE` are refused
+        // as unknown (not ignored), each pointing at `worker.range`.
+        let cases: &[Refusal] = &[
+            (
+                "",
+                &[("UIDGEN_WORKER_ID_RANGE", "5-9")],
+                "unknown environment variable UIDGEN_WORKER_ID_RANGE; did you mean \
+                 UIDGEN_WORKER_RANGE?",
+            ),
+            (
+                "[worker]\nid_range = \"5-9\"",
+                &[],
+                "invalid config key `worker.id_range`: unknown field `id_range`, expected one of",
+            ),
+            ("[worker]\nid_range = \"5-9\"", &[], "`range`"),
+        ];
+        assert_refused(cases);
     }
 
     #[test]

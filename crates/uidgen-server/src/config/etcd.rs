@@ -8,7 +8,7 @@ use uidgen_core::Layout;
 use uidgen_etcd::{EtcdError, EtcdOptions};
 use uidgen_worker::WorkerIdRange;
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::worker::{AssignerKind, WorkerSettings};
 use super::{ConfigError, invalid};
 

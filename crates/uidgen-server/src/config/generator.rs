@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::{ConfigError, invalid};
 
 /// Which generator serves `/v1/ids`, `/genid` and `/api/snowflake/get`.

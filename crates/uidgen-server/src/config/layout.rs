@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::{Layout, UidError};
 
 use super::ConfigError;
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::invalid;
 
 /// `[layout]`: the bit layout of IDs.
@@ -270,7 +270,7 @@ mod tests {
                 "invalid config key `worker.id`: worker id 32 exceeds the layout's maximum 31",
             ),
             (
-                "[layout]\npreset = \"snowflake\"\ndatacenter_bits = 5\n[worker]\nid_range = \
+                "[layout]\npreset = \"snowflake\"\ndatacenter_bits = 5\n[worker]\nrange = \
                  \"0-63\"",
                 &[],
                 "invalid config key `worker.range`: worker id range 0-63 does not fit the layout, \

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

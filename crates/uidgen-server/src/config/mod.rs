@@ -23,6 +23,7 @@ use uidgen_worker::StateDir;
 
 pub mod auth;
 pub mod env;
+mod env_key;
 pub mod etcd;
 pub mod generator;
 pub mod http;
@@ -60,7 +61,7 @@ pub use tls::{TlsConfig, TlsSettings};
 pub use worker::{AssignerKind, MachineConfig, WorkerConfig, WorkerSettings};
 pub use zookeeper::{FALLBACK_STATIC_REMOVED, ZkSettings, ZookeeperConfig};
 
-use env::{EnvKey, Kind};
+use env_key::{EnvKey, Kind};
 
 /// A configuration problem, naming the key and the reason.
 #[derive(Debug, thiserror::Error)]
@@ -395,7 +396,6 @@ impl Config {
         let mut table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
-        env::rename_old_keys(&mut table)?;
         env::apply(&mut table, env)?;
         // serde_path_to_error names the key a type error is in ("generator.kind"), which toml's
         // own error does not for a table built in memory.

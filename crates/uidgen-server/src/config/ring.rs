@@ -10,7 +10,7 @@ use uidgen_core::cached::MAX_BOOST_POWER;
 use uidgen_core::ring::policy;
 use uidgen_core::{CachedOptions, Layout, RejectPut, RingBuffer};
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::{ConfigError, invalid};
 
 /// `[ring]`: the cached generator's ring buffer.

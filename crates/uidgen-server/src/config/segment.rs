@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::clock::saturating_millis;
 use uidgen_segment::{SegmentError, SegmentOptions};
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::{ConfigError, SegmentGroupConfig, invalid};
 
 /// `[segment]`: Leaf segment mode.
@@ -147,7 +147,7 @@ impl SegmentConfig {
         let last_day = uidgen_core::calendar::CivilDate::new(9999, 12, 31)
             .map_err(|e| invalid("segment.dated_tags", e.to_string()))?;
         for tag in &self.dated_tags {
-            let day = crate::service::segments::day_tag(tag, last_day);
+            let day = uidgen_segment::day_tag(tag, last_day);
             uidgen_segment::validate_tag(tag)
                 .and_then(|()| uidgen_segment::validate_tag(&day))
                 .map_err(|e| {

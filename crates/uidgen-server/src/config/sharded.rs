@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use uidgen_sharded::{ShardedError, ShardedOptions};
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::{ConfigError, invalid};
 
 /// `[redis]`: the Redis the sharded mode keeps its lists in.

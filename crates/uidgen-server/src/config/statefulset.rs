@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use uidgen_core::Layout;
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::worker::{AssignerKind, WorkerSettings};
 use super::{ConfigError, invalid};
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::{ConfigError, invalid};
 
 /// `[tls]`.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::Layout;
 use uidgen_worker::{LeaseOptions, StateDir, WorkerIdRange};
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::{ConfigError, invalid};
 
 /// How the worker id is obtained.
@@ -64,9 +64,8 @@ pub struct WorkerConfig {
     /// `"LO-HI"` (or `"LO..=HI"`): the worker ids this assigner hands out on the store,
     /// recorded there so that assigners sharing it keep to disjoint ranges (default: the whole
     /// layout, from 1 for disposable; Vesta's server range 924-1023 on Vesta layouts, and for
-    /// zookeeper on any 10-bit worker field). The key is `worker.range`; `worker.id_range` is
-    /// read as the same key.
-    #[serde(rename = "range", alias = "id_range")]
+    /// zookeeper on any 10-bit worker field). The key is `worker.range`.
+    #[serde(rename = "range")]
     pub id_range: Option<String>,
     /// Removed (it was one static id for the whole fleet while ZooKeeper is down): still read,
     /// so that a configuration setting it is refused with what to use instead
@@ -140,7 +139,7 @@ impl Default for WorkerConfig {
     }
 }
 
-/// The `[worker]` keys' variables (`UIDGEN_WORKER_ID_RANGE` is read as `worker.range`).
+/// The `[worker]` keys' variables.
 pub(crate) const ENV: &[EnvKey] = &[
     (&["worker", "assigner"], Kind::Str),
     (&["worker", "id"], Kind::Int),
@@ -207,7 +206,7 @@ pub struct WorkerSettings {
 }
 
 impl WorkerConfig {
-    /// `id_range`, parsed; `None` when unset (the assigner's default range).
+    /// `worker.range`, parsed; `None` when unset (the assigner's default range).
     pub fn id_range(&self) -> Result<Option<WorkerIdRange>, ConfigError> {
         let Some(text) = &self.id_range else {
             return Ok(None);
@@ -290,7 +289,7 @@ impl WorkerConfig {
             state_dir: self.state_dir.clone(),
             allow_uncoordinated: self.machine.allow_uncoordinated,
             single_instance: self.single_instance,
-            space: super::spaces::DEFAULT_SPACE.to_owned(),
+            space: uidgen_store::DEFAULT_SPACE.to_owned(),
             fleet_size: self.fleet_size,
             max_ids: self.max_ids,
             release_idle: Duration::from_secs(self.release_idle_secs),
@@ -397,14 +396,10 @@ mod tests {
     #[test]
     fn worker_id_range_is_parsed_from_the_file_or_the_environment() {
         assert_eq!(parse("", &[]).unwrap().worker.id_range().unwrap(), None);
-        let c = parse("[worker]\nid_range = \" 100 - 199 \"", &[]).unwrap();
+        let c = parse("[worker]\nrange = \" 100 - 199 \"", &[]).unwrap();
         let range = c.worker.id_range().unwrap().unwrap();
         assert_eq!((range.low(), range.high()), (100, 199));
-        let c = parse(
-            "[worker]\nid_range = \"1-2\"",
-            &[("UIDGEN_WORKER_ID_RANGE", "7")],
-        )
-        .unwrap();
+        let c = parse("[worker]\nrange = \"1-2\"", &[("UIDGEN_WORKER_RANGE", "7")]).unwrap();
         assert_eq!(
             c.worker.id_range().unwrap().map(|r| r.to_string()),
             Some("7-7".to_owned())
@@ -453,7 +448,7 @@ mod tests {
                  4194303; widen the worker bits or use a smaller id",
             ),
             (
-                "[worker]\nid_range = \"200-100\"",
+                "[worker]\nrange = \"200-100\"",
                 &[],
                 "invalid config key `worker.range`: invalid worker id range `200-100`: the low end \
                  is above the high end",
@@ -462,13 +457,13 @@ mod tests {
                 "",
                 &[
                     ("UIDGEN_LAYOUT", "snowflake"),
-                    ("UIDGEN_WORKER_ID_RANGE", "512-1024"),
+                    ("UIDGEN_WORKER_RANGE", "512-1024"),
                 ],
                 "invalid config key `worker.range`: worker id range 512-1024 does not fit the \
                  layout, whose worker ids go up to 1023",
             ),
             (
-                "[worker]\nassigner = \"machine\"\nid_range = \"0-1023\"",
+                "[worker]\nassigner = \"machine\"\nrange = \"0-1023\"",
                 &[("UIDGEN_LAYOUT", "keyworker")],
                 "invalid config key `worker.range`: the machine assigner's worker ids are machine \
                  << 5 | process",

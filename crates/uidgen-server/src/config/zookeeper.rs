@@ -10,7 +10,7 @@ use uidgen_core::clock::saturating_millis;
 use uidgen_worker::{StateDir, WorkerIdRange};
 use uidgen_zk::{ReleaseMode, ZkOptions};
 
-use super::env::{EnvKey, Kind};
+use super::env_key::{EnvKey, Kind};
 use super::worker::{AssignerKind, WorkerConfig};
 use super::{Config, ConfigError, invalid};
 

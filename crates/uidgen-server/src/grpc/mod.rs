@@ -83,7 +83,7 @@ const STREAM_AHEAD: usize = 2;
 /// reflection; this is for embedding the service in a tonic server of one's own).
 ///
 /// ```no_run
-/// # async fn demo(state: std::sync::Arc<uidgen_server::http::AppState>) -> anyhow::Result<()> {
+/// # async fn demo(state: std::sync::Arc<uidgen_server::service::AppState>) -> anyhow::Result<()> {
 /// use uidgen_proto::v1::id_service_server::IdServiceServer;
 /// let (_stop, stopping) = tokio::sync::watch::channel(false);
 /// let service = uidgen_server::grpc::GrpcService::new(state, 1_000_000, stopping);

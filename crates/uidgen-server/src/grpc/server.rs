@@ -28,7 +28,7 @@ use crate::service::{AppState, Mode, Readiness, STARTING_MESSAGE, check_readines
 /// mode ([`mode_service_name`]).
 ///
 /// ```no_run
-/// # async fn demo(state: std::sync::Arc<uidgen_server::http::AppState>) -> anyhow::Result<()> {
+/// # async fn demo(state: std::sync::Arc<uidgen_server::service::AppState>) -> anyhow::Result<()> {
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:9090").await?;
 /// let (stop, stopping) = tokio::sync::watch::channel(false);
 /// let server = tokio::spawn(uidgen_server::grpc::serve(state, listener, 1_000_000, stopping));
@@ -134,7 +134,7 @@ const HEALTH_INTERVAL: Duration = Duration::from_secs(2);
 ///
 /// ```
 /// use uidgen_server::grpc::mode_service_name;
-/// use uidgen_server::http::Mode;
+/// use uidgen_server::service::Mode;
 /// assert_eq!(mode_service_name(Mode::Segment), "uidgen.v1.IdService/segment");
 /// ```
 pub fn mode_service_name(mode: Mode) -> String {

@@ -11,7 +11,7 @@ use crate::service::ApiError;
 /// ```
 /// use axum::http::StatusCode;
 /// use uidgen_server::grpc::status;
-/// use uidgen_server::http::ApiError;
+/// use uidgen_server::service::ApiError;
 /// let error = ApiError::new(StatusCode::NOT_FOUND, "unknown_tag", "unknown biz tag `x`");
 /// let status = status(&error);
 /// assert_eq!(status.code(), tonic::Code::NotFound);

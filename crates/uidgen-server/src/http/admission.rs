@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use utoipa::openapi::PathItem;
 use utoipa::openapi::path::{Operation, ParameterIn};
 
-use super::ApiError;
+use crate::service::ApiError;
 use crate::service::error::{ECHO_CHARS, clip};
 
 /// The tags of the routes that keep their original's leniency (see the module docs).

@@ -15,9 +15,9 @@ use uidgen_core::layout::PRESET_NAMES;
 use uidgen_core::{Clock, FieldKind, IdForm, Layout, Zone};
 use uidgen_segment::SegmentOptions;
 
-use super::AppState;
 use crate::config::DEFAULT_SPACE;
 use crate::config::spaces::{MAX_SPACE_NAME_LEN, SPACE_NAME_PATTERN};
+use crate::service::AppState;
 use crate::service::callers::RouteFamily;
 
 /// What the bounds depend on: this server's configuration and layout.

@@ -7,11 +7,13 @@ use std::marker::PhantomData;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use super::{ApiError, TextError};
+use super::TextError;
 use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::{ApiError, batch_count};
 
 /// How a route reports a rejected request: JSON ([`ApiError`]) or Leaf's bare text
 /// ([`TextError`]).
@@ -55,12 +57,23 @@ impl QueryParams {
     }
 
     /// `count=N` of a batch route: 1 when absent, else 1 to `cap`; anything else is a 400
-    /// `invalid_count` that echoes what was sent.
+    /// `invalid_count` that echoes what was sent. A number gets the sentence of
+    /// [`batch_count`], anything else says what a count is.
     pub fn count(&self, cap: usize) -> Result<usize, ApiError> {
         let Some(raw) = self.get("count").map(|c| c.trim()) else {
             return Ok(1);
         };
-        super::segments::segment_count(raw, cap)
+        match raw.parse::<u64>() {
+            Ok(count) => batch_count(count, cap),
+            Err(_) => Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_count",
+                format!(
+                    "`count` must be a whole number from 1 to {cap}, got {:?}",
+                    clip(raw, ECHO_CHARS),
+                ),
+            )),
+        }
     }
 }
 

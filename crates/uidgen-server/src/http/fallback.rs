@@ -19,8 +19,8 @@ use utoipa::ToSchema;
 use super::error::ErrorBody;
 use super::extract::{Body, PathParam};
 use super::status::LayoutInfo;
-use super::{ApiError, AppState};
 use crate::service::fallback::{claim, release, renew};
+use crate::service::{ApiError, AppState};
 
 /// `POST /v1/fallback/leases` body.
 #[derive(Debug, Deserialize, ToSchema)]

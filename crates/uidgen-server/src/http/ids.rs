@@ -9,15 +9,16 @@ use serde::Serialize;
 use uidgen_core::{DecodedUid, FieldKind, GenMethod, IdForm, Layout, UidParts};
 use utoipa::ToSchema;
 
+use super::TextError;
 use super::error::ErrorBody;
 use super::extract::{LeafPath, PathParam, QueryParams};
-use super::observe::{Answered, Issued};
+use super::observe::{Answered, Issued, decimal};
 use super::shown::{
     FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form, param_zone,
 };
-use super::{ApiError, AppState, TextError};
 use crate::service::callers::{Caller, RouteFamily, Scoped};
 use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::{ApiError, AppState};
 use crate::service::{Source, batch_count, generate};
 
 /// A query parameter as an unsigned integer; `None` when absent.
@@ -40,11 +41,6 @@ pub(super) fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>,
 fn required_u64(params: &QueryParams, name: &str) -> Result<u64, ApiError> {
     param_u64(params, name)?
         .ok_or_else(|| ApiError::bad_parameter(format!("missing query parameter `{name}`")))
-}
-
-/// One ID as a bare decimal, as Leaf's and Vesta's routes answer it.
-pub(super) fn decimal(id: impl ToString) -> Issued<String> {
-    Issued(1, id.to_string())
 }
 
 /// `GET /api/snowflake/get/{key}` (Leaf): one ID as a bare decimal. Leaf's snowflake mode

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 
+use super::ErrorBody;
 use super::extract::{PathParam, QueryParams};
 use super::ids::param_u64;
-use super::{ApiError, AppState, ErrorBody};
+use crate::service::{ApiError, AppState};
 use crate::service::{SegmentLease, lease};
 
 /// `POST /v1/segments/{tag}/lease?size=N`: `{"tag": ..., "start": ..., "end": ...}`, the range

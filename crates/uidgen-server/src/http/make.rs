@@ -15,7 +15,7 @@ use super::extract::{Body, QueryParams};
 use super::ids::{Decoded, decoded, make_id};
 use super::integer;
 use super::shown::Shown;
-use super::{ApiError, AppState};
+use crate::service::{ApiError, AppState};
 use crate::service::{FieldErrors, misfits};
 
 /// `POST /v1/ids/make` body: give either `time` (units since the epoch) or `timestamp`

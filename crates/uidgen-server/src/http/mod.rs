@@ -1,7 +1,7 @@
 //! The HTTP API, an adapter over [`crate::service`] (a sibling of `crate::grpc`): the routing
 //! table, the extractors, errors as responses, and the layers around the routes (admin
-//! authentication, caller tokens, metrics and logging). The service's state and functions are re-exported
-//! here under the names the HTTP API has always offered them.
+//! authentication, caller tokens, metrics and logging). The service's state and functions are
+//! the service's own: `crate::service::AppState`, not a second name here.
 
 mod admission;
 mod auth;
@@ -36,6 +36,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::service::AppState;
 use crate::service::callers::RouteFamily;
 use gates::Gates;
 
@@ -43,14 +44,7 @@ pub use auth::ct_eq;
 pub use error::{ErrorBody, ErrorReport, TextError};
 pub use observe::{App, AppFuture};
 pub use sharded::sharded_error;
-pub use starting::{GatedApp, GatedFuture, STARTING_MESSAGE, STARTING_RETRY_AFTER_SECS, StartGate};
-
-// The service the routes adapt, under the names the HTTP API has always offered them.
-pub use crate::service::{
-    ApiError, AppState, BoxFuture, DEFAULT_BATCH_CAP, FieldErrors, Mode, ModeCheck, NotReady,
-    PaddingSignal, READY_TIMEOUT, Readiness, ReadinessBoard, ReadinessCheck, SEE_LOG, SegmentLease,
-    always_ready, check_mode, check_readiness, many_as, one_as, segment_error,
-};
+pub use starting::{GatedApp, GatedFuture, STARTING_RETRY_AFTER_SECS, StartGate};
 
 /// Requests larger than this are refused (413): no route takes more than a small JSON body.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;

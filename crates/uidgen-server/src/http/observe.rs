@@ -47,9 +47,10 @@ use tower::Service;
 
 use super::admission::Admission;
 use super::gates::Gates;
-use super::{AppState, ErrorReport, MAX_BODY_BYTES};
+use super::{ErrorReport, MAX_BODY_BYTES};
 use crate::metrics::RouteMetrics;
 use crate::metrics::waits::{self, RouteWaits};
+use crate::service::AppState;
 
 /// The route label of requests no route matched (the 404 fallback).
 const UNMATCHED: &str = "unmatched";
@@ -58,6 +59,12 @@ const UNMATCHED: &str = "unmatched";
 /// route that answered.
 #[derive(Debug)]
 pub(super) struct Issued<T>(pub(super) u64, pub(super) T);
+
+/// One ID as a bare decimal, as Leaf's and Vesta's routes answer it (the ID, segment and
+/// sharded routes alike, so it sits here beside [`Issued`] rather than in one of them).
+pub(super) fn decimal(id: impl ToString) -> Issued<String> {
+    Issued(1, id.to_string())
+}
 
 tokio::task_local! {
     /// IDs handed out by the request this task is answering, set by [`Issued`]. A task-local
@@ -123,7 +130,8 @@ impl<T: IntoResponse> IntoResponse for Issued<T> {
 /// use axum::http::{Request, StatusCode};
 /// use tower::ServiceExt;
 /// use uidgen_core::{Layout, SnowflakeGenerator, SystemClock};
-/// use uidgen_server::http::{App, AppState, app};
+/// use uidgen_server::http::{App, app};
+/// use uidgen_server::service::AppState;
 ///
 /// let generator = SnowflakeGenerator::new(Layout::snowflake()?, 1, SystemClock)?;
 /// let state = Arc::new(AppState::embedded(Arc::new(generator), 1));

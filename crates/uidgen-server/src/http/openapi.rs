@@ -15,8 +15,8 @@ use serde_json::Value;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::AppState;
 use super::error::ErrorBody;
+use crate::service::AppState;
 
 /// The parts of the document no handler carries: its title, the tags, the shared error
 /// schema and the admin token's security scheme.

@@ -6,11 +6,12 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
+use super::TextError;
 use super::error::ErrorBody;
 use super::extract::QueryParams;
-use super::{ApiError, AppState, Mode, NotReady, SEE_LOG, TextError, check_mode, check_readiness};
 use crate::metrics::Metrics;
 use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::{ApiError, AppState, Mode, NotReady, SEE_LOG, check_mode, check_readiness};
 
 /// `GET /healthz`: the process is up.
 #[utoipa::path(

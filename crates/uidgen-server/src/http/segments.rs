@@ -6,19 +6,16 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use uidgen_segment::{GroupState, SegmentState, TagState};
 use utoipa::ToSchema;
 
+use super::TextError;
 use super::error::ErrorBody;
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
-use super::ids::decimal;
-use super::observe::{Answered, Issued};
-use super::{ApiError, AppState, SEE_LOG, TextError};
-use crate::service::batch_count;
-use crate::service::error::{ECHO_CHARS, clip};
+use super::observe::{Answered, Issued, decimal};
 use crate::service::segments::{STORE_UNAVAILABLE, segment_error, service};
+use crate::service::{ApiError, AppState, SEE_LOG};
 
 /// `GET /api/segment/get/{key}` (Leaf): the next ID of a biz tag as a bare decimal.
 #[utoipa::path(
@@ -79,22 +76,6 @@ pub(super) fn leaf_segment_now(state: &AppState, params: &matchit::Params) -> Op
 pub struct SegmentBatch {
     tag: String,
     ids: Vec<i64>,
-}
-
-/// A batch size from the text of a `count` query parameter, 1 to `cap`: a number gets the
-/// sentence of [`batch_count`](super::batch_count), anything else says what a count is.
-pub(crate) fn segment_count(raw: &str, cap: usize) -> Result<usize, ApiError> {
-    match raw.parse::<u64>() {
-        Ok(count) => batch_count(count, cap),
-        Err(_) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_count",
-            format!(
-                "`count` must be a whole number from 1 to {cap}, got {:?}",
-                clip(raw, ECHO_CHARS),
-            ),
-        )),
-    }
 }
 
 /// `GET /v1/segments/{tag}?count=N`: a batch of a tag's IDs.

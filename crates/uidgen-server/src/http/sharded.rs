@@ -18,10 +18,9 @@ use utoipa::ToSchema;
 
 use super::error::ErrorBody;
 use super::extract::{Body, PathParam, QueryParams};
-use super::ids::decimal;
-use super::observe::Issued;
-use super::{ApiError, AppState, SEE_LOG};
+use super::observe::{Issued, decimal};
 use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::{ApiError, AppState, SEE_LOG};
 
 /// Map a sharded-mode failure to a status: the client's fault (400/404), the app's limit
 /// (409 `app_exhausted`), or the service's (503, fixed sentence, cause to the log).

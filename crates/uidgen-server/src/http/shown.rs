@@ -3,8 +3,8 @@
 
 use uidgen_core::{IdForm, Zone};
 
-use super::ApiError;
 use super::extract::QueryParams;
+use crate::service::ApiError;
 
 /// `?tz=`: the zone times are shown in, UTC when absent; an unknown zone is a 400
 /// `invalid_parameter` naming it (`uidgen_core::Zone::parse` is the one rule).

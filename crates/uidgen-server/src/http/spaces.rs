@@ -12,8 +12,8 @@ use super::extract::{PathParam, QueryParams};
 use super::ids::{Decoded, IdBatch, decode_shown, param_u64};
 use super::observe::Issued;
 use super::shown::{FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form};
-use super::{ApiError, AppState};
 use crate::service::spaces::{SpaceInfo, list};
+use crate::service::{ApiError, AppState};
 use crate::service::{batch_count, many_from};
 
 /// `GET /v1/spaces`: every ID space this server serves, `default` first.

@@ -24,12 +24,11 @@ use axum::routing::future::RouteFuture;
 use tokio::sync::watch;
 use tower::Service;
 
-use super::{ApiError, App, AppFuture, AppState, app};
+use super::{App, AppFuture, app};
+use crate::service::{ApiError, AppState};
 
 /// How long a client is told to wait before asking a starting server again (seconds).
 pub const STARTING_RETRY_AFTER_SECS: u64 = 1;
-
-pub use crate::service::STARTING_MESSAGE;
 
 /// The switch from "starting" to serving, shared by the HTTP and gRPC servers of one process:
 /// until [`open`](Self::open), the HTTP service answers `503 starting` and the gRPC service
@@ -43,7 +42,8 @@ pub use crate::service::STARTING_MESSAGE;
 /// use axum::http::{Request, StatusCode};
 /// use tower::ServiceExt;
 /// use uidgen_core::{Layout, SnowflakeGenerator, SystemClock};
-/// use uidgen_server::http::{AppState, StartGate};
+/// use uidgen_server::http::StartGate;
+/// use uidgen_server::service::AppState;
 ///
 /// let gate = StartGate::new();
 /// let get = |path: &str| Request::get(path).body(Body::empty()).expect("a request");

@@ -17,7 +17,7 @@ use uidgen_core::layout::PRESET_NAMES;
 use uidgen_core::{Clock, Layout, SystemClock};
 use utoipa::ToSchema;
 
-use super::{AppState, Mode, SEE_LOG};
+use crate::service::{AppState, Mode, SEE_LOG};
 
 /// One run of bits in an ID.
 #[derive(Debug, Serialize, ToSchema)]

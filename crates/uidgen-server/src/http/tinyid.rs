@@ -34,9 +34,9 @@ use utoipa::ToSchema;
 use super::error::ErrorBody;
 use super::extract::QueryParams;
 use super::observe::Issued;
-use super::{ApiError, AppState};
 use crate::service::callers::{Caller, RouteFamily, Scoped, bearer_token};
 use crate::service::segments::{segment_error, service};
+use crate::service::{ApiError, AppState};
 
 /// Tinyid's code for a token it refuses.
 const TOKEN_ERR: i32 = 5;

@@ -21,10 +21,11 @@
 //!   ids (or `*`), checked when it is made ([`check_scopes`]): a misspelt entry would make a
 //!   token that silently allows nothing.
 
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use parking_lot::RwLock;
 use subtle::ConstantTimeEq;
 use uidgen_store::{ActiveCallerToken, Store, TokenScopes, token_hash};
 
@@ -317,11 +318,7 @@ impl Callers {
             .collect();
         let count = callers.len();
         let fresh = Arc::new(callers);
-        match self.tokens.write() {
-            Ok(mut tokens) => *tokens = fresh,
-            // A panic while holding the lock only ever swapped an Arc: the value is whole.
-            Err(poisoned) => *poisoned.into_inner() = fresh,
-        }
+        *self.tokens.write() = fresh;
         Ok(count)
     }
 
@@ -333,10 +330,7 @@ impl Callers {
             unauthorized("send a caller token as `Authorization: Bearer <token>`")
         })?;
         let hash = token_hash(token);
-        let tokens = match self.tokens.read() {
-            Ok(tokens) => Arc::clone(&tokens),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        };
+        let tokens = Arc::clone(&self.tokens.read());
         let caller = find(&tokens, &hash, |caller| &caller.hash)
             .cloned()
             .ok_or_else(|| unauthorized("the caller token is unknown or revoked"))?;

@@ -12,7 +12,7 @@ use super::{ApiError, AppState};
 /// A leased range: the caller's numbers are `start, start + 1, ..., end - 1`.
 ///
 /// ```
-/// let lease = uidgen_server::http::SegmentLease { tag: "order".into(), start: 4001, end: 14001 };
+/// let lease = uidgen_server::service::SegmentLease { tag: "order".into(), start: 4001, end: 14001 };
 /// assert_eq!(serde_json::to_string(&lease).unwrap(), r#"{"tag":"order","start":4001,"end":14001}"#);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]

@@ -60,7 +60,7 @@ impl Mode {
     /// The mode of `name`.
     ///
     /// ```
-    /// use uidgen_server::http::Mode;
+    /// use uidgen_server::service::Mode;
     /// assert_eq!(Mode::from_name("segment"), Some(Mode::Segment));
     /// assert_eq!(Mode::from_name("leaf"), None);
     /// ```
@@ -220,13 +220,13 @@ async fn sharded(state: &AppState) -> ModeCheck {
 /// a mode that can again.
 #[derive(Debug, Default)]
 pub struct ReadinessBoard {
-    last: std::sync::Mutex<Option<Readiness>>,
+    last: parking_lot::Mutex<Option<Readiness>>,
     refreshing: AtomicBool,
 }
 
 impl ReadinessBoard {
     fn record(&self, readiness: Readiness) {
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = self.last.lock();
         if last.as_ref().is_some_and(|l| l.at > readiness.at) {
             return;
         }
@@ -251,7 +251,7 @@ impl ReadinessBoard {
 
     /// The last check, if any.
     pub fn last(&self) -> Option<Readiness> {
-        self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.last.lock().clone()
     }
 
     /// Whether the last check is missing or older than [`FRESH_FOR`].

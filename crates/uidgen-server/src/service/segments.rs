@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use uidgen_core::calendar::CivilDate;
-use uidgen_segment::{SegmentError, SegmentService};
+use uidgen_segment::{SegmentError, SegmentService, day_tag};
 
 use super::error::{ECHO_CHARS, clip};
 use super::{ApiError, AppState, SEE_LOG};
@@ -136,18 +136,6 @@ pub fn service(state: &AppState) -> Result<&Arc<SegmentService>, ApiError> {
 /// and a day's numbers are few (dynamic step grows it for a busy tag; an admin may set it with
 /// `PUT /v1/admin/segments/{day tag}`).
 pub const DAY_TAG_STEP: i64 = 100;
-
-/// The `leaf_alloc` tag that numbers `tag`'s IDs on `date`: `orders:20261125`.
-///
-/// ```
-/// use uidgen_core::calendar::CivilDate;
-/// use uidgen_server::service::segments::day_tag;
-/// assert_eq!(day_tag("orders", CivilDate::new(2026, 11, 25)?), "orders:20261125");
-/// # Ok::<(), uidgen_core::UidError>(())
-/// ```
-pub fn day_tag(tag: &str, date: CivilDate) -> String {
-    format!("{tag}:{}", date.compact())
-}
 
 /// `n` numbers of `tag` for `date`, from its day tag, created on the first request of the day
 /// on this server (`tag` must be listed in `segment.dated_tags`). The numbers restart at 1

@@ -8,7 +8,7 @@ use std::time::Duration;
 use uidgen_client::{ClientBuilder, Peer};
 use uidgen_core::Layout;
 use uidgen_store::testing::{TestDb, fresh_url};
-use uidgen_testkit::free_port;
+use uidgen_worker::testing::free_port;
 
 use super::common::Server;
 

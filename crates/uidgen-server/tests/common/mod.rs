@@ -502,7 +502,7 @@ pub async fn segment_router() -> (
         uidgen_core::ManualClock::auto_advancing(1_800_000_000_000),
     )
     .unwrap();
-    let mut state = uidgen_server::http::AppState::embedded(std::sync::Arc::new(generator), 5);
+    let mut state = uidgen_server::service::AppState::embedded(std::sync::Arc::new(generator), 5);
     state.segments = Some(segments.clone());
     state.admin_token = Some(TOKEN.into());
     (

@@ -37,7 +37,7 @@ fn tool(var: &str, default: &str) -> String {
 
 pub async fn start_chromedriver() -> Chromedriver {
     let path = tool("UIDGEN_CHROMEDRIVER", "/usr/bin/chromedriver");
-    let port = uidgen_testkit::free_port();
+    let port = uidgen_worker::testing::free_port();
     let child = Command::new(&path)
         .arg(format!("--port={port}"))
         .stdout(Stdio::null())
