@@ -263,7 +263,7 @@ fn worker_range_takes_rusts_inclusive_form_and_reads_id_range_as_the_same_key() 
     )
     .unwrap();
     let layout = c.build_layout().unwrap();
-    let options = uidgen_server::zk::options(&c, &layout).unwrap();
+    let options = uidgen_server::config::zookeeper::options(&c, &layout).unwrap();
     assert_eq!(
         options.range.map(|r| r.to_string()).as_deref(),
         Some("924-1023")

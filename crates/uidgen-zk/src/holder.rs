@@ -21,8 +21,8 @@
 //!
 //! The reports that raise the cap, and the session they run on, are in `holder/report.rs`.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
@@ -461,13 +461,6 @@ impl TimeFence for ZkFence {
     fn floor_ms(&self) -> u64 {
         self.shared.floor_ms
     }
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding the lock leaves a whole value behind; keep using it.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A short pause while polling ZooKeeper.
