@@ -37,34 +37,6 @@ use crate::gateway::{Gateway, compare_create, compare_mod, get, put};
 use crate::options::{EtcdOptions, ms};
 use crate::record::Record;
 
-/// A snapshot of a holder's state, for readiness and metrics.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EtcdStatus {
-    /// The worker id.
-    pub worker_id: u64,
-    /// The lease keeping the claim key.
-    pub lease_id: i64,
-    /// Whether the last round reached etcd.
-    pub connected: bool,
-    /// Rounds that failed since start.
-    pub keepalive_failures: u64,
-    /// This clock at the last accepted round (ms since the Unix epoch); the claim counts.
-    pub last_report_ms: u64,
-    /// The cap: IDs stop at this instant unless a round is accepted first.
-    pub reserved_until_ms: u64,
-    /// Since when rounds have been failing (ms), if they are.
-    pub outage_since_ms: Option<u64>,
-    /// Why the id was lost, if it was: no ID is issued any more.
-    pub lost: Option<String>,
-}
-
-impl EtcdStatus {
-    /// Whether IDs can still be issued: the id is held and the cap is ahead of `now_ms`.
-    pub fn issuing(&self, now_ms: u64) -> bool {
-        self.lost.is_none() && now_ms < self.reserved_until_ms
-    }
-}
-
 /// What the holder shares with its fence and its keep-alive task.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -362,20 +334,6 @@ impl Shared {
         self.accepted(now, reserved);
         Ok(Some(lease))
     }
-
-    fn status(&self) -> EtcdStatus {
-        let health = self.health.snapshot();
-        EtcdStatus {
-            worker_id: self.worker_id,
-            lease_id: self.claim_key_state().lease,
-            connected: health.connected,
-            keepalive_failures: health.failures,
-            last_report_ms: health.last_report_ms.unwrap_or(0),
-            reserved_until_ms: health.accepted_until_ms,
-            outage_since_ms: health.outage_since_ms,
-            lost: health.lost,
-        }
-    }
 }
 
 /// Keep the lease alive every interval until lost or dropped.
@@ -433,9 +391,10 @@ impl EtcdHolder {
         self.shared.floor_ms
     }
 
-    /// A snapshot for readiness and metrics.
-    pub fn status(&self) -> EtcdStatus {
-        self.shared.status()
+    /// The lease keeping the claim key now: a new one once the holder took its id up again
+    /// (the rounds' fate, the cap and a loss are in [`WorkerKeeper::status`]).
+    pub fn lease_id(&self) -> i64 {
+        self.shared.claim_key_state().lease
     }
 
     /// `Ok` while IDs may be issued: the id is held and the reservation of the last accepted

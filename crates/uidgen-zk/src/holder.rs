@@ -49,37 +49,6 @@ pub(crate) struct Accepted {
     pub(crate) stat: zk::Stat,
 }
 
-/// A snapshot of a holder's state, for readiness and metrics.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZkStatus {
-    /// The worker id.
-    pub worker_id: u64,
-    /// Whether the last report reached ZooKeeper.
-    pub connected: bool,
-    /// Reports that failed since start.
-    pub report_failures: u64,
-    /// This clock at the last accepted report (ms since the Unix epoch); `None` before the
-    /// first (a start from the local cache).
-    pub last_report_ms: Option<u64>,
-    /// How long ago that was (ms), by this clock.
-    pub last_report_age_ms: Option<u64>,
-    /// The cap: IDs stop at this instant unless a report is accepted first.
-    pub reserved_until_ms: u64,
-    /// Since when reports have been failing (ms), if they are.
-    pub outage_since_ms: Option<u64>,
-    /// Why the id was lost, if it was: no ID is issued any more.
-    pub lost: Option<String>,
-    /// Ids freed by this holder's automatic reclaim.
-    pub reclaimed: u64,
-}
-
-impl ZkStatus {
-    /// Whether IDs can still be issued: the id is held and the cap is ahead of `now_ms`.
-    pub fn issuing(&self, now_ms: u64) -> bool {
-        self.lost.is_none() && now_ms < self.reserved_until_ms
-    }
-}
-
 /// What the holder shares with its fence and its reporter.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -201,23 +170,6 @@ impl Shared {
             "ZooKeeper worker id lost: {reason}; stopped issuing IDs"
         );
     }
-
-    fn status(&self) -> ZkStatus {
-        let now = self.clock.now_millis();
-        let health = self.health.snapshot();
-        ZkStatus {
-            worker_id: self.worker_id,
-            connected: health.connected,
-            report_failures: health.failures,
-            last_report_ms: health.last_report_ms,
-            last_report_age_ms: health.last_report_ms.map(|last| now.saturating_sub(last)),
-            reserved_until_ms: health.accepted_until_ms,
-            outage_since_ms: health.outage_since_ms,
-            lost: health.lost,
-            // Relaxed: a counter for status only.
-            reclaimed: self.reclaimed.load(Ordering::Relaxed),
-        }
-    }
 }
 
 /// The cache's holder string for a node of `options`' namespace and address, as of the write
@@ -275,11 +227,6 @@ impl ZkHolder {
     /// Where the id's earlier holders stopped: nothing is stamped before it.
     pub fn floor_ms(&self) -> u64 {
         self.shared.floor_ms
-    }
-
-    /// A snapshot for readiness and metrics.
-    pub fn status(&self) -> ZkStatus {
-        self.shared.status()
     }
 
     /// `Ok` while IDs may be issued: the id is held and the reservation of the last accepted

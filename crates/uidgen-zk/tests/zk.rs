@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{generator, now, options, start, start_on, stop};
 use uidgen_core::{Layout, ManualClock, SystemClock, UidError, UidGenerator};
-use uidgen_worker::WorkerIdRange;
+use uidgen_worker::{WorkerIdRange, WorkerKeeper};
 use uidgen_zk::testing::{PrivateZooKeeper, ReplyDropper, free_port, test_connect, unique};
 use uidgen_zk::{ZkError, ZkSource, ZooKeeperWorkerIdAssigner};
 use zookeeper_client as zk;
@@ -234,10 +234,10 @@ async fn zookeeper_killed_mid_run_keeps_ids_flowing_and_reports_resume_when_it_r
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let status = holder.status();
-    assert!(!status.connected, "{status:?}");
-    assert!(status.report_failures > 0, "{status:?}");
+    assert!(!status.health.connected, "{status:?}");
+    assert!(status.health.failures > 0, "{status:?}");
     assert!(
-        status.outage_since_ms.is_some() && status.issuing(now()),
+        status.health.outage_since_ms.is_some() && status.issuing(now()),
         "{status:?}"
     );
     holder.check().unwrap();
@@ -246,7 +246,7 @@ async fn zookeeper_killed_mid_run_keeps_ids_flowing_and_reports_resume_when_it_r
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let status = holder.status();
-        if status.connected && status.last_report_ms.is_some_and(|t| t > stopped_at) {
+        if status.health.connected && status.health.last_report_ms.is_some_and(|t| t > stopped_at) {
             break;
         }
         assert!(
@@ -308,7 +308,7 @@ async fn zookeeper_down_at_start_up_runs_on_the_cache_and_refuses_a_cache_ahead_
     );
     let next = generator(&cached, SystemClock).next_id().unwrap();
     assert!(next > *issued.iter().max().unwrap());
-    assert!(!cached.holder.status().connected);
+    assert!(!cached.holder.status().health.connected);
     stop(&cached).await;
     drop(cached);
 
@@ -390,7 +390,7 @@ async fn a_reclaimed_id_never_issues_in_a_time_unit_its_old_holder_used() {
         old_ids.extend(old_gen.next_ids(100).unwrap());
         old_clock.advance(1);
     }
-    let reserved = old.holder.status().reserved_until_ms;
+    let reserved = old.holder.status().health.accepted_until_ms;
     stop(&old).await;
     let layout = Layout::leaf().unwrap();
     let old_last = old_ids
@@ -539,7 +539,7 @@ async fn automatic_reclaim_frees_a_dead_holders_id_after_the_threshold() {
     let held = start(&reclaiming).await.unwrap();
     let holder = held.holder.clone();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while holder.status().reclaimed == 0 {
+    while holder.status().reports.unwrap().reclaimed == 0 {
         assert!(
             Instant::now() < deadline,
             "nothing reclaimed: {:?}",
@@ -578,7 +578,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
     let holder = cached.holder.clone();
     server.resume();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !holder.status().connected {
+    while !holder.status().health.connected {
         assert!(
             Instant::now() < deadline,
             "no report after ZooKeeper returned: {:?}",
@@ -586,7 +586,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(holder.status().lost, None);
+    assert_eq!(holder.status().health.lost, None);
     holder.check().unwrap();
     stop(&cached).await;
     drop((cached, holder));
@@ -605,7 +605,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
     gen_.next_id().unwrap();
     server.resume();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while holder.status().lost.is_none() {
+    while holder.status().health.lost.is_none() {
         assert!(
             Instant::now() < deadline,
             "the id was not given up: {:?}",
@@ -658,8 +658,13 @@ async fn a_lost_report_reply_or_request_keeps_the_worker_id_and_refuses_nothing(
         loop {
             issue(&mut ids);
             let status = holder.status();
-            assert_eq!(status.lost, None, "round {round}: {status:?}");
-            if status.connected && status.last_report_ms.is_some_and(|t| t > lost_at + 500) {
+            assert_eq!(status.health.lost, None, "round {round}: {status:?}");
+            if status.health.connected
+                && status
+                    .health
+                    .last_report_ms
+                    .is_some_and(|t| t > lost_at + 500)
+            {
                 break;
             }
             assert!(
@@ -668,7 +673,7 @@ async fn a_lost_report_reply_or_request_keeps_the_worker_id_and_refuses_nothing(
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(holder.status().report_failures > round as u64);
+        assert!(holder.status().health.failures > round as u64);
     }
     holder.check().unwrap();
     assert_eq!(refusals, 0);
