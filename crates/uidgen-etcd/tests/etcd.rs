@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use uidgen_core::{Layout, SnowflakeGenerator, SystemClock, UidGenerator};
 use uidgen_etcd::testing::{PrivateEtcd, free_port, test_endpoint, test_namespace, test_prefix};
 use uidgen_etcd::{EtcdAssignment, EtcdError, EtcdOptions, EtcdWorkerIdAssigner};
-use uidgen_worker::WorkerKeeper;
+use uidgen_worker::testing::RecordingRegistry;
+use uidgen_worker::{WorkerIdAssigner, WorkerIdRange, WorkerKeeper};
 
 /// How many IDs of `ids` repeat one already seen.
 fn duplicates(ids: &[u64]) -> usize {
@@ -805,4 +806,43 @@ async fn start_after_the_fence(options: &EtcdOptions, layout: &Layout) -> EtcdAs
             Err(other) => panic!("{other}"),
         }
     }
+}
+
+#[tokio::test]
+async fn a_registered_assigner_records_its_range_before_it_claims_and_claims_none_when_refused() {
+    let endpoint = test_endpoint();
+    let prefix = test_namespace(&endpoint);
+    let mut opts = options(&endpoint, &prefix, "a:1");
+    let range = WorkerIdRange::new(924, 1023).unwrap();
+    opts.range = Some(range);
+    let layout = Layout::leaf().unwrap();
+
+    // Another assigner on the store holds part of the range: refused, nothing claimed.
+    let refusing = RecordingRegistry::taken(WorkerIdRange::new(1000, 1023).unwrap());
+    let refused = EtcdWorkerIdAssigner::new(opts.clone())
+        .registered_in(refusing.clone())
+        .assign(&layout)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("overlaps"), "{refused}");
+    assert_eq!(refusing.asked(), vec![("etcd".to_owned(), range)]);
+    let assigner = EtcdWorkerIdAssigner::new(opts.clone());
+    assert!(
+        assigner.marks().await.unwrap().is_empty(),
+        "a refused start claimed an id"
+    );
+
+    // Through the trait, as the service takes it: recorded under the assigner's own name.
+    let registry = RecordingRegistry::default();
+    let assigned = EtcdWorkerIdAssigner::new(opts)
+        .registered_in(registry.clone())
+        .assign(&layout)
+        .await
+        .unwrap();
+    assert_eq!(assigned.worker_id, 924);
+    assert_eq!(
+        registry.asked(),
+        vec![(EtcdWorkerIdAssigner::REGISTRY_NAME.to_owned(), range)]
+    );
+    assigned.keeper.unwrap().release().await.unwrap();
 }

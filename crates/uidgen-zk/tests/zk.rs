@@ -10,9 +10,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{generator, now, options, start, start_on, stop};
+use common::{declare_new, generator, now, options, start, start_on, stop};
 use uidgen_core::{Layout, ManualClock, SystemClock, UidError, UidGenerator};
-use uidgen_worker::{WorkerIdRange, WorkerKeeper};
+use uidgen_worker::testing::RecordingRegistry;
+use uidgen_worker::{WorkerIdAssigner, WorkerIdRange, WorkerKeeper};
 use uidgen_zk::testing::{PrivateZooKeeper, ReplyDropper, free_port, test_connect, unique};
 use uidgen_zk::{ZkError, ZkSource, ZooKeeperWorkerIdAssigner};
 use zookeeper_client as zk;
@@ -688,4 +689,44 @@ async fn a_lost_report_reply_or_request_keeps_the_worker_id_and_refuses_nothing(
     ids.dedup();
     assert_eq!(ids.len(), total);
     holder.shutdown();
+}
+
+#[tokio::test]
+async fn a_registered_assigner_records_its_range_before_it_takes_an_id_and_takes_none_when_refused()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&test_connect(), free_port(), dir.path());
+    let range = WorkerIdRange::new(924, 1023).unwrap();
+    opts.range = Some(range);
+    declare_new(&opts).await;
+    let layout = Layout::leaf().unwrap();
+
+    // Another assigner on the store holds part of the range: refused, nothing claimed.
+    let refusing = RecordingRegistry::taken(WorkerIdRange::new(1000, 1023).unwrap());
+    let refused = ZooKeeperWorkerIdAssigner::new(opts.clone())
+        .registered_in(refusing.clone())
+        .assign(&layout)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("overlaps"), "{refused}");
+    assert_eq!(refusing.asked(), vec![("zookeeper".to_owned(), range)]);
+    let assigner = ZooKeeperWorkerIdAssigner::new(opts.clone());
+    assert!(
+        assigner.nodes().await.unwrap().is_empty(),
+        "a refused start claimed a node"
+    );
+
+    // Through the trait, as the service takes it: recorded under the assigner's own name.
+    let registry = RecordingRegistry::default();
+    let assigned = ZooKeeperWorkerIdAssigner::new(opts)
+        .registered_in(registry.clone())
+        .assign(&layout)
+        .await
+        .unwrap();
+    assert!(range.contains(assigned.worker_id), "{}", assigned.worker_id);
+    assert_eq!(
+        registry.asked(),
+        vec![(ZooKeeperWorkerIdAssigner::REGISTRY_NAME.to_owned(), range)]
+    );
+    assigned.keeper.unwrap().release().await.unwrap();
 }
