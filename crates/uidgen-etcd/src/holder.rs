@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
 use uidgen_worker::{
-    BoxFuture, HolderHealth, KeeperReports, KeeperStatus, WorkerError, WorkerKeeper,
+    BoxFuture, Coordinator, HolderHealth, KeeperReports, KeeperStatus, WorkerError, WorkerKeeper,
     may_reestablish,
 };
 
@@ -130,6 +130,15 @@ impl Shared {
             "etcd worker id lost: {reason}; stopped issuing IDs"
         );
         self.health.lose(reason);
+    }
+
+    /// How the holder's messages name etcd and its rounds.
+    fn coordinator(&self) -> Coordinator {
+        Coordinator {
+            name: "etcd",
+            round: "keep-alive",
+            reservation: self.options.reservation,
+        }
     }
 
     fn claim_key_state(&self) -> ClaimKey {
@@ -401,24 +410,14 @@ impl EtcdHolder {
     /// round has not run out.
     pub fn check(&self) -> Result<()> {
         let shared = &self.shared;
-        if let Some(reason) = shared.health.lost_reason() {
-            return Err(EtcdError::Lost {
+        let now = shared.clock.now_millis();
+        match shared.health.refusal(now, &shared.coordinator()) {
+            Some(reason) => Err(EtcdError::Lost {
                 worker_id: shared.worker_id,
                 reason,
-            });
+            }),
+            None => Ok(()),
         }
-        let (now, cap) = (shared.clock.now_millis(), shared.health.accepted_until());
-        if now >= cap {
-            return Err(EtcdError::Lost {
-                worker_id: shared.worker_id,
-                reason: format!(
-                    "etcd accepted no keep-alive within the reservation ({:?}) of the last one; \
-                     IDs stopped at {cap} ms",
-                    shared.options.reservation
-                ),
-            });
-        }
-        Ok(())
     }
 
     /// The fence to give the generator. It keeps the keep-alives running too, so a generator
@@ -506,24 +505,9 @@ impl TimeFence for EtcdFence {
 
     fn extend(&self, until_ms: u64) -> std::result::Result<u64, FenceRefusal> {
         let shared = &self.shared;
-        if let Some(reason) = shared.health.lost_reason() {
-            return Err(FenceRefusal::Closed(format!(
-                "etcd worker id {} lost: {reason}",
-                shared.worker_id
-            )));
-        }
-        let cap = shared.health.accepted_until();
-        if until_ms > cap {
-            return Err(FenceRefusal::NotYet {
-                limit_ms: cap,
-                reason: format!(
-                    "etcd has accepted no keep-alive of worker id {} that reserves past {cap} ms \
-                     (reservation {:?} past each accepted keep-alive)",
-                    shared.worker_id, shared.options.reservation
-                ),
-            });
-        }
-        Ok(cap)
+        shared
+            .health
+            .admit(shared.worker_id, until_ms, &shared.coordinator(), |cap| cap)
     }
 
     fn max_borrow_ms(&self) -> Option<u64> {

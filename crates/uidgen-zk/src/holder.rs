@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
 use uidgen_worker::{
-    BoxFuture, HolderHealth, KeeperReports, KeeperStatus, LocalMark, WorkerError, WorkerKeeper,
+    BoxFuture, Coordinator, HolderHealth, KeeperReports, KeeperStatus, LocalMark, WorkerError,
+    WorkerKeeper,
 };
 use zookeeper_client as zk;
 
@@ -113,8 +114,13 @@ impl Shared {
         self.health.is_lost()
     }
 
-    fn lost_reason(&self) -> Option<String> {
-        self.health.lost_reason()
+    /// How the holder's messages name ZooKeeper and its rounds.
+    fn coordinator(&self) -> Coordinator {
+        Coordinator {
+            name: "ZooKeeper",
+            round: "report",
+            reservation: self.options.reservation,
+        }
     }
 
     /// The holder string recorded in the cache: which node, as of which write.
@@ -233,24 +239,14 @@ impl ZkHolder {
     /// report has not run out.
     pub fn check(&self) -> crate::Result<()> {
         let shared = &self.shared;
-        if let Some(reason) = shared.lost_reason() {
-            return Err(ZkError::Lost {
+        let now = shared.clock.now_millis();
+        match shared.health.refusal(now, &shared.coordinator()) {
+            Some(reason) => Err(ZkError::Lost {
                 worker_id: shared.worker_id,
                 reason,
-            });
+            }),
+            None => Ok(()),
         }
-        let (now, cap) = (shared.clock.now_millis(), shared.accepted_until());
-        if now >= cap {
-            return Err(ZkError::Lost {
-                worker_id: shared.worker_id,
-                reason: format!(
-                    "ZooKeeper accepted no report within the reservation ({:?}) of the last one; \
-                     IDs stopped at {cap} ms",
-                    shared.options.reservation
-                ),
-            });
-        }
-        Ok(())
     }
 
     /// The fence to give the generator. It keeps the reporter running too, so a generator
@@ -377,23 +373,13 @@ impl TimeFence for ZkFence {
 
     fn extend(&self, until_ms: u64) -> Result<u64, FenceRefusal> {
         let shared = &self.shared;
-        if let Some(reason) = shared.lost_reason() {
-            return Err(FenceRefusal::Closed(format!(
-                "ZooKeeper worker id {} lost: {reason}",
-                shared.worker_id
-            )));
-        }
-        let cap = shared.accepted_until();
-        if until_ms > cap {
-            return Err(FenceRefusal::NotYet {
-                limit_ms: self.limit_ms(),
-                reason: format!(
-                    "ZooKeeper has accepted no report of worker id {} that reserves past {cap} ms \
-                     (reservation {:?} past each accepted report)",
-                    shared.worker_id, shared.options.reservation
-                ),
-            });
-        }
+        shared.health.admit(
+            shared.worker_id,
+            until_ms,
+            &shared.coordinator(),
+            // The limit in force is the mark's too.
+            |_| self.limit_ms(),
+        )?;
         shared
             .mark
             .reserve_for_fence(until_ms, || self.limit_ms())?;
