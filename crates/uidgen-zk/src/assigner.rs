@@ -158,9 +158,9 @@ impl ZooKeeperWorkerIdAssigner {
 
     /// Take a worker id for `layout`, after recording the range in the registry
     /// ([`registered_in`](Self::registered_in)), if any: from ZooKeeper, else from the local
-    /// cache; else a typed error. There is no static fallback: one configured id would be the same id on every
-    /// host that starts while ZooKeeper is down, and ZooKeeper would not know of it. Must run inside a tokio runtime (the holder
-    /// reports from a task).
+    /// cache; else a typed error. There is no static fallback: one configured id would be the
+    /// same id on every host that starts while ZooKeeper is down, and ZooKeeper would not know
+    /// of it. Must run inside a tokio runtime (the holder reports from a task).
     ///
     /// Cancel safety: a start dropped midway may leave a claimed forever node behind, which
     /// the next start with the same ip:port continues; nothing is issued before this returns.
