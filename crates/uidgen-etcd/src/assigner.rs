@@ -51,18 +51,18 @@
 //! refused, since an id etcd does not record could be claimed by anyone.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, SystemClock};
 use uidgen_worker::{
-    AssignmentKind, BoxFuture, NamespaceRecord, Origin, WorkerAssignment, WorkerError,
-    WorkerIdAssigner, WorkerIdRange,
+    AssignmentKind, BoxFuture, NamespaceRecord, Origin, RangeRegistry, WorkerAssignment,
+    WorkerError, WorkerIdAssigner, WorkerIdRange,
 };
 
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, compare_create, compare_mod, get, put};
-use crate::holder::{Claimed, EtcdHolder, Shared, lock};
+use crate::holder::{Claimed, EtcdHolder, Shared};
 use crate::options::{EtcdOptions, ms};
 use crate::record::Record;
 
@@ -81,6 +81,10 @@ pub struct EtcdAssignment {
 /// Worker ids from etcd: the lowest usable id of the [range](EtcdOptions::range), claimed
 /// under a lease and kept alive; see the module documentation for the uniqueness argument.
 ///
+/// [Registered in a store](Self::registered_in), it records its range there under
+/// [`REGISTRY_NAME`](Self::REGISTRY_NAME) before it claims, so that the assigners sharing the
+/// store (and the ID space) keep out of it; a range overlapping theirs is refused.
+///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use uidgen_core::{Layout, SystemClock, UidGenerator};
@@ -98,8 +102,8 @@ pub struct EtcdAssignment {
 pub struct EtcdWorkerIdAssigner {
     options: EtcdOptions,
     clock: Arc<dyn Clock>,
-    /// The holder of the last assignment, for callers that went through the trait.
-    last: Mutex<Option<EtcdHolder>>,
+    /// Where the range is recorded before a claim, if anywhere.
+    registry: Option<Arc<dyn RangeRegistry>>,
 }
 
 /// A free id and what its mark says.
@@ -132,13 +136,39 @@ impl EtcdWorkerIdAssigner {
     /// id's mark.
     pub const KIND: AssignmentKind = AssignmentKind::new("etcd");
 
+    /// The name its range is recorded under in a [`RangeRegistry`] (the store's
+    /// `worker_id_range`).
+    pub const REGISTRY_NAME: &'static str = "etcd";
+
     /// An assigner with `options`, on the system clock.
     pub fn new(options: EtcdOptions) -> Self {
         Self {
             options,
             clock: Arc::new(SystemClock),
-            last: Mutex::new(None),
+            registry: None,
         }
+    }
+
+    /// Record the range in `registry` before every claim, so that the other assigners sharing
+    /// it keep out of that range (and a range overlapping theirs is refused before anything
+    /// is claimed in etcd).
+    ///
+    /// ```no_run
+    /// # async fn demo(store: impl uidgen_worker::RangeRegistry + 'static) -> Result<(), Box<dyn std::error::Error>> {
+    /// use uidgen_core::Layout;
+    /// use uidgen_etcd::{EtcdOptions, EtcdWorkerIdAssigner};
+    /// use uidgen_worker::WorkerIdAssigner;
+    /// let mut options = EtcdOptions::new(["http://127.0.0.1:2379"], "/uidgen/order", "10.0.0.7:8080");
+    /// options.range = Some("924-1023".parse()?);
+    /// let assigner = EtcdWorkerIdAssigner::new(options).registered_in(store);
+    /// let assignment = assigner.assign(&Layout::leaf()?).await?;
+    /// assert!((924..=1023).contains(&assignment.worker_id));
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn registered_in(mut self, registry: impl RangeRegistry + 'static) -> Self {
+        self.registry = Some(Arc::new(registry));
+        self
     }
 
     /// Read time from `clock` (the one the generator reads).
@@ -153,20 +183,21 @@ impl EtcdWorkerIdAssigner {
         &self.options
     }
 
-    /// The holder of the last assignment made through [`WorkerIdAssigner::assign`].
-    pub fn holder(&self) -> Option<EtcdHolder> {
-        lock(&self.last).clone()
-    }
-
-    /// Claim a worker id for `layout` and start keeping it; a typed error when etcd is
-    /// unreachable or no id is usable. Must run inside a tokio runtime (the holder keeps the
-    /// lease alive from a task).
+    /// Claim a worker id for `layout` and start keeping it, after recording the range in the
+    /// registry ([`registered_in`](Self::registered_in)), if any; a typed error when the
+    /// registry refuses the range, etcd is unreachable or no id is usable. Must run inside a
+    /// tokio runtime (the holder keeps the lease alive from a task).
     ///
     /// Cancel safety: a start dropped midway may leave a claim key behind, which goes with its
     /// lease one ttl later; nothing is issued before this returns.
     pub async fn start(&self, layout: &Layout) -> Result<EtcdAssignment> {
         self.options.validate()?;
         let range = self.options.range_for(layout)?;
+        if let Some(registry) = &self.registry {
+            registry
+                .register_worker_range(Self::REGISTRY_NAME, range)
+                .await?;
+        }
         let gateway = Gateway::new(&self.options)?;
         let lease = gateway.grant(self.options.lease_ttl).await?;
         let claimed = match self.claim(&gateway, lease, range).await {
@@ -203,7 +234,6 @@ impl EtcdWorkerIdAssigner {
             %range,
             "holding an etcd worker id"
         );
-        *lock(&self.last) = Some(holder.clone());
         let assignment = WorkerAssignment {
             fence: Some(holder.fence()),
             keeper: Some(Arc::new(holder.clone())),
@@ -595,7 +625,8 @@ impl WorkerIdAssigner for EtcdWorkerIdAssigner {
                     ..self.options.clone()
                 },
                 clock: Arc::clone(&self.clock),
-                last: Mutex::new(None),
+                // The first assignment recorded the range an extra draws from too.
+                registry: None,
             };
             Ok(extra.start(layout).await?.assignment)
         })

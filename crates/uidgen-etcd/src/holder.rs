@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
 use uidgen_worker::{
-    BoxFuture, HolderHealth, KeeperReports, KeeperStatus, WorkerError, WorkerKeeper,
+    BoxFuture, Coordinator, HolderHealth, KeeperReports, KeeperStatus, WorkerError, WorkerKeeper,
     may_reestablish,
 };
 
@@ -36,34 +36,6 @@ use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, compare_create, compare_mod, get, put};
 use crate::options::{EtcdOptions, ms};
 use crate::record::Record;
-
-/// A snapshot of a holder's state, for readiness and metrics.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EtcdStatus {
-    /// The worker id.
-    pub worker_id: u64,
-    /// The lease keeping the claim key.
-    pub lease_id: i64,
-    /// Whether the last round reached etcd.
-    pub connected: bool,
-    /// Rounds that failed since start.
-    pub keepalive_failures: u64,
-    /// This clock at the last accepted round (ms since the Unix epoch); the claim counts.
-    pub last_report_ms: u64,
-    /// The cap: IDs stop at this instant unless a round is accepted first.
-    pub reserved_until_ms: u64,
-    /// Since when rounds have been failing (ms), if they are.
-    pub outage_since_ms: Option<u64>,
-    /// Why the id was lost, if it was: no ID is issued any more.
-    pub lost: Option<String>,
-}
-
-impl EtcdStatus {
-    /// Whether IDs can still be issued: the id is held and the cap is ahead of `now_ms`.
-    pub fn issuing(&self, now_ms: u64) -> bool {
-        self.lost.is_none() && now_ms < self.reserved_until_ms
-    }
-}
 
 /// What the holder shares with its fence and its keep-alive task.
 #[derive(Debug)]
@@ -158,6 +130,15 @@ impl Shared {
             "etcd worker id lost: {reason}; stopped issuing IDs"
         );
         self.health.lose(reason);
+    }
+
+    /// How the holder's messages name etcd and its rounds.
+    fn coordinator(&self) -> Coordinator {
+        Coordinator {
+            name: "etcd",
+            round: "keep-alive",
+            reservation: self.options.reservation,
+        }
     }
 
     fn claim_key_state(&self) -> ClaimKey {
@@ -362,20 +343,6 @@ impl Shared {
         self.accepted(now, reserved);
         Ok(Some(lease))
     }
-
-    fn status(&self) -> EtcdStatus {
-        let health = self.health.snapshot();
-        EtcdStatus {
-            worker_id: self.worker_id,
-            lease_id: self.claim_key_state().lease,
-            connected: health.connected,
-            keepalive_failures: health.failures,
-            last_report_ms: health.last_report_ms.unwrap_or(0),
-            reserved_until_ms: health.accepted_until_ms,
-            outage_since_ms: health.outage_since_ms,
-            lost: health.lost,
-        }
-    }
 }
 
 /// Keep the lease alive every interval until lost or dropped.
@@ -433,33 +400,24 @@ impl EtcdHolder {
         self.shared.floor_ms
     }
 
-    /// A snapshot for readiness and metrics.
-    pub fn status(&self) -> EtcdStatus {
-        self.shared.status()
+    /// The lease keeping the claim key now: a new one once the holder took its id up again
+    /// (the rounds' fate, the cap and a loss are in [`WorkerKeeper::status`]).
+    pub fn lease_id(&self) -> i64 {
+        self.shared.claim_key_state().lease
     }
 
     /// `Ok` while IDs may be issued: the id is held and the reservation of the last accepted
     /// round has not run out.
     pub fn check(&self) -> Result<()> {
         let shared = &self.shared;
-        if let Some(reason) = shared.health.lost_reason() {
-            return Err(EtcdError::Lost {
+        let now = shared.clock.now_millis();
+        match shared.health.refusal(now, &shared.coordinator()) {
+            Some(reason) => Err(EtcdError::Lost {
                 worker_id: shared.worker_id,
                 reason,
-            });
+            }),
+            None => Ok(()),
         }
-        let (now, cap) = (shared.clock.now_millis(), shared.health.accepted_until());
-        if now >= cap {
-            return Err(EtcdError::Lost {
-                worker_id: shared.worker_id,
-                reason: format!(
-                    "etcd accepted no keep-alive within the reservation ({:?}) of the last one; \
-                     IDs stopped at {cap} ms",
-                    shared.options.reservation
-                ),
-            });
-        }
-        Ok(())
     }
 
     /// The fence to give the generator. It keeps the keep-alives running too, so a generator
@@ -547,24 +505,9 @@ impl TimeFence for EtcdFence {
 
     fn extend(&self, until_ms: u64) -> std::result::Result<u64, FenceRefusal> {
         let shared = &self.shared;
-        if let Some(reason) = shared.health.lost_reason() {
-            return Err(FenceRefusal::Closed(format!(
-                "etcd worker id {} lost: {reason}",
-                shared.worker_id
-            )));
-        }
-        let cap = shared.health.accepted_until();
-        if until_ms > cap {
-            return Err(FenceRefusal::NotYet {
-                limit_ms: cap,
-                reason: format!(
-                    "etcd has accepted no keep-alive of worker id {} that reserves past {cap} ms \
-                     (reservation {:?} past each accepted keep-alive)",
-                    shared.worker_id, shared.options.reservation
-                ),
-            });
-        }
-        Ok(cap)
+        shared
+            .health
+            .admit(shared.worker_id, until_ms, &shared.coordinator(), |cap| cap)
     }
 
     fn max_borrow_ms(&self) -> Option<u64> {

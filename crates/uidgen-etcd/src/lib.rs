@@ -45,7 +45,7 @@ pub mod testing;
 
 pub use assigner::{EtcdAssignment, EtcdWorkerIdAssigner};
 pub use error::{EtcdError, Result};
-pub use holder::{EtcdHolder, EtcdStatus};
+pub use holder::EtcdHolder;
 pub use options::{
     DEFAULT_LEASE_TTL, DEFAULT_MAX_START_WAIT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_RESERVATION,
     EtcdOptions,

@@ -172,11 +172,24 @@ impl EtcdOptions {
         Ok(())
     }
 
-    /// The range this assigner takes ids from on `layout`: [`range`](Self::range) or every id
-    /// of the layout, checked against it.
+    /// The range this assigner takes ids from on `layout`: [`range`](Self::range) or the
+    /// [default](Self::default_range), checked against it.
     pub fn range_for(&self, layout: &Layout) -> Result<WorkerIdRange> {
-        let range = self.range.unwrap_or_else(|| WorkerIdRange::full(layout));
+        let range = self.range.unwrap_or_else(|| Self::default_range(layout));
         Ok(range.within(layout)?)
+    }
+
+    /// The range taken when [`range`](Self::range) is unset: every id of `layout` (etcd keeps
+    /// no Vesta split of its own; a service on a Vesta layout sets the server's range).
+    ///
+    /// ```
+    /// use uidgen_core::Layout;
+    /// use uidgen_etcd::EtcdOptions;
+    /// assert_eq!(EtcdOptions::default_range(&Layout::leaf()?).to_string(), "0-1023");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn default_range(layout: &Layout) -> WorkerIdRange {
+        WorkerIdRange::full(layout)
     }
 }
 

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use uidgen_core::{Layout, SnowflakeGenerator, SystemClock, UidGenerator};
 use uidgen_etcd::testing::{PrivateEtcd, test_endpoint, test_namespace, test_prefix};
 use uidgen_etcd::{EtcdAssignment, EtcdError, EtcdOptions, EtcdWorkerIdAssigner};
-use uidgen_worker::testing::free_port;
+use uidgen_worker::testing::{RecordingRegistry, free_port};
+use uidgen_worker::{WorkerIdAssigner, WorkerIdRange, WorkerKeeper};
 
 /// How many IDs of `ids` repeat one already seen.
 fn duplicates(ids: &[u64]) -> usize {
@@ -272,8 +273,8 @@ async fn etcd_killed_under_load_serves_until_the_reservation_then_refuses() {
         })
     };
     // Serving with etcd up for a while: keep-alives accepted.
-    let before = held.holder.status().last_report_ms;
-    while held.holder.status().last_report_ms == before {
+    let before = held.holder.status().health.last_report_ms;
+    while held.holder.status().health.last_report_ms == before {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     etcd.kill();
@@ -281,9 +282,9 @@ async fn etcd_killed_under_load_serves_until_the_reservation_then_refuses() {
     let (ids, refusal) = load.await.unwrap();
     let refusal = refusal.expect("the holder never stopped issuing after etcd was killed");
     let status = held.holder.status();
-    assert!(!status.connected, "{status:?}");
-    assert!(status.keepalive_failures > 0, "{status:?}");
-    let cap = status.reserved_until_ms;
+    assert!(!status.health.connected, "{status:?}");
+    assert!(status.health.failures > 0, "{status:?}");
+    let cap = status.health.accepted_until_ms;
     let after_kill = ids.iter().filter(|id| stamped_ms(**id) > killed_ms).count();
     assert!(
         after_kill > 0,
@@ -325,7 +326,7 @@ async fn holders_in_one_process_take_distinct_ids_and_release_frees_the_claim_on
         .await
         .unwrap();
     assert_eq!((a.assignment.worker_id, b.assignment.worker_id), (0, 1));
-    let reserved = a.holder.status().reserved_until_ms;
+    let reserved = a.holder.status().health.accepted_until_ms;
     a.holder.release().await.unwrap();
     assert!(
         a.holder.check().is_err(),
@@ -370,7 +371,7 @@ async fn a_start_that_waits_longer_than_the_lease_ttl_keeps_its_lease() {
         .start(&layout)
         .await
         .unwrap();
-    let reserved = held.holder.status().reserved_until_ms;
+    let reserved = held.holder.status().health.accepted_until_ms;
     held.holder.release().await.unwrap();
     // A host 4 s late takes the id: it waits about 4 s + the reservation for its clock to pass
     // the mark, twice the 2 s lease ttl.
@@ -386,18 +387,18 @@ async fn a_start_that_waits_longer_than_the_lease_ttl_keeps_its_lease() {
     assert_eq!(held.assignment.worker_id, 3);
     assert!(held.holder.floor_ms() >= reserved);
     // Rounds after the wait still find the lease and the claim.
-    let after = held.holder.status().keepalive_failures;
+    let after = held.holder.status().health.failures;
     let until = uidgen_core::Clock::now_millis(&clock) + 2_000;
-    while held.holder.status().last_report_ms < until {
+    while held.holder.status().health.last_report_ms < Some(until) {
         assert!(
-            held.holder.status().lost.is_none(),
+            held.holder.status().health.lost.is_none(),
             "{:?}",
             held.holder.status()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(held.holder.check().is_ok(), "{:?}", held.holder.status());
-    assert_eq!(held.holder.status().keepalive_failures, after);
+    assert_eq!(held.holder.status().health.failures, after);
 }
 
 #[tokio::test]
@@ -430,17 +431,17 @@ async fn a_holder_whose_claim_key_is_taken_loses_the_id_and_refuses_at_once() {
     etcd_delete(&endpoint, &held.holder.claim_key()).await;
     etcd_put(&endpoint, &held.holder.claim_key(), &other.to_json()).await;
     let deadline = Instant::now() + Duration::from_secs(30);
-    while held.holder.status().lost.is_none() {
+    while held.holder.status().health.lost.is_none() {
         assert!(Instant::now() < deadline, "{:?}", held.holder.status());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let status = held.holder.status();
     let now = uidgen_core::Clock::now_millis(&SystemClock);
     assert!(
-        status.reserved_until_ms > now,
+        status.health.accepted_until_ms > now,
         "the reservation was still running: {status:?}"
     );
-    let reason = status.lost.unwrap();
+    let reason = status.health.lost.unwrap();
     assert!(
         reason.contains("is no longer the one it created"),
         "{reason}"
@@ -461,15 +462,15 @@ async fn a_holder_whose_claim_key_is_deleted_takes_its_id_up_again_without_a_gap
     // the mark is still this life's, so nobody claimed the id since: the holder claims it again
     // under a new lease and keeps issuing.
     etcd_delete(&endpoint, &held.holder.claim_key()).await;
-    let lease = held.holder.status().lease_id;
+    let lease = held.holder.lease_id();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while held.holder.status().lease_id == lease {
+    while held.holder.lease_id() == lease {
         assert!(Instant::now() < deadline, "{:?}", held.holder.status());
         ids.extend(generator.next_ids(100).unwrap());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(
-        held.holder.status().lost.is_none(),
+        held.holder.status().health.lost.is_none(),
         "{:?}",
         held.holder.status()
     );
@@ -555,7 +556,7 @@ async fn an_emptied_etcd_never_gives_a_held_id_to_a_newcomer_and_its_holders_go_
         load(std::sync::Arc::clone(&gen_b), std::sync::Arc::clone(&stop)),
     ];
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let (lease_a, lease_b) = (a.holder.status().lease_id, b.holder.status().lease_id);
+    let (lease_a, lease_b) = (a.holder.lease_id(), b.holder.lease_id());
     // etcd comes back with nothing: no marks, no claims, no namespace record.
     etcd.restart_empty();
     // A newcomer at once: the namespace is unknown, so every id is fenced past the reservation
@@ -578,7 +579,7 @@ async fn an_emptied_etcd_never_gives_a_held_id_to_a_newcomer_and_its_holders_go_
     );
     // The holders see their lease gone and take their ids up again, without a gap.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while a.holder.status().lease_id == lease_a || b.holder.status().lease_id == lease_b {
+    while a.holder.lease_id() == lease_a || b.holder.lease_id() == lease_b {
         assert!(
             Instant::now() < deadline,
             "{:?} {:?}",
@@ -589,7 +590,7 @@ async fn an_emptied_etcd_never_gives_a_held_id_to_a_newcomer_and_its_holders_go_
     }
     for held in [&a, &b] {
         let status = held.holder.status();
-        assert!(status.lost.is_none(), "{status:?}");
+        assert!(status.health.lost.is_none(), "{status:?}");
         let reports = uidgen_worker::WorkerKeeper::status(&held.holder)
             .reports
             .unwrap();
@@ -716,7 +717,7 @@ async fn a_restore_from_an_older_snapshot_is_seen_by_a_holder_and_fences_the_for
     // that case); a round every lease_ttl/3 came after b only by luck, which CI once lacked.
     let released = uidgen_core::Clock::now_millis(&SystemClock);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while a.holder.status().last_report_ms <= released {
+    while a.holder.status().health.last_report_ms <= Some(released) {
         assert!(Instant::now() < deadline, "{:?}", a.holder.status());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -805,4 +806,43 @@ async fn start_after_the_fence(options: &EtcdOptions, layout: &Layout) -> EtcdAs
             Err(other) => panic!("{other}"),
         }
     }
+}
+
+#[tokio::test]
+async fn a_registered_assigner_records_its_range_before_it_claims_and_claims_none_when_refused() {
+    let endpoint = test_endpoint();
+    let prefix = test_namespace(&endpoint);
+    let mut opts = options(&endpoint, &prefix, "a:1");
+    let range = WorkerIdRange::new(924, 1023).unwrap();
+    opts.range = Some(range);
+    let layout = Layout::leaf().unwrap();
+
+    // Another assigner on the store holds part of the range: refused, nothing claimed.
+    let refusing = RecordingRegistry::taken(WorkerIdRange::new(1000, 1023).unwrap());
+    let refused = EtcdWorkerIdAssigner::new(opts.clone())
+        .registered_in(refusing.clone())
+        .assign(&layout)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("overlaps"), "{refused}");
+    assert_eq!(refusing.asked(), vec![("etcd".to_owned(), range)]);
+    let assigner = EtcdWorkerIdAssigner::new(opts.clone());
+    assert!(
+        assigner.marks().await.unwrap().is_empty(),
+        "a refused start claimed an id"
+    );
+
+    // Through the trait, as the service takes it: recorded under the assigner's own name.
+    let registry = RecordingRegistry::default();
+    let assigned = EtcdWorkerIdAssigner::new(opts)
+        .registered_in(registry.clone())
+        .assign(&layout)
+        .await
+        .unwrap();
+    assert_eq!(assigned.worker_id, 924);
+    assert_eq!(
+        registry.asked(),
+        vec![(EtcdWorkerIdAssigner::REGISTRY_NAME.to_owned(), range)]
+    );
+    assigned.keeper.unwrap().release().await.unwrap();
 }

@@ -8,12 +8,14 @@ use std::sync::Arc;
 use anyhow::Context;
 use tracing::warn;
 use uidgen_core::SystemClock;
+use uidgen_etcd::EtcdWorkerIdAssigner;
 use uidgen_k8s::StatefulSetWorkerIdAssigner;
 use uidgen_store::{DisposableWorkerIdAssigner, LeasedWorkerIdAssigner, Store, StoreOptions};
 use uidgen_worker::{
     AnyBuilt, ContainerProbe, GeneratorBuilder, LeaseOptions, StateDir, StaticWorkerIdAssigner,
     WorkerAssignment, WorkerError, WorkerIdAssigner,
 };
+use uidgen_zk::{ZkError, ZooKeeperWorkerIdAssigner};
 
 use crate::config::{AssignerKind, GeneratorKind, Settings};
 
@@ -106,7 +108,7 @@ pub async fn obtain(
         .assign(layout)
         .await
         .map_err(|error| match worker.assigner {
-            AssignerKind::Zookeeper => crate::zk::explain(settings, error),
+            AssignerKind::Zookeeper => explain_zookeeper_refusal(settings, error),
             AssignerKind::Etcd => {
                 anyhow::Error::new(error).context("cannot obtain a worker id from etcd")
             }
@@ -126,7 +128,6 @@ pub async fn assigner(
     store: &Store,
 ) -> anyhow::Result<Arc<dyn WorkerIdAssigner>> {
     let worker = &settings.worker;
-    let layout = &settings.layout;
     // `worker.range`, or Vesta's server range on Vesta layouts (the rest is the clients').
     let range = worker.server_range;
     let state_dir = settings.state_dir()?;
@@ -198,14 +199,16 @@ pub async fn assigner(
                 None => assigner,
             })
         }
-        // A coordinator's range is recorded in the store here (the store's own assigners
-        // record theirs as they claim); its holder is the assignment's keeper, as a lease is.
-        AssignerKind::Zookeeper => {
-            crate::zk::assigner(section(settings.zookeeper.as_ref())?, layout, store).await?
-        }
-        AssignerKind::Etcd => {
-            crate::etcd::assigner(section(settings.etcd.as_ref())?, layout, store).await?
-        }
+        // A coordinator records its range in the store before it claims, as the static and
+        // machine assigners do; its holder is the assignment's keeper, as a lease is.
+        AssignerKind::Zookeeper => Arc::new(
+            ZooKeeperWorkerIdAssigner::new(section(settings.zookeeper.as_ref())?.options.clone())
+                .registered_in(store.clone()),
+        ),
+        AssignerKind::Etcd => Arc::new(
+            EtcdWorkerIdAssigner::new(section(settings.etcd.as_ref())?.options.clone())
+                .registered_in(store.clone()),
+        ),
     };
     Ok(assigner)
 }
@@ -247,6 +250,31 @@ pub(crate) fn refuse_private_store_in_container(
             .to_owned(),
     }
     .into())
+}
+
+/// A refused ZooKeeper start, with what to do.
+fn explain_zookeeper_refusal(settings: &Settings, error: WorkerError) -> anyhow::Error {
+    let reservation = settings
+        .zookeeper
+        .as_ref()
+        .map_or(0, |zk| zk.options.reservation.as_secs());
+    // Issue 36, point 6: a churn of short-lived holders (each start on a new ip:port takes a
+    // new forever node) uses the range up with nodes seconds old, which no threshold frees
+    // before their reservation: say what does, with this service's numbers.
+    if matches!(
+        error.downcast_backend::<ZkError>(),
+        Some(ZkError::RangeUsedUp { .. })
+    ) {
+        return anyhow::Error::new(error).context(format!(
+            "cannot obtain a worker id from ZooKeeper. The ids of stopped holders are reserved \
+             for {reservation} s after their last report (`zookeeper.reservation_secs`): once \
+             that has passed, `uidgen zk reclaim --older-than {reservation}s` frees them, or \
+             `zookeeper.auto_reclaim_after_secs = {reservation}` frees them in the background. A \
+             restart on the same address and port keeps its own node; starts on new ones (new \
+             pod IPs, `listen` port 0) each take another id"
+        ));
+    }
+    anyhow::Error::new(error).context("cannot obtain a worker id from ZooKeeper")
 }
 
 /// A coordinator's section, which [`Settings`] holds whenever the assigner is that

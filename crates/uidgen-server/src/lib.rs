@@ -30,7 +30,6 @@
 pub mod cli;
 pub mod config;
 pub mod connections;
-pub mod etcd;
 pub mod fallback;
 pub mod generators;
 pub mod grpc;
@@ -43,4 +42,3 @@ pub mod service;
 pub mod sharded;
 mod tls;
 pub mod workers;
-pub mod zk;

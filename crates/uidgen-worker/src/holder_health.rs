@@ -1,11 +1,28 @@
 //! [`HolderHealth`]: what a worker id kept by a coordinator (ZooKeeper, etcd) knows of itself:
 //! the cap its coordinator last accepted, whether its reports get through, and whether the id
-//! was lost. One home for the bookkeeping both holders share; each keeps its own messages.
+//! was lost. One home for the bookkeeping both holders share, and for the rules their `check`
+//! and their fence apply to it ([`refusal`](HolderHealth::refusal),
+//! [`admit`](HolderHealth::admit)), in words that name the coordinator ([`Coordinator`]).
 //!
 //! Invariants: the cap only rises, and only after the coordinator accepted the value
 //! ([`accepted`](HolderHealth::accepted)); a lost id stays lost, with the first reason given.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use uidgen_core::FenceRefusal;
+
+/// How a coordinator-kept holder's messages name its coordinator and the rounds that raise its
+/// cap: ZooKeeper's reports, etcd's keep-alives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coordinator {
+    /// Its name in sentences: "ZooKeeper", "etcd".
+    pub name: &'static str,
+    /// What one round is called: "report", "keep-alive".
+    pub round: &'static str,
+    /// How far past each accepted round the holder may stamp (its options' reservation).
+    pub reservation: Duration,
+}
 
 use parking_lot::Mutex;
 
@@ -151,6 +168,80 @@ impl HolderHealth {
     pub fn reestablished(&self) -> u64 {
         // Relaxed: see reestablish().
         self.reestablished.load(Ordering::Relaxed)
+    }
+
+    /// Why IDs may not be issued at `now_ms`, in words for the holder's "lost" error: the
+    /// reason the id was lost, or that no round was accepted within the reservation of the
+    /// last one; `None` while they may.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use uidgen_worker::{Coordinator, HolderHealth};
+    /// let etcd = Coordinator { name: "etcd", round: "keep-alive", reservation: Duration::from_secs(3) };
+    /// let health = HolderHealth::new(9_000);
+    /// assert_eq!(health.refusal(8_999, &etcd), None);
+    /// assert_eq!(
+    ///     health.refusal(9_000, &etcd).as_deref(),
+    ///     Some("etcd accepted no keep-alive within the reservation (3s) of the last one; IDs stopped at 9000 ms")
+    /// );
+    /// ```
+    pub fn refusal(&self, now_ms: u64, by: &Coordinator) -> Option<String> {
+        if let Some(reason) = self.lost_reason() {
+            return Some(reason);
+        }
+        let cap = self.accepted_until();
+        (now_ms >= cap).then(|| {
+            format!(
+                "{} accepted no {} within the reservation ({:?}) of the last one; IDs stopped at \
+                 {cap} ms",
+                by.name, by.round, by.reservation
+            )
+        })
+    }
+
+    /// The fence's rule for stamping `worker_id` up to `until_ms`: closed once the id is lost;
+    /// not yet past the accepted cap (`limit_ms` of the cap says the limit in force); else
+    /// `Ok` with the cap. A holder with a local mark as well extends that after this.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use uidgen_core::FenceRefusal;
+    /// use uidgen_worker::{Coordinator, HolderHealth};
+    /// let zk = Coordinator { name: "ZooKeeper", round: "report", reservation: Duration::from_secs(3) };
+    /// let health = HolderHealth::new(9_000);
+    /// assert_eq!(health.admit(7, 9_000, &zk, |cap| cap), Ok(9_000));
+    /// assert!(matches!(health.admit(7, 9_001, &zk, |cap| cap), Err(FenceRefusal::NotYet { limit_ms: 9_000, .. })));
+    /// health.lose("taken over".into());
+    /// assert_eq!(
+    ///     health.admit(7, 1, &zk, |cap| cap),
+    ///     Err(FenceRefusal::Closed("ZooKeeper worker id 7 lost: taken over".into()))
+    /// );
+    /// ```
+    pub fn admit(
+        &self,
+        worker_id: u64,
+        until_ms: u64,
+        by: &Coordinator,
+        limit_ms: impl FnOnce(u64) -> u64,
+    ) -> Result<u64, FenceRefusal> {
+        if let Some(reason) = self.lost_reason() {
+            return Err(FenceRefusal::Closed(format!(
+                "{} worker id {worker_id} lost: {reason}",
+                by.name
+            )));
+        }
+        let cap = self.accepted_until();
+        if until_ms > cap {
+            return Err(FenceRefusal::NotYet {
+                limit_ms: limit_ms(cap),
+                reason: format!(
+                    "{} has accepted no {} of worker id {worker_id} that reserves past {cap} ms \
+                     (reservation {:?} past each accepted {})",
+                    by.name, by.round, by.reservation, by.round
+                ),
+            });
+        }
+        Ok(cap)
     }
 
     /// A snapshot for people, not for deciding what to stamp.

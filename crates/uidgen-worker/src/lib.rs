@@ -58,7 +58,7 @@ pub use builder::{AnyBuilt, Built, GeneratorBuilder, GuardedGenerator};
 pub use cache::{CacheLock, CachedWorker, read_cache, write_cache};
 pub use container::{ContainerEvidence, ContainerProbe};
 pub use error::{Result, WorkerError};
-pub use holder_health::{HealthSnapshot, HolderHealth};
+pub use holder_health::{Coordinator, HealthSnapshot, HolderHealth};
 pub use host::{ENV_HOST, ENV_PORT, default_holder, host_name, local_ip};
 pub use host_record::{HOST_RECORD, HostRecord};
 pub use keeper::{KeeperReports, KeeperStatus, WorkerKeeper};

@@ -1,6 +1,7 @@
 //! Test support shared with other crates (feature `testing`): a unique name per test on a
-//! shared service, a free port, and what the multi-process tests' worker binaries share
-//! (their command line, and issuing IDs to a file).
+//! shared service, a free port, what the multi-process tests' worker binaries share (their
+//! command line, and issuing IDs to a file), and a range registry that records what it is
+//! asked.
 
 /// A name unique to this process and call: `{prefix}-{pid}-{n}-{nanos}`, for a test's own
 /// namespace on a shared service (a ZooKeeper chroot, an etcd key prefix).
@@ -149,5 +150,64 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         } else {
             std::fs::copy(entry.path(), target).expect("copy a file");
         }
+    }
+}
+
+/// A [`RangeRegistry`](crate::RangeRegistry) for tests of an assigner's registration: it
+/// records every range it is asked to register and refuses one overlapping `taken` (another
+/// assigner's range), as the store's `worker_id_range` does. Clones share the record.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> uidgen_worker::Result<()> {
+/// use uidgen_worker::testing::RecordingRegistry;
+/// use uidgen_worker::{RangeRegistry, WorkerIdRange};
+/// let registry = RecordingRegistry::taken(WorkerIdRange::new(0, 9)?);
+/// assert!(registry.register_worker_range("a", WorkerIdRange::new(5, 20)?).await.is_err());
+/// registry.register_worker_range("a", WorkerIdRange::new(10, 20)?).await?;
+/// assert_eq!(registry.asked().len(), 2);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct RecordingRegistry {
+    taken: Option<crate::WorkerIdRange>,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<(String, crate::WorkerIdRange)>>>,
+}
+
+impl RecordingRegistry {
+    /// A registry in which another assigner holds `range`.
+    pub fn taken(range: crate::WorkerIdRange) -> Self {
+        Self {
+            taken: Some(range),
+            ..Self::default()
+        }
+    }
+
+    /// What it was asked to register, in order: (assigner, range).
+    pub fn asked(&self) -> Vec<(String, crate::WorkerIdRange)> {
+        self.asked
+            .lock()
+            .map(|asked| asked.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl crate::RangeRegistry for RecordingRegistry {
+    fn register_worker_range<'a>(
+        &'a self,
+        assigner: &'a str,
+        range: crate::WorkerIdRange,
+    ) -> crate::BoxFuture<'a, crate::Result<()>> {
+        if let Ok(mut asked) = self.asked.lock() {
+            asked.push((assigner.to_owned(), range));
+        }
+        let refused = self.taken.filter(|taken| taken.overlaps(range));
+        Box::pin(async move {
+            match refused {
+                Some(taken) => Err(crate::WorkerError::InvalidInput(format!(
+                    "the range {range} of {assigner} overlaps {taken}, another assigner's"
+                ))),
+                None => Ok(()),
+            }
+        })
     }
 }

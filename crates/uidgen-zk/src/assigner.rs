@@ -27,17 +27,18 @@
 //! (`wait_for_clock`) until its clock has passed its floor, or refuses.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use uidgen_core::{Clock, Layout, SystemClock};
 use uidgen_worker::{
-    AssignmentKind, BoxFuture, LocalMark, WorkerAssignment, WorkerError, WorkerIdAssigner,
+    AssignmentKind, BoxFuture, LocalMark, RangeRegistry, WorkerAssignment, WorkerError,
+    WorkerIdAssigner,
 };
 use zookeeper_client as zk;
 
 use crate::error::{Result, ZkError};
-use crate::holder::{ZkHolder, lock};
+use crate::holder::ZkHolder;
 use crate::options::ZkOptions;
 use crate::reclaim::{ReclaimCandidate, Reclaimer};
 use crate::session::{connect, zk_error};
@@ -75,6 +76,10 @@ pub struct ZkAssignment {
 /// every few seconds, keeps an ephemeral live node, and hands its generator a fence. See the
 /// module documentation for the uniqueness argument, and [`ZkOptions`] for the knobs.
 ///
+/// [Registered in a store](Self::registered_in), it records its range there under
+/// [`REGISTRY_NAME`](Self::REGISTRY_NAME) before it takes an id, so that the assigners sharing
+/// the store (and the ID space) keep out of it; a range overlapping theirs is refused.
+///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use uidgen_core::{Layout, SystemClock, UidGenerator};
@@ -92,8 +97,8 @@ pub struct ZkAssignment {
 pub struct ZooKeeperWorkerIdAssigner {
     options: ZkOptions,
     clock: Arc<dyn Clock>,
-    /// The holder of the last assignment, for callers that went through the trait.
-    last: Mutex<Option<ZkHolder>>,
+    /// Where the range is recorded before an id is taken, if anywhere.
+    registry: Option<Arc<dyn RangeRegistry>>,
 }
 
 impl ZooKeeperWorkerIdAssigner {
@@ -102,13 +107,41 @@ impl ZooKeeperWorkerIdAssigner {
     /// start-up ([`ZkSource`] tells which).
     pub const KIND: AssignmentKind = AssignmentKind::new("zookeeper");
 
+    /// The name its range is recorded under in a [`RangeRegistry`] (the store's
+    /// `worker_id_range`).
+    pub const REGISTRY_NAME: &'static str = "zookeeper";
+
     /// An assigner with `options`, on the system clock.
     pub fn new(options: ZkOptions) -> Self {
         Self {
             options,
             clock: Arc::new(SystemClock),
-            last: Mutex::new(None),
+            registry: None,
         }
+    }
+
+    /// Record the range in `registry` before every start, so that the other assigners
+    /// sharing it keep out of that range (and a range overlapping theirs is refused before
+    /// any node is claimed). A start from the local cache records it too: the registry is
+    /// not ZooKeeper, and a range it refuses is refused whatever ZooKeeper's state.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: impl uidgen_worker::RangeRegistry + 'static) -> Result<(), Box<dyn std::error::Error>> {
+    /// use uidgen_core::Layout;
+    /// use uidgen_worker::WorkerIdAssigner;
+    /// use uidgen_zk::{ReleaseMode, ZkOptions, ZooKeeperWorkerIdAssigner};
+    /// let layout = Layout::leaf()?;
+    /// let mut options = ZkOptions::new("127.0.0.1:2181", "order", "10.0.0.7", "8080");
+    /// options.range = Some(ReleaseMode::Server.default_range(&layout));
+    /// let assigner = ZooKeeperWorkerIdAssigner::new(options).registered_in(store);
+    /// let assignment = assigner.assign(&layout).await?;
+    /// assert!((924..=1023).contains(&assignment.worker_id));
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn registered_in(mut self, registry: impl RangeRegistry + 'static) -> Self {
+        self.registry = Some(Arc::new(registry));
+        self
     }
 
     /// Read time from `clock` (the one the generator reads).
@@ -123,29 +156,28 @@ impl ZooKeeperWorkerIdAssigner {
         &self.options
     }
 
-    /// The holder of the last assignment made through [`WorkerIdAssigner::assign`].
-    pub fn holder(&self) -> Option<ZkHolder> {
-        lock(&self.last).clone()
-    }
-
-    /// Take a worker id for `layout`: from ZooKeeper, else from the local cache; else a typed
-    /// error. There is no static fallback: one configured id would be the same id on every
-    /// host that starts while ZooKeeper is down, and ZooKeeper would not know of it. Must run inside a tokio runtime (the holder
-    /// reports from a task).
+    /// Take a worker id for `layout`, after recording the range in the registry
+    /// ([`registered_in`](Self::registered_in)), if any: from ZooKeeper, else from the local
+    /// cache; else a typed error. There is no static fallback: one configured id would be the
+    /// same id on every host that starts while ZooKeeper is down, and ZooKeeper would not know
+    /// of it. Must run inside a tokio runtime (the holder reports from a task).
     ///
     /// Cancel safety: a start dropped midway may leave a claimed forever node behind, which
     /// the next start with the same ip:port continues; nothing is issued before this returns.
     pub async fn start(&self, layout: &Layout) -> Result<ZkAssignment> {
         self.options.validate()?;
         let range = self.options.range_for(layout)?;
+        if let Some(registry) = &self.registry {
+            registry
+                .register_worker_range(Self::REGISTRY_NAME, range)
+                .await?;
+        }
         let options = &self.options;
-        let assigned = match connect(&options.connect, options.session_timeout).await {
+        match connect(&options.connect, options.session_timeout).await {
             Ok(client) => self.start_with(client, layout, range).await,
             Err(error) if error.is_unreachable() => self.start_without(layout, range, &error).await,
             Err(error) => Err(error),
-        }?;
-        *lock(&self.last) = Some(assigned.holder.clone());
-        Ok(assigned)
+        }
     }
 
     fn assignment(&self, holder: ZkHolder, source: ZkSource) -> ZkAssignment {
@@ -397,7 +429,8 @@ impl WorkerIdAssigner for ZooKeeperWorkerIdAssigner {
                     ..self.options.clone()
                 },
                 clock: Arc::clone(&self.clock),
-                last: Mutex::new(None),
+                // The first assignment recorded the range an extra draws from too.
+                registry: None,
             };
             Ok(extra.start(layout).await?.assignment)
         })

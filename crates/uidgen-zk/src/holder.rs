@@ -21,13 +21,14 @@
 //!
 //! The reports that raise the cap, and the session they run on, are in `holder/report.rs`.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
 use uidgen_worker::{
-    BoxFuture, HolderHealth, KeeperReports, KeeperStatus, LocalMark, WorkerError, WorkerKeeper,
+    BoxFuture, Coordinator, HolderHealth, KeeperReports, KeeperStatus, LocalMark, WorkerError,
+    WorkerKeeper,
 };
 use zookeeper_client as zk;
 
@@ -47,37 +48,6 @@ pub(crate) struct Accepted {
     pub(crate) now_ms: u64,
     pub(crate) reserved_ms: u64,
     pub(crate) stat: zk::Stat,
-}
-
-/// A snapshot of a holder's state, for readiness and metrics.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZkStatus {
-    /// The worker id.
-    pub worker_id: u64,
-    /// Whether the last report reached ZooKeeper.
-    pub connected: bool,
-    /// Reports that failed since start.
-    pub report_failures: u64,
-    /// This clock at the last accepted report (ms since the Unix epoch); `None` before the
-    /// first (a start from the local cache).
-    pub last_report_ms: Option<u64>,
-    /// How long ago that was (ms), by this clock.
-    pub last_report_age_ms: Option<u64>,
-    /// The cap: IDs stop at this instant unless a report is accepted first.
-    pub reserved_until_ms: u64,
-    /// Since when reports have been failing (ms), if they are.
-    pub outage_since_ms: Option<u64>,
-    /// Why the id was lost, if it was: no ID is issued any more.
-    pub lost: Option<String>,
-    /// Ids freed by this holder's automatic reclaim.
-    pub reclaimed: u64,
-}
-
-impl ZkStatus {
-    /// Whether IDs can still be issued: the id is held and the cap is ahead of `now_ms`.
-    pub fn issuing(&self, now_ms: u64) -> bool {
-        self.lost.is_none() && now_ms < self.reserved_until_ms
-    }
 }
 
 /// What the holder shares with its fence and its reporter.
@@ -144,8 +114,13 @@ impl Shared {
         self.health.is_lost()
     }
 
-    fn lost_reason(&self) -> Option<String> {
-        self.health.lost_reason()
+    /// How the holder's messages name ZooKeeper and its rounds.
+    fn coordinator(&self) -> Coordinator {
+        Coordinator {
+            name: "ZooKeeper",
+            round: "report",
+            reservation: self.options.reservation,
+        }
     }
 
     /// The holder string recorded in the cache: which node, as of which write.
@@ -200,23 +175,6 @@ impl Shared {
             worker_id = self.worker_id,
             "ZooKeeper worker id lost: {reason}; stopped issuing IDs"
         );
-    }
-
-    fn status(&self) -> ZkStatus {
-        let now = self.clock.now_millis();
-        let health = self.health.snapshot();
-        ZkStatus {
-            worker_id: self.worker_id,
-            connected: health.connected,
-            report_failures: health.failures,
-            last_report_ms: health.last_report_ms,
-            last_report_age_ms: health.last_report_ms.map(|last| now.saturating_sub(last)),
-            reserved_until_ms: health.accepted_until_ms,
-            outage_since_ms: health.outage_since_ms,
-            lost: health.lost,
-            // Relaxed: a counter for status only.
-            reclaimed: self.reclaimed.load(Ordering::Relaxed),
-        }
     }
 }
 
@@ -277,33 +235,18 @@ impl ZkHolder {
         self.shared.floor_ms
     }
 
-    /// A snapshot for readiness and metrics.
-    pub fn status(&self) -> ZkStatus {
-        self.shared.status()
-    }
-
     /// `Ok` while IDs may be issued: the id is held and the reservation of the last accepted
     /// report has not run out.
     pub fn check(&self) -> crate::Result<()> {
         let shared = &self.shared;
-        if let Some(reason) = shared.lost_reason() {
-            return Err(ZkError::Lost {
+        let now = shared.clock.now_millis();
+        match shared.health.refusal(now, &shared.coordinator()) {
+            Some(reason) => Err(ZkError::Lost {
                 worker_id: shared.worker_id,
                 reason,
-            });
+            }),
+            None => Ok(()),
         }
-        let (now, cap) = (shared.clock.now_millis(), shared.accepted_until());
-        if now >= cap {
-            return Err(ZkError::Lost {
-                worker_id: shared.worker_id,
-                reason: format!(
-                    "ZooKeeper accepted no report within the reservation ({:?}) of the last one; \
-                     IDs stopped at {cap} ms",
-                    shared.options.reservation
-                ),
-            });
-        }
-        Ok(())
     }
 
     /// The fence to give the generator. It keeps the reporter running too, so a generator
@@ -430,23 +373,13 @@ impl TimeFence for ZkFence {
 
     fn extend(&self, until_ms: u64) -> Result<u64, FenceRefusal> {
         let shared = &self.shared;
-        if let Some(reason) = shared.lost_reason() {
-            return Err(FenceRefusal::Closed(format!(
-                "ZooKeeper worker id {} lost: {reason}",
-                shared.worker_id
-            )));
-        }
-        let cap = shared.accepted_until();
-        if until_ms > cap {
-            return Err(FenceRefusal::NotYet {
-                limit_ms: self.limit_ms(),
-                reason: format!(
-                    "ZooKeeper has accepted no report of worker id {} that reserves past {cap} ms \
-                     (reservation {:?} past each accepted report)",
-                    shared.worker_id, shared.options.reservation
-                ),
-            });
-        }
+        shared.health.admit(
+            shared.worker_id,
+            until_ms,
+            &shared.coordinator(),
+            // The limit in force is the mark's too.
+            |_| self.limit_ms(),
+        )?;
         shared
             .mark
             .reserve_for_fence(until_ms, || self.limit_ms())?;
@@ -461,13 +394,6 @@ impl TimeFence for ZkFence {
     fn floor_ms(&self) -> u64 {
         self.shared.floor_ms
     }
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding the lock leaves a whole value behind; keep using it.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A short pause while polling ZooKeeper.

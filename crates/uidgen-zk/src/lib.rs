@@ -52,7 +52,7 @@ mod unconfirmed;
 
 pub use assigner::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner};
 pub use error::{Result, ZkError};
-pub use holder::{STOP_WAIT, ZkHolder, ZkStatus};
+pub use holder::{STOP_WAIT, ZkHolder};
 pub use options::{
     DEFAULT_MAX_OUTAGE, DEFAULT_MAX_PEER_SKEW, DEFAULT_MAX_START_WAIT, DEFAULT_REPORT_INTERVAL,
     DEFAULT_RESERVATION, DEFAULT_SESSION_TIMEOUT, MAX_OUTAGE_LIMIT, ReleaseMode,

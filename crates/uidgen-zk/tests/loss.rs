@@ -119,7 +119,7 @@ async fn an_emptied_zookeeper_never_gives_a_held_id_to_a_newcomer_and_its_holder
     }
     for held in [&a, &b] {
         assert!(
-            held.holder.status().lost.is_none(),
+            held.holder.status().health.lost.is_none(),
             "{:?}",
             held.holder.status()
         );

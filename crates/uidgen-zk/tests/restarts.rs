@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use common::{duplicates, generator, now, options, start_on};
 use uidgen_core::{Clock, ManualClock, UidGenerator};
 use uidgen_testkit::worker_binary;
-use uidgen_worker::WorkerIdRange;
+use uidgen_worker::{WorkerIdRange, WorkerKeeper};
 use uidgen_zk::testing::test_connect;
 use uidgen_zk::{ZkAssignment, ZkSource};
 
@@ -25,7 +25,7 @@ const MINUTE_MS: u64 = 60_000;
 /// Wait (real time) until the holder's reports carry this clock's reading `at_ms`.
 async fn wait_for_report(held: &ZkAssignment, at_ms: u64) {
     let deadline = Instant::now() + Duration::from_secs(20);
-    while held.holder.status().last_report_ms < Some(at_ms) {
+    while held.holder.status().health.last_report_ms < Some(at_ms) {
         assert!(
             Instant::now() < deadline,
             "no report at {at_ms}: {:?}",
@@ -76,7 +76,7 @@ async fn one_hundred_fifty_restarts_without_a_cache_fit_a_range_of_one_hundred_i
         end_ms = clock.now_millis();
         // Cut off from ZooKeeper: no more reports, the session closes, the live node goes; but
         // this life still issues, up to the reservation of its last accepted report.
-        let reserved = held.holder.status().reserved_until_ms;
+        let reserved = held.holder.status().health.accepted_until_ms;
         held.holder.shutdown();
         clock.set(reserved - 1);
         ids.extend(generator.next_ids(100).unwrap());

@@ -10,10 +10,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{generator, now, options, start, start_on, stop};
+use common::{declare_new, generator, now, options, start, start_on, stop};
 use uidgen_core::{Layout, ManualClock, SystemClock, UidError, UidGenerator};
-use uidgen_worker::WorkerIdRange;
-use uidgen_worker::testing::free_port;
+use uidgen_worker::testing::{RecordingRegistry, free_port};
+use uidgen_worker::{WorkerIdAssigner, WorkerIdRange, WorkerKeeper};
 use uidgen_zk::testing::{PrivateZooKeeper, ReplyDropper, test_connect, unique};
 use uidgen_zk::{ZkError, ZkSource, ZooKeeperWorkerIdAssigner};
 use zookeeper_client as zk;
@@ -235,10 +235,10 @@ async fn zookeeper_killed_mid_run_keeps_ids_flowing_and_reports_resume_when_it_r
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let status = holder.status();
-    assert!(!status.connected, "{status:?}");
-    assert!(status.report_failures > 0, "{status:?}");
+    assert!(!status.health.connected, "{status:?}");
+    assert!(status.health.failures > 0, "{status:?}");
     assert!(
-        status.outage_since_ms.is_some() && status.issuing(now()),
+        status.health.outage_since_ms.is_some() && status.issuing(now()),
         "{status:?}"
     );
     holder.check().unwrap();
@@ -247,7 +247,7 @@ async fn zookeeper_killed_mid_run_keeps_ids_flowing_and_reports_resume_when_it_r
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let status = holder.status();
-        if status.connected && status.last_report_ms.is_some_and(|t| t > stopped_at) {
+        if status.health.connected && status.health.last_report_ms.is_some_and(|t| t > stopped_at) {
             break;
         }
         assert!(
@@ -309,7 +309,7 @@ async fn zookeeper_down_at_start_up_runs_on_the_cache_and_refuses_a_cache_ahead_
     );
     let next = generator(&cached, SystemClock).next_id().unwrap();
     assert!(next > *issued.iter().max().unwrap());
-    assert!(!cached.holder.status().connected);
+    assert!(!cached.holder.status().health.connected);
     stop(&cached).await;
     drop(cached);
 
@@ -391,7 +391,7 @@ async fn a_reclaimed_id_never_issues_in_a_time_unit_its_old_holder_used() {
         old_ids.extend(old_gen.next_ids(100).unwrap());
         old_clock.advance(1);
     }
-    let reserved = old.holder.status().reserved_until_ms;
+    let reserved = old.holder.status().health.accepted_until_ms;
     stop(&old).await;
     let layout = Layout::leaf().unwrap();
     let old_last = old_ids
@@ -540,7 +540,7 @@ async fn automatic_reclaim_frees_a_dead_holders_id_after_the_threshold() {
     let held = start(&reclaiming).await.unwrap();
     let holder = held.holder.clone();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while holder.status().reclaimed == 0 {
+    while holder.status().reports.unwrap().reclaimed == 0 {
         assert!(
             Instant::now() < deadline,
             "nothing reclaimed: {:?}",
@@ -579,7 +579,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
     let holder = cached.holder.clone();
     server.resume();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !holder.status().connected {
+    while !holder.status().health.connected {
         assert!(
             Instant::now() < deadline,
             "no report after ZooKeeper returned: {:?}",
@@ -587,7 +587,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(holder.status().lost, None);
+    assert_eq!(holder.status().health.lost, None);
     holder.check().unwrap();
     stop(&cached).await;
     drop((cached, holder));
@@ -606,7 +606,7 @@ async fn a_start_from_the_cache_reports_once_zookeeper_returns_and_loses_a_node_
     gen_.next_id().unwrap();
     server.resume();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while holder.status().lost.is_none() {
+    while holder.status().health.lost.is_none() {
         assert!(
             Instant::now() < deadline,
             "the id was not given up: {:?}",
@@ -659,8 +659,13 @@ async fn a_lost_report_reply_or_request_keeps_the_worker_id_and_refuses_nothing(
         loop {
             issue(&mut ids);
             let status = holder.status();
-            assert_eq!(status.lost, None, "round {round}: {status:?}");
-            if status.connected && status.last_report_ms.is_some_and(|t| t > lost_at + 500) {
+            assert_eq!(status.health.lost, None, "round {round}: {status:?}");
+            if status.health.connected
+                && status
+                    .health
+                    .last_report_ms
+                    .is_some_and(|t| t > lost_at + 500)
+            {
                 break;
             }
             assert!(
@@ -669,7 +674,7 @@ async fn a_lost_report_reply_or_request_keeps_the_worker_id_and_refuses_nothing(
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(holder.status().report_failures > round as u64);
+        assert!(holder.status().health.failures > round as u64);
     }
     holder.check().unwrap();
     assert_eq!(refusals, 0);
@@ -684,4 +689,44 @@ async fn a_lost_report_reply_or_request_keeps_the_worker_id_and_refuses_nothing(
     ids.dedup();
     assert_eq!(ids.len(), total);
     holder.shutdown();
+}
+
+#[tokio::test]
+async fn a_registered_assigner_records_its_range_before_it_takes_an_id_and_takes_none_when_refused()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&test_connect(), free_port(), dir.path());
+    let range = WorkerIdRange::new(924, 1023).unwrap();
+    opts.range = Some(range);
+    declare_new(&opts).await;
+    let layout = Layout::leaf().unwrap();
+
+    // Another assigner on the store holds part of the range: refused, nothing claimed.
+    let refusing = RecordingRegistry::taken(WorkerIdRange::new(1000, 1023).unwrap());
+    let refused = ZooKeeperWorkerIdAssigner::new(opts.clone())
+        .registered_in(refusing.clone())
+        .assign(&layout)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("overlaps"), "{refused}");
+    assert_eq!(refusing.asked(), vec![("zookeeper".to_owned(), range)]);
+    let assigner = ZooKeeperWorkerIdAssigner::new(opts.clone());
+    assert!(
+        assigner.nodes().await.unwrap().is_empty(),
+        "a refused start claimed a node"
+    );
+
+    // Through the trait, as the service takes it: recorded under the assigner's own name.
+    let registry = RecordingRegistry::default();
+    let assigned = ZooKeeperWorkerIdAssigner::new(opts)
+        .registered_in(registry.clone())
+        .assign(&layout)
+        .await
+        .unwrap();
+    assert!(range.contains(assigned.worker_id), "{}", assigned.worker_id);
+    assert_eq!(
+        registry.asked(),
+        vec![(ZooKeeperWorkerIdAssigner::REGISTRY_NAME.to_owned(), range)]
+    );
+    assigned.keeper.unwrap().release().await.unwrap();
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize};
 use uidgen_core::Layout;
 use uidgen_etcd::{EtcdError, EtcdOptions};
-use uidgen_worker::WorkerIdRange;
 
 use super::env_key::{EnvKey, Kind};
 use super::worker::{AssignerKind, WorkerSettings};
@@ -130,7 +129,7 @@ impl EtcdConfig {
         options.range = Some(
             worker
                 .server_range
-                .unwrap_or_else(|| WorkerIdRange::full(layout)),
+                .unwrap_or_else(|| EtcdOptions::default_range(layout)),
         );
         options
             .range_for(layout)

@@ -10,8 +10,10 @@
 //! nothing unless `worker.fallback_range` is set.
 
 use uidgen_core::{FieldKind, Layout};
-use uidgen_worker::WorkerIdRange;
-use uidgen_zk::{ReleaseMode, VESTA_SERVER_RANGE};
+use uidgen_etcd::{EtcdOptions, EtcdWorkerIdAssigner};
+use uidgen_store::{DisposableWorkerIdAssigner, LeasedWorkerIdAssigner};
+use uidgen_worker::{MachineWorkerIdAssigner, StaticWorkerIdAssigner, WorkerIdRange};
+use uidgen_zk::{ReleaseMode, VESTA_SERVER_RANGE, ZooKeeperWorkerIdAssigner};
 
 use super::worker::{AssignerKind, WorkerConfig, WorkerSettings};
 use super::{ConfigError, invalid};
@@ -76,13 +78,33 @@ pub(super) fn effective_server_range(
         Some(range) if worker.range.is_some() => (range, "`worker.range`".to_owned()),
         Some(range) => (range, "the default on Vesta layouts".to_owned()),
         None => {
+            // Each coordinator's default and name are its crate's; the store's and the worker
+            // crate's assigners name theirs by their registry names too.
             let (range, name) = match worker.assigner {
-                AssignerKind::Disposable => (WorkerIdRange::from_low(1), "disposable"),
-                AssignerKind::Zookeeper => (ReleaseMode::Server.default_range(layout), "zookeeper"),
-                AssignerKind::Machine => (WorkerIdRange::full(layout), "machine"),
-                AssignerKind::Etcd => (WorkerIdRange::full(layout), "etcd"),
-                AssignerKind::Leased => (WorkerIdRange::from_low(0), "leased"),
-                AssignerKind::Static => (WorkerIdRange::from_low(0), "static"),
+                AssignerKind::Disposable => (
+                    WorkerIdRange::from_low(1),
+                    DisposableWorkerIdAssigner::REGISTRY_NAME,
+                ),
+                AssignerKind::Zookeeper => (
+                    ReleaseMode::Server.default_range(layout),
+                    ZooKeeperWorkerIdAssigner::REGISTRY_NAME,
+                ),
+                AssignerKind::Machine => (
+                    WorkerIdRange::full(layout),
+                    MachineWorkerIdAssigner::REGISTRY_NAME,
+                ),
+                AssignerKind::Etcd => (
+                    EtcdOptions::default_range(layout),
+                    EtcdWorkerIdAssigner::REGISTRY_NAME,
+                ),
+                AssignerKind::Leased => (
+                    WorkerIdRange::from_low(0),
+                    LeasedWorkerIdAssigner::REGISTRY_NAME,
+                ),
+                AssignerKind::Static => (
+                    WorkerIdRange::from_low(0),
+                    StaticWorkerIdAssigner::REGISTRY_NAME,
+                ),
                 // Its ids are leased as static ids are, in the static range.
                 AssignerKind::Statefulset => (WorkerIdRange::from_low(0), "statefulset"),
             };

@@ -69,7 +69,7 @@ pub struct WorkerConfig {
     pub id_range: Option<String>,
     /// Removed (it was one static id for the whole fleet while ZooKeeper is down): still read,
     /// so that a configuration setting it is refused with what to use instead
-    /// ([`crate::zk::FALLBACK_STATIC_REMOVED`]).
+    /// ([`crate::config::FALLBACK_STATIC_REMOVED`]).
     pub fallback_static: Option<u64>,
     /// `"LO-HI"`, `"LO-max"` or `"off"`: the embedded range, whose worker ids this server
     /// leases to clients' fallback generators (default: 0-923 on Vesta layouts, none
