@@ -167,15 +167,14 @@ fn zk_reclaim_refuses_a_threshold_below_the_reservation_and_lists_in_a_dry_run()
 fn zookeeper_keys_are_checked_naming_the_key() {
     let cases: &[(&[(&str, &str)], &str)] = &[
         // The static fallback is gone (one id for every host starting while ZooKeeper is down):
-        // refused whatever its value, saying what to keep instead.
+        // refused whatever its value, as a key uidgen does not know.
         (
             &[
                 ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
                 ("UIDGEN_LAYOUT", "leaf"),
                 ("UIDGEN_WORKER_FALLBACK_STATIC", "1000"),
             ],
-            "invalid config key `worker.fallback_static`: the static fallback was removed: one \
-             configured id is the same id on every host that starts while ZooKeeper is down",
+            "unknown environment variable UIDGEN_WORKER_FALLBACK_STATIC",
         ),
         (
             &[
@@ -183,7 +182,7 @@ fn zookeeper_keys_are_checked_naming_the_key() {
                 ("UIDGEN_LAYOUT", "vesta_max_peak"),
                 ("UIDGEN_WORKER_FALLBACK_STATIC", "5"),
             ],
-            "keep that file on disk that survives restarts",
+            "unknown environment variable UIDGEN_WORKER_FALLBACK_STATIC",
         ),
         (
             &[
@@ -220,7 +219,7 @@ fn zookeeper_keys_are_checked_naming_the_key() {
         ),
         (
             &[("UIDGEN_WORKER_FALLBACK_STATIC", "3")],
-            "invalid config key `worker.fallback_static`: the static fallback was removed",
+            "unknown environment variable UIDGEN_WORKER_FALLBACK_STATIC",
         ),
     ];
     for (env, expected) in cases {

@@ -59,7 +59,7 @@ pub use spaces::{DEFAULT_SPACE, SpaceConfig, SpaceSettings};
 pub use statefulset::{StatefulSetConfig, StatefulSetSettings};
 pub use tls::{TlsConfig, TlsSettings};
 pub use worker::{AssignerKind, MachineConfig, WorkerConfig, WorkerSettings};
-pub use zookeeper::{FALLBACK_STATIC_REMOVED, ZkSettings, ZookeeperConfig};
+pub use zookeeper::{ZkSettings, ZookeeperConfig};
 
 use env_key::{EnvKey, Kind};
 

@@ -67,10 +67,6 @@ pub struct WorkerConfig {
     /// zookeeper on any 10-bit worker field). The key is `worker.range`.
     #[serde(rename = "range")]
     pub id_range: Option<String>,
-    /// Removed (it was one static id for the whole fleet while ZooKeeper is down): still read,
-    /// so that a configuration setting it is refused with what to use instead
-    /// ([`crate::config::FALLBACK_STATIC_REMOVED`]).
-    pub fallback_static: Option<u64>,
     /// `"LO-HI"`, `"LO-max"` or `"off"`: the embedded range, whose worker ids this server
     /// leases to clients' fallback generators (default: 0-923 on Vesta layouts, none
     /// otherwise; see [`crate::fallback`]).
@@ -128,7 +124,6 @@ impl Default for WorkerConfig {
             state_file: None,
             state_dir: None,
             id_range: None,
-            fallback_static: None,
             fallback_range: None,
             machine: MachineConfig::default(),
             single_instance: false,
@@ -149,7 +144,6 @@ pub(crate) const ENV: &[EnvKey] = &[
     (&["worker", "state_file"], Kind::Str),
     (&["worker", "state_dir"], Kind::Str),
     (&["worker", "range"], Kind::Str),
-    (&["worker", "fallback_static"], Kind::Int),
     (&["worker", "fallback_range"], Kind::Str),
     (&["worker", "machine", "allow_uncoordinated"], Kind::Bool),
     (&["worker", "single_instance"], Kind::Bool),

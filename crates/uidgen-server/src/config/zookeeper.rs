@@ -155,17 +155,9 @@ pub fn options(config: &Config, layout: &Layout) -> Result<ZkOptions, ConfigErro
     Ok(settings.options)
 }
 
-/// Why `worker.fallback_static` is refused, and what to use instead.
-pub const FALLBACK_STATIC_REMOVED: &str = "the static fallback was removed: one configured id is \
-    the same id on every host that starts while ZooKeeper is down (their IDs repeat), and \
-    ZooKeeper never records it (a leased service on the same store can be handed it too). Delete \
-    the key; a start while ZooKeeper is down runs on the ZooKeeper-assigned id that \
-    `zookeeper.cache_file` records, so keep that file on disk that survives restarts";
-
 impl ZookeeperConfig {
     /// The section parsed when the assigner is `zookeeper` (`None` otherwise), checked by the
-    /// library's own rules; this only names the key. `worker.fallback_static`, removed, is
-    /// refused whatever the assigner.
+    /// library's own rules; this only names the key.
     pub(crate) fn settings(
         &self,
         worker: &WorkerConfig,
@@ -174,9 +166,6 @@ impl ZookeeperConfig {
         state_dir: impl FnOnce() -> Result<StateDir, ConfigError>,
         listen_port: u16,
     ) -> Result<Option<ZkSettings>, ConfigError> {
-        if worker.fallback_static.is_some() {
-            return Err(invalid("worker.fallback_static", FALLBACK_STATIC_REMOVED));
-        }
         if worker.assigner != AssignerKind::Zookeeper {
             return Ok(None);
         }
