@@ -91,9 +91,7 @@ async fn a_server_cut_off_from_etcd_serves_until_the_reservation_then_turns_not_
     let dir = temp_dir("etcd-outage");
     let mut env = etcd_env(&etcd.endpoint(), &test_namespace(&etcd.endpoint()), &dir);
     for (key, value) in [
-        // Rounds every TTL/3: a 2 s lease once expired on a box loaded to 9 on 2 cores (the
-        // holder takes its id up again, and `reestablished` counted 2).
-        ("UIDGEN_ETCD_LEASE_TTL_SECS", "4"),
+        ("UIDGEN_ETCD_LEASE_TTL_SECS", "2"),
         ("UIDGEN_ETCD_RESERVATION_SECS", "3"),
     ] {
         env.push((key.to_owned(), value.to_owned()));
