@@ -23,8 +23,9 @@
 //!   holders etcd forgot may still stamp, then takes its id up again. Anything else (the claim
 //!   key held by another, a mark of another life) loses the id.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use uidgen_core::{Clock, FenceRefusal, TimeFence};
 use uidgen_worker::{
     BoxFuture, Coordinator, HolderHealth, KeeperReports, KeeperStatus, WorkerError, WorkerKeeper,
@@ -142,7 +143,7 @@ impl Shared {
     }
 
     fn claim_key_state(&self) -> ClaimKey {
-        *lock(&self.claim)
+        *self.claim.lock()
     }
 
     /// The record this holder writes at `now`, reserving until `reserved`.
@@ -271,7 +272,7 @@ impl Shared {
         if let Some(kv) = self.gateway.get("reading the claim key", &claim).await? {
             // Ours only if an earlier attempt of this life wrote it and its answer was lost.
             if Record::parse(&kv.value).is_some_and(|r| r.life == self.life) && kv.lease != 0 {
-                *lock(&self.claim) = ClaimKey {
+                *self.claim.lock() = ClaimKey {
                     lease: kv.lease,
                     create_revision: kv.create_revision,
                 };
@@ -336,7 +337,7 @@ impl Shared {
             // round (a claim of another shows then and loses the id).
             return Err(EtcdError::Contention { attempts: 1 });
         }
-        *lock(&self.claim) = ClaimKey {
+        *self.claim.lock() = ClaimKey {
             lease,
             create_revision: txn.revision,
         };
@@ -519,11 +520,4 @@ impl TimeFence for EtcdFence {
     fn floor_ms(&self) -> u64 {
         self.shared.floor_ms
     }
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding the lock leaves a whole value behind; keep using it.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -42,6 +42,15 @@ impl DisposableWorkerIdAssigner {
     /// The name its range is recorded under in `worker_id_range`.
     pub const REGISTRY_NAME: &'static str = "disposable";
 
+    /// The range it registers unless given one: `1-max` (worker_node ids start at 1).
+    ///
+    /// ```
+    /// assert_eq!(uidgen_store::DisposableWorkerIdAssigner::default_range().to_string(), "1-max");
+    /// ```
+    pub fn default_range() -> WorkerIdRange {
+        WorkerIdRange::from_low(1)
+    }
+
     /// Its assignments' kind: a fresh `worker_node` row (Baidu's disposable worker id).
     pub const KIND: AssignmentKind = AssignmentKind::new("disposable");
 
@@ -83,9 +92,9 @@ impl DisposableWorkerIdAssigner {
         self
     }
 
-    /// The range to register: the configured one, or `1-max` (worker_node ids start at 1).
+    /// The range to register: the configured one, or [`Self::default_range`].
     fn registered_range(&self) -> WorkerIdRange {
-        self.range.unwrap_or_else(|| WorkerIdRange::from_low(1))
+        self.range.unwrap_or_else(Self::default_range)
     }
 }
 

@@ -85,6 +85,15 @@ impl LeasedWorkerIdAssigner {
     /// The name its range is recorded under in `worker_id_range`.
     pub const REGISTRY_NAME: &'static str = "leased";
 
+    /// The range it registers unless given one: `0-max`.
+    ///
+    /// ```
+    /// assert_eq!(uidgen_store::LeasedWorkerIdAssigner::default_range().to_string(), "0-max");
+    /// ```
+    pub fn default_range() -> WorkerIdRange {
+        WorkerIdRange::from_low(0)
+    }
+
     /// Its assignments' kind: a lease in `worker_lease`, renewed by a heartbeat.
     pub const KIND: AssignmentKind = AssignmentKind::new("leased");
 
@@ -157,11 +166,9 @@ impl LeasedWorkerIdAssigner {
         &self.options
     }
 
-    /// The range to register: the configured one, or `0-max`.
+    /// The range to register: the configured one, or [`Self::default_range`].
     pub(crate) fn registered_range(&self) -> WorkerIdRange {
-        self.options
-            .range
-            .unwrap_or_else(|| WorkerIdRange::from_low(0))
+        self.options.range.unwrap_or_else(Self::default_range)
     }
 
     /// How far past a holder's own expiry its row's expiry lies: the cache reserve, or zero

@@ -80,6 +80,15 @@ impl StaticWorkerIdAssigner {
     /// The name its range is recorded under in `worker_id_range`.
     pub const REGISTRY_NAME: &'static str = "static";
 
+    /// The range it registers unless given one: `0-max`.
+    ///
+    /// ```
+    /// assert_eq!(uidgen_worker::StaticWorkerIdAssigner::default_range().to_string(), "0-max");
+    /// ```
+    pub fn default_range() -> WorkerIdRange {
+        WorkerIdRange::from_low(0)
+    }
+
     /// Always assign `worker_id`, keeping its reserved-until mark in `state_path` (one file
     /// per worker id; its directory is created).
     pub fn new(worker_id: u64, state_path: impl Into<PathBuf>) -> Self {
@@ -159,7 +168,7 @@ impl WorkerIdAssigner for StaticWorkerIdAssigner {
                 return Err(WorkerError::WorkerIdOutOfRange { id, max });
             }
             if self.store.is_some() || self.range.is_some() {
-                let registered = self.range.unwrap_or_else(|| WorkerIdRange::from_low(0));
+                let registered = self.range.unwrap_or_else(Self::default_range);
                 if !registered.within(layout)?.contains(id) {
                     return Err(WorkerError::WorkerIdNotInRange {
                         id,

@@ -82,7 +82,7 @@ pub(super) fn effective_server_range(
             // crate's assigners name theirs by their registry names too.
             let (range, name) = match worker.assigner {
                 AssignerKind::Disposable => (
-                    WorkerIdRange::from_low(1),
+                    DisposableWorkerIdAssigner::default_range(),
                     DisposableWorkerIdAssigner::REGISTRY_NAME,
                 ),
                 AssignerKind::Zookeeper => (
@@ -98,15 +98,17 @@ pub(super) fn effective_server_range(
                     EtcdWorkerIdAssigner::REGISTRY_NAME,
                 ),
                 AssignerKind::Leased => (
-                    WorkerIdRange::from_low(0),
+                    LeasedWorkerIdAssigner::default_range(),
                     LeasedWorkerIdAssigner::REGISTRY_NAME,
                 ),
                 AssignerKind::Static => (
-                    WorkerIdRange::from_low(0),
+                    StaticWorkerIdAssigner::default_range(),
                     StaticWorkerIdAssigner::REGISTRY_NAME,
                 ),
                 // Its ids are leased as static ids are, in the static range.
-                AssignerKind::Statefulset => (WorkerIdRange::from_low(0), "statefulset"),
+                AssignerKind::Statefulset => {
+                    (StaticWorkerIdAssigner::default_range(), "statefulset")
+                }
             };
             (range, format!("the {name} assigner's default"))
         }

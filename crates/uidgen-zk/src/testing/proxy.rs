@@ -2,9 +2,11 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 /// ZooKeeper's opcode for `setData` (`ZooDefs.OpCode.setData`).
 const OP_SET_DATA: i32 = 5;
@@ -96,7 +98,7 @@ impl ReplyDropper {
 impl Drop for ReplyDropper {
     fn drop(&mut self) {
         self.state.stop.store(true, Ordering::SeqCst);
-        for socket in self.state.sockets.lock().unwrap().drain(..) {
+        for socket in self.state.sockets.lock().drain(..) {
             let _ = socket.shutdown(Shutdown::Both);
         }
     }
@@ -109,7 +111,7 @@ fn relay(state: &Arc<State>, client: TcpStream, upstream: &str) {
     };
     client.set_nonblocking(false).unwrap();
     {
-        let mut sockets = state.sockets.lock().unwrap();
+        let mut sockets = state.sockets.lock();
         sockets.push(client.try_clone().unwrap());
         sockets.push(server.try_clone().unwrap());
     }
