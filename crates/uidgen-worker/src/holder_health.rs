@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use uidgen_core::FenceRefusal;
 
 /// How a coordinator-kept holder's messages name its coordinator and the rounds that raise its
@@ -23,8 +24,6 @@ pub struct Coordinator {
     /// How far past each accepted round the holder may stamp (its options' reservation).
     pub reservation: Duration,
 }
-
-use parking_lot::Mutex;
 
 /// The state of a coordinator-kept worker id, shared by its keeper task and its fence.
 ///

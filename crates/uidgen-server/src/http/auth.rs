@@ -46,7 +46,6 @@ pub(super) fn admin_only(
         "A wrong token",
     );
     gates.install(
-        "admin token",
         admin,
         middleware::from_fn_with_state(state.clone(), require_admin),
     )

@@ -46,7 +46,6 @@ pub(super) fn callers_only(
     );
     if tokens_required(state) {
         gates.install(
-            "caller tokens",
             routes,
             middleware::from_fn_with_state((Arc::clone(state), family), require_caller),
         )

@@ -15,7 +15,7 @@
 //!   that is not installed (caller tokens while `auth.required` is off) covers nothing and costs
 //!   nothing.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -27,19 +27,18 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::service::AppState;
 
-/// The gates installed on the routing table, by the route patterns each covers.
+/// The route patterns some installed gate covers.
 #[derive(Debug, Default)]
 pub(super) struct Gates {
-    covered: BTreeMap<String, Vec<&'static str>>,
+    covered: BTreeSet<String>,
 }
 
 impl Gates {
-    /// Put every route of `routes` behind `layer`, named `name`, and record their patterns, so
+    /// Put every route of `routes` behind `layer` and record their patterns, so
     /// that no direct answer of theirs goes round it. A route layer, so a wrong method still
     /// gets the 405 every route gives, and the gate runs before the route's extractors.
     pub(super) fn install<L>(
         &mut self,
-        name: &'static str,
         routes: OpenApiRouter<Arc<AppState>>,
         layer: L,
     ) -> OpenApiRouter<Arc<AppState>>
@@ -50,15 +49,14 @@ impl Gates {
         <L::Service as Service<Request>>::Error: Into<Infallible> + 'static,
         <L::Service as Service<Request>>::Future: Send + 'static,
     {
-        for pattern in routes.get_openapi().paths.paths.keys() {
-            self.covered.entry(pattern.clone()).or_default().push(name);
-        }
+        self.covered
+            .extend(routes.get_openapi().paths.paths.keys().cloned());
         routes.route_layer(layer)
     }
 
-    /// The gates in front of `pattern`, by name (none: a direct answer may serve it).
-    pub(super) fn covering(&self, pattern: &str) -> &[&'static str] {
-        self.covered.get(pattern).map_or(&[], Vec::as_slice)
+    /// Whether a gate stands in front of `pattern` (if not, a direct answer may serve it).
+    pub(super) fn covers(&self, pattern: &str) -> bool {
+        self.covered.contains(pattern)
     }
 }
 
@@ -105,12 +103,8 @@ mod tests {
         assert_eq!(status(&plain, "/v1/ids?count=2").await, StatusCode::OK);
         // A gate in front of the ID routes: both ways obey it, and the other routes do not see
         // it.
-        let gated = super::super::app_with_gate(
-            state,
-            RouteFamily::Ids,
-            "teapot",
-            middleware::from_fn(teapot),
-        );
+        let gated =
+            super::super::app_with_gate(state, RouteFamily::Ids, middleware::from_fn(teapot));
         for uri in ["/genid", "/api/snowflake/get/x", "/v1/ids?count=2"] {
             assert_eq!(status(&gated, uri).await, StatusCode::IM_A_TEAPOT, "{uri}");
         }

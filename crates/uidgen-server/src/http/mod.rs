@@ -84,9 +84,9 @@ fn gated_app(state: Arc<AppState>, extra: ExtraGates<'_>) -> App {
     )
 }
 
-/// [`app`] with the gate `layer`, named `name`, in front of every route of `family`.
+/// [`app`] with the gate `layer` in front of every route of `family`.
 #[cfg(test)]
-fn app_with_gate<L>(state: Arc<AppState>, family: RouteFamily, name: &'static str, layer: L) -> App
+fn app_with_gate<L>(state: Arc<AppState>, family: RouteFamily, layer: L) -> App
 where
     L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
     L::Service: tower::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
@@ -98,7 +98,7 @@ where
 {
     gated_app(state, &move |of, routes, gates| {
         if of == family {
-            gates.install(name, routes, layer.clone())
+            gates.install(routes, layer.clone())
         } else {
             routes
         }

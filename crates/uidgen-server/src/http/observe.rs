@@ -202,7 +202,7 @@ impl App {
             // A gate in front of the route (`gates.rs`) is never gone round.
             let answer = direct
                 .iter()
-                .find(|(of, _)| of == pattern && gates.covering(pattern).is_empty())
+                .find(|(of, _)| of == pattern && !gates.covers(pattern))
                 .map(|(_, f)| *f);
             let admission = Admission::of(pattern, item, issuing.contains(pattern));
             slots.push(RouteSlot::new(pattern, answer, admission));
