@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Fuzz the HTTP API from its own description: schemathesis reads /openapi.json of a real
 # `uidgen serve` (sharded mode on against the local Redis, segment mode on a fresh SQLite
-# store, admin routes enabled, fallback worker ids leased to clients) and sends what the
-# document allows, then what it forbids, then chains of calls (stateful phase). Any failure of
-# schemathesis's default checks fails the run: a 5xx, a request the document allows that the
-# server refuses, a response the document does not describe, a request the document forbids
-# that the server takes (one exception, explained in scripts/schemathesis.toml). It runs twice:
+# store, admin routes enabled, fallback worker ids leased to clients, the masked form on with
+# one key) and sends what the document allows, then what it forbids, then chains of calls
+# (stateful phase). Any failure of schemathesis's default checks fails the run: a 5xx, a
+# request the document allows that the server refuses, a response the document does not
+# describe, a request the document forbids that the server takes (one exception, explained in
+# scripts/schemathesis.toml). It runs twice:
 # with the admin token, and without (every admin route must then answer 401, as described).
 #
 # Usage: scripts/fuzz-api.sh [path/to/uidgen]   (default: target/debug/uidgen, built if missing)
@@ -43,13 +44,14 @@ trap cleanup EXIT
 # Borrowing unbounded: the fuzzer asks for tens of millions of IDs in a minute, thousands of
 # times the baidu layout's 8,192 a second, and with the default bound (60 s) its batches of
 # 100,000 would wait some 12 s each for the clock, past its 10 s timeout (waiting under the
-# bound is tested in crates/uidgen-server/tests/ring_load.rs).
+# bound is tested in crates/uidgen-server/tests/serve/ring_load.rs).
 # A port nobody listens on: bind 0, read it back, let go.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 UIDGEN_STATE_DIR="$work" UIDGEN_STORE="sqlite://$work/uidgen.db" \
 UIDGEN_SHARDED_ENABLED=true UIDGEN_REDIS_URL="$redis_url" UIDGEN_SHARDED_KEY_PREFIX="$prefix" \
 UIDGEN_ADMIN_TOKEN="$token" UIDGEN_GRPC_LISTEN="" RUST_LOG=warn \
 UIDGEN_RING_MAX_BORROW_SECONDS=0 \
+UIDGEN_MASK_KEYS="1:8f4e1c2a9b7d6e5f0a1b2c3d4e5f6a7b" \
 UIDGEN_WORKER_RANGE=1-4000000 UIDGEN_WORKER_FALLBACK_RANGE=4000001-max \
   "$bin" serve --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
 server=$!

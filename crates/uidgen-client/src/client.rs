@@ -213,6 +213,31 @@ impl Client {
         self.segment(tag)?.next().await
     }
 
+    /// `count` new IDs written as text in `form`: `"decimal"`, `"base36"`, `"base62"` (fixed
+    /// width, sorting as the IDs) or `"masked"` (a keyed permutation that hides each ID's
+    /// time, worker and sequence, with the servers' `[mask]` keys). Asked of a server every
+    /// call, with the failover and retries of the buffered IDs but no buffer and no fallback:
+    /// a masked text needs keys the client does not hold. A server without keys refuses
+    /// `masked` ([`ClientError::Refused`]).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: uidgen_client::Client) -> uidgen_client::Result<()> {
+    /// let order_numbers = client.next_texts("masked", 10).await?;
+    /// assert_eq!(order_numbers.len(), 10);
+    /// # Ok(()) }
+    /// ```
+    pub async fn next_texts(&self, form: &str, count: u32) -> Result<Vec<String>> {
+        let answer = self
+            .inner
+            .peers
+            .call(|connection| {
+                let form = form.to_owned();
+                async move { connection.next_texts(&form, count).await }
+            })
+            .await?;
+        Ok(answer.value)
+    }
+
     /// True while every peer is ejected (the client serves from its buffers or the fallback).
     pub fn all_peers_down(&self) -> bool {
         self.inner.peers.all_ejected()

@@ -13,7 +13,9 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use uidgen_proto::CheckedBatch;
 use uidgen_proto::v1::id_service_client::IdServiceClient;
-use uidgen_proto::v1::{GetInfoRequest, IdBatch, LeaseSegmentRequest, NextIdsRequest, ServerInfo};
+use uidgen_proto::v1::{
+    GetInfoRequest, IdBatch, LeaseSegmentRequest, NextIdTextsRequest, NextIdsRequest, ServerInfo,
+};
 
 use crate::error::{ClientError, Result, invalid};
 
@@ -143,6 +145,11 @@ struct IdsBody {
 }
 
 #[derive(Deserialize)]
+struct TextsBody {
+    ids: Vec<String>,
+}
+
+#[derive(Deserialize)]
 struct LeaseBody {
     start: i64,
     end: i64,
@@ -241,6 +248,39 @@ impl Connection {
         batch
             .into_checked(count.into())
             .map_err(|e| Failure::Down(format!("malformed batch of IDs: {e}")))
+    }
+
+    /// `count` new IDs written in `form` (`masked` with the server's keys). A server that
+    /// answers another number of texts is at fault: [`Failure::Down`].
+    pub(crate) async fn next_texts(&self, form: &str, count: u32) -> Result<Vec<String>, Failure> {
+        let texts = match self {
+            Self::Grpc(client) => {
+                let mut client = client.clone();
+                client
+                    .next_id_texts(NextIdTextsRequest {
+                        count,
+                        form: form.to_owned(),
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(status_failure)?
+                    .into_inner()
+                    .texts
+            }
+            Self::Http { client, base } => {
+                let mut url = route(base, &["v1", "ids"], ("count", count.into()));
+                url.query_pairs_mut().append_pair("form", form);
+                let body: TextsBody = http_json(client.get(url)).await?;
+                body.ids
+            }
+        };
+        if texts.len() != usize::try_from(count).unwrap_or(usize::MAX) {
+            return Err(Failure::Down(format!(
+                "asked for {count} IDs as text, got {}",
+                texts.len()
+            )));
+        }
+        Ok(texts)
     }
 
     /// Lease `[start, end)` of `tag`, `size` numbers.

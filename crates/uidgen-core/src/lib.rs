@@ -23,6 +23,7 @@ pub mod forms;
 pub mod generator;
 pub mod layout;
 pub mod local;
+pub mod mask;
 pub mod ring;
 mod sequencer;
 pub mod snowflake;
@@ -42,6 +43,7 @@ pub use layout::{
     WorkerSplit,
 };
 pub use local::{LocalIds, UnitIds};
+pub use mask::{MaskKey, Masker};
 pub use ring::{RejectPut, RejectTake, RingBuffer};
 pub use snowflake::{DEFAULT_MAX_BACKWARD_MS, LEAF_RANDOM_START_BOUND, SnowflakeGenerator};
 pub use tag::{MAX_TAG_LEN, TAG_PATTERN, TAG_PUNCTUATION, check_biz_tag, is_tag_char};

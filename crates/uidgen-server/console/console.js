@@ -164,14 +164,24 @@ function errorCard(what, message) {
   return el('div', { class: 'card failed' }, el('span', { class: 'id', text: what }), el('div', { class: 'error', text: message }));
 }
 
-// The forms and zones the decode and make panels offer (?form=, ?tz=): UTC first, then this
-// browser's zone and a few others; the server reads any IANA name or offset.
+// The forms and zones the decode and make panels offer (?form=, ?tz=): the forms the server's
+// own document lists (`masked` only where it holds keys), and UTC first, then this browser's
+// zone and a few others; the server reads any IANA name or offset.
 const ID_FORMS = ['decimal', 'base36', 'base62'];
-function fillShownAs() {
+async function idForms() {
+  try {
+    const doc = await apiDocument();
+    const form = (doc.paths['/v1/ids'].get.parameters || []).find((p) => p.name === 'form');
+    if (form && form.schema && Array.isArray(form.schema.enum)) return form.schema.enum;
+  } catch (_) { /* the plain forms, which every server reads */ }
+  return ID_FORMS;
+}
+async function fillShownAs() {
+  const forms = await idForms();
   const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
   const zones = [...new Set(['UTC', browserZone, 'Asia/Shanghai', 'Europe/Berlin', 'America/New_York', '+08:00'].filter(Boolean))];
   for (const select of document.querySelectorAll('select.idform')) {
-    select.replaceChildren(...ID_FORMS.map((f) => el('option', { value: f, text: f })));
+    select.replaceChildren(...forms.map((f) => el('option', { value: f, text: f })));
   }
   for (const select of document.querySelectorAll('select.tz')) {
     select.replaceChildren(...zones.map((z) => el('option', { value: z, text: z })));
@@ -187,7 +197,7 @@ function shownAs(prefix) {
 }
 
 async function loadLayouts() {
-  if (!$('decode-tz').options.length) fillShownAs();
+  if (!$('decode-tz').options.length) await fillShownAs();
   layouts = await api('/v1/layouts');
   const select = $('decode-layout');
   select.replaceChildren(...layouts.map((l) =>

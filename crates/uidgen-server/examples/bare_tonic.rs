@@ -27,10 +27,10 @@ use tonic::{Request, Response, Status};
 use uidgen_proto::v1::id_service_server::{IdService, IdServiceServer};
 use uidgen_proto::v1::{
     ClaimFallbackLeaseRequest, ExplainIdRequest, ExplainIdResponse, FallbackLease,
-    FallbackLeaseRelease, FallbackLeaseRenewal, GetInfoRequest, IdBatch, LeaseSegmentRequest,
-    MakeIdRequest, NextIdRequest, NextIdResponse, NextIdsRequest, ReleaseFallbackLeaseRequest,
-    RenewFallbackLeaseRequest, SegmentIdBatch, SegmentIdsRequest, SegmentLease, ServerInfo,
-    StreamIdsRequest,
+    FallbackLeaseRelease, FallbackLeaseRenewal, GetInfoRequest, IdBatch, IdTexts,
+    LeaseSegmentRequest, MakeIdRequest, NextIdRequest, NextIdResponse, NextIdTextsRequest,
+    NextIdsRequest, ReleaseFallbackLeaseRequest, RenewFallbackLeaseRequest, SegmentIdBatch,
+    SegmentIdsRequest, SegmentLease, ServerInfo, StreamIdsRequest,
 };
 use uidgen_server::config::DEFAULT_BATCH_CAP;
 
@@ -90,6 +90,13 @@ impl IdService for Counter {
         _request: Request<StreamIdsRequest>,
     ) -> Result<Response<Self::StreamIdsStream>, Status> {
         unimplemented("StreamIds")
+    }
+
+    async fn next_id_texts(
+        &self,
+        _request: Request<NextIdTextsRequest>,
+    ) -> Result<Response<IdTexts>, Status> {
+        unimplemented("NextIdTexts")
     }
 
     async fn explain_id(

@@ -284,6 +284,7 @@ async fn serve_with_worker(
     state.store_check = store_readiness(store.clone());
     state.pool = Some(Arc::clone(&held.pool));
     state.access_log = settings.log.access;
+    state.masker = settings.mask.clone().map(Arc::new);
     for (name, Held { built: space, .. }) in spaces {
         let kind = settings
             .spaces
@@ -344,6 +345,11 @@ async fn serve_with_worker(
     let on_off = |on: bool| if on { "on" } else { "off" };
     let (generator, assigner) = (settings.generator.kind.name(), assignment.kind.name());
     let admin_routes = on_off(settings.admin_token.is_some());
+    // How many keys, and which masks: never a secret.
+    let masked_form = settings.mask.as_ref().map_or_else(
+        || "off".to_owned(),
+        |m| format!("{} keys, key {} masks", m.keys().len(), m.current().id()),
+    );
     info!(
         listen = %servers.http_addr,
         grpc_listen = %grpc_listen,
@@ -358,6 +364,7 @@ async fn serve_with_worker(
         admin_routes,
         caller_tokens = if settings.auth.required { "required" } else { "not required" },
         access_log = on_off(settings.log.access),
+        masked_form,
         "uidgen serving: HTTP on {}, gRPC {grpc_listen}; the {generator} generator on worker id \
          {worker_id} (from the {assigner} assigner), layout {}; admin routes {admin_routes}",
         servers.http_addr,

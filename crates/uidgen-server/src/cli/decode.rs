@@ -6,12 +6,13 @@ use uidgen_core::calendar::parse_epoch_ms;
 use uidgen_core::{FieldKind, IdForm, UidParts};
 
 use super::{DecodeArgs, MakeArgs};
+use crate::service::forms::FormName;
 use crate::sharded::LAYOUT;
 
 /// `uidgen decode`: one line per ID (or JSON), failing on the first malformed one.
 pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
     if args.layout.layout.as_deref() == Some(LAYOUT) {
-        if args.form != IdForm::Decimal {
+        if args.form != FormName::Plain(IdForm::Decimal) {
             bail!(
                 "--form {} reads IDs of a layout; sharded IDs are decimal only",
                 args.form
@@ -19,16 +20,19 @@ pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {
         }
         return decode_sharded(&args.ids, args.json);
     }
-    let layout = args.layout.layout(&args.config)?;
+    let settings = args.layout.settings(&args.config)?;
+    let layout = &settings.layout;
+    let form = args.form.with_keys(settings.mask.as_ref())?;
     // UTC unless `--tz` says otherwise (Baidu's parseUID used the JVM's zone, unnamed).
     let zone = args.tz.clone().unwrap_or_default();
     for text in &args.ids {
-        // Decimal reads as it always has (with its messages); a radix form by its width.
-        let d = match args.form {
-            IdForm::Decimal => layout.decode_str(text)?,
-            form => layout
-                .decode_form(text, form)
-                .with_context(|| format!("{text:?} as {form}"))?,
+        // Decimal reads as it always has (with its messages); a radix form by its width, a
+        // masked text with the key its id names.
+        let d = if form.is_decimal() {
+            layout.decode_str(text)?
+        } else {
+            form.read(layout, text)
+                .with_context(|| format!("{text:?} as {}", args.form))?
         };
         if args.json {
             println!("{}", d.to_baidu_json_in(&zone));

@@ -17,9 +17,10 @@ pub use decode::{decode, make};
 pub use generate::{bench_generator, gen_ids, migrate};
 
 use clap::{Args, Parser, Subcommand};
-use uidgen_core::{IdForm, Layout, Zone};
+use uidgen_core::{Layout, Zone};
 
 use crate::config::Config;
+use crate::service::forms::FormName;
 
 /// Command line of the `uidgen` binary.
 #[derive(Debug, Parser)]
@@ -124,9 +125,14 @@ impl LayoutArgs {
     /// The layout of the configuration `args` reads with the arguments applied, every key
     /// checked.
     pub fn layout(&self, args: &ConfigArgs) -> anyhow::Result<Layout> {
+        Ok(self.settings(args)?.layout)
+    }
+
+    /// The settings of the configuration `args` reads with the arguments applied.
+    pub fn settings(&self, args: &ConfigArgs) -> anyhow::Result<crate::config::Settings> {
         let mut config = args.read(self.overrides())?;
         self.apply(&mut config);
-        Ok(config.settings()?.layout)
+        Ok(config.settings()?)
     }
 }
 
@@ -194,10 +200,11 @@ pub struct DecodeArgs {
     // A western offset starts with `-`: taken as the value, not as an option.
     #[arg(long, value_name = "ZONE", allow_hyphen_values = true)]
     pub tz: Option<Zone>,
-    /// How the IDs are written: `decimal` (the default), or `base36` / `base62` as the HTTP
-    /// API's `?form=` writes them (fixed width for the layout). Sharded IDs are decimal only.
+    /// How the IDs are written: `decimal` (the default), `base36` / `base62` as the HTTP
+    /// API's `?form=` writes them (fixed width for the layout), or `masked`, unmasked with the
+    /// configuration's `[mask]` keys (`UIDGEN_MASK_KEYS`). Sharded IDs are decimal only.
     #[arg(long, value_name = "FORM", default_value = "decimal")]
-    pub form: IdForm,
+    pub form: FormName,
     /// The IDs. Options may come before, between or after them; a negative number is taken
     /// as an ID (and refused as one), not as an option.
     #[arg(required = true, allow_negative_numbers = true)]

@@ -22,6 +22,7 @@ const SECTIONS: &[&[EnvKey]] = &[
     super::http::ENV,
     super::tls::ENV,
     super::log::ENV,
+    super::mask::ENV,
 ];
 
 /// Every key an environment variable sets, and how its text is read. The variable is

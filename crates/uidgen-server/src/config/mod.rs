@@ -7,7 +7,7 @@
 //! it. The service and the subcommands take [`Settings`] and never parse a key again.
 //!
 //! One file per section: [`layout`], [`generator`], [`worker`] (with [`ranges`]), [`ring`],
-//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`], [`tls`], [`http`], [`mod@log`]; the top-level keys are here, and [`mod@env`]
+//! [`segment`], [`zookeeper`], [`etcd`], [`statefulset`], [`sharded`], [`mod@auth`], [`tls`], [`http`], [`mod@log`], [`mask`]; the top-level keys are here, and [`mod@env`]
 //! maps keys to `UIDGEN_…` variables. **Adding a key** means editing its section's file
 //! only: the field with its doc, its `Default`, its line in the section's `ENV` list, and its
 //! check in the section's `settings` (or `build`/`options`).
@@ -29,6 +29,7 @@ pub mod generator;
 pub mod http;
 pub mod layout;
 pub mod log;
+pub mod mask;
 pub mod ranges;
 pub mod ring;
 pub mod segment;
@@ -47,6 +48,7 @@ pub use generator::{GeneratorConfig, GeneratorKind, MAX_BACKWARD_MS};
 pub use http::HttpConfig;
 pub use layout::LayoutConfig;
 pub use log::{LogConfig, LogFormat};
+pub use mask::MaskConfig;
 pub use ranges::is_vesta;
 pub use ring::{
     DEFAULT_MAX_BORROW_SECONDS, DEFAULT_TAKE_WAIT, EmptyRing, MAX_TAKE_WAIT_MS, PutRejection,
@@ -202,6 +204,8 @@ pub struct Config {
     pub log: LogConfig,
     /// `[http]`: the HTTP port's read timeouts and connection cap.
     pub http: HttpConfig,
+    /// `[mask]`: the keys of the masked form of IDs (none by default).
+    pub mask: MaskConfig,
 }
 
 impl Default for Config {
@@ -228,6 +232,7 @@ impl Default for Config {
             tls: TlsConfig::default(),
             log: LogConfig::default(),
             http: HttpConfig::default(),
+            mask: MaskConfig::default(),
         }
     }
 }
@@ -312,6 +317,8 @@ pub struct Settings {
     pub log: LogConfig,
     /// `[http]`: the HTTP port's read timeouts and connection cap.
     pub http: crate::connections::ConnectionLimits,
+    /// `[mask]`: the keys of the masked form; `None` when no key is configured.
+    pub mask: Option<uidgen_core::Masker>,
 }
 
 impl Settings {
@@ -531,6 +538,7 @@ impl Config {
         let auth = self.auth.settings()?;
         let tls = self.tls.settings()?;
         let http = self.http.settings()?;
+        let mask = self.mask.settings()?;
         Ok(Settings {
             listen,
             grpc_listen,
@@ -554,6 +562,7 @@ impl Config {
             tls,
             log: self.log,
             http,
+            mask,
         })
     }
 }

@@ -5,6 +5,7 @@ use uidgen_core::calendar::format_iso8601;
 use uidgen_core::{DecodedUid, FieldKind, Layout, UidParts};
 use uidgen_proto::v1::{ExplainIdResponse, Field, MakeIdRequest};
 
+use crate::service::forms::Form;
 use crate::service::{ApiError, FieldErrors, misfits};
 
 /// The layout's fields, most significant first, with their values in `decoded` (zeros without
@@ -45,21 +46,36 @@ fn field(name: &str, value: u64, bits: u32, shift: u32) -> Field {
     }
 }
 
-fn response(layout: &Layout, decoded: &DecodedUid) -> ExplainIdResponse {
+fn response(layout: &Layout, decoded: &DecodedUid, text: String) -> ExplainIdResponse {
     ExplainIdResponse {
         id: decoded.id,
         layout: decoded.layout.clone(),
         fields: fields(layout, Some(decoded)),
         timestamp_ms: decoded.timestamp_ms,
         timestamp: format_iso8601(decoded.timestamp_ms),
+        text,
     }
 }
 
-/// `ExplainId`: the ID in `text` decoded with the server's layout; a malformed one is the
-/// same 400 (here INVALID_ARGUMENT) as `GET /v1/ids/{id}` gives.
-pub(super) fn explain(layout: &Layout, text: &str) -> Result<ExplainIdResponse, ApiError> {
-    let decoded = layout.decode_str(text).map_err(ApiError::input)?;
-    Ok(response(layout, &decoded))
+/// `ExplainId`: the ID in `text`, written in `form` (decimal when `None`), decoded with the
+/// server's layout; a malformed one is the same 400 (here INVALID_ARGUMENT) as
+/// `GET /v1/ids/{id}` gives. The answer's `text` is the ID in `form`.
+pub(super) fn explain(
+    layout: &Layout,
+    text: &str,
+    form: Option<Form<'_>>,
+) -> Result<ExplainIdResponse, ApiError> {
+    let decoded = match form {
+        Some(form) if !form.is_decimal() => form.read(layout, text),
+        _ => layout.decode_str(text),
+    }
+    .map_err(ApiError::input)?;
+    let shown = form
+        .map(|form| form.write(layout, decoded.id))
+        .transpose()
+        .map_err(ApiError::input)?
+        .unwrap_or_default();
+    Ok(response(layout, &decoded, shown))
 }
 
 /// `MakeId`: the ID with the requested fields (nothing is issued), decoded back. Every bad
@@ -102,5 +118,5 @@ pub(super) fn make(
     }
     let id = layout.compose(&parts).map_err(ApiError::input)?;
     let decoded = layout.decode(id).map_err(ApiError::input)?;
-    Ok(response(layout, &decoded))
+    Ok(response(layout, &decoded, String::new()))
 }

@@ -20,13 +20,14 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 use uidgen_core::GenMethod;
+use uidgen_core::mask::Masker;
 use uidgen_proto::v1::id_service_server::IdService;
 use uidgen_proto::v1::{
     ClaimFallbackLeaseRequest, ExplainIdRequest, ExplainIdResponse, FallbackLease,
-    FallbackLeaseRelease, FallbackLeaseRenewal, GetInfoRequest, IdBatch, LeaseSegmentRequest,
-    MakeIdRequest, NextIdRequest, NextIdResponse, NextIdsRequest, ReleaseFallbackLeaseRequest,
-    RenewFallbackLeaseRequest, SegmentIdBatch, SegmentIdsRequest, SegmentLease, ServerInfo,
-    StreamIdsRequest,
+    FallbackLeaseRelease, FallbackLeaseRenewal, GetInfoRequest, IdBatch, IdTexts,
+    LeaseSegmentRequest, MakeIdRequest, NextIdRequest, NextIdResponse, NextIdTextsRequest,
+    NextIdsRequest, ReleaseFallbackLeaseRequest, RenewFallbackLeaseRequest, SegmentIdBatch,
+    SegmentIdsRequest, SegmentLease, ServerInfo, StreamIdsRequest,
 };
 
 pub(crate) use server::{GrpcGate, serve_starting};
@@ -36,6 +37,7 @@ pub use status::status;
 use crate::metrics::waits::{self, RouteWaits};
 use crate::metrics::{IssuedCounter, Metrics};
 use crate::service::callers::{Caller, RouteFamily, Scoped};
+use crate::service::forms::{Form, FormName};
 use crate::service::{ApiError, AppState, Source, batch_count, batch_size, many_from, one_from};
 
 tokio::task_local! {
@@ -109,10 +111,11 @@ pub struct GrpcService {
 
 /// Each method of `uidgen.v1.IdService` by its name and its path, the path being its `route`
 /// label (as HTTP labels a route by its pattern).
-const METHODS: [(&str, &str); 11] = [
+const METHODS: [(&str, &str); 12] = [
     ("NextId", "/uidgen.v1.IdService/NextId"),
     ("NextIds", "/uidgen.v1.IdService/NextIds"),
     ("StreamIds", "/uidgen.v1.IdService/StreamIds"),
+    ("NextIdTexts", "/uidgen.v1.IdService/NextIdTexts"),
     ("ExplainId", "/uidgen.v1.IdService/ExplainId"),
     ("MakeId", "/uidgen.v1.IdService/MakeId"),
     ("SegmentIds", "/uidgen.v1.IdService/SegmentIds"),
@@ -174,6 +177,7 @@ struct IssuedCounters {
     next_id: IssuedCounter,
     next_ids: IssuedCounter,
     stream_ids: IssuedCounter,
+    next_id_texts: IssuedCounter,
     segment_ids: IssuedCounter,
 }
 
@@ -185,6 +189,7 @@ impl IssuedCounters {
             next_id: counter("NextId"),
             next_ids: counter("NextIds"),
             stream_ids: counter("StreamIds"),
+            next_id_texts: counter("NextIdTexts"),
             segment_ids: counter("SegmentIds"),
         }
     }
@@ -195,6 +200,7 @@ impl IssuedCounters {
             "NextId" => Some(&self.next_id),
             "NextIds" => Some(&self.next_ids),
             "StreamIds" => Some(&self.stream_ids),
+            "NextIdTexts" => Some(&self.next_id_texts),
             "SegmentIds" => Some(&self.segment_ids),
             _ => None,
         }
@@ -290,6 +296,18 @@ fn count(count: u32, cap: usize, largest: u64) -> Result<usize, ApiError> {
     batch_count(u64::from(count), cap)
 }
 
+/// The form a request's `form` field names (empty: none), `masked` with `masker`'s keys;
+/// an unknown name, or `masked` without keys, is INVALID_ARGUMENT as HTTP's `?form=` is a 400.
+fn form_named<'a>(name: &str, masker: Option<&'a Masker>) -> Result<Option<Form<'a>>, ApiError> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    name.parse::<FormName>()
+        .and_then(|name| name.with_keys(masker))
+        .map(Some)
+        .map_err(|e| ApiError::bad_parameter(format!("`form`: {e}")))
+}
+
 /// The message limit gRPC clients apply to what they receive unless told otherwise (tonic,
 /// grpc-go, grpc-java and grpcio all default to 4 MiB): an answer past it fails on the client
 /// after the server issued its IDs, which are then lost.
@@ -306,10 +324,28 @@ pub fn message_cap(largest: u64) -> usize {
     (CLIENT_MESSAGE_LIMIT - 16) / id_bytes
 }
 
+/// The longest text of an ID in any form: 20 decimal digits (a masked text is at most a
+/// five-digit key id, `_` and 11 base62 digits; base36 13).
+const LONGEST_TEXT: usize = 20;
+
+/// The most texts one `IdTexts` message may carry and stay within [`CLIENT_MESSAGE_LIMIT`]:
+/// each is its length and two bytes of field key and length.
+pub const TEXT_MESSAGE_CAP: usize = (CLIENT_MESSAGE_LIMIT - 16) / (LONGEST_TEXT + 2);
+
 /// 400 (gRPC `INVALID_ARGUMENT`) when `value` IDs in one message would pass
 /// [`CLIENT_MESSAGE_LIMIT`]: refused before any ID is taken.
 fn check_message_cap(name: &str, value: u64, largest: u64) -> Result<(), ApiError> {
-    let cap = message_cap(largest);
+    check_cap(
+        name,
+        value,
+        message_cap(largest),
+        "or use StreamIds for more",
+    )
+}
+
+/// 400 when `value` items would pass `cap`, the most one message may carry; `more` says how
+/// to get more.
+fn check_cap(name: &str, value: u64, cap: usize, more: &str) -> Result<(), ApiError> {
     if usize::try_from(value).is_ok_and(|v| v <= cap) {
         return Ok(());
     }
@@ -318,7 +354,7 @@ fn check_message_cap(name: &str, value: u64, largest: u64) -> Result<(), ApiErro
         "invalid_count",
         format!(
             "{name} {value} would make a message over the 4 MiB gRPC clients accept by default; \
-             ask for at most {cap} IDs per message (or use StreamIds for more)"
+             ask for at most {cap} IDs per message ({more})"
         ),
     ))
 }
@@ -403,14 +439,48 @@ impl IdService for GrpcService {
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
+    async fn next_id_texts(
+        &self,
+        request: Request<NextIdTextsRequest>,
+    ) -> Result<Response<IdTexts>, Status> {
+        let NextIdTextsRequest {
+            count: wanted,
+            space,
+            form,
+        } = request.into_inner();
+        self.answer("NextIdTexts", async {
+            let source = source_for(&self.state, &space)?;
+            let form = form_named(&form, self.state.masker.as_deref())?
+                .unwrap_or(Form::Plain(uidgen_core::IdForm::Decimal));
+            check_cap(
+                "count",
+                u64::from(wanted),
+                TEXT_MESSAGE_CAP,
+                "and call again for more",
+            )?;
+            let n = batch_count(u64::from(wanted), self.state.batch_cap)?;
+            let layout = source.generator.layout();
+            let ids = many_from(source, n, GenMethod::CenterServer).await?;
+            let issued = ids.len() as u64;
+            let texts = form.write_all(layout, ids).map_err(ApiError::input)?;
+            Ok((IdTexts { texts }, issued))
+        })
+        .await
+    }
+
     async fn explain_id(
         &self,
         request: Request<ExplainIdRequest>,
     ) -> Result<Response<ExplainIdResponse>, Status> {
-        let ExplainIdRequest { id: text, space } = request.into_inner();
+        let ExplainIdRequest {
+            id: text,
+            space,
+            form,
+        } = request.into_inner();
         self.answer("ExplainId", async {
             let layout = source_for(&self.state, &space)?.generator.layout();
-            Ok((explain::explain(layout, &text)?, 0))
+            let form = form_named(&form, self.state.masker.as_deref())?;
+            Ok((explain::explain(layout, &text, form)?, 0))
         })
         .await
     }

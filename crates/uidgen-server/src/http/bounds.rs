@@ -7,7 +7,7 @@
 //! and the rest come from the store's limits ([`uidgen_core::MAX_TAG_LEN`], ...), which
 //! attributes could only repeat as literals. So every bound lives here, one rule per parameter
 //! or field name, read from the same constants the checks use, and is filled in when the
-//! document is served. `tests/openapi.rs` holds every route to it: an integer without both
+//! document is served. `tests/router/openapi.rs` holds every route to it: an integer without both
 //! bounds, or a string that may be empty, fails the test, so a new route cannot slip through.
 
 use serde_json::{Map, Value, json};
@@ -19,6 +19,7 @@ use crate::config::DEFAULT_SPACE;
 use crate::config::spaces::{MAX_SPACE_NAME_LEN, SPACE_NAME_PATTERN};
 use crate::service::AppState;
 use crate::service::callers::RouteFamily;
+use crate::service::forms::FormName;
 
 /// What the bounds depend on: this server's configuration and layout.
 struct Limits<'a> {
@@ -29,6 +30,8 @@ struct Limits<'a> {
     fallback_ids: (u64, u64),
     /// Now, by this server's clock, in ms since the Unix epoch.
     now_ms: u64,
+    /// Whether the server has `[mask]` keys, so reads and writes the masked form.
+    masked: bool,
 }
 
 /// Fill the bounds into `document` (the JSON of the generated OpenAPI document).
@@ -54,6 +57,7 @@ pub(super) fn describe(document: &mut Value, state: &AppState) {
         layout,
         fallback_ids,
         now_ms: uidgen_core::SystemClock.now_millis(),
+        masked: state.masker.is_some(),
     };
     if let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) {
         for operation in paths.values_mut().filter_map(Value::as_object_mut) {
@@ -121,18 +125,28 @@ fn bound_parameter(operation: &str, param: &mut Value, limits: &Limits) -> bool 
         // letter, so it is never also a decimal.
         // A caller token's row id (`DELETE /v1/admin/tokens/{id}`).
         ("path", "id") if operation == "revoke_token" => integer(1, i64::MAX.unsigned_abs()),
-        ("path", "id") => json!({ "oneOf": [
-            integer(0, i64::MAX.unsigned_abs()),
-            {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": IdForm::Base36.width(u64::MAX),
-                "pattern": "^[0-9A-Za-z]*[A-Za-z][0-9A-Za-z]*$",
-            },
-        ]}),
-        ("query", "form") => {
-            json!({ "type": "string", "enum": IdForm::ALL.map(IdForm::name) })
+        ("path", "id") => {
+            let mut forms = vec![
+                integer(0, i64::MAX.unsigned_abs()),
+                json!({
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": IdForm::Base36.width(u64::MAX),
+                    "pattern": "^[0-9A-Za-z]*[A-Za-z][0-9A-Za-z]*$",
+                }),
+            ];
+            // A masked text (`uidgen_core::mask`): a key id, `_`, base62 digits.
+            if limits.masked {
+                forms.push(json!({
+                    "type": "string",
+                    "minLength": 3,
+                    "maxLength": 5 + 1 + IdForm::Base62.width(u64::MAX),
+                    "pattern": "^[0-9]{1,5}_[0-9A-Za-z]+$",
+                }));
+            }
+            json!({ "oneOf": forms })
         }
+        ("query", "form") => json!({ "type": "string", "enum": FormName::names(limits.masked) }),
         ("query", "tz") => zone(),
         // `uidgen_core::DatedForm::new`: absent is no prefix.
         ("query", "prefix") => json!({

@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Serialize;
-use uidgen_core::{DecodedUid, FieldKind, GenMethod, IdForm, Layout, UidParts};
+use uidgen_core::{DecodedUid, FieldKind, GenMethod, Layout, UidParts};
 use utoipa::ToSchema;
 
 use super::TextError;
@@ -18,6 +18,7 @@ use super::shown::{
 };
 use crate::service::callers::{Caller, RouteFamily, Scoped};
 use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::forms::Form;
 use crate::service::{ApiError, AppState};
 use crate::service::{Source, batch_count, generate};
 
@@ -359,18 +360,18 @@ pub enum IdList {
 }
 
 impl IdBatch {
-    /// `ids` as numbers, or as texts in `form` (its width is `layout`'s largest ID's).
-    pub(super) fn of(ids: Vec<u64>, form: Option<IdForm>, layout: &Layout) -> Self {
+    /// `ids` as numbers, or as texts in `form` (a radix form as wide as `layout`'s largest
+    /// ID, the masked form with the server's current key).
+    pub(super) fn of(
+        ids: Vec<u64>,
+        form: Option<Form<'_>>,
+        layout: &Layout,
+    ) -> Result<Self, ApiError> {
         let ids = match form {
             None => IdList::Numbers(ids),
-            Some(form) => {
-                // Every ID of the served layout fits its width: `encode` cannot fail, and
-                // skipping `render`'s decode keeps a large batch cheap.
-                let width = form.width(layout.max_id());
-                IdList::Texts(ids.into_iter().map(|id| form.encode(id, width)).collect())
-            }
+            Some(form) => IdList::Texts(form.write_all(layout, ids).map_err(ApiError::input)?),
         };
-        Self { ids }
+        Ok(Self { ids })
     }
 }
 
@@ -405,9 +406,9 @@ pub async fn batch(
 ) -> Result<Issued<Json<IdBatch>>, ApiError> {
     let count = param_u64(&params, "count")?.unwrap_or(1);
     let n = batch_count(count, state.batch_cap)?;
-    let form = param_form(&params)?;
+    let form = param_form(&params, state.masker.as_deref())?;
     let ids = generate::many(&state, n).await?;
-    let batch = IdBatch::of(ids, form, state.generator.layout());
+    let batch = IdBatch::of(ids, form, state.generator.layout())?;
     Ok(Issued(count, Json(batch)))
 }
 
@@ -456,13 +457,16 @@ pub enum DecodedAny {
     Sharded(super::sharded::DecodedSharded),
 }
 
-pub(super) fn decoded(layout: &Layout, d: DecodedUid, shown: &Shown) -> Decoded {
+pub(super) fn decoded(layout: &Layout, d: DecodedUid, shown: &Shown) -> Result<Decoded, ApiError> {
     let has = |k| layout.has(k);
-    Decoded {
+    let text = shown
+        .form
+        .map(|form| form.write(layout, d.id))
+        .transpose()
+        .map_err(ApiError::input)?;
+    Ok(Decoded {
         id: d.id,
-        text: shown
-            .form
-            .map(|form| form.encode(d.id, form.width(layout.max_id()))),
+        text,
         timestamp: d.timestamp_in(&shown.zone),
         zone: shown.zone.name().to_owned(),
         timestamp_ms: d.timestamp_ms,
@@ -476,7 +480,7 @@ pub(super) fn decoded(layout: &Layout, d: DecodedUid, shown: &Shown) -> Decoded 
         kind: has(FieldKind::Type).then_some(d.parts.kind),
         method: has(FieldKind::Method).then_some(d.parts.method),
         layout: d.layout,
-    }
+    })
 }
 
 /// `GET /v1/ids/{id}[?layout=<name>&form=&tz=]`: decode an ID with the served layout, with any
@@ -517,7 +521,7 @@ pub async fn decode(
     params: QueryParams,
 ) -> Result<Response, ApiError> {
     let name = params.get("layout").map(String::as_str);
-    let shown = Shown::from_params(&params)?;
+    let shown = Shown::from_params(&params, state.masker.as_deref())?;
     if name == Some("sharded") {
         canonical(&text, None)?;
         return Ok(super::sharded::decode(&text)?.into_response());
@@ -538,10 +542,10 @@ pub async fn decode(
 /// around it, and in decimal no sign and no leading zero. Otherwise `5`, `%205` and `05` would
 /// all name one ID, and a cache or a log keyed by the path would count three (issue 32). A
 /// base36 or base62 text keeps its leading zeros: it has the fixed width of its layout.
-pub(super) fn canonical(text: &str, form: Option<IdForm>) -> Result<(), ApiError> {
+pub(super) fn canonical(text: &str, form: Option<Form<'_>>) -> Result<(), ApiError> {
     let reason = if text.trim() != text {
         Some("spaces around the ID; send it alone")
-    } else if matches!(form, None | Some(IdForm::Decimal))
+    } else if form.is_none_or(|form| form.is_decimal())
         && text.len() > 1
         && text.starts_with('0')
         && text.bytes().all(|b| b.is_ascii_digit())
@@ -568,10 +572,8 @@ pub(super) fn decode_shown(
     canonical(text, shown.form)?;
     // The decimal form reads as the route always has (with its messages).
     let d = match shown.form {
-        Some(form) if form != IdForm::Decimal => {
-            layout.decode_form(text, form).map_err(ApiError::input)?
-        }
+        Some(form) if !form.is_decimal() => form.read(layout, text).map_err(ApiError::input)?,
         _ => decode_text(layout, text)?,
     };
-    Ok(decoded(layout, d, shown))
+    decoded(layout, d, shown)
 }

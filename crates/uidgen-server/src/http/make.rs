@@ -111,7 +111,7 @@ pub async fn make(
     params: QueryParams,
     Body(body): Body,
 ) -> Result<Json<Decoded>, ApiError> {
-    let shown = Shown::from_params(&params)?;
+    let shown = Shown::from_params(&params, state.masker.as_deref())?;
     let layout = state.generator.layout();
     let req: MakeRequest =
         serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&body))
@@ -160,5 +160,5 @@ pub async fn make(
     }
     let id = make_id(layout, &parts)?;
     let d = layout.decode(id).map_err(ApiError::input)?;
-    Ok(Json(decoded(layout, d, &shown)))
+    Ok(Json(decoded(layout, d, &shown)?))
 }

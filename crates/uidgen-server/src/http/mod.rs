@@ -119,7 +119,7 @@ fn family(
 }
 
 /// The routes whose `GET` hands out IDs, by pattern: they answer `HEAD` without taking any
-/// (`admission.rs`). `tests/routes.rs` sends `HEAD` to every `GET` route of the document and
+/// (`admission.rs`). `tests/router/routes.rs` sends `HEAD` to every `GET` route of the document and
 /// checks that none took an ID, so a route missing here is found.
 fn issuing_routes() -> Vec<String> {
     use utoipa::Path;

@@ -1,10 +1,12 @@
 //! How answers are shown: the zone of a time (`?tz=`) and the form of an ID (`?form=`), as the
 //! ID routes, make and Vesta's `transtime` and `expid` read them.
 
-use uidgen_core::{IdForm, Zone};
+use uidgen_core::Zone;
+use uidgen_core::mask::Masker;
 
 use super::extract::QueryParams;
 use crate::service::ApiError;
+use crate::service::forms::{Form, FormName};
 
 /// `?tz=`: the zone times are shown in, UTC when absent; an unknown zone is a 400
 /// `invalid_parameter` naming it (`uidgen_core::Zone::parse` is the one rule).
@@ -15,12 +17,17 @@ pub(super) fn param_zone(params: &QueryParams) -> Result<Zone, ApiError> {
     )
 }
 
-/// `?form=`: `decimal`, `base36` or `base62`; `None` when absent.
-pub(super) fn param_form(params: &QueryParams) -> Result<Option<IdForm>, ApiError> {
+/// `?form=`: `decimal`, `base36`, `base62`, or `masked` with the server's keys (`masker`);
+/// `None` when absent.
+pub(super) fn param_form<'a>(
+    params: &QueryParams,
+    masker: Option<&'a Masker>,
+) -> Result<Option<Form<'a>>, ApiError> {
     params
         .get("form")
         .map(|text| {
-            text.parse::<IdForm>()
+            text.parse::<FormName>()
+                .and_then(|name| name.with_keys(masker))
                 .map_err(|e| ApiError::bad_parameter(format!("`form`: {e}")))
         })
         .transpose()
@@ -32,27 +39,33 @@ pub(super) const TZ_DESCRIPTION: &str = "The zone times are shown in: `UTC` (def
 
 /// What the `form` parameter says in the document.
 pub(super) const FORM_DESCRIPTION: &str = "How IDs are written: `decimal`, `base36` or \
-                                           `base62` (fixed width, sortable); IDs are then JSON \
-                                           strings";
+                                           `base62` (fixed width, sortable), or `masked` (a \
+                                           keyed permutation that hides the ID's time, worker \
+                                           and sequence; on a server with `[mask]` keys); IDs \
+                                           are then JSON strings";
 
 /// `form` on a decode route: how the path's ID is written, and the answer's `text`.
 pub(super) const READ_FORM_DESCRIPTION: &str = "The form the ID is written in: `decimal` \
-                                                (default), `base36` or `base62`; the answer's \
-                                                `text` is the ID in that form";
+                                                (default), `base36`, `base62` or `masked` (on a \
+                                                server with `[mask]` keys); the answer's `text` \
+                                                is the ID in that form";
 
 /// How a decode or make answer is shown: the zone of its timestamp, and the form of its ID.
 #[derive(Debug, Default)]
-pub(super) struct Shown {
+pub(super) struct Shown<'a> {
     pub(super) zone: Zone,
-    pub(super) form: Option<IdForm>,
+    pub(super) form: Option<Form<'a>>,
 }
 
-impl Shown {
-    /// `?tz=` and `?form=`.
-    pub(super) fn from_params(params: &QueryParams) -> Result<Self, ApiError> {
+impl<'a> Shown<'a> {
+    /// `?tz=` and `?form=` (`masked` with the keys of `masker`).
+    pub(super) fn from_params(
+        params: &QueryParams,
+        masker: Option<&'a Masker>,
+    ) -> Result<Self, ApiError> {
         Ok(Self {
             zone: param_zone(params)?,
-            form: param_form(params)?,
+            form: param_form(params, masker)?,
         })
     }
 }

@@ -62,9 +62,9 @@ pub async fn space_batch(
     let source = state.source_of(Some(&space))?;
     let count = param_u64(&params, "count")?.unwrap_or(1);
     let n = batch_count(count, state.batch_cap)?;
-    let form = param_form(&params)?;
+    let form = param_form(&params, state.masker.as_deref())?;
     let ids = many_from(source, n, GenMethod::Rest).await?;
-    let batch = IdBatch::of(ids, form, source.generator.layout());
+    let batch = IdBatch::of(ids, form, source.generator.layout())?;
     Ok(Issued(count, Json(batch)))
 }
 
@@ -96,6 +96,6 @@ pub async fn space_decode(
     params: QueryParams,
 ) -> Result<Json<Decoded>, ApiError> {
     let layout = state.source_of(Some(&space))?.generator.layout();
-    let shown = Shown::from_params(&params)?;
+    let shown = Shown::from_params(&params, state.masker.as_deref())?;
     Ok(Json(decode_shown(layout, &text, &shown)?))
 }

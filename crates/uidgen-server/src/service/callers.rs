@@ -36,7 +36,7 @@ use crate::metrics::{CallerCounters, CallerFamilies};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RouteFamily {
     /// Snowflake-style IDs: `/v1/ids*`, Leaf's `/api/snowflake/get`, Vesta's routes; gRPC
-    /// `NextId`, `NextIds`, `StreamIds`, `ExplainId`, `MakeId`.
+    /// `NextId`, `NextIds`, `StreamIds`, `NextIdTexts`, `ExplainId`, `MakeId`.
     Ids,
     /// Leaf segments: `/v1/segments*`, `/api/segment/get`, leases; gRPC `SegmentIds`,
     /// `LeaseSegment`.
@@ -84,7 +84,9 @@ impl RouteFamily {
     /// (`GetInfo`), which any valid token may call.
     pub fn of_grpc_method(method: &str) -> Option<Self> {
         match method {
-            "NextId" | "NextIds" | "StreamIds" | "ExplainId" | "MakeId" => Some(Self::Ids),
+            "NextId" | "NextIds" | "StreamIds" | "NextIdTexts" | "ExplainId" | "MakeId" => {
+                Some(Self::Ids)
+            }
             "SegmentIds" | "LeaseSegment" => Some(Self::Segments),
             "ClaimFallbackLease" | "RenewFallbackLease" | "ReleaseFallbackLease" => {
                 Some(Self::Fallback)

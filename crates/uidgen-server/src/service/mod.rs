@@ -1,6 +1,6 @@
 //! The service both adapters serve: the shared [`AppState`], taking IDs ([`generate`]),
 //! readiness ([`ready`]), segment leases ([`mod@lease`]), fallback leases ([`fallback`]), building
-//! IDs from fields ([`make`]) and every failure as an [`ApiError`] mapped from the domain's
+//! IDs from fields ([`make`]), the forms IDs are written in ([`forms`]) and every failure as an [`ApiError`] mapped from the domain's
 //! errors ([`error`]). `crate::http` and `crate::grpc` are sibling adapters over it: neither
 //! imports the other.
 
@@ -14,6 +14,7 @@ use uidgen_worker::WorkerKeeper;
 pub mod callers;
 pub mod error;
 pub mod fallback;
+pub mod forms;
 pub mod generate;
 pub mod lease;
 pub mod make;
@@ -118,6 +119,8 @@ pub struct AppState {
     pub pool: Option<Arc<crate::workers::WorkerPool>>,
     /// Whether each HTTP request gets an access-log line (`log.access`).
     pub access_log: bool,
+    /// The keys of the masked form (`[mask]`); `None`: `?form=masked` is refused.
+    pub masker: Option<Arc<uidgen_core::Masker>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -157,6 +160,7 @@ impl AppState {
             spaces: std::collections::BTreeMap::new(),
             pool: None,
             access_log: false,
+            masker: None,
         }
     }
 

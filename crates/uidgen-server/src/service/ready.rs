@@ -35,7 +35,7 @@ const FRESH_FOR: Duration = Duration::from_secs(2);
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// The ID generator: `/v1/ids`, `/genid`, `/api/snowflake/get/{key}`, gRPC `NextId`,
-    /// `NextIds`, `StreamIds`.
+    /// `NextIds`, `StreamIds`, `NextIdTexts`.
     Ids,
     /// Leaf segment mode: `/v1/segments/…`, `/api/segment/get/{key}`, gRPC `SegmentIds`,
     /// `LeaseSegment`.

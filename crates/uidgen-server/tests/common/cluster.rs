@@ -1,5 +1,5 @@
 //! `uidgen serve` processes on one fresh database, at fixed addresses, for the client tests
-//! (`tests/client.rs`, `tests/client_fallback.rs`; each includes this file with `#[path]`).
+//! (`tests/coordinated/`, which includes this file with `#[path]`).
 #![allow(dead_code)]
 
 use std::collections::HashSet;

@@ -27,7 +27,11 @@ pub fn fresh_cwd() -> std::path::PathBuf {
 
 /// The state directory every `uidgen serve` of this test process runs with
 /// (`UIDGEN_STATE_DIR`), unless a test gives its own: the binary's default is the real
-/// per-host one (`/var/lib/uidgen` for root), which no test may write into.
+/// per-host one (`/var/lib/uidgen` for root), which no test may write into. Every test file
+/// of a binary shares it, and with it the default SQLite store of a server started without
+/// `UIDGEN_STORE`: such a server keeps the default (disposable) assigner, since another
+/// assigner's range would be refused there (or refuse the others'); a test of another
+/// assigner gives its own store.
 pub fn serve_state_dir() -> std::path::PathBuf {
     static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
