@@ -37,7 +37,7 @@ pub use status::status;
 use crate::metrics::waits::{self, RouteWaits};
 use crate::metrics::{IssuedCounter, Metrics};
 use crate::service::callers::{Caller, RouteFamily, Scoped};
-use crate::service::forms::{Form, FormName};
+use crate::service::forms::{self, Form};
 use crate::service::{ApiError, AppState, Source, batch_count, batch_size, many_from, one_from};
 
 tokio::task_local! {
@@ -302,10 +302,7 @@ fn form_named<'a>(name: &str, masker: Option<&'a Masker>) -> Result<Option<Form<
     if name.is_empty() {
         return Ok(None);
     }
-    name.parse::<FormName>()
-        .and_then(|name| name.with_keys(masker))
-        .map(Some)
-        .map_err(|e| ApiError::bad_parameter(format!("`form`: {e}")))
+    forms::named(name, masker).map(Some)
 }
 
 /// The message limit gRPC clients apply to what they receive unless told otherwise (tonic,

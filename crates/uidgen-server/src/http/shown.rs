@@ -6,7 +6,7 @@ use uidgen_core::mask::Masker;
 
 use super::extract::QueryParams;
 use crate::service::ApiError;
-use crate::service::forms::{Form, FormName};
+use crate::service::forms::{self, Form};
 
 /// `?tz=`: the zone times are shown in, UTC when absent; an unknown zone is a 400
 /// `invalid_parameter` naming it (`uidgen_core::Zone::parse` is the one rule).
@@ -25,11 +25,7 @@ pub(super) fn param_form<'a>(
 ) -> Result<Option<Form<'a>>, ApiError> {
     params
         .get("form")
-        .map(|text| {
-            text.parse::<FormName>()
-                .and_then(|name| name.with_keys(masker))
-                .map_err(|e| ApiError::bad_parameter(format!("`form`: {e}")))
-        })
+        .map(|text| forms::named(text, masker))
         .transpose()
 }
 

@@ -8,6 +8,8 @@ use std::str::FromStr;
 use uidgen_core::mask::Masker;
 use uidgen_core::{DecodedUid, IdForm, Layout, UidError};
 
+use super::ApiError;
+
 /// The masked form's name.
 pub const MASKED: &str = "masked";
 
@@ -62,6 +64,15 @@ impl FormName {
             }),
         }
     }
+}
+
+/// The form a request names in `name` (HTTP's `?form=`, gRPC's `form` field), `masked` with
+/// `masker`'s keys: an unknown name, or `masked` without keys, is the 400 (gRPC
+/// `INVALID_ARGUMENT`) both adapters answer.
+pub fn named<'a>(name: &str, masker: Option<&'a Masker>) -> Result<Form<'a>, ApiError> {
+    name.parse::<FormName>()
+        .and_then(|name| name.with_keys(masker))
+        .map_err(|e| ApiError::bad_parameter(format!("`form`: {e}")))
 }
 
 impl FromStr for FormName {
