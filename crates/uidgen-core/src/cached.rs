@@ -243,14 +243,19 @@ impl<C: Clock> Shared<C> {
             return Err(error);
         }
         let unit_end = self.layout.millis_of(next + 1);
-        let mut admitted = Vec::with_capacity(state.lanes.len());
+        // The admitted worker ids go straight into `left` (empty here: slices are claimed only
+        // once it is), whose buffer is kept from unit to unit: a claim allocates nothing, which
+        // per-thread unit handles pay for on every 8,192 IDs.
+        let PadState { lanes, left, .. } = state;
+        left.clear();
+        let lanes_before = lanes.len();
         let mut closed = None;
-        state.lanes.retain(|lane| {
+        lanes.retain(|lane| {
             if next < lane.first_unit {
                 return true; // its earlier holders' units: later
             }
             match lane.fence.as_deref().map(|fence| admit(fence, unit_end)) {
-                None | Some(Ok(())) => admitted.push(lane.worker_id),
+                None | Some(Ok(())) => left.push(lane.worker_id),
                 // The ring keeps what it has; this lane sits the unit out until it rises.
                 Some(Err(FenceRefusal::NotYet { .. })) => {}
                 Some(Err(refusal)) => {
@@ -260,10 +265,12 @@ impl<C: Clock> Shared<C> {
             }
             true
         });
-        // Relaxed: a status figure; the lanes themselves are read under `pad`.
-        self.lane_count
-            .store(state.lanes.len() as u64, Ordering::Relaxed);
-        if state.lanes.is_empty() {
+        if lanes.len() != lanes_before {
+            // Relaxed: a status figure; the lanes themselves are read under `pad`. Stored only
+            // on a change: the line is read by status while claims run.
+            self.lane_count.store(lanes.len() as u64, Ordering::Relaxed);
+        }
+        if lanes.is_empty() {
             // The fence that closed last, or (a claim after the lanes were gone) the reason
             // the ring was stopped with then: every claimant reports the one cause.
             let error = closed
@@ -274,13 +281,13 @@ impl<C: Clock> Shared<C> {
             self.ring.stop_with(error.clone());
             return Err(error);
         }
-        if admitted.is_empty() {
+        if left.is_empty() {
             return Ok(false);
         }
         // Release: readers of `issued_until_ms` see a unit at least this late.
         self.last_second.store(next, Ordering::Release);
-        admitted.reverse();
-        state.left = admitted;
+        // Lowest worker id first: `pop` takes from the end.
+        left.reverse();
         Ok(true)
     }
 
@@ -317,7 +324,10 @@ impl<C: Clock> Shared<C> {
             // sequence or-ed in: one compose per slice instead of one per ID (the padding thread
             // is what caps sustained throughput, see docs/BENCHMARKS.md).
             let base = self.layout.compose_unchecked(unit, worker_id, 0);
-            let mut uids = (sequence..=max_sequence).map(|s| base | (s << self.sequence_shift));
+            // The shift is copied into the closure: read through `self` it was loaded from the
+            // shared struct on every ID, on a line the takers' side also touches.
+            let shift = self.sequence_shift;
+            let mut uids = (sequence..=max_sequence).map(move |s| base | (s << shift));
             // At most the ring size, which fits a u64.
             let put = u64::try_from(self.ring.put_batch(&mut uids)).unwrap_or(u64::MAX);
             if sequence.saturating_add(put) > max_sequence {

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -66,11 +67,24 @@ static NEXT_SERVICE_ID: AtomicU64 = AtomicU64::new(1);
 /// would cost more than taking the ID). It is dropped and refilled whenever the service's map
 /// changes (its `version`) or the thread turns to another service. It keeps the buffers of a
 /// dropped service alive until the thread next calls `get` on another service or exits.
+///
+/// The tag asked for last is kept beside the map: a thread mostly asks for one tag over and
+/// over, and comparing its bytes is cheaper than hashing it and probing (issue 30 measured the
+/// lookup as half of a `get`). An `Rc` so that turning to another tag costs no atomic count on
+/// the buffer, whose line every thread taking from the tag shares.
 #[derive(Debug, Default)]
 struct LocalTags {
     service: u64,
     version: u64,
-    map: TagMap,
+    last: Option<Rc<LocalTag>>,
+    map: HashMap<Box<str>, Rc<LocalTag>, foldhash::fast::RandomState>,
+}
+
+/// One tag of a [`LocalTags`] cache.
+#[derive(Debug)]
+struct LocalTag {
+    tag: Box<str>,
+    buffer: Arc<SegmentBuffer>,
 }
 
 /// One ID of `buffer`'s current segment, or the buffer itself when that segment is used up.
@@ -249,15 +263,29 @@ impl SegmentService {
             let mut local = local.try_borrow_mut().ok()?;
             if local.service != self.id || local.version != version {
                 local.map.clear();
+                local.last = None;
                 local.service = self.id;
                 local.version = version;
             }
-            if let Some(buffer) = local.map.get(tag) {
-                return Some(take_one(buffer));
+            if let Some(last) = &local.last
+                && *last.tag == *tag
+            {
+                return Some(take_one(&last.buffer));
             }
-            let buffer = self.tags.read().get(tag).cloned()?;
-            let taken = take_one(&buffer);
-            local.map.insert(tag.into(), buffer);
+            let entry = match local.map.get(tag) {
+                Some(entry) => Rc::clone(entry),
+                None => {
+                    let buffer = self.tags.read().get(tag).cloned()?;
+                    let entry = Rc::new(LocalTag {
+                        tag: tag.into(),
+                        buffer,
+                    });
+                    local.map.insert(tag.into(), Rc::clone(&entry));
+                    entry
+                }
+            };
+            let taken = take_one(&entry.buffer);
+            local.last = Some(entry);
             Some(taken)
         });
         match found {
