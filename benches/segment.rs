@@ -21,15 +21,8 @@ use uidgen::segment::{SegmentOptions, SegmentService};
 const STEP: i64 = 10_000_000;
 
 fn segment(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let (runtime, _dir, store) = common::runtime_and_store(1);
     let service = runtime.block_on(async {
-        let store = uidgen_store::Store::connect(&url).await.unwrap();
         store.upsert_tag("bench", STEP, None).await.unwrap();
         let options = SegmentOptions {
             max_step: 1_000_000_000,

@@ -16,6 +16,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use uidgen_sharded::{ShardedOptions, ShardedService};
 use uidgen_store::AppSpec;
@@ -25,15 +27,8 @@ const APP: u8 = 7;
 fn sharded(c: &mut Criterion) {
     let redis_url = std::env::var("UIDGEN_TEST_REDIS_URL")
         .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let (runtime, _dir, store) = common::runtime_and_store(2);
     let service = runtime.block_on(async {
-        let store = uidgen_store::Store::connect(&url).await.unwrap();
         let options = ShardedOptions {
             redis_url: redis_url.clone(),
             key_prefix: format!("uidgen-bench-{}:", std::process::id()),

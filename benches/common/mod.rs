@@ -1,5 +1,7 @@
 //! Helpers shared by the benchmark binaries: each `harness = false` bench is its own crate and
 //! declares `mod common;`; Cargo does not take `benches/common/mod.rs` for a bench of its own.
+// Each bench is a crate of its own and uses only part of this module.
+#![allow(dead_code)]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -42,4 +44,26 @@ where
             .max()
             .unwrap()
     })
+}
+
+/// A tokio runtime of `workers` threads and a store in a new SQLite file (kept while the
+/// returned directory lives), for the benches that need a database.
+pub fn runtime_and_store(
+    workers: usize,
+) -> (
+    tokio::runtime::Runtime,
+    tempfile::TempDir,
+    uidgen_store::Store,
+) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let store = runtime
+        .block_on(uidgen_store::Store::connect(&url))
+        .unwrap();
+    (runtime, dir, store)
 }
