@@ -93,6 +93,13 @@ function duration(ms) {
   return h < 48 ? `${h} h ${Math.floor((s % 3600) / 60)} min` : `${Math.floor(h / 24)} d ${h % 24} h`;
 }
 
+// A long span in the largest unit that reads well: years to two years, then days.
+function span(ms) {
+  const days = Math.floor(ms / 86400000);
+  if (days >= 730) return `${(days / 365.25).toFixed(1)} years`;
+  return days >= 2 ? `${days} days` : duration(ms);
+}
+
 const utc = (ms) => new Date(Number(ms)).toISOString();
 // The browser's time with its zone; the zone's full name added only when the short one differs
 // ("CET (Europe/Berlin)", but not "UTC (UTC)").
@@ -392,6 +399,7 @@ function showStatus(s) {
     $('live-ring').textContent = `the ${s.generator || 'embedded'} generator has no ring buffer`;
     $('live-borrowed').textContent = '–';
   }
+  showRunway(s.runway);
   $('stopped').hidden = !s.stopped;
   $('stopped').textContent = s.stopped || '';
   $('live-updated').textContent = `updated ${new Date(s.now_ms).toLocaleTimeString()}`;
@@ -402,6 +410,16 @@ function showStatus(s) {
   showAdmin(s.admin_enabled);
   authRequired = Boolean(s.auth_required);
   showCaller();
+}
+
+// The time field's runway: the shorter figure (from the borrowed lead) large, coloured once
+// the server warns (runway_warning_days) or it has run out.
+function showRunway(r) {
+  if (!r) return;
+  const value = $('live-runway');
+  value.textContent = r.left_at_lead_ms === 0 ? 'run out' : span(r.left_at_lead_ms);
+  value.className = `value${r.left_at_lead_ms === 0 ? ' bad' : r.warning ? ' warn' : ''}`;
+  $('live-runway-sub').textContent = `runs out ${r.runs_out_at.slice(0, 10)}; ${span(r.left_at_clock_ms)} at today's rate`;
 }
 
 function fillKv(list, rows) {

@@ -49,6 +49,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             report.unique()
         }
         Command::Takeover(args) => runtime()?.block_on(cli::takeover::run(&args)),
+        Command::Layout(args) => runtime()?.block_on(cli::layout::run(&args)),
         Command::Health(args) => {
             let ready = runtime()?.block_on(cli::health::health(&args))?;
             println!("{ready}");

@@ -1,6 +1,6 @@
 //! Prometheus metrics: IDs issued by route, errors by kind, request latency, callers waiting for
-//! IDs ([`waits`]), the state of the ring buffer and segments, read when scraped, the build and
-//! the process ([`process`]).
+//! IDs ([`waits`]), the state of the ring buffer and segments, read when scraped, how long each
+//! space's time field lasts ([`mod@runway`]), the build and the process ([`process`]).
 //!
 //! One label scheme: whatever is per route is labelled `route`, whose value is the HTTP route
 //! pattern (`/v1/ids`, `/v1/segments/{tag}`) or the gRPC method's path
@@ -8,6 +8,7 @@
 //! ("Metrics") lists every metric.
 
 pub mod process;
+pub mod runway;
 pub mod waits;
 
 use std::sync::atomic::Ordering;
@@ -203,6 +204,8 @@ pub struct Metrics {
     pub ring_borrowed_units: Gauge,
     /// What the default space's worker ids sustain, and how far ahead it runs (issue 30).
     pub workers: WorkerMetrics,
+    /// How long each space's time field lasts (`uidgen_time_field_runway_seconds`).
+    pub runway: runway::RunwayMetrics,
     /// IDs left in the current segment, per tag.
     pub segment_idle: Family<TagLabel, Gauge>,
     /// Current step per tag.
@@ -413,6 +416,8 @@ impl Metrics {
         );
         let workers = WorkerMetrics::default();
         workers.register(&mut registry);
+        let runway = runway::RunwayMetrics::default();
+        runway.register(&mut registry);
         registry.register(
             "segment_idle",
             "IDs left in the current segment, by tag",
@@ -471,6 +476,7 @@ impl Metrics {
             ring_padding_runs,
             ring_borrowed_units,
             workers,
+            runway,
             segment_idle,
             segment_step,
             segment_loads,

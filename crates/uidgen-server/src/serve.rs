@@ -285,6 +285,7 @@ async fn serve_with_worker(
     state.pool = Some(Arc::clone(&held.pool));
     state.access_log = settings.log.access;
     state.masker = settings.mask.clone().map(Arc::new);
+    state.runway_warning = settings.runway_warning;
     for (name, Held { built: space, .. }) in spaces {
         let kind = settings
             .spaces
@@ -324,10 +325,16 @@ async fn serve_with_worker(
     }
     let segments = state.segments.clone();
     let sharded = state.sharded.clone();
-    servers.open(Arc::new(state));
+    let state = Arc::new(state);
+    servers.open(Arc::clone(&state));
     // Each space's pool claims more worker ids under load until the servers stop; the
     // release in `serve` then gives them back.
     let (stop_pools, pools_stopped) = tokio::sync::watch::channel(false);
+    // The runway's warning, now and once a day, while it holds (issue 33).
+    let mut runway_stopped = pools_stopped.clone();
+    let runway = tokio::spawn(crate::service::runway::watch(state, async move {
+        let _ = runway_stopped.wait_for(|stop| *stop).await;
+    }));
     let pools: Vec<_> = std::iter::once(&held.pool)
         .chain(spaces.iter().map(|(_, held)| &held.pool))
         .map(|pool| {
@@ -375,6 +382,7 @@ async fn serve_with_worker(
     for pool in pools {
         let _ = pool.await;
     }
+    let _ = runway.await;
     if let Some(segments) = &segments {
         segments.shutdown();
     }

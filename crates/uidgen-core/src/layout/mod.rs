@@ -12,14 +12,19 @@
 //! The module is cut along its seams: this file holds the type and its accessors, `builders`
 //! the ways to derive one layout from another, `codec` composing and taking IDs apart,
 //! `presets` the named layouts, `split` the worker field read as machine and process parts,
-//! `fields` the vocabulary, `decoded` how a taken-apart ID is shown.
+//! `fields` the vocabulary, `decoded` how a taken-apart ID is shown, `runway` how long the
+//! time field lasts, `succession` whether a move from one layout to another can repeat or
+//! reorder IDs (reasoning on `id_set`'s sets of IDs).
 
 mod builders;
 mod codec;
 mod decoded;
 mod fields;
+mod id_set;
 mod presets;
+mod runway;
 mod split;
+mod succession;
 
 pub use decoded::DecodedUid;
 pub use fields::{FieldKind, GenMethod, TimeUnit, UidParts};
@@ -27,7 +32,9 @@ pub use presets::{
     BAIDU_LEGACY_EPOCH_MS, DEFAULT_EPOCH, JS_MAX_SAFE_INTEGER, PRESET_NAMES, SONYFLAKE_EPOCH_MS,
     TWITTER_EPOCH_MS, VESTA_EPOCH_MS,
 };
+pub use runway::{DEFAULT_RUNWAY_WARNING, Runway};
 pub use split::{PartOrder, PartSpan, WorkerParts, WorkerSplit};
+pub use succession::{HighMark, Succession};
 
 use crate::calendar;
 use crate::clock::{Clock, SystemClock};

@@ -1,7 +1,8 @@
 //! The `uidgen` command line: its arguments, and the code of every subcommand but `serve`'s
 //! lifecycle ([`crate::serve`]): [`generate`] (`gen`, `migrate`, the embedded bench generator),
 //! [`mod@decode`] (`decode`, `make`), [`mod@bench`], [`zk`] (`zk reclaim`, `zk init`, `zk recover`), [`etcd`]
-//! (`etcd init`, `etcd recover`), [`takeover`] (`takeover <peer>`) and [`health`] (`health`).
+//! (`etcd init`, `etcd recover`), [`takeover`] (`takeover <peer>`), [`mod@layout`] (`layout
+//! check`) and [`health`] (`health`).
 
 use std::path::PathBuf;
 
@@ -10,6 +11,7 @@ pub mod decode;
 pub mod etcd;
 pub mod generate;
 pub mod health;
+pub mod layout;
 pub mod takeover;
 pub mod zk;
 
@@ -59,6 +61,10 @@ pub enum Command {
     /// `uidgen takeover baidu --check` reports, without `--check` it records the decision
     /// `serve` enforces (docs/MIGRATING.md).
     Takeover(takeover::TakeoverArgs),
+    /// Layouts of a live ID space: `uidgen layout check --from A --to B --issued-until T`
+    /// says whether moving from A to B can repeat an ID and whether B's sort above A's
+    /// (docs/OPERATIONS.md, "Runway").
+    Layout(layout::LayoutCommandArgs),
     /// Ask a server's `/readyz`: exit 0 when it answers 200, else 1 with the reason on one
     /// line (for a container's health check; no curl needed).
     Health(health::HealthArgs),

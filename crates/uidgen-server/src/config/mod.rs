@@ -15,8 +15,10 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use uidgen_core::layout::DEFAULT_RUNWAY_WARNING;
 use uidgen_core::{CachedOptions, Layout, MAX_BATCH};
 use uidgen_sharded::ShardedOptions;
 use uidgen_worker::StateDir;
@@ -173,6 +175,9 @@ pub struct Config {
     pub admin_token: Option<String>,
     /// The most IDs one batch request may ask for.
     pub batch_cap: usize,
+    /// Warn in the log when a space's time field has fewer days left than this, at the
+    /// current borrowed lead (default 730, two years; 0 never warns).
+    pub runway_warning_days: u64,
     /// `[layout]`.
     pub layout: LayoutConfig,
     /// `[generator]`.
@@ -217,6 +222,7 @@ impl Default for Config {
             state_dir: None,
             admin_token: None,
             batch_cap: DEFAULT_BATCH_CAP,
+            runway_warning_days: DEFAULT_RUNWAY_WARNING.as_secs() / 86_400,
             layout: LayoutConfig::default(),
             generator: GeneratorConfig::default(),
             worker: WorkerConfig::default(),
@@ -254,6 +260,7 @@ const ENV: &[EnvKey] = &[
     (&["state_dir"], Kind::Str),
     (&["admin_token"], Kind::Str),
     (&["batch_cap"], Kind::Int),
+    (&["runway_warning_days"], Kind::Int),
 ];
 
 /// The configuration parsed once: what the service and the subcommands run with. Every
@@ -287,6 +294,9 @@ pub struct Settings {
     pub admin_token: Option<String>,
     /// The most IDs one batch request may ask for.
     pub batch_cap: usize,
+    /// Below this much time left in a space's time field the log warns (`runway_warning_days`;
+    /// zero never warns).
+    pub runway_warning: Duration,
     /// `[layout]`.
     pub layout: Layout,
     /// `[generator]`, checked.
@@ -438,6 +448,14 @@ impl Config {
         self.store != Self::default().store
     }
 
+    /// `runway_warning_days` as a duration; a count of days too large for one is refused.
+    fn runway_warning(&self) -> Result<Duration, ConfigError> {
+        self.runway_warning_days
+            .checked_mul(86_400)
+            .map(Duration::from_secs)
+            .ok_or_else(|| invalid("runway_warning_days", "must be a number of days below 2^47"))
+    }
+
     /// The listen address: an IP address and port as it is, a host name and port
     /// (`localhost:8080`) through the system's resolver (its first address).
     pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
@@ -547,6 +565,7 @@ impl Config {
             state_dir: self.state_dir.clone(),
             admin_token: self.admin_token.clone(),
             batch_cap: self.batch_cap,
+            runway_warning: self.runway_warning()?,
             layout,
             generator,
             worker,

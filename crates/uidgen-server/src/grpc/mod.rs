@@ -538,6 +538,11 @@ impl IdService for GrpcService {
     ) -> Result<Response<ServerInfo>, Status> {
         self.answer("GetInfo", async {
             let layout = self.state.generator.layout();
+            let runway = crate::service::runway::RunwayInfo::of(
+                self.state.generator.as_ref(),
+                uidgen_core::Clock::now_millis(&uidgen_core::SystemClock),
+                self.state.runway_warning,
+            );
             Ok((
                 ServerInfo {
                     layout: layout.name().to_owned(),
@@ -547,6 +552,9 @@ impl IdService for GrpcService {
                     batch_cap: u32::try_from(self.state.batch_cap).unwrap_or(u32::MAX),
                     max_lease_size: self.max_lease_size,
                     version: env!("CARGO_PKG_VERSION").to_owned(),
+                    runs_out_at_ms: runway.runs_out_at_ms,
+                    runway_clock_ms: runway.left_at_clock_ms,
+                    runway_lead_ms: runway.left_at_lead_ms,
                 },
                 0,
             ))

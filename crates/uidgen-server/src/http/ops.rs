@@ -11,6 +11,7 @@ use super::error::ErrorBody;
 use super::extract::QueryParams;
 use crate::metrics::Metrics;
 use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::runway::RunwayInfo;
 use crate::service::{ApiError, AppState, Mode, NotReady, SEE_LOG, check_mode, check_readiness};
 
 /// `GET /healthz`: the process is up.
@@ -162,6 +163,11 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     }
     if let Some(pool) = &state.pool {
         state.metrics.workers.publish(&pool.status());
+    }
+    let now_ms = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
+    for (space, generator) in crate::service::runway::spaces(&state) {
+        let info = RunwayInfo::of(generator.as_ref(), now_ms, state.runway_warning);
+        state.metrics.runway.publish(space, &info);
     }
     if let Some(segments) = &state.segments {
         for tag in segments.monitor() {

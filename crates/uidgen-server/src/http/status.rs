@@ -17,6 +17,7 @@ use uidgen_core::layout::PRESET_NAMES;
 use uidgen_core::{Clock, Layout, SystemClock};
 use utoipa::ToSchema;
 
+use crate::service::runway::RunwayInfo;
 use crate::service::{AppState, Mode, SEE_LOG};
 
 /// One run of bits in an ID.
@@ -306,6 +307,9 @@ pub struct Status {
     modes: Vec<ModeStatus>,
     /// Each ID space, `default` first (as `GET /v1/spaces` lists them).
     spaces: Vec<crate::service::spaces::SpaceInfo>,
+    /// How long the served layout's time field lasts, at today's rate and at the current
+    /// borrowed lead (docs/OPERATIONS.md, "Runway").
+    runway: RunwayInfo,
 }
 
 /// `GET /v1/status`: the generator's state, for the console (no database round trip).
@@ -414,5 +418,6 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
         ready: readiness.any_ready(),
         modes,
         spaces: crate::service::spaces::list(&state),
+        runway: RunwayInfo::of(state.generator.as_ref(), now_ms, state.runway_warning),
     })
 }

@@ -19,6 +19,7 @@ pub mod generate;
 pub mod lease;
 pub mod make;
 pub mod ready;
+pub mod runway;
 pub mod segments;
 pub mod spaces;
 
@@ -121,6 +122,9 @@ pub struct AppState {
     pub access_log: bool,
     /// The keys of the masked form (`[mask]`); `None`: `?form=masked` is refused.
     pub masker: Option<Arc<uidgen_core::Masker>>,
+    /// Below this much time left in a space's time field the log warns
+    /// (`runway_warning_days`; [`runway`]).
+    pub runway_warning: std::time::Duration,
 }
 
 impl std::fmt::Debug for AppState {
@@ -161,6 +165,7 @@ impl AppState {
             pool: None,
             access_log: false,
             masker: None,
+            runway_warning: uidgen_core::layout::DEFAULT_RUNWAY_WARNING,
         }
     }
 

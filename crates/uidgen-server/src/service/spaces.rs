@@ -119,6 +119,8 @@ pub struct SpaceInfo {
     /// Why it cannot issue, as a sentence safe to show (the details are in the server log).
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'static str>,
+    /// How long its layout's time field lasts (docs/OPERATIONS.md, "Runway").
+    runway: super::runway::RunwayInfo,
 }
 
 impl SpaceInfo {
@@ -128,9 +130,11 @@ impl SpaceInfo {
         worker_id: u64,
         keeper: Option<&dyn WorkerKeeper>,
         kind: Option<&'static str>,
+        runway_warning: std::time::Duration,
     ) -> Self {
         let check = super::ready::generator_check(generator, keeper);
         let layout = generator.layout();
+        let now_ms = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
         Self {
             name: name.to_owned(),
             layout: layout.name().to_owned(),
@@ -139,6 +143,7 @@ impl SpaceInfo {
             generator: kind,
             ready: check.is_ok(),
             reason: check.err().map(|why| why.public),
+            runway: super::runway::RunwayInfo::of(generator, now_ms, runway_warning),
         }
     }
 }
@@ -153,6 +158,7 @@ pub fn list(state: &AppState) -> Vec<SpaceInfo> {
         state.worker_id,
         state.keeper.as_deref(),
         state.generator_kind,
+        state.runway_warning,
     ));
     out.extend(state.spaces.values().map(|space| {
         SpaceInfo::of(
@@ -161,6 +167,7 @@ pub fn list(state: &AppState) -> Vec<SpaceInfo> {
             space.worker_id,
             space.keeper.as_deref(),
             Some(space.generator_kind),
+            state.runway_warning,
         )
     }));
     out

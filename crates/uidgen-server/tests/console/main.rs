@@ -87,6 +87,16 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
         "assigned: disposable"
     );
     assert!(text(&c, "#live-ring-fill").await.unwrap().ends_with('%'));
+    // The runway: the default layout (28 bits of seconds from 2026) runs out in 2034, years
+    // away, so in years and not coloured as a warning.
+    let runs_out = status["runway"]["runs_out_at"].as_str().unwrap()[..10].to_owned();
+    assert!(runs_out.starts_with("2034-"), "{status}");
+    let runway = text(&c, "#live-runway").await.unwrap();
+    assert!(runway.ends_with(" years"), "{runway}");
+    let sub = text(&c, "#live-runway-sub").await.unwrap();
+    assert!(sub.starts_with(&format!("runs out {runs_out};")), "{sub}");
+    let class = input(&c, "#live-runway").await.attr("class").await.unwrap();
+    assert_eq!(class.as_deref(), Some("value"), "no warning class");
 
     // Decode: an ID the server issued, with its 64 bits and both times.
     let issued = api(reqwest::Method::GET, server.url("/v1/ids?count=3"), None).await;

@@ -19,6 +19,7 @@ mod logs;
 mod machine;
 mod readiness;
 mod ring_load;
+mod runway;
 mod segment_groups;
 mod sharded_e2e;
 mod spaces;
