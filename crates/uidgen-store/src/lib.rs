@@ -75,6 +75,7 @@ mod lease_guard;
 mod migrate;
 mod peer_tables;
 mod residue;
+mod returned;
 mod session;
 mod store;
 mod takeover;
@@ -110,6 +111,7 @@ pub use peer_tables::baidu::{
 pub use peer_tables::tinyid::{AdoptedTag, TINYID_FENCE, TinyIdInfo, TinyIdToken};
 pub use peer_tables::vesta::{VESTA_TABLE, VestaMachineRow};
 pub use residue::{MAX_DELTA, Residue};
+pub use returned::ReturnedRange;
 pub use store::{Store, StoreOptions};
 pub use takeover::{MAX_PEER_LEN, TakeoverRecord};
 pub use url::{Dialect, redact_url};
