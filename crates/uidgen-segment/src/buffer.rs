@@ -303,7 +303,7 @@ impl SegmentBuffer {
                 Err(idx) => self.advance_blocking(idx)?,
             }
         }
-        Ok(ids)
+        Ok(increasing(ids))
     }
 
     /// `n` IDs, awaiting instead of blocking.
@@ -315,7 +315,7 @@ impl SegmentBuffer {
                 Err(idx) => self.advance_async(idx).await?,
             }
         }
-        Ok(ids)
+        Ok(increasing(ids))
     }
 
     /// Slot `idx` is used up: switch to the next segment, or start a load and wait for it.
@@ -561,6 +561,15 @@ impl SegmentBuffer {
             reused_ids: control.reused_ids,
         }
     }
+}
+
+/// A batch in increasing order: it is already, unless it spans a switch to a range a stopped
+/// server handed back, which lies below the segment before it.
+fn increasing(mut ids: Vec<i64>) -> Vec<i64> {
+    if !ids.is_sorted() {
+        ids.sort_unstable();
+    }
+    ids
 }
 
 /// `n - taken` as the i64 the cursor counts in; `n` is capped by `max_batch`, far below i64::MAX.
