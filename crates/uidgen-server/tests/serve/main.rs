@@ -20,6 +20,7 @@ mod machine;
 mod readiness;
 mod ring_load;
 mod segment_groups;
+mod segment_restarts;
 mod sharded_e2e;
 mod spaces;
 mod start_up;
