@@ -15,6 +15,11 @@
 //! `delta` = N and its own `remainder`, hands out only the numbers of its residue, and the
 //! service claims from whichever database answers, so the tag serves while one of them lives.
 //!
+//! A clean stop ([`SegmentService::shutdown_and_hand_back`]) hands the untouched rest of every
+//! buffered segment back to the store (`leaf_alloc_returned`), and every load takes such a
+//! range, by one server only, before it claims a new segment: a restart throws no numbers
+//! away, a crash still skips what was buffered (see the `hand_back` module).
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {

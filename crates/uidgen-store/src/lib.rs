@@ -7,7 +7,8 @@
 //! `uidgen-worker` record their ranges and exact-id leases in (`Store` implements
 //! [`RangeRegistry`](uidgen_worker::RangeRegistry) and
 //! [`ExactLeaseRegistry`](uidgen_worker::ExactLeaseRegistry)), for claiming Leaf segments from
-//! `leaf_alloc` and the sharded mode's per-app, per-shard segments from `id_alloc`, for keeping
+//! `leaf_alloc` (and the unused tails of them that stopping servers hand back,
+//! [`ReturnedRange`]) and the sharded mode's per-app, per-shard segments from `id_alloc`, for keeping
 //! the per-caller bearer tokens of `caller_token` (hashed, never the secret), and for creating
 //! those tables (checksummed migrations from the workspace's top-level `sql/`). It is not for
 //! worker ids without storage or for wiring generators (`uidgen-worker`), nor for generating
