@@ -31,7 +31,7 @@ use crate::store::{Sql, Store, with_pool, with_pool_returning};
 /// let tail = ReturnedRange { biz_tag: "order".into(), start: 1500, end: 2001, residue: Residue::SINGLE };
 /// assert_eq!(tail.numbers(), 501);
 /// let odd = ReturnedRange { residue: Residue::new(2, 1).unwrap(), ..tail };
-/// assert_eq!(odd.numbers(), 251); // 1501, 1503, ..., 2001 is past the end: 1501..=1999
+/// assert_eq!(odd.numbers(), 250); // 1501, 1503, ..., 1999
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReturnedRange {

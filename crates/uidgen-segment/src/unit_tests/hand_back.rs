@@ -200,8 +200,9 @@ async fn takers_racing_the_stop_never_get_a_number_that_is_handed_back() {
             );
         }
         let claimed: i64 = source.claims.lock().iter().map(|(_, s, e)| e - s).sum();
-        let skipped = claimed - taken.len() as i64 - handed_back.len() as i64;
-        let claims = source.claim_count.load(Ordering::SeqCst) as i64;
+        let accounted = i64::try_from(taken.len() + handed_back.len()).unwrap();
+        let skipped = claimed - accounted;
+        let claims = i64::try_from(source.claim_count.load(Ordering::SeqCst)).unwrap();
         assert!(
             (0..=4 * claims).contains(&skipped),
             "round {round}: {skipped} skipped of {claimed} in {claims} claims"
