@@ -52,10 +52,11 @@ use std::time::Instant;
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::Notify;
+use uidgen_store::ReturnedRange;
 
 use crate::error::{Result, SegmentError};
 use crate::service::Shared;
-use crate::slot::{Slot, Taken};
+use crate::slot::{Slot, Taken, Untouched};
 use crate::state::TagState;
 
 mod load;
@@ -98,6 +99,12 @@ struct Control {
     loads: u64,
     /// Loads that failed (including timeouts).
     load_failures: u64,
+    /// Loads served from ranges handed back (`leaf_alloc_returned`), and their IDs.
+    reused_ranges: u64,
+    reused_ids: u64,
+    /// What no taker was given when the buffer was evicted (both slots' untouched tails) and
+    /// any segment a load brought in after that: what a clean stop hands back.
+    untouched: Vec<Untouched>,
 }
 
 impl Control {
@@ -168,6 +175,9 @@ impl SegmentBuffer {
                 served_max,
                 loads: 0,
                 load_failures: 0,
+                reused_ranges: 0,
+                reused_ids: 0,
+                untouched: Vec::new(),
             }),
             loaded: Condvar::new(),
             loaded_async: Notify::new(),
@@ -293,7 +303,7 @@ impl SegmentBuffer {
                 Err(idx) => self.advance_blocking(idx)?,
             }
         }
-        Ok(ids)
+        Ok(increasing(ids))
     }
 
     /// `n` IDs, awaiting instead of blocking.
@@ -305,7 +315,7 @@ impl SegmentBuffer {
                 Err(idx) => self.advance_async(idx).await?,
             }
         }
-        Ok(ids)
+        Ok(increasing(ids))
     }
 
     /// Slot `idx` is used up: switch to the next segment, or start a load and wait for it.
@@ -448,18 +458,47 @@ impl SegmentBuffer {
     /// Both slots are fenced (their cursors raised to their ends), so even takers that skip the
     /// tag lookup ([`TagHandle`](crate::TagHandle), the per-thread cache) fall into the slow
     /// path, which reports [`Shutdown`](SegmentError::Shutdown) or
-    /// [`UnknownTag`](SegmentError::UnknownTag).
+    /// [`UnknownTag`](SegmentError::UnknownTag). What no taker got from either slot is kept for
+    /// [`take_untouched`](Self::take_untouched).
     pub(crate) fn evict(&self) -> ServedMax {
         // Relaxed: read under the control lock (slow path, `load`), taken just below.
         self.hot.evicted.store(true, Ordering::Relaxed);
-        let control = self.control.lock();
+        let mut control = self.control.lock();
         for slot in &self.slots {
-            slot.fence();
+            if let Some(untouched) = slot.fence() {
+                control.untouched.push(untouched);
+            }
         }
         let served_max = control.served_max.clone();
         drop(control);
         self.wake_waiters();
         served_max
+    }
+
+    /// Wait until no load is in flight, or until `deadline`: a load that ends after the stop
+    /// keeps its segment for [`take_untouched`](Self::take_untouched).
+    pub(crate) async fn loads_settled(&self, deadline: tokio::time::Instant) {
+        loop {
+            let notified = self.loaded_async.notified();
+            let mut notified = std::pin::pin!(notified);
+            // Register before looking at the state, so a load that finishes in between wakes us.
+            notified.as_mut().enable();
+            if !self.control.lock().loading {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The untouched tails kept since the eviction, as ranges to hand back; each only once.
+    pub(crate) fn take_untouched(&self) -> Vec<ReturnedRange> {
+        let untouched = std::mem::take(&mut self.control.lock().untouched);
+        untouched
+            .into_iter()
+            .map(|u| u.to_range(&self.tag))
+            .collect()
     }
 
     /// An admin created or changed the tag: the dynamic step never goes below the stored
@@ -518,8 +557,19 @@ impl SegmentBuffer {
             last_error: control.failure.as_ref().map(|f| f.message.clone()),
             loads: control.loads,
             load_failures: control.load_failures,
+            reused_ranges: control.reused_ranges,
+            reused_ids: control.reused_ids,
         }
     }
+}
+
+/// A batch in increasing order: it is already, unless it spans a switch to a range a stopped
+/// server handed back, which lies below the segment before it.
+fn increasing(mut ids: Vec<i64>) -> Vec<i64> {
+    if !ids.is_sorted() {
+        ids.sort_unstable();
+    }
+    ids
 }
 
 /// `n - taken` as the i64 the cursor counts in; `n` is capped by `max_batch`, far below i64::MAX.

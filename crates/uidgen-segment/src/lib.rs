@@ -15,6 +15,11 @@
 //! `delta` = N and its own `remainder`, hands out only the numbers of its residue, and the
 //! service claims from whichever database answers, so the tag serves while one of them lives.
 //!
+//! A clean stop ([`SegmentService::shutdown_and_hand_back`]) hands the untouched rest of every
+//! buffered segment back to the store (`leaf_alloc_returned`), and every load takes such a
+//! range, by one server only, before it claims a new segment: a restart throws no numbers
+//! away, a crash still skips what was buffered (see the `hand_back` module).
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -37,6 +42,7 @@ mod dated;
 mod error;
 mod group;
 mod grouped;
+mod hand_back;
 mod handle;
 mod options;
 mod routed;
@@ -52,6 +58,7 @@ pub use buffer::SegmentBuffer;
 pub use dated::day_tag;
 pub use error::{GroupProblem, Result, SegmentError};
 pub use group::{GroupDatabaseState, GroupState, GroupTagRow, SegmentGroup};
+pub use hand_back::HandedBack;
 pub use handle::TagHandle;
 pub use options::{MAX_RANDOM_SKIP, MAX_WAIT, SegmentOptions};
 pub use service::{SegmentService, validate_tag};

@@ -71,6 +71,14 @@ pub struct SegmentOptions {
     /// there. Batches are taken one ID at a time when this is on. At most
     /// [`MAX_RANDOM_SKIP`].
     pub random_skip_max: u32,
+    /// Hand segment tails back (default on, issue 33 item 2): at
+    /// [`shutdown_and_hand_back`](crate::SegmentService::shutdown_and_hand_back) the untouched
+    /// rest of each buffered segment is written to `leaf_alloc_returned`, and every load looks
+    /// there first, so a restart throws no numbers away. The price: a server that takes over a
+    /// tail serves numbers below its previous segment, so a tag's IDs no longer increase per
+    /// server across a switch (they stay unique). Off: Leaf's behaviour, a restart skips the
+    /// rest of its segments and each server's IDs of a tag only go up.
+    pub hand_back_tails: bool,
 }
 
 impl Default for SegmentOptions {
@@ -88,6 +96,7 @@ impl Default for SegmentOptions {
             load_timeout: Duration::from_secs(5),
             max_lease_size: 1_000_000,
             random_skip_max: 0,
+            hand_back_tails: true,
         }
     }
 }

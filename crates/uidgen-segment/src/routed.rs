@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use uidgen_store::{LeafAlloc, Residue};
+use uidgen_store::{LeafAlloc, Residue, ReturnedRange};
 
 use crate::error::Result;
 use crate::group::GroupSource;
@@ -62,6 +62,30 @@ impl SegmentSource for Routed {
 
     fn is_group_tag(&self, tag: &str) -> bool {
         self.by_tag.contains_key(tag)
+    }
+
+    /// A group's tags are not handed back (`SegmentGroup`'s docs say why); the others go to
+    /// the main store.
+    fn takes_back(&self, tag: &str) -> bool {
+        !self.is_group_tag(tag) && self.main.takes_back(tag)
+    }
+
+    fn claim_returned<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<Claimed>>> {
+        if self.is_group_tag(tag) {
+            return Box::pin(async { Ok(None) });
+        }
+        self.main.claim_returned(tag)
+    }
+
+    fn return_ranges<'a>(&'a self, ranges: &'a [ReturnedRange]) -> BoxFuture<'a, Result<usize>> {
+        Box::pin(async move {
+            let main: Vec<ReturnedRange> = ranges
+                .iter()
+                .filter(|range| !self.is_group_tag(&range.biz_tag))
+                .cloned()
+                .collect();
+            self.main.return_ranges(&main).await
+        })
     }
 
     fn upsert<'a>(

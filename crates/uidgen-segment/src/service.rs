@@ -123,7 +123,7 @@ thread_local! {
 /// ```
 #[derive(Debug)]
 pub struct SegmentService {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     /// Unique per service in this process, for the per-thread tag cache.
     id: u64,
     /// Bumped after every change of `tags`, to invalidate the per-thread caches.
@@ -527,8 +527,16 @@ impl SegmentService {
 
     /// Stop: end the tag sync, serve no more IDs (calls fail with
     /// [`Shutdown`](SegmentError::Shutdown), through [`TagHandle`]s too), wake every waiter. A
-    /// load in flight finishes in the background; its segment is skipped, never served.
+    /// load in flight finishes in the background; its segment is skipped, never served. The
+    /// rest of every buffered segment is skipped too: to hand it back instead, call
+    /// [`shutdown_and_hand_back`](Self::shutdown_and_hand_back).
     pub fn shutdown(&self) {
+        self.stop_serving();
+    }
+
+    /// [`shutdown`](Self::shutdown)'s work; returns the buffers it evicted (each holding the
+    /// untouched tails of its segments). A second call finds none.
+    pub(crate) fn stop_serving(&self) -> Vec<Arc<SegmentBuffer>> {
         // Relaxed: every reader re-checks under a lock taken below (map or buffer control).
         self.shared.shut_down.store(true, Ordering::Relaxed);
         if let Some(task) = self.sync_task.lock().take() {
@@ -538,8 +546,9 @@ impl SegmentService {
         for buffer in tags.values() {
             buffer.evict();
         }
-        tags.clear();
+        let buffers = tags.drain().map(|(_, buffer)| buffer).collect();
         self.changed();
+        buffers
     }
 
     /// A buffer for `tag`, refusing segments below anything served before an eviction.

@@ -5,14 +5,17 @@
 //! `buffer` module's docs; this module holds the writes it relies on (`install`, `fence`).
 //!
 //! The cursor and the bounds count *positions*, not IDs: position `v` of a segment is the ID
-//! `first + (v - start) * delta`. A single-database segment has `delta` 1 and `first = start`,
-//! so positions are its IDs; a segment of a database in a group (Tinyid's `delta`/`remainder`)
-//! has one position per number of its residue. Positions only go up across the loads of a slot,
-//! whichever database a segment came from, which is what the ordering argument needs.
+//! `first + (v - start) * delta`. A new single-database segment has `delta` 1 and usually
+//! `first = start`; a segment of a database in a group (Tinyid's `delta`/`remainder`) has one
+//! position per number of its residue, and a range handed back by a stopping server
+//! (`leaf_alloc_returned`) lies below the slot's previous positions, so it is placed above them.
+//! Positions only go up across the loads of a slot, whichever database or table a segment came
+//! from, which is what the ordering argument needs.
 
 use std::sync::atomic::{AtomicI64, Ordering, fence};
 
 use crossbeam_utils::CachePadded;
+use uidgen_store::{Residue, ReturnedRange};
 
 use crate::state::SegmentState;
 
@@ -139,13 +142,39 @@ impl Slot {
     }
 
     /// Use the segment up without serving it: every later `fetch_add` lands at or past `max`,
-    /// so takers fall into the slow path (which reports shutdown or eviction).
-    pub(crate) fn fence(&self) {
+    /// so takers fall into the slow path (which reports shutdown or eviction). Returns what
+    /// no taker was given (the untouched tail), `None` when the segment is used up. Call it
+    /// under the buffer's control lock, after which no load installs into this slot.
+    pub(crate) fn fence(&self) -> Option<Untouched> {
         // Acquire: pairs with the Release in `install`, so we fence the latest segment.
         let max = self.bounds.max.load(Ordering::Acquire);
         // Relaxed: a single-counter RMW; the cursor's modification order alone decides which
-        // takers came before the fence (and got their ID) and which after (and got none).
-        self.cursor.fetch_max(max, Ordering::Relaxed);
+        // takers came before the fence (their `fetch_add` reserved positions below `before`:
+        // they may have handed out any of them) and which after (they got positions at or past
+        // `max`, so nothing of this segment).
+        let before = self.cursor.fetch_max(max, Ordering::Relaxed);
+        // Relaxed (four): the bounds change only in `install`, under the control lock, which
+        // the caller holds.
+        let start = self.bounds.start.load(Ordering::Relaxed);
+        let first = self.bounds.first.load(Ordering::Relaxed);
+        let delta = self.bounds.delta.load(Ordering::Relaxed);
+        let end = self.bounds.end.load(Ordering::Relaxed);
+        // Below `start`: the cursor wrapped past i64::MAX above a segment ending there, every
+        // position was taken. An empty slot is (MAX, MIN): never inside.
+        if !(start..max).contains(&before) {
+            return None;
+        }
+        let untouched = Untouched {
+            // A position inside the claimed segment maps below its i64 max_id: no overflow.
+            first: first + (before - start) * delta,
+            end,
+            delta,
+        };
+        debug_assert_eq!(
+            untouched.residue().count_in(untouched.first..end),
+            max - before
+        );
+        Some(untouched)
     }
 
     /// The slot as Leaf's `/cache` page shows it.
@@ -178,6 +207,47 @@ impl Slot {
             max: end,
             step,
             idle: max - position,
+        }
+    }
+}
+
+/// The untouched rest of a segment: the IDs from `first`, `delta` apart, below `end`; nobody
+/// has been given any of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Untouched {
+    /// The first untouched ID (a number of the segment's residue).
+    pub(crate) first: i64,
+    /// The segment's claimed `max_id`.
+    pub(crate) end: i64,
+    /// The residue's delta.
+    pub(crate) delta: i64,
+}
+
+impl Untouched {
+    /// A whole segment nobody took from (a load that finished after the stop).
+    pub(crate) fn whole(segment: &Installed) -> Self {
+        Self {
+            first: segment.first,
+            end: segment.end,
+            delta: segment.delta,
+        }
+    }
+
+    /// The residue of its IDs: `first` is one of them.
+    pub(crate) fn residue(&self) -> Residue {
+        Residue {
+            delta: self.delta,
+            remainder: self.first.rem_euclid(self.delta),
+        }
+    }
+
+    /// As a range to hand back for `tag`.
+    pub(crate) fn to_range(self, tag: &str) -> ReturnedRange {
+        ReturnedRange {
+            biz_tag: tag.to_owned(),
+            start: self.first,
+            end: self.end,
+            residue: self.residue(),
         }
     }
 }

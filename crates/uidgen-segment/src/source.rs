@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use uidgen_store::{LeafAlloc, Residue, Store};
+use uidgen_store::{LeafAlloc, Residue, ReturnedRange, Store};
 
 use crate::error::{Result, from_store};
 
@@ -25,6 +25,23 @@ pub(crate) struct Claimed {
     pub(crate) table_step: i64,
     /// The row's residue: of the segment, only these numbers are this database's.
     pub(crate) residue: Residue,
+    /// A range another process (or this one, earlier) handed back, not a new segment: its
+    /// numbers lie below `max_id` and what was served, and are ours because the claim
+    /// removed the range from the table (`leaf_alloc_returned`).
+    pub(crate) returned: bool,
+}
+
+impl Claimed {
+    /// A returned range as a claim: `[start, end)`; the stored step is unknown (0, unused).
+    pub(crate) fn from_returned(range: &ReturnedRange) -> Self {
+        Self {
+            max_id: range.end,
+            step: range.end - range.start,
+            table_step: 0,
+            residue: range.residue,
+            returned: true,
+        }
+    }
 }
 
 /// The database operations the segment service needs.
@@ -35,6 +52,23 @@ pub(crate) trait SegmentSource: Send + Sync + std::fmt::Debug + 'static {
 
     /// Every tag.
     fn list_tags(&self) -> BoxFuture<'_, Result<Vec<String>>>;
+
+    /// Whether this source keeps segment tails handed back for `tag` (a group's tags are not:
+    /// see `SegmentGroup`). Tails of other tags are skipped at shutdown, as without hand-back.
+    fn takes_back(&self, _tag: &str) -> bool {
+        false
+    }
+
+    /// Take the lowest range handed back for `tag`, if any, removed so no one else gets it.
+    fn claim_returned<'a>(&'a self, _tag: &'a str) -> BoxFuture<'a, Result<Option<Claimed>>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    /// Hand `ranges` back in one transaction, never retried (a second write after a lost
+    /// commit answer would hand numbers out twice); how many were written.
+    fn return_ranges<'a>(&'a self, _ranges: &'a [ReturnedRange]) -> BoxFuture<'a, Result<usize>> {
+        Box::pin(async { Ok(0) })
+    }
 
     /// Whether `tag` is served from a group of databases (its numbers are not contiguous, so it
     /// cannot be leased as a range).
@@ -77,12 +111,31 @@ impl SegmentSource for Store {
                 step: claim.step,
                 table_step: claim.stored_step,
                 residue: claim.residue,
+                returned: false,
             })
         })
     }
 
     fn list_tags(&self) -> BoxFuture<'_, Result<Vec<String>>> {
         Box::pin(async move { Ok(Store::list_tags(self).await?) })
+    }
+
+    fn takes_back(&self, _tag: &str) -> bool {
+        true
+    }
+
+    fn claim_returned<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<Claimed>>> {
+        Box::pin(async move {
+            let range = self
+                .claim_returned_range(tag)
+                .await
+                .map_err(|e| from_store(tag, e))?;
+            Ok(range.as_ref().map(Claimed::from_returned))
+        })
+    }
+
+    fn return_ranges<'a>(&'a self, ranges: &'a [ReturnedRange]) -> BoxFuture<'a, Result<usize>> {
+        Box::pin(async move { Ok(Store::return_ranges(self, ranges).await?) })
     }
 
     fn upsert<'a>(
@@ -127,7 +180,7 @@ pub(crate) mod memory {
 
     use parking_lot::Mutex;
     use tokio::sync::Semaphore;
-    use uidgen_store::{LeafAlloc, Residue, StoreError};
+    use uidgen_store::{LeafAlloc, Residue, ReturnedRange, StoreError};
 
     use super::{BoxFuture, Claimed, SegmentSource};
     use crate::error::{Result, SegmentError};
@@ -146,6 +199,8 @@ pub(crate) mod memory {
         pub(crate) gate: Mutex<Option<Arc<Semaphore>>>,
         /// When set, listing and upserting tags never answer (a database that went silent).
         pub(crate) silent_admin: AtomicBool,
+        /// Ranges handed back and not yet claimed (`leaf_alloc_returned`).
+        pub(crate) returned: Mutex<Vec<ReturnedRange>>,
     }
 
     impl MemorySource {
@@ -238,7 +293,45 @@ pub(crate) mod memory {
                     step: used,
                     table_step: row.1,
                     residue: self.residues.lock().get(tag).copied().unwrap_or_default(),
+                    returned: false,
                 })
+            })
+        }
+
+        fn takes_back(&self, _tag: &str) -> bool {
+            true
+        }
+
+        /// The lowest returned range of `tag`, as the store picks it.
+        fn claim_returned<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<Claimed>>> {
+            Box::pin(async move {
+                if self.fail.load(Ordering::SeqCst) {
+                    return Err(outage());
+                }
+                let mut returned = self.returned.lock();
+                let lowest = returned
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, range)| range.biz_tag == tag)
+                    .min_by_key(|(_, range)| range.start)
+                    .map(|(i, _)| i);
+                Ok(lowest.map(|i| Claimed::from_returned(&returned.remove(i))))
+            })
+        }
+
+        fn return_ranges<'a>(
+            &'a self,
+            ranges: &'a [ReturnedRange],
+        ) -> BoxFuture<'a, Result<usize>> {
+            Box::pin(async move {
+                if self.fail.load(Ordering::SeqCst) {
+                    return Err(outage());
+                }
+                let kept: Vec<ReturnedRange> =
+                    ranges.iter().filter(|r| r.numbers() > 0).cloned().collect();
+                let written = kept.len();
+                self.returned.lock().extend(kept);
+                Ok(written)
             })
         }
 

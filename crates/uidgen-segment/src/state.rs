@@ -10,7 +10,7 @@ use serde::Serialize;
 /// let state = TagState {
 ///     tag: "order".into(), init: false, next_ready: false, loading: false, pos: 0,
 ///     step: 0, min_step: 1, segments: [empty.clone(), empty], last_error: None,
-///     loads: 0, load_failures: 0,
+///     loads: 0, load_failures: 0, reused_ranges: 0, reused_ids: 0,
 /// };
 /// let json = serde_json::to_string(&state).unwrap();
 /// assert!(json.starts_with(r#"{"tag":"order","init":false,"next_ready":false"#));
@@ -42,6 +42,11 @@ pub struct TagState {
     /// Segment loads that failed (database error or timeout, unknown or exhausted tag, a
     /// `max_id` moved backwards) since the tag's buffer was created.
     pub load_failures: u64,
+    /// Loads served from ranges a stopping server handed back (`leaf_alloc_returned`) instead
+    /// of a new segment, since the tag's buffer was created.
+    pub reused_ranges: u64,
+    /// The IDs in those ranges.
+    pub reused_ids: u64,
 }
 
 /// One segment of a [`TagState`]; all zero before the slot is first loaded.

@@ -15,6 +15,7 @@ use crate::source::memory::MemorySource;
 use crate::{SegmentError, SegmentOptions, SegmentService};
 
 mod failures;
+mod hand_back;
 mod residues;
 
 const MINUTE: u64 = 60_000;

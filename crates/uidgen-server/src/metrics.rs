@@ -215,6 +215,12 @@ pub struct Metrics {
     pub segment_loads: Family<TagLabel, Counter>,
     /// Failed segment loads per tag (`uidgen_segment_load_failures_total`).
     pub segment_load_failures: Family<TagLabel, Counter>,
+    /// Loads served from ranges a stopping server handed back, per tag
+    /// (`uidgen_segment_reused_ranges_total`).
+    pub segment_reused_ranges: Family<TagLabel, Counter>,
+    /// The IDs in them (`uidgen_segment_reused_ids_total`): numbers a restart did not throw
+    /// away.
+    pub segment_reused_ids: Family<TagLabel, Counter>,
     /// What the sharded mode did, by event (`uidgen_sharded_events_total`, copied from its
     /// counters when scraped).
     pub sharded: Family<EventLabel, Counter>,
@@ -347,6 +353,8 @@ impl Metrics {
         let segment_step = Family::<TagLabel, Gauge>::default();
         let segment_loads = Family::<TagLabel, Counter>::default();
         let segment_load_failures = Family::<TagLabel, Counter>::default();
+        let segment_reused_ranges = Family::<TagLabel, Counter>::default();
+        let segment_reused_ids = Family::<TagLabel, Counter>::default();
         let sharded = Family::<EventLabel, Counter>::default();
         registry.register("ids_issued", "IDs handed out, by route", ids_issued.clone());
         registry.register("errors", "Error responses, by kind", errors.clone());
@@ -441,6 +449,18 @@ impl Metrics {
             segment_load_failures.clone(),
         );
         registry.register(
+            "segment_reused_ranges",
+            "Segment loads served from ranges a stopping server handed back \
+             (leaf_alloc_returned) instead of a new segment, by tag",
+            segment_reused_ranges.clone(),
+        );
+        registry.register(
+            "segment_reused_ids",
+            "IDs in the handed-back ranges this server loaded (numbers a restart did not throw \
+             away), by tag",
+            segment_reused_ids.clone(),
+        );
+        registry.register(
             "sharded_events",
             "Sharded mode since start, by event: pops, ids_popped, empty_pops, refills, \
              numbers_pushed, refill_failures, lock_busy, reconnects, purges, removed_lists, \
@@ -481,6 +501,8 @@ impl Metrics {
             segment_step,
             segment_loads,
             segment_load_failures,
+            segment_reused_ranges,
+            segment_reused_ids,
             sharded,
             reports: None,
         }
@@ -692,6 +714,14 @@ impl Metrics {
         Self::copy(
             &self.segment_load_failures.get_or_create(&label),
             state.load_failures,
+        );
+        Self::copy(
+            &self.segment_reused_ranges.get_or_create(&label),
+            state.reused_ranges,
+        );
+        Self::copy(
+            &self.segment_reused_ids.get_or_create(&label),
+            state.reused_ids,
         );
     }
 

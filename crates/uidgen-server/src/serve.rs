@@ -383,8 +383,13 @@ async fn serve_with_worker(
         let _ = pool.await;
     }
     let _ = runway.await;
-    if let Some(segments) = &segments {
-        segments.shutdown();
+    // The servers have stopped answering: no request takes a segment ID any more, so what is
+    // left of each segment can go back (issue 33, item 2).
+    if let Some(segments) = &segments
+        && let Err(error) = segments.shutdown_and_hand_back().await
+    {
+        warn!(%error, "handing back the rest of the segments failed; those numbers are \
+            skipped, as after a crash (never handed out twice)");
     }
     if let Some(sharded) = &sharded {
         sharded.shutdown();

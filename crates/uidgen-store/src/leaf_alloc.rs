@@ -6,6 +6,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::residue::Residue;
+use crate::returned::DELETE_RETURNED_OF_TAG;
 use crate::session::Session;
 use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
 use crate::worker_node::{check_len, check_step};
@@ -471,7 +472,18 @@ impl Store {
     /// the old tag refuses such segments (they lie below what it served) until `max_id` has
     /// passed them, but a process started after the deletion cannot know: do not re-create a
     /// tag whose IDs are still in use, or set its `max_id` above the old one by hand first.
+    ///
+    /// The tag's returned ranges (`leaf_alloc_returned`) go first: a re-created tag's segments
+    /// would overlap them. Should the row's delete then fail, the tag only skips those numbers.
     pub async fn delete_tag(&self, biz_tag: &str) -> Result<bool> {
+        run_sql!(
+            self,
+            execute,
+            query(DELETE_RETURNED_OF_TAG),
+            [biz_tag],
+            "deleting a biz tag's returned ranges",
+            then rows_affected
+        );
         let affected = run_sql!(
             self,
             execute,

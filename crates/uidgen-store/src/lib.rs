@@ -7,7 +7,8 @@
 //! `uidgen-worker` record their ranges and exact-id leases in (`Store` implements
 //! [`RangeRegistry`](uidgen_worker::RangeRegistry) and
 //! [`ExactLeaseRegistry`](uidgen_worker::ExactLeaseRegistry)), for claiming Leaf segments from
-//! `leaf_alloc` and the sharded mode's per-app, per-shard segments from `id_alloc`, for keeping
+//! `leaf_alloc` (and the unused tails of them that stopping servers hand back,
+//! [`ReturnedRange`]) and the sharded mode's per-app, per-shard segments from `id_alloc`, for keeping
 //! the per-caller bearer tokens of `caller_token` (hashed, never the secret), and for creating
 //! those tables (checksummed migrations from the workspace's top-level `sql/`). It is not for
 //! worker ids without storage or for wiring generators (`uidgen-worker`), nor for generating
@@ -75,6 +76,7 @@ mod lease_guard;
 mod migrate;
 mod peer_tables;
 mod residue;
+mod returned;
 mod session;
 mod store;
 mod takeover;
@@ -110,6 +112,7 @@ pub use peer_tables::baidu::{
 pub use peer_tables::tinyid::{AdoptedTag, TINYID_FENCE, TinyIdInfo, TinyIdToken};
 pub use peer_tables::vesta::{VESTA_TABLE, VestaMachineRow};
 pub use residue::{MAX_DELTA, Residue};
+pub use returned::ReturnedRange;
 pub use store::{Store, StoreOptions};
 pub use takeover::{MAX_PEER_LEN, TakeoverRecord};
 pub use url::{Dialect, redact_url};

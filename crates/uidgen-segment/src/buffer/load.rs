@@ -9,7 +9,7 @@ use uidgen_store::Residue;
 
 use super::{Control, SegmentBuffer};
 use crate::error::SegmentError;
-use crate::slot::Installed;
+use crate::slot::{Installed, Untouched};
 use crate::source::Claimed;
 use crate::step::next_step;
 
@@ -128,8 +128,10 @@ impl SegmentBuffer {
             .filter(|_| claim.step > 0);
         let served_max = control.served_max.floor(claim.residue);
         let start = match start {
-            // Also what keeps a re-created tag (max_id back at 1) from repeating IDs.
-            Some(start) if start >= served_max => start,
+            // Also what keeps a re-created tag (max_id back at 1) from repeating IDs. A
+            // returned range lies below what was served by design: it is ours because its
+            // claim removed it from the table, not because it is above `max_id`.
+            Some(start) if claim.returned || start >= served_max => start,
             _ => {
                 return Err(SegmentError::MaxIdWentBackwards {
                     tag: self.tag.to_string(),
@@ -153,11 +155,16 @@ impl SegmentBuffer {
                 });
             }
         };
+        let slot = &self.slots[target];
         // Relaxed: the slot's bounds change only under the control lock, which we hold.
-        let previous_end = self.slots[target].bounds.max.load(Ordering::Relaxed);
-        // A single-database segment keeps positions equal to IDs (`first == start`, and
-        // `served_max` keeps its start at or above the slot's previous end).
-        let position = first.max(previous_end);
+        let previous_end = slot.bounds.max.load(Ordering::Relaxed);
+        // Relaxed: a hint. Takers that found the slot used up left its cursor a little past
+        // the end; starting there keeps them from eating the first positions (a returned
+        // range starts right at the previous end). A taker that moves it further before the
+        // install costs a skipped number, never a repeat: any start at or above the previous
+        // end is safe (module docs of `buffer`). A new segment starts above both anyway.
+        let cursor = slot.cursor.load(Ordering::Relaxed);
+        let position = first.max(previous_end).max(cursor);
         let Some(max) = position.checked_add(count) else {
             return Err(SegmentError::TagExhausted {
                 tag: self.tag.to_string(),
@@ -173,6 +180,25 @@ impl SegmentBuffer {
             step: claim.step,
         };
         Ok((segment, claim))
+    }
+
+    /// The next segment's claim: the lowest range handed back for the tag when there is one
+    /// (and hand-back is on), else a new segment of `step` (`None`: the stored step).
+    ///
+    /// Cancel safety: as [`load`](Self::load)'s claim; a returned range whose claim committed
+    /// before the future was dropped is skipped, never repeated.
+    async fn claim(&self, step: Option<i64>) -> Result<Claimed, SegmentError> {
+        let source = &self.shared.source;
+        if self.shared.options.hand_back_tails && source.takes_back(&self.tag) {
+            match source.claim_returned(&self.tag).await {
+                Ok(Some(claim)) => return Ok(claim),
+                Ok(None) => {}
+                // A new segment is as unique; a database that is down fails that claim too.
+                Err(error) => tracing::warn!(tag = %self.tag, %error,
+                    "claiming a returned range failed; claiming a new segment instead"),
+            }
+        }
+        source.claim(&self.tag, step).await
     }
 
     /// Claim a segment and install it in slot `target`.
@@ -206,13 +232,22 @@ impl SegmentBuffer {
                 )),
             }
         };
-        let claim = self.shared.source.claim(&self.tag, step);
-        let claimed = self.shared.timed("claiming a segment", claim).await;
+        let claimed = self
+            .shared
+            .timed("claiming a segment", self.claim(step))
+            .await;
         let mut control = self.control.lock();
         // Relaxed: stored before `evict` takes the control lock, which we hold.
         if self.hot.evicted.load(Ordering::Relaxed) || self.shared.is_shut_down() {
-            // The tag is gone or the service is stopping: the segment is skipped, never served
-            // (`evict` fenced both slots; installing now would reopen one).
+            // The tag is gone or the service is stopping: the segment is not served (`evict`
+            // fenced both slots; installing now would reopen one). At a stop it is kept whole
+            // for the hand-back, if it passes the checks a served one would.
+            if self.shared.is_shut_down()
+                && let Ok((segment, _)) =
+                    claimed.and_then(|claim| self.position(&control, target, claim))
+            {
+                control.untouched.push(Untouched::whole(&segment));
+            }
             control.loading = false;
             drop(control);
             self.wake_waiters();
@@ -224,8 +259,15 @@ impl SegmentBuffer {
                 let start = segment.first;
                 self.slots[target].install(segment, options.prefetch_ratio);
                 control.served_max.record(claim.residue, claim.max_id);
-                control.step = claim.step;
-                control.min_step = claim.table_step;
+                if claim.returned {
+                    // A returned range's length says nothing of demand: the dynamic step
+                    // (step, stored step, when the last new segment came) is left alone.
+                    control.reused_ranges += 1;
+                    control.reused_ids += segment.max.abs_diff(segment.start);
+                } else {
+                    control.step = claim.step;
+                    control.min_step = claim.table_step;
+                }
                 match kind {
                     LoadKind::Init => {
                         control.init = true;
@@ -234,7 +276,9 @@ impl SegmentBuffer {
                     }
                     LoadKind::Next => {
                         control.next_ready = true;
-                        control.update_timestamp = Some(now);
+                        if !claim.returned {
+                            control.update_timestamp = Some(now);
+                        }
                     }
                 }
                 control.loads += 1;
@@ -242,7 +286,7 @@ impl SegmentBuffer {
                 // Relaxed: read as a hint by `prefetch`; the lock orders it for the slow path.
                 self.hot.retry_at_ms.store(0, Ordering::Relaxed);
                 tracing::debug!(tag = %self.tag, start, end = claim.max_id, step = claim.step,
-                    "loaded segment");
+                    returned = claim.returned, "loaded segment");
             }
             Err(error) => {
                 tracing::warn!(tag = %self.tag, %error, "loading a segment failed");

@@ -42,6 +42,11 @@ pub struct SegmentConfig {
     /// Non-continuous IDs: skip a random 0 to this many numbers before each segment ID, so
     /// consecutive order numbers do not reveal volume (0: off, Leaf's continuous IDs).
     pub random_skip_max: u64,
+    /// Hand the untouched rest of each buffered segment back at a clean stop (SIGTERM), and
+    /// serve ranges handed back before new segments (`leaf_alloc_returned`): a restart throws
+    /// no numbers away. Off: Leaf's behaviour, a restart skips them and each server's IDs of a
+    /// tag only go up.
+    pub hand_back_tails: bool,
     /// Tags whose numbers restart every day, served as `ORD20261125-000123` by
     /// `GET /v1/segments/{tag}/dated` from a tag per day (`orders:20261125`) created on demand.
     /// Set in the file only (a tag may hold a comma); none by default.
@@ -67,6 +72,7 @@ impl Default for SegmentConfig {
             segment_duration_secs: leaf.segment_duration.as_secs(),
             max_lease_size: leaf.max_lease_size,
             random_skip_max: leaf.random_skip_max.into(),
+            hand_back_tails: leaf.hand_back_tails,
             dated_tags: Vec::new(),
             groups: Vec::new(),
         }
@@ -87,6 +93,7 @@ pub(crate) const ENV: &[EnvKey] = &[
     (&["segment", "dynamic_step"], Kind::Bool),
     (&["segment", "segment_duration_secs"], Kind::Int),
     (&["segment", "random_skip_max"], Kind::Int),
+    (&["segment", "hand_back_tails"], Kind::Bool),
 ];
 
 /// `[segment]` parsed: whether segment mode runs, the library's options, the sample tag and
@@ -137,6 +144,7 @@ impl SegmentConfig {
             max_lease_size: self.max_lease_size,
             // Past u32, past the library's bound too: it refuses it.
             random_skip_max: u32::try_from(self.random_skip_max).unwrap_or(u32::MAX),
+            hand_back_tails: self.hand_back_tails,
             ..SegmentOptions::default()
         };
         options.validate().map_err(|error| match error {
@@ -214,6 +222,7 @@ mod tests {
                 ("UIDGEN_SEGMENT_DYNAMIC_STEP", "false"),
                 ("UIDGEN_SEGMENT_SEGMENT_DURATION_SECS", "60"),
                 ("UIDGEN_SEGMENT_RANDOM_SKIP_MAX", "9"),
+                ("UIDGEN_SEGMENT_HAND_BACK_TAILS", "false"),
             ],
         )
         .unwrap();
@@ -226,6 +235,7 @@ mod tests {
         assert_eq!(options.segment_duration, std::time::Duration::from_secs(60));
         assert_eq!(options.random_skip_max, 9);
         assert_eq!(leaf.random_skip_max, 0, "continuous unless asked");
+        assert!(!options.hand_back_tails && leaf.hand_back_tails);
         options.validate().unwrap();
         let dated = parse("[segment]\ndated_tags = [\"orders\", \"invoices\"]", &[]).unwrap();
         assert_eq!(

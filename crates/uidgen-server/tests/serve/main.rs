@@ -21,6 +21,7 @@ mod readiness;
 mod ring_load;
 mod runway;
 mod segment_groups;
+mod segment_restarts;
 mod sharded_e2e;
 mod spaces;
 mod start_up;
