@@ -58,7 +58,7 @@ use crate::service::Shared;
 use crate::slot::{Slot, Taken};
 use crate::state::TagState;
 
-mod load;
+pub(crate) mod load;
 
 pub(crate) use load::ServedMax;
 use load::{FailureKind, LoadFailure, LoadKind};

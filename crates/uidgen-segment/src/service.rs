@@ -12,7 +12,8 @@ use tokio::task::JoinHandle;
 use uidgen_core::Clock;
 use uidgen_store::{LeafAlloc, Store};
 
-use crate::buffer::{SegmentBuffer, ServedMax};
+use crate::buffer::SegmentBuffer;
+use crate::buffer::load::ServedMax;
 use crate::error::{Result, SegmentError, display_tag};
 use crate::group::GroupSource;
 use crate::handle::{TagHandle, check_count};

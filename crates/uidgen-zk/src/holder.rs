@@ -33,10 +33,11 @@ use uidgen_worker::{
 use zookeeper_client as zk;
 
 use crate::error::ZkError;
-use crate::options::{ZkOptions, ms};
+use crate::options::ZkOptions;
 use crate::tree::Tree;
+use uidgen_core::clock::saturating_millis as ms;
 
-mod report;
+pub(crate) mod report;
 
 pub(crate) use report::Conn;
 use report::run;
@@ -237,7 +238,7 @@ impl ZkHolder {
 
     /// `Ok` while IDs may be issued: the id is held and the reservation of the last accepted
     /// report has not run out.
-    pub fn check(&self) -> crate::Result<()> {
+    pub fn check(&self) -> crate::error::Result<()> {
         let shared = &self.shared;
         let now = shared.clock.now_millis();
         match shared.health.refusal(now, &shared.coordinator()) {

@@ -16,10 +16,10 @@
 
 mod builders;
 mod codec;
-mod decoded;
-mod fields;
+pub(crate) mod decoded;
+pub(crate) mod fields;
 mod presets;
-mod split;
+pub(crate) mod split;
 
 pub use decoded::DecodedUid;
 pub use fields::{FieldKind, GenMethod, TimeUnit, UidParts};

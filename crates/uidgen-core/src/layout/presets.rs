@@ -2,8 +2,10 @@
 //! the machine+process Snowflake variant (`keyworker`), JavaScript-safe IDs (`safe_js`), and
 //! Baidu's layout continued past its 2024 exhaustion (`baidu_continued`).
 
-use super::FieldKind::{Method, Sequence, Sign, Time, Type, Version, Worker};
-use super::{IntoEpoch, Layout, PartOrder, TimeUnit};
+use super::fields::FieldKind::{Method, Sequence, Sign, Time, Type, Version, Worker};
+use super::fields::TimeUnit;
+use super::split::PartOrder;
+use super::{IntoEpoch, Layout};
 use crate::error::{Result, UidError};
 use crate::snowflake::LEAF_RANDOM_START_BOUND;
 
@@ -343,7 +345,7 @@ impl Layout {
 
 #[cfg(test)]
 mod tests {
-    use super::super::FieldKind;
+    use super::super::fields::FieldKind;
     use super::*;
 
     fn positions(layout: &Layout) -> Vec<(FieldKind, u32, u32)> {

@@ -14,7 +14,8 @@ use uidgen_worker::{CachedWorker, WorkerIdRange, read_cache};
 
 use super::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner};
 use crate::error::{Result, ZkError};
-use crate::holder::{Conn, Shared, ZkHolder, holder_prefix};
+use crate::holder::report::Conn;
+use crate::holder::{Shared, ZkHolder, holder_prefix};
 use crate::tree::{Tree, forever_name};
 
 impl ZooKeeperWorkerIdAssigner {
