@@ -7,7 +7,7 @@ use uidgen_core::UidGenerator;
 use uidgen_worker::{WorkerAssignment, WorkerIdAssigner};
 
 use super::{ConfigArgs, GenArgs, MigrateArgs};
-use crate::config::AssignerKind;
+use crate::config::worker::AssignerKind;
 use crate::generators::{
     assign_and_build, build_generator, open_store, ready_state_dir, redacted, static_assigner,
 };
@@ -39,7 +39,7 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async {
         if args.worker.is_none()
-            && crate::config::is_vesta(&settings.layout)
+            && crate::config::ranges::is_vesta(&settings.layout)
             && let Some(range) = settings.worker.fallback_range
         {
             return print_ids(&embedded_vesta(&settings, range, args.count).await?);

@@ -155,7 +155,7 @@ pub struct ServeArgs {
     /// Log format, over the configuration (`log.format`, `UIDGEN_LOG_FORMAT`): `text` for a
     /// person, `json` (one object a line) for a log collector.
     #[arg(long, value_enum)]
-    pub log_format: Option<crate::config::LogFormat>,
+    pub log_format: Option<crate::config::log::LogFormat>,
 }
 
 /// `uidgen gen`.

@@ -5,7 +5,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use uidgen_zk::ZooKeeperWorkerIdAssigner;
 
-use crate::config::ZkSettings;
+use crate::config::zookeeper::ZkSettings;
 
 /// `uidgen zk …`: ZooKeeper operations.
 #[derive(Debug, Args)]

@@ -15,8 +15,8 @@ use uidgen_store::{DisposableWorkerIdAssigner, LeasedWorkerIdAssigner};
 use uidgen_worker::{MachineWorkerIdAssigner, StaticWorkerIdAssigner, WorkerIdRange};
 use uidgen_zk::{ReleaseMode, VESTA_SERVER_RANGE, ZooKeeperWorkerIdAssigner};
 
+use super::error::{ConfigError, invalid};
 use super::worker::{AssignerKind, WorkerConfig, WorkerSettings};
-use super::{ConfigError, invalid};
 
 /// What `worker.fallback_range` says to lease nothing.
 const OFF: &str = "off";
@@ -26,7 +26,7 @@ const OFF: &str = "off";
 ///
 /// ```
 /// use uidgen_core::Layout;
-/// use uidgen_server::config::is_vesta;
+/// use uidgen_server::config::ranges::is_vesta;
 /// assert!(is_vesta(&Layout::vesta_max_peak()?));
 /// assert!(!is_vesta(&Layout::snowflake()?)); // 10 worker bits, but no genMethod
 /// # Ok::<(), uidgen_core::UidError>(())

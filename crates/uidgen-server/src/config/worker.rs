@@ -10,7 +10,7 @@ use uidgen_core::Layout;
 use uidgen_worker::{LeaseOptions, StateDir, WorkerIdRange};
 
 use super::env_key::{EnvKey, Kind};
-use super::{ConfigError, invalid};
+use super::error::{ConfigError, invalid};
 
 /// How the worker id is obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,7 +159,7 @@ pub(crate) const ENV: &[EnvKey] = &[
 /// let toml = "[worker]\nrange = \"5..=9\"";
 /// let worker = Config::from_toml_str(toml, std::iter::empty())?.settings()?.worker;
 /// assert_eq!(worker.range.map(|r| r.to_string()).as_deref(), Some("5-9"));
-/// # Ok::<(), uidgen_server::config::ConfigError>(())
+/// # Ok::<(), uidgen_server::config::error::ConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]

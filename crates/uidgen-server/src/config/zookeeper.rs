@@ -10,9 +10,10 @@ use uidgen_core::clock::saturating_millis;
 use uidgen_worker::{StateDir, WorkerIdRange};
 use uidgen_zk::{ReleaseMode, ZkOptions};
 
+use super::Config;
 use super::env_key::{EnvKey, Kind};
+use super::error::{ConfigError, invalid};
 use super::worker::{AssignerKind, WorkerConfig};
-use super::{Config, ConfigError, invalid};
 
 /// `[zookeeper]`: where the ensemble is and how the worker id is kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]

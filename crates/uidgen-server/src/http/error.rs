@@ -12,8 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::service::error::clip;
-use crate::service::{ApiError, FieldErrors};
+use crate::service::error::{ApiError, FieldErrors, clip};
 
 /// At most this many characters of axum's rejection text, which quotes the input inside a
 /// sentence of its own.
@@ -77,7 +76,7 @@ impl ApiError {
                 "payload_too_large",
                 format!(
                     "the request body is larger than {} bytes",
-                    super::MAX_BODY_BYTES
+                    super::bounds::MAX_BODY_BYTES
                 ),
             )
         } else {

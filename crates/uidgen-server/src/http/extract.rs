@@ -11,9 +11,9 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use super::TextError;
-use crate::service::error::{ECHO_CHARS, clip};
-use crate::service::{ApiError, batch_count};
+use super::error::TextError;
+use crate::service::error::{ApiError, ECHO_CHARS, clip};
+use crate::service::generate::batch_count;
 
 /// How a route reports a rejected request: JSON ([`ApiError`]) or Leaf's bare text
 /// ([`TextError`]).

@@ -316,7 +316,7 @@ impl std::fmt::Display for Shape {
 }
 
 /// An assigner as the configuration names it (`worker.assigner`).
-pub(crate) fn assigner_name(kind: crate::config::AssignerKind) -> String {
+pub(crate) fn assigner_name(kind: crate::config::worker::AssignerKind) -> String {
     format!("{kind:?}").to_lowercase()
 }
 
