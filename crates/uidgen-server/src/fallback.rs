@@ -13,7 +13,7 @@ use crate::config::worker::WorkerSettings;
 /// The key of the embedded range.
 pub const RANGE_KEY: &str = "worker.fallback_range";
 
-pub use crate::config::ranges::is_vesta;
+use crate::config::vesta::is_vesta;
 
 /// The leasing service for the fallback lease routes, when this server leases fallback ids
 /// (`worker.fallback_range`, checked with the configuration).

@@ -20,7 +20,7 @@ use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
-use super::ConfigArgs;
+use super::args::ConfigArgs;
 use crate::config::env::ENV_URL;
 
 /// `uidgen health`.

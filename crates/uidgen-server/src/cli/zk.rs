@@ -12,7 +12,7 @@ use crate::config::zookeeper::ZkSettings;
 pub struct ZkArgs {
     /// Configuration (`[zookeeper]`, `worker.range`).
     #[command(flatten)]
-    pub config: super::ConfigArgs,
+    pub config: super::args::ConfigArgs,
     /// What to do.
     #[command(subcommand)]
     pub command: ZkCommand,

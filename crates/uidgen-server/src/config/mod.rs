@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::{CachedOptions, Layout, MAX_BATCH};
 use uidgen_sharded::ShardedOptions;
 use uidgen_worker::StateDir;
+use uidgen_zk::ZkOptions;
 
 pub mod auth;
 pub mod env;
@@ -39,6 +40,7 @@ pub mod sharded;
 pub mod spaces;
 pub mod statefulset;
 pub mod tls;
+pub mod vesta;
 pub mod worker;
 pub mod zookeeper;
 
@@ -401,6 +403,19 @@ impl Config {
         find_state_dir(self.state_dir.as_deref())
     }
 
+    /// The ZooKeeper library's options for this configuration (its listen port, state
+    /// directory and worker range), as `uidgen serve` would start with them.
+    pub fn zookeeper_options(&self, layout: &Layout) -> Result<ZkOptions, ConfigError> {
+        let settings = ZkSettings::new(
+            &self.zookeeper,
+            self.worker.id_range()?,
+            layout,
+            self.state_dir()?,
+            self.listen_addr()?.port(),
+        );
+        Ok(settings.options)
+    }
+
     /// The layout `[layout]` describes ([`LayoutConfig::build`]).
     pub fn build_layout(&self) -> Result<Layout, ConfigError> {
         self.layout.build()
@@ -592,7 +607,7 @@ mod tests {
         );
         let layout = c.build_layout().unwrap();
         assert_eq!(
-            zookeeper::options(&c, &layout).unwrap().cache_file,
+            c.zookeeper_options(&layout).unwrap().cache_file,
             Path::new("/srv/uidgen/zk.state")
         );
         // The defaults live there too.
@@ -602,7 +617,7 @@ mod tests {
             "sqlite:///srv/uidgen/uidgen.db"
         );
         assert_eq!(
-            zookeeper::options(&d, &layout).unwrap().cache_file,
+            d.zookeeper_options(&layout).unwrap().cache_file,
             Path::new("/srv/uidgen/uidgen-zk-uidgen-8080.state")
         );
     }

@@ -20,9 +20,6 @@ use crate::service::callers::RouteFamily;
 use crate::service::forms::FormName;
 use crate::service::state::AppState;
 
-/// Requests larger than this are refused (413): no route takes more than a small JSON body.
-pub const MAX_BODY_BYTES: usize = 16 * 1024;
-
 /// What the bounds depend on: this server's configuration and layout.
 struct Limits<'a> {
     batch_cap: u64,

@@ -14,6 +14,9 @@ use utoipa::ToSchema;
 
 use crate::service::error::{ApiError, FieldErrors, clip};
 
+/// Requests larger than this are refused (413): no route takes more than a small JSON body.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
 /// At most this many characters of axum's rejection text, which quotes the input inside a
 /// sentence of its own.
 const REJECTION_CHARS: usize = 200;
@@ -74,10 +77,7 @@ impl ApiError {
             Self::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",
-                format!(
-                    "the request body is larger than {} bytes",
-                    super::bounds::MAX_BODY_BYTES
-                ),
+                format!("the request body is larger than {} bytes", MAX_BODY_BYTES),
             )
         } else {
             Self::new(

@@ -99,7 +99,7 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
 }
 
 /// The raw request body, rejecting with JSON: 413 past
-/// [`MAX_BODY_BYTES`](super::MAX_BODY_BYTES), 400 when it cannot be read.
+/// [`MAX_BODY_BYTES`](super::error::MAX_BODY_BYTES), 400 when it cannot be read.
 #[derive(Debug)]
 pub struct Body(pub Bytes);
 

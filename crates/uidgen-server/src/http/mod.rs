@@ -5,11 +5,11 @@
 
 mod admission;
 pub mod auth;
-pub(crate) mod bounds;
+mod bounds;
 mod callers;
 mod console;
 mod dated;
-mod error;
+pub(crate) mod error;
 mod extract;
 mod fallback;
 mod gates;

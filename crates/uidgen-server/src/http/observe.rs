@@ -46,8 +46,8 @@ use tokio::task::futures::TaskLocalFuture;
 use tower::Service;
 
 use super::admission::Admission;
-use super::bounds::MAX_BODY_BYTES;
 use super::error::ErrorReport;
+use super::error::MAX_BODY_BYTES;
 use super::gates::Gates;
 use crate::metrics::RouteMetrics;
 use crate::metrics::waits::{self, RouteWaits};
@@ -463,7 +463,7 @@ mod tests {
     use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SnowflakeGenerator, SystemClock};
 
     use super::super::app;
-    use super::super::bounds::MAX_BODY_BYTES;
+    use super::super::error::MAX_BODY_BYTES;
     use super::{Answer, App};
     use crate::service::state::AppState;
 

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::{Clock, Layout, SystemClock, TimeUnit};
 use uidgen_store::{Store, TakeoverRecord};
 
-use super::ConfigArgs;
+use super::args::ConfigArgs;
 use crate::config::Settings;
 use crate::generators::open_store;
 

@@ -20,7 +20,7 @@ use uidgen_worker::WorkerIdRange;
 
 use super::{Assessment, Decision, Report, Shape, parse_ids, show_ids};
 use crate::config::Settings;
-use crate::config::ranges::is_vesta;
+use crate::config::vesta::is_vesta;
 use crate::config::worker::AssignerKind;
 
 /// `uidgen takeover vesta`.
