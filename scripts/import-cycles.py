@@ -2,7 +2,7 @@
 """Import circles between the files of a folder, for every crate of the workspace.
 
 Usage:
-    python3 scripts/import-cycles.py [--edges] [--tests] [ROOT]
+    python3 scripts/import-cycles.py [--edges] [--tests] [--files] [ROOT]
 
 ROOT is the workspace (default: the parent of this script's folder). The script reads the
 library and binary roots of every crate (`crates/*/src/{lib,main}.rs`, `crates/*/src/bin/*.rs`,
@@ -17,7 +17,8 @@ A reference points at the file of the longest module prefix of its path: `crate:
 points at `config/mod.rs` (X lives there or is re-exported there), `crate::config::env::X` at
 `config/env.rs`. A module named on its own (`use crate::service;`) is no edge by itself; the
 paths written through that name are. `mod child;` is no edge either: declaring a child is not
-importing from it. Comments, doc comments and string literals are skipped. Inline modules
+importing from it. A `#[macro_export]` macro named `crate::m!` points at the file that defines
+it. Comments, doc comments and string literals are skipped. Inline modules
 (`mod tests { use super::*; }`) belong to their file, so their `super` is the file itself.
 Items under `#[cfg(test)]` (inline test modules, test-only files, test helpers) are left out
 unless `--tests` is given: a unit test may drive its file through the folder's front door (a
@@ -32,6 +33,11 @@ around a loop, so neither can be read, moved or tested without the other. A `mod
 re-exports its child's item while a sibling imports that item through the parent is such a
 circle (mod.rs -> child via the re-export, sibling -> mod.rs via the import, and mod.rs ->
 sibling by the next re-export).
+
+With `--files` the graph is not cut into folders: every file is a node of its crate's graph, and
+a circle is a set of files that import each other around a loop, wherever they sit (a file and
+a folder that only depend on each other through different files of the folder are no circle
+here, as they are in the folder view).
 
 Output: one line per circle, `crate folder: a.rs <-> b.rs <-> ...`, each edge of it with
 `--edges` (the first reference that made it, as file:line), then a count. The exit status is 1
@@ -265,6 +271,12 @@ def scan(crate: Crate):
     one to the definition."""
     refs = []
     crate.bindings = {}
+    # `#[macro_export]` macros live at the crate root whatever file defines them: `crate::m!`
+    # points at that file, not at lib.rs.
+    macros = {}
+    for path in crate.owned:
+        for m in re.finditer(r"macro_rules!\s*(" + IDENT + r")", strip(path.read_text())):
+            macros.setdefault(m.group(1), path)
     for path, prefix in crate.owned.items():
         if path in crate.test_only and not crate.tests:
             continue
@@ -340,6 +352,13 @@ def scan(crate: Crate):
                 continue
             segs = [m.group(1)] + [s.strip() for s in m.group(2).split("::") if s.strip()]
             if segs[0] in KEYWORDS:
+                continue
+            if segs[0] == "crate" and len(segs) == 2 and text[m.end():m.end() + 1] == "!":
+                if segs[1] in macros:
+                    refs.append(Ref(file=path, line=line(m.start()), kind="path",
+                                    span=(m.start(), m.end()), written=segs, absolute=segs[1:],
+                                    target=macros[segs[1]], k=1, module=at(m.start()),
+                                    alias=None, glob=False))
                 continue
             module = at(m.start())
             absolute = resolve_start(segs, module)
@@ -439,6 +458,25 @@ def main() -> int:
     circles = 0
     for crate in crates(root, "--tests" in sys.argv):
         edges = [(r.file, r.target, r.line) for r in scan(crate)]
+        if "--files" in sys.argv:
+            graph, why = defaultdict(set), {}
+            for a, b, ln in edges:
+                if a != b:
+                    graph[a].add(b)
+                    why.setdefault((a, b), f"{a.relative_to(crate.src).as_posix()}:{ln}")
+            nodes = set(graph) | {b for bs in graph.values() for b in bs}
+            for comp in sccs(nodes, graph):
+                if len(comp) < 2:
+                    continue
+                circles += 1
+                names = [f.relative_to(crate.src).as_posix() for f in comp]
+                print(f"{crate.name}: {' <-> '.join(names)}")
+                if show_edges:
+                    for (a, b), site in sorted(why.items()):
+                        if a in comp and b in comp:
+                            print(f"    {a.relative_to(crate.src).as_posix()} -> "
+                                  f"{b.relative_to(crate.src).as_posix()}  ({site})")
+            continue
         folders = sorted({f.parent for f in crate.owned} | {crate.src})
         for folder in folders:
             graph = defaultdict(set)

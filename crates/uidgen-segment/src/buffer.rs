@@ -54,13 +54,13 @@ use parking_lot::{Condvar, Mutex};
 use tokio::sync::Notify;
 
 use crate::error::{Result, SegmentError};
-use crate::service::Shared;
+use crate::shared::Shared;
 use crate::slot::{Slot, Taken};
 use crate::state::TagState;
 
 pub(crate) mod load;
 
-pub(crate) use load::ServedMax;
+use load::ServedMax;
 use load::{FailureKind, LoadFailure, LoadKind};
 
 /// What the slow path decided, under the control lock.

@@ -26,7 +26,7 @@
 use zookeeper_client as zk;
 
 use crate::holder::report::Conn;
-use crate::holder::{Accepted, Shared};
+use crate::holder::shared::{Accepted, Shared};
 
 /// A report sent whose reply never came.
 #[derive(Debug, Clone)]

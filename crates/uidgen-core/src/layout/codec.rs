@@ -297,7 +297,7 @@ impl Layout {
 
 #[cfg(test)]
 mod tests {
-    use super::super::presets::TWITTER_EPOCH_MS;
+    use super::super::epochs::TWITTER_EPOCH_MS;
     use super::*;
     use crate::clock::{Clock, SystemClock};
 

@@ -17,16 +17,17 @@
 mod builders;
 mod codec;
 pub(crate) mod decoded;
+pub(crate) mod epochs;
 pub(crate) mod fields;
 mod presets;
 pub(crate) mod split;
 
 pub use decoded::DecodedUid;
-pub use fields::{FieldKind, GenMethod, TimeUnit, UidParts};
-pub use presets::{
+pub use epochs::{
     BAIDU_LEGACY_EPOCH_MS, DEFAULT_EPOCH, JS_MAX_SAFE_INTEGER, PRESET_NAMES, SONYFLAKE_EPOCH_MS,
     TWITTER_EPOCH_MS, VESTA_EPOCH_MS,
 };
+pub use fields::{FieldKind, GenMethod, TimeUnit, UidParts};
 pub use split::{PartOrder, PartSpan, WorkerParts, WorkerSplit};
 
 use crate::calendar;

@@ -43,7 +43,8 @@ use zookeeper_client as zk;
 use super::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner, clock_reaches};
 use crate::error::{Result, ZkError};
 use crate::holder::report::Conn;
-use crate::holder::{POLL, Shared, ZkHolder};
+use crate::holder::shared::Shared;
+use crate::holder::{POLL, ZkHolder};
 use crate::namespace::{self, Namespace};
 use crate::options::ZkOptions;
 use crate::peers::check_peers;
@@ -481,7 +482,7 @@ impl ZooKeeperWorkerIdAssigner {
 fn cache_saw(cache: &CachedWorker, options: &ZkOptions, worker_id: u64, stat: &zk::Stat) -> bool {
     cache.worker_id == worker_id
         && cache.holder.as_deref()
-            == Some(&crate::holder::holder_string(
+            == Some(&crate::holder::shared::holder_string(
                 options, stat.czxid, stat.mzxid,
             ))
 }

@@ -24,7 +24,7 @@ use std::sync::atomic::Ordering;
 
 use zookeeper_client as zk;
 
-use super::{Accepted, Shared};
+use super::shared::{Accepted, Shared};
 use crate::error::is_connectivity;
 use crate::namespace;
 use crate::session::{EPHEMERAL, PERSISTENT, connect, ensure_tree};
