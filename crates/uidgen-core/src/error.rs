@@ -1,6 +1,6 @@
 //! The one error type of `uidgen-core`.
 
-use crate::layout::FieldKind;
+use crate::layout::fields::FieldKind;
 
 /// Everything that can go wrong while laying out, generating or decoding an ID.
 ///

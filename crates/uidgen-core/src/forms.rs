@@ -16,7 +16,8 @@ use std::str::FromStr;
 
 use crate::calendar::CivilDate;
 use crate::error::{Result, UidError};
-use crate::layout::{DecodedUid, Layout};
+use crate::layout::Layout;
+use crate::layout::decoded::DecodedUid;
 use crate::zone::Zone;
 
 /// Digits in ASCII order, so that fixed-width text sorts as its numbers do. Base 36 uses the

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use crate::cached::PaddedHook;
 use crate::error::{Result, UidError};
 use crate::fence::TimeFence;
-use crate::layout::{DecodedUid, Layout};
+use crate::layout::Layout;
+use crate::layout::decoded::DecodedUid;
 
 /// The most IDs one `next_ids` call hands out; larger batches would make one caller hold a huge
 /// allocation and starve the others.

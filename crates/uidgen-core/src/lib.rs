@@ -38,10 +38,10 @@ pub use error::{Result, UidError};
 pub use fence::{FenceRefusal, TimeFence};
 pub use forms::{DatedForm, DatedNumber, IdForm};
 pub use generator::{MAX_BATCH, ReadyStock, UidGenerator, WorkerLanes, check_count};
-pub use layout::{
-    DecodedUid, FieldKind, GenMethod, IntoEpoch, Layout, TimeUnit, UidParts, WorkerParts,
-    WorkerSplit,
-};
+pub use layout::decoded::DecodedUid;
+pub use layout::fields::{FieldKind, GenMethod, TimeUnit, UidParts};
+pub use layout::split::{WorkerParts, WorkerSplit};
+pub use layout::{IntoEpoch, Layout};
 pub use local::{LocalIds, UnitIds};
 pub use mask::{MaskKey, Masker};
 pub use ring::{RejectPut, RejectTake, RingBuffer};

@@ -49,7 +49,8 @@ use siphasher::sip::SipHasher24;
 
 use crate::error::{Result, UidError};
 use crate::forms::IdForm;
-use crate::layout::{DecodedUid, Layout};
+use crate::layout::Layout;
+use crate::layout::decoded::DecodedUid;
 
 /// Rounds of the Feistel network: FF1's number. Four rounds with a PRF already make a
 /// pseudorandom permutation of balanced halves (Luby–Rackoff); the extra rounds cover the

@@ -63,8 +63,9 @@ use uidgen_worker::{
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, compare_create, compare_mod, get, put};
 use crate::holder::{Claimed, EtcdHolder, Shared};
-use crate::options::{EtcdOptions, ms};
+use crate::options::EtcdOptions;
 use crate::record::Record;
+use uidgen_core::clock::saturating_millis as ms;
 
 /// How many rounds a claim may lose to other claimants before giving up.
 const CLAIM_ATTEMPTS: u32 = 8;

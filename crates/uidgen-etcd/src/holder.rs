@@ -35,8 +35,9 @@ use uidgen_worker::{
 use crate::assigner::{read_namespace, record_loss};
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, compare_create, compare_mod, get, put};
-use crate::options::{EtcdOptions, ms};
+use crate::options::EtcdOptions;
 use crate::record::Record;
+use uidgen_core::clock::saturating_millis as ms;
 
 /// What the holder shares with its fence and its keep-alive task.
 #[derive(Debug)]

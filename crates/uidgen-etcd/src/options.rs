@@ -192,6 +192,3 @@ impl EtcdOptions {
         WorkerIdRange::full(layout)
     }
 }
-
-/// Milliseconds of a duration, saturating (the durations here are bounded well below).
-pub(crate) use uidgen_core::clock::saturating_millis as ms;

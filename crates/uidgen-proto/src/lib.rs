@@ -20,9 +20,7 @@ pub use runs::{BatchError, BatchIds, CheckedBatch};
 
 /// Package `uidgen.v1`: messages, `id_service_client` and `id_service_server`.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
-pub mod v1 {
-    tonic::include_proto!("uidgen.v1");
-}
+pub mod v1;
 
 /// The encoded `FileDescriptorSet` of `uidgen.v1`, for gRPC server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("uidgen_v1_descriptor");

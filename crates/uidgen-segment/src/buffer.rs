@@ -55,13 +55,13 @@ use tokio::sync::Notify;
 use uidgen_store::ReturnedRange;
 
 use crate::error::{Result, SegmentError};
-use crate::service::Shared;
+use crate::shared::Shared;
 use crate::slot::{Slot, Taken, Untouched};
 use crate::state::TagState;
 
-mod load;
+pub(crate) mod load;
 
-pub(crate) use load::ServedMax;
+use load::ServedMax;
 use load::{FailureKind, LoadFailure, LoadKind};
 
 /// What the slow path decided, under the control lock.

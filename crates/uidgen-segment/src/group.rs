@@ -64,7 +64,7 @@ impl SegmentGroup {
             )));
         }
         for (i, tag) in tags.iter().enumerate() {
-            crate::validate_tag(tag)?;
+            crate::tag::validate_tag(tag)?;
             if tags[..i].contains(tag) {
                 return Err(invalid(format!("biz tag `{tag}` is listed twice")));
             }

@@ -47,10 +47,12 @@ mod handle;
 mod options;
 mod routed;
 mod service;
+mod shared;
 mod slot;
 mod source;
 mod state;
 mod step;
+mod tag;
 #[cfg(test)]
 mod unit_tests;
 
@@ -61,6 +63,7 @@ pub use group::{GroupDatabaseState, GroupState, GroupTagRow, SegmentGroup};
 pub use hand_back::HandedBack;
 pub use handle::TagHandle;
 pub use options::{MAX_RANDOM_SKIP, MAX_WAIT, SegmentOptions};
-pub use service::{SegmentService, validate_tag};
+pub use service::SegmentService;
 pub use state::{SegmentState, TagState};
 pub use step::next_step;
+pub use tag::validate_tag;

@@ -3,7 +3,6 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -13,49 +12,16 @@ use tokio::task::JoinHandle;
 use uidgen_core::Clock;
 use uidgen_store::{LeafAlloc, Store};
 
-use crate::buffer::{SegmentBuffer, ServedMax};
-use crate::error::{Result, SegmentError, display_tag};
+use crate::buffer::SegmentBuffer;
+use crate::buffer::load::ServedMax;
+use crate::error::{Result, SegmentError};
 use crate::group::GroupSource;
 use crate::handle::{TagHandle, check_count};
 use crate::options::SegmentOptions;
+use crate::shared::Shared;
 use crate::source::SegmentSource;
 use crate::state::TagState;
-
-/// What every buffer of a service shares: the database, the clock, the options, the runtime
-/// that runs the loads.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) source: Arc<dyn SegmentSource>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) options: SegmentOptions,
-    pub(crate) runtime: tokio::runtime::Handle,
-    shut_down: AtomicBool,
-}
-
-impl Shared {
-    pub(crate) fn is_shut_down(&self) -> bool {
-        // Relaxed: a flag checked on the slow path; a late view serves at most one more
-        // already-claimed segment.
-        self.shut_down.load(Ordering::Relaxed)
-    }
-
-    /// Run one database call, abandoning it after
-    /// [`load_timeout`](SegmentOptions::load_timeout) (dropping the future rolls back its
-    /// transaction, or leaves a commit whose result nobody uses).
-    pub(crate) async fn timed<T>(
-        &self,
-        action: &'static str,
-        call: impl Future<Output = Result<T>>,
-    ) -> Result<T> {
-        match tokio::time::timeout(self.options.load_timeout, call).await {
-            Ok(result) => result,
-            Err(_) => Err(SegmentError::TimedOut {
-                action,
-                waited_ms: self.options.load_timeout_ms(),
-            }),
-        }
-    }
-}
+use crate::tag::validate_tag;
 
 type TagMap = HashMap<Box<str>, Arc<SegmentBuffer>, foldhash::fast::RandomState>;
 
@@ -603,25 +569,4 @@ async fn sync_loop(service: Weak<SegmentService>) {
             tracing::warn!(%error, "syncing biz tags failed; keeping the known ones");
         }
     }
-}
-
-/// Check a biz tag with the store's rules, reporting [`SegmentError::InvalidTag`].
-///
-/// ```
-/// use uidgen_segment::{SegmentError, validate_tag};
-/// assert!(validate_tag("order").is_ok());
-/// assert!(matches!(validate_tag(""), Err(SegmentError::InvalidTag { .. })));
-/// assert!(matches!(validate_tag(&"x".repeat(200)), Err(SegmentError::InvalidTag { .. })));
-/// // One alphabet (`uidgen_core::TAG_PATTERN`): no spaces, quotes, emoji or zero-width marks.
-/// assert!(validate_tag("leaf-segment-test").is_ok());
-/// assert!(matches!(validate_tag("o'r\"d;er --"), Err(SegmentError::InvalidTag { .. })));
-/// ```
-pub fn validate_tag(tag: &str) -> Result<()> {
-    uidgen_store::validate_tag(tag).map_err(|error| SegmentError::InvalidTag {
-        tag: display_tag(tag),
-        reason: match error {
-            uidgen_store::StoreError::InvalidInput(reason) => reason,
-            other => other.to_string(),
-        },
-    })
 }

@@ -11,8 +11,10 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use uidgen_core::ManualClock;
 
+use crate::error::SegmentError;
+use crate::options::SegmentOptions;
+use crate::service::SegmentService;
 use crate::source::memory::MemorySource;
-use crate::{SegmentError, SegmentOptions, SegmentService};
 
 mod failures;
 mod hand_back;

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use uidgen_core::Layout;
 use uidgen_store::{FallbackLeases, Store, StoreError};
 
-use crate::config::WorkerSettings;
+use crate::config::worker::WorkerSettings;
 
 /// The key of the embedded range.
 pub const RANGE_KEY: &str = "worker.fallback_range";
 
-pub use crate::config::is_vesta;
+use crate::config::vesta::is_vesta;
 
 /// The leasing service for the fallback lease routes, when this server leases fallback ids
 /// (`worker.fallback_range`, checked with the configuration).

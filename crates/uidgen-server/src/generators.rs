@@ -17,7 +17,9 @@ use uidgen_worker::{
 };
 use uidgen_zk::{ZkError, ZooKeeperWorkerIdAssigner};
 
-use crate::config::{AssignerKind, GeneratorKind, Settings};
+use crate::config::Settings;
+use crate::config::generator::GeneratorKind;
+use crate::config::worker::AssignerKind;
 
 /// Build the configured kind of generator on `assignment`, through
 /// [`GeneratorBuilder`] (the one path from an assignment to a guarded, fenced, tracked
@@ -306,7 +308,7 @@ pub(crate) fn static_assigner(
 /// readiness, status, metrics and shutdown read.
 pub async fn assign_and_build(settings: &Settings, store: &Store) -> anyhow::Result<AnyBuilt> {
     Ok(
-        assign_and_pool(settings, store, crate::config::DEFAULT_SPACE)
+        assign_and_pool(settings, store, crate::config::spaces::DEFAULT_SPACE)
             .await?
             .0,
     )

@@ -13,7 +13,7 @@
 //! use tower::ServiceExt;
 //! use uidgen_core::{Layout, SnowflakeGenerator, SystemClock};
 //! use uidgen_server::http::app;
-//! use uidgen_server::service::AppState;
+//! use uidgen_server::service::state::AppState;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -7,7 +7,7 @@
 
 use tracing_subscriber::EnvFilter;
 
-pub use crate::config::LogFormat;
+use crate::config::log::LogFormat;
 
 /// The variable the filter is read from.
 pub const FILTER_VAR: &str = "RUST_LOG";

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use uidgen_server::cli::{self, bench};
 use uidgen_server::cli::{Cli, Command};
-use uidgen_server::logging::{self, LogFormat};
+use uidgen_server::config::log::LogFormat;
+use uidgen_server::logging;
 use uidgen_server::serve;
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -28,10 +29,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
             served
         }
-        Command::Decode(args) => cli::decode(&args),
-        Command::Make(args) => cli::make(&args),
-        Command::Gen(args) => cli::gen_ids(&args),
-        Command::Migrate(args) => runtime()?.block_on(cli::migrate(&args)),
+        Command::Decode(args) => cli::decode::decode(&args),
+        Command::Make(args) => cli::decode::make(&args),
+        Command::Gen(args) => cli::generate::gen_ids(&args),
+        Command::Migrate(args) => runtime()?.block_on(cli::generate::migrate(&args)),
         Command::Zk(args) => {
             logging::init(LogFormat::Text)?;
             runtime()?.block_on(cli::zk::run(&args))
@@ -44,7 +45,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             command: Some(bench::BenchCommand::Check(args)),
             ..
         }) => {
-            let report = bench::check(&args)?;
+            let report = bench::check::check(&args)?;
             println!("{report}");
             report.unique()
         }
@@ -67,7 +68,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
             (None, None) => {
-                let generator = cli::bench_generator(&args.config)?;
+                let generator = cli::generate::bench_generator(&args.config)?;
                 println!("{}", bench::run_embedded(&args, generator)?);
                 Ok(())
             }

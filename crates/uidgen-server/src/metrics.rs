@@ -7,6 +7,7 @@
 //! (`/uidgen.v1.IdService/NextIds`), never a concrete path or client input. docs/OPERATIONS.md
 //! ("Metrics") lists every metric.
 
+pub mod label;
 pub mod process;
 pub mod runway;
 pub mod waits;
@@ -22,12 +23,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use uidgen_worker::{KeeperReports, KeeperStatus};
 
-/// Label set naming a route (its matched path pattern).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RouteLabel {
-    /// The route pattern, e.g. `/v1/ids`.
-    pub route: String,
-}
+use label::RouteLabel;
 
 /// Label set naming an ID space (`[spaces.<name>]`: names from the configuration, never client
 /// input).

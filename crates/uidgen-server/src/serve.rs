@@ -11,12 +11,13 @@ use uidgen_store::Store;
 use uidgen_worker::AnyBuilt;
 
 use crate::cli::ServeArgs;
-use crate::config::DEFAULT_SPACE;
-use crate::config::{SegmentSettings, Settings};
+use crate::config::Settings;
+use crate::config::segment::SegmentSettings;
+use crate::config::spaces::DEFAULT_SPACE;
 use crate::generators::{assign_and_pool, open_store, ready_state_dir, redacted};
 use crate::servers::{Listeners, Servers};
 use crate::service::ready::store_readiness;
-use crate::service::{AppState, Space};
+use crate::service::state::{AppState, Space};
 use crate::workers::WorkerPool;
 
 /// Start Leaf segment mode when enabled, creating the sample tag (Leaf's README example) if the

@@ -18,9 +18,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::connections::ConnectionLimits;
-use crate::grpc::GrpcGate;
-use crate::http::StartGate;
-use crate::service::AppState;
+use crate::grpc::server::GrpcGate;
+use crate::http::starting::StartGate;
+use crate::service::state::AppState;
 
 /// After a shutdown signal, in-flight requests get this long to finish; then they are
 /// abandoned, and the worker id lease is still released.
@@ -118,7 +118,7 @@ impl Servers {
         };
         let grpc_gate = listeners.grpc.as_ref().map(|_| GrpcGate::default());
         let grpc = match (listeners.grpc, &grpc_gate) {
-            (Some(listener), Some(grpc_gate)) => tokio::spawn(crate::grpc::serve_starting(
+            (Some(listener), Some(grpc_gate)) => tokio::spawn(crate::grpc::server::serve_starting(
                 grpc_gate.clone(),
                 gate.state(),
                 listener,

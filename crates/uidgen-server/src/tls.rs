@@ -18,7 +18,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::server::TlsStream;
 use uidgen_worker::StateDir;
 
-use crate::config::TlsSettings;
+use crate::config::tls::TlsSettings;
 
 /// How long a client may take to finish the TLS handshake before its connection is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

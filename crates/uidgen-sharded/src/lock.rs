@@ -82,7 +82,7 @@ impl RedisLock {
         ttl: Duration,
     ) -> RedisResult<Option<Self>> {
         let token = new_token();
-        let ttl_ms = crate::ShardedOptions::millis(ttl).max(1);
+        let ttl_ms = crate::options::ShardedOptions::millis(ttl).max(1);
         let set: Option<String> = redis::cmd("SET")
             .arg(key)
             .arg(&token)
@@ -94,7 +94,7 @@ impl RedisLock {
         if set.is_none() {
             let given: i64 = EXPIRE_IF_NONE
                 .key(key)
-                .arg(crate::ShardedOptions::millis(ORIGINAL_LOCK_TTL))
+                .arg(crate::options::ShardedOptions::millis(ORIGINAL_LOCK_TTL))
                 .invoke_async(conn)
                 .await?;
             if given == 1 {

@@ -29,9 +29,7 @@
 //!
 //! Every value reaches the database as a bind parameter, never spliced into SQL text.
 
-mod claim;
-
-pub use claim::IdSegment;
+pub(crate) mod claim;
 
 use crate::error::{Result, StoreError};
 use crate::session::Session;

@@ -95,9 +95,10 @@ pub use caller_token::{
 pub use disposable::DisposableWorkerIdAssigner;
 pub use error::{Result, StoreError};
 pub use fallback_lease::FallbackLeases;
+pub use id_alloc::claim::IdSegment;
 pub use id_alloc::{
     AppShard, AppSpec, DEFAULT_ID_ALLOC_STEP, ID_ALLOC_INDEX_SHIFT, ID_ALLOC_SHARDS, IdAllocApp,
-    IdSegment, MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP, index_ceiling,
+    MAX_APP_NAME_LEN, MAX_ID_ALLOC_STEP, index_ceiling,
 };
 pub use leaf_alloc::{
     LeafAlloc, MAX_DESCRIPTION_LEN, MAX_STEP, SegmentClaim, validate_description, validate_step,

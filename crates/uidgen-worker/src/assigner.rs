@@ -153,6 +153,6 @@ pub trait WorkerIdAssigner: Send + Sync + std::fmt::Debug {
         let _ = (layout, index);
         let name = std::any::type_name::<Self>();
         let assigner = name.rsplit("::").next().unwrap_or(name).to_owned();
-        Box::pin(async move { Err(crate::WorkerError::OneIdPerProcess { assigner }) })
+        Box::pin(async move { Err(crate::error::WorkerError::OneIdPerProcess { assigner }) })
     }
 }

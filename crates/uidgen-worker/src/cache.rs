@@ -133,7 +133,7 @@ pub fn write_cache(path: &Path, cached: &CachedWorker) -> Result<()> {
 /// of the state file at `path`: its host record says whose the file is.
 fn host_dir(
     path: &Path,
-    check: fn(&Path) -> std::result::Result<(), crate::StateDirError>,
+    check: fn(&Path) -> std::result::Result<(), crate::state_dir::StateDirError>,
 ) -> std::result::Result<(), String> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
     check(dir.unwrap_or(Path::new("."))).map_err(|e| e.to_string())

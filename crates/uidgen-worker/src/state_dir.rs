@@ -54,15 +54,15 @@ pub enum StateDirError {
          delete {dir}/{record} to adopt it; if that host may still run, give this host a state \
          directory of its own (UIDGEN_STATE_DIR or `state_dir`) or delete the copied files in \
          this one",
-        record = crate::HOST_RECORD
+        record = crate::host_record::HOST_RECORD
     )]
     OtherHost {
         /// The directory.
         dir: PathBuf,
         /// The host it records (boxed: the error stays small on the success path).
-        recorded: Box<crate::HostRecord>,
+        recorded: Box<crate::host_record::HostRecord>,
         /// This host.
-        current: Box<crate::HostRecord>,
+        current: Box<crate::host_record::HostRecord>,
     },
     /// The directory could not be created or is not a directory.
     #[error(

@@ -169,13 +169,13 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct RecordingRegistry {
-    taken: Option<crate::WorkerIdRange>,
-    asked: std::sync::Arc<std::sync::Mutex<Vec<(String, crate::WorkerIdRange)>>>,
+    taken: Option<crate::range::WorkerIdRange>,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<(String, crate::range::WorkerIdRange)>>>,
 }
 
 impl RecordingRegistry {
     /// A registry in which another assigner holds `range`.
-    pub fn taken(range: crate::WorkerIdRange) -> Self {
+    pub fn taken(range: crate::range::WorkerIdRange) -> Self {
         Self {
             taken: Some(range),
             ..Self::default()
@@ -183,7 +183,7 @@ impl RecordingRegistry {
     }
 
     /// What it was asked to register, in order: (assigner, range).
-    pub fn asked(&self) -> Vec<(String, crate::WorkerIdRange)> {
+    pub fn asked(&self) -> Vec<(String, crate::range::WorkerIdRange)> {
         self.asked
             .lock()
             .map(|asked| asked.clone())
@@ -191,19 +191,19 @@ impl RecordingRegistry {
     }
 }
 
-impl crate::RangeRegistry for RecordingRegistry {
+impl crate::registry::RangeRegistry for RecordingRegistry {
     fn register_worker_range<'a>(
         &'a self,
         assigner: &'a str,
-        range: crate::WorkerIdRange,
-    ) -> crate::BoxFuture<'a, crate::Result<()>> {
+        range: crate::range::WorkerIdRange,
+    ) -> crate::assigner::BoxFuture<'a, crate::error::Result<()>> {
         if let Ok(mut asked) = self.asked.lock() {
             asked.push((assigner.to_owned(), range));
         }
         let refused = self.taken.filter(|taken| taken.overlaps(range));
         Box::pin(async move {
             match refused {
-                Some(taken) => Err(crate::WorkerError::InvalidInput(format!(
+                Some(taken) => Err(crate::error::WorkerError::InvalidInput(format!(
                     "the range {range} of {assigner} overlaps {taken}, another assigner's"
                 ))),
                 None => Ok(()),

@@ -17,9 +17,10 @@ use uidgen_worker::{NamespaceRecord, Origin};
 use zookeeper_client as zk;
 
 use crate::error::{Result, ZkError};
-use crate::options::{ZkOptions, ms};
+use crate::options::ZkOptions;
 use crate::session::{PERSISTENT, zk_error};
 use crate::tree::Tree;
+use uidgen_core::clock::saturating_millis as ms;
 
 /// How many times a write of the record may lose a race before giving up.
 const ATTEMPTS: u32 = 8;

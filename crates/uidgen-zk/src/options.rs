@@ -246,6 +246,3 @@ pub(crate) fn check_threshold(threshold: Duration, reservation: Duration) -> Res
     }
     Ok(())
 }
-
-/// Milliseconds of a duration, saturating (the durations here are bounded well below).
-pub(crate) use uidgen_core::clock::saturating_millis as ms;

@@ -23,9 +23,10 @@ use uidgen_core::Clock;
 use zookeeper_client as zk;
 
 use crate::error::{Result, ZkError};
-use crate::options::{ZkOptions, ms};
+use crate::options::ZkOptions;
 use crate::session::zk_error;
 use crate::tree::{NodeData, Tree, parse_forever_name};
+use uidgen_core::clock::saturating_millis as ms;
 
 /// What the reports say about this clock.
 #[derive(Debug, PartialEq, Eq)]

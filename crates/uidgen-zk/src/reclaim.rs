@@ -36,9 +36,10 @@ use uidgen_core::Clock;
 use zookeeper_client as zk;
 
 use crate::error::Result;
-use crate::options::{check_threshold, ms};
+use crate::options::check_threshold;
 use crate::session::{PERSISTENT, zk_error};
 use crate::tree::{IdClaim, NodeData, Tombstone, Tree, parse_forever_name};
+use uidgen_core::clock::saturating_millis as ms;
 
 /// A forever node a reclaim looked at and found dead.
 #[derive(Debug, Clone, PartialEq, Eq)]

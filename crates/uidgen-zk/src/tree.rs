@@ -125,8 +125,8 @@ impl NodeData {
         serde_json::to_vec(self).unwrap_or_default()
     }
 
-    pub(crate) fn parse(path: &str, bytes: &[u8]) -> crate::Result<Self> {
-        serde_json::from_slice(bytes).map_err(|e| crate::ZkError::InvalidNode {
+    pub(crate) fn parse(path: &str, bytes: &[u8]) -> crate::error::Result<Self> {
+        serde_json::from_slice(bytes).map_err(|e| crate::error::ZkError::InvalidNode {
             path: path.to_owned(),
             reason: format!("not Leaf's JSON {{ip, port, timestamp}}: {e}"),
         })

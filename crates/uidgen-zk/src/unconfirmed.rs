@@ -25,7 +25,8 @@
 
 use zookeeper_client as zk;
 
-use crate::holder::{Accepted, Conn, Shared};
+use crate::holder::report::Conn;
+use crate::holder::shared::{Accepted, Shared};
 
 /// A report sent whose reply never came.
 #[derive(Debug, Clone)]

@@ -2,8 +2,10 @@
 //! or cut for a datacenter, the values generators stamp, Leaf's random sequence start, and a
 //! continuation past an exhausted time field.
 
-use super::FieldKind::{Datacenter, Method, Sign, Time, Type, Version, Worker};
-use super::{IntoEpoch, Layout, PartOrder, UidParts, WorkerSplit, check_epoch};
+use super::fields::FieldKind::{Datacenter, Method, Sign, Time, Type, Version, Worker};
+use super::fields::UidParts;
+use super::split::{PartOrder, WorkerSplit};
+use super::{IntoEpoch, Layout, check_epoch};
 use crate::error::{Result, UidError};
 
 impl Layout {

@@ -1,8 +1,10 @@
 //! Composing IDs from parts and taking them apart: the hot path's `compose_unchecked`, the
 //! checked `compose`, `decompose` and `decode`, and the time arithmetic they share.
 
-use super::FieldKind::{Datacenter, Method, Sequence, Sign, Time, Type, Version, Worker};
-use super::{DecodedUid, FieldKind, Layout, Slot, UidParts};
+use super::decoded::DecodedUid;
+use super::fields::FieldKind::{Datacenter, Method, Sequence, Sign, Time, Type, Version, Worker};
+use super::fields::{FieldKind, UidParts};
+use super::{Layout, Slot};
 use crate::error::{Result, UidError};
 
 impl Layout {
@@ -295,7 +297,7 @@ impl Layout {
 
 #[cfg(test)]
 mod tests {
-    use super::super::TWITTER_EPOCH_MS;
+    use super::super::epochs::TWITTER_EPOCH_MS;
     use super::*;
     use crate::clock::{Clock, SystemClock};
 

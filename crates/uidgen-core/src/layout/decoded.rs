@@ -1,7 +1,8 @@
 //! An ID taken apart, and the ways it is shown: ISO-8601 text and Baidu's `parseUID` JSON, in
 //! UTC or a chosen [`Zone`].
 
-use super::{UidParts, WorkerParts};
+use super::fields::UidParts;
+use super::split::WorkerParts;
 use crate::calendar;
 use crate::zone::Zone;
 

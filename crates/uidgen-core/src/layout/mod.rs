@@ -18,20 +18,21 @@
 
 mod builders;
 mod codec;
-mod decoded;
-mod fields;
+pub(crate) mod decoded;
+pub(crate) mod epochs;
+pub(crate) mod fields;
 mod id_set;
 mod presets;
 mod runway;
-mod split;
+pub(crate) mod split;
 mod succession;
 
 pub use decoded::DecodedUid;
-pub use fields::{FieldKind, GenMethod, TimeUnit, UidParts};
-pub use presets::{
+pub use epochs::{
     BAIDU_LEGACY_EPOCH_MS, DEFAULT_EPOCH, JS_MAX_SAFE_INTEGER, PRESET_NAMES, SONYFLAKE_EPOCH_MS,
     TWITTER_EPOCH_MS, VESTA_EPOCH_MS,
 };
+pub use fields::{FieldKind, GenMethod, TimeUnit, UidParts};
 pub use runway::{DEFAULT_RUNWAY_WARNING, Runway};
 pub use split::{PartOrder, PartSpan, WorkerParts, WorkerSplit};
 pub use succession::{HighMark, Succession};

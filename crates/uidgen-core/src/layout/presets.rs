@@ -2,41 +2,16 @@
 //! the machine+process Snowflake variant (`keyworker`), JavaScript-safe IDs (`safe_js`), and
 //! Baidu's layout continued past its 2024 exhaustion (`baidu_continued`).
 
-use super::FieldKind::{Method, Sequence, Sign, Time, Type, Version, Worker};
-use super::{IntoEpoch, Layout, PartOrder, TimeUnit};
+use super::epochs::{
+    BAIDU_LEGACY_EPOCH_MS, DEFAULT_EPOCH, PRESET_NAMES, SONYFLAKE_EPOCH_MS, TWITTER_EPOCH_MS,
+    VESTA_EPOCH_MS,
+};
+use super::fields::FieldKind::{Method, Sequence, Sign, Time, Type, Version, Worker};
+use super::fields::TimeUnit;
+use super::split::PartOrder;
+use super::{IntoEpoch, Layout};
 use crate::error::{Result, UidError};
 use crate::snowflake::LEAF_RANDOM_START_BOUND;
-
-/// The epoch of the default service layout: recent, so 28 bits of seconds last until 2034.
-pub const DEFAULT_EPOCH: &str = "2026-01-01";
-/// Twitter's Snowflake epoch, also Leaf's `twepoch`.
-pub const TWITTER_EPOCH_MS: u64 = 1_288_834_974_657;
-/// Baidu uid-generator's default epoch, 2016-05-20 in UTC+8. Its 28 bits of seconds ran out on
-/// 2024-11-20 (Baidu issue [#100](https://github.com/baidu/uid-generator/issues/100)); kept only to
-/// decode old IDs.
-pub const BAIDU_LEGACY_EPOCH_MS: u64 = 1_463_673_600_000;
-/// Vesta's epoch, 2015-01-01 00:00 in UTC+8.
-pub const VESTA_EPOCH_MS: u64 = 1_420_041_600_000;
-/// Sonyflake's default start time, 2014-09-01 00:00 UTC.
-pub const SONYFLAKE_EPOCH_MS: u64 = 1_409_529_600_000;
-
-/// JavaScript's `Number.MAX_SAFE_INTEGER`, `2^53 - 1`: the largest integer a `Number` (an IEEE
-/// double) holds exactly, and so the largest ID a browser reads back unchanged.
-pub const JS_MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
-
-/// Every preset name [`Layout::preset`] knows, in the order the docs list them.
-pub const PRESET_NAMES: [&str; 10] = [
-    "baidu",
-    "baidu_legacy",
-    "baidu_continued",
-    "snowflake",
-    "leaf",
-    "vesta_max_peak",
-    "vesta_min_granularity",
-    "sonyflake",
-    "keyworker",
-    "safe_js",
-];
 
 /// The presets, by constructor or by name.
 ///
@@ -238,7 +213,7 @@ impl Layout {
     }
 
     /// IDs that JavaScript reads back exactly: 53 bits, so every ID is at most
-    /// [`JS_MAX_SAFE_INTEGER`] (`Number.MAX_SAFE_INTEGER`); a browser parses larger numbers to
+    /// [`JS_MAX_SAFE_INTEGER`](super::epochs::JS_MAX_SAFE_INTEGER) (`Number.MAX_SAFE_INTEGER`); a browser parses larger numbers to
     /// the nearest double and silently changes them (CosId's `SafeJavaScriptSnowflakeId`,
     /// <https://github.com/Ahoo-Wang/CosId>; Sonyflake issue
     /// [#56](https://github.com/sony/sonyflake/issues/56)).
@@ -343,7 +318,7 @@ impl Layout {
 
 #[cfg(test)]
 mod tests {
-    use super::super::FieldKind;
+    use super::super::fields::FieldKind;
     use super::*;
 
     fn positions(layout: &Layout) -> Vec<(FieldKind, u32, u32)> {

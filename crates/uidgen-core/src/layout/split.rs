@@ -19,7 +19,7 @@
 //!
 //! [`FieldKind::Datacenter`]: super::FieldKind::Datacenter
 
-use super::FieldKind;
+use super::fields::FieldKind;
 use crate::error::{Result, UidError};
 
 /// Which part of a split worker field holds its high bits.

@@ -10,8 +10,10 @@ use tokio::sync::Semaphore;
 use uidgen_core::ManualClock;
 
 use super::{eventually, options, service_with};
+use crate::error::SegmentError;
+use crate::options::SegmentOptions;
+use crate::service::SegmentService;
 use crate::source::memory::MemorySource;
-use crate::{SegmentError, SegmentOptions, SegmentService};
 
 /// Take IDs until the first error, which is returned; every ID must be new to `seen`.
 async fn take_until_error(service: &SegmentService, seen: &mut HashSet<i64>) -> SegmentError {

@@ -10,11 +10,11 @@ use uidgen_core::ManualClock;
 use uidgen_store::Residue;
 
 use super::{eventually, options, service_with};
-use crate::error::GroupProblem;
+use crate::error::{GroupProblem, SegmentError};
 use crate::group::GroupSource;
+use crate::service::SegmentService;
 use crate::source::SegmentSource;
 use crate::source::memory::MemorySource;
-use crate::{SegmentError, SegmentService};
 
 /// Every number of the residue in the claimed segments, in claim order: what the service must
 /// hand out, no more, no fewer.
@@ -215,7 +215,7 @@ async fn databases_that_disagree_are_refused_at_start_by_what_disagrees() {
 async fn four_threads_share_no_id_while_slots_switch_between_databases() {
     let (even, odd, group) = pair(6);
     let main = MemorySource::with_tag("plain", 10);
-    let options = crate::SegmentOptions {
+    let options = crate::options::SegmentOptions {
         wait_timeout: Duration::from_secs(5),
         ..options()
     };

@@ -1,10 +1,10 @@
 //! `uidgen bench`: drive a running server over HTTP or gRPC, or the embedded generator, for a
 //! time or a count, with a live progress line; then print IDs/s, the spread of the seconds and
 //! latency percentiles. With `--record DIR` every ID received is kept on disk ([`record`]), and
-//! `uidgen bench check DIR…` ([`check()`]) says whether any came twice.
+//! `uidgen bench check DIR…` ([`check::check()`]) says whether any came twice.
 
 mod callers;
-mod check;
+pub mod check;
 mod record;
 mod tally;
 
@@ -23,7 +23,7 @@ use uidgen_core::UidGenerator;
 use uidgen_proto::v1::StreamIdsRequest;
 use uidgen_proto::v1::id_service_client::IdServiceClient;
 
-pub use check::{CheckArgs, CheckReport, RecordingSummary, check};
+use check::CheckArgs;
 
 use callers::{Caller, Failure, GrpcCaller, HttpCaller};
 use record::{Received, Recorder};
@@ -41,7 +41,7 @@ pub struct BenchArgs {
     pub command: Option<BenchCommand>,
     /// Configuration (embedded runs build its generator).
     #[command(flatten)]
-    pub config: super::ConfigArgs,
+    pub config: super::args::ConfigArgs,
     /// Base URL of a running server (`http://127.0.0.1:8080`); without it, the embedded generator
     /// is measured in process.
     #[arg(long, conflicts_with = "grpc")]
@@ -581,7 +581,7 @@ mod tests {
     fn args(requests: Option<u64>, concurrency: usize) -> BenchArgs {
         BenchArgs {
             command: None,
-            config: super::super::ConfigArgs { config: None },
+            config: super::super::args::ConfigArgs { config: None },
             url: None,
             grpc: None,
             stream: false,

@@ -2,12 +2,84 @@
 //! configured layout, another preset, or the sharded mode's IDs.
 
 use anyhow::{Context, bail};
+use clap::Args;
 use uidgen_core::calendar::parse_epoch_ms;
-use uidgen_core::{FieldKind, IdForm, UidParts};
+use uidgen_core::{FieldKind, IdForm, UidParts, Zone};
 
-use super::{DecodeArgs, MakeArgs};
+use super::args::{ConfigArgs, LayoutArgs};
 use crate::service::forms::FormName;
 use crate::sharded::LAYOUT;
+
+/// `uidgen decode`.
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// Configuration (for its layout).
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Layout.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Print Baidu's parseUID JSON instead of a line of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Show the encoded time in this zone: `UTC` (the default), an offset such as `+08:00`,
+    /// or an IANA name such as `Asia/Shanghai`. The `TZ` variable is not read, so a script's
+    /// output does not change with the host's zone: pass `--tz "$TZ"` to use it. The text
+    /// names the zone (an offset and `[name]` after the time); `--json` adds Baidu's
+    /// `timestamp` in the zone's local time and a `timeZone` key. Sharded IDs hold no time.
+    // A western offset starts with `-`: taken as the value, not as an option.
+    #[arg(long, value_name = "ZONE", allow_hyphen_values = true)]
+    pub tz: Option<Zone>,
+    /// How the IDs are written: `decimal` (the default), `base36` / `base62` as the HTTP
+    /// API's `?form=` writes them (fixed width for the layout), or `masked`, unmasked with the
+    /// configuration's `[mask]` keys (`UIDGEN_MASK_KEYS`). Sharded IDs are decimal only.
+    #[arg(long, value_name = "FORM", default_value = "decimal")]
+    pub form: FormName,
+    /// The IDs. Options may come before, between or after them; a negative number is taken
+    /// as an ID (and refused as one), not as an option.
+    #[arg(required = true, allow_negative_numbers = true)]
+    pub ids: Vec<String>,
+}
+
+/// `uidgen make`.
+#[derive(Debug, Args)]
+pub struct MakeArgs {
+    /// Configuration (for its layout).
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Layout.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Wall-clock time: ISO-8601 (`2026-03-01T12:00:00Z`) or milliseconds since 1970.
+    #[arg(long, conflicts_with = "units")]
+    pub time: Option<String>,
+    /// The raw time field (units since the layout's epoch).
+    #[arg(long)]
+    pub units: Option<u64>,
+    /// Worker (machine) id.
+    #[arg(long, required_unless_present = "index")]
+    pub worker: Option<u64>,
+    /// Sequence.
+    #[arg(long, required_unless_present = "index")]
+    pub seq: Option<u64>,
+    /// Datacenter id, on a layout with a datacenter field (`layout.datacenter_bits`); the
+    /// configured `layout.datacenter_id` when absent.
+    #[arg(long, conflicts_with = "index")]
+    pub datacenter: Option<u64>,
+    /// `--layout sharded`: the app id (0 to 255).
+    #[arg(long, requires = "index")]
+    pub app: Option<u8>,
+    /// `--layout sharded`: the shard (0 to 63).
+    #[arg(long, requires = "index")]
+    pub shard: Option<u8>,
+    /// `--layout sharded`: the index (the number popped from the shard's list).
+    #[arg(
+        long,
+        requires_all = ["app", "shard"],
+        conflicts_with_all = ["worker", "seq", "time", "units"]
+    )]
+    pub index: Option<u64>,
+}
 
 /// `uidgen decode`: one line per ID (or JSON), failing on the first malformed one.
 pub fn decode(args: &DecodeArgs) -> anyhow::Result<()> {

@@ -8,7 +8,7 @@ use uidgen_etcd::EtcdWorkerIdAssigner;
 pub struct EtcdArgs {
     /// Configuration (`[etcd]`, `worker.range`).
     #[command(flatten)]
-    pub config: super::ConfigArgs,
+    pub config: super::args::ConfigArgs,
     /// What to do.
     #[command(subcommand)]
     pub command: EtcdCommand,

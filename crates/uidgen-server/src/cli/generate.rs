@@ -3,14 +3,48 @@
 use std::sync::Arc;
 
 use anyhow::Context;
+use clap::Args;
 use uidgen_core::UidGenerator;
 use uidgen_worker::{WorkerAssignment, WorkerIdAssigner};
 
-use super::{ConfigArgs, GenArgs, MigrateArgs};
-use crate::config::AssignerKind;
+use super::args::{ConfigArgs, LayoutArgs};
+use crate::config::worker::AssignerKind;
 use crate::generators::{
     assign_and_build, build_generator, open_store, ready_state_dir, redacted, static_assigner,
 };
+
+/// `uidgen gen`.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Configuration.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Layout.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// How many IDs.
+    #[arg(short = 'n', long, default_value_t = 1)]
+    pub count: usize,
+    /// Store URL to take a worker id from, over the configuration.
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Use this worker id instead of a fresh one. With a configured store (`store`,
+    /// UIDGEN_STORE, --store) it is leased there as the static assigner's is, so a second
+    /// host using it at the same time is refused; without one, you answer for its uniqueness.
+    #[arg(long)]
+    pub worker: Option<u64>,
+}
+
+/// `uidgen migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Configuration.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Store URL, over the configuration.
+    #[arg(long)]
+    pub store: Option<String>,
+}
 
 /// `uidgen gen`: print IDs from an embedded generator. The worker id comes from the store (a
 /// fresh disposable id by default), unless `--worker` names one: that is a static worker id,
@@ -39,7 +73,7 @@ pub fn gen_ids(args: &GenArgs) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async {
         if args.worker.is_none()
-            && crate::config::is_vesta(&settings.layout)
+            && crate::config::vesta::is_vesta(&settings.layout)
             && let Some(range) = settings.worker.fallback_range
         {
             return print_ids(&embedded_vesta(&settings, range, args.count).await?);

@@ -20,10 +20,8 @@ use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
-use super::ConfigArgs;
-
-/// The variable `--url` is read from when absent.
-pub const ENV_URL: &str = "UIDGEN_HEALTH_URL";
+use super::args::ConfigArgs;
+use crate::config::env::ENV_URL;
 
 /// `uidgen health`.
 #[derive(Debug, Args)]

@@ -15,7 +15,7 @@ use uidgen_core::layout::{HighMark, Succession};
 use uidgen_core::{Clock, FieldKind, Layout, SystemClock};
 use uidgen_store::{DEFAULT_SPACE, Store, StoreOptions};
 
-use crate::config::LayoutConfig;
+use crate::config::layout::LayoutConfig;
 
 /// `uidgen layout`.
 #[derive(Debug, Args)]

@@ -5,14 +5,14 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use uidgen_zk::ZooKeeperWorkerIdAssigner;
 
-use crate::config::ZkSettings;
+use crate::config::zookeeper::ZkSettings;
 
 /// `uidgen zk …`: ZooKeeper operations.
 #[derive(Debug, Args)]
 pub struct ZkArgs {
     /// Configuration (`[zookeeper]`, `worker.range`).
     #[command(flatten)]
-    pub config: super::ConfigArgs,
+    pub config: super::args::ConfigArgs,
     /// What to do.
     #[command(subcommand)]
     pub command: ZkCommand,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::env_key::{EnvKey, Kind};
-use super::{ConfigError, invalid};
+use super::error::{ConfigError, invalid};
 
 /// How often a server re-reads the valid tokens unless `auth.refresh_secs` says otherwise: a
 /// revoke takes effect on every server within this long (on the server that revoked, at once).

@@ -2,13 +2,25 @@
 //! own keys in its `ENV`), how its text is read, and the refusal of an unknown `UIDGEN_…`
 //! variable, a likely typo.
 
-use super::ConfigError;
 use super::env_key::{EnvKey, Kind};
+use super::error::ConfigError;
+
+/// The top-level keys' variables (`Config`'s own fields). Listed here rather than beside
+/// `Config`, which reads the environment through this file: the list would import it back.
+const TOP_LEVEL: &[EnvKey] = &[
+    (&["listen"], Kind::Str),
+    (&["grpc_listen"], Kind::Str),
+    (&["store"], Kind::Str),
+    (&["state_dir"], Kind::Str),
+    (&["admin_token"], Kind::Str),
+    (&["batch_cap"], Kind::Int),
+    (&["runway_warning_days"], Kind::Int),
+];
 
 /// Every section's keys, in the order `--help` and the docs list them. A section's own file
 /// lists its keys (`ENV`), next to their struct, default and check.
 const SECTIONS: &[&[EnvKey]] = &[
-    super::ENV,
+    TOP_LEVEL,
     super::layout::ENV,
     super::generator::ENV,
     super::worker::ENV,
@@ -45,7 +57,7 @@ const ENV_SHORT_NAMES: &[(&str, &[&str])] = &[
 /// (`[zookeeper]` keys are `UIDGEN_ZK_…`).
 ///
 /// ```
-/// use uidgen_server::config::env_name;
+/// use uidgen_server::config::env::env_name;
 /// assert_eq!(env_name(&["segment", "max_step"]), "UIDGEN_SEGMENT_MAX_STEP");
 /// assert_eq!(env_name(&["zookeeper", "connect"]), "UIDGEN_ZK_CONNECT");
 /// assert_eq!(env_name(&["layout", "preset"]), "UIDGEN_LAYOUT");
@@ -69,13 +81,16 @@ pub fn env_name(path: &[&str]) -> String {
     name
 }
 
+/// The variable `uidgen health --url` is read from when absent.
+pub const ENV_URL: &str = "UIDGEN_HEALTH_URL";
+
 /// `UIDGEN_…` variables that are not configuration keys but are read elsewhere, so that start-up
 /// does not refuse them as typos: the config file's path (`--config`), a container's host and
 /// port for `worker_node` rows, and the variables of scripts, benches and tests.
 pub const ENV_NOT_CONFIG: &[&str] = &[
     "UIDGEN_CONFIG",
     // `uidgen health --url`: which server to ask.
-    crate::cli::health::ENV_URL,
+    ENV_URL,
     uidgen_worker::ENV_HOST,
     uidgen_worker::ENV_PORT,
     // The statefulset assigner: the pod's ordinal, when not read from its hostname.

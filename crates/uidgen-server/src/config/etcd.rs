@@ -8,8 +8,8 @@ use uidgen_core::Layout;
 use uidgen_etcd::{EtcdError, EtcdOptions};
 
 use super::env_key::{EnvKey, Kind};
+use super::error::{ConfigError, invalid};
 use super::worker::{AssignerKind, WorkerSettings};
-use super::{ConfigError, invalid};
 
 /// `[etcd]`: where the cluster is and how the worker id is kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::env_key::{EnvKey, Kind};
-use super::{ConfigError, invalid};
+use super::error::{ConfigError, invalid};
 
 /// Which generator serves `/v1/ids`, `/genid` and `/api/snowflake/get`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,9 +4,8 @@
 use serde::{Deserialize, Serialize};
 use uidgen_core::{Layout, UidError};
 
-use super::ConfigError;
 use super::env_key::{EnvKey, Kind};
-use super::invalid;
+use super::error::{ConfigError, invalid};
 
 /// `[layout]`: the bit layout of IDs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,10 +69,10 @@ impl LayoutConfig {
     /// The layout this section describes; an error names the key that made it invalid.
     ///
     /// ```
-    /// use uidgen_server::config::LayoutConfig;
+    /// use uidgen_server::config::layout::LayoutConfig;
     /// let leaf = LayoutConfig { preset: "leaf".into(), ..LayoutConfig::default() };
     /// assert_eq!(leaf.build()?.name(), "leaf");
-    /// # Ok::<(), uidgen_server::config::ConfigError>(())
+    /// # Ok::<(), uidgen_server::config::error::ConfigError>(())
     /// ```
     pub fn build(&self) -> Result<Layout, ConfigError> {
         let l = self;

@@ -10,7 +10,7 @@ use uidgen_core::UidError;
 use uidgen_core::mask::{MaskKey, Masker};
 
 use super::env_key::{EnvKey, Kind};
-use super::{ConfigError, invalid};
+use super::error::{ConfigError, invalid};
 
 /// How `mask.keys` is written, for its errors.
 const KEYS_SHAPE: &str = "expected `id:secret` pairs separated by commas, each a key id from 0 \

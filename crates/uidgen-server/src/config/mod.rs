@@ -22,10 +22,12 @@ use uidgen_core::layout::DEFAULT_RUNWAY_WARNING;
 use uidgen_core::{CachedOptions, Layout, MAX_BATCH};
 use uidgen_sharded::ShardedOptions;
 use uidgen_worker::StateDir;
+use uidgen_zk::ZkOptions;
 
 pub mod auth;
 pub mod env;
 mod env_key;
+pub mod error;
 pub mod etcd;
 pub mod generator;
 pub mod http;
@@ -35,94 +37,31 @@ pub mod mask;
 pub mod ranges;
 pub mod ring;
 pub mod segment;
-mod segment_groups;
+pub mod segment_groups;
 pub mod sharded;
 pub mod spaces;
 pub mod statefulset;
 pub mod tls;
+pub mod vesta;
 pub mod worker;
 pub mod zookeeper;
 
-pub use auth::{AuthConfig, AuthSettings, DEFAULT_AUTH_REFRESH_SECS};
-pub use env::{ENV_NOT_CONFIG, ENV_TEST_PREFIX, env_name, env_overrides};
-pub use etcd::{EtcdConfig, EtcdSettings};
-pub use generator::{GeneratorConfig, GeneratorKind, MAX_BACKWARD_MS};
-pub use http::HttpConfig;
-pub use layout::LayoutConfig;
-pub use log::{LogConfig, LogFormat};
-pub use mask::MaskConfig;
-pub use ranges::is_vesta;
-pub use ring::{
-    DEFAULT_MAX_BORROW_SECONDS, DEFAULT_TAKE_WAIT, EmptyRing, MAX_TAKE_WAIT_MS, PutRejection,
-    RingConfig, TakeRejection,
-};
-pub use segment::{SegmentConfig, SegmentSettings};
-pub use segment_groups::SegmentGroupConfig;
-pub use sharded::{RedisConfig, ShardedConfig};
-pub use spaces::{DEFAULT_SPACE, SpaceConfig, SpaceSettings};
-pub use statefulset::{StatefulSetConfig, StatefulSetSettings};
-pub use tls::{TlsConfig, TlsSettings};
-pub use worker::{AssignerKind, MachineConfig, WorkerConfig, WorkerSettings};
-pub use zookeeper::{ZkSettings, ZookeeperConfig};
-
-use env_key::{EnvKey, Kind};
-
-/// A configuration problem, naming the key and the reason.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The TOML is malformed or has unknown keys or wrong types.
-    #[error("invalid config: {0}")]
-    Parse(String),
-    /// A key from the file or environment is unknown or has the wrong type.
-    #[error("invalid config key `{key}`: {reason}")]
-    Key {
-        /// The key, dotted as serde saw it (`generator.kind`).
-        key: String,
-        /// Why.
-        reason: String,
-    },
-    /// A key has a value that is out of range or inconsistent.
-    #[error("invalid config key `{key}`: {reason}")]
-    Invalid {
-        /// The key, dotted (`ring.padding_factor`).
-        key: &'static str,
-        /// Why.
-        reason: String,
-    },
-    /// A `UIDGEN_…` variable that is no configuration key and none of the other variables
-    /// uidgen reads ([`ENV_NOT_CONFIG`]): a typo would otherwise be ignored without a word.
-    #[error("unknown environment variable {name}; {}", hint_for(suggestion.as_deref()))]
-    UnknownEnv {
-        /// The variable.
-        name: String,
-        /// The known variable closest to it, if one is close.
-        suggestion: Option<String>,
-    },
-}
-
-fn hint_for(suggestion: Option<&str>) -> String {
-    match suggestion {
-        Some(known) => format!("did you mean {known}?"),
-        None => "no uidgen setting has this name (README.md, Configuration, lists them); unset it"
-            .to_owned(),
-    }
-}
-
-pub(crate) fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        key,
-        reason: reason.into(),
-    }
-}
+use auth::{AuthConfig, AuthSettings};
+use error::{ConfigError, invalid};
+use etcd::{EtcdConfig, EtcdSettings};
+use generator::GeneratorConfig;
+use http::HttpConfig;
+use layout::LayoutConfig;
+use log::LogConfig;
+use mask::MaskConfig;
+use ring::{EmptyRing, RingConfig};
+use segment::{SegmentConfig, SegmentSettings};
+use sharded::{RedisConfig, ShardedConfig};
+use spaces::{SpaceConfig, SpaceSettings};
+use statefulset::{StatefulSetConfig, StatefulSetSettings};
+use tls::{TlsConfig, TlsSettings};
+use worker::{WorkerConfig, WorkerSettings};
+use zookeeper::{ZkSettings, ZookeeperConfig};
 
 /// `text` as a socket address for `key`: `127.0.0.1:8080` or `[::1]:8080` as it is, a host name
 /// and port through the system's resolver (its first address, as `bind` would try first).
@@ -252,17 +191,6 @@ pub const PLACEHOLDER_ADMIN_TOKEN: &str = "change-me-to-a-long-random-token";
 /// The most IDs one batch request may ask for unless `batch_cap` says otherwise.
 pub const DEFAULT_BATCH_CAP: usize = 100_000;
 
-/// The top-level keys' variables.
-const ENV: &[EnvKey] = &[
-    (&["listen"], Kind::Str),
-    (&["grpc_listen"], Kind::Str),
-    (&["store"], Kind::Str),
-    (&["state_dir"], Kind::Str),
-    (&["admin_token"], Kind::Str),
-    (&["batch_cap"], Kind::Int),
-    (&["runway_warning_days"], Kind::Int),
-];
-
 /// The configuration parsed once: what the service and the subcommands run with. Every
 /// field is checked; the libraries' options in it are the ones they validated.
 ///
@@ -272,7 +200,7 @@ const ENV: &[EnvKey] = &[
 ///     .settings()?;
 /// assert_eq!(settings.listen.port(), 9000);
 /// assert_eq!(settings.layout.name(), "baidu");
-/// # Ok::<(), uidgen_server::config::ConfigError>(())
+/// # Ok::<(), uidgen_server::config::error::ConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -365,6 +293,20 @@ impl Settings {
         }
         if let Some(etcd) = &mut self.etcd {
             etcd.listening_on(addr.port());
+        }
+    }
+
+    /// These settings as the space `space` runs with: its layout, generator, ring and worker
+    /// settings in place of the top-level ones, so that the one path from settings to a
+    /// worker id and a generator (`generators::assign_and_build`) builds the space's too.
+    pub fn for_space(&self, space: &SpaceSettings) -> Self {
+        Self {
+            layout: space.layout.clone(),
+            generator: space.generator.clone(),
+            ring: space.ring.clone(),
+            worker: space.worker.clone(),
+            spaces: Vec::new(),
+            ..self.clone()
         }
     }
 }
@@ -476,6 +418,19 @@ impl Config {
     /// `/var/lib/uidgen` for root, `$HOME/.local/state/uidgen`), found but not created.
     pub fn state_dir(&self) -> Result<StateDir, ConfigError> {
         find_state_dir(self.state_dir.as_deref())
+    }
+
+    /// The ZooKeeper library's options for this configuration (its listen port, state
+    /// directory and worker range), as `uidgen serve` would start with them.
+    pub fn zookeeper_options(&self, layout: &Layout) -> Result<ZkOptions, ConfigError> {
+        let settings = ZkSettings::new(
+            &self.zookeeper,
+            self.worker.id_range()?,
+            layout,
+            self.state_dir()?,
+            self.listen_addr()?.port(),
+        );
+        Ok(settings.options)
     }
 
     /// The layout `[layout]` describes ([`LayoutConfig::build`]).
@@ -615,6 +570,7 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests {
+    use super::generator::GeneratorKind;
     use super::test_support::{Refusal, assert_refused, parse};
     use super::*;
 
@@ -669,7 +625,7 @@ mod tests {
         );
         let layout = c.build_layout().unwrap();
         assert_eq!(
-            zookeeper::options(&c, &layout).unwrap().cache_file,
+            c.zookeeper_options(&layout).unwrap().cache_file,
             Path::new("/srv/uidgen/zk.state")
         );
         // The defaults live there too.
@@ -679,7 +635,7 @@ mod tests {
             "sqlite:///srv/uidgen/uidgen.db"
         );
         assert_eq!(
-            zookeeper::options(&d, &layout).unwrap().cache_file,
+            d.zookeeper_options(&layout).unwrap().cache_file,
             Path::new("/srv/uidgen/uidgen-zk-uidgen-8080.state")
         );
     }

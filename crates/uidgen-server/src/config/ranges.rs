@@ -9,45 +9,18 @@
 //! at 0–1023) and lease 0–923 to clients, so the two never overlap. Other layouts lease
 //! nothing unless `worker.fallback_range` is set.
 
-use uidgen_core::{FieldKind, Layout};
+use uidgen_core::Layout;
 use uidgen_etcd::{EtcdOptions, EtcdWorkerIdAssigner};
 use uidgen_store::{DisposableWorkerIdAssigner, LeasedWorkerIdAssigner};
 use uidgen_worker::{MachineWorkerIdAssigner, StaticWorkerIdAssigner, WorkerIdRange};
-use uidgen_zk::{ReleaseMode, VESTA_SERVER_RANGE, ZooKeeperWorkerIdAssigner};
+use uidgen_zk::{ReleaseMode, ZooKeeperWorkerIdAssigner};
 
+use super::error::{ConfigError, invalid};
+use super::vesta::is_vesta;
 use super::worker::{AssignerKind, WorkerConfig, WorkerSettings};
-use super::{ConfigError, invalid};
 
 /// What `worker.fallback_range` says to lease nothing.
 const OFF: &str = "off";
-
-/// Whether `layout` is one of Vesta's: a genMethod field and 1,024 machine ids, split between
-/// servers and embedded generators.
-///
-/// ```
-/// use uidgen_core::Layout;
-/// use uidgen_server::config::is_vesta;
-/// assert!(is_vesta(&Layout::vesta_max_peak()?));
-/// assert!(!is_vesta(&Layout::snowflake()?)); // 10 worker bits, but no genMethod
-/// # Ok::<(), uidgen_core::UidError>(())
-/// ```
-pub fn is_vesta(layout: &Layout) -> bool {
-    layout.has(FieldKind::Method) && layout.max_worker_id() == VESTA_SERVER_RANGE.1
-}
-
-/// The range the server's assigner registers: `configured`, else Vesta's server range
-/// (924-1023) on a Vesta layout, else `None` (the assigner's own default). The `machine`
-/// assigner's range is fixed, so it gets `worker.range` only (which it refuses).
-pub(super) fn server_range(
-    assigner: AssignerKind,
-    configured: Option<WorkerIdRange>,
-    layout: &Layout,
-) -> Option<WorkerIdRange> {
-    if configured.is_some() || assigner == AssignerKind::Machine || !is_vesta(layout) {
-        return configured;
-    }
-    Some(ReleaseMode::Server.default_range(layout))
-}
 
 /// The embedded range: `worker.fallback_range` (`"off"` for none), else Vesta's embedded
 /// range (0-923) on a Vesta layout when the assigner is not `machine`, else `None`.

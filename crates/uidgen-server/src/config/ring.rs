@@ -11,7 +11,7 @@ use uidgen_core::ring::policy;
 use uidgen_core::{CachedOptions, Layout, RejectPut, RingBuffer};
 
 use super::env_key::{EnvKey, Kind};
-use super::{ConfigError, invalid};
+use super::error::{ConfigError, invalid};
 
 /// `[ring]`: the cached generator's ring buffer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -43,7 +43,7 @@ pub struct RingConfig {
 /// `ring.take_rejection`: Baidu's `RejectedUidBufferHandler` choices for an empty ring.
 ///
 /// ```
-/// use uidgen_server::config::{RingConfig, TakeRejection};
+/// use uidgen_server::config::ring::{RingConfig, TakeRejection};
 /// assert_eq!(RingConfig::default().take_rejection, TakeRejection::Wait);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -59,7 +59,7 @@ pub enum TakeRejection {
 /// `ring.put_rejection`: Baidu's `RejectedPutBufferHandler` choices for a full ring.
 ///
 /// ```
-/// use uidgen_server::config::{PutRejection, RingConfig};
+/// use uidgen_server::config::ring::{PutRejection, RingConfig};
 /// assert_eq!(RingConfig::default().put_rejection, PutRejection::Log);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -78,7 +78,7 @@ pub enum PutRejection {
 ///
 /// ```
 /// use std::time::Duration;
-/// use uidgen_server::config::{EmptyRing, RingConfig, TakeRejection};
+/// use uidgen_server::config::ring::{EmptyRing, RingConfig, TakeRejection};
 /// assert_eq!(RingConfig::default().empty_ring(), EmptyRing::AwaitStallLimit);
 /// let fail = RingConfig { take_rejection: TakeRejection::Fail, ..RingConfig::default() };
 /// assert_eq!(fail.empty_ring(), EmptyRing::Fail);
@@ -148,7 +148,7 @@ impl RingConfig {
     ///
     /// ```
     /// use uidgen_core::Layout;
-    /// use uidgen_server::config::RingConfig;
+    /// use uidgen_server::config::ring::RingConfig;
     /// let options = RingConfig::default().options(&Layout::snowflake()?)?;
     /// assert_eq!(options.max_borrow_units, Some(60_000)); // a minute of milliseconds
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -9,7 +9,8 @@ use uidgen_core::clock::saturating_millis;
 use uidgen_segment::{SegmentError, SegmentOptions};
 
 use super::env_key::{EnvKey, Kind};
-use super::{ConfigError, SegmentGroupConfig, invalid};
+use super::error::{ConfigError, invalid};
+use super::segment_groups::SegmentGroupConfig;
 
 /// `[segment]`: Leaf segment mode.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -104,7 +105,7 @@ pub(crate) const ENV: &[EnvKey] = &[
 /// let toml = "[segment]\nmax_step = 5000";
 /// let segment = Config::from_toml_str(toml, std::iter::empty())?.settings()?.segment;
 /// assert_eq!(segment.options.max_step, 5000);
-/// # Ok::<(), uidgen_server::config::ConfigError>(())
+/// # Ok::<(), uidgen_server::config::error::ConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_sharded::{ShardedError, ShardedOptions};
 
 use super::env_key::{EnvKey, Kind};
-use super::{ConfigError, invalid};
+use super::error::{ConfigError, invalid};
 
 /// `[redis]`: the Redis the sharded mode keeps its lists in.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -73,7 +73,7 @@ impl ShardedConfig {
     /// The sharded service's options from `[redis]`, `[sharded]` and `batch_cap`.
     ///
     /// ```
-    /// use uidgen_server::config::{RedisConfig, ShardedConfig};
+    /// use uidgen_server::config::sharded::{RedisConfig, ShardedConfig};
     /// let options = ShardedConfig::default().options(&RedisConfig::default(), 1000);
     /// assert_eq!(options.key_prefix, "id.gen.");
     /// ```

@@ -12,8 +12,11 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use uidgen_core::{CachedOptions, Layout};
 
+use super::error::ConfigError;
+use super::generator::GeneratorConfig;
+use super::layout::LayoutConfig;
+use super::ring::RingConfig;
 use super::worker::{AssignerKind, WorkerConfig, WorkerSettings};
-use super::{ConfigError, GeneratorConfig, LayoutConfig, RingConfig};
 
 /// The name the top-level generator is served under (`/v1/spaces/default/ids`) and its worker
 /// ids are leased under (the store's); no `[spaces.<name>]` may take it.
@@ -35,7 +38,7 @@ pub const SPACE_NAME_PATTERN: &str = "^[a-z][a-z0-9_-]{0,31}$";
 /// let settings = Config::from_toml_str(toml, std::iter::empty())?.settings()?;
 /// assert_eq!(settings.spaces[0].name, "order");
 /// assert_eq!(settings.spaces[0].layout.name(), "snowflake");
-/// # Ok::<(), uidgen_server::config::ConfigError>(())
+/// # Ok::<(), uidgen_server::config::error::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -61,22 +64,6 @@ pub struct SpaceSettings {
     /// `[worker]` for its layout: the same assigner and registered range as the default
     /// space, its own cache file.
     pub worker: WorkerSettings,
-}
-
-impl super::Settings {
-    /// These settings as the space `space` runs with: its layout, generator, ring and worker
-    /// settings in place of the top-level ones, so that the one path from settings to a
-    /// worker id and a generator (`generators::assign_and_build`) builds the space's too.
-    pub fn for_space(&self, space: &SpaceSettings) -> Self {
-        Self {
-            layout: space.layout.clone(),
-            generator: space.generator.clone(),
-            ring: space.ring.clone(),
-            worker: space.worker.clone(),
-            spaces: Vec::new(),
-            ..self.clone()
-        }
-    }
 }
 
 /// Whether `name` may name a space: [`SPACE_NAME_PATTERN`], and not [`DEFAULT_SPACE`].

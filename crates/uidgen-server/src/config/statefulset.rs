@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::Layout;
 
 use super::env_key::{EnvKey, Kind};
+use super::error::{ConfigError, invalid};
 use super::worker::{AssignerKind, WorkerSettings};
-use super::{ConfigError, invalid};
 
 /// `[statefulset]`: how a pod's ordinal becomes its worker id.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::env_key::{EnvKey, Kind};
-use super::{ConfigError, invalid};
+use super::error::{ConfigError, invalid};
 
 /// `[tls]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -8,9 +8,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use uidgen_core::Layout;
 use uidgen_worker::{LeaseOptions, StateDir, WorkerIdRange};
+use uidgen_zk::ReleaseMode;
 
 use super::env_key::{EnvKey, Kind};
-use super::{ConfigError, invalid};
+use super::error::{ConfigError, invalid};
+use super::vesta::is_vesta;
 
 /// How the worker id is obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,7 +161,7 @@ pub(crate) const ENV: &[EnvKey] = &[
 /// let toml = "[worker]\nrange = \"5..=9\"";
 /// let worker = Config::from_toml_str(toml, std::iter::empty())?.settings()?.worker;
 /// assert_eq!(worker.range.map(|r| r.to_string()).as_deref(), Some("5-9"));
-/// # Ok::<(), uidgen_server::config::ConfigError>(())
+/// # Ok::<(), uidgen_server::config::error::ConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -276,7 +278,7 @@ impl WorkerConfig {
             assigner: self.assigner,
             id: self.id,
             range,
-            server_range: super::ranges::server_range(self.assigner, range, layout),
+            server_range: server_range(self.assigner, range, layout),
             fallback_range: None,
             lease,
             state_file: self.state_file.clone(),
@@ -380,6 +382,20 @@ impl WorkerSettings {
     pub fn machine_state_dir(&self, dir: &StateDir) -> PathBuf {
         dir.resolve(self.state_dir.as_deref().unwrap_or(Path::new("machine")))
     }
+}
+
+/// The range the server's assigner registers: `configured`, else Vesta's server range
+/// (924-1023) on a Vesta layout, else `None` (the assigner's own default). The `machine`
+/// assigner's range is fixed, so it gets `worker.range` only (which it refuses).
+fn server_range(
+    assigner: AssignerKind,
+    configured: Option<WorkerIdRange>,
+    layout: &Layout,
+) -> Option<WorkerIdRange> {
+    if configured.is_some() || assigner == AssignerKind::Machine || !is_vesta(layout) {
+        return configured;
+    }
+    Some(ReleaseMode::Server.default_range(layout))
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ use uidgen_worker::{StateDir, WorkerIdRange};
 use uidgen_zk::{ReleaseMode, ZkOptions};
 
 use super::env_key::{EnvKey, Kind};
+use super::error::{ConfigError, invalid};
 use super::worker::{AssignerKind, WorkerConfig};
-use super::{Config, ConfigError, invalid};
 
 /// `[zookeeper]`: where the ensemble is and how the worker id is kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -140,19 +140,6 @@ impl ZkSettings {
         }
         self.options.port = named.port;
     }
-}
-
-/// The library's options for `config` (its listen port, state directory and worker range),
-/// as `uidgen serve` would start with them.
-pub fn options(config: &Config, layout: &Layout) -> Result<ZkOptions, ConfigError> {
-    let settings = ZkSettings::new(
-        &config.zookeeper,
-        config.worker.id_range()?,
-        layout,
-        config.state_dir()?,
-        config.listen_addr()?.port(),
-    );
-    Ok(settings.options)
 }
 
 impl ZookeeperConfig {

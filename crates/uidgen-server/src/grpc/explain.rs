@@ -5,8 +5,9 @@ use uidgen_core::calendar::format_iso8601;
 use uidgen_core::{DecodedUid, FieldKind, Layout, UidParts};
 use uidgen_proto::v1::{ExplainIdResponse, Field, MakeIdRequest};
 
+use crate::service::error::{ApiError, FieldErrors};
 use crate::service::forms::Form;
-use crate::service::{ApiError, FieldErrors, misfits};
+use crate::service::make::misfits;
 
 /// The layout's fields, most significant first, with their values in `decoded` (zeros without
 /// one). A worker field the layout splits (`keyworker`) shows as its machine and process parts.

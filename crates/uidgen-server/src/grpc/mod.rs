@@ -3,15 +3,16 @@
 //! same generator, segment service and store), plus the standard health and reflection
 //! services.
 //!
-//! Every call goes through the service the HTTP handlers use ([`crate::service::one_as`],
-//! [`crate::service::many_as`], the segment service, [`crate::service::lease()`]), so an ID is unique
-//! whichever channel issued it, and a failure reads the same sentence on both (as a status
-//! message here, [`status`] says which code). IDs issued here carry genMethod 1 (center server)
+//! Every call goes through the service the HTTP handlers use
+//! ([`crate::service::generate::one_as`], [`crate::service::generate::many_as`], the segment
+//! service, [`crate::service::lease::lease()`]), so an ID is unique whichever channel issued it,
+//! and a failure reads the same sentence on both (as a status message here, [`status`] says
+//! which code). IDs issued here carry genMethod 1 (center server)
 //! on the layouts with that field.
 
 mod explain;
-mod server;
-mod status;
+pub mod server;
+pub mod status;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -30,15 +31,13 @@ use uidgen_proto::v1::{
     SegmentIdsRequest, SegmentLease, ServerInfo, StreamIdsRequest,
 };
 
-pub(crate) use server::{GrpcGate, serve_starting};
-pub use server::{mode_service_name, serve};
-pub use status::status;
-
 use crate::metrics::waits::{self, RouteWaits};
 use crate::metrics::{IssuedCounter, Metrics};
 use crate::service::callers::{Caller, RouteFamily, Scoped};
+use crate::service::error::ApiError;
 use crate::service::forms::{self, Form};
-use crate::service::{ApiError, AppState, Source, batch_count, batch_size, many_from, one_from};
+use crate::service::generate::{Source, batch_count, batch_size, many_from, one_from};
+use crate::service::state::AppState;
 
 tokio::task_local! {
     /// The caller whose token let this call in (`auth.required`), set by the start gate around
@@ -81,11 +80,12 @@ fn source_for<'a>(state: &'a AppState, space: &str) -> Result<Source<'a>, ApiErr
 /// batches are queued; a client that goes away stops it at the next send.
 const STREAM_AHEAD: usize = 2;
 
-/// `uidgen.v1.IdService` over the HTTP API's state ([`serve`] wraps it with health and
+/// `uidgen.v1.IdService` over the HTTP API's state ([`server::serve`] wraps it with health and
 /// reflection; this is for embedding the service in a tonic server of one's own).
 ///
 /// ```no_run
-/// # async fn demo(state: std::sync::Arc<uidgen_server::service::AppState>) -> anyhow::Result<()> {
+/// # use uidgen_server::service::state::AppState;
+/// # async fn demo(state: std::sync::Arc<AppState>) -> anyhow::Result<()> {
 /// use uidgen_proto::v1::id_service_server::IdServiceServer;
 /// let (_stop, stopping) = tokio::sync::watch::channel(false);
 /// let service = uidgen_server::grpc::GrpcService::new(state, 1_000_000, stopping);
@@ -272,7 +272,7 @@ impl GrpcService {
 
     /// Count and log a failed call; the status to answer it with.
     fn failed(&self, method: &'static str, error: &ApiError) -> Status {
-        let answer = status(error);
+        let answer = status::status(error);
         self.state.metrics.grpc_call(
             self.routes.of(method).path,
             status::code_name(answer.code()),
@@ -500,12 +500,12 @@ impl IdService for GrpcService {
         let SegmentIdsRequest { tag, count: wanted } = request.into_inner();
         self.answer("SegmentIds", async {
             check_tag(&tag)?;
-            let service = crate::service::segment_service(&self.state)?;
+            let service = crate::service::segments::service(&self.state)?;
             // Segment numbers are positive `int64`s.
             let n = count(wanted, self.state.batch_cap, i64::MAX.unsigned_abs())?;
             let ids = waits::waited(service.get_batch_async(&tag, n))
                 .await
-                .map_err(crate::service::segment_error)?;
+                .map_err(crate::service::segments::segment_error)?;
             let issued = ids.len() as u64;
             Ok((SegmentIdBatch { tag, ids }, issued))
         })
@@ -519,7 +519,7 @@ impl IdService for GrpcService {
         let LeaseSegmentRequest { tag, size } = request.into_inner();
         self.answer("LeaseSegment", async {
             check_tag(&tag)?;
-            let lease = crate::service::lease(&self.state, &tag, size, "grpc").await?;
+            let lease = crate::service::lease::lease(&self.state, &tag, size, "grpc").await?;
             Ok((
                 SegmentLease {
                     tag: lease.tag,

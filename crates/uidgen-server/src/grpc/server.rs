@@ -20,7 +20,10 @@ use uidgen_proto::v1::id_service_server::IdServiceServer;
 
 use super::GrpcService;
 use crate::service::callers::{Callers, RouteFamily};
-use crate::service::{AppState, Mode, Readiness, STARTING_MESSAGE, check_readiness};
+use crate::service::error::STARTING_MESSAGE;
+use crate::service::readiness::{Mode, Readiness};
+use crate::service::ready::check as check_readiness;
+use crate::service::state::AppState;
 
 /// Serve gRPC on `listener` over `state` until `stopping` turns true; then report NOT_SERVING
 /// on the health service, end open streams, and finish the calls in flight. Until then the
@@ -28,10 +31,12 @@ use crate::service::{AppState, Mode, Readiness, STARTING_MESSAGE, check_readines
 /// mode ([`mode_service_name`]).
 ///
 /// ```no_run
-/// # async fn demo(state: std::sync::Arc<uidgen_server::service::AppState>) -> anyhow::Result<()> {
+/// # use uidgen_server::service::state::AppState;
+/// use uidgen_server::grpc::server::serve;
+/// # async fn demo(state: std::sync::Arc<AppState>) -> anyhow::Result<()> {
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:9090").await?;
 /// let (stop, stopping) = tokio::sync::watch::channel(false);
-/// let server = tokio::spawn(uidgen_server::grpc::serve(state, listener, 1_000_000, stopping));
+/// let server = tokio::spawn(serve(state, listener, 1_000_000, stopping));
 /// stop.send(true)?;
 /// server.await??;
 /// # Ok(()) }
@@ -133,8 +138,8 @@ const HEALTH_INTERVAL: Duration = Duration::from_secs(2);
 /// mode can serve, as `/readyz?mode=segment` answers; only the modes this server serves have one.
 ///
 /// ```
-/// use uidgen_server::grpc::mode_service_name;
-/// use uidgen_server::service::Mode;
+/// use uidgen_server::grpc::server::mode_service_name;
+/// use uidgen_server::service::readiness::Mode;
 /// assert_eq!(mode_service_name(Mode::Segment), "uidgen.v1.IdService/segment");
 /// ```
 pub fn mode_service_name(mode: Mode) -> String {
@@ -322,7 +327,9 @@ where
             }
             Err(error) => {
                 opened.state.metrics.error(error.kind());
-                Box::pin(std::future::ready(Ok(super::status(&error).into_http())))
+                Box::pin(std::future::ready(Ok(
+                    super::status::status(&error).into_http()
+                )))
             }
         }
     }

@@ -4,14 +4,14 @@
 
 use tonic::{Code, Status};
 
-use crate::service::ApiError;
+use crate::service::error::ApiError;
 
 /// The gRPC status for an API error; the message is the HTTP error body's `message`.
 ///
 /// ```
 /// use axum::http::StatusCode;
-/// use uidgen_server::grpc::status;
-/// use uidgen_server::service::ApiError;
+/// use uidgen_server::grpc::status::status;
+/// use uidgen_server::service::error::ApiError;
 /// let error = ApiError::new(StatusCode::NOT_FOUND, "unknown_tag", "unknown biz tag `x`");
 /// let status = status(&error);
 /// assert_eq!(status.code(), tonic::Code::NotFound);
@@ -69,7 +69,7 @@ mod tests {
     use tonic::Code;
 
     use super::code;
-    use crate::service::ApiError;
+    use crate::service::error::ApiError;
 
     fn of(status: StatusCode, kind: &'static str) -> Code {
         code(&ApiError::new(status, kind, "m"))

@@ -18,8 +18,7 @@ use axum::response::{IntoResponse, Response};
 use utoipa::openapi::PathItem;
 use utoipa::openapi::path::{Operation, ParameterIn};
 
-use crate::service::ApiError;
-use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::error::{ApiError, ECHO_CHARS, clip};
 
 /// The tags of the routes that keep their original's leniency (see the module docs).
 const COMPATIBLE_TAGS: [&str; 3] = ["leaf", "vesta", "tinyid"];

@@ -25,7 +25,8 @@ use utoipa_axum::router::OpenApiRouter;
 use super::error::ErrorBody;
 use super::gates::Gates;
 use crate::service::callers::bearer_token;
-use crate::service::{ApiError, AppState};
+use crate::service::error::ApiError;
+use crate::service::state::AppState;
 
 /// Put `admin` behind the token check, and say so in its OpenAPI description: every admin
 /// operation asks for the bearer token and may answer 401 or 403 from the layer. One home for

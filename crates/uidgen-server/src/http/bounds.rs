@@ -15,11 +15,10 @@ use uidgen_core::layout::PRESET_NAMES;
 use uidgen_core::{Clock, FieldKind, IdForm, Layout, Zone};
 use uidgen_segment::SegmentOptions;
 
-use crate::config::DEFAULT_SPACE;
-use crate::config::spaces::{MAX_SPACE_NAME_LEN, SPACE_NAME_PATTERN};
-use crate::service::AppState;
+use crate::config::spaces::{DEFAULT_SPACE, MAX_SPACE_NAME_LEN, SPACE_NAME_PATTERN};
 use crate::service::callers::RouteFamily;
 use crate::service::forms::FormName;
+use crate::service::state::AppState;
 
 /// What the bounds depend on: this server's configuration and layout.
 struct Limits<'a> {

@@ -23,7 +23,8 @@ use utoipa_axum::router::OpenApiRouter;
 use super::auth::document_refusals;
 use super::gates::Gates;
 use crate::service::callers::{RouteFamily, Scoped};
-use crate::service::{ApiError, AppState};
+use crate::service::error::ApiError;
+use crate::service::state::AppState;
 
 /// Put `routes` (all of `family`) behind the caller-token check when `auth.required` is on, and
 /// describe the check in the OpenAPI document either way.

@@ -16,8 +16,9 @@ use super::extract::{PathParam, QueryParams};
 use super::ids::param_u64;
 use super::observe::Issued;
 use super::shown::param_zone;
+use crate::service::error::ApiError;
 use crate::service::segments::dated_numbers;
-use crate::service::{ApiError, AppState};
+use crate::service::state::AppState;
 
 /// The digits of a dated number when `digits` is absent.
 const DEFAULT_DIGITS: u64 = 6;

@@ -12,8 +12,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::service::error::clip;
-use crate::service::{ApiError, FieldErrors};
+use crate::service::error::{ApiError, FieldErrors, clip};
+
+/// Requests larger than this are refused (413): no route takes more than a small JSON body.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
 /// At most this many characters of axum's rejection text, which quotes the input inside a
 /// sentence of its own.
@@ -75,10 +77,7 @@ impl ApiError {
             Self::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",
-                format!(
-                    "the request body is larger than {} bytes",
-                    super::MAX_BODY_BYTES
-                ),
+                format!("the request body is larger than {} bytes", MAX_BODY_BYTES),
             )
         } else {
             Self::new(

@@ -11,9 +11,9 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use super::TextError;
-use crate::service::error::{ECHO_CHARS, clip};
-use crate::service::{ApiError, batch_count};
+use super::error::TextError;
+use crate::service::error::{ApiError, ECHO_CHARS, clip};
+use crate::service::generate::batch_count;
 
 /// How a route reports a rejected request: JSON ([`ApiError`]) or Leaf's bare text
 /// ([`TextError`]).
@@ -99,7 +99,7 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
 }
 
 /// The raw request body, rejecting with JSON: 413 past
-/// [`MAX_BODY_BYTES`](super::MAX_BODY_BYTES), 400 when it cannot be read.
+/// [`MAX_BODY_BYTES`](super::error::MAX_BODY_BYTES), 400 when it cannot be read.
 #[derive(Debug)]
 pub struct Body(pub Bytes);
 

@@ -19,8 +19,9 @@ use utoipa::ToSchema;
 use super::error::ErrorBody;
 use super::extract::{Body, PathParam};
 use super::status::LayoutInfo;
+use crate::service::error::ApiError;
 use crate::service::fallback::{claim, release, renew};
-use crate::service::{ApiError, AppState};
+use crate::service::state::AppState;
 
 /// `POST /v1/fallback/leases` body.
 #[derive(Debug, Deserialize, ToSchema)]

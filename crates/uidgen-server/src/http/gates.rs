@@ -25,7 +25,7 @@ use axum::routing::Route;
 use tower::{Layer, Service};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::service::AppState;
+use crate::service::state::AppState;
 
 /// The route patterns some installed gate covers.
 #[derive(Debug, Default)]
@@ -89,7 +89,7 @@ mod tests {
         Arc::new(AppState::embedded(Arc::new(ring.unwrap()), 1))
     }
 
-    async fn status(app: &super::super::App, uri: &str) -> StatusCode {
+    async fn status(app: &super::super::observe::App, uri: &str) -> StatusCode {
         let request = Request::get(uri).body(Body::empty()).unwrap();
         app.clone().oneshot(request).await.unwrap().status()
     }

@@ -9,18 +9,18 @@ use serde::Serialize;
 use uidgen_core::{DecodedUid, FieldKind, GenMethod, Layout, UidParts};
 use utoipa::ToSchema;
 
-use super::TextError;
-use super::error::ErrorBody;
+use super::error::{ErrorBody, TextError};
 use super::extract::{LeafPath, PathParam, QueryParams};
 use super::observe::{Answered, Issued, decimal};
 use super::shown::{
     FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form, param_zone,
 };
 use crate::service::callers::{Caller, RouteFamily, Scoped};
-use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::error::{ApiError, ECHO_CHARS, clip};
 use crate::service::forms::Form;
-use crate::service::{ApiError, AppState};
-use crate::service::{Source, batch_count, generate};
+use crate::service::generate;
+use crate::service::generate::{Source, batch_count};
+use crate::service::state::AppState;
 
 /// A query parameter as an unsigned integer; `None` when absent.
 pub(super) fn param_u64(params: &QueryParams, name: &str) -> Result<Option<u64>, ApiError> {

@@ -15,8 +15,9 @@ use axum::response::Html;
 
 use super::error::ErrorBody;
 use super::extract::QueryParams;
+use crate::service::error::ApiError;
 use crate::service::segments::{segment_error, service};
-use crate::service::{ApiError, AppState};
+use crate::service::state::AppState;
 
 /// The layout Leaf's `decodeSnowflakeId` reads: 41 bits of ms above a 10-bit worker and a
 /// 12-bit sequence. The epoch is this server's when its layout has those bits (a `leaf` or

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 
-use super::ErrorBody;
+use super::error::ErrorBody;
 use super::extract::{PathParam, QueryParams};
 use super::ids::param_u64;
-use crate::service::{ApiError, AppState};
-use crate::service::{SegmentLease, lease};
+use crate::service::error::ApiError;
+use crate::service::lease::{SegmentLease, lease};
+use crate::service::state::AppState;
 
 /// `POST /v1/segments/{tag}/lease?size=N`: `{"tag": ..., "start": ..., "end": ...}`, the range
 /// `[start, end)` of `tag`, `size` numbers long (1 to `segment.max_lease_size`).

@@ -15,8 +15,9 @@ use super::extract::{Body, QueryParams};
 use super::ids::{Decoded, decoded, make_id};
 use super::integer;
 use super::shown::Shown;
-use crate::service::{ApiError, AppState};
-use crate::service::{FieldErrors, misfits};
+use crate::service::error::{ApiError, FieldErrors};
+use crate::service::make::misfits;
+use crate::service::state::AppState;
 
 /// `POST /v1/ids/make` body: give either `time` (units since the epoch) or `timestamp`
 /// (ISO-8601 or milliseconds since the Unix epoch), and the worker and sequence.

@@ -1,15 +1,15 @@
 //! The HTTP API, an adapter over [`crate::service`] (a sibling of `crate::grpc`): the routing
 //! table, the extractors, errors as responses, and the layers around the routes (admin
 //! authentication, caller tokens, metrics and logging). The service's state and functions are
-//! the service's own: `crate::service::AppState`, not a second name here.
+//! the service's own: `crate::service::state::AppState`, not a second name here.
 
 mod admission;
-mod auth;
+pub mod auth;
 mod bounds;
 mod callers;
 mod console;
 mod dated;
-mod error;
+pub(crate) mod error;
 mod extract;
 mod fallback;
 mod gates;
@@ -18,14 +18,14 @@ mod integer;
 mod leaf_monitor;
 mod lease;
 mod make;
-mod observe;
+pub mod observe;
 mod openapi;
 mod ops;
 mod segments;
 mod sharded;
 mod shown;
 mod spaces;
-mod starting;
+pub mod starting;
 mod status;
 mod tinyid;
 mod tokens;
@@ -36,18 +36,10 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::service::AppState;
 use crate::service::callers::RouteFamily;
+use crate::service::state::AppState;
 use gates::Gates;
-
-pub use auth::ct_eq;
-pub use error::{ErrorBody, ErrorReport, TextError};
-pub use observe::{App, AppFuture};
-pub use sharded::sharded_error;
-pub use starting::{GatedApp, GatedFuture, STARTING_RETRY_AFTER_SECS, StartGate};
-
-/// Requests larger than this are refused (413): no route takes more than a small JSON body.
-pub const MAX_BODY_BYTES: usize = 16 * 1024;
+use observe::App;
 
 /// The service: the routing table, then the fallbacks, and around all of it (as one service,
 /// not a layer on each route) the body limit and the metrics ([`App`]).

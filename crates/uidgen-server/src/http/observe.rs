@@ -46,11 +46,12 @@ use tokio::task::futures::TaskLocalFuture;
 use tower::Service;
 
 use super::admission::Admission;
+use super::error::ErrorReport;
+use super::error::MAX_BODY_BYTES;
 use super::gates::Gates;
-use super::{ErrorReport, MAX_BODY_BYTES};
 use crate::metrics::RouteMetrics;
 use crate::metrics::waits::{self, RouteWaits};
-use crate::service::AppState;
+use crate::service::state::AppState;
 
 /// The route label of requests no route matched (the 404 fallback).
 const UNMATCHED: &str = "unmatched";
@@ -130,8 +131,8 @@ impl<T: IntoResponse> IntoResponse for Issued<T> {
 /// use axum::http::{Request, StatusCode};
 /// use tower::ServiceExt;
 /// use uidgen_core::{Layout, SnowflakeGenerator, SystemClock};
-/// use uidgen_server::http::{App, app};
-/// use uidgen_server::service::AppState;
+/// use uidgen_server::http::{observe::App, app};
+/// use uidgen_server::service::state::AppState;
 ///
 /// let generator = SnowflakeGenerator::new(Layout::snowflake()?, 1, SystemClock)?;
 /// let state = Arc::new(AppState::embedded(Arc::new(generator), 1));
@@ -461,8 +462,10 @@ mod tests {
     use tower::ServiceExt;
     use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SnowflakeGenerator, SystemClock};
 
-    use super::super::{AppState, MAX_BODY_BYTES, app};
+    use super::super::app;
+    use super::super::error::MAX_BODY_BYTES;
     use super::{Answer, App};
+    use crate::service::state::AppState;
 
     /// A server of the snowflake layout, worker 1, nothing configured.
     fn embedded() -> AppState {

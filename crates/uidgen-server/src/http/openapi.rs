@@ -16,7 +16,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
-use crate::service::AppState;
+use crate::service::state::AppState;
 
 /// The parts of the document no handler carries: its title, the tags, the shared error
 /// schema and the admin token's security scheme.

@@ -6,13 +6,14 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
-use super::TextError;
-use super::error::ErrorBody;
+use super::error::{ErrorBody, TextError};
 use super::extract::QueryParams;
 use crate::metrics::Metrics;
-use crate::service::error::{ECHO_CHARS, clip};
+use crate::service::error::{ApiError, ECHO_CHARS, SEE_LOG, clip};
+use crate::service::readiness::{Mode, NotReady};
+use crate::service::ready::{check as check_readiness, check_mode};
 use crate::service::runway::RunwayInfo;
-use crate::service::{ApiError, AppState, Mode, NotReady, SEE_LOG, check_mode, check_readiness};
+use crate::service::state::AppState;
 
 /// `GET /healthz`: the process is up.
 #[utoipa::path(

@@ -10,12 +10,12 @@ use serde::{Deserialize, Serialize};
 use uidgen_segment::{GroupState, SegmentState, TagState};
 use utoipa::ToSchema;
 
-use super::TextError;
-use super::error::ErrorBody;
+use super::error::{ErrorBody, TextError};
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
 use super::observe::{Answered, Issued, decimal};
+use crate::service::error::{ApiError, SEE_LOG};
 use crate::service::segments::{STORE_UNAVAILABLE, segment_error, service};
-use crate::service::{ApiError, AppState, SEE_LOG};
+use crate::service::state::AppState;
 
 /// `GET /api/segment/get/{key}` (Leaf): the next ID of a biz tag as a bare decimal.
 #[utoipa::path(

@@ -19,8 +19,8 @@ use utoipa::ToSchema;
 use super::error::ErrorBody;
 use super::extract::{Body, PathParam, QueryParams};
 use super::observe::{Issued, decimal};
-use crate::service::error::{ECHO_CHARS, clip};
-use crate::service::{ApiError, AppState, SEE_LOG};
+use crate::service::error::{ApiError, ECHO_CHARS, SEE_LOG, clip};
+use crate::service::state::AppState;
 
 /// Map a sharded-mode failure to a status: the client's fault (400/404), the app's limit
 /// (409 `app_exhausted`), or the service's (503, fixed sentence, cause to the log).

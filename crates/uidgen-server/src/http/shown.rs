@@ -5,7 +5,7 @@ use uidgen_core::Zone;
 use uidgen_core::mask::Masker;
 
 use super::extract::QueryParams;
-use crate::service::ApiError;
+use crate::service::error::ApiError;
 use crate::service::forms::{self, Form};
 
 /// `?tz=`: the zone times are shown in, UTC when absent; an unknown zone is a 400

@@ -12,9 +12,10 @@ use super::extract::{PathParam, QueryParams};
 use super::ids::{Decoded, IdBatch, decode_shown, param_u64};
 use super::observe::Issued;
 use super::shown::{FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form};
+use crate::service::error::ApiError;
+use crate::service::generate::{batch_count, many_from};
 use crate::service::spaces::{SpaceInfo, list};
-use crate::service::{ApiError, AppState};
-use crate::service::{batch_count, many_from};
+use crate::service::state::AppState;
 
 /// `GET /v1/spaces`: every ID space this server serves, `default` first.
 #[utoipa::path(

@@ -24,8 +24,10 @@ use axum::routing::future::RouteFuture;
 use tokio::sync::watch;
 use tower::Service;
 
-use super::{App, AppFuture, app};
-use crate::service::{ApiError, AppState};
+use super::app;
+use super::observe::{App, AppFuture};
+use crate::service::error::ApiError;
+use crate::service::state::AppState;
 
 /// How long a client is told to wait before asking a starting server again (seconds).
 pub const STARTING_RETRY_AFTER_SECS: u64 = 1;
@@ -42,8 +44,8 @@ pub const STARTING_RETRY_AFTER_SECS: u64 = 1;
 /// use axum::http::{Request, StatusCode};
 /// use tower::ServiceExt;
 /// use uidgen_core::{Layout, SnowflakeGenerator, SystemClock};
-/// use uidgen_server::http::StartGate;
-/// use uidgen_server::service::AppState;
+/// use uidgen_server::http::starting::StartGate;
+/// use uidgen_server::service::state::AppState;
 ///
 /// let gate = StartGate::new();
 /// let get = |path: &str| Request::get(path).body(Body::empty()).expect("a request");

@@ -17,8 +17,10 @@ use uidgen_core::layout::PRESET_NAMES;
 use uidgen_core::{Clock, Layout, SystemClock};
 use utoipa::ToSchema;
 
+use crate::service::error::SEE_LOG;
+use crate::service::readiness::Mode;
 use crate::service::runway::RunwayInfo;
-use crate::service::{AppState, Mode, SEE_LOG};
+use crate::service::state::AppState;
 
 /// One run of bits in an ID.
 #[derive(Debug, Serialize, ToSchema)]

@@ -35,8 +35,9 @@ use super::error::ErrorBody;
 use super::extract::QueryParams;
 use super::observe::Issued;
 use crate::service::callers::{Caller, RouteFamily, Scoped, bearer_token};
+use crate::service::error::ApiError;
 use crate::service::segments::{segment_error, service};
-use crate::service::{ApiError, AppState};
+use crate::service::state::AppState;
 
 /// Tinyid's code for a token it refuses.
 const TOKEN_ERR: i32 = 5;
@@ -240,7 +241,7 @@ async fn next_segment(
         .ok_or_else(|| (SYS_ERR, format!("can not find biztype:{biz}")))?;
     let size = u64::try_from(row.step).unwrap_or(1);
     let range = if row.residue == Residue::SINGLE {
-        let lease = crate::service::lease(state, biz, size, "http")
+        let lease = crate::service::lease::lease(state, biz, size, "http")
             .await
             .map_err(|e| failure(&e))?;
         lease.start..lease.end

@@ -15,7 +15,8 @@ use utoipa::ToSchema;
 use super::error::ErrorBody;
 use super::extract::{Body, PathParam};
 use crate::service::callers::{Callers, check_scopes};
-use crate::service::{ApiError, AppState, SEE_LOG};
+use crate::service::error::{ApiError, SEE_LOG};
+use crate::service::state::AppState;
 
 /// Body of `POST /v1/admin/tokens`. A list left out allows nothing of its kind; `*` in a list
 /// allows anything.

@@ -21,7 +21,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
-use super::RouteLabel;
+use super::label::RouteLabel;
 
 /// A wait longer than this is logged (rate-limited): a caller stalled this long is an
 /// incident in a service that answers in microseconds.

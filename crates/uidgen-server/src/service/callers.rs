@@ -29,7 +29,7 @@ use parking_lot::RwLock;
 use subtle::ConstantTimeEq;
 use uidgen_store::{ActiveCallerToken, Store, TokenScopes, token_hash};
 
-use super::ApiError;
+use super::error::ApiError;
 use crate::metrics::{CallerCounters, CallerFamilies};
 
 /// A group of ID routes a token may be allowed: fixed, so a route cannot invent one.

@@ -12,6 +12,10 @@ use uidgen_core::UidError;
 /// generator, a failing store): the details, which may name the database, go to the log.
 pub const SEE_LOG: &str = "see the server log";
 
+/// What a request to a starting server is told, over HTTP and gRPC alike.
+pub const STARTING_MESSAGE: &str =
+    "the server is starting and cannot issue IDs yet; ask another server or retry shortly";
+
 /// At most this many characters of a client's value (a tag, a query parameter) are echoed in a
 /// message: a 10 kB tag should not become a 10 kB response or log line.
 pub(crate) const ECHO_CHARS: usize = 64;
@@ -131,7 +135,7 @@ impl ApiError {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "starting",
-            super::STARTING_MESSAGE,
+            STARTING_MESSAGE,
         )
     }
 

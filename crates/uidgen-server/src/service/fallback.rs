@@ -8,7 +8,8 @@ use axum::http::StatusCode;
 use uidgen_store::{FallbackLeases, StoreError};
 use uidgen_worker::LeaseGrant;
 
-use super::{ApiError, AppState, SEE_LOG};
+use super::error::{ApiError, SEE_LOG};
+use super::state::AppState;
 
 fn leases(state: &AppState) -> Result<&Arc<FallbackLeases>, ApiError> {
     state.fallback.as_ref().ok_or_else(|| {

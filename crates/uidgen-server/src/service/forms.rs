@@ -8,7 +8,7 @@ use std::str::FromStr;
 use uidgen_core::mask::Masker;
 use uidgen_core::{DecodedUid, IdForm, Layout, UidError};
 
-use super::ApiError;
+use super::error::ApiError;
 
 /// The masked form's name.
 pub const MASKED: &str = "masked";

@@ -8,21 +8,22 @@
 //! per waiting request (a load test grew the process from 5 to 414 threads). So a generator
 //! with a ring is never waited for on a thread: a handler takes what the ring holds
 //! ([`UidGenerator::take_ready`], which never waits), and while
-//! it is empty awaits a [`Notify`] the padding thread wakes ([`PaddingSignal`]). Generators
-//! without a ring run on tokio's blocking pool.
+//! it is empty awaits a [`Notify`](tokio::sync::Notify) the padding thread wakes
+//! ([`PaddingSignal`]). Generators without a ring run on tokio's blocking pool.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use uidgen_core::{FieldKind, GenMethod, UidError, UidGenerator};
 
 use axum::http::StatusCode;
 use prometheus_client::metrics::counter::Counter;
 
-use super::{ApiError, AppState};
-use crate::config::EmptyRing;
+use super::error::ApiError;
+use super::padding::PaddingSignal;
+use super::state::{AppState, Space};
+use crate::config::ring::EmptyRing;
 // Every await below on the generator counts as a caller's wait (`uidgen_requests_waiting`): a
 // ring that answers at once does not pend, so it costs the fast path nothing; a generator
 // without a ring always pends on the blocking pool, so each of its requests counts.
@@ -32,29 +33,6 @@ use crate::metrics::waits::waited;
 /// padding thread's signal is what wakes it, this only bounds the damage of a signal that
 /// cannot be connected (a ring whose hook another state already holds).
 const LOOK_AGAIN: Duration = Duration::from_millis(10);
-
-/// What a handler waiting for the ring awaits: a [`Notify`] the padding thread wakes after
-/// every refill and when it stops, connected to the generator's stock (through
-/// [`UidGenerator::on_padded`]) on the first wait, so however the state was built, its waiters
-/// are woken.
-#[derive(Debug, Default)]
-pub struct PaddingSignal {
-    notify: Arc<Notify>,
-    connected: OnceLock<bool>,
-}
-
-impl PaddingSignal {
-    /// The signal of `generator`'s stock, connecting it first if this is the first wait.
-    fn of(&self, generator: &dyn UidGenerator) -> &Notify {
-        self.connected.get_or_init(|| {
-            let notify = Arc::clone(&self.notify);
-            // notify_waiters, not notify_one: every handler waiting may find IDs now, and none
-            // is left a permit to wake later to an empty ring.
-            generator.on_padded(Arc::new(move || notify.notify_waiters()))
-        });
-        &self.notify
-    }
-}
 
 /// Where a request takes its IDs: the default space's generator or a named space's, with what
 /// its waiters await and the server's policy for an empty ring.
@@ -70,7 +48,7 @@ pub struct Source<'a> {
 
 impl<'a> Source<'a> {
     /// The named space `space`'s generator, under the server's `empty_ring` policy.
-    pub fn of_space(space: &'a super::spaces::Space, empty_ring: EmptyRing) -> Self {
+    pub fn of_space(space: &'a Space, empty_ring: EmptyRing) -> Self {
         Self {
             generator: &space.generator,
             padded: &space.padded,
@@ -216,7 +194,7 @@ pub async fn one_from(source: Source<'_>, channel: GenMethod) -> Result<u64, Api
 /// ```
 /// use std::sync::Arc;
 /// use uidgen_core::{CachedOptions, CachedUidGenerator, GenMethod, Layout, SystemClock};
-/// use uidgen_server::service::{AppState, generate};
+/// use uidgen_server::service::{state::AppState, generate};
 ///
 /// let ring = CachedUidGenerator::new(Layout::baidu_default()?, 1, SystemClock, CachedOptions::default())?;
 /// let state = AppState::embedded(Arc::new(ring), 1);

@@ -6,13 +6,15 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::error::ApiError;
 use super::segments::{segment_error, service};
-use super::{ApiError, AppState};
+use super::state::AppState;
 
 /// A leased range: the caller's numbers are `start, start + 1, ..., end - 1`.
 ///
 /// ```
-/// let lease = uidgen_server::service::SegmentLease { tag: "order".into(), start: 4001, end: 14001 };
+/// use uidgen_server::service::lease::SegmentLease;
+/// let lease = SegmentLease { tag: "order".into(), start: 4001, end: 14001 };
 /// assert_eq!(serde_json::to_string(&lease).unwrap(), r#"{"tag":"order","start":4001,"end":14001}"#);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]

@@ -3,7 +3,7 @@
 
 use uidgen_core::{Layout, UidParts};
 
-use super::FieldErrors;
+use super::error::FieldErrors;
 
 /// Every field of `parts` that does not fit `layout`, by its name in a make request (`time`,
 /// `worker`, `sequence`, `version`, `type`, `method`, `datacenter`), each with its own sentence. Each field

@@ -11,63 +11,20 @@
 //! [`NotReady::public`] sentence.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use uidgen_core::{Clock, SystemClock};
 use uidgen_store::Store;
 use uidgen_worker::WorkerKeeper;
 
-use super::{AppState, NotReady, ReadinessCheck};
+use super::readiness::{Mode, ModeCheck, NotReady, Readiness, ReadinessCheck};
+use super::state::AppState;
 
 /// How long a readiness check waits for the store or Redis to answer.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How old the last check may be before `GET /v1/status` asks for a new one (in the
-/// background: the status route itself never waits for a database).
-const FRESH_FOR: Duration = Duration::from_secs(2);
-
-/// A mode a server can serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// The ID generator: `/v1/ids`, `/genid`, `/api/snowflake/get/{key}`, gRPC `NextId`,
-    /// `NextIds`, `StreamIds`, `NextIdTexts`.
-    Ids,
-    /// Leaf segment mode: `/v1/segments/…`, `/api/segment/get/{key}`, gRPC `SegmentIds`,
-    /// `LeaseSegment`.
-    Segment,
-    /// The sharded mode: `/v1/apps/…`, `/api/shard/get/{app_id}`.
-    Sharded,
-}
-
 impl Mode {
-    /// Every mode, in the order they are reported.
-    pub const ALL: [Mode; 3] = [Mode::Ids, Mode::Segment, Mode::Sharded];
-
-    /// The mode's name, as `?mode=` takes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Ids => "ids",
-            Self::Segment => "segment",
-            Self::Sharded => "sharded",
-        }
-    }
-
-    /// The mode of `name`.
-    ///
-    /// ```
-    /// use uidgen_server::service::Mode;
-    /// assert_eq!(Mode::from_name("segment"), Some(Mode::Segment));
-    /// assert_eq!(Mode::from_name("leaf"), None);
-    /// ```
-    pub fn from_name(name: &str) -> Option<Mode> {
-        Self::ALL.into_iter().find(|mode| mode.name() == name)
-    }
-
     /// Whether `state` serves this mode (the generator always; the others when enabled).
     pub fn configured(self, state: &AppState) -> bool {
         match self {
@@ -75,31 +32,6 @@ impl Mode {
             Self::Segment => state.segments.is_some(),
             Self::Sharded => state.sharded.is_some(),
         }
-    }
-}
-
-/// One mode's readiness: ready (possibly degraded, with a note), or why not.
-pub type ModeCheck = Result<Option<String>, NotReady>;
-
-/// Every configured mode's readiness, checked together.
-#[derive(Debug, Clone)]
-pub struct Readiness {
-    /// Each configured mode and its check, in [`Mode::ALL`] order.
-    pub modes: Vec<(Mode, ModeCheck)>,
-    /// When the checks ran.
-    pub at: Instant,
-}
-
-impl Readiness {
-    /// Whether some configured mode can serve (what `/readyz` and the gRPC health service's
-    /// server-wide status report).
-    pub fn any_ready(&self) -> bool {
-        self.modes.iter().any(|(_, check)| check.is_ok())
-    }
-
-    /// The check of `mode`, if it is configured.
-    pub fn of(&self, mode: Mode) -> Option<&ModeCheck> {
-        self.modes.iter().find(|(m, _)| *m == mode).map(|(_, c)| c)
     }
 }
 
@@ -209,54 +141,6 @@ async fn sharded(state: &AppState) -> ModeCheck {
         Err(_) => Err(not_ready(format!(
             "no answer from Redis within {READY_TIMEOUT:?}"
         ))),
-    }
-}
-
-/// The last readiness checked, for `GET /v1/status`, which must not wait for a database: it
-/// reads what `/readyz`, the gRPC health service or its own background refresh found last.
-///
-/// It also logs each mode's changes, once per change (a 200 `/readyz` with a degraded mode
-/// carries no cause for the request log): a mode that cannot serve any more with the reason,
-/// a mode that can again.
-#[derive(Debug, Default)]
-pub struct ReadinessBoard {
-    last: parking_lot::Mutex<Option<Readiness>>,
-    refreshing: AtomicBool,
-}
-
-impl ReadinessBoard {
-    fn record(&self, readiness: Readiness) {
-        let mut last = self.last.lock();
-        if last.as_ref().is_some_and(|l| l.at > readiness.at) {
-            return;
-        }
-        for (mode, check) in &readiness.modes {
-            let was_ready = last
-                .as_ref()
-                .and_then(|l| l.of(*mode))
-                .is_none_or(Result::is_ok);
-            match check {
-                Err(why) if was_ready => tracing::warn!(
-                    mode = mode.name(),
-                    reason = why.public,
-                    detail = why.detail,
-                    "mode cannot serve"
-                ),
-                Ok(_) if !was_ready => tracing::info!(mode = mode.name(), "mode can serve again"),
-                _ => {}
-            }
-        }
-        *last = Some(readiness);
-    }
-
-    /// The last check, if any.
-    pub fn last(&self) -> Option<Readiness> {
-        self.last.lock().clone()
-    }
-
-    /// Whether the last check is missing or older than [`FRESH_FOR`].
-    fn stale(&self) -> bool {
-        self.last().is_none_or(|l| l.at.elapsed() >= FRESH_FOR)
     }
 }
 

@@ -16,8 +16,8 @@ use uidgen_core::calendar::format_iso8601;
 use uidgen_core::{Clock, SystemClock, UidGenerator};
 use utoipa::ToSchema;
 
-use super::AppState;
-use crate::config::DEFAULT_SPACE;
+use super::state::AppState;
+use crate::config::spaces::DEFAULT_SPACE;
 
 /// How often the warning is repeated while it holds: once a day, so a log kept for a week
 /// still has it, and a dashboard-less deployment is reminded.

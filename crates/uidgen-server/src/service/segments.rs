@@ -8,8 +8,8 @@ use axum::http::StatusCode;
 use uidgen_core::calendar::CivilDate;
 use uidgen_segment::{SegmentError, SegmentService, day_tag};
 
-use super::error::{ECHO_CHARS, clip};
-use super::{ApiError, AppState, SEE_LOG};
+use super::error::{ApiError, ECHO_CHARS, SEE_LOG, clip};
+use super::state::AppState;
 
 /// What a client is told when the segment store fails; the cause goes to the log.
 pub(crate) const STORE_UNAVAILABLE: &str = "segment store unavailable";

@@ -1,72 +1,19 @@
 //! Named ID spaces (`[spaces.<name>]`): each a generator of its own on a worker id of its own,
 //! served next to the default space. A request names its space (`/v1/spaces/{space}/ids`,
 //! gRPC's `space` field, Leaf's snowflake `{key}`); IDs of two spaces may be equal, so a
-//! consumer keeps them apart by the space they came from.
-
-use std::sync::Arc;
+//! consumer keeps them apart by the space they came from. A space itself ([`Space`]) is part
+//! of the shared state, in [`super::state`].
 
 use axum::http::StatusCode;
-use prometheus_client::metrics::counter::Counter;
 use serde::Serialize;
 use uidgen_core::UidGenerator;
 use uidgen_worker::WorkerKeeper;
 use utoipa::ToSchema;
 
-use super::generate::{PaddingSignal, Source};
-use super::{ApiError, AppState};
-use crate::config::DEFAULT_SPACE;
-use crate::service::error::{ECHO_CHARS, clip};
-
-/// One named space's generator and what keeps its worker id.
-pub struct Space {
-    /// The space's name.
-    pub name: String,
-    /// Its generator, guarded by its keeper.
-    pub generator: Arc<dyn UidGenerator>,
-    /// The worker id it stamps (its own claim: no other space's).
-    pub worker_id: u64,
-    /// What requests waiting for its ring await.
-    pub padded: PaddingSignal,
-    /// What keeps its worker id (its own lease and fence); readiness and status read it.
-    pub keeper: Option<Arc<dyn WorkerKeeper>>,
-    /// The generator kind (`cached`, `default`, `snowflake`).
-    pub generator_kind: &'static str,
-    /// `uidgen_space_ids_issued_total{space=...}`.
-    pub issued: Counter,
-}
-
-impl std::fmt::Debug for Space {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Space")
-            .field("name", &self.name)
-            .field("worker_id", &self.worker_id)
-            .field("layout", self.generator.layout())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Space {
-    /// The space `name` serving `generator` on `worker_id`, its keeper `keeper`, counted in
-    /// `state`'s metrics.
-    pub fn new(
-        state: &AppState,
-        name: &str,
-        generator: Arc<dyn UidGenerator>,
-        worker_id: u64,
-        keeper: Option<Arc<dyn WorkerKeeper>>,
-        generator_kind: &'static str,
-    ) -> Self {
-        Self {
-            name: name.to_owned(),
-            generator,
-            worker_id,
-            padded: PaddingSignal::default(),
-            keeper,
-            generator_kind,
-            issued: state.metrics.space_counter(name),
-        }
-    }
-}
+use super::error::{ApiError, ECHO_CHARS, clip};
+use super::generate::Source;
+use super::state::{AppState, Space};
+use crate::config::spaces::DEFAULT_SPACE;
 
 /// The 404 for a space this server does not serve.
 pub fn unknown_space(name: &str) -> ApiError {

@@ -3,8 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 /// The binary under test.
@@ -301,7 +300,7 @@ pub fn assert_unique(mut ids: Vec<u64>) -> Vec<u64> {
 
 /// Send one request to a router without a socket: (status, body as text).
 pub async fn call(
-    router: &uidgen_server::http::App,
+    router: &uidgen_server::http::observe::App,
     method: &str,
     uri: &str,
     headers: &[(&str, &str)],
@@ -327,7 +326,7 @@ pub async fn call(
 
 /// `PUT /v1/admin/segments/{tag}` with `body`, and `auth` as the `Authorization` header.
 pub async fn put_tag(
-    router: &uidgen_server::http::App,
+    router: &uidgen_server::http::observe::App,
     tag: &str,
     auth: Option<&str>,
     body: &str,
@@ -338,7 +337,10 @@ pub async fn put_tag(
 }
 
 /// `GET uri`.
-pub async fn get(router: &uidgen_server::http::App, uri: &str) -> (axum::http::StatusCode, String) {
+pub async fn get(
+    router: &uidgen_server::http::observe::App,
+    uri: &str,
+) -> (axum::http::StatusCode, String) {
     call(router, "GET", uri, &[], "").await
 }
 
@@ -488,7 +490,7 @@ pub const TOKEN: &str = "an-admin-token-of-some-length";
 /// A router with segment mode on a fresh SQLite store and the admin API enabled.
 pub async fn segment_router() -> (
     std::sync::Arc<uidgen_segment::SegmentService>,
-    uidgen_server::http::App,
+    uidgen_server::http::observe::App,
 ) {
     let (store, _) = uidgen_store::testing::fresh_store(uidgen_store::testing::TestDb::Sqlite)
         .await
@@ -506,7 +508,8 @@ pub async fn segment_router() -> (
         uidgen_core::ManualClock::auto_advancing(1_800_000_000_000),
     )
     .unwrap();
-    let mut state = uidgen_server::service::AppState::embedded(std::sync::Arc::new(generator), 5);
+    let mut state =
+        uidgen_server::service::state::AppState::embedded(std::sync::Arc::new(generator), 5);
     state.segments = Some(segments.clone());
     state.admin_token = Some(TOKEN.into());
     (

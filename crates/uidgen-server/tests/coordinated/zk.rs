@@ -258,7 +258,7 @@ fn worker_range_takes_rusts_inclusive_form_from_the_file_or_the_environment() {
     )
     .unwrap();
     let layout = c.build_layout().unwrap();
-    let options = uidgen_server::config::zookeeper::options(&c, &layout).unwrap();
+    let options = c.zookeeper_options(&layout).unwrap();
     assert_eq!(
         options.range.map(|r| r.to_string()).as_deref(),
         Some("924-1023")

@@ -12,7 +12,7 @@ use common::{get, ids_in, json};
 use uidgen_core::{Layout, ManualClock, SnowflakeGenerator};
 use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_server::http::app;
-use uidgen_server::service::AppState;
+use uidgen_server::service::state::AppState;
 use uidgen_store::testing::{TestDb, fresh_store};
 
 /// 2027-01-15T08:00:00Z.
@@ -56,7 +56,7 @@ async fn segment_routes_with_a_random_skip_serve_increasing_ids_with_gaps() {
 async fn segment_router(
     store: uidgen_store::Store,
     options: SegmentOptions,
-) -> (Arc<SegmentService>, uidgen_server::http::App) {
+) -> (Arc<SegmentService>, uidgen_server::http::observe::App) {
     let segments = SegmentService::start(store, options, uidgen_core::SystemClock)
         .await
         .unwrap();

@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use common::{get, json};
 use uidgen_core::{IdForm, Layout, ManualClock, MaskKey, Masker, SnowflakeGenerator};
 use uidgen_server::http::app;
-use uidgen_server::service::AppState;
+use uidgen_server::service::state::AppState;
 
 /// 2027-01-15T08:00:00Z.
 const NOW_MS: u64 = 1_799_913_600_000;
@@ -26,11 +26,15 @@ fn state_with(layout: Layout) -> Arc<AppState> {
     Arc::new(state)
 }
 
-fn router_with(layout: Layout) -> uidgen_server::http::App {
+fn router_with(layout: Layout) -> uidgen_server::http::observe::App {
     app(state_with(layout))
 }
 
-async fn post(router: &uidgen_server::http::App, uri: &str, body: &str) -> (StatusCode, String) {
+async fn post(
+    router: &uidgen_server::http::observe::App,
+    uri: &str,
+    body: &str,
+) -> (StatusCode, String) {
     common::call(router, "POST", uri, &[], body).await
 }
 
@@ -343,7 +347,7 @@ fn masking_state(layout: Layout) -> Arc<AppState> {
     Arc::new(state)
 }
 
-fn masking_router(layout: Layout) -> uidgen_server::http::App {
+fn masking_router(layout: Layout) -> uidgen_server::http::observe::App {
     app(masking_state(layout))
 }
 

@@ -15,7 +15,7 @@ use uidgen_proto::v1::{MakeIdRequest, SegmentIdsRequest, StreamIdsRequest};
 use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_server::grpc::GrpcService;
 use uidgen_server::http::app;
-use uidgen_server::service::AppState;
+use uidgen_server::service::state::AppState;
 use uidgen_store::testing::{TestDb, fresh_store};
 
 const NOW_MS: u64 = 1_800_000_000_000;

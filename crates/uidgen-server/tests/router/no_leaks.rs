@@ -12,8 +12,8 @@ use common::{get, json, put_tag};
 use uidgen_core::{Layout, ManualClock, SnowflakeGenerator, SystemClock};
 use uidgen_segment::{SegmentOptions, SegmentService};
 use uidgen_server::http::app;
-use uidgen_server::service::AppState;
 use uidgen_server::service::ready::store_readiness;
+use uidgen_server::service::state::AppState;
 use uidgen_store::testing::{all_dbs, fresh_store, run_script};
 
 const TOKEN: &str = "an-admin-token-of-some-length";

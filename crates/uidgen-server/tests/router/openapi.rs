@@ -11,16 +11,16 @@ use common::{call, get, json};
 use serde_json::Value;
 use uidgen_core::{DefaultUidGenerator, Layout, SystemClock};
 use uidgen_server::http::app;
-use uidgen_server::service::AppState;
+use uidgen_server::service::state::AppState;
 
-fn router() -> uidgen_server::http::App {
+fn router() -> uidgen_server::http::observe::App {
     // Fields of the make body are bounded by this layout: 2024 as epoch keeps its range past now.
     let layout = Layout::baidu("2024-01-01").unwrap();
     let generator = DefaultUidGenerator::new(layout, 5, SystemClock).unwrap();
     app(Arc::new(AppState::embedded(Arc::new(generator), 5)))
 }
 
-async fn document(r: &uidgen_server::http::App) -> Value {
+async fn document(r: &uidgen_server::http::observe::App) -> Value {
     let (status, body) = get(r, "/openapi.json").await;
     assert_eq!(status, StatusCode::OK);
     json(&body)
@@ -219,7 +219,7 @@ async fn the_described_error_body_is_what_real_errors_carry() {
 }
 
 /// A router of `layout` with `batch_cap`.
-fn router_with(layout: Layout, batch_cap: usize) -> uidgen_server::http::App {
+fn router_with(layout: Layout, batch_cap: usize) -> uidgen_server::http::observe::App {
     let generator = DefaultUidGenerator::new(layout, 1, SystemClock).unwrap();
     let mut state = AppState::embedded(Arc::new(generator), 1);
     state.batch_cap = batch_cap;

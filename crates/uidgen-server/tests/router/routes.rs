@@ -12,12 +12,12 @@ use uidgen_core::{
     CachedOptions, CachedUidGenerator, Layout, ManualClock, SnowflakeGenerator, UidError,
     UidGenerator,
 };
-use uidgen_server::http::{app, ct_eq};
-use uidgen_server::service::AppState;
+use uidgen_server::http::{app, auth::ct_eq};
+use uidgen_server::service::state::AppState;
 
 const NOW_MS: u64 = 1_800_000_000_000;
 
-fn router_with(layout: Layout) -> uidgen_server::http::App {
+fn router_with(layout: Layout) -> uidgen_server::http::observe::App {
     let clock = ManualClock::auto_advancing(NOW_MS);
     let generator = SnowflakeGenerator::new(layout, 5, clock).unwrap();
     let mut state = AppState::embedded(Arc::new(generator), 5);
@@ -25,12 +25,12 @@ fn router_with(layout: Layout) -> uidgen_server::http::App {
     app(Arc::new(state))
 }
 
-fn router() -> uidgen_server::http::App {
+fn router() -> uidgen_server::http::observe::App {
     router_with(Layout::snowflake().unwrap())
 }
 
 async fn call(
-    router: &uidgen_server::http::App,
+    router: &uidgen_server::http::observe::App,
     method: &str,
     uri: &str,
     body: &str,
@@ -562,7 +562,7 @@ fn cached_router(
     batch_cap: usize,
 ) -> (
     Arc<CachedUidGenerator<ManualClock>>,
-    uidgen_server::http::App,
+    uidgen_server::http::observe::App,
 ) {
     let clock = ManualClock::auto_advancing(NOW_MS);
     let options = CachedOptions {

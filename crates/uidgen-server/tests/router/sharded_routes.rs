@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use common::{call, get, ids_in, json};
 use uidgen_core::{Layout, ManualClock, SnowflakeGenerator};
 use uidgen_server::http::app;
-use uidgen_server::service::AppState;
+use uidgen_server::service::state::AppState;
 use uidgen_sharded::testing::{check_redis, delete_prefix, redis_url, unique_prefix};
 use uidgen_sharded::{RedisLock, ShardedId, ShardedOptions, ShardedService, shard_of};
 use uidgen_store::testing::{TestDb, fresh_store};
@@ -21,7 +21,7 @@ use uidgen_store::{AppSpec, Store, StoreOptions};
 const TOKEN: &str = "an-admin-token-of-some-length";
 
 /// A router with a snowflake generator and, when given, a sharded service.
-fn router(sharded: Option<Arc<ShardedService>>) -> uidgen_server::http::App {
+fn router(sharded: Option<Arc<ShardedService>>) -> uidgen_server::http::observe::App {
     let clock = ManualClock::auto_advancing(1_800_000_000_000);
     let generator = SnowflakeGenerator::new(Layout::snowflake().unwrap(), 5, clock).unwrap();
     let mut state = AppState::embedded(Arc::new(generator), 5);
@@ -55,7 +55,11 @@ async fn sqlite() -> Store {
     fresh_store(TestDb::Sqlite).await.unwrap().0
 }
 
-async fn put_app(router: &uidgen_server::http::App, app: &str, body: &str) -> (StatusCode, String) {
+async fn put_app(
+    router: &uidgen_server::http::observe::App,
+    app: &str,
+    body: &str,
+) -> (StatusCode, String) {
     let auth = format!("Bearer {TOKEN}");
     call(
         router,

@@ -9,7 +9,10 @@ use axum::http::StatusCode;
 use common::{TOKEN, call, get, ids_in, json, put_tag, segment_router};
 
 /// `HEAD uri`: (status, content type, body).
-async fn head(router: &uidgen_server::http::App, uri: &str) -> (StatusCode, String, String) {
+async fn head(
+    router: &uidgen_server::http::observe::App,
+    uri: &str,
+) -> (StatusCode, String, String) {
     use http_body_util::BodyExt;
     use tower::ServiceExt;
     let request = axum::http::Request::head(uri)
@@ -31,7 +34,7 @@ async fn head(router: &uidgen_server::http::App, uri: &str) -> (StatusCode, Stri
 }
 
 /// How many IDs the server handed out so far (`/v1/status`).
-async fn issued(router: &uidgen_server::http::App) -> u64 {
+async fn issued(router: &uidgen_server::http::observe::App) -> u64 {
     let (_, status) = get(router, "/v1/status").await;
     json(&status)["ids_issued"].as_u64().unwrap()
 }

@@ -65,8 +65,12 @@ async fn a_store_outage_takes_segment_mode_out_not_the_server() {
         .connect()
         .await
         .unwrap();
-    let segment = uidgen_server::grpc::mode_service_name(uidgen_server::service::Mode::Segment);
-    let ids = uidgen_server::grpc::mode_service_name(uidgen_server::service::Mode::Ids);
+    let segment = uidgen_server::grpc::server::mode_service_name(
+        uidgen_server::service::readiness::Mode::Segment,
+    );
+    let ids = uidgen_server::grpc::server::mode_service_name(
+        uidgen_server::service::readiness::Mode::Ids,
+    );
 
     assert_eq!(
         fetch(&client, &server.url("/readyz")).await,
@@ -161,8 +165,8 @@ async fn readyz_fails_only_when_no_mode_can_serve() {
     use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock};
     use uidgen_segment::{SegmentOptions, SegmentService};
     use uidgen_server::http::app;
-    use uidgen_server::service::AppState;
     use uidgen_server::service::ready::store_readiness;
+    use uidgen_server::service::state::AppState;
 
     let (store, _) = uidgen_store::testing::fresh_store(TestDb::Sqlite)
         .await

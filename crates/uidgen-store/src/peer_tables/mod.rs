@@ -63,7 +63,7 @@ impl Store {
     pub(crate) async fn peer_table(&self, peer_name: &str) -> Result<Option<Found>> {
         let found = self.tables_named(&peer_name.to_ascii_lowercase()).await?;
         Ok(match self.dialect() {
-            crate::Dialect::MySql => found.into_iter().find(|t| t.name == peer_name),
+            crate::url::Dialect::MySql => found.into_iter().find(|t| t.name == peer_name),
             _ => found.into_iter().next(),
         })
     }

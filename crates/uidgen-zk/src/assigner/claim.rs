@@ -42,12 +42,15 @@ use zookeeper_client as zk;
 
 use super::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner, clock_reaches};
 use crate::error::{Result, ZkError};
-use crate::holder::{Conn, POLL, Shared, ZkHolder};
+use crate::holder::report::Conn;
+use crate::holder::shared::Shared;
+use crate::holder::{POLL, ZkHolder};
 use crate::namespace::{self, Namespace};
-use crate::options::{ZkOptions, ms};
+use crate::options::ZkOptions;
 use crate::peers::check_peers;
 use crate::session::{PERSISTENT, ensure_tree, zk_error};
 use crate::tree::{IdClaim, NodeData, Tree, forever_name, parse_forever_name};
+use uidgen_core::clock::saturating_millis as ms;
 
 /// How many rounds a claim may lose to other claimants before giving up.
 const CLAIM_ATTEMPTS: u32 = 8;
@@ -479,7 +482,7 @@ impl ZooKeeperWorkerIdAssigner {
 fn cache_saw(cache: &CachedWorker, options: &ZkOptions, worker_id: u64, stat: &zk::Stat) -> bool {
     cache.worker_id == worker_id
         && cache.holder.as_deref()
-            == Some(&crate::holder::holder_string(
+            == Some(&crate::holder::shared::holder_string(
                 options, stat.czxid, stat.mzxid,
             ))
 }

@@ -14,7 +14,10 @@ use uidgen_worker::{CachedWorker, WorkerIdRange, read_cache};
 
 use super::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner};
 use crate::error::{Result, ZkError};
-use crate::holder::{Conn, Shared, ZkHolder, holder_prefix};
+use crate::holder::ZkHolder;
+use crate::holder::report::Conn;
+use crate::holder::shared::Shared;
+use crate::holder::shared::holder_prefix;
 use crate::tree::{Tree, forever_name};
 
 impl ZooKeeperWorkerIdAssigner {

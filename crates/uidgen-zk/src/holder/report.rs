@@ -24,13 +24,13 @@ use std::sync::atomic::Ordering;
 
 use zookeeper_client as zk;
 
-use super::{Accepted, Shared};
+use super::shared::{Accepted, Shared};
 use crate::error::is_connectivity;
 use crate::namespace;
-use crate::options::ms;
 use crate::session::{EPHEMERAL, PERSISTENT, connect, ensure_tree};
 use crate::tree::{IdClaim, NodeData};
 use crate::unconfirmed::Unconfirmed;
+use uidgen_core::clock::saturating_millis as ms;
 
 /// The ZooKeeper side of a held id: the session, the node's version, the live node.
 #[derive(Debug)]

@@ -14,7 +14,7 @@ use clap::Args;
 use uidgen_core::{FieldKind, Layout};
 
 use super::record::{self, BLOCK_BITS, BUCKETS, Manifest, PIECE_BYTES, Run};
-use crate::cli::{ConfigArgs, LayoutArgs};
+use crate::cli::args::{ConfigArgs, LayoutArgs};
 
 /// `uidgen bench check` options.
 #[derive(Debug, Clone, Args)]

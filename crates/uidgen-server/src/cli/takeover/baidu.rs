@@ -25,7 +25,8 @@ use uidgen_core::calendar::format_iso8601;
 use uidgen_store::{Dialect, Store};
 
 use super::{Assessment, Decision, Report, Shape, now_ms};
-use crate::config::{AssignerKind, Settings};
+use crate::config::Settings;
+use crate::config::worker::AssignerKind;
 
 /// `uidgen takeover baidu`.
 #[derive(Debug, Args)]

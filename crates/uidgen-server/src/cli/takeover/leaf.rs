@@ -29,7 +29,8 @@ use uidgen_store::Store;
 use uidgen_zk::ZooKeeperWorkerIdAssigner;
 
 use super::{Assessment, Decision, Report, Shape, assigner_name, show_ids};
-use crate::config::{AssignerKind, Settings};
+use crate::config::Settings;
+use crate::config::worker::AssignerKind;
 
 /// `uidgen takeover leaf`.
 #[derive(Debug, Args)]

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_core::{Clock, Layout, SystemClock, TimeUnit};
 use uidgen_store::{Store, TakeoverRecord};
 
-use super::ConfigArgs;
+use super::args::ConfigArgs;
 use crate::config::Settings;
 use crate::generators::open_store;
 
@@ -316,7 +316,7 @@ impl std::fmt::Display for Shape {
 }
 
 /// An assigner as the configuration names it (`worker.assigner`).
-pub(crate) fn assigner_name(kind: crate::config::AssignerKind) -> String {
+pub(crate) fn assigner_name(kind: crate::config::worker::AssignerKind) -> String {
     format!("{kind:?}").to_lowercase()
 }
 

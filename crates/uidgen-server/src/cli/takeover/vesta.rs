@@ -19,7 +19,9 @@ use uidgen_store::Store;
 use uidgen_worker::WorkerIdRange;
 
 use super::{Assessment, Decision, Report, Shape, parse_ids, show_ids};
-use crate::config::{AssignerKind, Settings, is_vesta};
+use crate::config::Settings;
+use crate::config::vesta::is_vesta;
+use crate::config::worker::AssignerKind;
 
 /// `uidgen takeover vesta`.
 #[derive(Debug, Args)]
