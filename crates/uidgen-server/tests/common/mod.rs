@@ -468,10 +468,13 @@ pub async fn coordinator_wiped_under_three_servers(
             status[key]["data_losses"].as_u64().unwrap() >= 1,
             "{status}"
         );
-        assert_eq!(status[key]["reestablished"], 1, "{status}");
+        // At least once: on a loaded machine a short lease can also lapse and be taken up
+        // again on its own (seen at load 9), which counts too; the metric must say the same.
+        let reestablished = status[key]["reestablished"].as_u64().unwrap();
+        assert!(reestablished >= 1, "{status}");
         let (_, metrics) = fetch(&client, &server.url("/metrics")).await;
         let prefix = if key == "zookeeper" { "zk" } else { key };
-        let line = format!("uidgen_{prefix}_reestablished_total 1");
+        let line = format!("uidgen_{prefix}_reestablished_total {reestablished}");
         assert!(metrics.contains(&line), "{line} in {metrics}");
     }
     eprintln!(
