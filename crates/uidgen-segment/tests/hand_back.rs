@@ -32,6 +32,17 @@ struct Running {
     takers: Vec<JoinHandle<Vec<i64>>>,
 }
 
+/// Every number waiting in the returned table for [`TAG`].
+async fn handed_back(store: &Store) -> Vec<i64> {
+    store
+        .returned_ranges(TAG)
+        .await
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.start..r.end)
+        .collect()
+}
+
 async fn start(url: &str) -> Running {
     let store = Store::connect(url).await.unwrap();
     let service = SegmentService::start(store, small_steps(), SystemClock)
@@ -97,13 +108,7 @@ async fn services_restarting_under_load_hand_back_their_tails_and_never_repeat()
         for id in &taken {
             assert!(seen.insert(*id), "{db:?}: {id} taken twice");
         }
-        let left: Vec<i64> = store
-            .returned_ranges(TAG)
-            .await
-            .unwrap()
-            .iter()
-            .flat_map(|r| r.start..r.end)
-            .collect();
+        let left = handed_back(&store).await;
         for id in &left {
             assert!(
                 !seen.contains(id),
@@ -180,13 +185,7 @@ async fn services_loading_at_once_share_the_returned_ranges_without_a_repeat() {
         for service in services {
             service.shutdown_and_hand_back().await.unwrap();
         }
-        let left: HashSet<i64> = store
-            .returned_ranges(TAG)
-            .await
-            .unwrap()
-            .iter()
-            .flat_map(|r| r.start..r.end)
-            .collect();
+        let left: HashSet<i64> = handed_back(&store).await.into_iter().collect();
         assert!(
             seen.is_disjoint(&left),
             "{db:?}: a number served and handed back again"
