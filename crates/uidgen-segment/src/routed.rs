@@ -77,7 +77,10 @@ impl SegmentSource for Routed {
         self.main.claim_returned(tag)
     }
 
-    fn return_ranges<'a>(&'a self, ranges: &'a [ReturnedRange]) -> BoxFuture<'a, Result<usize>> {
+    fn return_ranges<'a>(
+        &'a self,
+        ranges: &'a [ReturnedRange],
+    ) -> BoxFuture<'a, Result<Vec<ReturnedRange>>> {
         Box::pin(async move {
             let main: Vec<ReturnedRange> = ranges
                 .iter()

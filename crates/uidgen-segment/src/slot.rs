@@ -47,6 +47,8 @@ pub(crate) struct Bounds {
     pub(crate) delta: AtomicI64,
     /// The claimed `max_id` (exclusive end of the segment's IDs), for monitoring.
     pub(crate) end: AtomicI64,
+    /// The tag's life the segment was claimed in, for handing its tail back.
+    pub(crate) epoch: AtomicI64,
 }
 
 /// IDs taken from a slot: `count` numbers from `first`, `delta` apart.
@@ -83,6 +85,7 @@ impl Slot {
                 first: AtomicI64::new(0),
                 delta: AtomicI64::new(1),
                 end: AtomicI64::new(i64::MIN),
+                epoch: AtomicI64::new(0),
             }),
         }
     }
@@ -113,6 +116,7 @@ impl Slot {
             delta,
             end,
             step,
+            epoch,
         } = segment;
         // Leaf: prefetch once more than `ratio` of the segment is used. f64 holds any count up
         // to 2^53 exactly; the product is below it, so the conversion back cannot overflow.
@@ -128,8 +132,10 @@ impl Slot {
         self.bounds.first.store(first, Ordering::Relaxed);
         self.bounds.delta.store(delta, Ordering::Relaxed);
         self.bounds.end.store(end, Ordering::Relaxed);
-        // Relaxed: published by the Release store of `max` below.
+        // Relaxed (two): published by the Release store of `max` below; `epoch` is read only
+        // by `fence`, under the control lock this runs under.
         self.bounds.step.store(step, Ordering::Relaxed);
+        self.bounds.epoch.store(epoch, Ordering::Relaxed);
         // Relaxed: published by the Release store of `max` below.
         self.bounds
             .prefetch_at
@@ -159,6 +165,8 @@ impl Slot {
         let first = self.bounds.first.load(Ordering::Relaxed);
         let delta = self.bounds.delta.load(Ordering::Relaxed);
         let end = self.bounds.end.load(Ordering::Relaxed);
+        // Relaxed: as the four above.
+        let epoch = self.bounds.epoch.load(Ordering::Relaxed);
         // Below `start`: the cursor wrapped past i64::MAX above a segment ending there, every
         // position was taken. An empty slot is (MAX, MIN): never inside.
         if !(start..max).contains(&before) {
@@ -169,6 +177,7 @@ impl Slot {
             first: first + (before - start) * delta,
             end,
             delta,
+            epoch,
         };
         debug_assert_eq!(
             untouched.residue().count_in(untouched.first..end),
@@ -221,6 +230,8 @@ pub(crate) struct Untouched {
     pub(crate) end: i64,
     /// The residue's delta.
     pub(crate) delta: i64,
+    /// The tag's life the segment was claimed in.
+    pub(crate) epoch: i64,
 }
 
 impl Untouched {
@@ -230,6 +241,7 @@ impl Untouched {
             first: segment.first,
             end: segment.end,
             delta: segment.delta,
+            epoch: segment.epoch,
         }
     }
 
@@ -248,6 +260,7 @@ impl Untouched {
             start: self.first,
             end: self.end,
             residue: self.residue(),
+            epoch: self.epoch,
         }
     }
 }
@@ -262,4 +275,5 @@ pub(crate) struct Installed {
     pub(crate) delta: i64,
     pub(crate) end: i64,
     pub(crate) step: i64,
+    pub(crate) epoch: i64,
 }

@@ -29,6 +29,9 @@ pub(crate) struct Claimed {
     /// numbers lie below `max_id` and what was served, and are ours because the claim
     /// removed the range from the table (`leaf_alloc_returned`).
     pub(crate) returned: bool,
+    /// The tag's life the numbers were claimed in (`leaf_alloc_epoch`): the segment's tail
+    /// goes back only to that life (`uidgen_store::ReturnedRange::epoch`).
+    pub(crate) epoch: i64,
 }
 
 impl Claimed {
@@ -40,6 +43,7 @@ impl Claimed {
             table_step: 0,
             residue: range.residue,
             returned: true,
+            epoch: range.epoch,
         }
     }
 }
@@ -66,8 +70,11 @@ pub(crate) trait SegmentSource: Send + Sync + std::fmt::Debug + 'static {
 
     /// Hand `ranges` back in one transaction, never retried (a second write after a lost
     /// commit answer would hand numbers out twice); how many were written.
-    fn return_ranges<'a>(&'a self, _ranges: &'a [ReturnedRange]) -> BoxFuture<'a, Result<usize>> {
-        Box::pin(async { Ok(0) })
+    fn return_ranges<'a>(
+        &'a self,
+        _ranges: &'a [ReturnedRange],
+    ) -> BoxFuture<'a, Result<Vec<ReturnedRange>>> {
+        Box::pin(async { Ok(Vec::new()) })
     }
 
     /// Whether `tag` is served from a group of databases (its numbers are not contiguous, so it
@@ -112,6 +119,7 @@ impl SegmentSource for Store {
                 table_step: claim.stored_step,
                 residue: claim.residue,
                 returned: false,
+                epoch: claim.epoch,
             })
         })
     }
@@ -134,7 +142,10 @@ impl SegmentSource for Store {
         })
     }
 
-    fn return_ranges<'a>(&'a self, ranges: &'a [ReturnedRange]) -> BoxFuture<'a, Result<usize>> {
+    fn return_ranges<'a>(
+        &'a self,
+        ranges: &'a [ReturnedRange],
+    ) -> BoxFuture<'a, Result<Vec<ReturnedRange>>> {
         Box::pin(async move { Ok(Store::return_ranges(self, ranges).await?) })
     }
 
@@ -294,6 +305,7 @@ pub(crate) mod memory {
                     table_step: row.1,
                     residue: self.residues.lock().get(tag).copied().unwrap_or_default(),
                     returned: false,
+                    epoch: 0,
                 })
             })
         }
@@ -322,16 +334,15 @@ pub(crate) mod memory {
         fn return_ranges<'a>(
             &'a self,
             ranges: &'a [ReturnedRange],
-        ) -> BoxFuture<'a, Result<usize>> {
+        ) -> BoxFuture<'a, Result<Vec<ReturnedRange>>> {
             Box::pin(async move {
                 if self.fail.load(Ordering::SeqCst) {
                     return Err(outage());
                 }
                 let kept: Vec<ReturnedRange> =
                     ranges.iter().filter(|r| r.numbers() > 0).cloned().collect();
-                let written = kept.len();
-                self.returned.lock().extend(kept);
-                Ok(written)
+                self.returned.lock().extend(kept.iter().cloned());
+                Ok(kept)
             })
         }
 

@@ -140,13 +140,14 @@ async fn services_loading_at_once_share_the_returned_ranges_without_a_repeat() {
         let (store, url) = fresh(db).await;
         store.upsert_tag(TAG, 1000, None).await.unwrap();
         // What a stopped server would have claimed and handed back: [1, 1001) minus a few.
-        store.claim_segment(TAG).await.unwrap();
+        let claim = store.claim_segment(TAG).await.unwrap();
         let ranges: Vec<ReturnedRange> = (0..40)
             .map(|k| ReturnedRange {
                 biz_tag: TAG.into(),
                 start: k * 25 + 1,
                 end: k * 25 + 21,
                 residue: Residue::SINGLE,
+                epoch: claim.epoch,
             })
             .collect();
         store.return_ranges(&ranges).await.unwrap();
@@ -196,5 +197,47 @@ async fn services_loading_at_once_share_the_returned_ranges_without_a_repeat() {
                 "{db:?}: returned {id} lost"
             );
         }
+    }
+}
+
+/// A server buffers the tag's segments when the tag is deleted and created again, and the new
+/// life claims past the old segments (its own `[1, 2001)` issues the old numbers again, as any
+/// re-created tag does). The old server's clean stop must hand nothing back: the tails belong
+/// to a life that ended, and the new life would issue them a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_after_the_tag_was_deleted_and_created_again_hands_nothing_back() {
+    for db in all_dbs() {
+        let (store, url) = fresh(db).await;
+        store.upsert_tag(TAG, 1000, None).await.unwrap();
+        let old = SegmentService::start(
+            Store::connect(&url).await.unwrap(),
+            small_steps(),
+            SystemClock,
+        )
+        .await
+        .unwrap();
+        let first = old.get_async(TAG).await.unwrap();
+        assert!(store.delete_tag(TAG).await.unwrap());
+        store.upsert_tag(TAG, 1000, None).await.unwrap();
+        let mut new_life = Vec::new();
+        for _ in 0..3 {
+            new_life.push(store.claim_segment(TAG).await.unwrap().range());
+        }
+        let back = old.shutdown_and_hand_back().await.unwrap();
+        assert_eq!(
+            back.ranges, 0,
+            "{db:?}: tails of the old life went back: {back:?}"
+        );
+        assert!(handed_back(&store).await.is_empty(), "{db:?}");
+        // And the table offers the new life nothing it already owns.
+        assert_eq!(
+            store.claim_returned_range(TAG).await.unwrap(),
+            None,
+            "{db:?}"
+        );
+        assert!(
+            new_life[0].contains(&first),
+            "{db:?}: the new life re-issues {first}"
+        );
     }
 }

@@ -4,11 +4,11 @@
 //! Every value reaches the database as a bind parameter, never spliced into SQL text, so a tag
 //! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
 
+use crate::epoch::{READ_EPOCH, begin_new_life, in_tx};
 use crate::error::{Result, StoreError};
 use crate::residue::Residue;
-use crate::returned::DELETE_RETURNED_OF_TAG;
 use crate::session::Session;
-use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
+use crate::store::{Sql, Store, with_pool, with_pool_returning};
 use crate::worker_node::{check_len, check_step};
 
 /// The largest step a tag may have (Leaf keeps steps far below this; it bounds a typo).
@@ -38,7 +38,9 @@ pub struct LeafAlloc {
 ///
 /// ```
 /// use uidgen_store::{Residue, SegmentClaim};
-/// let claim = SegmentClaim { max_id: 2001, step: 1000, stored_step: 1000, residue: Residue::SINGLE };
+/// let claim = SegmentClaim {
+///     max_id: 2001, step: 1000, stored_step: 1000, residue: Residue::SINGLE, epoch: 1,
+/// };
 /// assert_eq!(claim.range(), 1001..2001);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +55,9 @@ pub struct SegmentClaim {
     /// The row's `delta` and `remainder`, read by the claim itself: of [`range`](Self::range)
     /// the caller hands out only the numbers of this residue.
     pub residue: Residue,
+    /// The tag's life the claim was made in (`leaf_alloc_epoch`, read in the claim's
+    /// transaction): its untouched tail may be handed back only while the tag still has it.
+    pub epoch: i64,
 }
 
 impl SegmentClaim {
@@ -256,7 +261,7 @@ impl Store {
         // `Err(row)`: nothing was updated (rolled back); `row` is the row as it stands, if any.
         // A failed statement or a cancelled claim drops the session, which closes the
         // connection and so ends the transaction (`session.rs`).
-        type Claimed = std::result::Result<(i64, i64, i64, i64, i64), Option<ClaimRow>>;
+        type Claimed = std::result::Result<((i64, i64, i64, i64, i64), i64), Option<ClaimRow>>;
         let claimed: Claimed = with_pool_returning!(self, pool,
             mysql => {
                 let mut tx = Session::begin_write(pool, dialect)
@@ -279,8 +284,10 @@ impl Store {
                     .map_err(|e| self.err(action, e))?;
                 match row {
                     Some((max_id, stored, delta, remainder)) if updated.rows_affected() > 0 => {
+                        let epoch: i64 =
+                            in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag, fetch_one, action);
                         tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok((max_id, step.unwrap_or(stored), stored, delta, remainder))
+                        Ok(((max_id, step.unwrap_or(stored), stored, delta, remainder), epoch))
                     }
                     row => {
                         tx.rollback().await.map_err(|e| self.err(action, e))?;
@@ -303,8 +310,10 @@ impl Store {
                 .map_err(|e| self.err(action, e))?;
                 match row {
                     Some(row) => {
+                        let epoch: i64 =
+                            in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag, fetch_one, action);
                         tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok(row)
+                        Ok((row, epoch))
                     }
                     None => {
                         let row = sqlx::query_as(READ_CLAIM_ROW.get(dialect))
@@ -319,11 +328,12 @@ impl Store {
             }
         );
         match claimed {
-            Ok((max_id, step, stored_step, delta, remainder)) => Ok(SegmentClaim {
+            Ok(((max_id, step, stored_step, delta, remainder), epoch)) => Ok(SegmentClaim {
                 max_id,
                 step,
                 stored_step,
                 residue: stored_residue(biz_tag, delta, remainder)?,
+                epoch,
             }),
             Err(Some((max_id, stored, _, _))) => Err(StoreError::TagExhausted {
                 tag: biz_tag.to_owned(),
@@ -445,20 +455,25 @@ impl Store {
         if let Some(description) = description {
             validate_description(description)?;
         }
-        with_pool!(
-            self,
-            pool,
-            sqlx::query(UPSERT_TAG.get(self.dialect()))
+        let action = "creating or updating a biz tag";
+        let dialect = self.dialect();
+        with_pool!(self, pool, {
+            let mut tx = Session::begin_write(pool, dialect)
+                .await
+                .map_err(|e| self.err(action, e))?;
+            // Creating the row (perhaps after a delete by hand) begins a new life of the tag.
+            begin_new_life!(self, tx, biz_tag, action, row_exists: false);
+            sqlx::query(UPSERT_TAG.get(dialect))
                 .bind(biz_tag)
                 .bind(step)
                 .bind(description)
                 .bind(residue.delta)
                 .bind(residue.remainder)
-                .execute(pool)
+                .execute(&mut *tx)
                 .await
-                .map_err(|e| self.err("creating or updating a biz tag", e))
-                .map(|_| ())
-        )?;
+                .map_err(|e| self.err(action, e))?;
+            tx.commit().await.map_err(|e| self.err(action, e))?;
+        });
         self.get_tag(biz_tag)
             .await?
             .ok_or_else(|| StoreError::UnknownTag(biz_tag.to_owned()))
@@ -473,26 +488,23 @@ impl Store {
     /// passed them, but a process started after the deletion cannot know: do not re-create a
     /// tag whose IDs are still in use, or set its `max_id` above the old one by hand first.
     ///
-    /// The tag's returned ranges (`leaf_alloc_returned`) go first: a re-created tag's segments
-    /// would overlap them. Should the row's delete then fail, the tag only skips those numbers.
+    /// The tag's returned ranges (`leaf_alloc_returned`) go with it, and its epoch rises in the
+    /// same transaction, the row locked: a re-created tag's segments would overlap the old
+    /// numbers, so a server that still buffers the old tag's segments cannot hand their tails
+    /// back to it either (the `epoch` module).
     pub async fn delete_tag(&self, biz_tag: &str) -> Result<bool> {
-        run_sql!(
-            self,
-            execute,
-            query(DELETE_RETURNED_OF_TAG),
-            [biz_tag],
-            "deleting a biz tag's returned ranges",
-            then rows_affected
-        );
-        let affected = run_sql!(
-            self,
-            execute,
-            query(DELETE_TAG),
-            [biz_tag],
-            "deleting a biz tag",
-            then rows_affected
-        );
-        Ok(affected > 0)
+        let action = "deleting a biz tag";
+        let dialect = self.dialect();
+        let deleted = with_pool!(self, pool, {
+            let mut tx = Session::begin_write(pool, dialect)
+                .await
+                .map_err(|e| self.err(action, e))?;
+            begin_new_life!(self, tx, biz_tag, action, row_exists: true);
+            let affected = in_tx!(self, tx, query(DELETE_TAG), biz_tag, execute, action);
+            tx.commit().await.map_err(|e| self.err(action, e))?;
+            affected.rows_affected() > 0
+        });
+        Ok(deleted)
     }
 }
 

@@ -64,6 +64,7 @@
 
 mod caller_token;
 mod disposable;
+mod epoch;
 mod error;
 mod exact_lease;
 mod fallback_lease;

@@ -13,22 +13,29 @@
 //!    it only when that delete removed it. The row lock (`FOR UPDATE SKIP LOCKED`) only keeps a
 //!    second claimer from waiting on the first; uniqueness comes from the delete itself.
 //!
+//! 4. A row belongs to the life of its tag it was claimed in: written only under that life's
+//!    epoch, dropped when the tag is deleted or created again (`epoch` module), so a tag
+//!    re-created at `max_id` 1 never gets back numbers its own new segments issue.
+//!
 //! Leaf's own servers know nothing of this table: running beside uidgen during a switch, they
 //! keep claiming from `leaf_alloc` above every number here, so uniqueness holds; what uidgen
 //! hands back is then served again by uidgen servers only.
 
+use crate::epoch::{LOCK_TAG_ROW, READ_EPOCH, in_tx};
 use crate::error::{Result, StoreError};
 use crate::leaf_alloc::validate_tag;
 use crate::residue::Residue;
 use crate::session::Session;
-use crate::store::{Sql, Store, with_pool, with_pool_returning};
+use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
 
 /// A range of a tag's numbers handed back: `[start, end)`, of which only the numbers of
 /// `residue` are the tag's (those of the `leaf_alloc` row it was claimed from).
 ///
 /// ```
 /// use uidgen_store::{ReturnedRange, Residue};
-/// let tail = ReturnedRange { biz_tag: "order".into(), start: 1500, end: 2001, residue: Residue::SINGLE };
+/// let tail = ReturnedRange {
+///     biz_tag: "order".into(), start: 1500, end: 2001, residue: Residue::SINGLE, epoch: 1,
+/// };
 /// assert_eq!(tail.numbers(), 501);
 /// let odd = ReturnedRange { residue: Residue::new(2, 1).unwrap(), ..tail };
 /// assert_eq!(odd.numbers(), 250); // 1501, 1503, ..., 1999
@@ -43,6 +50,12 @@ pub struct ReturnedRange {
     pub end: i64,
     /// Which numbers of the range are the tag's.
     pub residue: Residue,
+    /// The tag's life the numbers were claimed in ([`SegmentClaim::epoch`]): a range is
+    /// written back only while the tag still has this epoch, and a claimed one carries the
+    /// epoch of its claim.
+    ///
+    /// [`SegmentClaim::epoch`]: crate::SegmentClaim::epoch
+    pub epoch: i64,
 }
 
 impl ReturnedRange {
@@ -111,8 +124,10 @@ impl Store {
     ///
     /// Call it only with numbers this process claimed from this store's `leaf_alloc` and
     /// will never hand out (the segment service calls it after it stopped serving). Empty
-    /// ranges, and ranges without a number of their residue, are left out. Returns how many
-    /// ranges were written.
+    /// ranges, and ranges without a number of their residue, are left out; so is every range
+    /// whose tag was deleted or created again since its claim (its row is gone, its `epoch`
+    /// changed, or its `max_id` is no longer past the range: checked with the tag's row
+    /// locked, `epoch` module). Returns the ranges written.
     ///
     /// Not retried on failure: a commit whose answer was lost may have written the rows, and
     /// writing them again would hand their numbers out twice. A failed or cancelled call loses
@@ -121,27 +136,58 @@ impl Store {
     /// ```no_run
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
     /// use uidgen_store::{ReturnedRange, Residue};
-    /// let tail = ReturnedRange { biz_tag: "order".into(), start: 1500, end: 2001, residue: Residue::SINGLE };
+    /// store.upsert_tag("order", 1000, None).await?;
+    /// let claim = store.claim_segment("order").await?; // [1, 1001)
+    /// let tail = ReturnedRange {
+    ///     biz_tag: "order".into(), start: 500, end: claim.max_id, residue: Residue::SINGLE,
+    ///     epoch: claim.epoch,
+    /// };
     /// store.return_ranges(std::slice::from_ref(&tail)).await?;
     /// assert_eq!(store.claim_returned_range("order").await?, Some(tail));
     /// assert_eq!(store.claim_returned_range("order").await?, None); // one claimer only
     /// # Ok(()) }
     /// ```
-    pub async fn return_ranges(&self, ranges: &[ReturnedRange]) -> Result<usize> {
+    pub async fn return_ranges(&self, ranges: &[ReturnedRange]) -> Result<Vec<ReturnedRange>> {
         let ranges: Vec<&ReturnedRange> = ranges.iter().filter(|r| r.numbers() > 0).collect();
         for range in &ranges {
             validate_tag(&range.biz_tag)?;
         }
         if ranges.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         let dialect = self.dialect();
         let action = "handing back segment tails";
+        let mut written = Vec::new();
         with_pool!(self, pool, {
             let mut tx = Session::begin_write(pool, dialect)
                 .await
                 .map_err(|e| self.err(action, e))?;
-            for range in &ranges {
+            let mut tags: Vec<&str> = ranges.iter().map(|r| r.biz_tag.as_str()).collect();
+            // One order of row locks for every writer of several tags: no deadlock between two.
+            tags.sort_unstable();
+            tags.dedup();
+            let mut current = Vec::with_capacity(tags.len());
+            for tag in tags {
+                let max_id: Option<i64> = in_tx!(
+                    self,
+                    tx,
+                    query_scalar(LOCK_TAG_ROW),
+                    tag,
+                    fetch_optional,
+                    action
+                );
+                let epoch: i64 = in_tx!(self, tx, query_scalar(READ_EPOCH), tag, fetch_one, action);
+                current.push((tag, max_id, epoch));
+            }
+            let still_the_tags = |range: &&&ReturnedRange| {
+                current.iter().any(|&(tag, max_id, epoch)| {
+                    tag == range.biz_tag
+                        && epoch == range.epoch
+                        && max_id.is_some_and(|max_id| range.end <= max_id)
+                })
+            };
+            for range in ranges.iter().filter(still_the_tags) {
+                written.push((*range).clone());
                 sqlx::query(INSERT_RETURNED.get(dialect))
                     .bind(&range.biz_tag)
                     .bind(range.start)
@@ -154,7 +200,7 @@ impl Store {
             }
             tx.commit().await.map_err(|e| self.err(action, e))?;
         });
-        Ok(ranges.len())
+        Ok(written)
     }
 
     /// Take the lowest range handed back for `biz_tag`, removing it in the same transaction so
@@ -167,7 +213,7 @@ impl Store {
     pub async fn claim_returned_range(&self, biz_tag: &str) -> Result<Option<ReturnedRange>> {
         let dialect = self.dialect();
         let action = "claiming a returned range";
-        let row: Option<RangeRow> = with_pool_returning!(self, pool,
+        let row: Option<(RangeRow, i64)> = with_pool_returning!(self, pool,
             mysql => {
                 let mut tx = Session::begin_write(pool, dialect)
                     .await
@@ -188,8 +234,10 @@ impl Store {
                         // The lock makes the delete ours; checked all the same, as the
                         // uniqueness of the range rests on it.
                         if deleted == 1 {
+                            let epoch: i64 = in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag,
+                                fetch_one, action);
                             tx.commit().await.map_err(|e| self.err(action, e))?;
-                            Some((start, end, delta, remainder))
+                            Some(((start, end, delta, remainder), epoch))
                         } else {
                             tx.rollback().await.map_err(|e| self.err(action, e))?;
                             None
@@ -205,21 +253,31 @@ impl Store {
                 let mut tx = Session::begin_write(pool, dialect)
                     .await
                     .map_err(|e| self.err(action, e))?;
-                let row = sqlx::query_as(CLAIM_RETURNED.get(dialect))
+                let row: Option<RangeRow> = sqlx::query_as(CLAIM_RETURNED.get(dialect))
                     .bind(biz_tag)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(|e| self.err(action, e))?;
+                let epoch: i64 =
+                    in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag, fetch_one, action);
                 tx.commit().await.map_err(|e| self.err(action, e))?;
-                row
+                row.map(|row| (row, epoch))
             }
         );
-        row.map(|row| to_range(biz_tag, row)).transpose()
+        row.map(|(row, epoch)| to_range(biz_tag, row, epoch))
+            .transpose()
     }
 
     /// Every range handed back for `biz_tag` and not yet claimed, lowest first (monitoring
     /// and tests).
     pub async fn returned_ranges(&self, biz_tag: &str) -> Result<Vec<ReturnedRange>> {
+        let epoch: i64 = run_sql!(
+            self,
+            fetch_one,
+            query_scalar(READ_EPOCH),
+            [biz_tag],
+            "reading a biz tag's epoch"
+        );
         let rows: Vec<(String, i64, i64, i64, i64)> = with_pool!(
             self,
             pool,
@@ -231,14 +289,18 @@ impl Store {
         );
         rows.into_iter()
             .map(|(tag, start, end, delta, remainder)| {
-                to_range(&tag, (start, end, delta, remainder))
+                to_range(&tag, (start, end, delta, remainder), epoch)
             })
             .collect()
     }
 }
 
 /// A row as a range, refusing a residue no writer stores (edited by hand).
-fn to_range(biz_tag: &str, (start, end, delta, remainder): RangeRow) -> Result<ReturnedRange> {
+fn to_range(
+    biz_tag: &str,
+    (start, end, delta, remainder): RangeRow,
+    epoch: i64,
+) -> Result<ReturnedRange> {
     let residue = Residue::new(delta, remainder).map_err(|_| StoreError::InvalidResidue {
         tag: biz_tag.to_owned(),
         delta,
@@ -249,5 +311,6 @@ fn to_range(biz_tag: &str, (start, end, delta, remainder): RangeRow) -> Result<R
         start,
         end,
         residue,
+        epoch,
     })
 }

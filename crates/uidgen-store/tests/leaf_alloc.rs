@@ -14,7 +14,7 @@ per_db! {
         assert!(row.update_time_ms.unwrap() > 1_600_000_000_000);
         let first = store.claim_segment("order").await.unwrap();
         let second = store.claim_segment("order").await.unwrap();
-        assert_eq!(first, SegmentClaim { max_id: 1001, step: 1000, stored_step: 1000, residue: Residue::SINGLE });
+        assert_eq!(first, SegmentClaim { max_id: 1001, step: 1000, stored_step: 1000, residue: Residue::SINGLE, epoch: 1 });
         assert_eq!(second.range(), 1001..2001);
         assert_eq!(store.get_tag("order").await.unwrap().unwrap().max_id, 2001);
     }
@@ -60,9 +60,9 @@ per_db! {
         let (store, _) = fresh_store(db).await.unwrap();
         store.upsert_tag("dyn", 10, None).await.unwrap();
         let claim = store.claim_segment_with_step("dyn", 250).await.unwrap();
-        assert_eq!(claim, SegmentClaim { max_id: 251, step: 250, stored_step: 10, residue: Residue::SINGLE });
+        assert_eq!(claim, SegmentClaim { max_id: 251, step: 250, stored_step: 10, residue: Residue::SINGLE, epoch: 1 });
         let next = store.claim_segment("dyn").await.unwrap();
-        assert_eq!(next, SegmentClaim { max_id: 261, step: 10, stored_step: 10, residue: Residue::SINGLE });
+        assert_eq!(next, SegmentClaim { max_id: 261, step: 10, stored_step: 10, residue: Residue::SINGLE, epoch: 1 });
         assert!(matches!(store.claim_segment_with_step("dyn", 0).await, Err(StoreError::InvalidInput(_))));
     }
 }
@@ -130,7 +130,7 @@ per_db! {
         let first = store.claim_segment("top").await.unwrap();
         assert_eq!(first.range(), near..near + 1000);
         let last = store.claim_segment_with_step("top", 1000).await.unwrap();
-        assert_eq!(last, SegmentClaim { max_id: i64::MAX, step: 1000, stored_step: 1000, residue: Residue::SINGLE });
+        assert_eq!(last, SegmentClaim { max_id: i64::MAX, step: 1000, stored_step: 1000, residue: Residue::SINGLE, epoch: 1 });
         for attempt in 0..2 {
             let error = if attempt == 0 {
                 store.claim_segment("top").await.unwrap_err()

@@ -178,6 +178,7 @@ impl SegmentBuffer {
             delta: residue.delta,
             end: claim.max_id,
             step: claim.step,
+            epoch: claim.epoch,
         };
         Ok((segment, claim))
     }

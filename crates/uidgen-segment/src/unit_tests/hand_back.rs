@@ -129,6 +129,7 @@ async fn with_hand_back_off_a_stop_skips_its_tails_as_leaf_does() {
         start: 5,
         end: 8,
         residue: Residue::SINGLE,
+        epoch: 0,
     });
     let second = service_with(&source, off, &clock).await;
     assert!(second.get_async("t").await.unwrap() > 10);
