@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-log() { printf '\n==> %s\n' "$*"; }
+# Each step with the time since the start: where the suite's minutes go (docs/BENCHMARKS.md).
+log() { printf '\n==> [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 # --- services -------------------------------------------------------------------------------
 # Tests never skip a missing service: they fail naming it. So make sure they are up first.
@@ -149,8 +150,19 @@ cargo fmt --all -- --check
 log "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-log "cargo test (workspace: unit, integration, doc tests)"
-cargo test --workspace --locked --no-fail-fast
+# Every test as its own process, from all binaries at once (.config/nextest.toml), when
+# cargo-nextest is installed; `cargo test` runs the binaries one after another, which on the
+# 2-core box took twice as long. Both run the same tests; nextest has no doc tests, so those
+# run with `cargo test --doc`.
+if cargo nextest --version >/dev/null 2>&1; then
+  log "cargo nextest (workspace: unit and integration tests, all binaries at once)"
+  cargo nextest run --workspace --locked --no-fail-fast
+  log "cargo test --doc (workspace: doc tests)"
+  cargo test --workspace --doc --locked --no-fail-fast
+else
+  log "cargo test (workspace: unit, integration, doc tests; cargo-nextest not installed)"
+  cargo test --workspace --locked --no-fail-fast
+fi
 
 # The API's description against the real server: schemathesis 4 (pinned in
 # scripts/requirements.txt, in a venv under target/) with its default checks, the stateful

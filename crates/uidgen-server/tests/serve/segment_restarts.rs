@@ -14,7 +14,7 @@ use crate::common;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::Server;
@@ -30,6 +30,9 @@ const STEP: i64 = 50;
 const COUNT: usize = 10;
 const SERVERS: usize = 2;
 const RESTARTS_PER_SERVER: usize = 50;
+/// IDs each life delivers before its stop: the load is counted, not timed, so a slow or busy
+/// machine runs longer rather than testing too little.
+const PER_LIFE: usize = 100;
 
 /// What one driver saw.
 #[derive(Default)]
@@ -40,7 +43,11 @@ struct Driven {
 }
 
 /// Take `COUNT` IDs at a time from whichever server `current` names, until `stop`.
-async fn drive(current: Arc<Mutex<Option<String>>>, stop: Arc<AtomicBool>) -> Driven {
+async fn drive(
+    current: Arc<Mutex<Option<String>>>,
+    stop: Arc<AtomicBool>,
+    count: Arc<AtomicUsize>,
+) -> Driven {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(20))
         .build()
@@ -59,6 +66,8 @@ async fn drive(current: Arc<Mutex<Option<String>>>, stop: Arc<AtomicBool>) -> Dr
                     let value: serde_json::Value = serde_json::from_str(&body).unwrap();
                     let ids = value["ids"].as_array().unwrap();
                     driven.ids.extend(ids.iter().map(|v| v.as_i64().unwrap()));
+                    // SeqCst: a test counter.
+                    count.fetch_add(ids.len(), Ordering::SeqCst);
                 }
                 Err(_) => driven.unanswered += 1,
             },
@@ -105,6 +114,7 @@ async fn reused_ids(client: &reqwest::Client, server: &Server) -> u64 {
 async fn restart_loop(
     env: Vec<(String, String)>,
     current: Arc<Mutex<Option<String>>>,
+    count: Arc<AtomicUsize>,
 ) -> (u64, u64) {
     let client = reqwest::Client::new();
     let (mut handed_back, mut reused) = (0, 0);
@@ -117,8 +127,18 @@ async fn restart_loop(
         })
         .await
         .unwrap();
+        // SeqCst: a test counter.
+        let before = count.load(Ordering::SeqCst);
         *current.lock() = Some(server.base.clone());
         tokio::time::sleep(Duration::from_millis(150)).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while count.load(Ordering::SeqCst) < before + PER_LIFE {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a server delivered fewer than {PER_LIFE} IDs in a minute"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         reused += reused_ids(&client, &server).await;
         let (status, log) = tokio::task::spawn_blocking(move || server.terminate())
             .await
@@ -157,8 +177,13 @@ async fn restarts_under_load_skip_no_more_than_was_in_flight(db: TestDb) {
     let mut slots = Vec::new();
     for _ in 0..SERVERS {
         let current = Arc::new(Mutex::new(None));
-        drivers.push(tokio::spawn(drive(current.clone(), stop.clone())));
-        slots.push(tokio::spawn(restart_loop(env.clone(), current)));
+        let count = Arc::new(AtomicUsize::new(0));
+        drivers.push(tokio::spawn(drive(
+            current.clone(),
+            stop.clone(),
+            count.clone(),
+        )));
+        slots.push(tokio::spawn(restart_loop(env.clone(), current, count)));
     }
     let (mut handed_back, mut reused) = (0, 0);
     for slot in slots {
@@ -209,8 +234,8 @@ async fn restarts_under_load_skip_no_more_than_was_in_flight(db: TestDb) {
         "{db:?}: {skipped} numbers skipped, more than the {in_flight} in flight"
     );
     assert!(
-        delivered > 10_000,
-        "{db:?}: too little load to mean anything: {delivered}"
+        delivered >= SERVERS * RESTARTS_PER_SERVER * PER_LIFE,
+        "{db:?}: every life delivers {PER_LIFE}: {delivered}"
     );
     assert!(
         handed_back > 0 && reused > 0,
