@@ -22,6 +22,8 @@
 //! assert_eq!(polls.load(Ordering::Relaxed), 3);
 //! ```
 
+pub mod history;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
