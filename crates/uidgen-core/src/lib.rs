@@ -31,13 +31,13 @@ mod sync;
 mod tag;
 pub mod zone;
 
-pub use cached::{CachedOptions, CachedUidGenerator, PaddedHook};
+pub use cached::{CachedOptions, CachedUidGenerator};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use default_gen::DefaultUidGenerator;
 pub use error::{Result, UidError};
 pub use fence::{FenceRefusal, TimeFence};
 pub use forms::{DatedForm, DatedNumber, IdForm};
-pub use generator::{MAX_BATCH, ReadyStock, UidGenerator, WorkerLanes, check_count};
+pub use generator::{MAX_BATCH, PaddedHook, ReadyStock, UidGenerator, WorkerLanes, check_count};
 pub use layout::decoded::DecodedUid;
 pub use layout::fields::{FieldKind, GenMethod, TimeUnit, UidParts};
 pub use layout::split::{WorkerParts, WorkerSplit};
