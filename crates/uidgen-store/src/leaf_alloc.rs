@@ -5,8 +5,7 @@
 //! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
 
 use crate::error::{Result, StoreError};
-use crate::residue::Residue;
-use crate::returned::DELETE_RETURNED_OF_TAG;
+use crate::residue::{MAX_DELTA, Residue};
 use crate::session::Session;
 use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
 use crate::worker_node::{check_len, check_step};
@@ -182,6 +181,28 @@ const DELETE_TAG: Sql = Sql {
     sqlite: "DELETE FROM leaf_alloc WHERE biz_tag = ?1",
     mysql: "DELETE FROM leaf_alloc WHERE biz_tag = ?",
     postgres: "DELETE FROM leaf_alloc WHERE biz_tag = $1",
+};
+
+impl Residue {
+    /// A checked residue: `delta` 1 to [`MAX_DELTA`], `remainder` 0 to `delta - 1`, else
+    /// [`StoreError::InvalidInput`].
+    pub fn new(delta: i64, remainder: i64) -> Result<Self> {
+        if !(1..=MAX_DELTA).contains(&delta) || !(0..delta).contains(&remainder) {
+            return Err(StoreError::InvalidInput(format!(
+                "delta {delta} and remainder {remainder}: delta must be 1 to {MAX_DELTA} (the \
+                 number of databases serving the tag) and remainder 0 to delta - 1"
+            )));
+        }
+        Ok(Self { delta, remainder })
+    }
+}
+
+/// Forget a tag's returned ranges (with the tag: a re-created tag restarts at `max_id` 1, and
+/// its new segments would overlap them).
+const DELETE_RETURNED_OF_TAG: Sql = Sql {
+    sqlite: "DELETE FROM leaf_alloc_returned WHERE biz_tag = ?1",
+    mysql: "DELETE FROM leaf_alloc_returned WHERE biz_tag = ?",
+    postgres: "DELETE FROM leaf_alloc_returned WHERE biz_tag = $1",
 };
 
 /// A `leaf_alloc` row as selected by `GET_TAG`.
