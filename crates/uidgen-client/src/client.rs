@@ -8,8 +8,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::task::JoinHandle;
 
 use crate::error::{ClientError, Result};
-use crate::fallback::Fallback;
-use crate::fallback_lease::keep_lease;
+use crate::fallback::{Fallback, keep_lease};
 use crate::feed::{Feed, Refill};
 use crate::options::ClientBuilder;
 use crate::peers::PeerSet;
@@ -92,10 +91,12 @@ impl ClientBuilder {
         let mut tasks = Vec::new();
         if let Some(fallback) = &fallback {
             for index in 0..peers.len() {
-                check_peer(&peers, fallback, index, true).await?;
+                fallback.check_peer(&peers, index, true).await?;
             }
             if let Some(keeper) = fallback.keeper() {
-                keeper.first_step(fallback, &peers).await;
+                keeper
+                    .first_step(&|peer, layout| fallback.check_layout(peer, layout), &peers)
+                    .await;
                 tasks.push(tokio::spawn(keep_lease(
                     Arc::clone(fallback),
                     Arc::clone(&peers),
@@ -316,32 +317,6 @@ impl SegmentIds {
     #[inline]
     pub fn try_next(&self) -> Option<u64> {
         self.feed.ring.try_take()
-    }
-}
-
-/// Check peer `index` against the fallback (gRPC: its `GetInfo`). A peer that does not
-/// answer is left unchecked, to be checked when it does; `at_start` only logs that.
-pub(crate) async fn check_peer(
-    peers: &PeerSet,
-    fallback: &Fallback,
-    index: usize,
-    at_start: bool,
-) -> Result<()> {
-    let peer = peers.peer(index).to_string();
-    match peers.connection(index).info().await {
-        Ok(Some(info)) => fallback.check_info(&peer, &info),
-        Ok(None) => Ok(()), // HTTP: checked on the IDs of each batch instead
-        Err(failure) => {
-            peers.mark_unchecked(index);
-            if at_start {
-                tracing::info!(
-                    %peer,
-                    error = failure.message(),
-                    "uidgen client: peer not answering at start; checked when it does"
-                );
-            }
-            Ok(())
-        }
     }
 }
 

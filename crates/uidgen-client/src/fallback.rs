@@ -34,7 +34,9 @@ use uidgen_proto::v1::ServerInfo;
 use uidgen_worker::{GeneratorBuilder, GuardedGenerator, StaticWorkerIdAssigner};
 
 use crate::error::{ClientError, Result, invalid};
-use crate::fallback_lease::LeaseKeeper;
+use crate::fallback_lease::{LeaseKeeper, Next};
+use crate::fallback_rpc::describe;
+use crate::peers::PeerSet;
 
 /// The embedded fallback's settings: the servers' layout, and where its worker id comes from.
 ///
@@ -337,6 +339,32 @@ impl Fallback {
         copy
     }
 
+    /// Check peer `index` against the fallback (gRPC: its `GetInfo`). A peer that does not
+    /// answer is left unchecked, to be checked when it does; `at_start` only logs that.
+    pub(crate) async fn check_peer(
+        &self,
+        peers: &PeerSet,
+        index: usize,
+        at_start: bool,
+    ) -> Result<()> {
+        let peer = peers.peer(index).to_string();
+        match peers.connection(index).info().await {
+            Ok(Some(info)) => self.check_info(&peer, &info),
+            Ok(None) => Ok(()), // HTTP: checked on the IDs of each batch instead
+            Err(failure) => {
+                peers.mark_unchecked(index);
+                if at_start {
+                    tracing::info!(
+                        %peer,
+                        error = failure.message(),
+                        "uidgen client: peer not answering at start; checked when it does"
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Compare a server's `GetInfo` with the fallback: the same layout and epoch, another
     /// worker id. A clash disables the fallback for good and is returned.
     pub(crate) fn check_info(&self, peer: &str, info: &ServerInfo) -> Result<()> {
@@ -426,20 +454,22 @@ fn layout_fields(layout: &Layout) -> Vec<(&'static str, u32)> {
     out
 }
 
-/// A layout as one comparable line: the name with `-` read as `_`, field widths from the
-/// most significant (those with bits), the epoch.
-pub(crate) fn describe<'a>(
-    name: &str,
-    fields: impl Iterator<Item = (&'a str, u32)>,
-    epoch_ms: u64,
-) -> String {
-    let fields: Vec<String> = fields
-        .filter(|(_, bits)| *bits > 0)
-        .map(|(name, bits)| format!("{name}:{bits}"))
-        .collect();
-    format!(
-        "{} [{}] epoch {epoch_ms} ms",
-        name.replace('-', "_"),
-        fields.join(" ")
-    )
+/// The keeper's task: renew every third of the ttl while a lease is held; while no server
+/// answers, try again every `probe` (at least a second apart, so a fleet of clients does not
+/// hammer a store that is down).
+pub(crate) async fn keep_lease(fallback: Arc<Fallback>, peers: Arc<PeerSet>, probe: Duration) {
+    let Some(keeper) = fallback.keeper() else {
+        return;
+    };
+    let renewal = keeper.ttl / 3;
+    let soon = probe.max(Duration::from_secs(1)).min(renewal);
+    loop {
+        let check = |peer: &str, layout: String| fallback.check_layout(peer, layout);
+        let pause = match keeper.step(&check, &peers).await {
+            Next::Renewal => renewal,
+            Next::Soon => soon,
+            Next::Now => Duration::ZERO,
+        };
+        tokio::time::sleep(pause).await;
+    }
 }

@@ -30,9 +30,13 @@ use uidgen_core::{
 use uidgen_worker::RemoteLease;
 
 use crate::error::{ClientError, Result};
-use crate::fallback::Fallback;
 use crate::fallback_rpc::Granted;
 use crate::peers::{PeerSet, Quiet};
+
+/// How the keeper checks the layout a server grants a lease under: the fallback's check, which
+/// disables the fallback on a mismatch (`Fallback::check_layout`). Passed in, so the keeper
+/// needs nothing of the fallback that owns it.
+pub(crate) type CheckLayout<'a> = &'a (dyn Fn(&str, String) -> Result<()> + Send + Sync);
 
 /// A lease in use and the generator it fences.
 #[derive(Debug)]
@@ -91,7 +95,7 @@ pub(crate) enum Next {
 pub(crate) struct LeaseKeeper {
     pub(crate) layout: Layout,
     pub(crate) state_dir: PathBuf,
-    ttl: Duration,
+    pub(crate) ttl: Duration,
     name: String,
     current: RwLock<Option<Arc<Held>>>,
     /// Why there is no lease now, for [`ClientError::NoFallbackLease`].
@@ -231,7 +235,7 @@ impl LeaseKeeper {
 
     /// Take a lease: from a server, or, when none answers, one an earlier process left in the
     /// state directory.
-    async fn obtain(&self, fallback: &Fallback, peers: &PeerSet) -> Next {
+    async fn obtain(&self, check_layout: CheckLayout<'_>, peers: &PeerSet) -> Next {
         let (name, ttl_ms) = (self.name.as_str(), self.ttl_ms());
         let answer = peers
             .call_each(|connection| async move { connection.claim_fallback(name, ttl_ms).await })
@@ -239,7 +243,7 @@ impl LeaseKeeper {
         match answer {
             Quiet::Answered { peer, value } => {
                 let peer = peers.peer(peer).to_string();
-                self.start(fallback, peers, &peer, value).await
+                self.start(check_layout, peers, &peer, value).await
             }
             Quiet::Refused { peer, message, .. } => {
                 self.set_answered_why_none(format!("{peer} refused to lease one: {message}"));
@@ -258,13 +262,13 @@ impl LeaseKeeper {
     /// clock to pass its floor. Handed back if it cannot be kept.
     async fn start(
         &self,
-        fallback: &Fallback,
+        check_layout: CheckLayout<'_>,
         peers: &PeerSet,
         peer: &str,
         granted: Granted,
     ) -> Next {
         let Granted { grant, layout } = granted;
-        if let Err(error) = fallback.check_layout(peer, layout) {
+        if let Err(error) = check_layout(peer, layout) {
             self.set_why_none(error.to_string());
             self.give_back(peers, grant.worker_id, &grant.holder, 0)
                 .await;
@@ -382,9 +386,9 @@ impl LeaseKeeper {
     }
 
     /// One step: take a lease when there is none, else renew the one in use.
-    async fn step(&self, fallback: &Fallback, peers: &PeerSet) -> Next {
+    pub(crate) async fn step(&self, check_layout: CheckLayout<'_>, peers: &PeerSet) -> Next {
         match self.held() {
-            None => self.obtain(fallback, peers).await,
+            None => self.obtain(check_layout, peers).await,
             Some(held) => {
                 let next = self.renew(peers, &held).await;
                 // A lease continued from the file is renewed soon until a server confirms it.
@@ -397,28 +401,9 @@ impl LeaseKeeper {
     }
 
     /// The first step, at connect: a lease now if a server answers.
-    pub(crate) async fn first_step(&self, fallback: &Fallback, peers: &PeerSet) {
-        if let Next::Now = self.step(fallback, peers).await {
-            self.step(fallback, peers).await;
+    pub(crate) async fn first_step(&self, check_layout: CheckLayout<'_>, peers: &PeerSet) {
+        if let Next::Now = self.step(check_layout, peers).await {
+            self.step(check_layout, peers).await;
         }
-    }
-}
-
-/// The keeper's task: renew every third of the ttl while a lease is held; while no server
-/// answers, try again every `probe` (at least a second apart, so a fleet of clients does not
-/// hammer a store that is down).
-pub(crate) async fn keep_lease(fallback: Arc<Fallback>, peers: Arc<PeerSet>, probe: Duration) {
-    let Some(keeper) = fallback.keeper() else {
-        return;
-    };
-    let renewal = keeper.ttl / 3;
-    let soon = probe.max(Duration::from_secs(1)).min(renewal);
-    loop {
-        let pause = match keeper.step(&fallback, &peers).await {
-            Next::Renewal => renewal,
-            Next::Soon => soon,
-            Next::Now => Duration::ZERO,
-        };
-        tokio::time::sleep(pause).await;
     }
 }

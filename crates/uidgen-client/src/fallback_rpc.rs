@@ -8,7 +8,6 @@ use uidgen_proto::v1::{
 };
 use uidgen_worker::LeaseGrant;
 
-use crate::fallback::describe;
 use crate::transport::{Connection, Failure, http_json, path_url, status_failure};
 
 /// A lease a server granted, and the layout it issues (as [`describe`] writes it).
@@ -184,4 +183,22 @@ impl Connection {
             }
         }
     }
+}
+
+/// A layout as one comparable line: the name with `-` read as `_`, field widths from the
+/// most significant (those with bits), the epoch.
+pub(crate) fn describe<'a>(
+    name: &str,
+    fields: impl Iterator<Item = (&'a str, u32)>,
+    epoch_ms: u64,
+) -> String {
+    let fields: Vec<String> = fields
+        .filter(|(_, bits)| *bits > 0)
+        .map(|(name, bits)| format!("{name}:{bits}"))
+        .collect();
+    format!(
+        "{} [{}] epoch {epoch_ms} ms",
+        name.replace('-', "_"),
+        fields.join(" ")
+    )
 }

@@ -19,7 +19,6 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use uidgen_proto::CheckedBatch;
 
-use crate::client::check_peer;
 use crate::error::{ClientError, Result};
 use crate::fallback::Fallback;
 use crate::feed::{Feed, Refill};
@@ -159,6 +158,6 @@ async fn check_answer(peers: &PeerSet, fallback: Option<&Fallback>, answer: &Ans
     let peer = peers.peer(answer.peer).to_string();
     let _ = fallback.check_ids(&peer, &answer.value);
     if answer.unchecked {
-        let _ = check_peer(peers, fallback, answer.peer, false).await;
+        let _ = fallback.check_peer(peers, answer.peer, false).await;
     }
 }

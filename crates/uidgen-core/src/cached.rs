@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, UidError};
 use crate::fence::{FenceRefusal, TimeFence, admit, first_unit_from};
-use crate::generator::{ReadyStock, UidGenerator, WorkerLanes, check_count};
+use crate::fields::FieldKind;
+use crate::generator::{PaddedHook, ReadyStock, UidGenerator, WorkerLanes, check_count};
 use crate::layout::Layout;
-use crate::layout::fields::FieldKind;
 use crate::local::{DEFAULT_LOCAL_BATCH, LocalIds, UnitIds, UnitSource};
 use crate::ring::{RejectPut, RejectTake, RingBuffer, policy};
 use crate::sync::{self, AtomicBool, AtomicU64, Mutex, Ordering};
@@ -132,11 +132,6 @@ struct PadState {
     /// by every lane's fence.
     max_borrow_units: Option<u64>,
 }
-
-/// Called by the padding thread after each run that put IDs into the ring, and once when the
-/// padding stops for good: what a caller waiting for IDs without a thread of its own (an async
-/// service) needs to be woken by. See [`CachedUidGenerator::on_padded`].
-pub type PaddedHook = Arc<dyn Fn() + Send + Sync>;
 
 /// How a padding run ended.
 #[derive(Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The one error type of `uidgen-core`.
 
-use crate::layout::fields::FieldKind;
+use crate::fields::FieldKind;
 
 /// Everything that can go wrong while laying out, generating or decoding an ID.
 ///
@@ -137,8 +137,8 @@ pub enum UidError {
     #[error(
         "time {} is before the layout's epoch {}: no ID of this layout holds it; give a later \
          time, or a layout whose epoch is earlier",
-        crate::calendar::format_iso8601(*time_ms),
-        crate::calendar::format_iso8601(*epoch_ms)
+        crate::civil::format_iso8601(*time_ms),
+        crate::civil::format_iso8601(*epoch_ms)
     )]
     TimeBeforeEpoch {
         /// The time given, in milliseconds since the Unix epoch.

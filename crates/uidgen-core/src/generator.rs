@@ -4,11 +4,16 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use crate::cached::PaddedHook;
 use crate::error::{Result, UidError};
 use crate::fence::TimeFence;
 use crate::layout::Layout;
 use crate::layout::decoded::DecodedUid;
+
+/// Called by the padding thread after each run that put IDs into the ring, and once when the
+/// padding stops for good: what a caller waiting for IDs without a thread of its own (an async
+/// service) needs to be woken by. See
+/// [`CachedUidGenerator::on_padded`](crate::CachedUidGenerator::on_padded).
+pub type PaddedHook = Arc<dyn Fn() + Send + Sync>;
 
 /// The most IDs one `next_ids` call hands out; larger batches would make one caller hold a huge
 /// allocation and starve the others.

@@ -15,10 +15,12 @@
 
 pub mod cached;
 pub mod calendar;
+mod civil;
 pub mod clock;
 pub mod default_gen;
 pub mod error;
 pub mod fence;
+mod fields;
 pub mod forms;
 pub mod generator;
 pub mod layout;
@@ -31,20 +33,21 @@ mod sync;
 mod tag;
 pub mod zone;
 
-pub use cached::{CachedOptions, CachedUidGenerator, PaddedHook};
+pub use cached::{CachedOptions, CachedUidGenerator};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use default_gen::DefaultUidGenerator;
 pub use error::{Result, UidError};
 pub use fence::{FenceRefusal, TimeFence};
+pub use fields::{FieldKind, GenMethod, TimeUnit, UidParts};
 pub use forms::{DatedForm, DatedNumber, IdForm};
-pub use generator::{MAX_BATCH, ReadyStock, UidGenerator, WorkerLanes, check_count};
+pub use generator::{MAX_BATCH, PaddedHook, ReadyStock, UidGenerator, WorkerLanes, check_count};
 pub use layout::decoded::DecodedUid;
-pub use layout::fields::{FieldKind, GenMethod, TimeUnit, UidParts};
+pub use layout::epochs::LEAF_RANDOM_START_BOUND;
 pub use layout::split::{WorkerParts, WorkerSplit};
 pub use layout::{IntoEpoch, Layout};
 pub use local::{LocalIds, UnitIds};
 pub use mask::{MaskKey, Masker};
 pub use ring::{RejectPut, RejectTake, RingBuffer};
-pub use snowflake::{DEFAULT_MAX_BACKWARD_MS, LEAF_RANDOM_START_BOUND, SnowflakeGenerator};
+pub use snowflake::{DEFAULT_MAX_BACKWARD_MS, SnowflakeGenerator};
 pub use tag::{MAX_TAG_LEN, TAG_PATTERN, TAG_PUNCTUATION, check_biz_tag, is_tag_char};
 pub use zone::Zone;

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use crate::clock::Clock;
 use crate::error::{Result, UidError};
 use crate::fence::{TimeFence, admit, first_unit_from};
+use crate::fields::FieldKind;
 use crate::layout::Layout;
-use crate::layout::fields::FieldKind;
 use crate::sync::{AtomicU64, Ordering};
 
 /// No ID issued yet. Never a packed state: time and sequence use at most 63 bits together.

@@ -3,12 +3,11 @@
 use crate::clock::{Clock, SystemClock};
 use crate::error::Result;
 use crate::layout::Layout;
+use crate::layout::epochs::LEAF_RANDOM_START_BOUND;
 use crate::sequencer::{BackwardPolicy, Sequencer};
 
 /// Leaf: a backward step of at most this many milliseconds is waited out.
 pub const DEFAULT_MAX_BACKWARD_MS: u64 = 5;
-/// Leaf: new milliseconds start at a random sequence below this bound.
-pub const LEAF_RANDOM_START_BOUND: u64 = 100;
 
 /// Snowflake IDs (usually millisecond unit) with Leaf's policy for a clock that moves back: a
 /// step of at most [`DEFAULT_MAX_BACKWARD_MS`] is waited out (twice the gap, once) and retried;

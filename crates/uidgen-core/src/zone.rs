@@ -17,7 +17,8 @@ use std::sync::OnceLock;
 
 use jiff::tz::{TimeZone, TimeZoneDatabase};
 
-use crate::calendar::{CivilDate, civil_at};
+use crate::calendar::CivilDate;
+use crate::civil::civil_at;
 use crate::error::{Result, UidError};
 
 /// The largest offset accepted: ±18:00, as `java.time.ZoneOffset` bounds it (no zone has ever

@@ -12,7 +12,7 @@ const MS_PER_DAY: u64 = 86_400_000;
 const LAST_MS: u64 = 253_402_300_799_999;
 
 /// The reference: days since 1970-01-01 counted year by year and month by month (leap years
-/// counted in closed form), not with the era arithmetic `calendar.rs` uses.
+/// counted in closed form), not with the era arithmetic `civil.rs` uses.
 fn reference_days(year: u64, month: u64, day: u64) -> u64 {
     let leaps_through = |y: u64| y / 4 - y / 100 + y / 400;
     let before_year = 365 * (year - 1970) + leaps_through(year - 1) - leaps_through(1969);

@@ -59,10 +59,10 @@ use crate::shared::Shared;
 use crate::slot::{Slot, Taken, Untouched};
 use crate::state::TagState;
 
-pub(crate) mod load;
+mod load;
+pub(crate) mod load_state;
 
-use load::ServedMax;
-use load::{FailureKind, LoadFailure, LoadKind};
+use load_state::{FailureKind, LoadFailure, LoadKind, ServedMax};
 
 /// What the slow path decided, under the control lock.
 enum Advance {

@@ -13,7 +13,7 @@ use uidgen_core::Clock;
 use uidgen_store::{LeafAlloc, Store};
 
 use crate::buffer::SegmentBuffer;
-use crate::buffer::load::ServedMax;
+use crate::buffer::load_state::ServedMax;
 use crate::error::{Result, SegmentError};
 use crate::group::GroupSource;
 use crate::handle::{TagHandle, check_count};

@@ -29,12 +29,6 @@ pub const TICK: Duration = Duration::from_millis(100);
 /// borrowed lead before the next.
 const GROW_STEP: Duration = Duration::from_millis(500);
 
-/// How long demand must stay below half of what one worker id fewer sustains before one is
-/// given back, by default (`worker.release_idle_secs`): long enough that a dip between bursts
-/// keeps the ids (a disposable id given back is used up for good), short enough that an idle
-/// server holds few.
-pub const DEFAULT_RELEASE_IDLE: Duration = Duration::from_secs(60);
-
 /// What the pool may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolOptions {
@@ -444,7 +438,7 @@ mod tests {
             Arc::new(Never),
             PoolOptions {
                 max_workers,
-                release_idle: DEFAULT_RELEASE_IDLE,
+                release_idle: crate::config::worker::DEFAULT_RELEASE_IDLE,
             },
         )
     }

@@ -71,6 +71,7 @@ mod options;
 mod pop;
 mod refill;
 mod service;
+mod state;
 mod stats;
 mod survey;
 mod sync;
@@ -87,6 +88,6 @@ pub use options::{
     ShardedOptions,
 };
 pub use refill::{RefillOutcome, RefillReport};
-pub use service::ShardedService;
+pub use state::ShardedService;
 pub use stats::StatsSnapshot;
 pub use survey::{ListSurvey, survey};

@@ -21,7 +21,7 @@ use crate::apps::ShardEntry;
 use crate::error::{Result, ShardedError};
 use crate::layout::MAX_INDEX_I64;
 use crate::link::Retry;
-use crate::service::{ShardedService, flag_index};
+use crate::state::{ShardedService, flag_index};
 use crate::stats::Stats;
 
 /// Refills of one app's shards that run at once in a scheduled pass.

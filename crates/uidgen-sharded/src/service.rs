@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
-use tokio::task::JoinHandle;
 use tracing::warn;
 use uidgen_store::{AppSpec, Store};
 
@@ -17,52 +16,13 @@ use crate::layout::{SHARDS, ShardedId};
 use crate::link::{RedisLink, Retry};
 use crate::options::ShardedOptions;
 use crate::refill::RefillOutcome;
+use crate::state::{ShardedService, flag_index};
 use crate::stats::{Stats, StatsSnapshot};
 
 /// Rounds of one call that bring no new ID (the list emptied by others each time) before it
 /// gives up with [`QueueEmpty`](ShardedError::QueueEmpty): a guard against starving forever
 /// under extreme contention, far above what normal contention needs.
 const MAX_IDLE_ROUNDS: u32 = 100;
-
-/// Sharded IDs from Redis lists backed by `id_alloc` (see the crate doc).
-///
-/// ```no_run
-/// # async fn demo() -> uidgen_sharded::Result<()> {
-/// use uidgen_sharded::{ShardedId, ShardedOptions, ShardedService};
-/// use uidgen_store::AppSpec;
-/// let store = uidgen_store::Store::connect("sqlite://uidgen.db").await?;
-/// let service = ShardedService::start(store, ShardedOptions::default()).await?;
-/// service.upsert_app(&AppSpec::new(7, "orders")).await?;
-/// let id = service.get(7, "alice@example.com").await?;
-/// let parts = ShardedId::decode(id)?;
-/// assert_eq!((parts.app_id, parts.shard), (7, uidgen_sharded::shard_of("alice@example.com")));
-/// service.shutdown();
-/// # Ok(()) }
-/// ```
-#[derive(Debug)]
-pub struct ShardedService {
-    pub(crate) store: Store,
-    pub(crate) options: ShardedOptions,
-    pub(crate) keys: Keys,
-    pub(crate) link: RedisLink,
-    /// The app table; `None` until it loaded once.
-    pub(crate) apps: RwLock<Option<Arc<AppTable>>>,
-    /// Why the app table could not be loaded, while it has not.
-    pub(crate) init_error: Mutex<String>,
-    /// One flag per (app, shard): a background refill of it is running in this process.
-    pub(crate) refilling: Box<[AtomicBool]>,
-    /// One flag per (app, shard): its last claim was refused as exhausted.
-    pub(crate) exhausted: Box<[AtomicBool]>,
-    /// Notified whenever a refill of this process ends, for callers waiting on one.
-    pub(crate) refilled: tokio::sync::Notify,
-    /// Serialises app syncs with `upsert_app`.
-    pub(crate) sync_lock: tokio::sync::Mutex<()>,
-    pub(crate) stats: Arc<Stats>,
-    /// This service, for the background refills it starts from `&self` calls.
-    pub(crate) me: Weak<Self>,
-    shut_down: AtomicBool,
-    tasks: Mutex<Vec<JoinHandle<()>>>,
-}
 
 impl ShardedService {
     /// Start the service on the current tokio runtime: load the app list, fill every shard's
@@ -416,11 +376,6 @@ fn exhausted(app_id: u8, shard: u8, entry: &ShardEntry) -> ShardedError {
         shard,
         ceiling: entry.ceiling.unwrap_or(0),
     }
-}
-
-/// The index of one shard's flag in `refilling` and `exhausted`.
-pub(crate) fn flag_index(app_id: u8, shard: u8) -> usize {
-    usize::from(app_id) * usize::from(SHARDS) + usize::from(shard)
 }
 
 /// The shard of a gate pass, refusing an empty one.

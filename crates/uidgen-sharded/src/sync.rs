@@ -10,7 +10,7 @@ use tracing::{info, warn};
 use crate::apps::AppTable;
 use crate::error::{Result, ShardedError};
 use crate::link::Retry;
-use crate::service::{ShardedService, flag_index};
+use crate::state::{ShardedService, flag_index};
 use crate::stats::Stats;
 
 impl ShardedService {

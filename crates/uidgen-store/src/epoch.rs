@@ -44,6 +44,14 @@ pub(crate) const RAISE_EPOCH: Sql = Sql {
                ON CONFLICT (biz_tag) DO UPDATE SET epoch = leaf_alloc_epoch.epoch + 1",
 };
 
+/// Forget a tag's returned ranges (a new life of the tag: a re-created tag restarts at
+/// `max_id` 1, and its new segments would overlap them).
+pub(crate) const DELETE_RETURNED_OF_TAG: Sql = Sql {
+    sqlite: "DELETE FROM leaf_alloc_returned WHERE biz_tag = ?1",
+    mysql: "DELETE FROM leaf_alloc_returned WHERE biz_tag = ?",
+    postgres: "DELETE FROM leaf_alloc_returned WHERE biz_tag = $1",
+};
+
 /// Run one of the statements above on an open transaction `$tx` of `$store`: `$kind` is
 /// `query_scalar` or `query`, `$run` the fetch or `execute`.
 macro_rules! in_tx {
@@ -76,7 +84,7 @@ macro_rules! begin_new_life {
             in_tx!(
                 $store,
                 $tx,
-                query($crate::returned::DELETE_RETURNED_OF_TAG),
+                query($crate::epoch::DELETE_RETURNED_OF_TAG),
                 $tag,
                 execute,
                 $action

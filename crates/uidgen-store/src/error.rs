@@ -459,37 +459,6 @@ pub(crate) fn reason_of(error: &sqlx::Error) -> String {
     }
 }
 
-/// The error of a first connection: refused credentials become
-/// [`StoreError::AuthenticationFailed`], other answers from the server (an unknown database)
-/// [`StoreError::Database`], and everything else [`StoreError::Unreachable`].
-pub(crate) fn connect_error(url: &str, source: sqlx::Error) -> StoreError {
-    match &source {
-        sqlx::Error::Database(db) => {
-            // SQLSTATE class 28, "invalid authorization specification", in both MySQL/MariaDB
-            // (1045 is 28000) and PostgreSQL (28P01 invalid_password, 28000):
-            // https://www.postgresql.org/docs/current/errcodes-appendix.html
-            if db.code().is_some_and(|code| code.starts_with("28")) {
-                return StoreError::AuthenticationFailed {
-                    url: url.to_owned(),
-                    user: crate::url::user_of(url)
-                        .map_or_else(|| "(default)".to_owned(), |user| format!("'{user}'")),
-                    message: db.message().to_owned(),
-                };
-            }
-            StoreError::Database {
-                url: url.to_owned(),
-                action: "connecting",
-                source,
-            }
-        }
-        _ => StoreError::Unreachable {
-            url: url.to_owned(),
-            reason: reason_of(&source),
-            source,
-        },
-    }
-}
-
 /// Map a driver error: connectivity problems become [`StoreError::Unreachable`], the rest
 /// [`StoreError::Database`].
 pub(crate) fn map_db(url: &str, action: &'static str, source: sqlx::Error) -> StoreError {

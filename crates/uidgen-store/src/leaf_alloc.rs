@@ -6,7 +6,7 @@
 
 use crate::epoch::{READ_EPOCH, begin_new_life, in_tx};
 use crate::error::{Result, StoreError};
-use crate::residue::Residue;
+use crate::residue::{MAX_DELTA, Residue};
 use crate::session::Session;
 use crate::store::{Sql, Store, with_pool, with_pool_returning};
 use crate::worker_node::{check_len, check_step};
@@ -188,6 +188,20 @@ const DELETE_TAG: Sql = Sql {
     mysql: "DELETE FROM leaf_alloc WHERE biz_tag = ?",
     postgres: "DELETE FROM leaf_alloc WHERE biz_tag = $1",
 };
+
+impl Residue {
+    /// A checked residue: `delta` 1 to [`MAX_DELTA`], `remainder` 0 to `delta - 1`, else
+    /// [`StoreError::InvalidInput`].
+    pub fn new(delta: i64, remainder: i64) -> Result<Self> {
+        if !(1..=MAX_DELTA).contains(&delta) || !(0..delta).contains(&remainder) {
+            return Err(StoreError::InvalidInput(format!(
+                "delta {delta} and remainder {remainder}: delta must be 1 to {MAX_DELTA} (the \
+                 number of databases serving the tag) and remainder 0 to delta - 1"
+            )));
+        }
+        Ok(Self { delta, remainder })
+    }
+}
 
 /// A `leaf_alloc` row as selected by `GET_TAG`.
 type LeafAllocTuple = (String, i64, i64, Option<String>, Option<i64>, i64, i64);

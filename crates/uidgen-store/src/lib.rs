@@ -107,7 +107,8 @@ pub use leaf_alloc::{
 };
 pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;
-pub use migrate::{Applied, Migration, migrations};
+pub use migrate::Applied;
+pub use migrate::catalog::{Migration, migrations};
 pub use peer_tables::baidu::{
     BAIDU_TABLE, BaiduWorkerNodes, UIDGEN_ROWS_BEFORE_SHARING, WorkerNodeTable,
 };

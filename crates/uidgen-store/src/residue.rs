@@ -12,8 +12,10 @@
 //! with the same filter.
 //!
 //! The defaults `(1, 0)` serve every number: a single-database tag is unchanged.
-
-use crate::error::{Result, StoreError};
+//!
+//! The checked constructor, [`Residue::new`], is in `leaf_alloc` with the other checks of a
+//! row's values: it answers a `StoreError`, whose variants name `Residue`, so this file stays
+//! below the error type.
 
 /// The most databases one group may have: a bound on typos, far above any real deployment
 /// (Tinyid runs two).
@@ -56,18 +58,6 @@ impl Residue {
         delta: 1,
         remainder: 0,
     };
-
-    /// A checked residue: `delta` 1 to [`MAX_DELTA`], `remainder` 0 to `delta - 1`, else
-    /// [`StoreError::InvalidInput`].
-    pub fn new(delta: i64, remainder: i64) -> Result<Self> {
-        if !(1..=MAX_DELTA).contains(&delta) || !(0..delta).contains(&remainder) {
-            return Err(StoreError::InvalidInput(format!(
-                "delta {delta} and remainder {remainder}: delta must be 1 to {MAX_DELTA} (the \
-                 number of databases serving the tag) and remainder 0 to delta - 1"
-            )));
-        }
-        Ok(Self { delta, remainder })
-    }
 
     /// Whether `id` is one of this residue's numbers.
     pub fn contains(&self, id: i64) -> bool {

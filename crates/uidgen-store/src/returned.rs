@@ -107,14 +107,6 @@ const LIST_RETURNED: Sql = Sql {
                FROM leaf_alloc_returned WHERE biz_tag = $1 ORDER BY start_id, id",
 };
 
-/// Forget a tag's returned ranges (with the tag: a re-created tag restarts at `max_id` 1, and
-/// its new segments would overlap them).
-pub(crate) const DELETE_RETURNED_OF_TAG: Sql = Sql {
-    sqlite: "DELETE FROM leaf_alloc_returned WHERE biz_tag = ?1",
-    mysql: "DELETE FROM leaf_alloc_returned WHERE biz_tag = ?",
-    postgres: "DELETE FROM leaf_alloc_returned WHERE biz_tag = $1",
-};
-
 /// A returned range as selected: start, end, delta, remainder.
 type RangeRow = (i64, i64, i64, i64);
 

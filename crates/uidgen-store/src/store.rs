@@ -11,8 +11,8 @@ use sqlx::sqlite::{
 };
 use sqlx::{ConnectOptions, Connection};
 
-use crate::error::{Result, StoreError, connect_error, map_db};
-use crate::url::{Dialect, redact_url};
+use crate::error::{Result, StoreError, map_db, reason_of};
+use crate::url::{Dialect, redact_url, user_of};
 
 /// How long SQLite waits for another process's write lock before failing with "database is
 /// locked": several uidgen processes may share one file.
@@ -235,16 +235,6 @@ impl Store {
         Ok(store)
     }
 
-    /// Apply, through sqlx's migrator, the embedded migrations not yet recorded in
-    /// `_sqlx_migrations`; each runs once, in its own transaction (on SQLite, one transaction
-    /// holds the whole run). A database an older uidgen migrated (`uidgen_schema_migrations`) is
-    /// adopted first, without running anything again. Safe to call from several processes at
-    /// once. Answers the migrations this call recorded, in order (none: the schema was up to
-    /// date).
-    pub async fn migrate(&self) -> Result<Vec<crate::migrate::Applied>> {
-        crate::migrate::run(self).await
-    }
-
     /// Check that the database answers.
     pub async fn ping(&self) -> Result<()> {
         with_pool!(self, pool, {
@@ -394,5 +384,36 @@ impl Store {
     /// ```
     pub fn connect_blocking(url: &str, options: StoreOptions) -> Result<Store> {
         uidgen_worker::blocking::block_on_result(Store::connect_with(url, options))
+    }
+}
+
+/// The error of a first connection: refused credentials become
+/// [`StoreError::AuthenticationFailed`], other answers from the server (an unknown database)
+/// [`StoreError::Database`], and everything else [`StoreError::Unreachable`].
+fn connect_error(url: &str, source: sqlx::Error) -> StoreError {
+    match &source {
+        sqlx::Error::Database(db) => {
+            // SQLSTATE class 28, "invalid authorization specification", in both MySQL/MariaDB
+            // (1045 is 28000) and PostgreSQL (28P01 invalid_password, 28000):
+            // https://www.postgresql.org/docs/current/errcodes-appendix.html
+            if db.code().is_some_and(|code| code.starts_with("28")) {
+                return StoreError::AuthenticationFailed {
+                    url: url.to_owned(),
+                    user: user_of(url)
+                        .map_or_else(|| "(default)".to_owned(), |user| format!("'{user}'")),
+                    message: db.message().to_owned(),
+                };
+            }
+            StoreError::Database {
+                url: url.to_owned(),
+                action: "connecting",
+                source,
+            }
+        }
+        _ => StoreError::Unreachable {
+            url: url.to_owned(),
+            reason: reason_of(&source),
+            source,
+        },
     }
 }

@@ -2,11 +2,11 @@
 //! or cut for a datacenter, the values generators stamp, Leaf's random sequence start, and a
 //! continuation past an exhausted time field.
 
-use super::fields::FieldKind::{Datacenter, Method, Sign, Time, Type, Version, Worker};
-use super::fields::UidParts;
 use super::split::{PartOrder, WorkerSplit};
-use super::{IntoEpoch, Layout, check_epoch};
+use super::types::{IntoEpoch, Layout, check_epoch};
 use crate::error::{Result, UidError};
+use crate::fields::FieldKind::{Datacenter, Method, Sign, Time, Type, Version, Worker};
+use crate::fields::UidParts;
 
 impl Layout {
     /// The same layout counting time from another epoch, checked as [`Layout::new`] checks it

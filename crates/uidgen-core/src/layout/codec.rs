@@ -2,10 +2,10 @@
 //! checked `compose`, `decompose` and `decode`, and the time arithmetic they share.
 
 use super::decoded::DecodedUid;
-use super::fields::FieldKind::{Datacenter, Method, Sequence, Sign, Time, Type, Version, Worker};
-use super::fields::{FieldKind, UidParts};
-use super::{Layout, Slot};
+use super::types::{Layout, Slot};
 use crate::error::{Result, UidError};
+use crate::fields::FieldKind::{Datacenter, Method, Sequence, Sign, Time, Type, Version, Worker};
+use crate::fields::{FieldKind, UidParts};
 
 impl Layout {
     /// Time units since the epoch at wall-clock `now_ms`, checked against the time field and,
@@ -157,7 +157,7 @@ impl Layout {
     /// without that field, `id` unchanged.
     ///
     /// This is how a channel says how it issued an ID (Vesta: 0 embedded, 1 center server,
-    /// 2 REST; see [`GenMethod`](super::GenMethod)) while every channel shares one generator.
+    /// 2 REST; see [`GenMethod`](crate::GenMethod)) while every channel shares one generator.
     /// Uniqueness survives the rewrite: two IDs of one generator already differ in time, worker
     /// or sequence, and those bits are left alone, so two IDs that differ only in their method
     /// bits can only come from two channels stamping the same issued ID, which the generator

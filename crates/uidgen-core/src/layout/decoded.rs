@@ -1,9 +1,9 @@
 //! An ID taken apart, and the ways it is shown: ISO-8601 text and Baidu's `parseUID` JSON, in
 //! UTC or a chosen [`Zone`].
 
-use super::fields::UidParts;
 use super::split::WorkerParts;
 use crate::calendar;
+use crate::fields::UidParts;
 use crate::zone::Zone;
 
 /// An ID taken apart, with the wall-clock time it encodes (Vesta's "explain", Baidu's `parseUID`).

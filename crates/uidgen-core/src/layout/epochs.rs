@@ -15,6 +15,9 @@ pub const VESTA_EPOCH_MS: u64 = 1_420_041_600_000;
 /// Sonyflake's default start time, 2014-09-01 00:00 UTC.
 pub const SONYFLAKE_EPOCH_MS: u64 = 1_409_529_600_000;
 
+/// Leaf: new milliseconds start at a random sequence below this bound.
+pub const LEAF_RANDOM_START_BOUND: u64 = 100;
+
 /// JavaScript's `Number.MAX_SAFE_INTEGER`, `2^53 - 1`: the largest integer a `Number` (an IEEE
 /// double) holds exactly, and so the largest ID a browser reads back unchanged.
 pub const JS_MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;

@@ -3,15 +3,14 @@
 //! Baidu's layout continued past its 2024 exhaustion (`baidu_continued`).
 
 use super::epochs::{
-    BAIDU_LEGACY_EPOCH_MS, DEFAULT_EPOCH, PRESET_NAMES, SONYFLAKE_EPOCH_MS, TWITTER_EPOCH_MS,
-    VESTA_EPOCH_MS,
+    BAIDU_LEGACY_EPOCH_MS, DEFAULT_EPOCH, LEAF_RANDOM_START_BOUND, PRESET_NAMES,
+    SONYFLAKE_EPOCH_MS, TWITTER_EPOCH_MS, VESTA_EPOCH_MS,
 };
-use super::fields::FieldKind::{Method, Sequence, Sign, Time, Type, Version, Worker};
-use super::fields::TimeUnit;
 use super::split::PartOrder;
-use super::{IntoEpoch, Layout};
+use super::types::{IntoEpoch, Layout};
 use crate::error::{Result, UidError};
-use crate::snowflake::LEAF_RANDOM_START_BOUND;
+use crate::fields::FieldKind::{Method, Sequence, Sign, Time, Type, Version, Worker};
+use crate::fields::TimeUnit;
 
 /// The presets, by constructor or by name.
 ///
@@ -318,8 +317,8 @@ impl Layout {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fields::FieldKind;
     use super::*;
+    use crate::fields::FieldKind;
 
     fn positions(layout: &Layout) -> Vec<(FieldKind, u32, u32)> {
         layout

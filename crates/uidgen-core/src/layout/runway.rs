@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use super::Layout;
+use super::types::Layout;
 
 /// Below this much time left, a service warns: two years (730 days), long enough to plan a
 /// move to another layout or epoch and roll it out.
@@ -112,8 +112,8 @@ impl Layout {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{FieldKind, TimeUnit};
     use super::*;
+    use crate::fields::{FieldKind, TimeUnit};
 
     #[test]
     fn the_end_is_the_first_time_value_the_field_cannot_hold() {

@@ -17,10 +17,10 @@
 //! [`Layout::compose`](super::Layout::compose) and [`Layout::decompose`](super::Layout::decompose)
 //! apply them, so callers only ever see worker numbers and parts.
 //!
-//! [`FieldKind::Datacenter`]: super::FieldKind::Datacenter
+//! [`FieldKind::Datacenter`]: crate::FieldKind::Datacenter
 
-use super::fields::FieldKind;
 use crate::error::{Result, UidError};
+use crate::fields::FieldKind;
 
 /// Which part of a split worker field holds its high bits.
 ///

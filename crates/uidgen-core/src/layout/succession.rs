@@ -12,10 +12,10 @@
 //! when the smallest ID the new layout can issue is above the largest the old one can have.
 //! When an ID is in both, the check names one, and both layouts' reading of it.
 
-use super::FieldKind::{Sign, Time, Type, Version};
 use super::id_set::{Bounded, IdSet};
-use super::{Layout, low_mask};
+use super::types::{Layout, low_mask};
 use crate::error::{Result, UidError};
+use crate::fields::FieldKind::{Sign, Time, Type, Version};
 
 /// How far a live ID space has issued under its layout: what bounds the IDs it issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

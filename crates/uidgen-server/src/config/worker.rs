@@ -105,6 +105,12 @@ pub struct WorkerConfig {
 /// headroom.
 pub const DEFAULT_MAX_IDS: u64 = 512;
 
+/// How long demand must stay below half of what one worker id fewer sustains before one is
+/// given back, by default (`worker.release_idle_secs`): long enough that a dip between bursts
+/// keeps the ids (a disposable id given back is used up for good), short enough that an idle
+/// server holds few.
+pub const DEFAULT_RELEASE_IDLE: Duration = Duration::from_secs(60);
+
 /// `[worker.machine]`: the `machine` assigner.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -131,7 +137,7 @@ impl Default for WorkerConfig {
             single_instance: false,
             fleet_size: None,
             max_ids: DEFAULT_MAX_IDS,
-            release_idle_secs: crate::workers::DEFAULT_RELEASE_IDLE.as_secs(),
+            release_idle_secs: DEFAULT_RELEASE_IDLE.as_secs(),
         }
     }
 }

@@ -168,7 +168,10 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     let now_ms = uidgen_core::Clock::now_millis(&uidgen_core::SystemClock);
     for (space, generator) in crate::service::runway::spaces(&state) {
         let info = RunwayInfo::of(generator.as_ref(), now_ms, state.runway_warning);
-        state.metrics.runway.publish(space, &info);
+        state
+            .metrics
+            .runway
+            .publish(space, info.left_at_clock_ms, info.left_at_lead_ms);
     }
     if let Some(segments) = &state.segments {
         for tag in segments.monitor() {

@@ -6,8 +6,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::service::runway::RunwayInfo;
-
 /// Label set of one runway figure: the space (a configuration name) and which figure.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RunwayLabel {
@@ -34,7 +32,9 @@ impl RunwayMetrics {
         );
     }
 
-    /// Publish one space's reading.
+    /// Publish one space's reading: the milliseconds left at today's rate and at the current
+    /// borrowed lead (`RunwayInfo`'s `left_at_clock_ms` and `left_at_lead_ms`), as plain
+    /// figures so that metrics need nothing of the service.
     ///
     /// ```
     /// use uidgen_core::{Layout, SystemClock, DefaultUidGenerator};
@@ -42,16 +42,13 @@ impl RunwayMetrics {
     /// let metrics = uidgen_server::metrics::Metrics::new();
     /// let generator = DefaultUidGenerator::new(Layout::baidu_legacy()?, 1, SystemClock)?;
     /// let info = RunwayInfo::of(&generator, 1_800_000_000_000, std::time::Duration::ZERO);
-    /// metrics.runway.publish("default", &info);
+    /// metrics.runway.publish("default", info.left_at_clock_ms, info.left_at_lead_ms);
     /// let text = metrics.encode();
     /// assert!(text.contains(r#"uidgen_time_field_runway_seconds{space="default",basis="lead"} 0.0"#));
     /// # Ok::<(), uidgen_core::UidError>(())
     /// ```
-    pub fn publish(&self, space: &str, info: &RunwayInfo) {
-        for (basis, ms) in [
-            ("clock", info.left_at_clock_ms),
-            ("lead", info.left_at_lead_ms),
-        ] {
+    pub fn publish(&self, space: &str, left_at_clock_ms: u64, left_at_lead_ms: u64) {
+        for (basis, ms) in [("clock", left_at_clock_ms), ("lead", left_at_lead_ms)] {
             let label = RunwayLabel {
                 space: space.to_owned(),
                 basis,

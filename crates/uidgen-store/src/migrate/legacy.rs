@@ -4,7 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{Migration, hex, migrations};
+use super::catalog::{Migration, hex, migrations};
 use crate::error::{Result, StoreError};
 use crate::store::Sql;
 use crate::url::Dialect;

@@ -24,7 +24,7 @@ use uidgen_core::Layout;
 use uidgen_core::calendar::format_iso8601;
 use uidgen_store::{Dialect, Store};
 
-use super::{Assessment, Decision, Report, Shape, now_ms};
+use super::assessment::{Assessment, Report, Shape, now_ms};
 use crate::config::Settings;
 use crate::config::worker::AssignerKind;
 
@@ -109,7 +109,7 @@ pub async fn assess(
     args: &BaiduArgs,
     settings: &Settings,
     store: &Store,
-) -> anyhow::Result<Assessment> {
+) -> anyhow::Result<Assessment<BaiduDecision>> {
     let (t, w, s) = parse_bits(&args.legacy_bits)?;
     let legacy = Layout::baidu_bits(t, w, s, args.legacy_epoch.as_str())?;
     let legacy_shape = Shape::of(&legacy);
@@ -188,7 +188,7 @@ pub async fn assess(
         ));
         report.continues.push(format!(
             "worker ids from the {} assigner, any of them: bit 63 keeps the two ID sets apart",
-            super::assigner_name(settings.worker.assigner)
+            super::assessment::assigner_name(settings.worker.assigner)
         ));
         report.why.push(
             "every Baidu ID is below 2^63 (a positive Java long), every new one is at or above \
@@ -256,12 +256,12 @@ pub async fn assess(
     }
     Ok(Assessment {
         report,
-        decision: Decision::Baidu(BaiduDecision {
+        decision: BaiduDecision {
             legacy: legacy_shape,
             layout: shape,
             shares_counter,
             beside: args.beside,
-        }),
+        },
     })
 }
 

@@ -28,7 +28,7 @@ use uidgen_core::layout::TWITTER_EPOCH_MS;
 use uidgen_store::Store;
 use uidgen_zk::ZooKeeperWorkerIdAssigner;
 
-use super::{Assessment, Decision, Report, Shape, assigner_name, show_ids};
+use super::assessment::{Assessment, Report, Shape, assigner_name, show_ids};
 use crate::config::Settings;
 use crate::config::worker::AssignerKind;
 
@@ -177,7 +177,7 @@ pub async fn assess(
     args: &LeafArgs,
     settings: &Settings,
     store: &Store,
-) -> anyhow::Result<Assessment> {
+) -> anyhow::Result<Assessment<LeafDecision>> {
     let mut report = Report::default();
     let twepoch = args
         .twepoch
@@ -367,12 +367,12 @@ pub async fn assess(
     }
     Ok(Assessment {
         report,
-        decision: Decision::Leaf(LeafDecision {
+        decision: LeafDecision {
             zk_name,
             layout,
             leaf_ids,
             tags: tags.into_iter().map(|t| t.biz_tag).collect(),
             beside: args.beside,
-        }),
+        },
     })
 }

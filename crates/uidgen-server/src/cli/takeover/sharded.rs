@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_sharded::MAX_INDEX;
 use uidgen_store::Store;
 
-use super::{Assessment, Decision, Report};
+use super::assessment::{Assessment, Report};
 use crate::config::Settings;
 
 /// `uidgen takeover sharded`.
@@ -57,7 +57,7 @@ pub async fn assess(
     args: &ShardedArgs,
     settings: &Settings,
     store: &Store,
-) -> anyhow::Result<Assessment> {
+) -> anyhow::Result<Assessment<ShardedDecision>> {
     let mut report = Report::default();
     let apps = store.apps().await?;
     let exclusive = store.exclusive_id_alloc_rows().await?;
@@ -174,10 +174,10 @@ pub async fn assess(
     }
     Ok(Assessment {
         report,
-        decision: Decision::Sharded(ShardedDecision {
+        decision: ShardedDecision {
             key_prefix,
             beside: args.beside,
-        }),
+        },
     })
 }
 

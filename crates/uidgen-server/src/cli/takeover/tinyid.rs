@@ -15,7 +15,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use uidgen_store::{Residue, Store};
 
-use super::{Assessment, Decision, Report};
+use super::assessment::{Assessment, Report};
 use crate::config::Settings;
 
 /// `uidgen takeover tinyid`.
@@ -50,7 +50,7 @@ pub async fn assess(
     args: &TinyidArgs,
     settings: &Settings,
     store: &Store,
-) -> anyhow::Result<Assessment> {
+) -> anyhow::Result<Assessment<TinyidDecision>> {
     let mut report = Report::default();
     if args.beside {
         report.refused.push(
@@ -148,7 +148,7 @@ pub async fn assess(
     }
     Ok(Assessment {
         report,
-        decision: Decision::Tinyid(TinyidDecision { tags }),
+        decision: TinyidDecision { tags },
     })
 }
 

@@ -18,7 +18,7 @@ use uidgen_core::layout::VESTA_EPOCH_MS;
 use uidgen_store::Store;
 use uidgen_worker::WorkerIdRange;
 
-use super::{Assessment, Decision, Report, Shape, parse_ids, show_ids};
+use super::assessment::{Assessment, Report, Shape, parse_ids, show_ids};
 use crate::config::Settings;
 use crate::config::vesta::is_vesta;
 use crate::config::worker::AssignerKind;
@@ -108,7 +108,7 @@ pub async fn assess(
     args: &VestaArgs,
     settings: &Settings,
     store: &Store,
-) -> anyhow::Result<Assessment> {
+) -> anyhow::Result<Assessment<VestaDecision>> {
     let mut report = Report::default();
     let rows = store.vesta_machine_rows().await?;
     let configured = match &args.machines {
@@ -172,10 +172,10 @@ pub async fn assess(
     }
     Ok(Assessment {
         report,
-        decision: Decision::Vesta(VestaDecision {
+        decision: VestaDecision {
             machines,
             epoch_ms: VESTA_EPOCH_MS,
             beside: args.beside,
-        }),
+        },
     })
 }

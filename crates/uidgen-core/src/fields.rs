@@ -47,7 +47,7 @@ pub enum FieldKind {
     /// Time units since the layout's epoch.
     Time,
     /// The datacenter id: fixed per deployment, stamped by every generator of the layout
-    /// ([`Layout::with_datacenter_id`](super::Layout::with_datacenter_id)), above the worker as
+    /// ([`Layout::with_datacenter_id`](crate::Layout::with_datacenter_id)), above the worker as
     /// in Twitter's Snowflake (5 + 5 bits) and Baidu's 5 + 17 split of its 22 worker bits.
     Datacenter,
     /// The worker (machine) id.
