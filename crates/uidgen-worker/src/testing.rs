@@ -196,7 +196,7 @@ impl crate::registry::RangeRegistry for RecordingRegistry {
         &'a self,
         assigner: &'a str,
         range: crate::range::WorkerIdRange,
-    ) -> crate::assigner::BoxFuture<'a, crate::error::Result<()>> {
+    ) -> crate::future::BoxFuture<'a, crate::error::Result<()>> {
         if let Ok(mut asked) = self.asked.lock() {
             asked.push((assigner.to_owned(), range));
         }
