@@ -29,6 +29,7 @@
 //! ```
 
 mod assigner;
+mod assigner_core;
 pub mod blocking;
 mod builder;
 mod cache;
@@ -56,6 +57,7 @@ pub mod testing;
 mod wait;
 
 pub use assigner::{AssignmentKind, WorkerAssignment, WorkerIdAssigner};
+pub use assigner_core::{AssignerCore, ClockBehind};
 pub use builder::{AnyBuilt, Built, GeneratorBuilder, GuardedGenerator};
 pub use cache::{CacheLock, CachedWorker, read_cache, write_cache};
 pub use container::{ContainerEvidence, ContainerProbe};
