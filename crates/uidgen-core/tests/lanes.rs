@@ -184,8 +184,9 @@ fn many_threads_on_worker_ids_added_and_retired_while_taking_never_share_an_id()
     }
 }
 
-#[test]
-fn a_lane_whose_fence_holds_sits_out_and_one_whose_fence_closes_is_dropped() {
+/// A cached generator on worker 1 of a small layout (the fast boost), its standing clock, and
+/// the clock's reading at the start.
+fn worker_one_generator() -> (CachedUidGenerator<ManualClock>, ManualClock, u64) {
     let layout = small_layout(4);
     let clock = standing_clock(&layout, 1_000);
     let start = uidgen_core::Clock::now_millis(&clock);
@@ -194,6 +195,31 @@ fn a_lane_whose_fence_holds_sits_out_and_one_whose_fence_closes_is_dropped() {
         ..CachedOptions::default()
     };
     let generator = CachedUidGenerator::new(layout, 1, clock.clone(), options).unwrap();
+    (generator, clock, start)
+}
+
+/// `rounds` times: take every ready ID, ask for padding, and move the clock `step_ms` on.
+fn take_while_advancing(
+    generator: &CachedUidGenerator<ManualClock>,
+    clock: &ManualClock,
+    rounds: usize,
+    step_ms: u64,
+) -> Vec<u64> {
+    let mut ids = Vec::new();
+    for _ in 0..rounds {
+        while let Ok(Some(id)) = generator.take_one_ready() {
+            ids.push(id);
+        }
+        generator.ring().try_take();
+        clock.advance(step_ms);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    ids
+}
+
+#[test]
+fn a_lane_whose_fence_holds_sits_out_and_one_whose_fence_closes_is_dropped() {
+    let (generator, clock, start) = worker_one_generator();
     // Worker 2 may stamp only units ending by start + 4 s (the ring's first fill, two units,
     // is worker 1's); worker 3 until far ahead.
     let held = TestFence::new(start + 4_000, 0);
@@ -202,15 +228,7 @@ fn a_lane_whose_fence_holds_sits_out_and_one_whose_fence_closes_is_dropped() {
     generator
         .add_worker(3, Some(closing.clone() as Arc<dyn TimeFence>))
         .unwrap();
-    let mut ids = Vec::new();
-    for _ in 0..200 {
-        while let Ok(Some(id)) = generator.take_one_ready() {
-            ids.push(id);
-        }
-        generator.ring().try_take();
-        clock.advance(100);
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let mut ids = take_while_advancing(&generator, &clock, 200, 100);
     for id in &ids {
         let parsed = generator.parse(*id).unwrap();
         if parsed.parts.worker == 2 {
@@ -224,15 +242,7 @@ fn a_lane_whose_fence_holds_sits_out_and_one_whose_fence_closes_is_dropped() {
     );
     // Worker 3's lease is lost: it is dropped, worker 1 goes on.
     closing.closed.store(true, Ordering::SeqCst);
-    let mut after = Vec::new();
-    for _ in 0..200 {
-        while let Ok(Some(id)) = generator.take_one_ready() {
-            after.push(id);
-        }
-        generator.ring().try_take();
-        clock.advance(100);
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let after = take_while_advancing(&generator, &clock, 200, 100);
     assert!(
         !generator.workers().contains(&3),
         "{:?}",
@@ -249,14 +259,7 @@ fn a_lane_whose_fence_holds_sits_out_and_one_whose_fence_closes_is_dropped() {
 
 #[test]
 fn an_added_worker_id_starts_above_its_floor_and_a_duplicate_or_the_last_is_refused() {
-    let layout = small_layout(4);
-    let clock = standing_clock(&layout, 1_000);
-    let start = uidgen_core::Clock::now_millis(&clock);
-    let options = CachedOptions {
-        boost_power: 1,
-        ..CachedOptions::default()
-    };
-    let generator = CachedUidGenerator::new(layout, 1, clock.clone(), options).unwrap();
+    let (generator, clock, start) = worker_one_generator();
     // Worker 2's previous holder stamped up to 5 s from now.
     let floor = start + 5_000;
     generator
@@ -270,15 +273,7 @@ fn an_added_worker_id_starts_above_its_floor_and_a_duplicate_or_the_last_is_refu
         })
     ));
     assert!(generator.add_worker(1 << 40, None).is_err());
-    let mut ids = Vec::new();
-    for _ in 0..100 {
-        while let Ok(Some(id)) = generator.take_one_ready() {
-            ids.push(id);
-        }
-        generator.ring().try_take();
-        clock.advance(200);
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let ids = take_while_advancing(&generator, &clock, 100, 200);
     let of_two: Vec<u64> = ids
         .iter()
         .map(|id| generator.parse(*id).unwrap())

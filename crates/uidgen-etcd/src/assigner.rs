@@ -54,21 +54,19 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use uidgen_core::{Clock, Layout, SystemClock};
+use uidgen_core::Layout;
 use uidgen_worker::{
-    AssignmentKind, BoxFuture, NamespaceRecord, Origin, RangeRegistry, WorkerAssignment,
-    WorkerError, WorkerIdAssigner, WorkerIdRange,
+    AssignerCore, AssignmentKind, ClockBehind, NamespaceRecord, Origin, WorkerAssignment,
+    WorkerIdRange,
 };
 
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, compare_create, compare_mod, get, put};
 use crate::holder::{Claimed, EtcdHolder, Shared};
+use crate::namespace::{CLAIM_ATTEMPTS, Namespace, read_namespace, record_loss};
 use crate::options::EtcdOptions;
 use crate::record::Record;
 use uidgen_core::clock::saturating_millis as ms;
-
-/// How many rounds a claim may lose to other claimants before giving up.
-const CLAIM_ATTEMPTS: u32 = 8;
 
 /// A worker id from etcd, with what keeps it.
 #[derive(Debug, Clone)]
@@ -101,10 +99,8 @@ pub struct EtcdAssignment {
 /// ```
 #[derive(Debug)]
 pub struct EtcdWorkerIdAssigner {
-    options: EtcdOptions,
-    clock: Arc<dyn Clock>,
-    /// Where the range is recorded before a claim, if anywhere.
-    registry: Option<Arc<dyn RangeRegistry>>,
+    /// The options, the clock, and where the range is recorded before a claim, if anywhere.
+    core: AssignerCore<EtcdOptions>,
 }
 
 /// A free id and what its mark says.
@@ -113,13 +109,6 @@ struct Candidate {
     worker_id: u64,
     floor_ms: u64,
     mark_revision: i64,
-}
-
-/// The namespace record as read, with the revision a claim compares.
-#[derive(Debug, Clone)]
-pub(crate) struct Namespace {
-    pub(crate) record: NamespaceRecord,
-    pub(crate) mod_revision: i64,
 }
 
 /// What a claim found in the range.
@@ -137,52 +126,29 @@ impl EtcdWorkerIdAssigner {
     /// id's mark.
     pub const KIND: AssignmentKind = AssignmentKind::new("etcd");
 
-    /// The name its range is recorded under in a [`RangeRegistry`] (the store's
-    /// `worker_id_range`).
+    /// The name its range is recorded under in a
+    /// [`RangeRegistry`](uidgen_worker::RangeRegistry) (the store's `worker_id_range`).
     pub const REGISTRY_NAME: &'static str = "etcd";
 
-    /// An assigner with `options`, on the system clock.
-    pub fn new(options: EtcdOptions) -> Self {
-        Self {
-            options,
-            clock: Arc::new(SystemClock),
-            registry: None,
-        }
-    }
-
-    /// Record the range in `registry` before every claim, so that the other assigners sharing
-    /// it keep out of that range (and a range overlapping theirs is refused before anything
-    /// is claimed in etcd).
-    ///
-    /// ```no_run
-    /// # async fn demo(store: impl uidgen_worker::RangeRegistry + 'static) -> Result<(), Box<dyn std::error::Error>> {
-    /// use uidgen_core::Layout;
-    /// use uidgen_etcd::{EtcdOptions, EtcdWorkerIdAssigner};
-    /// use uidgen_worker::WorkerIdAssigner;
-    /// let mut options = EtcdOptions::new(["http://127.0.0.1:2379"], "/uidgen/order", "10.0.0.7:8080");
-    /// options.range = Some("924-1023".parse()?);
-    /// let assigner = EtcdWorkerIdAssigner::new(options).registered_in(store);
-    /// let assignment = assigner.assign(&Layout::leaf()?).await?;
-    /// assert!((924..=1023).contains(&assignment.worker_id));
-    /// # Ok(()) }
-    /// ```
-    #[must_use]
-    pub fn registered_in(mut self, registry: impl RangeRegistry + 'static) -> Self {
-        self.registry = Some(Arc::new(registry));
-        self
-    }
-
-    /// Read time from `clock` (the one the generator reads).
-    #[must_use]
-    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// The options.
-    pub fn options(&self) -> &EtcdOptions {
-        &self.options
-    }
+    uidgen_worker::assigner_constructors!(
+        EtcdOptions,
+        /// Record the range in `registry` before every claim, so that the other assigners sharing
+        /// it keep out of that range (and a range overlapping theirs is refused before anything
+        /// is claimed in etcd).
+        ///
+        /// ```no_run
+        /// # async fn demo(store: impl uidgen_worker::RangeRegistry + 'static) -> Result<(), Box<dyn std::error::Error>> {
+        /// use uidgen_core::Layout;
+        /// use uidgen_etcd::{EtcdOptions, EtcdWorkerIdAssigner};
+        /// use uidgen_worker::WorkerIdAssigner;
+        /// let mut options = EtcdOptions::new(["http://127.0.0.1:2379"], "/uidgen/order", "10.0.0.7:8080");
+        /// options.range = Some("924-1023".parse()?);
+        /// let assigner = EtcdWorkerIdAssigner::new(options).registered_in(store);
+        /// let assignment = assigner.assign(&Layout::leaf()?).await?;
+        /// assert!((924..=1023).contains(&assignment.worker_id));
+        /// # Ok(()) }
+        /// ```
+    );
 
     /// Claim a worker id for `layout` and start keeping it, after recording the range in the
     /// registry ([`registered_in`](Self::registered_in)), if any; a typed error when the
@@ -192,15 +158,12 @@ impl EtcdWorkerIdAssigner {
     /// Cancel safety: a start dropped midway may leave a claim key behind, which goes with its
     /// lease one ttl later; nothing is issued before this returns.
     pub async fn start(&self, layout: &Layout) -> Result<EtcdAssignment> {
-        self.options.validate()?;
-        let range = self.options.range_for(layout)?;
-        if let Some(registry) = &self.registry {
-            registry
-                .register_worker_range(Self::REGISTRY_NAME, range)
-                .await?;
-        }
-        let gateway = Gateway::new(&self.options)?;
-        let lease = gateway.grant(self.options.lease_ttl).await?;
+        let options = &self.core.options;
+        options.validate()?;
+        let range = options.range_for(layout)?;
+        self.core.register(Self::REGISTRY_NAME, range).await?;
+        let gateway = Gateway::new(options)?;
+        let lease = gateway.grant(options.lease_ttl).await?;
         let claimed = match self.claim(&gateway, lease, range).await {
             Ok(claimed) => claimed,
             Err(error) => {
@@ -212,9 +175,9 @@ impl EtcdWorkerIdAssigner {
         // The holder starts keeping the lease alive before the wait below, which may last
         // longer than the lease's ttl; its fence is handed out only after the wait.
         let holder = EtcdHolder::start(Shared::new(
-            self.options.clone(),
+            options.clone(),
             gateway,
-            Arc::clone(&self.clock),
+            Arc::clone(&self.core.clock),
             &claimed,
         ));
         let waited = match self.wait_for_clock(worker_id, floor_ms).await {
@@ -246,7 +209,7 @@ impl EtcdWorkerIdAssigner {
     /// Claim the lowest usable id of `range` under `lease`: no claim key, and a mark this
     /// clock reaches within `max_start_wait`.
     async fn claim(&self, gateway: &Gateway, lease: i64, range: WorkerIdRange) -> Result<Claimed> {
-        let options = &self.options;
+        let options = &self.core.options;
         let life = fastrand::u64(..);
         for attempt in 0..CLAIM_ATTEMPTS {
             if attempt > 0 {
@@ -264,7 +227,7 @@ impl EtcdWorkerIdAssigner {
             let mut raced = false;
             for candidate in survey.candidates {
                 let worker_id = candidate.worker_id;
-                let now = self.clock.now_millis();
+                let now = self.core.clock.now_millis();
                 // The reservation covers the floor too: a later claimant never starts below
                 // the previous holder, even if this one stamps nothing.
                 let record = Record {
@@ -328,7 +291,7 @@ impl EtcdWorkerIdAssigner {
                         reason: record.fence_reason("etcd"),
                         origin: record.origin,
                         floor_ms: record.floor_ms,
-                        now_ms: self.clock.now_millis(),
+                        now_ms: self.core.clock.now_millis(),
                     });
                 }
                 return Err(EtcdError::RangeUsedUp {
@@ -351,7 +314,7 @@ impl EtcdWorkerIdAssigner {
         range: WorkerIdRange,
         namespace: &Namespace,
     ) -> Result<Survey> {
-        let options = &self.options;
+        let options = &self.core.options;
         let id_of = |key: &str, dir: &str| {
             key.strip_prefix(&format!("{}/{dir}/", options.prefix))
                 .and_then(|id| id.parse::<u64>().ok())
@@ -375,7 +338,7 @@ impl EtcdWorkerIdAssigner {
                 Some((id, (Record::parse(&kv.value), kv.mod_revision)))
             })
             .collect();
-        let now = self.clock.now_millis();
+        let now = self.core.clock.now_millis();
         let reach = now.saturating_add(ms(options.max_start_wait));
         let mut survey = Survey {
             held: held.len(),
@@ -425,34 +388,27 @@ impl EtcdWorkerIdAssigner {
     /// records ids of the namespace already (an earlier uidgen's), else
     /// [`Origin::UnknownPast`], which fences every id (see the module documentation).
     pub(crate) async fn namespace(&self, gateway: &Gateway) -> Result<Namespace> {
-        let options = &self.options;
+        let options = &self.core.options;
         let key = options.namespace_key();
         for _ in 0..CLAIM_ATTEMPTS {
             if let Some(namespace) = read_namespace(gateway, &key).await? {
                 return Ok(namespace);
             }
-            let now = self.clock.now_millis();
-            let record = if gateway
+            let now = self.core.clock.now_millis();
+            let recorded = gateway
                 .any(
                     "looking for worker-id marks",
                     &format!("{}/marks/", options.prefix),
                 )
-                .await?
-            {
-                NamespaceRecord::open(Origin::Adopted, now, options.holder.clone())
-            } else {
-                NamespaceRecord::fenced(
-                    Origin::UnknownPast,
-                    now,
-                    ms(options.reservation),
-                    ms(options.max_start_wait),
-                    options.holder.clone(),
-                )
-                .because(format!(
-                    "nothing under {} at the first start",
-                    options.prefix
-                ))
-            };
+                .await?;
+            let record = NamespaceRecord::first(
+                recorded,
+                now,
+                ms(options.reservation),
+                ms(options.max_start_wait),
+                options.holder.clone(),
+                &options.prefix,
+            );
             let txn = gateway
                 .txn(
                     "writing the namespace record",
@@ -495,8 +451,8 @@ impl EtcdWorkerIdAssigner {
     /// adopted. Only for a namespace that never issued an ID: after a loss, an init lets a
     /// claimant start an id below what its lost holder stamped.
     pub async fn init_namespace(&self) -> Result<NamespaceRecord> {
-        self.options.validate()?;
-        let options = &self.options;
+        let options = &self.core.options;
+        options.validate()?;
         let gateway = Gateway::new(options)?;
         let key = options.namespace_key();
         let not_new = |reason: String| EtcdError::NotNew {
@@ -532,8 +488,11 @@ impl EtcdWorkerIdAssigner {
                 )));
             }
         }
-        let record =
-            NamespaceRecord::open(Origin::Init, self.clock.now_millis(), "uidgen etcd init");
+        let record = NamespaceRecord::open(
+            Origin::Init,
+            self.core.clock.now_millis(),
+            "uidgen etcd init",
+        );
         let txn = gateway
             .txn(
                 "initialising the namespace",
@@ -555,39 +514,32 @@ impl EtcdWorkerIdAssigner {
     /// `now + reservation + max_start_wait`. Holders still running keep their ids (their next
     /// rounds write newer marks). Returns the record now in force.
     pub async fn recover_namespace(&self, why: &str) -> Result<NamespaceRecord> {
-        self.options.validate()?;
-        let gateway = Gateway::new(&self.options)?;
-        let now = self.clock.now_millis();
-        record_loss(&gateway, &self.options, now, 0, why).await
+        let options = &self.core.options;
+        options.validate()?;
+        let gateway = Gateway::new(options)?;
+        let now = self.core.clock.now_millis();
+        record_loss(&gateway, options, now, 0, why).await
     }
 
     /// Wait until the clock has passed `until_ms`, up to `max_start_wait`: the store's one
     /// wait (the rule every assigner's start follows), with etcd's error.
     async fn wait_for_clock(&self, worker_id: u64, until_ms: u64) -> Result<()> {
-        let max_wait = self.options.max_start_wait;
-        uidgen_worker::wait_for_clock(self.clock.as_ref(), worker_id, until_ms, max_wait)
+        let max_wait = self.core.options.max_start_wait;
+        let behind = |b: ClockBehind| EtcdError::ClockBehind {
+            worker_id: b.worker_id,
+            until_ms: b.until_ms,
+            now_ms: b.now_ms,
+            max_wait_ms: b.max_wait_ms,
+        };
+        (self.core)
+            .wait_for_clock(worker_id, until_ms, max_wait, behind)
             .await
-            .map_err(|error| match error {
-                WorkerError::ClockBehindLastIssued {
-                    worker_id,
-                    until_ms,
-                    now_ms,
-                    max_wait_ms,
-                    ..
-                } => EtcdError::ClockBehind {
-                    worker_id,
-                    until_ms,
-                    now_ms,
-                    max_wait_ms,
-                },
-                other => EtcdError::Worker(other),
-            })
     }
 
     /// Every id's mark under the prefix (for operators and tests).
     pub async fn marks(&self) -> Result<HashMap<u64, Record>> {
-        let gateway = Gateway::new(&self.options)?;
-        let prefix = format!("{}/marks/", self.options.prefix);
+        let gateway = Gateway::new(&self.core.options)?;
+        let prefix = format!("{}/marks/", self.core.options.prefix);
         Ok(gateway
             .list("listing the marks", &prefix)
             .await?
@@ -600,110 +552,12 @@ impl EtcdWorkerIdAssigner {
     }
 }
 
-impl WorkerIdAssigner for EtcdWorkerIdAssigner {
-    fn assign<'a>(
-        &'a self,
-        layout: &'a Layout,
-    ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
-        Box::pin(async move { Ok(self.start(layout).await?.assignment) })
-    }
-
-    fn holds_several(&self) -> bool {
-        true
-    }
-
+uidgen_worker::impl_coordinated_assigner!(
+    EtcdWorkerIdAssigner,
+    |this, index| EtcdOptions {
+        holder: format!("{}.{index}", this.core.options.holder),
+        ..this.core.options.clone()
+    },
     /// Another claim under a lease of its own, exactly as the first: claims are not kept per
     /// address, so only the holder name (`host:port.{index}`, for operators) tells them apart.
-    fn assign_extra<'a>(
-        &'a self,
-        layout: &'a Layout,
-        index: u32,
-    ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
-        Box::pin(async move {
-            let extra = Self {
-                options: EtcdOptions {
-                    holder: format!("{}.{index}", self.options.holder),
-                    ..self.options.clone()
-                },
-                clock: Arc::clone(&self.clock),
-                // The first assignment recorded the range an extra draws from too.
-                registry: None,
-            };
-            Ok(extra.start(layout).await?.assignment)
-        })
-    }
-}
-
-/// The namespace record under `key`, if any. A value that is not a record is an error: it is
-/// not ours to overwrite, and reading it as absent could unfence lost ids.
-pub(crate) async fn read_namespace(gateway: &Gateway, key: &str) -> Result<Option<Namespace>> {
-    let Some(kv) = gateway.get("reading the namespace record", key).await? else {
-        return Ok(None);
-    };
-    let record = NamespaceRecord::parse(&kv.value).ok_or_else(|| EtcdError::Etcd {
-        endpoint: String::new(),
-        action: "reading the namespace record",
-        reason: format!("{key} does not hold a namespace record; remove or fix it by hand"),
-    })?;
-    Ok(Some(Namespace {
-        record,
-        mod_revision: kv.mod_revision,
-    }))
-}
-
-/// Make the namespace record fence a loss seen at `now_ms` (this clock): write an
-/// [`Origin::DataLoss`] record with floor `now + reservation + max_start_wait`, unless the
-/// record in force already covers it (written by another observer after `last_accepted_ms`,
-/// the observer's last accepted round, and fencing at least as far). Returns the record in
-/// force.
-pub(crate) async fn record_loss(
-    gateway: &Gateway,
-    options: &EtcdOptions,
-    now_ms: u64,
-    last_accepted_ms: u64,
-    why: &str,
-) -> Result<NamespaceRecord> {
-    let key = options.namespace_key();
-    let fresh = NamespaceRecord::fenced(
-        Origin::DataLoss,
-        now_ms,
-        ms(options.reservation),
-        ms(options.max_start_wait),
-        options.holder.clone(),
-    )
-    .because(why);
-    for _ in 0..CLAIM_ATTEMPTS {
-        let existing = read_namespace(gateway, &key).await?;
-        let revision = match &existing {
-            Some(ns) if last_accepted_ms > 0 && ns.record.covers_loss_after(last_accepted_ms) => {
-                return Ok(ns.record.clone());
-            }
-            Some(ns) => ns.mod_revision,
-            None => 0,
-        };
-        let mut record = fresh.clone();
-        if let Some(ns) = &existing {
-            record.floor_ms = record.floor_ms.max(ns.record.floor_ms);
-        }
-        let txn = gateway
-            .txn(
-                "recording etcd's data loss in the namespace record",
-                vec![compare_mod(&key, revision)],
-                vec![put(&key, &record.to_json(), 0)],
-                Vec::new(),
-            )
-            .await?;
-        if txn.succeeded {
-            tracing::error!(
-                prefix = %options.prefix,
-                fenced_until_ms = record.floor_ms,
-                "etcd lost data ({why}): recorded in {key}; worker ids without a newer mark are \
-                 fenced until fenced_until_ms"
-            );
-            return Ok(record);
-        }
-    }
-    Err(EtcdError::Contention {
-        attempts: CLAIM_ATTEMPTS,
-    })
-}
+);

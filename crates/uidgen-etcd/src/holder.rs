@@ -19,7 +19,7 @@
 //!   `now + max_start_wait < cap` ([`may_reestablish`]): before then no claimant could have
 //!   taken the id at the reservation the mark promised. An absent mark, or an answer whose
 //!   revision went below one seen before, is a data loss: the holder first makes the namespace
-//!   record fence every older id (`assigner::record_loss`), so claimants wait out what the
+//!   record fence every older id (`namespace::record_loss`), so claimants wait out what the
 //!   holders etcd forgot may still stamp, then takes its id up again. Anything else (the claim
 //!   key held by another, a mark of another life) loses the id.
 
@@ -32,9 +32,9 @@ use uidgen_worker::{
     may_reestablish,
 };
 
-use crate::assigner::{read_namespace, record_loss};
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, compare_create, compare_mod, get, put};
+use crate::namespace::{read_namespace, record_loss};
 use crate::options::EtcdOptions;
 use crate::record::Record;
 use uidgen_core::clock::saturating_millis as ms;

@@ -38,6 +38,7 @@ mod assigner;
 mod error;
 mod gateway;
 mod holder;
+mod namespace;
 mod options;
 mod record;
 #[cfg(feature = "testing")]

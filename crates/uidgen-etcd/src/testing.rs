@@ -7,8 +7,10 @@
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use uidgen_worker::testing::ask;
 
 /// The variable naming the test etcd's client URL (default `http://127.0.0.1:2379`).
 pub const ENV_TEST_ETCD: &str = "UIDGEN_TEST_ETCD";
@@ -23,21 +25,8 @@ pub fn answers(url: &str) -> bool {
     let Some(host) = url.strip_prefix("http://").map(|h| h.trim_end_matches('/')) else {
         return false;
     };
-    let Ok(addr) = host.parse() else {
-        return false;
-    };
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
-        return false;
-    };
-    use std::io::{Read, Write};
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     let request = format!("GET /version HTTP/1.0\r\nHost: {host}\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
-    let mut reply = String::new();
-    let _ = stream.read_to_string(&mut reply);
-    reply.contains("etcdserver")
+    ask(host, request.as_bytes()).is_some_and(|reply| reply.contains("etcdserver"))
 }
 
 /// The test etcd's URL after checking that it answers; panics naming [`ENV_TEST_ETCD`] when
@@ -115,30 +104,26 @@ fn post(url: &str, path: &str, body: &str) -> std::io::Result<String> {
     Ok(reply)
 }
 
-use uidgen_worker::testing::free_port;
+use uidgen_worker::testing::{PrivateServer, free_port};
 pub use uidgen_worker::testing::{copy_dir, unique};
 
 /// An etcd server of this test alone, on its own ports and data directory, so a test can kill
 /// it, restart it, and empty or roll back its data. Killed when dropped.
 #[derive(Debug)]
 pub struct PrivateEtcd {
-    port: u16,
+    server: PrivateServer,
     peer: u16,
-    dir: PathBuf,
-    child: Option<Child>,
 }
 
 impl PrivateEtcd {
     /// Start one (the `etcd` binary on the PATH, or `UIDGEN_TEST_ETCD_BIN`) and wait until it
     /// answers; panics with what is missing otherwise.
     pub fn start() -> Self {
-        let dir = std::env::temp_dir().join(unique("uidgen-etcd-server"));
-        std::fs::create_dir_all(&dir).unwrap();
         let mut server = Self {
-            port: free_port(),
+            server: PrivateServer::new("etcd", "etcd.log", "127.0.0.1", |address| {
+                answers(&format!("http://{address}"))
+            }),
             peer: free_port(),
-            dir,
-            child: None,
         };
         server.restart();
         server
@@ -147,20 +132,15 @@ impl PrivateEtcd {
     /// Start the server again (after [`kill`](Self::kill)) on the same ports and data
     /// directory, and wait until it answers.
     pub fn restart(&mut self) {
-        self.kill();
         let binary = std::env::var("UIDGEN_TEST_ETCD_BIN").unwrap_or_else(|_| "etcd".to_owned());
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("etcd.log"))
-            .unwrap();
         let client = self.endpoint();
         let peer_url = format!("http://127.0.0.1:{}", self.peer);
-        let child = Command::new(&binary)
+        let mut command = Command::new(&binary);
+        command
             .arg("--name")
             .arg("private")
             .arg("--data-dir")
-            .arg(self.data_dir())
+            .arg(self.server.data_dir())
             .arg("--listen-client-urls")
             .arg(&client)
             .arg("--advertise-client-urls")
@@ -170,35 +150,17 @@ impl PrivateEtcd {
             .arg("--initial-advertise-peer-urls")
             .arg(&peer_url)
             .arg("--initial-cluster")
-            .arg(format!("private={peer_url}"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot run `{binary}` for a private etcd ({e}); install etcd-server \
-                     (scripts/test.sh does) or set UIDGEN_TEST_ETCD_BIN"
-                )
-            });
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !answers(&self.endpoint()) {
-            assert!(
-                Instant::now() < deadline,
-                "the private etcd on port {} did not answer within 60 s; see {}",
-                self.port,
-                self.dir.join("etcd.log").display()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            .arg(format!("private={peer_url}"));
+        self.server.run(
+            command,
+            "install etcd-server (scripts/test.sh does) or set UIDGEN_TEST_ETCD_BIN",
+        );
     }
 
     /// Kill the server, empty its data directory (a disk lost, a container without a
     /// volume), and start it again on the same ports.
     pub fn restart_empty(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(self.data_dir());
+        self.server.empty_data();
         self.restart();
     }
 
@@ -206,47 +168,28 @@ impl PrivateEtcd {
     /// [`restore`](Self::restore) rolls the server back to. Start it again with
     /// [`restart`](Self::restart).
     pub fn snapshot(&mut self) -> PathBuf {
-        self.kill();
-        let to = self.dir.join(unique("snapshot"));
-        copy_dir(&self.data_dir(), &to);
-        to
+        self.server.snapshot()
     }
 
     /// Kill the server, replace its data with `snapshot`'s, and start it again: a restore from
     /// an older snapshot.
     pub fn restore(&mut self, snapshot: &Path) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(self.data_dir());
-        copy_dir(snapshot, &self.data_dir());
+        self.server.replace_data(snapshot);
         self.restart();
-    }
-
-    fn data_dir(&self) -> PathBuf {
-        self.dir.join("data")
     }
 
     /// Its client URL.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}", self.server.address())
     }
 
     /// Kill the server process (SIGKILL: no goodbye to its clients).
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.server.kill();
     }
 
     /// Its directory (data and log).
     pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-}
-
-impl Drop for PrivateEtcd {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.server.dir()
     }
 }

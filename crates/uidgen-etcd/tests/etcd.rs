@@ -68,6 +68,31 @@ fn options(endpoint: &str, prefix: &str, holder: &str) -> EtcdOptions {
 }
 
 /// A held id on Leaf's layout and a Snowflake generator fenced by its holder.
+/// [`options`] limited to `range` (`"LO-HI"`).
+fn ranged(endpoint: &str, prefix: &str, holder: &str, range: &str) -> EtcdOptions {
+    let mut options = options(endpoint, prefix, holder);
+    options.range = Some(range.parse().unwrap());
+    options
+}
+
+/// A private etcd and holder `a:1`'s options there, limited to `range`, with room for a holder
+/// to take its id up again once etcd is back (`now + 5 s` inside a 15 s reservation).
+fn private_namespace(range: &str) -> (PrivateEtcd, EtcdOptions) {
+    let etcd = PrivateEtcd::start();
+    let endpoint = etcd.endpoint();
+    let mut opts = ranged(&endpoint, &test_namespace(&endpoint), "a:1", range);
+    opts.reservation = Duration::from_secs(15);
+    (etcd, opts)
+}
+
+/// A claim with `options`, which must succeed.
+async fn hold(options: &EtcdOptions, layout: &Layout) -> EtcdAssignment {
+    EtcdWorkerIdAssigner::new(options.clone())
+        .start(layout)
+        .await
+        .unwrap()
+}
+
 async fn start_fenced(options: EtcdOptions) -> (EtcdAssignment, SnowflakeGenerator<SystemClock>) {
     let layout = Layout::leaf().unwrap();
     let held = EtcdWorkerIdAssigner::new(options)
@@ -365,12 +390,8 @@ async fn a_start_that_waits_longer_than_the_lease_ttl_keeps_its_lease() {
     let endpoint = test_endpoint();
     let prefix = test_namespace(&endpoint);
     let layout = Layout::leaf().unwrap();
-    let mut first = options(&endpoint, &prefix, "first:1");
-    first.range = Some("3-3".parse().unwrap());
-    let held = EtcdWorkerIdAssigner::new(first.clone())
-        .start(&layout)
-        .await
-        .unwrap();
+    let first = ranged(&endpoint, &prefix, "first:1", "3-3");
+    let held = hold(&first, &layout).await;
     let reserved = held.holder.status().health.accepted_until_ms;
     held.holder.release().await.unwrap();
     // A host 4 s late takes the id: it waits about 4 s + the reservation for its clock to pass
@@ -534,14 +555,8 @@ fn load(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_emptied_etcd_never_gives_a_held_id_to_a_newcomer_and_its_holders_go_on() {
-    let mut etcd = PrivateEtcd::start();
-    let endpoint = etcd.endpoint();
-    let prefix = test_namespace(&endpoint);
+    let (mut etcd, opts) = private_namespace("5-7");
     let layout = Layout::leaf().unwrap();
-    let mut opts = options(&endpoint, &prefix, "a:1");
-    // Room for the holders to take their ids up again once etcd is back: `now + 5 s` inside it.
-    opts.reservation = Duration::from_secs(15);
-    opts.range = Some("5-7".parse().unwrap());
     let (a, gen_a) = start_fenced(opts.clone()).await;
     let (b, gen_b) = start_fenced(EtcdOptions {
         holder: "b:1".into(),
@@ -690,13 +705,8 @@ async fn a_prefix_an_earlier_uidgen_wrote_is_adopted_with_its_marks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_restore_from_an_older_snapshot_is_seen_by_a_holder_and_fences_the_forgotten_ids() {
-    let mut etcd = PrivateEtcd::start();
-    let endpoint = etcd.endpoint();
-    let prefix = test_namespace(&endpoint);
+    let (mut etcd, opts) = private_namespace("5-6");
     let layout = Layout::leaf().unwrap();
-    let mut opts = options(&endpoint, &prefix, "a:1");
-    opts.reservation = Duration::from_secs(15);
-    opts.range = Some("5-6".parse().unwrap());
     let (a, gen_a) = start_fenced(opts.clone()).await;
     assert_eq!(a.assignment.worker_id, 5);
     let mut ids = gen_a.next_ids(1_000).unwrap();
@@ -765,12 +775,8 @@ async fn recover_fences_every_id_marked_before_it() {
     let endpoint = test_endpoint();
     let prefix = test_namespace(&endpoint);
     let layout = Layout::leaf().unwrap();
-    let mut opts = options(&endpoint, &prefix, "a:1");
-    opts.range = Some("0-1".parse().unwrap());
-    let held = EtcdWorkerIdAssigner::new(opts.clone())
-        .start(&layout)
-        .await
-        .unwrap();
+    let opts = ranged(&endpoint, &prefix, "a:1", "0-1");
+    let held = hold(&opts, &layout).await;
     let assigner = EtcdWorkerIdAssigner::new(opts.clone());
     let record = assigner
         .recover_namespace("restored from last night's snapshot")

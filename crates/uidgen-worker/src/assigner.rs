@@ -1,18 +1,13 @@
 //! Worker-id assigners: how a process gets the worker id its generator stamps into IDs.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use uidgen_core::{Layout, TimeFence};
 
 use crate::error::Result;
+use crate::future::BoxFuture;
 use crate::keeper::WorkerKeeper;
-
-/// A boxed, `Send` future: what [`WorkerIdAssigner::assign`] returns, so that assigners can
-/// be held as `Arc<dyn WorkerIdAssigner>`.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// How a worker id was obtained, by name (`GET /v1/status` reports it).
 ///

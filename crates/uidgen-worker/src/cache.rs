@@ -62,7 +62,7 @@ pub fn read_cache(path: &Path) -> Result<CachedWorker> {
     let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
     // A cache copied from another host names that host's worker id: refuse it here, so that a
     // start that only reads it (ZooKeeper's offline start) is refused too.
-    host_dir(path, crate::host_record::check_dir).map_err(error)?;
+    host_dir(path, crate::state_dir::check_dir).map_err(error)?;
     let (mut worker_id, mut until_ms, mut holder, mut lease_expires_ms) = (None, None, None, None);
     for line in text.lines().map(str::trim).filter(|l| !l.starts_with('#')) {
         let Some((key, value)) = line.split_once('=') else {
@@ -129,7 +129,7 @@ pub fn write_cache(path: &Path, cached: &CachedWorker) -> Result<()> {
         .map_err(error)
 }
 
-/// Run `check` ([`claim_dir`](crate::host_record::claim_dir) or `check_dir`) on the directory
+/// Run `check` ([`claim_dir`](crate::state_dir::claim_dir) or `check_dir`) on the directory
 /// of the state file at `path`: its host record says whose the file is.
 fn host_dir(
     path: &Path,
@@ -166,7 +166,7 @@ impl CacheLock {
         {
             std::fs::create_dir_all(parent).map_err(|e| error(e.to_string()))?;
         }
-        host_dir(path, crate::host_record::claim_dir).map_err(error)?;
+        host_dir(path, crate::state_dir::claim_dir).map_err(error)?;
         let mut lock_path = path.as_os_str().to_owned();
         lock_path.push(".lock");
         let file = std::fs::OpenOptions::new()

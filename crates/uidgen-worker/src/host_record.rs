@@ -40,7 +40,6 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use crate::machine_part::HostIdentity;
-use crate::state_dir::StateDirError;
 
 /// The file in a state directory that names the host it belongs to.
 pub const HOST_RECORD: &str = "uidgen-host";
@@ -102,7 +101,7 @@ impl HostRecord {
         self.machine_id == recorded.machine_id && (same_boot || self.hostname == recorded.hostname)
     }
 
-    fn parse(file: &str) -> Self {
+    pub(crate) fn parse(file: &str) -> Self {
         let mut record = Self::default();
         for line in file.lines().filter(|l| !l.trim_start().starts_with('#')) {
             let Some((key, value)) = line.split_once('=') else {
@@ -119,7 +118,7 @@ impl HostRecord {
         record
     }
 
-    fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let field = |v: &Option<String>| v.clone().unwrap_or_default();
         format!(
             "# uidgen: the host this state directory belongs to. Its worker-id files are only \
@@ -152,103 +151,9 @@ fn text(s: Option<&str>) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Check that `dir` belongs to this host, recording this host in it when it records none (or
-/// another boot or hostname of this host). A directory that does not exist yet is left alone.
-pub(crate) fn claim_dir(dir: &Path) -> Result<(), StateDirError> {
-    claim_dir_as(dir, HostRecord::current(), true)
-}
-
-/// Check that `dir` belongs to this host without writing anything.
-pub(crate) fn check_dir(dir: &Path) -> Result<(), StateDirError> {
-    claim_dir_as(dir, HostRecord::current(), false)
-}
-
-/// [`claim_dir`] (`record`) or [`check_dir`] as host `current`.
-pub(crate) fn claim_dir_as(
-    dir: &Path,
-    current: &HostRecord,
-    record: bool,
-) -> Result<(), StateDirError> {
-    let path = dir.join(HOST_RECORD);
-    let failed = |source| StateDirError::Create {
-        path: dir.to_owned(),
-        source,
-    };
-    let recorded = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(HostRecord::parse(&text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(failed(e)),
-    };
-    if let Some(recorded) = &recorded {
-        if !current.same_host_as(recorded) {
-            return Err(StateDirError::OtherHost {
-                dir: dir.to_owned(),
-                recorded: Box::new(recorded.clone()),
-                current: Box::new(current.clone()),
-            });
-        }
-        if recorded == current {
-            return Ok(());
-        }
-    }
-    if !record || !dir.is_dir() {
-        return Ok(());
-    }
-    // A temporary file renamed over the record: a reader sees the old record or the new one.
-    let tmp = dir.join(format!("{HOST_RECORD}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, current.render()).map_err(failed)?;
-    std::fs::rename(&tmp, &path).map_err(failed)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn host(machine: &str, name: &str, boot: &str) -> HostRecord {
-        HostRecord::new(Some(machine), Some(name), Some(boot))
-    }
-
-    #[test]
-    fn the_first_use_records_the_host_and_a_reboot_updates_it() {
-        let dir = tempfile::tempdir().unwrap();
-        claim_dir_as(dir.path(), &host("m1", "web-1", "b1"), true).unwrap();
-        let on_disk = |dir: &Path| {
-            HostRecord::parse(&std::fs::read_to_string(dir.join(HOST_RECORD)).unwrap())
-        };
-        assert_eq!(on_disk(dir.path()), host("m1", "web-1", "b1"));
-        claim_dir_as(dir.path(), &host("m1", "web-1", "b2"), true).unwrap();
-        assert_eq!(on_disk(dir.path()), host("m1", "web-1", "b2"));
-        // Renamed after the reboot: the same boot still says it is this host.
-        claim_dir_as(dir.path(), &host("m1", "web-2", "b2"), true).unwrap();
-        assert_eq!(on_disk(dir.path()), host("m1", "web-2", "b2"));
-    }
-
-    #[test]
-    fn another_host_is_refused_naming_both_and_what_to_do() {
-        let dir = tempfile::tempdir().unwrap();
-        claim_dir_as(dir.path(), &host("m1", "web-1", "b1"), true).unwrap();
-        for other in [host("m2", "web-1", "b1"), host("m1", "web-9", "b9")] {
-            for record in [true, false] {
-                let refused = claim_dir_as(dir.path(), &other, record).unwrap_err();
-                let text = refused.to_string();
-                assert!(matches!(refused, StateDirError::OtherHost { .. }), "{text}");
-                assert!(text.contains("machine id m1, hostname web-1"), "{text}");
-                assert!(
-                    text.contains(HOST_RECORD) && text.contains("UIDGEN_STATE_DIR"),
-                    "{text}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn checking_writes_nothing_and_a_missing_directory_is_left_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        claim_dir_as(dir.path(), &host("m1", "a", "b"), false).unwrap();
-        assert!(!dir.path().join(HOST_RECORD).exists());
-        claim_dir_as(&dir.path().join("absent"), &host("m1", "a", "b"), true).unwrap();
-        assert!(!dir.path().join("absent").exists());
-    }
 
     #[test]
     fn a_host_without_machine_id_or_boot_id_compares_hostnames() {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use uidgen_core::UidGenerator;
 
-use crate::assigner::BoxFuture;
 use crate::error::Result;
+use crate::future::BoxFuture;
 use crate::holder_health::HealthSnapshot;
 
 /// A snapshot of a keeper, for readiness, status and metrics: for people, not for deciding

@@ -29,11 +29,13 @@
 //! ```
 
 mod assigner;
+mod assigner_core;
 pub mod blocking;
 mod builder;
 mod cache;
 mod container;
 mod error;
+mod future;
 mod holder_health;
 mod host;
 mod host_record;
@@ -44,6 +46,7 @@ mod machine_part;
 mod mark;
 mod namespace;
 mod range;
+mod range_checked;
 mod registry;
 mod remote_lease;
 mod remote_resume;
@@ -53,11 +56,13 @@ mod static_id;
 pub mod testing;
 mod wait;
 
-pub use assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
+pub use assigner::{AssignmentKind, WorkerAssignment, WorkerIdAssigner};
+pub use assigner_core::{AssignerCore, ClockBehind};
 pub use builder::{AnyBuilt, Built, GeneratorBuilder, GuardedGenerator};
 pub use cache::{CacheLock, CachedWorker, read_cache, write_cache};
 pub use container::{ContainerEvidence, ContainerProbe};
 pub use error::{Result, WorkerError};
+pub use future::BoxFuture;
 pub use holder_health::{Coordinator, HealthSnapshot, HolderHealth};
 pub use host::{ENV_HOST, ENV_PORT, default_holder, host_name, local_ip};
 pub use host_record::{HOST_RECORD, HostRecord};

@@ -34,10 +34,11 @@ use std::time::Duration;
 
 use uidgen_core::{Clock, FieldKind, Layout};
 
-use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
+use crate::assigner::{AssignmentKind, WorkerAssignment, WorkerIdAssigner};
 use crate::cache::CacheLock;
 use crate::container::ContainerProbe;
 use crate::error::{Result, WorkerError};
+use crate::future::BoxFuture;
 use crate::lease_options::LeaseOptions;
 use crate::machine_part::{MACHINE_BITS, MachinePart, MachineSource};
 use crate::mark::{MarkFence, MarkTiming};

@@ -138,6 +138,36 @@ impl NamespaceRecord {
         }
     }
 
+    /// The record a start writes where it finds none: [`Origin::Adopted`] (fencing nothing)
+    /// when the coordinator `recorded` ids of the namespace already (an earlier uidgen's, or
+    /// Leaf's), else [`Origin::UnknownPast`], which cannot tell a new namespace from a lost
+    /// one and so fences every id as [`fenced`](Self::fenced) does, saying nothing was under
+    /// `root`.
+    ///
+    /// ```
+    /// use uidgen_worker::{NamespaceRecord, Origin};
+    /// let adopted = NamespaceRecord::first(true, 1_000, 600_000, 5_000, "10.0.0.7:8080", "/p");
+    /// assert_eq!((adopted.origin, adopted.floor_ms), (Origin::Adopted, 0));
+    /// let unknown = NamespaceRecord::first(false, 1_000, 600_000, 5_000, "10.0.0.7:8080", "/p");
+    /// assert_eq!((unknown.origin, unknown.floor_ms), (Origin::UnknownPast, 606_000));
+    /// assert_eq!(unknown.why, "nothing under /p at the first start");
+    /// ```
+    pub fn first(
+        recorded: bool,
+        now_ms: u64,
+        reservation_ms: u64,
+        skew_ms: u64,
+        by: impl Into<String>,
+        root: &str,
+    ) -> Self {
+        if recorded {
+            Self::open(Origin::Adopted, now_ms, by)
+        } else {
+            Self::fenced(Origin::UnknownPast, now_ms, reservation_ms, skew_ms, by)
+                .because(format!("nothing under {root} at the first start"))
+        }
+    }
+
     /// The same record with what its writer saw.
     #[must_use]
     pub fn because(mut self, why: impl Into<String>) -> Self {

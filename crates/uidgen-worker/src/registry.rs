@@ -5,9 +5,10 @@
 
 use uidgen_core::Layout;
 
-use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment};
+use crate::assigner::{AssignmentKind, WorkerAssignment};
 use crate::cache::CacheLock;
 use crate::error::Result;
+use crate::future::BoxFuture;
 use crate::lease_options::LeaseOptions;
 use crate::mark::MarkTiming;
 use crate::range::WorkerIdRange;

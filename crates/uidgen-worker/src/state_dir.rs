@@ -15,6 +15,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::host_record::{HOST_RECORD, HostRecord};
+
 /// The variable that names the state directory, over every default.
 pub const ENV_STATE_DIR: &str = "UIDGEN_STATE_DIR";
 
@@ -54,15 +56,15 @@ pub enum StateDirError {
          delete {dir}/{record} to adopt it; if that host may still run, give this host a state \
          directory of its own (UIDGEN_STATE_DIR or `state_dir`) or delete the copied files in \
          this one",
-        record = crate::host_record::HOST_RECORD
+        record = HOST_RECORD
     )]
     OtherHost {
         /// The directory.
         dir: PathBuf,
         /// The host it records (boxed: the error stays small on the success path).
-        recorded: Box<crate::host_record::HostRecord>,
+        recorded: Box<HostRecord>,
         /// This host.
-        current: Box<crate::host_record::HostRecord>,
+        current: Box<HostRecord>,
     },
     /// The directory could not be created or is not a directory.
     #[error(
@@ -204,7 +206,7 @@ impl StateDir {
         if !self.path.is_dir() {
             return Err(failed(std::io::Error::other("it is not a directory")));
         }
-        crate::host_record::claim_dir(&self.path)?;
+        claim_dir(&self.path)?;
         Ok(&self.path)
     }
 
@@ -254,6 +256,54 @@ fn is_root() -> bool {
     {
         false
     }
+}
+
+/// Check that `dir` belongs to this host, recording this host in it when it records none (or
+/// another boot or hostname of this host). A directory that does not exist yet is left alone.
+pub(crate) fn claim_dir(dir: &Path) -> Result<(), StateDirError> {
+    claim_dir_as(dir, HostRecord::current(), true)
+}
+
+/// Check that `dir` belongs to this host without writing anything.
+pub(crate) fn check_dir(dir: &Path) -> Result<(), StateDirError> {
+    claim_dir_as(dir, HostRecord::current(), false)
+}
+
+/// [`claim_dir`] (`record`) or [`check_dir`] as host `current`.
+pub(crate) fn claim_dir_as(
+    dir: &Path,
+    current: &HostRecord,
+    record: bool,
+) -> Result<(), StateDirError> {
+    let path = dir.join(HOST_RECORD);
+    let failed = |source| StateDirError::Create {
+        path: dir.to_owned(),
+        source,
+    };
+    let recorded = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(HostRecord::parse(&text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(failed(e)),
+    };
+    if let Some(recorded) = &recorded {
+        if !current.same_host_as(recorded) {
+            return Err(StateDirError::OtherHost {
+                dir: dir.to_owned(),
+                recorded: Box::new(recorded.clone()),
+                current: Box::new(current.clone()),
+            });
+        }
+        if recorded == current {
+            return Ok(());
+        }
+    }
+    if !record || !dir.is_dir() {
+        return Ok(());
+    }
+    // A temporary file renamed over the record: a reader sees the old record or the new one.
+    let tmp = dir.join(format!("{HOST_RECORD}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, current.render()).map_err(failed)?;
+    std::fs::rename(&tmp, &path).map_err(failed)
 }
 
 #[cfg(test)]
@@ -340,5 +390,51 @@ mod tests {
             assert_eq!(mode & 0o777, 0o700);
         }
         dir.create().unwrap(); // again: already there
+    }
+
+    fn host(machine: &str, name: &str, boot: &str) -> HostRecord {
+        HostRecord::new(Some(machine), Some(name), Some(boot))
+    }
+
+    #[test]
+    fn the_first_use_records_the_host_and_a_reboot_updates_it() {
+        let dir = tempfile::tempdir().unwrap();
+        claim_dir_as(dir.path(), &host("m1", "web-1", "b1"), true).unwrap();
+        let on_disk = |dir: &Path| {
+            HostRecord::parse(&std::fs::read_to_string(dir.join(HOST_RECORD)).unwrap())
+        };
+        assert_eq!(on_disk(dir.path()), host("m1", "web-1", "b1"));
+        claim_dir_as(dir.path(), &host("m1", "web-1", "b2"), true).unwrap();
+        assert_eq!(on_disk(dir.path()), host("m1", "web-1", "b2"));
+        // Renamed after the reboot: the same boot still says it is this host.
+        claim_dir_as(dir.path(), &host("m1", "web-2", "b2"), true).unwrap();
+        assert_eq!(on_disk(dir.path()), host("m1", "web-2", "b2"));
+    }
+
+    #[test]
+    fn another_host_is_refused_naming_both_and_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        claim_dir_as(dir.path(), &host("m1", "web-1", "b1"), true).unwrap();
+        for other in [host("m2", "web-1", "b1"), host("m1", "web-9", "b9")] {
+            for record in [true, false] {
+                let refused = claim_dir_as(dir.path(), &other, record).unwrap_err();
+                let text = refused.to_string();
+                assert!(matches!(refused, StateDirError::OtherHost { .. }), "{text}");
+                assert!(text.contains("machine id m1, hostname web-1"), "{text}");
+                assert!(
+                    text.contains(HOST_RECORD) && text.contains("UIDGEN_STATE_DIR"),
+                    "{text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn checking_writes_nothing_and_a_missing_directory_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        claim_dir_as(dir.path(), &host("m1", "a", "b"), false).unwrap();
+        assert!(!dir.path().join(HOST_RECORD).exists());
+        claim_dir_as(&dir.path().join("absent"), &host("m1", "a", "b"), true).unwrap();
+        assert!(!dir.path().join("absent").exists());
     }
 }

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use uidgen_core::{Clock, Layout};
 
-use crate::assigner::{AssignmentKind, BoxFuture, WorkerAssignment, WorkerIdAssigner};
+use crate::assigner::{AssignmentKind, WorkerAssignment, WorkerIdAssigner};
 use crate::cache::CacheLock;
 use crate::container::ContainerProbe;
 use crate::error::{Result, WorkerError};
+use crate::future::BoxFuture;
 use crate::lease_options::LeaseOptions;
 use crate::mark::{MarkFence, MarkTiming};
 use crate::range::WorkerIdRange;

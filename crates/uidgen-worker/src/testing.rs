@@ -1,7 +1,15 @@
 //! Test support shared with other crates (feature `testing`): a unique name per test on a
 //! shared service, a free port, what the multi-process tests' worker binaries share (their
 //! command line, and issuing IDs to a file), and a range registry that records what it is
-//! asked.
+//! asked, and the process and probe of a coordinator a test runs alone ([`PrivateServer`],
+//! [`ask`]: the ZooKeeper and etcd crates' private servers), so that a test can kill it, empty
+//! its data or roll it back to a snapshot.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// A name unique to this process and call: `{prefix}-{pid}-{n}-{nanos}`, for a test's own
 /// namespace on a shared service (a ZooKeeper chroot, an etcd key prefix).
@@ -196,7 +204,7 @@ impl crate::registry::RangeRegistry for RecordingRegistry {
         &'a self,
         assigner: &'a str,
         range: crate::range::WorkerIdRange,
-    ) -> crate::assigner::BoxFuture<'a, crate::error::Result<()>> {
+    ) -> crate::future::BoxFuture<'a, crate::error::Result<()>> {
         if let Ok(mut asked) = self.asked.lock() {
             asked.push((assigner.to_owned(), range));
         }
@@ -209,5 +217,178 @@ impl crate::registry::RangeRegistry for RecordingRegistry {
                 None => Ok(()),
             }
         })
+    }
+}
+
+/// Send `request` to `address` (host:port) over a fresh TCP connection, with two-second
+/// connect and read timeouts, and read the answer to its end; `None` when nothing answers.
+/// The one probe behind the private servers' "does it answer" checks.
+///
+/// ```
+/// assert_eq!(uidgen_worker::testing::ask("not an address", b"srvr"), None);
+/// ```
+pub fn ask(address: &str, request: &[u8]) -> Option<String> {
+    let addr = address.parse().ok()?;
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    stream.write_all(request).ok()?;
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    Some(reply)
+}
+
+/// A server process of one test alone, on a port of its own, with its data in `dir/data` and
+/// its output in a log file of `dir`. Killed, and its directory removed, when dropped.
+///
+/// ```no_run
+/// use std::process::Command;
+/// use uidgen_worker::testing::PrivateServer;
+/// fn answers(_address: &str) -> bool { true }
+/// let mut server = PrivateServer::new("my-server", "server.log", "127.0.0.1", answers);
+/// let mut command = Command::new("my-server");
+/// command.arg("--port").arg(server.port().to_string());
+/// server.run(command, "install my-server");
+/// let snapshot = server.snapshot();
+/// server.replace_data(&snapshot);
+/// ```
+#[derive(Debug)]
+pub struct PrivateServer {
+    /// The server's name in messages (`"etcd"`, `"ZooKeeper"`).
+    what: &'static str,
+    port: u16,
+    /// The address `answers` is asked at: `{host}:{port}`.
+    address: String,
+    dir: PathBuf,
+    log: PathBuf,
+    answers: fn(&str) -> bool,
+    child: Option<Child>,
+}
+
+impl PrivateServer {
+    /// A server named `what` (in messages), with a fresh directory and a free port on `host`;
+    /// `answers` tells, given `host:port`, whether it is up. Nothing runs until
+    /// [`run`](Self::run).
+    ///
+    /// # Panics
+    /// When the directory cannot be made.
+    pub fn new(what: &'static str, log: &str, host: &str, answers: fn(&str) -> bool) -> Self {
+        let dir = std::env::temp_dir().join(unique(&format!("uidgen-{what}-server")));
+        std::fs::create_dir_all(&dir).expect("create a private server's directory");
+        let port = free_port();
+        Self {
+            what,
+            port,
+            address: format!("{host}:{port}"),
+            log: dir.join(log),
+            dir,
+            answers,
+            child: None,
+        }
+    }
+
+    /// Its client port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `host:port`, as `answers` is asked.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Its directory (data, configuration and log).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Its data directory, `dir/data`.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// Kill it if it runs, start `command` with its output appended to the log, and wait
+    /// until it answers.
+    ///
+    /// # Panics
+    /// When `command` cannot run (naming it, with `install` saying what to do), or the server
+    /// does not answer within 60 s (naming its log).
+    pub fn run(&mut self, mut command: Command, install: &str) {
+        self.kill();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("open a private server's log");
+        let program = command.get_program().to_string_lossy().into_owned();
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone a log file handle"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot run `{program}` for a private {} ({e}); {install}",
+                    self.what
+                )
+            });
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !(self.answers)(&self.address) {
+            assert!(
+                Instant::now() < deadline,
+                "the private {} on port {} did not answer within 60 s; see {}",
+                self.what,
+                self.port,
+                self.log.display()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Kill the server process (SIGKILL: no goodbye to its clients) and wait, up to 10 s,
+    /// until it no longer answers.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while (self.answers)(&self.address) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Kill the server and remove its data directory (a disk lost, a container without a
+    /// volume); the caller starts it again.
+    pub fn empty_data(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(self.data_dir());
+    }
+
+    /// Kill the server and copy its data directory aside: a snapshot that
+    /// [`replace_data`](Self::replace_data) rolls the server back to.
+    pub fn snapshot(&mut self) -> PathBuf {
+        self.kill();
+        let to = self.dir.join(unique("snapshot"));
+        copy_dir(&self.data_dir(), &to);
+        to
+    }
+
+    /// Kill the server and replace its data with `snapshot`'s (a restore from an older
+    /// snapshot); the caller starts it again.
+    pub fn replace_data(&mut self, snapshot: &Path) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(self.data_dir());
+        copy_dir(snapshot, &self.data_dir());
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

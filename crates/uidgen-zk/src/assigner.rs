@@ -30,11 +30,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use uidgen_core::{Clock, Layout, SystemClock};
-use uidgen_worker::{
-    AssignmentKind, BoxFuture, LocalMark, RangeRegistry, WorkerAssignment, WorkerError,
-    WorkerIdAssigner,
-};
+use uidgen_core::Layout;
+use uidgen_worker::{AssignerCore, AssignmentKind, ClockBehind, LocalMark, WorkerAssignment};
 use zookeeper_client as zk;
 
 use crate::error::{Result, ZkError};
@@ -95,10 +92,9 @@ pub struct ZkAssignment {
 /// ```
 #[derive(Debug)]
 pub struct ZooKeeperWorkerIdAssigner {
-    options: ZkOptions,
-    clock: Arc<dyn Clock>,
-    /// Where the range is recorded before an id is taken, if anywhere.
-    registry: Option<Arc<dyn RangeRegistry>>,
+    /// The options, the clock, and where the range is recorded before an id is taken, if
+    /// anywhere.
+    core: AssignerCore<ZkOptions>,
 }
 
 impl ZooKeeperWorkerIdAssigner {
@@ -107,54 +103,31 @@ impl ZooKeeperWorkerIdAssigner {
     /// start-up ([`ZkSource`] tells which).
     pub const KIND: AssignmentKind = AssignmentKind::new("zookeeper");
 
-    /// The name its range is recorded under in a [`RangeRegistry`] (the store's
-    /// `worker_id_range`).
+    /// The name its range is recorded under in a
+    /// [`RangeRegistry`](uidgen_worker::RangeRegistry) (the store's `worker_id_range`).
     pub const REGISTRY_NAME: &'static str = "zookeeper";
 
-    /// An assigner with `options`, on the system clock.
-    pub fn new(options: ZkOptions) -> Self {
-        Self {
-            options,
-            clock: Arc::new(SystemClock),
-            registry: None,
-        }
-    }
-
-    /// Record the range in `registry` before every start, so that the other assigners
-    /// sharing it keep out of that range (and a range overlapping theirs is refused before
-    /// any node is claimed). A start from the local cache records it too: the registry is
-    /// not ZooKeeper, and a range it refuses is refused whatever ZooKeeper's state.
-    ///
-    /// ```no_run
-    /// # async fn demo(store: impl uidgen_worker::RangeRegistry + 'static) -> Result<(), Box<dyn std::error::Error>> {
-    /// use uidgen_core::Layout;
-    /// use uidgen_worker::WorkerIdAssigner;
-    /// use uidgen_zk::{ReleaseMode, ZkOptions, ZooKeeperWorkerIdAssigner};
-    /// let layout = Layout::leaf()?;
-    /// let mut options = ZkOptions::new("127.0.0.1:2181", "order", "10.0.0.7", "8080");
-    /// options.range = Some(ReleaseMode::Server.default_range(&layout));
-    /// let assigner = ZooKeeperWorkerIdAssigner::new(options).registered_in(store);
-    /// let assignment = assigner.assign(&layout).await?;
-    /// assert!((924..=1023).contains(&assignment.worker_id));
-    /// # Ok(()) }
-    /// ```
-    #[must_use]
-    pub fn registered_in(mut self, registry: impl RangeRegistry + 'static) -> Self {
-        self.registry = Some(Arc::new(registry));
-        self
-    }
-
-    /// Read time from `clock` (the one the generator reads).
-    #[must_use]
-    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// The options.
-    pub fn options(&self) -> &ZkOptions {
-        &self.options
-    }
+    uidgen_worker::assigner_constructors!(
+        ZkOptions,
+        /// Record the range in `registry` before every start, so that the other assigners
+        /// sharing it keep out of that range (and a range overlapping theirs is refused before
+        /// any node is claimed). A start from the local cache records it too: the registry is
+        /// not ZooKeeper, and a range it refuses is refused whatever ZooKeeper's state.
+        ///
+        /// ```no_run
+        /// # async fn demo(store: impl uidgen_worker::RangeRegistry + 'static) -> Result<(), Box<dyn std::error::Error>> {
+        /// use uidgen_core::Layout;
+        /// use uidgen_worker::WorkerIdAssigner;
+        /// use uidgen_zk::{ReleaseMode, ZkOptions, ZooKeeperWorkerIdAssigner};
+        /// let layout = Layout::leaf()?;
+        /// let mut options = ZkOptions::new("127.0.0.1:2181", "order", "10.0.0.7", "8080");
+        /// options.range = Some(ReleaseMode::Server.default_range(&layout));
+        /// let assigner = ZooKeeperWorkerIdAssigner::new(options).registered_in(store);
+        /// let assignment = assigner.assign(&layout).await?;
+        /// assert!((924..=1023).contains(&assignment.worker_id));
+        /// # Ok(()) }
+        /// ```
+    );
 
     /// Take a worker id for `layout`, after recording the range in the registry
     /// ([`registered_in`](Self::registered_in)), if any: from ZooKeeper, else from the local
@@ -165,14 +138,10 @@ impl ZooKeeperWorkerIdAssigner {
     /// Cancel safety: a start dropped midway may leave a claimed forever node behind, which
     /// the next start with the same ip:port continues; nothing is issued before this returns.
     pub async fn start(&self, layout: &Layout) -> Result<ZkAssignment> {
-        self.options.validate()?;
-        let range = self.options.range_for(layout)?;
-        if let Some(registry) = &self.registry {
-            registry
-                .register_worker_range(Self::REGISTRY_NAME, range)
-                .await?;
-        }
-        let options = &self.options;
+        let options = &self.core.options;
+        options.validate()?;
+        let range = options.range_for(layout)?;
+        self.core.register(Self::REGISTRY_NAME, range).await?;
         match connect(&options.connect, options.session_timeout).await {
             Ok(client) => self.start_with(client, layout, range).await,
             Err(error) if error.is_unreachable() => self.start_without(layout, range, &error).await,
@@ -194,11 +163,11 @@ impl ZooKeeperWorkerIdAssigner {
     }
 
     fn open_mark(&self, worker_id: u64, layout: &Layout, replace_other: bool) -> Result<LocalMark> {
-        let path = &self.options.cache_file;
+        let path = &self.core.options.cache_file;
         match LocalMark::open(
             path,
             worker_id,
-            Arc::clone(&self.clock),
+            Arc::clone(&self.core.clock),
             layout,
             replace_other,
         )? {
@@ -218,19 +187,12 @@ impl ZooKeeperWorkerIdAssigner {
         until_ms: u64,
         what: &'static str,
     ) -> Result<()> {
-        let max_wait = self.options.max_start_wait;
-        uidgen_worker::wait_for_clock(self.clock.as_ref(), worker_id, until_ms, max_wait)
+        let max_wait = self.core.options.max_start_wait;
+        let behind =
+            |b: ClockBehind| clock_behind(b.worker_id, what, b.until_ms, b.now_ms, b.max_wait_ms);
+        (self.core)
+            .wait_for_clock(worker_id, until_ms, max_wait, behind)
             .await
-            .map_err(|error| match error {
-                WorkerError::ClockBehindLastIssued {
-                    worker_id,
-                    until_ms,
-                    now_ms,
-                    max_wait_ms,
-                    ..
-                } => clock_behind(worker_id, what, until_ms, now_ms, max_wait_ms),
-                other => ZkError::Worker(other),
-            })
     }
 
     /// Free dead holders' ids in this namespace (see `reclaim.rs`): those with no live node,
@@ -241,15 +203,15 @@ impl ZooKeeperWorkerIdAssigner {
         older_than: Duration,
         dry_run: bool,
     ) -> Result<Vec<ReclaimCandidate>> {
-        self.options.validate()?;
-        let options = &self.options;
+        let options = &self.core.options;
+        options.validate()?;
         let client = connect(&options.connect, options.session_timeout).await?;
         let tree = Tree::new(options.root());
         let reclaimer = Reclaimer {
             client: &client,
             connect: &options.connect,
             tree: &tree,
-            clock: self.clock.as_ref(),
+            clock: self.core.clock.as_ref(),
             reservation: options.reservation,
         };
         reclaimer.run(older_than, dry_run).await
@@ -263,8 +225,8 @@ impl ZooKeeperWorkerIdAssigner {
     /// start an id below what its lost holder stamped.
     pub async fn init_namespace(&self) -> Result<uidgen_worker::NamespaceRecord> {
         use uidgen_worker::{NamespaceRecord, Origin};
-        self.options.validate()?;
-        let options = &self.options;
+        let options = &self.core.options;
+        options.validate()?;
         let client = connect(&options.connect, options.session_timeout).await?;
         let tree = Tree::new(options.root());
         let not_new = |reason: String| ZkError::NotNew {
@@ -292,7 +254,8 @@ impl ZooKeeperWorkerIdAssigner {
                 }
             }
         }
-        let record = NamespaceRecord::open(Origin::Init, self.clock.now_millis(), "uidgen zk init");
+        let record =
+            NamespaceRecord::open(Origin::Init, self.core.clock.now_millis(), "uidgen zk init");
         let written = match existing {
             Some(ns) if ns.record.origin == Origin::DataLoss => {
                 return Err(not_new(format!(
@@ -334,11 +297,11 @@ impl ZooKeeperWorkerIdAssigner {
     /// or any loss no running holder saw): every id whose node was written before now is
     /// fenced until `now + reservation + max_start_wait`. Running holders keep their ids.
     pub async fn recover_namespace(&self, why: &str) -> Result<uidgen_worker::NamespaceRecord> {
-        self.options.validate()?;
-        let options = &self.options;
+        let options = &self.core.options;
+        options.validate()?;
         let client = connect(&options.connect, options.session_timeout).await?;
         let tree = Tree::new(options.root());
-        let now = self.clock.now_millis();
+        let now = self.core.clock.now_millis();
         crate::namespace::record_loss(&client, options, &tree, now, 0, why).await
     }
 
@@ -347,7 +310,7 @@ impl ZooKeeperWorkerIdAssigner {
     /// without writing (`cversion` counts creates and deletes, `numChildren` creates minus
     /// deletes; see `assigner/sequence.rs`). 0 when the namespace has no forever node yet.
     pub async fn leaf_sequence(&self) -> Result<u64> {
-        let options = &self.options;
+        let options = &self.core.options;
         let client = connect(&options.connect, options.session_timeout).await?;
         let tree = Tree::new(options.root());
         match client.get_children(&tree.forever_dir()).await {
@@ -367,7 +330,7 @@ impl ZooKeeperWorkerIdAssigner {
 
     /// Every forever node of the namespace with its id and data (for operators and tests).
     pub async fn nodes(&self) -> Result<BTreeMap<u64, (String, Option<NodeData>)>> {
-        let options = &self.options;
+        let options = &self.core.options;
         let client = connect(&options.connect, options.session_timeout).await?;
         let tree = Tree::new(options.root());
         let mut nodes = BTreeMap::new();
@@ -398,44 +361,22 @@ impl ZooKeeperWorkerIdAssigner {
     }
 }
 
-impl WorkerIdAssigner for ZooKeeperWorkerIdAssigner {
-    fn assign<'a>(
-        &'a self,
-        layout: &'a Layout,
-    ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
-        Box::pin(async move { Ok(self.start(layout).await?.assignment) })
-    }
-
-    fn holds_several(&self) -> bool {
-        true
-    }
-
+uidgen_worker::impl_coordinated_assigner!(
+    ZooKeeperWorkerIdAssigner,
+    |this, index| {
+        let mut cache_file = this.core.options.cache_file.clone().into_os_string();
+        cache_file.push(format!(".{index}"));
+        ZkOptions {
+            port: format!("{}.{index}", this.core.options.port),
+            cache_file: cache_file.into(),
+            ..this.core.options.clone()
+        }
+    },
     /// Another forever node of this process, as Leaf keeps one per ip:port: the address
     /// `{ip}:{port}.{index}` and the cache file `{cache_file}.{index}`, so a restart that asks
     /// with the same numbers continues the same nodes (Leaf's rule), and Java Leaf, which
     /// splits node names at `-`, reads each as an address of its own.
-    fn assign_extra<'a>(
-        &'a self,
-        layout: &'a Layout,
-        index: u32,
-    ) -> BoxFuture<'a, uidgen_worker::Result<WorkerAssignment>> {
-        Box::pin(async move {
-            let mut cache_file = self.options.cache_file.clone().into_os_string();
-            cache_file.push(format!(".{index}"));
-            let extra = Self {
-                options: ZkOptions {
-                    port: format!("{}.{index}", self.options.port),
-                    cache_file: cache_file.into(),
-                    ..self.options.clone()
-                },
-                clock: Arc::clone(&self.clock),
-                // The first assignment recorded the range an extra draws from too.
-                registry: None,
-            };
-            Ok(extra.start(layout).await?.assignment)
-        })
-    }
-}
+);
 
 /// Leaf's check, for every recorded time a start must not begin below: `until_ms` further ahead
 /// of this clock than a start may wait means the clock went back across the restart, or is too

@@ -33,6 +33,7 @@ use uidgen_core::clock::saturating_millis as ms;
 
 pub(crate) mod report;
 pub(crate) mod shared;
+mod unconfirmed;
 
 use report::Conn;
 use report::run;

@@ -48,7 +48,6 @@ mod session;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tree;
-mod unconfirmed;
 
 pub use assigner::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner};
 pub use error::{Result, ZkError};

@@ -95,18 +95,14 @@ pub(crate) async fn ensure(
         }
         let now = clock.now_millis();
         let by = options.listen_address();
-        let record = if recorded {
-            NamespaceRecord::open(Origin::Adopted, now, by)
-        } else {
-            NamespaceRecord::fenced(
-                Origin::UnknownPast,
-                now,
-                ms(options.reservation),
-                ms(options.max_start_wait),
-                by,
-            )
-            .because(format!("nothing under {} at the first start", tree.root()))
-        };
+        let record = NamespaceRecord::first(
+            recorded,
+            now,
+            ms(options.reservation),
+            ms(options.max_start_wait),
+            by,
+            tree.root(),
+        );
         match client
             .create(&tree.namespace(), &record.to_json(), &PERSISTENT)
             .await

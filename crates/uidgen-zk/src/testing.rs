@@ -6,11 +6,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 mod java_leaf;
 mod proxy;
@@ -31,19 +28,7 @@ pub fn test_zk() -> String {
 
 /// Whether a ZooKeeper server answers the `srvr` four-letter word at `address` (host:port).
 pub fn answers_srvr(address: &str) -> bool {
-    let Ok(addr) = address.parse() else {
-        return false;
-    };
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    if stream.write_all(b"srvr").is_err() {
-        return false;
-    }
-    let mut reply = String::new();
-    let _ = stream.read_to_string(&mut reply);
-    reply.contains("Zookeeper version")
+    ask(address, b"srvr").is_some_and(|reply| reply.contains("Zookeeper version"))
 }
 
 /// A connect string with a chroot of its own (`{zk}/uidgen-tests/{unique}`), after checking
@@ -59,7 +44,7 @@ pub fn test_connect() -> String {
     format!("{zk}/uidgen-tests/{}", unique("t"))
 }
 
-use uidgen_worker::testing::free_port;
+use uidgen_worker::testing::{PrivateServer, ask};
 pub use uidgen_worker::testing::{copy_dir, unique};
 
 /// Declare the namespace `name` on `connect` new, as `uidgen zk init` does, unless it has a
@@ -98,93 +83,59 @@ pub async fn init_namespace(connect: &str, name: &str) -> Result<(), zookeeper_c
 /// start it again. Killed when dropped.
 #[derive(Debug)]
 pub struct PrivateZooKeeper {
-    port: u16,
-    dir: PathBuf,
-    child: Option<Child>,
+    server: PrivateServer,
 }
 
 impl PrivateZooKeeper {
     /// Start one and wait until it answers; panics with what is missing otherwise.
     pub fn start() -> Self {
-        let dir = std::env::temp_dir().join(unique("uidgen-zk-server"));
-        std::fs::create_dir_all(dir.join("data")).unwrap();
-        let port = free_port();
+        let server = PrivateServer::new("ZooKeeper", "server.log", "127.0.0.1", answers_srvr);
         let config = format!(
-            "tickTime=500\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+            "tickTime=500\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\n\
              maxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n\
              minSessionTimeout=1000\nmaxSessionTimeout=20000\n",
-            dir.join("data").display()
+            server.data_dir().display(),
+            server.port()
         );
-        std::fs::write(dir.join("zoo.cfg"), config).unwrap();
-        let mut server = Self {
-            port,
-            dir,
-            child: None,
-        };
+        std::fs::write(server.dir().join("zoo.cfg"), config).unwrap();
+        let mut server = Self { server };
         server.resume();
         server
     }
 
     /// The connect string (no chroot).
     pub fn address(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        self.server.address().to_owned()
     }
 
     /// Kill the server process (SIGKILL: no goodbye to its clients).
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while answers_srvr(&self.address()) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.server.kill();
     }
 
     /// Start the process again on the same port and data, and wait until it answers.
     pub fn resume(&mut self) {
         let classpath = std::env::var("UIDGEN_TEST_ZK_CLASSPATH")
             .unwrap_or_else(|_| DEBIAN_CLASSPATH.to_owned());
-        let log = std::fs::File::create(self.dir.join("server.log")).unwrap();
-        let child = Command::new("java")
-            .arg(format!("-Dzookeeper.log.dir={}", self.dir.display()))
+        let dir = self.server.dir();
+        std::fs::create_dir_all(self.server.data_dir()).unwrap();
+        let mut command = Command::new("java");
+        command
+            .arg(format!("-Dzookeeper.log.dir={}", dir.display()))
             .arg("-Dzookeeper.log.file=zookeeper.log")
             .arg("-Xmx256m")
             .arg("-cp")
             .arg(&classpath)
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
-            .arg(self.dir.join("zoo.cfg"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot run `java` for a private ZooKeeper ({e}); install zookeeperd \
-                     (scripts/test.sh does)"
-                )
-            });
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !answers_srvr(&self.address()) {
-            assert!(
-                Instant::now() < deadline,
-                "the private ZooKeeper on port {} did not answer within 60 s; see {}",
-                self.port,
-                self.dir.join("server.log").display()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            .arg(dir.join("zoo.cfg"));
+        self.server
+            .run(command, "install zookeeperd (scripts/test.sh does)");
     }
 
     /// Kill the server, empty its data directory (a disk lost, a container without a volume),
     /// and start it again on the same port.
     pub fn restart_empty(&mut self) {
-        self.stop();
-        let data = self.dir.join("data");
-        let _ = std::fs::remove_dir_all(&data);
-        std::fs::create_dir_all(&data).unwrap();
+        self.server.empty_data();
         self.resume();
     }
 
@@ -192,34 +143,18 @@ impl PrivateZooKeeper {
     /// [`restore`](Self::restore) rolls the server back to. Start it again with
     /// [`resume`](Self::resume).
     pub fn snapshot(&mut self) -> PathBuf {
-        self.stop();
-        let to = self.dir.join(unique("snapshot"));
-        copy_dir(&self.dir.join("data"), &to);
-        to
+        self.server.snapshot()
     }
 
     /// Kill the server, replace its data with `snapshot`'s, and start it again: a restore from
     /// an older snapshot.
     pub fn restore(&mut self, snapshot: &Path) {
-        self.stop();
-        let data = self.dir.join("data");
-        let _ = std::fs::remove_dir_all(&data);
-        copy_dir(snapshot, &data);
+        self.server.replace_data(snapshot);
         self.resume();
     }
 
     /// Its directory (data, configuration and log).
     pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-}
-
-impl Drop for PrivateZooKeeper {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.server.dir()
     }
 }

@@ -105,39 +105,9 @@ async fn a_node_an_older_uidgen_left_above_the_counter_raises_it_on_restart() {
     let dir = tempfile::tempdir().unwrap();
     let opts = options(&connect, 8090, dir.path());
     declare_new(&opts).await;
-    // An older uidgen's claim of id 300 (its multi: the ids claim and the forever node), long
-    // past its reservation, while the counter stood at 0.
-    let client = zk::Client::connect(&connect).await.unwrap();
-    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-    for dir in ["forever", "ids", "live"] {
-        client
-            .mkdir(&format!("/snowflake/orders/{dir}"), &persistent)
-            .await
-            .unwrap();
-    }
-    let old = now() - 3_600_000;
-    let data = format!(
-        r#"{{"ip":"127.0.0.1","port":"8090","timestamp":{old},"reserved_until":{}}}"#,
-        old + 600_000
-    );
-    client
-        .create("/snowflake/orders/ids/300", b"127.0.0.1:8090", &persistent)
-        .await
-        .unwrap();
-    client
-        .create(
-            "/snowflake/orders/forever/127.0.0.1:8090-0000000300",
-            data.as_bytes(),
-            &persistent,
-        )
-        .await
-        .unwrap();
-    let mut range = opts.clone();
-    range.range = Some(WorkerIdRange::new(0, 1023).unwrap());
-    let a = ZooKeeperWorkerIdAssigner::new(range)
-        .start(&Layout::leaf().unwrap())
-        .await
-        .unwrap();
+    // An older uidgen's claim of id 300, while the counter stood at 0.
+    older_uidgen_node(&connect, 8090, 300).await;
+    let a = start_in_full_range(&opts).await.unwrap();
     assert_eq!(
         a.assignment.worker_id, 300,
         "the restart continues its node"
@@ -154,33 +124,9 @@ async fn an_id_a_leaf_node_shares_with_an_older_uidgen_node_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let opts = options(&connect, 8095, dir.path());
     declare_new(&opts).await;
-    let client = zk::Client::connect(&connect).await.unwrap();
-    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-    for dir in ["forever", "ids", "live"] {
-        client
-            .mkdir(&format!("/snowflake/orders/{dir}"), &persistent)
-            .await
-            .unwrap();
-    }
     // Before issue 31: an older uidgen held id 1 with the counter at 0, then a Java Leaf
     // started, and ZooKeeper numbered its node 1 as well.
-    let old = now() - 3_600_000;
-    let data = format!(
-        r#"{{"ip":"127.0.0.1","port":"8095","timestamp":{old},"reserved_until":{}}}"#,
-        old + 600_000
-    );
-    client
-        .create("/snowflake/orders/ids/1", b"127.0.0.1:8095", &persistent)
-        .await
-        .unwrap();
-    client
-        .create(
-            "/snowflake/orders/forever/127.0.0.1:8095-0000000001",
-            data.as_bytes(),
-            &persistent,
-        )
-        .await
-        .unwrap();
+    older_uidgen_node(&connect, 8095, 1).await;
     // The counter stood at 1 (one create under forever/): a Java Leaf started then got 1 too.
     let leaf = JavaLeaf::new(&connect, "orders", 7200).await;
     assert_eq!(
@@ -188,12 +134,7 @@ async fn an_id_a_leaf_node_shares_with_an_older_uidgen_node_is_refused() {
         1,
         "the collision issue 31 describes"
     );
-    let mut range = opts.clone();
-    range.range = Some(WorkerIdRange::new(0, 1023).unwrap());
-    let error = ZooKeeperWorkerIdAssigner::new(range)
-        .start(&Layout::leaf().unwrap())
-        .await
-        .unwrap_err();
+    let error = start_in_full_range(&opts).await.unwrap_err();
     assert!(
         matches!(&error, ZkError::SequenceTaken { worker_id: 1, others, .. }
             if others == &["10.9.8.7:7200-0000000001".to_owned()]),
@@ -203,4 +144,50 @@ async fn an_id_a_leaf_node_shares_with_an_older_uidgen_node_is_refused() {
         error.to_string().contains("Stop the process of that node"),
         "{error}"
     );
+}
+
+/// An older uidgen's claim of `id` for 127.0.0.1:`port` in namespace `orders`, as its multi
+/// wrote it (the ids claim and the forever node), long past its reservation, with the sequence
+/// counter left where it stood.
+async fn older_uidgen_node(connect: &str, port: u16, id: u64) {
+    let client = zk::Client::connect(connect).await.unwrap();
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    for dir in ["forever", "ids", "live"] {
+        client
+            .mkdir(&format!("/snowflake/orders/{dir}"), &persistent)
+            .await
+            .unwrap();
+    }
+    let old = now() - 3_600_000;
+    let data = format!(
+        r#"{{"ip":"127.0.0.1","port":"{port}","timestamp":{old},"reserved_until":{}}}"#,
+        old + 600_000
+    );
+    client
+        .create(
+            &format!("/snowflake/orders/ids/{id}"),
+            format!("127.0.0.1:{port}").as_bytes(),
+            &persistent,
+        )
+        .await
+        .unwrap();
+    client
+        .create(
+            &format!("/snowflake/orders/forever/127.0.0.1:{port}-{id:010}"),
+            data.as_bytes(),
+            &persistent,
+        )
+        .await
+        .unwrap();
+}
+
+/// A start with `opts` over the whole 10-bit range.
+async fn start_in_full_range(
+    opts: &uidgen_zk::ZkOptions,
+) -> uidgen_zk::Result<uidgen_zk::ZkAssignment> {
+    let mut range = opts.clone();
+    range.range = Some(WorkerIdRange::new(0, 1023).unwrap());
+    ZooKeeperWorkerIdAssigner::new(range)
+        .start(&Layout::leaf().unwrap())
+        .await
 }

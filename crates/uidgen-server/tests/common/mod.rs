@@ -360,6 +360,11 @@ pub fn ids_in(batch: &serde_json::Value) -> Vec<u64> {
 }
 
 /// `GET url` over a real socket: (status, body as text).
+/// The body of the answer to `request`, whatever its status.
+pub async fn text(request: reqwest::RequestBuilder) -> String {
+    request.send().await.unwrap().text().await.unwrap()
+}
+
 pub async fn fetch(client: &reqwest::Client, url: &str) -> (u16, String) {
     let response = client.get(url).send().await.unwrap();
     let status = response.status().as_u16();
@@ -397,6 +402,65 @@ pub fn load_batches(
         }
         (ids, failures)
     })
+}
+
+/// The environment of a coordinated server: a SQLite store in `dir`, then `assigner`'s keys,
+/// then Leaf's layout and generator with segments off.
+pub fn leaf_env(dir: &std::path::Path, assigner: &[(&str, String)]) -> Vec<(String, String)> {
+    let store = format!("sqlite://{}", dir.join("uidgen.db").display());
+    let mut env = vec![("UIDGEN_STORE".to_owned(), store)];
+    env.extend(assigner.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+    set_env(
+        &mut env,
+        &[
+            ("UIDGEN_LAYOUT", "leaf"),
+            ("UIDGEN_GENERATOR", "snowflake"),
+            ("UIDGEN_SEGMENT_ENABLED", "false"),
+        ],
+    );
+    env
+}
+
+/// Set each `(key, value)` of `pairs` in `env`, replacing a value it has.
+pub fn set_env(env: &mut Vec<(String, String)>, pairs: &[(&str, &str)]) {
+    for (key, value) in pairs {
+        env.retain(|(k, _)| k != key);
+        env.push(((*key).to_owned(), (*value).to_owned()));
+    }
+}
+
+/// A server started with `env` (owned pairs, as the coordinated tests build them).
+pub fn start_with(env: &[(String, String)]) -> Server {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Server::start(&[], &env)
+}
+
+/// A first start on a coordinator namespace nothing was written to (`tool`: `etcd` or `zk`)
+/// is refused naming `uidgen {tool} init`; the init lets it start; a second init has nothing
+/// to do; `recover` records a loss, which a later init refuses to undo.
+pub fn init_lets_a_fenced_start_through(tool: &str, env: &[(&str, &str)]) {
+    let refused = Server::try_start(&[], env).map(drop).unwrap_err();
+    let init = format!("uidgen {tool} init");
+    for words in [init.as_str(), "never issued an ID", "s from now"] {
+        assert!(refused.contains(words), "{words}: {refused}");
+    }
+    let (status, stdout, stderr) = run(&[tool, "init"], env);
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("a new namespace"), "{stdout}");
+    let server = Server::start(&[], env);
+    let (status, log) = server.terminate();
+    assert!(status.success(), "{log}");
+    // Again: nothing to do.
+    let (status, stdout, stderr) = run(&[tool, "init"], env);
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("Init"), "{stdout}");
+    let (status, stdout, stderr) = run(&[tool, "recover", "--why", "restored a snapshot"], env);
+    assert!(status.success(), "{stderr}");
+    assert!(stdout.contains("restored a snapshot"), "{stdout}");
+    // A recorded loss is not undone by an init.
+    let (status, _, stderr) = run(&[tool, "init"], env);
+    assert!(!status.success());
+    assert!(stderr.contains("not a new namespace"), "{stderr}");
 }
 
 /// Issue 36's hunt: servers A and B (started with `env`, `layout`) serve under load, `wipe`
@@ -519,4 +583,65 @@ pub async fn segment_router() -> (
         segments,
         uidgen_server::http::app(std::sync::Arc::new(state)),
     )
+}
+
+/// Vesta's `DB_MACHINE_ID_PROVIDER` in `store` (MariaDB) as its script and two hosts'
+/// `DbMachineIdProvider.init` left it: 1,024 rows, ids 0 and 1 taken by 10.2.0.1 and 10.2.0.2.
+pub async fn vesta_machine_table(store: &uidgen_store::Store) {
+    use uidgen_store::testing::{peer_transaction, run_script};
+    run_script(
+        store,
+        "create table DB_MACHINE_ID_PROVIDER (ID bigint not null, IP varchar(64) default null, \
+         primary key (ID), unique key UK_IP(IP))",
+    )
+    .await
+    .unwrap();
+    let inserts: Vec<String> = (0..1024)
+        .map(|id| format!("insert into DB_MACHINE_ID_PROVIDER(ID) values({id})"))
+        .collect();
+    peer_transaction(
+        store,
+        &inserts.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .await
+    .unwrap();
+    // The lowest free id each.
+    for ip in ["10.2.0.1", "10.2.0.2"] {
+        let take =
+            format!("update DB_MACHINE_ID_PROVIDER set IP = '{ip}' where IP is null limit 1");
+        peer_transaction(store, &[&take]).await.unwrap();
+    }
+}
+
+/// A fresh PostgreSQL database with Leaf's own `leaf_alloc` and its sample tag
+/// (`leaf-segment-test`, step 2000), before uidgen ever ran on it: its URL and a store that
+/// does not migrate.
+pub async fn bare_leaf_alloc() -> (String, uidgen_store::Store) {
+    use uidgen_store::testing::peers::{leaf_ddl, leaf_insert};
+    use uidgen_store::testing::{TestDb, fresh_url, run_script};
+    let url = fresh_url(TestDb::Postgres).await.unwrap();
+    let options = uidgen_store::StoreOptions {
+        migrate: false,
+        ..Default::default()
+    };
+    let bare = uidgen_store::Store::connect_with(&url, options)
+        .await
+        .unwrap();
+    run_script(&bare, leaf_ddl(TestDb::Postgres)).await.unwrap();
+    leaf_insert(&bare, "leaf-segment-test", 2000).await.unwrap();
+    (url, bare)
+}
+
+/// The test Redis, checked to answer: its URL, a key prefix of this test's own (after
+/// `name`), and a connection.
+pub async fn test_redis(name: &str) -> (String, String, redis::aio::MultiplexedConnection) {
+    let url = uidgen_sharded::testing::redis_url();
+    uidgen_sharded::testing::check_redis(&url).await.unwrap();
+    let prefix = uidgen_sharded::testing::unique_prefix(name);
+    let conn = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    (url, prefix, conn)
 }

@@ -116,3 +116,23 @@ pub async fn displayed(c: &Client, css: &str) -> bool {
         Err(_) => false,
     }
 }
+
+/// The text of `css` once `accept` takes it (waiting as [`eventually`] does, naming `what`).
+pub async fn text_when(
+    c: &Client,
+    what: &str,
+    css: &str,
+    accept: impl Fn(&String) -> bool,
+) -> String {
+    eventually(what, || async { text(c, css).await.filter(|t| accept(t)) }).await
+}
+
+/// Wait until `css` is displayed (as [`eventually`] does, naming `what`).
+pub async fn until_displayed(c: &Client, what: &str, css: &str) {
+    eventually(what, || async { displayed(c, css).await.then_some(()) }).await;
+}
+
+/// How many elements `css` matches.
+pub async fn count(c: &Client, css: &str) -> usize {
+    c.find_all(Locator::Css(css)).await.unwrap().len()
+}

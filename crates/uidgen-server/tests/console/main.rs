@@ -12,7 +12,10 @@ mod browser;
 #[path = "../common/mod.rs"]
 mod common;
 
-use browser::{browser, click, displayed, eventually, fill, input, start_chromedriver, text};
+use browser::{
+    Chromedriver, browser, click, count, displayed, eventually, fill, input, start_chromedriver,
+    text, text_when, until_displayed,
+};
 use common::{Server, sqlite_url, temp_dir};
 use fantoccini::Locator;
 use serde_json::{Value, json};
@@ -35,6 +38,56 @@ async fn decode_with(c: &fantoccini::Client, layout: &str, ids: &str) {
 
 const TOKEN: &str = "console-test-admin-token";
 
+/// A chromedriver of the test's own, and a server with the admin token, a SQLite store named
+/// after `store` and `more`.
+async fn start_with_admin_token(store: &str, more: &[(&str, &str)]) -> (Chromedriver, Server) {
+    let driver = start_chromedriver().await;
+    let store = sqlite_url(store);
+    let mut env = vec![
+        ("UIDGEN_STORE", store.as_str()),
+        ("UIDGEN_ADMIN_TOKEN", TOKEN),
+    ];
+    env.extend_from_slice(more);
+    (driver, Server::start(&[], &env))
+}
+
+/// Keep, in the page, every breach of its own Content-Security-Policy from here on
+/// (`cspViolations`, which [`assert_csp_kept`] reads).
+async fn watch_csp(c: &fantoccini::Client) {
+    script(
+        c,
+        "window.cspViolations = []; document.addEventListener('securitypolicyviolation', (e) => cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));",
+    )
+    .await;
+}
+
+/// What `POST /v1/ids/make` answers to `body`.
+async fn make_by_api(server: &Server, body: &str) -> Value {
+    api(
+        reqwest::Method::POST,
+        server.url("/v1/ids/make"),
+        Some(body),
+    )
+    .await
+}
+
+/// Run `js` in the page; what it returns.
+async fn script(c: &fantoccini::Client, js: &str) -> Value {
+    c.execute(js, vec![]).await.unwrap()
+}
+
+/// Type `value` into `field`, then press `button`.
+async fn enter(c: &fantoccini::Client, field: &str, value: &str, button: &str) {
+    fill(c, field, value).await;
+    click(c, button).await;
+}
+
+/// No breach of the page's Content-Security-Policy since [`watch_csp`].
+async fn assert_csp_kept(c: &fantoccini::Client) {
+    let violations = script(c, "return cspViolations;").await;
+    assert_eq!(violations, json!([]), "the page broke its own CSP");
+}
+
 /// What the JSON API answers, for comparing with what the page shows.
 async fn api(method: reqwest::Method, url: String, body: Option<&str>) -> Value {
     let mut request = reqwest::Client::new().request(method, url);
@@ -55,31 +108,17 @@ fn number(text: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromium() {
-    let driver = start_chromedriver().await;
-    let server = Server::start(
-        &[],
-        &[
-            ("UIDGEN_STORE", &sqlite_url("console")),
-            ("UIDGEN_ADMIN_TOKEN", TOKEN),
-        ],
-    );
+    let (driver, server) = start_with_admin_token("console", &[]).await;
     let c = browser(&driver).await;
     c.goto(&server.url("/")).await.unwrap();
     // Whatever the page renders from here on must pass its own Content-Security-Policy.
-    c.execute(
-        "window.cspViolations = []; document.addEventListener('securitypolicyviolation', (e) => cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));",
-        vec![],
-    )
-    .await
-    .unwrap();
+    watch_csp(&c).await;
 
     // Live: the first status arrives and names the worker id the server logged.
     let status = api(reqwest::Method::GET, server.url("/v1/status"), None).await;
     let worker = status["worker_id"].as_u64().unwrap();
-    eventually("the worker id", || async {
-        text(&c, "#live-worker")
-            .await
-            .filter(|t| *t == worker.to_string())
+    text_when(&c, "the worker id", "#live-worker", |t| {
+        *t == worker.to_string()
     })
     .await;
     assert_eq!(
@@ -144,15 +183,8 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
         format!("{id:064b}"),
         "the 64 bits, most significant first"
     );
-    let time_bits = c
-        .find_all(Locator::Css(&format!("{card} .bits span.f-time")))
-        .await
-        .unwrap();
-    assert_eq!(
-        time_bits.len(),
-        28,
-        "baidu's time field is coloured as time"
-    );
+    let time_bits = count(&c, &format!("{card} .bits span.f-time")).await;
+    assert_eq!(time_bits, 28, "baidu's time field is coloured as time");
     // The second, malformed ID gets the server's own message.
     let malformed = api(reqwest::Method::GET, server.url("/v1/ids/12x"), None).await;
     assert_eq!(
@@ -232,28 +264,18 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
 
     // Make: fields in, the server's ID out.
     let body = r#"{"timestamp":"2026-06-01T12:00:00Z","worker":7,"sequence":3}"#;
-    let made = api(
-        reqwest::Method::POST,
-        server.url("/v1/ids/make"),
-        Some(body),
-    )
-    .await;
+    let made = make_by_api(&server, body).await;
     let made_id = made["id"].to_string();
     fill(&c, "#make-timestamp", "2026-06-01T12:00:00Z").await;
     fill(&c, "#make-worker", "7").await;
-    fill(&c, "#make-sequence", "3").await;
-    click(&c, "#make-btn").await;
-    eventually("the made ID", || async {
-        text(&c, "#make-result .id").await.filter(|t| *t == made_id)
-    })
-    .await;
+    enter(&c, "#make-sequence", "3", "#make-btn").await;
+    text_when(&c, "the made ID", "#make-result .id", |t| *t == made_id).await;
 
     // Bad fields: each marked with the server's own message.
     let bad = r#"{"timestamp":"2026-06-01T12:00:00Z","worker":99999999,"sequence":99999}"#;
-    let rejected = api(reqwest::Method::POST, server.url("/v1/ids/make"), Some(bad)).await;
+    let rejected = make_by_api(&server, bad).await;
     fill(&c, "#make-worker", "99999999").await;
-    fill(&c, "#make-sequence", "99999").await;
-    click(&c, "#make-btn").await;
+    enter(&c, "#make-sequence", "99999", "#make-btn").await;
     for field in ["worker", "sequence"] {
         let message = rejected["fields"][field].as_str().unwrap().to_owned();
         eventually(&format!("the {field} field's error"), || async {
@@ -272,21 +294,14 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
     assert!(text(&c, "#make-result").await.unwrap().is_empty());
 
     // Live numbers move: IDs issued elsewhere show up in the count and the rate.
-    let before = eventually("a count of issued IDs", || async {
-        text(&c, "#live-issued").await.filter(|t| t != "–")
-    })
-    .await;
+    let before = text_when(&c, "a count of issued IDs", "#live-issued", |t| t != "–").await;
     api(reqwest::Method::GET, server.url("/v1/ids?count=5000"), None).await;
-    eventually("the issued count rising by 5000", || async {
-        text(&c, "#live-issued")
-            .await
-            .filter(|t| number(t) >= number(&before) + 5000)
+    text_when(&c, "the issued count rising by 5000", "#live-issued", |t| {
+        number(t) >= number(&before) + 5000
     })
     .await;
-    eventually("a rate of IDs per second", || async {
-        text(&c, "#live-rate")
-            .await
-            .filter(|t| t.chars().next().is_some_and(|ch| ch.is_ascii_digit()))
+    text_when(&c, "a rate of IDs per second", "#live-rate", |t| {
+        t.chars().next().is_some_and(|ch| ch.is_ascii_digit())
     })
     .await;
     // The chart draws a line once two samples exist.
@@ -317,23 +332,21 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
 
     // Admin: nothing to do without a token; with it, a tag is created through a bearer header.
     assert!(!displayed(&c, "#admin-actions").await);
-    fill(&c, "#admin-token", TOKEN).await;
-    click(&c, "#token-btn").await;
-    eventually("the admin form, once the token is checked", || async {
-        displayed(&c, "#admin-actions").await.then_some(())
-    })
+    enter(&c, "#admin-token", TOKEN, "#token-btn").await;
+    until_displayed(
+        &c,
+        "the admin form, once the token is checked",
+        "#admin-actions",
+    )
     .await;
     assert!(
         !c.current_url().await.unwrap().as_str().contains(TOKEN),
         "the token never goes into a URL"
     );
     fill(&c, "#tag-name", "console-tag").await;
-    fill(&c, "#tag-step", "500").await;
-    click(&c, "#tag-btn").await;
-    eventually("the saved tag", || async {
-        text(&c, "#tag-result")
-            .await
-            .filter(|t| t.starts_with("saved console-tag"))
+    enter(&c, "#tag-step", "500", "#tag-btn").await;
+    text_when(&c, "the saved tag", "#tag-result", |t| {
+        t.starts_with("saved console-tag")
     })
     .await;
     let from_tag = reqwest::get(server.url("/api/segment/get/console-tag"))
@@ -344,8 +357,7 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
         "the console created the tag"
     );
 
-    let violations = c.execute("return cspViolations;", vec![]).await.unwrap();
-    assert_eq!(violations, json!([]), "the page broke its own CSP");
+    assert_csp_kept(&c).await;
     // The page asked for nothing the server does not have (no 404s: no icon, no missing file).
     let metrics = reqwest::get(server.url("/metrics"))
         .await
@@ -385,20 +397,15 @@ async fn console_decodes_makes_rejects_bad_fields_and_shows_live_state_in_chromi
     assert!(make_op.contains("/v1/ids/make") && make_op.contains("MakeRequest"));
 
     // However long the page stays open, the chart holds 10 minutes of samples, no more.
-    let kept = c
-        .execute(
-            "for (let i = 0; i < 5000; i++) pushRate(i % 7); return chart.rates.length;",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let kept = script(
+        &c,
+        "for (let i = 0; i < 5000; i++) pushRate(i % 7); return chart.rates.length;",
+    )
+    .await;
     assert_eq!(kept.as_u64(), Some(600), "the chart's samples are bounded");
     // The server goes away: the page says so instead of showing stale figures as live.
     let _ = server.terminate();
-    eventually("the unreachable banner", || async {
-        displayed(&c, "#offline").await.then_some(())
-    })
-    .await;
+    until_displayed(&c, "the unreachable banner", "#offline").await;
     assert!(
         text(&c, "#offline")
             .await
@@ -476,17 +483,15 @@ async fn console_shows_the_zookeeper_holder_and_the_sharded_mode() {
     .await;
     // A sharded ID decodes as app, shard and index, coloured by those fields.
     decode_with(&c, "sharded", &id.to_string()).await;
-    eventually("the sharded decoding", || async {
-        text(&c, "#decode-results .card.decoded .field-app_id")
-            .await
-            .filter(|t| t == "9")
-    })
+    text_when(
+        &c,
+        "the sharded decoding",
+        "#decode-results .card.decoded .field-app_id",
+        |t| t == "9",
+    )
     .await;
-    let app_bits = c
-        .find_all(Locator::Css("#decode-results .bits span.f-app_id"))
-        .await
-        .unwrap();
-    assert_eq!(app_bits.len(), 8);
+    let app_bits = count(&c, "#decode-results .bits span.f-app_id").await;
+    assert_eq!(app_bits, 8);
     c.close().await.unwrap();
     drop(server);
     uidgen_sharded::testing::delete_prefix(&redis, &prefix).await;
@@ -497,17 +502,15 @@ async fn console_shows_the_zookeeper_holder_and_the_sharded_mode() {
 /// local time's zone, the chart's peak when idle, and no sideways scrolling.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
-    let driver = start_chromedriver().await;
-    let server = Server::start(
-        &[],
+    let (driver, server) = start_with_admin_token(
+        "console-polish",
         &[
-            ("UIDGEN_STORE", &sqlite_url("console-polish")),
-            ("UIDGEN_ADMIN_TOKEN", TOKEN),
             // A datacenter field, for the make panel's datacenter input below.
             ("UIDGEN_LAYOUT_DATACENTER_BITS", "5"),
             ("UIDGEN_LAYOUT_DATACENTER_ID", "3"),
         ],
-    );
+    )
+    .await;
     // A tag created and never used: no segment of it has been loaded.
     let created = reqwest::Client::new()
         .put(server.url("/v1/admin/segments/never-used"))
@@ -540,15 +543,13 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
     assert!(!row.contains("(min"), "{row}");
 
     // Nothing scrolls sideways at 420 px, the segment table included.
-    let widths = c
-        .execute(
-            "const t = document.getElementById('segment-table'); \
+    let widths = script(
+        &c,
+        "const t = document.getElementById('segment-table'); \
              return [document.documentElement.scrollWidth, document.documentElement.clientWidth, \
                      t.scrollWidth, t.parentElement.clientWidth];",
-            vec![],
-        )
-        .await
-        .unwrap();
+    )
+    .await;
     let w: Vec<u64> = serde_json::from_value(widths).unwrap();
     assert!(w[0] <= w[1], "the page scrolls sideways at 420 px: {w:?}");
     assert!(
@@ -571,18 +572,13 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
     assert_eq!(text(&c, "#chart-max").await.unwrap(), "0");
 
     // The local time names its zone once ("UTC", never "UTC (UTC)").
-    let shown = c
-        .execute("return local(Date.UTC(2026, 10, 22, 19, 11, 15));", vec![])
-        .await
-        .unwrap();
+    let shown = script(&c, "return local(Date.UTC(2026, 10, 22, 19, 11, 15));").await;
     let shown = shown.as_str().unwrap().to_owned();
-    let zone = c
-        .execute(
-            "return Intl.DateTimeFormat().resolvedOptions().timeZone;",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let zone = script(
+        &c,
+        "return Intl.DateTimeFormat().resolvedOptions().timeZone;",
+    )
+    .await;
     let zone = zone.as_str().unwrap();
     assert!(shown.matches(zone).count() <= 1, "the zone twice: {shown}");
     assert!(!shown.contains("UTC (UTC)"), "{shown}");
@@ -592,58 +588,51 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
     fill(&c, "#make-timestamp", "2026-06-01T12:00:00Z").await;
     fill(&c, "#make-worker", "7").await;
     fill(&c, "#make-sequence", "3").await;
-    fill(&c, "#make-datacenter", "30").await;
-    click(&c, "#make-btn").await;
-    let made = api(
-        reqwest::Method::POST,
-        server.url("/v1/ids/make"),
-        Some(r#"{"timestamp":"2026-06-01T12:00:00Z","worker":7,"sequence":3,"datacenter":30}"#),
+    enter(&c, "#make-datacenter", "30", "#make-btn").await;
+    let made = make_by_api(
+        &server,
+        r#"{"timestamp":"2026-06-01T12:00:00Z","worker":7,"sequence":3,"datacenter":30}"#,
     )
     .await;
     let made_id = made["id"].to_string();
-    eventually("the made ID with its datacenter", || async {
-        text(&c, "#make-result .id").await.filter(|t| *t == made_id)
-    })
+    text_when(
+        &c,
+        "the made ID with its datacenter",
+        "#make-result .id",
+        |t| *t == made_id,
+    )
     .await;
     assert_eq!(
         text(&c, "#make-result .field-datacenter").await.unwrap(),
         "30"
     );
     assert_eq!(made["datacenter"], 30);
-    let datacenter_bits = c
-        .find_all(Locator::Css("#make-result .bits span.f-datacenter"))
-        .await
-        .unwrap();
+    let datacenter_bits = count(&c, "#make-result .bits span.f-datacenter").await;
     assert_eq!(
-        datacenter_bits.len(),
-        5,
+        datacenter_bits, 5,
         "the datacenter field is coloured as such"
     );
 
     // A wrong token is refused at once, not at the first save; the right one is accepted.
-    fill(&c, "#admin-token", "a-wrong-token-of-some-length").await;
-    click(&c, "#token-btn").await;
-    eventually("the wrong token refused", || async {
-        text(&c, "#token-result")
-            .await
-            .filter(|t| t.starts_with("token refused"))
+    enter(
+        &c,
+        "#admin-token",
+        "a-wrong-token-of-some-length",
+        "#token-btn",
+    )
+    .await;
+    text_when(&c, "the wrong token refused", "#token-result", |t| {
+        t.starts_with("token refused")
     })
     .await;
     assert!(
         !displayed(&c, "#admin-actions").await,
         "a wrong token opened the admin form"
     );
-    let kept = c
-        .execute("return sessionStorage.length;", vec![])
-        .await
-        .unwrap();
+    let kept = script(&c, "return sessionStorage.length;").await;
     assert_eq!(kept.as_u64(), Some(0), "a wrong token was kept");
-    fill(&c, "#admin-token", TOKEN).await;
-    click(&c, "#token-btn").await;
-    eventually("the right token accepted", || async {
-        displayed(&c, "#admin-actions").await.then_some(())
-    })
-    .await;
+    enter(&c, "#admin-token", TOKEN, "#token-btn").await;
+    until_displayed(&c, "the right token accepted", "#admin-actions").await;
     assert_eq!(text(&c, "#token-result").await.unwrap(), "token accepted");
     let tags_before = api(reqwest::Method::GET, server.url("/v1/segments"), None).await;
     assert!(
@@ -653,22 +642,18 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
 
     // A bad step is said in words, before anything is sent.
     fill(&c, "#tag-name", "polish-tag").await;
-    fill(&c, "#tag-step", "12x").await;
-    click(&c, "#tag-btn").await;
-    let said = eventually("the bad step's message", || async {
-        text(&c, "#tag-result").await.filter(|t| !t.is_empty())
+    enter(&c, "#tag-step", "12x", "#tag-btn").await;
+    let said = text_when(&c, "the bad step's message", "#tag-result", |t| {
+        !t.is_empty()
     })
     .await;
     assert_eq!(
         said,
         "the step must be a whole number from 1 to 1,000,000,000, not “12x”"
     );
-    fill(&c, "#tag-step", "0").await;
-    click(&c, "#tag-btn").await;
-    eventually("the zero step's message", || async {
-        text(&c, "#tag-result")
-            .await
-            .filter(|t| t.ends_with("not “0”"))
+    enter(&c, "#tag-step", "0", "#tag-btn").await;
+    text_when(&c, "the zero step's message", "#tag-result", |t| {
+        t.ends_with("not “0”")
     })
     .await;
     let tags = api(reqwest::Method::GET, server.url("/v1/segments"), None).await;
@@ -714,49 +699,30 @@ async fn console_reads_well_on_a_phone_and_says_what_is_wrong_in_words() {
 /// work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_takes_a_caller_token_and_works_with_auth_required_in_chromium() {
-    let driver = start_chromedriver().await;
-    let server = Server::start(
-        &[],
-        &[
-            ("UIDGEN_STORE", &sqlite_url("console-auth")),
-            ("UIDGEN_ADMIN_TOKEN", TOKEN),
-            ("UIDGEN_AUTH_REQUIRED", "true"),
-        ],
-    );
+    let (driver, server) =
+        start_with_admin_token("console-auth", &[("UIDGEN_AUTH_REQUIRED", "true")]).await;
     let http = reqwest::Client::new();
-    let created = http
-        .post(server.url("/v1/admin/tokens"))
-        .bearer_auth(TOKEN)
-        .body(r#"{"name": "console", "routes": ["ids", "segments"], "tags": ["*"]}"#)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let created = common::text(
+        http.post(server.url("/v1/admin/tokens"))
+            .bearer_auth(TOKEN)
+            .body(r#"{"name": "console", "routes": ["ids", "segments"], "tags": ["*"]}"#),
+    )
+    .await;
     let caller = common::json(&created)["token"].as_str().unwrap().to_owned();
     let c = browser(&driver).await;
     c.goto(&server.url("/")).await.unwrap();
-    c.execute(
-        "window.cspViolations = []; document.addEventListener('securitypolicyviolation', (e) => cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));",
-        vec![],
-    )
-    .await
-    .unwrap();
+    watch_csp(&c).await;
 
     // Without a token: the form asks for one, the segment table says why it is empty.
-    eventually("the caller-token form", || async {
-        displayed(&c, "#caller-form").await.then_some(())
-    })
-    .await;
+    until_displayed(&c, "the caller-token form", "#caller-form").await;
     assert!(
         text(&c, "#caller-needed")
             .await
             .unwrap()
             .contains("asks for a caller token"),
     );
-    let note = eventually("the segment table's note", || async {
-        text(&c, "#segments-note").await.filter(|t| !t.is_empty())
+    let note = text_when(&c, "the segment table's note", "#segments-note", |t| {
+        !t.is_empty()
     })
     .await;
     assert!(note.contains("asks for a caller token"), "{note}");
@@ -774,39 +740,34 @@ async fn console_takes_a_caller_token_and_works_with_auth_required_in_chromium()
     assert!(!displayed(&c, "#offline").await);
 
     // A wrong token is refused at once and not kept.
-    fill(&c, "#caller-token", "uidgen_not-a-real-token").await;
-    click(&c, "#caller-btn").await;
-    eventually("the wrong caller token refused", || async {
-        text(&c, "#caller-result")
-            .await
-            .filter(|t| t.starts_with("caller token refused"))
-    })
+    enter(
+        &c,
+        "#caller-token",
+        "uidgen_not-a-real-token",
+        "#caller-btn",
+    )
     .await;
-    let kept = c
-        .execute(
-            "return sessionStorage.getItem('uidgen.callerToken');",
-            vec![],
-        )
-        .await
-        .unwrap();
+    text_when(
+        &c,
+        "the wrong caller token refused",
+        "#caller-result",
+        |t| t.starts_with("caller token refused"),
+    )
+    .await;
+    let kept = script(&c, "return sessionStorage.getItem('uidgen.callerToken');").await;
     assert_eq!(kept, Value::Null, "a wrong token was kept");
 
     // The right one: kept in this tab's sessionStorage only, never in a URL.
-    fill(&c, "#caller-token", &caller).await;
-    click(&c, "#caller-btn").await;
-    eventually("the caller token kept", || async {
-        text(&c, "#caller-result")
-            .await
-            .filter(|t| t == "caller token kept for this tab")
+    enter(&c, "#caller-token", &caller, "#caller-btn").await;
+    text_when(&c, "the caller token kept", "#caller-result", |t| {
+        t == "caller token kept for this tab"
     })
     .await;
-    let stored = c
-        .execute(
-            "return [sessionStorage.getItem('uidgen.callerToken'), localStorage.length];",
-            vec![],
-        )
-        .await
-        .unwrap();
+    let stored = script(
+        &c,
+        "return [sessionStorage.getItem('uidgen.callerToken'), localStorage.length];",
+    )
+    .await;
     assert_eq!(stored, json!([caller, 0]));
     assert!(!c.current_url().await.unwrap().as_str().contains(&caller));
 
@@ -821,15 +782,7 @@ async fn console_takes_a_caller_token_and_works_with_auth_required_in_chromium()
     })
     .await;
     assert!(!displayed(&c, "#segments-note").await);
-    let issued = http
-        .get(server.url("/v1/ids?count=1"))
-        .bearer_auth(&caller)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let issued = common::text(http.get(server.url("/v1/ids?count=1")).bearer_auth(&caller)).await;
     let id = common::json(&issued)["ids"][0].as_u64().unwrap();
     decode(&c, &id.to_string()).await;
     let decoded = eventually("the decoded card", || async {
@@ -845,7 +798,6 @@ async fn console_takes_a_caller_token_and_works_with_auth_required_in_chromium()
     assert!(!displayed(&c, "#make-error").await);
     assert!(!displayed(&c, "#stopped").await);
 
-    let violations = c.execute("return cspViolations;", vec![]).await.unwrap();
-    assert_eq!(violations, json!([]), "the page broke its own CSP");
+    assert_csp_kept(&c).await;
     c.close().await.unwrap();
 }

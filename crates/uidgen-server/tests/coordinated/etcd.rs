@@ -7,33 +7,21 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, assert_unique, fetch, run, temp_dir};
+use common::{Server, assert_unique, fetch, run, start_with, temp_dir};
 use uidgen_core::Layout;
 use uidgen_etcd::testing::{PrivateEtcd, test_endpoint, test_namespace, test_prefix};
 use uidgen_worker::testing::free_port;
 
 /// Leaf's layout and generator, the worker id from etcd at `endpoint` under `prefix`.
 fn etcd_env(endpoint: &str, prefix: &str, dir: &std::path::Path) -> Vec<(String, String)> {
-    [
-        (
-            "UIDGEN_STORE",
-            format!("sqlite://{}", dir.join("uidgen.db").display()),
-        ),
-        ("UIDGEN_WORKER_ASSIGNER", "etcd".to_owned()),
-        ("UIDGEN_ETCD_ENDPOINTS", endpoint.to_owned()),
-        ("UIDGEN_ETCD_PREFIX", prefix.to_owned()),
-        ("UIDGEN_LAYOUT", "leaf".to_owned()),
-        ("UIDGEN_GENERATOR", "snowflake".to_owned()),
-        ("UIDGEN_SEGMENT_ENABLED", "false".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
-}
-
-fn start(env: &[(String, String)]) -> Server {
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    Server::start(&[], &env)
+    common::leaf_env(
+        dir,
+        &[
+            ("UIDGEN_WORKER_ASSIGNER", "etcd".to_owned()),
+            ("UIDGEN_ETCD_ENDPOINTS", endpoint.to_owned()),
+            ("UIDGEN_ETCD_PREFIX", prefix.to_owned()),
+        ],
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -41,8 +29,8 @@ async fn two_servers_take_distinct_worker_ids_from_etcd_and_their_ids_never_repe
     let endpoint = test_endpoint();
     let prefix = test_namespace(&endpoint);
     let dir = temp_dir("etcd-serve");
-    let first = start(&etcd_env(&endpoint, &prefix, &dir));
-    let second = start(&etcd_env(&endpoint, &prefix, &dir));
+    let first = start_with(&etcd_env(&endpoint, &prefix, &dir));
+    let second = start_with(&etcd_env(&endpoint, &prefix, &dir));
     let layout = Layout::leaf().unwrap();
     let client = reqwest::Client::new();
     let (mut workers, mut ids) = (Vec::new(), Vec::new());
@@ -90,13 +78,14 @@ async fn a_server_cut_off_from_etcd_serves_until_the_reservation_then_turns_not_
     let mut etcd = PrivateEtcd::start();
     let dir = temp_dir("etcd-outage");
     let mut env = etcd_env(&etcd.endpoint(), &test_namespace(&etcd.endpoint()), &dir);
-    for (key, value) in [
-        ("UIDGEN_ETCD_LEASE_TTL_SECS", "2"),
-        ("UIDGEN_ETCD_RESERVATION_SECS", "3"),
-    ] {
-        env.push((key.to_owned(), value.to_owned()));
-    }
-    let server = start(&env);
+    common::set_env(
+        &mut env,
+        &[
+            ("UIDGEN_ETCD_LEASE_TTL_SECS", "2"),
+            ("UIDGEN_ETCD_RESERVATION_SECS", "3"),
+        ],
+    );
+    let server = start_with(&env);
     let client = reqwest::Client::new();
     let mut ids = Vec::new();
     let get = |client: &reqwest::Client| {
@@ -195,27 +184,7 @@ fn a_first_start_on_an_empty_prefix_names_uidgen_etcd_init_which_lets_it_start()
     let dir = temp_dir("etcd-init");
     let env = etcd_env(&endpoint, &prefix, &dir);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let refused = Server::try_start(&[], &env).map(drop).unwrap_err();
-    for words in ["uidgen etcd init", "never issued an ID", "s from now"] {
-        assert!(refused.contains(words), "{words}: {refused}");
-    }
-    let (status, stdout, stderr) = run(&["etcd", "init"], &env);
-    assert!(status.success(), "{stderr}");
-    assert!(stdout.contains("a new namespace"), "{stdout}");
-    let server = Server::start(&[], &env);
-    let (status, log) = server.terminate();
-    assert!(status.success(), "{log}");
-    // Again: nothing to do.
-    let (status, stdout, stderr) = run(&["etcd", "init"], &env);
-    assert!(status.success(), "{stderr}");
-    assert!(stdout.contains("Init"), "{stdout}");
-    let (status, stdout, stderr) = run(&["etcd", "recover", "--why", "restored a snapshot"], &env);
-    assert!(status.success(), "{stderr}");
-    assert!(stdout.contains("restored a snapshot"), "{stdout}");
-    // A recorded loss is not undone by an init.
-    let (status, _, stderr) = run(&["etcd", "init"], &env);
-    assert!(!status.success());
-    assert!(stderr.contains("not a new namespace"), "{stderr}");
+    common::init_lets_a_fenced_start_through("etcd", &env);
     let refused = Server::try_start(&[], &env).map(drop).unwrap_err();
     assert!(refused.contains("restored a snapshot"), "{refused}");
 }
@@ -227,19 +196,19 @@ async fn an_emptied_etcd_under_three_servers_repeats_no_id(layout: &str, generat
     let prefix = test_namespace(&endpoint);
     let dir = temp_dir("etcd-wipe");
     let mut env = etcd_env(&endpoint, &prefix, &dir);
-    for (key, value) in [
-        ("UIDGEN_LAYOUT", layout),
-        ("UIDGEN_GENERATOR", generator),
-        // Rounds every TTL/3: a 2 s lease once expired on a box loaded to 9 on 2 cores (the
-        // holder takes its id up again, and `reestablished` counted 2).
-        ("UIDGEN_ETCD_LEASE_TTL_SECS", "4"),
-        // Long enough for a holder whose rounds failed while etcd restarted to take its id up
-        // again (while `now + 5 s` is inside its reservation), short enough for C to get in.
-        ("UIDGEN_ETCD_RESERVATION_SECS", "15"),
-    ] {
-        env.retain(|(k, _)| k != key);
-        env.push((key.to_owned(), value.to_owned()));
-    }
+    common::set_env(
+        &mut env,
+        &[
+            ("UIDGEN_LAYOUT", layout),
+            ("UIDGEN_GENERATOR", generator),
+            // Rounds every TTL/3: a 2 s lease once expired on a box loaded to 9 on 2 cores (the
+            // holder takes its id up again, and `reestablished` counted 2).
+            ("UIDGEN_ETCD_LEASE_TTL_SECS", "4"),
+            // Long enough for a holder whose rounds failed while etcd restarted to take its id up
+            // again (while `now + 5 s` is inside its reservation), short enough for C to get in.
+            ("UIDGEN_ETCD_RESERVATION_SECS", "15"),
+        ],
+    );
     common::coordinator_wiped_under_three_servers(&env, layout, "etcd", || etcd.restart_empty())
         .await;
 }

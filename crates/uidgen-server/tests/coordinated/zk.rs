@@ -4,43 +4,25 @@
 
 use crate::common;
 
-use common::{Server, assert_unique, fetch, run};
+use common::{Server, assert_unique, fetch, run, start_with, temp_dir};
 use uidgen_core::Layout;
 use uidgen_worker::testing::free_port;
-use uidgen_zk::testing::{test_connect, unique};
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(unique(&format!("uidgen-zk-e2e-{name}")));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use uidgen_zk::testing::test_connect;
 
 /// Leaf's layout and generator, the worker id from ZooKeeper under `connect`.
 fn zk_env(connect: &str, dir: &std::path::Path, n: u32) -> Vec<(String, String)> {
-    [
-        (
-            "UIDGEN_STORE",
-            format!("sqlite://{}", dir.join("uidgen.db").display()),
-        ),
-        ("UIDGEN_WORKER_ASSIGNER", "zookeeper".to_owned()),
-        ("UIDGEN_ZK_CONNECT", connect.to_owned()),
-        ("UIDGEN_ZK_NAME", "leaf-e2e".to_owned()),
-        (
-            "UIDGEN_ZK_CACHE_FILE",
-            dir.join(format!("zk-{n}.state")).display().to_string(),
-        ),
-        ("UIDGEN_LAYOUT", "leaf".to_owned()),
-        ("UIDGEN_GENERATOR", "snowflake".to_owned()),
-        ("UIDGEN_SEGMENT_ENABLED", "false".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
-}
-
-fn start(env: &[(String, String)]) -> Server {
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    Server::start(&[], &env)
+    common::leaf_env(
+        dir,
+        &[
+            ("UIDGEN_WORKER_ASSIGNER", "zookeeper".to_owned()),
+            ("UIDGEN_ZK_CONNECT", connect.to_owned()),
+            ("UIDGEN_ZK_NAME", "leaf-e2e".to_owned()),
+            (
+                "UIDGEN_ZK_CACHE_FILE",
+                dir.join(format!("zk-{n}.state")).display().to_string(),
+            ),
+        ],
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -49,9 +31,9 @@ async fn serve_takes_its_worker_id_from_zookeeper_and_leafs_route_stamps_it() {
     uidgen_zk::testing::init_namespace(&connect, "leaf-e2e")
         .await
         .unwrap();
-    let dir = temp_dir("serve");
-    let first = start(&zk_env(&connect, &dir, 1));
-    let second = start(&zk_env(&connect, &dir, 2));
+    let dir = temp_dir("zk-serve");
+    let first = start_with(&zk_env(&connect, &dir, 1));
+    let second = start_with(&zk_env(&connect, &dir, 2));
     let layout = Layout::leaf().unwrap();
     let mut workers = Vec::new();
     for server in [&first, &second] {
@@ -112,17 +94,18 @@ async fn serve_killed_and_started_again_without_its_cache_file_keeps_its_worker_
     uidgen_zk::testing::init_namespace(&connect, "leaf-e2e")
         .await
         .unwrap();
-    let dir = temp_dir("restart");
+    let dir = temp_dir("zk-restart");
     let listen = format!("127.0.0.1:{}", free_port());
     let mut env = zk_env(&connect, &dir, 1);
     // A short reservation, so that the test need not wait ten minutes for it to pass.
-    for (key, value) in [
-        ("UIDGEN_ZK_REPORT_INTERVAL_MS", "500"),
-        ("UIDGEN_ZK_RESERVATION_SECS", "2"),
-        ("UIDGEN_ZK_SESSION_TIMEOUT_MS", "4000"),
-    ] {
-        env.push((key.to_owned(), value.to_owned()));
-    }
+    common::set_env(
+        &mut env,
+        &[
+            ("UIDGEN_ZK_REPORT_INTERVAL_MS", "500"),
+            ("UIDGEN_ZK_RESERVATION_SECS", "2"),
+            ("UIDGEN_ZK_SESSION_TIMEOUT_MS", "4000"),
+        ],
+    );
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let client = reqwest::Client::new();
     let (mut workers, mut ids) = (Vec::new(), Vec::new());
@@ -272,22 +255,22 @@ async fn an_emptied_zookeeper_under_three_servers_repeats_no_id(layout: &str, ge
     uidgen_zk::testing::init_namespace(&connect, "leaf-e2e")
         .await
         .unwrap();
-    let dir = temp_dir("wipe");
+    let dir = temp_dir("zk-wipe");
     let mut env = zk_env(&connect, &dir, 0);
     // One cache file per server: each gets its own state directory's default.
     env.retain(|(k, _)| k != "UIDGEN_ZK_CACHE_FILE");
-    for (key, value) in [
-        ("UIDGEN_LAYOUT", layout),
-        ("UIDGEN_GENERATOR", generator),
-        ("UIDGEN_ZK_REPORT_INTERVAL_MS", "500"),
-        ("UIDGEN_ZK_SESSION_TIMEOUT_MS", "4000"),
-        // Long enough for a holder whose reports failed while ZooKeeper restarted (a JVM start)
-        // to take its id up again (while `now + 5 s` is inside it), short enough for C.
-        ("UIDGEN_ZK_RESERVATION_SECS", "20"),
-    ] {
-        env.retain(|(k, _)| k != key);
-        env.push((key.to_owned(), value.to_owned()));
-    }
+    common::set_env(
+        &mut env,
+        &[
+            ("UIDGEN_LAYOUT", layout),
+            ("UIDGEN_GENERATOR", generator),
+            ("UIDGEN_ZK_REPORT_INTERVAL_MS", "500"),
+            ("UIDGEN_ZK_SESSION_TIMEOUT_MS", "4000"),
+            // Long enough for a holder whose reports failed while ZooKeeper restarted (a JVM start)
+            // to take its id up again (while `now + 5 s` is inside it), short enough for C.
+            ("UIDGEN_ZK_RESERVATION_SECS", "20"),
+        ],
+    );
     common::coordinator_wiped_under_three_servers(&env, layout, "zookeeper", || {
         server.restart_empty();
     })
@@ -307,30 +290,10 @@ async fn an_emptied_zookeeper_repeats_no_id_with_the_snowflake_generator() {
 #[test]
 fn a_first_start_on_an_empty_namespace_names_uidgen_zk_init_which_lets_it_start() {
     let connect = test_connect();
-    let dir = temp_dir("init");
+    let dir = temp_dir("zk-init");
     let mut env = zk_env(&connect, &dir, 1);
     env.retain(|(k, _)| k != "UIDGEN_ZK_NAME");
     env.push(("UIDGEN_ZK_NAME".to_owned(), "init-e2e".to_owned()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let refused = Server::try_start(&[], &env).map(drop).unwrap_err();
-    for words in ["uidgen zk init", "never issued an ID", "s from now"] {
-        assert!(refused.contains(words), "{words}: {refused}");
-    }
-    let (status, stdout, stderr) = run(&["zk", "init"], &env);
-    assert!(status.success(), "{stderr}");
-    assert!(stdout.contains("a new namespace"), "{stdout}");
-    let server = Server::start(&[], &env);
-    let (status, log) = server.terminate();
-    assert!(status.success(), "{log}");
-    // Again: nothing to do.
-    let (status, stdout, stderr) = run(&["zk", "init"], &env);
-    assert!(status.success(), "{stderr}");
-    assert!(stdout.contains("Init"), "{stdout}");
-    let (status, stdout, stderr) = run(&["zk", "recover", "--why", "restored a snapshot"], &env);
-    assert!(status.success(), "{stderr}");
-    assert!(stdout.contains("restored a snapshot"), "{stdout}");
-    // A recorded loss is not undone by an init.
-    let (status, _, stderr) = run(&["zk", "init"], &env);
-    assert!(!status.success());
-    assert!(stderr.contains("not a new namespace"), "{stderr}");
+    common::init_lets_a_fenced_start_through("zk", &env);
 }

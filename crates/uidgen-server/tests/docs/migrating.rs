@@ -20,12 +20,10 @@ use std::path::Path;
 use std::process::Command;
 
 use uidgen_core::{Layout, SnowflakeGenerator, SystemClock, UidGenerator};
-use uidgen_store::Store;
 use uidgen_store::testing::peers::{
-    BAIDU_DDL_MYSQL, baidu_start, leaf_claim, leaf_ddl, leaf_insert, tinyid_claim, tinyid_ddl,
-    tinyid_samples,
+    BAIDU_DDL_MYSQL, baidu_start, leaf_claim, leaf_insert, tinyid_claim, tinyid_ddl, tinyid_samples,
 };
-use uidgen_store::testing::{TestDb, fresh_store, fresh_url, peer_transaction, run_script};
+use uidgen_store::testing::{TestDb, fresh_store, peer_transaction, run_script};
 use uidgen_zk::testing::{JavaLeaf, test_connect};
 
 use super::common::{Server, binary, temp_dir};
@@ -59,14 +57,7 @@ async fn seed(name: &str) -> Fixture {
         // Leaf's own table on PostgreSQL (before uidgen ever migrated it): its sample tag and
         // `orders`, three segments of which its servers claimed.
         "leaf-segments" => {
-            let url = fresh_url(TestDb::Postgres).await.unwrap();
-            let options = uidgen_store::StoreOptions {
-                migrate: false,
-                ..Default::default()
-            };
-            let bare = Store::connect_with(&url, options).await.unwrap();
-            run_script(&bare, leaf_ddl(TestDb::Postgres)).await.unwrap();
-            leaf_insert(&bare, "leaf-segment-test", 2000).await.unwrap();
+            let (url, bare) = super::common::bare_leaf_alloc().await;
             leaf_insert(&bare, "orders", 1000).await.unwrap();
             for _ in 0..3 {
                 leaf_claim(&bare, "orders").await.unwrap();
@@ -102,28 +93,7 @@ async fn seed(name: &str) -> Fixture {
         // Vesta's table on MariaDB, as its script and two hosts' DbMachineIdProvider left it.
         "vesta" => {
             let (store, url) = fresh_store(TestDb::MySql).await.unwrap();
-            run_script(
-                &store,
-                "create table DB_MACHINE_ID_PROVIDER (ID bigint not null, IP varchar(64) default \
-                 null, primary key (ID), unique key UK_IP(IP))",
-            )
-            .await
-            .unwrap();
-            let inserts: Vec<String> = (0..1024)
-                .map(|id| format!("insert into DB_MACHINE_ID_PROVIDER(ID) values({id})"))
-                .collect();
-            peer_transaction(
-                &store,
-                &inserts.iter().map(String::as_str).collect::<Vec<_>>(),
-            )
-            .await
-            .unwrap();
-            for ip in ["10.2.0.1", "10.2.0.2"] {
-                let take = format!(
-                    "update DB_MACHINE_ID_PROVIDER set IP = '{ip}' where IP is null limit 1"
-                );
-                peer_transaction(&store, &[&take]).await.unwrap();
-            }
+            super::common::vesta_machine_table(&store).await;
             store.close().await;
             Fixture {
                 env: store_env(&url),
@@ -134,11 +104,7 @@ async fn seed(name: &str) -> Fixture {
         // (max_id 0, step 1000), shards 0 and 1 refilled and partly served.
         "sharded" => {
             let (store, url) = fresh_store(TestDb::Postgres).await.unwrap();
-            let redis_url = uidgen_sharded::testing::redis_url();
-            uidgen_sharded::testing::check_redis(&redis_url)
-                .await
-                .unwrap();
-            let prefix = uidgen_sharded::testing::unique_prefix("migrating");
+            let (redis_url, prefix, mut conn) = super::common::test_redis("migrating").await;
             let rows: Vec<String> = (0..64)
                 .map(|shard| {
                     format!(
@@ -148,11 +114,6 @@ async fn seed(name: &str) -> Fixture {
                 })
                 .collect();
             peer_transaction(&store, &rows.iter().map(String::as_str).collect::<Vec<_>>())
-                .await
-                .unwrap();
-            let mut conn = redis::Client::open(redis_url.as_str())
-                .unwrap()
-                .get_multiplexed_async_connection()
                 .await
                 .unwrap();
             for shard in 0..2 {

@@ -44,6 +44,67 @@ fn zk_env<'a>(connect: &'a str, name: &'a str) -> Vec<(&'a str, &'a str)> {
     ]
 }
 
+/// The shared etcd as a container on another host reaches it: the bridge to it, its URL
+/// inside the container, and a fresh key prefix declared new.
+fn etcd_through_a_bridge() -> (Bridge, String, String) {
+    let endpoint = uidgen_etcd::testing::test_endpoint();
+    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let port: u16 = host.rsplit(':').next().unwrap().parse().unwrap();
+    let bridge = Bridge::to(host, port);
+    let prefix = uidgen_etcd::testing::test_namespace(&endpoint);
+    (bridge, format!("http://127.0.0.1:{port}"), prefix)
+}
+
+/// etcd at `inside` under `prefix`, a 2 s lease, and `more`.
+fn etcd_env<'a>(
+    inside: &'a str,
+    prefix: &'a str,
+    more: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, &'a str)> {
+    let mut env = vec![
+        ("UIDGEN_WORKER_ASSIGNER", "etcd"),
+        ("UIDGEN_ETCD_ENDPOINTS", inside),
+        ("UIDGEN_ETCD_PREFIX", prefix),
+        ("UIDGEN_ETCD_LEASE_TTL_SECS", "2"),
+    ];
+    env.extend_from_slice(more);
+    env
+}
+
+/// Docker's first container of a host (behind `bridges`): the same address and MAC on every
+/// host.
+fn first_host<'a>(bridges: &'a [&'a Bridge]) -> Network<'a> {
+    Network {
+        mac: FIRST_MAC,
+        ip: Some(FIRST_IP),
+        bridges,
+    }
+}
+
+/// A's host dies: `a` is killed and an identical container starts on `host`. Its IDs (taken
+/// by `fetch`), their worker ids, and how many of them equal one of `earlier`; the container
+/// is returned to keep it running.
+fn successor(
+    a: Container,
+    host: &Network<'_>,
+    env: &[(&str, &str)],
+    layout: &Layout,
+    earlier: [&[u64]; 2],
+    fetch: impl FnOnce(&Container) -> Vec<u64>,
+) -> (Container, Vec<u64>, std::collections::HashSet<u64>, usize) {
+    a.kill();
+    let c = start(host, env);
+    let ids = fetch(&c);
+    let workers = workers_in(layout, &ids);
+    let equal = earlier.iter().map(|e| equal_between(e, &ids)).sum();
+    (c, ids, workers, equal)
+}
+
+/// Start a container that must start.
+fn start(network: &Network<'_>, env: &[(&str, &str)]) -> Container {
+    Container::start_on(network, env).unwrap_or_else(|log| panic!("{log}"))
+}
+
 /// Start a container that may find its predecessor's session still open: a refusal naming a
 /// live holder is retried (the session ends within its timeout), any other refusal fails.
 fn start_after_predecessor(network: &Network<'_>, env: &[(&str, &str)]) -> Container {
@@ -70,13 +131,10 @@ async fn zookeeper_containers_on_separate_hosts_never_share_a_worker_id_at_once(
         .unwrap();
     let env = zk_env(&connect, &name);
     let layout = Layout::leaf().unwrap();
-    let first_host = Network {
-        mac: FIRST_MAC,
-        ip: Some(FIRST_IP),
-        bridges: &[&bridge],
-    };
+    let bridges = [&bridge];
+    let first_host = first_host(&bridges);
 
-    let a = Container::start_on(&first_host, &env).unwrap_or_else(|log| panic!("{log}"));
+    let a = start(&first_host, &env);
     // The first container of another host: the same ip:port, so the same forever node, whose
     // live node A's session holds.
     let refused = Container::start_on(&first_host, &env)
@@ -128,30 +186,22 @@ async fn zookeeper_containers_on_separate_hosts_never_share_a_worker_id_at_once(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_containers_identical_on_separate_hosts_get_distinct_worker_ids() {
     require_namespaces();
-    let endpoint = uidgen_etcd::testing::test_endpoint();
-    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
-    let port: u16 = host.rsplit(':').next().unwrap().parse().unwrap();
-    let bridge = Bridge::to(host, port);
-    let prefix = uidgen_etcd::testing::test_namespace(&endpoint);
-    let inside = format!("http://127.0.0.1:{port}");
-    let env = [
-        ("UIDGEN_WORKER_ASSIGNER", "etcd"),
-        ("UIDGEN_ETCD_ENDPOINTS", inside.as_str()),
-        ("UIDGEN_ETCD_PREFIX", prefix.as_str()),
-        ("UIDGEN_ETCD_LEASE_TTL_SECS", "2"),
-        ("UIDGEN_ETCD_RESERVATION_SECS", "3"),
-        ("UIDGEN_LAYOUT", "leaf"),
-        ("UIDGEN_GENERATOR", "snowflake"),
-    ];
+    let (bridge, inside, prefix) = etcd_through_a_bridge();
+    let env = etcd_env(
+        &inside,
+        &prefix,
+        &[
+            ("UIDGEN_ETCD_RESERVATION_SECS", "3"),
+            ("UIDGEN_LAYOUT", "leaf"),
+            ("UIDGEN_GENERATOR", "snowflake"),
+        ],
+    );
     let layout = Layout::leaf().unwrap();
     // Two hosts' first containers: the same address, MAC, pid and hostname.
-    let host = Network {
-        mac: FIRST_MAC,
-        ip: Some(FIRST_IP),
-        bridges: &[&bridge],
-    };
-    let a = Container::start_on(&host, &env).unwrap_or_else(|log| panic!("{log}"));
-    let b = Container::start_on(&host, &env).unwrap_or_else(|log| panic!("{log}"));
+    let bridges = [&bridge];
+    let host = first_host(&bridges);
+    let a = start(&host, &env);
+    let b = start(&host, &env);
     let (ids_a, ids_b, equal) = ids_of_both(&a, &b);
     let (worker_a, worker_b) = (workers_in(&layout, &ids_a), workers_in(&layout, &ids_b));
     eprintln!(
@@ -164,11 +214,9 @@ async fn etcd_containers_identical_on_separate_hosts_get_distinct_worker_ids() {
 
     // A's host dies; an identical container starts: whichever id it claims, it starts above
     // that id's mark.
-    a.kill();
-    let c = Container::start_on(&host, &env).unwrap_or_else(|log| panic!("{log}"));
-    let ids_c = c.ids(PER_CONTAINER);
-    let worker_c = workers_in(&layout, &ids_c);
-    let equal = equal_between(&ids_a, &ids_c) + equal_between(&ids_b, &ids_c);
+    let earlier = [&ids_a[..], &ids_b[..]];
+    let (_c, _, worker_c, equal) =
+        successor(a, &host, &env, &layout, earlier, |c| c.ids(PER_CONTAINER));
     eprintln!(
         "etcd successor: worker {worker_c:?}, {} IDs, {equal} equal with A's and B's",
         PER_CONTAINER
@@ -195,32 +243,25 @@ fn ids_from(container: &Container, tasks: usize, count: usize) -> Vec<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_containers_under_load_with_extra_worker_ids_repeat_nothing_across_a_kill() {
     require_namespaces();
-    let endpoint = uidgen_etcd::testing::test_endpoint();
-    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
-    let port: u16 = host.rsplit(':').next().unwrap().parse().unwrap();
-    let bridge = Bridge::to(host, port);
-    let prefix = uidgen_etcd::testing::test_namespace(&endpoint);
-    let inside = format!("http://127.0.0.1:{port}");
+    let (bridge, inside, prefix) = etcd_through_a_bridge();
     // The default layout and generator, borrowing bounded to 2 s: batches of 10,000 from four
     // threads are far above one worker id's 8,192 a second, so each server claims more.
-    let env = [
-        ("UIDGEN_WORKER_ASSIGNER", "etcd"),
-        ("UIDGEN_ETCD_ENDPOINTS", inside.as_str()),
-        ("UIDGEN_ETCD_PREFIX", prefix.as_str()),
-        ("UIDGEN_ETCD_LEASE_TTL_SECS", "2"),
-        // Well past the borrowing bound: a reservation barely past it would hold padding back
-        // whenever a keep-alive round is late (each id's cap is its last round + reservation).
-        ("UIDGEN_ETCD_RESERVATION_SECS", "10"),
-        ("UIDGEN_RING_MAX_BORROW_SECONDS", "2"),
-    ];
+    let env = etcd_env(
+        &inside,
+        &prefix,
+        &[
+            // Well past the borrowing bound: a reservation barely past it would hold padding
+            // back whenever a keep-alive round is late (each id's cap is its last round +
+            // reservation).
+            ("UIDGEN_ETCD_RESERVATION_SECS", "10"),
+            ("UIDGEN_RING_MAX_BORROW_SECONDS", "2"),
+        ],
+    );
     let layout = Layout::baidu_default().unwrap();
-    let host = Network {
-        mac: FIRST_MAC,
-        ip: Some(FIRST_IP),
-        bridges: &[&bridge],
-    };
-    let a = Container::start_on(&host, &env).unwrap_or_else(|log| panic!("{log}"));
-    let b = Container::start_on(&host, &env).unwrap_or_else(|log| panic!("{log}"));
+    let bridges = [&bridge];
+    let host = first_host(&bridges);
+    let a = start(&host, &env);
+    let b = start(&host, &env);
     let (ids_a, ids_b) = std::thread::scope(|s| {
         let a = s.spawn(|| ids_from(&a, 4, 400_000));
         let b = s.spawn(|| ids_from(&b, 4, 400_000));
@@ -239,11 +280,10 @@ async fn etcd_containers_under_load_with_extra_worker_ids_repeat_nothing_across_
     assert!(a.log().contains("claimed more worker ids"), "{}", a.log());
     // A's host dies holding several ids; an identical container starts and loads as hard:
     // whichever ids it claims, A's among them once their marks pass, it starts above them.
-    a.kill();
-    let c = Container::start_on(&host, &env).unwrap_or_else(|log| panic!("{log}"));
-    let ids_c = ids_from(&c, 4, 400_000);
-    let workers_c = workers_in(&layout, &ids_c);
-    let equal = equal_between(&ids_a, &ids_c) + equal_between(&ids_b, &ids_c);
+    let earlier = [&ids_a[..], &ids_b[..]];
+    let (_c, ids_c, workers_c, equal) = successor(a, &host, &env, &layout, earlier, |c| {
+        ids_from(c, 4, 400_000)
+    });
     eprintln!(
         "etcd with extra ids: A {workers_a:?}, B {workers_b:?}, successor {workers_c:?}, \
          {} IDs, {equal} equal",

@@ -25,6 +25,54 @@ use uidgen_store::testing::{TestDb, fresh_url};
 /// The tag `uidgen serve` creates at start (Leaf's README example).
 const TAG: &str = "leaf-segment-test";
 
+/// A channel to the server's gRPC port.
+async fn channel(server: &Server) -> Channel {
+    Channel::from_shared(server.grpc.clone().expect("the server serves gRPC"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// The services reflection v1 lists on `channel`.
+async fn listed_services(channel: Channel) -> BTreeSet<String> {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = ServerReflectionClient::new(channel)
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = answers.next().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
+        panic!("not a service list: {answer:?}");
+    };
+    list.service.into_iter().map(|s| s.name).collect()
+}
+
+/// A StreamIds call in batches of `batch_size`, up to `max_ids` (0: no limit).
+async fn open_stream(
+    client: &mut IdServiceClient<Channel>,
+    batch_size: u32,
+    max_ids: u64,
+) -> tonic::Streaming<uidgen_proto::v1::IdBatch> {
+    client
+        .stream_ids(StreamIdsRequest {
+            batch_size,
+            max_ids,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
 async fn grpc(server: &Server) -> IdServiceClient<Channel> {
     let address = server.grpc.clone().expect("the server serves gRPC");
     IdServiceClient::connect(address)
@@ -225,15 +273,7 @@ async fn gen_method_says_which_channel_issued_a_vesta_id_and_baidu_ids_have_no_s
             .into_inner()
             .ids,
     );
-    let mut stream = client
-        .stream_ids(StreamIdsRequest {
-            batch_size: 20,
-            max_ids: 40,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = open_stream(&mut client, 20, 40).await;
     while let Some(batch) = stream.next().await {
         by_grpc.extend(batch.unwrap().ids);
     }
@@ -425,17 +465,9 @@ async fn health_and_reflection_answer() {
     use tonic_health::pb::HealthCheckRequest;
     use tonic_health::pb::health_check_response::ServingStatus;
     use tonic_health::pb::health_client::HealthClient;
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
-    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
-    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
-    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
 
     let server = Server::start(&[], &[("UIDGEN_STORE", &sqlite_file("health"))]);
-    let channel = Channel::from_shared(server.grpc.clone().unwrap())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let channel = channel(&server).await;
     let health = HealthClient::new(channel.clone());
     for service in ["", "uidgen.v1.IdService"] {
         // The health service follows readiness in a task of its own (re-read every few
@@ -456,21 +488,7 @@ async fn health_and_reflection_answer() {
         })
         .await;
     }
-    let mut reflection = ServerReflectionClient::new(channel);
-    let request = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut answers = reflection
-        .server_reflection_info(tokio_stream::iter([request]))
-        .await
-        .unwrap()
-        .into_inner();
-    let answer = answers.next().await.unwrap().unwrap();
-    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
-        panic!("not a service list: {answer:?}");
-    };
-    let names: BTreeSet<String> = list.service.into_iter().map(|s| s.name).collect();
+    let names = listed_services(channel).await;
     assert!(names.contains("uidgen.v1.IdService"), "{names:?}");
     assert!(names.contains("grpc.health.v1.Health"), "{names:?}");
 }
@@ -492,15 +510,7 @@ async fn a_stream_stops_at_max_ids_when_the_client_drops_it_and_at_sigterm() {
     let mut client = grpc(&server).await;
 
     // max_ids: 7-ID batches, the last one short, then the end of the stream.
-    let mut stream = client
-        .stream_ids(StreamIdsRequest {
-            batch_size: 7,
-            max_ids: 50,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = open_stream(&mut client, 7, 50).await;
     let mut sizes = Vec::new();
     let mut ids = Vec::new();
     while let Some(batch) = stream.next().await {
@@ -513,15 +523,7 @@ async fn a_stream_stops_at_max_ids_when_the_client_drops_it_and_at_sigterm() {
     assert_eq!(streamed(&server).await, 50);
 
     // No limit: the client reads a little, then drops the call; the server stops issuing.
-    let mut stream = client
-        .stream_ids(StreamIdsRequest {
-            batch_size: 100,
-            max_ids: 0,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = open_stream(&mut client, 100, 0).await;
     for _ in 0..3 {
         assert_eq!(stream.next().await.unwrap().unwrap().ids.len(), 100);
     }
@@ -546,15 +548,7 @@ async fn a_stream_stops_at_max_ids_when_the_client_drops_it_and_at_sigterm() {
     assert!(last > 50 + 300, "{last}");
 
     // SIGTERM with a stream open: it ends with UNAVAILABLE and the process stops cleanly.
-    let mut stream = client
-        .stream_ids(StreamIdsRequest {
-            batch_size: 100,
-            max_ids: 0,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = open_stream(&mut client, 100, 0).await;
     stream.next().await.unwrap().unwrap();
     let reader = tokio::spawn(async move {
         loop {
@@ -634,11 +628,6 @@ async fn a_next_ids_answer_past_the_clients_4_mib_limit_is_refused_before_any_id
 /// exactly v1's service list, reflection's own service included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_documented_grpcurl_list_is_what_reflection_lists() {
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
-    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
-    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
-    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-
     let api =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/API.md")).unwrap();
     let documented: Vec<&str> = api
@@ -653,25 +642,7 @@ async fn the_documented_grpcurl_list_is_what_reflection_lists() {
     );
 
     let server = Server::start(&[], &[("UIDGEN_STORE", &sqlite_file("reflection-list"))]);
-    let channel = Channel::from_shared(server.grpc.clone().unwrap())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let request = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut answers = ServerReflectionClient::new(channel)
-        .server_reflection_info(tokio_stream::iter([request]))
-        .await
-        .unwrap()
-        .into_inner();
-    let answer = answers.next().await.unwrap().unwrap();
-    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
-        panic!("not a service list: {answer:?}");
-    };
-    let listed: BTreeSet<String> = list.service.into_iter().map(|s| s.name).collect();
+    let listed = listed_services(channel(&server).await).await;
     let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
     assert_eq!(documented, listed, "docs/API.md's `grpcurl list` output");
 }

@@ -95,14 +95,7 @@ fn logged(log: &str, marker: &str, name: &str) -> u64 {
 
 /// `uidgen_segment_reused_ids_total{tag}` of a running server.
 async fn reused_ids(client: &reqwest::Client, server: &Server) -> u64 {
-    let text = client
-        .get(server.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = common::text(client.get(server.url("/metrics"))).await;
     let series = format!("uidgen_segment_reused_ids_total{{tag=\"{TAG}\"}} ");
     text.lines()
         .find_map(|line| line.strip_prefix(&series))

@@ -42,14 +42,7 @@ async fn ids_and_workers(server: &Server, count: usize) -> (Vec<u64>, Vec<u64>) 
     let layout = uidgen_core::Layout::snowflake().unwrap();
     let mut ids = Vec::new();
     while ids.len() < count {
-        let body = client
-            .get(server.url("/v1/ids?count=1000"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let body = common::text(client.get(server.url("/v1/ids?count=1000"))).await;
         ids.extend(ids_in(&json(&body)));
     }
     let workers = ids

@@ -45,19 +45,44 @@ async fn load_for(server: &Server, tasks: usize, secs: u64) -> (Vec<u64>, Vec<St
     (ids, failures, lead)
 }
 
+/// A server that grows (a 2 s borrowing bound, idle worker ids given back after 1 s, no
+/// segments) on a SQLite store of its own, with `more`; and the store's URL.
+fn start_growing(name: &str, more: &[(&str, &str)]) -> (Server, String) {
+    let dir = temp_dir(name);
+    let store = format!("sqlite://{}", dir.join("uidgen.db").display());
+    let mut env = vec![("UIDGEN_STORE", store.as_str())];
+    env.extend_from_slice(more);
+    env.extend([
+        ("UIDGEN_RING_MAX_BORROW_SECONDS", "2"),
+        ("UIDGEN_WORKER_RELEASE_IDLE_SECS", "1"),
+        ("UIDGEN_SEGMENT_ENABLED", "false"),
+    ]);
+    let server = Server::start(&[], &env);
+    (server, store)
+}
+
+/// The worker ids the server holds.
+async fn held_ids(server: &Server) -> Vec<u64> {
+    workers(server).await["held"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_u64().unwrap())
+        .collect()
+}
+
+/// The lease row of `worker` in the default space.
+async fn lease_row(store: &uidgen_store::Store, worker: u64) -> uidgen_store::WorkerLeaseRow {
+    store
+        .lease_row(uidgen_store::DEFAULT_SPACE, worker)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sustained_demand_claims_more_disposable_worker_ids_and_keeps_them() {
-    let dir = temp_dir("sustained");
-    let store = format!("sqlite://{}", dir.join("uidgen.db").display());
-    let server = Server::start(
-        &[],
-        &[
-            ("UIDGEN_STORE", &store),
-            ("UIDGEN_RING_MAX_BORROW_SECONDS", "2"),
-            ("UIDGEN_WORKER_RELEASE_IDLE_SECS", "1"),
-            ("UIDGEN_SEGMENT_ENABLED", "false"),
-        ],
-    );
+    let (server, _) = start_growing("sustained", &[]);
     let before = workers(&server).await;
     assert_eq!(before["held"].as_array().unwrap().len(), 1, "{before}");
     assert_eq!(before["grows"], true, "{before}");
@@ -110,18 +135,8 @@ async fn sustained_demand_claims_more_disposable_worker_ids_and_keeps_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn extra_leased_worker_ids_are_leases_of_their_own_released_at_shutdown() {
-    let dir = temp_dir("sustained-leased");
-    let store_url = format!("sqlite://{}", dir.join("uidgen.db").display());
-    let server = Server::start(
-        &[],
-        &[
-            ("UIDGEN_STORE", &store_url),
-            ("UIDGEN_WORKER_ASSIGNER", "leased"),
-            ("UIDGEN_RING_MAX_BORROW_SECONDS", "2"),
-            ("UIDGEN_WORKER_RELEASE_IDLE_SECS", "1"),
-            ("UIDGEN_SEGMENT_ENABLED", "false"),
-        ],
-    );
+    let (server, store_url) =
+        start_growing("sustained-leased", &[("UIDGEN_WORKER_ASSIGNER", "leased")]);
     let (ids, failures, _) = load_for(&server, 6, 5).await;
     assert!(
         failures.is_empty(),
@@ -129,28 +144,14 @@ async fn extra_leased_worker_ids_are_leases_of_their_own_released_at_shutdown() 
         failures.len(),
         failures.first()
     );
-    let held: Vec<u64> = workers(&server).await["held"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_u64().unwrap())
-        .collect();
+    let held = held_ids(&server).await;
     assert!(held.len() > 1, "{held:?}");
     let store = uidgen_store::Store::connect(&store_url).await.unwrap();
     let leased = |store: uidgen_store::Store, worker: u64| async move {
-        let row = store
-            .lease_row(uidgen_store::DEFAULT_SPACE, worker)
-            .await
-            .unwrap()
-            .unwrap();
-        !row.holder.is_empty()
+        !lease_row(&store, worker).await.holder.is_empty()
     };
     for worker in &held {
-        let row = store
-            .lease_row(uidgen_store::DEFAULT_SPACE, *worker)
-            .await
-            .unwrap()
-            .unwrap();
+        let row = lease_row(&store, *worker).await;
         assert!(
             !row.holder.is_empty(),
             "worker {worker} is not leased: {row:?}"
@@ -181,21 +182,12 @@ async fn extra_leased_worker_ids_are_leases_of_their_own_released_at_shutdown() 
     // Busy again, then a clean stop: every lease is given back.
     let (_, failures, _) = load_for(&server, 6, 3).await;
     assert!(failures.is_empty(), "{failures:?}");
-    let held: Vec<u64> = workers(&server).await["held"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_u64().unwrap())
-        .collect();
+    let held = held_ids(&server).await;
     let (status, log) = server.terminate();
     assert!(status.success(), "{log}");
     assert!(log.contains("demand fell: gave a worker id back"), "{log}");
     for worker in &held {
-        let row = store
-            .lease_row(uidgen_store::DEFAULT_SPACE, *worker)
-            .await
-            .unwrap()
-            .unwrap();
+        let row = lease_row(&store, *worker).await;
         assert!(
             row.holder.is_empty(),
             "worker {worker} still leased: {row:?}"

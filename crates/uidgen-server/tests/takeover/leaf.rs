@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use uidgen_core::{Layout, SnowflakeGenerator, SystemClock, UidGenerator};
 use uidgen_store::Store;
-use uidgen_store::testing::peers::{leaf_claim, leaf_ddl, leaf_insert};
+use uidgen_store::testing::peers::{leaf_claim, leaf_insert};
 use uidgen_store::testing::{TestDb, fresh_url, run_script};
 use uidgen_zk::testing::{JavaLeaf, test_connect};
 
@@ -15,14 +15,7 @@ use super::{assert_no_equal, refused_start, takeover};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn java_leaf_segment_servers_and_uidgen_serve_one_leaf_alloc_side_by_side() {
     // Leaf's own table, tags and first segments, before uidgen ever ran on the database.
-    let url = fresh_url(TestDb::Postgres).await.unwrap();
-    let options = uidgen_store::StoreOptions {
-        migrate: false,
-        ..Default::default()
-    };
-    let bare = Store::connect_with(&url, options).await.unwrap();
-    run_script(&bare, leaf_ddl(TestDb::Postgres)).await.unwrap();
-    leaf_insert(&bare, "leaf-segment-test", 2000).await.unwrap();
+    let (url, bare) = super::common::bare_leaf_alloc().await;
     leaf_insert(&bare, "orders", 100).await.unwrap();
     let mut numbers: Vec<i64> = Vec::new();
     for _ in 0..3 {

@@ -85,21 +85,12 @@ async fn the_machine_assigner_cannot_keep_off_vestas_machine_ids() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sharded_list_the_database_never_handed_out_and_rows_marked_later_are_refused() {
     let (store, url) = fresh_store(TestDb::Postgres).await.unwrap();
-    let redis_url = uidgen_sharded::testing::redis_url();
-    uidgen_sharded::testing::check_redis(&redis_url)
-        .await
-        .unwrap();
-    let prefix = uidgen_sharded::testing::unique_prefix("refused");
+    let (redis_url, prefix, mut conn) = super::common::test_redis("refused").await;
     store
         .create_or_update_app(&AppSpec::new(3, "orders"))
         .await
         .unwrap();
     // A list from another database's service: indexes its row (max_id 0) never handed out.
-    let mut conn = redis::Client::open(redis_url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
     let _: u64 = redis::cmd("RPUSH")
         .arg(format!("{prefix}idList_3_5"))
         .arg(&[4001_u64, 4002])

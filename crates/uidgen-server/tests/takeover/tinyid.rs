@@ -118,16 +118,10 @@ async fn tinyids_clients_switch_to_uidgen_by_host_name_above_every_number_tinyid
     );
     test.extend(&ours);
     // The client's call, a POST: a segment of test_odd, its numbers odd, above Tinyid's.
-    let segment = client
-        .post(server.url(&format!(
-            "/tinyid/id/nextSegmentIdSimple?token={TOKEN}&bizType=test_odd"
-        )))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let segment = super::common::text(client.post(server.url(&format!(
+        "/tinyid/id/nextSegmentIdSimple?token={TOKEN}&bizType=test_odd"
+    ))))
+    .await;
     let fields: Vec<i64> = segment.split(',').map(|n| n.parse().unwrap()).collect();
     let [current, loading, max, delta, remainder] = fields[..] else {
         panic!("{segment}");

@@ -3,37 +3,17 @@
 //! embedded range.
 
 use uidgen_core::{DefaultUidGenerator, GenMethod, Layout, SystemClock, UidGenerator};
-use uidgen_store::testing::{TestDb, fresh_store, peer_transaction, run_script};
+use uidgen_store::testing::{TestDb, fresh_store};
 
-use super::common::{Server, fetch, ids_in, json, run};
+use super::common::{Server, fetch, ids_in, json, run, vesta_machine_table};
 use super::{assert_no_equal, refused_start, takeover};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uidgen_keeps_off_every_machine_id_vesta_holds_and_gen_takes_the_embedded_range() {
     let (store, url) = fresh_store(TestDb::MySql).await.unwrap();
-    // Vesta's script: the table, and its procedure's 1,024 rows without an IP.
-    run_script(
-        &store,
-        "create table DB_MACHINE_ID_PROVIDER (ID bigint not null, IP varchar(64) default null, \
-         primary key (ID), unique key UK_IP(IP))",
-    )
-    .await
-    .unwrap();
-    let inserts: Vec<String> = (0..1024)
-        .map(|id| format!("insert into DB_MACHINE_ID_PROVIDER(ID) values({id})"))
-        .collect();
-    peer_transaction(
-        &store,
-        &inserts.iter().map(String::as_str).collect::<Vec<_>>(),
-    )
-    .await
-    .unwrap();
-    // Two hosts' DbMachineIdProvider.init took an id each (the lowest free, 0 and 1).
-    for ip in ["10.2.0.1", "10.2.0.2"] {
-        let take =
-            format!("update DB_MACHINE_ID_PROVIDER set IP = '{ip}' where IP is null limit 1");
-        peer_transaction(&store, &[&take]).await.unwrap();
-    }
+    // Vesta's script: the table, and its procedure's 1,024 rows without an IP; two hosts'
+    // DbMachineIdProvider.init took an id each (the lowest free, 0 and 1).
+    vesta_machine_table(&store).await;
     // And two REST servers run with `vesta.machine=1023` and `1022`.
     let layout = Layout::vesta_max_peak().unwrap();
     let mut vesta_ids = Vec::new();

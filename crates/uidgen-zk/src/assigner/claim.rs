@@ -73,10 +73,11 @@ impl ZooKeeperWorkerIdAssigner {
         layout: &Layout,
         range: WorkerIdRange,
     ) -> Result<ZkAssignment> {
-        let options = &self.options;
+        let options = &self.core.options;
         let tree = Tree::new(options.root());
         ensure_tree(&client, &options.connect, &tree).await?;
-        let namespace = namespace::ensure(&client, options, &tree, self.clock.as_ref()).await?;
+        let namespace =
+            namespace::ensure(&client, options, &tree, self.core.clock.as_ref()).await?;
         let (worker_id, name, version, floor, reserved) = match self
             .find_own(&client, &tree, layout, range, &namespace)
             .await?
@@ -113,7 +114,7 @@ impl ZooKeeperWorkerIdAssigner {
             }
             None => {
                 // A new node only: a restart on its own node checks that node's last report.
-                check_peers(&client, &tree, options, self.clock.as_ref()).await?;
+                check_peers(&client, &tree, options, self.core.clock.as_ref()).await?;
                 self.claim(&client, &tree, range, &namespace).await?
             }
         };
@@ -132,7 +133,7 @@ impl ZooKeeperWorkerIdAssigner {
             options.clone(),
             tree,
             node.clone(),
-            Arc::clone(&self.clock),
+            Arc::clone(&self.core.clock),
             mark,
             (floor, reserved),
         );
@@ -150,7 +151,9 @@ impl ZooKeeperWorkerIdAssigner {
         )?;
         // The mark covers the floor: a later restart from this cache starts above every
         // earlier life, not only this one.
-        shared.mark.reserve(floor.max(self.clock.now_millis()))?;
+        shared
+            .mark
+            .reserve(floor.max(self.core.clock.now_millis()))?;
         shared.mark.start_refresher()?;
         conn.ensure_live(&shared).await;
         let holder = ZkHolder::start(shared, conn);
@@ -174,7 +177,7 @@ impl ZooKeeperWorkerIdAssigner {
         range: WorkerIdRange,
         namespace: &Namespace,
     ) -> Result<Option<Reuse>> {
-        let options = &self.options;
+        let options = &self.core.options;
         let error = |action, source| zk_error(&options.connect, action, source);
         let address = options.listen_address();
         let mut own: Vec<(u64, String)> = client
@@ -213,7 +216,7 @@ impl ZooKeeperWorkerIdAssigner {
                 Err(source) => return Err(error("reading this address's forever node", source)),
             };
             let data = NodeData::parse(&path, &bytes)?;
-            let now = self.clock.now_millis();
+            let now = self.core.clock.now_millis();
             // Leaf's check: the node's last report ahead of this clock means the clock went
             // back across the restart.
             clock_reaches(
@@ -290,7 +293,7 @@ impl ZooKeeperWorkerIdAssigner {
         range: WorkerIdRange,
         namespace: &Namespace,
     ) -> Result<(u64, String, i32, u64, u64)> {
-        let options = &self.options;
+        let options = &self.core.options;
         let error = |action, source| zk_error(&options.connect, action, source);
         let address = options.listen_address();
         for attempt in 0..CLAIM_ATTEMPTS {
@@ -335,7 +338,7 @@ impl ZooKeeperWorkerIdAssigner {
                 } else {
                     (None, None)
                 };
-                let now = self.clock.now_millis();
+                let now = self.core.clock.now_millis();
                 let wait_ms = ms(options.max_start_wait);
                 let own_floor = record.map_or(0, |(floor, _)| floor);
                 let floor_ms = namespace.floor_of(record);
@@ -423,7 +426,7 @@ impl ZooKeeperWorkerIdAssigner {
                     reason: record.fence_reason("ZooKeeper"),
                     origin: record.origin,
                     floor_ms: record.floor_ms,
-                    now_ms: self.clock.now_millis(),
+                    now_ms: self.core.clock.now_millis(),
                 });
             }
             if !raced {
@@ -450,7 +453,7 @@ impl ZooKeeperWorkerIdAssigner {
         let live = tree.live(worker_id);
         // A dead session's ephemeral node lives until the server expires it.
         let deadline = tokio::time::Instant::now()
-            + self.options.session_timeout.saturating_mul(2)
+            + self.core.options.session_timeout.saturating_mul(2)
             + Duration::from_secs(1);
         loop {
             match client.check_stat(&live).await {
@@ -467,7 +470,7 @@ impl ZooKeeperWorkerIdAssigner {
                 }
                 Err(source) => {
                     return Err(zk_error(
-                        &self.options.connect,
+                        &self.core.options.connect,
                         "reading the live node",
                         source,
                     ));

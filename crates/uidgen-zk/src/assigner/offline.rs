@@ -28,7 +28,7 @@ impl ZooKeeperWorkerIdAssigner {
         range: WorkerIdRange,
         down: &ZkError,
     ) -> Result<ZkAssignment> {
-        let options = &self.options;
+        let options = &self.core.options;
         let refuse = |reason: String| ZkError::NoUsableCache {
             connect: options.connect.clone(),
             zk_reason: down.to_string(),
@@ -52,11 +52,11 @@ impl ZooKeeperWorkerIdAssigner {
             options.clone(),
             tree,
             node,
-            Arc::clone(&self.clock),
+            Arc::clone(&self.core.clock),
             mark,
             (cached.until_ms, cap),
         );
-        shared.mark.reserve(self.clock.now_millis())?;
+        shared.mark.reserve(self.core.clock.now_millis())?;
         shared.mark.start_refresher()?;
         tracing::warn!(
             worker_id,
@@ -78,7 +78,7 @@ impl ZooKeeperWorkerIdAssigner {
         layout: &Layout,
         range: WorkerIdRange,
     ) -> std::result::Result<(CachedWorker, i64, i64), String> {
-        let options = &self.options;
+        let options = &self.core.options;
         let cached =
             read_cache(&options.cache_file).map_err(|e| format!("it cannot be read ({e})"))?;
         let prefix = holder_prefix(options);
@@ -95,7 +95,7 @@ impl ZooKeeperWorkerIdAssigner {
         if id > layout.max_worker_id() || !range.contains(id) {
             return Err(format!("its worker id {id} is outside the range {range}"));
         }
-        let now = self.clock.now_millis();
+        let now = self.core.clock.now_millis();
         match cached.lease_expires_ms {
             Some(cap) if now < cap => Ok((cached, czxid, mzxid)),
             Some(cap) => Err(format!(

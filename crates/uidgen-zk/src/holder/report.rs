@@ -29,8 +29,18 @@ use crate::error::is_connectivity;
 use crate::namespace;
 use crate::session::{EPHEMERAL, PERSISTENT, connect, ensure_tree};
 use crate::tree::{IdClaim, NodeData};
-use crate::unconfirmed::Unconfirmed;
 use uidgen_core::clock::saturating_millis as ms;
+
+/// A report sent whose reply never came.
+#[derive(Debug, Clone)]
+pub(crate) struct Unconfirmed {
+    /// The node data it wrote.
+    pub(crate) data: Vec<u8>,
+    /// This clock when it was written.
+    pub(crate) now_ms: u64,
+    /// The reservation it carried.
+    pub(crate) reserved_ms: u64,
+}
 
 /// The ZooKeeper side of a held id: the session, the node's version, the live node.
 #[derive(Debug)]

@@ -25,19 +25,8 @@
 
 use zookeeper_client as zk;
 
-use crate::holder::report::Conn;
-use crate::holder::shared::{Accepted, Shared};
-
-/// A report sent whose reply never came.
-#[derive(Debug, Clone)]
-pub(crate) struct Unconfirmed {
-    /// The node data it wrote.
-    pub(crate) data: Vec<u8>,
-    /// This clock when it was written.
-    pub(crate) now_ms: u64,
-    /// The reservation it carried.
-    pub(crate) reserved_ms: u64,
-}
+use super::report::Conn;
+use super::shared::{Accepted, Shared};
 
 impl Conn {
     /// Settle the unconfirmed report (see the module documentation). `true` when the holder
