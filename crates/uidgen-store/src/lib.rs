@@ -74,6 +74,7 @@ mod lease_cache;
 mod lease_claim;
 mod lease_guard;
 mod migrate;
+mod order_mark;
 mod peer_tables;
 mod residue;
 mod returned;
@@ -107,6 +108,7 @@ pub use leaf_alloc::{
 pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;
 pub use migrate::{Applied, Migration, migrations};
+pub use order_mark::{OrderFence, OrderMarkStatus, OrderOptions};
 pub use peer_tables::baidu::{
     BAIDU_TABLE, BaiduWorkerNodes, UIDGEN_ROWS_BEFORE_SHARING, WorkerNodeTable,
 };

@@ -119,6 +119,7 @@ macro_rules! migrations_in {
             migration!($dialect, 10, "0010", "id_alloc_exclusive"),
             migration!($dialect, 11, "0011", "caller_token_expiry"),
             migration!($dialect, 12, "0012", "leaf_alloc_returned"),
+            migration!($dialect, 13, "0013", "id_order_mark"),
         ]
     };
 }
