@@ -385,7 +385,9 @@ async fn keep_ahead(state: Weak<OrderState>) {
             return;
         };
         let now = held.clock.now_millis();
-        let lead = held.max_ahead_ms.map_or(held.lead_ms, |a| a.min(held.lead_ms));
+        let lead = held
+            .max_ahead_ms
+            .map_or(held.lead_ms, |a| a.min(held.lead_ms));
         // SeqCst: see write_ahead.
         let limit = held.limit_ms.load(Ordering::SeqCst);
         let wanted = held.wanted_ms.load(Ordering::SeqCst);

@@ -105,19 +105,35 @@ async fn a_store_that_does_not_answer_stops_the_fence() {
         migrate: false,
         ..StoreOptions::default()
     };
-    let store = Store::connect_with(&with_addr(&url, proxy.addr), options_store).await.unwrap();
+    let store = Store::connect_with(&with_addr(&url, proxy.addr), options_store)
+        .await
+        .unwrap();
     let clock = ManualClock::new(T0);
-    let fence = OrderFence::open(store.clone(), Arc::new(clock.clone()), "default", "one",
-        options()).await.unwrap();
+    let fence = OrderFence::open(
+        store.clone(),
+        Arc::new(clock.clone()),
+        "default",
+        "one",
+        options(),
+    )
+    .await
+    .unwrap();
     let written = fence.limit_ms();
     proxy.cut();
     clock.advance(20_000);
     for _ in 0..20 {
         let refused = fence.extend(written + 1_000);
-        assert!(matches!(refused, Err(FenceRefusal::NotYet { .. })), "{refused:?}");
+        assert!(
+            matches!(refused, Err(FenceRefusal::NotYet { .. })),
+            "{refused:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(fence.limit_ms(), written, "the limit rose with the store cut off");
+    assert_eq!(
+        fence.limit_ms(),
+        written,
+        "the limit rose with the store cut off"
+    );
     assert!(fence.status().failures > 0);
     proxy.restore();
     limit_reaches(&fence, written + 1_000).await;

@@ -170,6 +170,7 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
         let info = RunwayInfo::of(generator.as_ref(), now_ms, state.runway_warning);
         state.metrics.runway.publish(space, &info);
     }
+    state.metrics.order.publish();
     if let Some(segments) = &state.segments {
         for tag in segments.monitor() {
             state.metrics.segment_state(&tag);
