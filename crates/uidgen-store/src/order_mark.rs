@@ -57,6 +57,9 @@ const INSERT_MARK: Sql = Sql {
                VALUES ($1, $2, $3, $4) ON CONFLICT (space) DO NOTHING",
 };
 
+/// What a failed write was doing, for its error.
+const RAISING: &str = "raising the ID space's order mark";
+
 fn to_db(value: u64) -> Result<i64> {
     i64::try_from(value)
         .map_err(|_| StoreError::InvalidInput(format!("order mark {value} does not fit a BIGINT")))
@@ -98,27 +101,7 @@ impl Store {
     ) -> Result<()> {
         check_space(space)?;
         let (until, now) = (to_db(until_ms)?, to_db(now_ms)?);
-        let action = "raising the ID space's order mark";
-        let raised = match self.dialect() {
-            // MySQL binds each `?` once: the mark's value appears twice.
-            crate::Dialect::MySql => run_sql!(
-                self,
-                execute,
-                query(RAISE_MARK),
-                [until, holder, now, space, until],
-                action,
-                then rows_affected
-            ),
-            _ => run_sql!(
-                self,
-                execute,
-                query(RAISE_MARK),
-                [until, holder, now, space],
-                action,
-                then rows_affected
-            ),
-        };
-        if raised == 0 {
+        if self.raise_only(space, holder, until, now).await? == 0 {
             // No row yet, or one at least as high: the insert settles the first case, and
             // changes nothing in the second.
             run_sql!(
@@ -126,30 +109,36 @@ impl Store {
                 execute,
                 query(INSERT_MARK),
                 [space, until, holder, now],
-                action,
+                RAISING,
                 then rows_affected
             );
             // A row another server inserted at once, lower than ours, is lifted here.
-            match self.dialect() {
-                crate::Dialect::MySql => run_sql!(
-                    self,
-                    execute,
-                    query(RAISE_MARK),
-                    [until, holder, now, space, until],
-                    action,
-                    then rows_affected
-                ),
-                _ => run_sql!(
-                    self,
-                    execute,
-                    query(RAISE_MARK),
-                    [until, holder, now, space],
-                    action,
-                    then rows_affected
-                ),
-            };
+            self.raise_only(space, holder, until, now).await?;
         }
         Ok(())
+    }
+
+    /// `RAISE_MARK`: how many rows it raised (0: no row, or one at least as high).
+    async fn raise_only(&self, space: &str, holder: &str, until: i64, now: i64) -> Result<u64> {
+        Ok(match self.dialect() {
+            // MySQL binds each `?` once: the mark's value appears twice.
+            crate::Dialect::MySql => run_sql!(
+                self,
+                execute,
+                query(RAISE_MARK),
+                [until, holder, now, space, until],
+                RAISING,
+                then rows_affected
+            ),
+            _ => run_sql!(
+                self,
+                execute,
+                query(RAISE_MARK),
+                [until, holder, now, space],
+                RAISING,
+                then rows_affected
+            ),
+        })
     }
 }
 

@@ -253,3 +253,61 @@ async fn three_leased_servers_start_above_every_earlier_life() {
     )
     .await;
 }
+
+/// A start whose clock is behind the space's mark by more than it may borrow waits for its
+/// clock (logging why) and then issues above the mark; one whose mark is far ahead is refused,
+/// saying what to fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_waits_for_a_mark_ahead_of_its_clock_and_refuses_one_far_ahead() {
+    use uidgen_core::{Clock, SystemClock};
+    let url = sqlite_url("order-wait");
+    let store = uidgen_store::Store::connect(&url).await.unwrap();
+    let layout = uidgen_core::Layout::baidu_default().unwrap();
+    // Three seconds past what the cached generator may borrow (60 s, the default).
+    let mark = SystemClock.now_millis() + 63_000;
+    store
+        .raise_order_mark("default", "test", mark, 0)
+        .await
+        .unwrap();
+    let store_url = url.clone();
+    let server = tokio::task::spawn_blocking(move || {
+        Server::start(&[], &[("UIDGEN_STORE", store_url.as_str())])
+    })
+    .await
+    .unwrap();
+    assert!(
+        server
+            .log()
+            .contains("the ID space's order mark is ahead of this host's clock"),
+        "{}",
+        server.log()
+    );
+    let body = reqwest::get(server.url("/v1/ids?count=1"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let id = common::ids_in(&common::json(&body))[0];
+    let unit = layout.decode(id).unwrap().parts.time;
+    assert!(
+        unit >= layout.time_at(mark).unwrap(),
+        "{id} is below the mark {mark}"
+    );
+    server.kill();
+
+    store
+        .raise_order_mark("default", "test", SystemClock.now_millis() + 20 * 60_000, 0)
+        .await
+        .unwrap();
+    let refused = tokio::task::spawn_blocking(move || {
+        Server::try_start(&[], &[("UIDGEN_STORE", url.as_str())])
+    })
+    .await
+    .unwrap();
+    let log = refused
+        .err()
+        .expect("a start 20 minutes behind the mark is refused");
+    assert!(log.contains("has issued IDs up to"), "{log}");
+    assert!(log.contains("check the clocks"), "{log}");
+}
