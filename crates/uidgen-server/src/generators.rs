@@ -323,7 +323,23 @@ pub async fn assign_and_pool(
     space: &str,
 ) -> anyhow::Result<(AnyBuilt, Arc<crate::workers::WorkerPool>)> {
     let assigner = assigner(settings, store).await?;
-    let built = build_generator(settings, obtain(settings, assigner.as_ref()).await?).await?;
+    let mut assignment = obtain(settings, assigner.as_ref()).await?;
+    let order = match crate::order::fence_for(settings, store, space, &assignment).await {
+        Ok(order) => order,
+        Err(error) => {
+            // Nothing was stamped with the id yet: give it back, as a failed build does.
+            if let Some(keeper) = &assignment.keeper
+                && let Err(release) = keeper.release().await
+            {
+                warn!(%release, "could not release the worker id after a failed start");
+            }
+            return Err(error);
+        }
+    };
+    if let Some(order) = &order {
+        assignment.fence = Some(order.over(assignment.fence.take()));
+    }
+    let built = build_generator(settings, assignment).await?;
     let pool = crate::workers::WorkerPool::new(
         space,
         Arc::clone(&built.generator),
@@ -332,7 +348,8 @@ pub async fn assign_and_pool(
             max_workers: settings.worker.max_ids,
             release_idle: settings.worker.release_idle,
         },
-    );
+    )
+    .with_order(order);
     pool.announce();
     Ok((built, Arc::new(pool)))
 }

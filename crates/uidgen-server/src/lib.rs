@@ -36,6 +36,7 @@ pub mod grpc;
 pub mod http;
 pub mod logging;
 pub mod metrics;
+pub mod order;
 pub mod serve;
 mod servers;
 pub mod service;

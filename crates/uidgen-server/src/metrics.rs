@@ -202,6 +202,8 @@ pub struct Metrics {
     pub workers: WorkerMetrics,
     /// How long each space's time field lasts (`uidgen_time_field_runway_seconds`).
     pub runway: runway::RunwayMetrics,
+    /// Each space's order mark across restarts (`uidgen_order_*`, issue 33).
+    pub order: crate::order::OrderMetrics,
     /// IDs left in the current segment, per tag.
     pub segment_idle: Family<TagLabel, Gauge>,
     /// Current step per tag.
@@ -422,6 +424,8 @@ impl Metrics {
         workers.register(&mut registry);
         let runway = runway::RunwayMetrics::default();
         runway.register(&mut registry);
+        let order = crate::order::OrderMetrics::default();
+        order.register(&mut registry);
         registry.register(
             "segment_idle",
             "IDs left in the current segment, by tag",
@@ -493,6 +497,7 @@ impl Metrics {
             ring_borrowed_units,
             workers,
             runway,
+            order,
             segment_idle,
             segment_step,
             segment_loads,

@@ -72,6 +72,8 @@ pub struct WorkerPool {
     extras: tokio::sync::Mutex<Vec<(u32, WorkerAssignment)>>,
     /// The last measured demand, in milli-IDs per second (for status; f64 has no atomic).
     demand_milli: AtomicU64,
+    /// The space's order fence, which every extra lane's units must pass as the first's do.
+    order: Option<uidgen_store::OrderFence>,
 }
 
 impl std::fmt::Debug for WorkerPool {
@@ -107,7 +109,16 @@ impl WorkerPool {
             per_worker,
             extras: tokio::sync::Mutex::new(Vec::new()),
             demand_milli: AtomicU64::new(0),
+            order: None,
         }
+    }
+
+    /// Fence every worker id the pool adds with `order` too (the space's order mark, which
+    /// fences the first), so no lane stamps past the mark.
+    #[must_use]
+    pub fn with_order(mut self, order: Option<uidgen_store::OrderFence>) -> Self {
+        self.order = order;
+        self
     }
 
     /// Whether the pool can add worker ids at all: a generator with lanes (the cached one),
@@ -287,7 +298,11 @@ impl WorkerPool {
                 }
             };
             let worker_id = assignment.worker_id;
-            if let Err(error) = lanes.add_worker(worker_id, assignment.fence.clone()) {
+            let fence = match &self.order {
+                Some(order) => Some(order.over(assignment.fence.clone())),
+                None => assignment.fence.clone(),
+            };
+            if let Err(error) = lanes.add_worker(worker_id, fence) {
                 tracing::error!(space = %self.space, worker_id, %error,
                     "claimed a worker id the generator refused; giving it back");
                 release(&assignment, self.generator.issued_until_ms()).await;

@@ -75,6 +75,7 @@ mod lease_cache;
 mod lease_claim;
 mod lease_guard;
 mod migrate;
+mod order_mark;
 mod peer_tables;
 mod residue;
 mod returned;
@@ -109,6 +110,7 @@ pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;
 pub use migrate::Applied;
 pub use migrate::catalog::{Migration, migrations};
+pub use order_mark::{OrderFence, OrderMarkStatus, OrderOptions};
 pub use peer_tables::baidu::{
     BAIDU_TABLE, BaiduWorkerNodes, UIDGEN_ROWS_BEFORE_SHARING, WorkerNodeTable,
 };

@@ -173,6 +173,7 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
             .runway
             .publish(space, info.left_at_clock_ms, info.left_at_lead_ms);
     }
+    state.metrics.order.publish();
     if let Some(segments) = &state.segments {
         for tag in segments.monitor() {
             state.metrics.segment_state(&tag);

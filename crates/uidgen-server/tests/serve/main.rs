@@ -17,6 +17,7 @@ mod grpc;
 mod h2c;
 mod logs;
 mod machine;
+mod order_restarts;
 mod readiness;
 mod ring_load;
 mod runway;

@@ -77,6 +77,7 @@ macro_rules! migrations_in {
             migration!($dialect, 11, "0011", "caller_token_expiry"),
             migration!($dialect, 12, "0012", "leaf_alloc_returned"),
             migration!($dialect, 13, "0013", "leaf_alloc_epoch"),
+            migration!($dialect, 14, "0014", "id_order_mark"),
         ]
     };
 }

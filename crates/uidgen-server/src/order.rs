@@ -1,0 +1,229 @@
+//! Order across restarts (issue 33, item 1): each space's generator runs under an
+//! [`OrderFence`], which writes the space's order mark (`id_order_mark`) ahead of every time
+//! unit stamped and starts each life above the mark every earlier life left, so the first ID
+//! of a new life (of any server on the store) sorts above every ID the space issued before.
+//! docs/OPERATIONS.md, "Order across restarts", says why, what it costs and what it covers.
+//!
+//! Metrics (`uidgen_order_*{space}`) are read when scraped from the fences opened here.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::Context;
+use parking_lot::Mutex;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tracing::{info, warn};
+use uidgen_core::{Clock, SystemClock};
+use uidgen_store::{OrderFence, OrderOptions, Store};
+use uidgen_worker::WorkerAssignment;
+
+use crate::config::Settings;
+use crate::config::generator::GeneratorKind;
+use crate::config::worker::AssignerKind;
+use crate::metrics::SpaceLabel;
+
+/// The longest a start waits for its clock to reach the space's order mark: a mark further
+/// ahead than this means a clock far behind the fleet's (or a mark written by a host whose
+/// clock ran far ahead), which waiting does not fix; the start is refused, saying so.
+///
+/// ```
+/// assert_eq!(uidgen_server::order::MAX_START_WAIT.as_secs(), 900);
+/// ```
+pub const MAX_START_WAIT: Duration = Duration::from_secs(15 * 60);
+
+/// The fences this process opened, by space, with how long each start waited: what the
+/// metrics read. A later start of a space (a test's second server in one process) replaces it.
+fn opened() -> &'static Mutex<Vec<(String, OrderFence, Duration)>> {
+    static OPENED: OnceLock<Mutex<Vec<(String, OrderFence, Duration)>>> = OnceLock::new();
+    OPENED.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// How far ahead the configured generator may stamp IDs on `assignment`'s worker id: its
+/// borrowing bound for the cached generator, tightened by the assignment's fence (a lease
+/// borrows a third of its ttl at most), `None` when unbounded; nothing for the others.
+fn stamps_ahead(settings: &Settings, assignment: &WorkerAssignment) -> Option<Duration> {
+    match settings.generator.kind {
+        GeneratorKind::Cached => {
+            let unit_ms = settings.layout.unit().millis();
+            let own = settings
+                .ring
+                .max_borrow_units
+                .map(|units| units.saturating_mul(unit_ms));
+            let fence = assignment
+                .fence
+                .as_ref()
+                .and_then(|fence| fence.max_borrow_ms())
+                // The generator's rule: whole units, at least one.
+                .map(|ms| (ms / unit_ms).max(1).saturating_mul(unit_ms));
+            let bound = match (own, fence) {
+                (Some(own), Some(fence)) => Some(own.min(fence)),
+                (own, fence) => own.or(fence),
+            };
+            bound.map(Duration::from_millis)
+        }
+        GeneratorKind::Default | GeneratorKind::Snowflake => Some(Duration::ZERO),
+    }
+}
+
+/// Open the order fence of `space` for a generator on `assignment`'s worker id, waiting (up to
+/// [`MAX_START_WAIT`], the server answering `503 starting` meanwhile) until the clock is
+/// within the generator's borrowing bound of the space's mark. `None` only for a leased
+/// assigner starting from its local cache while the store is down: the start goes on without
+/// the order guarantee, saying so.
+pub async fn fence_for(
+    settings: &Settings,
+    store: &Store,
+    space: &str,
+    assignment: &WorkerAssignment,
+) -> anyhow::Result<Option<OrderFence>> {
+    let ahead = stamps_ahead(settings, assignment);
+    let options = match settings.generator.kind {
+        GeneratorKind::Cached => OrderOptions::borrowing(ahead),
+        GeneratorKind::Default | GeneratorKind::Snowflake => OrderOptions::not_borrowing(),
+    };
+    let holder = format!(
+        "worker {} ({}), pid {}",
+        assignment.worker_id,
+        assignment.kind.name(),
+        std::process::id()
+    );
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let fence = match OrderFence::open(store.clone(), clock, space, &holder, options).await {
+        Ok(fence) => fence,
+        Err(error)
+            if error.is_unreachable()
+                && settings.worker.assigner == AssignerKind::Leased
+                && settings.worker.lease.cache_path.is_some() =>
+        {
+            warn!(space, %error,
+                "store unreachable: starting from the lease cache WITHOUT order across restarts \
+                 (this life's IDs may sort below earlier lives' until the next start)");
+            return Ok(None);
+        }
+        Err(error) => {
+            return Err(error).with_context(|| {
+                format!("cannot read or write the order mark of the ID space `{space}`")
+            });
+        }
+    };
+    let waited = wait_for_mark(&fence, ahead).await?;
+    let mut opened = opened().lock();
+    opened.retain(|(name, _, _)| name != space);
+    opened.push((space.to_owned(), fence.clone(), waited));
+    Ok(Some(fence))
+}
+
+/// Wait until the clock, plus what the generator may stamp ahead of it, reaches the space's
+/// mark: a clock behind the mark (a restart right after a burst borrowed further than the
+/// bound allows now, a host clock behind the fleet's). Refused past [`MAX_START_WAIT`].
+async fn wait_for_mark(fence: &OrderFence, ahead: Option<Duration>) -> anyhow::Result<Duration> {
+    // Unbounded borrowing: the generator starts at the mark whatever the clock says.
+    let Some(ahead) = ahead else {
+        return Ok(Duration::ZERO);
+    };
+    let ahead_ms = u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX);
+    let mark = fence.start_mark_ms();
+    let behind = |now: u64| mark.saturating_sub(now.saturating_add(ahead_ms));
+    let first = behind(SystemClock.now_millis());
+    if first == 0 {
+        return Ok(Duration::ZERO);
+    }
+    let space = fence.space();
+    if first > u64::try_from(MAX_START_WAIT.as_millis()).unwrap_or(u64::MAX) {
+        anyhow::bail!(
+            "the ID space `{space}` has issued IDs up to {mark} ms since the epoch, {first} ms \
+             past what this host's clock allows it to stamp now (its clock plus {ahead_ms} ms \
+             of borrowing): this clock is behind the fleet's, or a host's clock ran ahead when \
+             it wrote the mark. Waiting longer than {} s is refused: check the clocks (NTP); \
+             starting anyway would issue IDs below ones already issued",
+            MAX_START_WAIT.as_secs()
+        );
+    }
+    warn!(
+        space,
+        mark_ms = mark,
+        wait_ms = first,
+        "the ID space's order mark is ahead of this host's clock; waiting {first} ms before \
+         issuing, so that this life's IDs sort above every earlier life's"
+    );
+    let started = std::time::Instant::now();
+    loop {
+        let left = behind(SystemClock.now_millis());
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(left.min(1_000))).await;
+    }
+    let waited = started.elapsed();
+    info!(
+        space,
+        waited_ms = waited.as_millis(),
+        "the clock reached the order mark"
+    );
+    Ok(waited)
+}
+
+/// `uidgen_order_*{space}`: each space's order mark, read from its fence when scraped.
+#[derive(Debug, Clone, Default)]
+pub struct OrderMetrics {
+    lead: Family<SpaceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    start_delay: Family<SpaceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    writes: Family<SpaceLabel, Counter>,
+    failures: Family<SpaceLabel, Counter>,
+}
+
+impl OrderMetrics {
+    /// Register the families in `registry`.
+    pub(crate) fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "order_mark_lead_seconds",
+            "How far the ID space's order mark this server has written runs ahead of the \
+             clock (negative: the store has not accepted a mark for that long, and IDs stop \
+             at it)",
+            self.lead.clone(),
+        );
+        registry.register(
+            "order_start_delay_seconds",
+            "How long this server's start waited for its clock to reach the space's order mark",
+            self.start_delay.clone(),
+        );
+        registry.register(
+            "order_mark_writes",
+            "Order marks this server wrote for the space",
+            self.writes.clone(),
+        );
+        registry.register(
+            "order_mark_write_failures",
+            "Order mark writes that failed (the store did not answer)",
+            self.failures.clone(),
+        );
+    }
+
+    /// Publish every space's reading (the fences this process opened).
+    ///
+    /// ```
+    /// let metrics = uidgen_server::metrics::Metrics::new();
+    /// metrics.order.publish(); // no fence opened in this process: no series
+    /// assert!(!metrics.encode().contains("uidgen_order_mark_lead_seconds{"));
+    /// ```
+    pub fn publish(&self) {
+        let now_ms = SystemClock.now_millis();
+        for (space, fence, waited) in opened().lock().iter() {
+            let label = SpaceLabel {
+                space: space.clone(),
+            };
+            let status = fence.status();
+            #[allow(clippy::cast_precision_loss)] // ms to seconds; a gauge, not an identity
+            let lead = (status.limit_ms as f64 - now_ms as f64) / 1000.0;
+            self.lead.get_or_create(&label).set(lead);
+            self.start_delay
+                .get_or_create(&label)
+                .set(waited.as_secs_f64());
+            crate::metrics::Metrics::copy(&self.writes.get_or_create(&label), status.writes);
+            crate::metrics::Metrics::copy(&self.failures.get_or_create(&label), status.failures);
+        }
+    }
+}

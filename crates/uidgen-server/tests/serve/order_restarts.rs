@@ -1,0 +1,313 @@
+//! Issue 33, item 1, "order across restarts", end to end: real `uidgen serve` processes on one
+//! store, each under a burst of large batches (so the cached generator's ring borrows seconds
+//! ahead of the clock), killed with `kill -9` at a random moment and started again, several
+//! times. Every ID returned to a client is recorded with the life (one start of one server)
+//! that returned it. Checked: every ID of a life is above every ID of every life that was
+//! killed before it started, whichever server either was (the IDs of one space never go back
+//! in time across a restart). Before the order mark, a restarted server began at its clock,
+//! up to the borrowing bound (a minute) below the IDs its previous life had handed out.
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+use crate::common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use common::{Server, sqlite_url};
+use parking_lot::Mutex;
+use uidgen_store::testing::{TestDb, fresh_url};
+
+/// IDs per request: large batches from several clients at once, far above the 8,192 a second
+/// one worker id sustains, so that the ring borrows seconds ahead within a second of load; and
+/// no larger than a second of that rate, so that a life starting at the borrowing bound (its
+/// earlier lives borrowed the whole bound) still answers within its short life.
+const COUNT: usize = 4_000;
+/// Requests each server has in flight at once.
+const CLIENTS: usize = 4;
+/// Starts of each server.
+const LIVES: usize = 4;
+
+/// One start of one server: the IDs it returned, and where it stands among the starts and
+/// kills of the whole run (one counter for every server).
+#[derive(Debug, Default, Clone)]
+struct Life {
+    server: usize,
+    /// The event number of its start (taken before the process was spawned).
+    started: u64,
+    /// The event number of its kill (taken once the process had exited); `u64::MAX` alive.
+    killed: u64,
+    min: Option<u64>,
+    max: Option<u64>,
+    ids: u64,
+}
+
+/// The lives of a run, and the one event counter.
+#[derive(Default)]
+struct Record {
+    lives: Mutex<Vec<Life>>,
+    events: AtomicU64,
+}
+
+impl Record {
+    fn event(&self) -> u64 {
+        // SeqCst: the order of starts and kills is what the test checks against.
+        self.events.fetch_add(1, Ordering::SeqCst)
+    }
+
+    fn took(&self, life: usize, ids: &[u64]) {
+        let (Some(&lo), Some(&hi)) = (ids.iter().min(), ids.iter().max()) else {
+            return;
+        };
+        let mut lives = self.lives.lock();
+        let life = &mut lives[life];
+        life.min = Some(life.min.map_or(lo, |m| m.min(lo)));
+        life.max = Some(life.max.map_or(hi, |m| m.max(hi)));
+        life.ids += ids.len() as u64;
+    }
+}
+
+/// Take `COUNT` IDs at a time from the life `current` names (its base URL and index), until
+/// `stop`; each batch is credited to the life whose server answered it.
+async fn drive(
+    current: Arc<Mutex<Option<(String, usize)>>>,
+    record: Arc<Record>,
+    stop: Arc<AtomicBool>,
+) {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    // SeqCst: a test flag.
+    while !stop.load(Ordering::SeqCst) {
+        let Some((base, life)) = current.lock().clone() else {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        };
+        let url = format!("{base}/v1/ids?count={COUNT}");
+        let answer = match client.get(&url).send().await {
+            Ok(response) if response.status() == 200 => response.text().await.ok(),
+            _ => None,
+        };
+        match answer {
+            Some(body) => {
+                let value: serde_json::Value = serde_json::from_str(&body).unwrap();
+                record.took(life, &common::ids_in(&value));
+            }
+            // Killed mid-request, or not up: nothing was returned to this client.
+            None => tokio::time::sleep(Duration::from_millis(5)).await,
+        }
+    }
+}
+
+/// One server slot: start, serve a random 1-3 s under the burst, `kill -9`, again.
+async fn lives_of(
+    server: usize,
+    env: Vec<(String, String)>,
+    record: Arc<Record>,
+    current: Arc<Mutex<Option<(String, usize)>>>,
+) {
+    for _ in 0..LIVES {
+        let started = record.event();
+        let env = env.clone();
+        let process = tokio::task::spawn_blocking(move || {
+            let env: Vec<(&str, &str)> =
+                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            Server::start(&[], &env)
+        })
+        .await
+        .unwrap();
+        let life = {
+            let mut lives = record.lives.lock();
+            lives.push(Life {
+                server,
+                started,
+                killed: u64::MAX,
+                ..Life::default()
+            });
+            lives.len() - 1
+        };
+        *current.lock() = Some((process.base.clone(), life));
+        tokio::time::sleep(Duration::from_millis(1_000 + fastrand::u64(..2_000))).await;
+        tokio::task::spawn_blocking(move || process.kill())
+            .await
+            .unwrap();
+        *current.lock() = None;
+        record.lives.lock()[life].killed = record.event();
+    }
+}
+
+/// `servers` servers with `env` on one store, `LIVES` lives each; panics naming the first
+/// life that began below an earlier one.
+async fn burst_kill_restart(what: &str, servers: usize, env: &[(&str, &str)]) {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let record = Arc::new(Record::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (mut drivers, mut slots) = (Vec::new(), Vec::new());
+    for server in 0..servers {
+        let current = Arc::new(Mutex::new(None));
+        for _ in 0..CLIENTS {
+            drivers.push(tokio::spawn(drive(
+                current.clone(),
+                record.clone(),
+                stop.clone(),
+            )));
+        }
+        slots.push(tokio::spawn(lives_of(
+            server,
+            env.clone(),
+            record.clone(),
+            current,
+        )));
+    }
+    for slot in slots {
+        slot.await.unwrap();
+    }
+    // SeqCst: a test flag.
+    stop.store(true, Ordering::SeqCst);
+    for driver in drivers {
+        driver.await.unwrap();
+    }
+    let lives = record.lives.lock().clone();
+    let layout = uidgen_core::Layout::baidu_default().unwrap();
+    let second = |id: Option<u64>| id.map(|id| layout.decode(id).unwrap().parts.time);
+    for (n, life) in lives.iter().enumerate() {
+        eprintln!(
+            "{what}: life {n} (server {}): {} IDs, seconds {:?} to {:?}",
+            life.server,
+            life.ids,
+            second(life.min),
+            second(life.max)
+        );
+    }
+    let served = lives.iter().filter(|life| life.ids > 0).count();
+    assert!(
+        served > lives.len() / 2,
+        "{what}: too few lives returned IDs to mean anything: {served} of {}",
+        lives.len()
+    );
+    for (n, life) in lives.iter().enumerate() {
+        let Some(first) = life.min else { continue };
+        for (m, earlier) in lives.iter().enumerate() {
+            let Some(last) = earlier.max else { continue };
+            if earlier.killed < life.started {
+                assert!(
+                    first > last,
+                    "{what}: life {n} (server {}) began at {first} (second {:?}), below the \
+                     last ID {last} (second {:?}) of life {m} (server {}), killed before it \
+                     started",
+                    life.server,
+                    second(Some(first)),
+                    second(Some(last)),
+                    earlier.server
+                );
+            }
+        }
+    }
+}
+
+/// The default configuration: one server on its own embedded SQLite store, the disposable
+/// (`worker_node`) assigner and the cached generator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_default_server_starts_above_its_earlier_lives() {
+    let store = sqlite_url("order-restarts");
+    burst_kill_restart("sqlite", 1, &[("UIDGEN_STORE", store.as_str())]).await;
+}
+
+async fn three_servers_on(db: TestDb) {
+    let url = fresh_url(db)
+        .await
+        .unwrap_or_else(|e| panic!("{db:?} is needed for this test: {e}"));
+    burst_kill_restart(&format!("{db:?}"), 3, &[("UIDGEN_STORE", url.as_str())]).await;
+}
+
+/// Three servers on one PostgreSQL store, the default assigner and generator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_servers_on_postgres_start_above_every_earlier_life() {
+    three_servers_on(TestDb::Postgres).await;
+}
+
+/// Three servers on one MariaDB store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_servers_on_mariadb_start_above_every_earlier_life() {
+    three_servers_on(TestDb::MySql).await;
+}
+
+/// Three servers holding leased worker ids (the store's lease assigner) on PostgreSQL: a
+/// reused worker id's lease fence and the order mark together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_leased_servers_start_above_every_earlier_life() {
+    let url = fresh_url(TestDb::Postgres)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL is needed for this test: {e}"));
+    burst_kill_restart(
+        "leased",
+        3,
+        &[
+            ("UIDGEN_STORE", url.as_str()),
+            ("UIDGEN_WORKER_ASSIGNER", "leased"),
+        ],
+    )
+    .await;
+}
+
+/// A start whose clock is behind the space's mark by more than it may borrow waits for its
+/// clock (logging why) and then issues above the mark; one whose mark is far ahead is refused,
+/// saying what to fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_waits_for_a_mark_ahead_of_its_clock_and_refuses_one_far_ahead() {
+    use uidgen_core::{Clock, SystemClock};
+    let url = sqlite_url("order-wait");
+    let store = uidgen_store::Store::connect(&url).await.unwrap();
+    let layout = uidgen_core::Layout::baidu_default().unwrap();
+    // Three seconds past what the cached generator may borrow (60 s, the default).
+    let mark = SystemClock.now_millis() + 63_000;
+    store
+        .raise_order_mark("default", "test", mark, 0)
+        .await
+        .unwrap();
+    let store_url = url.clone();
+    let server = tokio::task::spawn_blocking(move || {
+        Server::start(&[], &[("UIDGEN_STORE", store_url.as_str())])
+    })
+    .await
+    .unwrap();
+    assert!(
+        server
+            .log()
+            .contains("the ID space's order mark is ahead of this host's clock"),
+        "{}",
+        server.log()
+    );
+    let body = reqwest::get(server.url("/v1/ids?count=1"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let id = common::ids_in(&common::json(&body))[0];
+    let unit = layout.decode(id).unwrap().parts.time;
+    assert!(
+        unit >= layout.time_at(mark).unwrap(),
+        "{id} is below the mark {mark}"
+    );
+    server.kill();
+
+    store
+        .raise_order_mark("default", "test", SystemClock.now_millis() + 20 * 60_000, 0)
+        .await
+        .unwrap();
+    let refused = tokio::task::spawn_blocking(move || {
+        Server::try_start(&[], &[("UIDGEN_STORE", url.as_str())])
+    })
+    .await
+    .unwrap();
+    let log = refused
+        .err()
+        .expect("a start 20 minutes behind the mark is refused");
+    assert!(log.contains("has issued IDs up to"), "{log}");
+    assert!(log.contains("check the clocks"), "{log}");
+}

@@ -1,0 +1,473 @@
+//! The `id_order_mark` table (migration 0014, issue 33 item 1, "order across restarts"), and
+//! [`OrderFence`], the fence that writes it ahead of what its generator stamps.
+//!
+//! Invariants (what makes the first ID of a new life sort above every earlier life's):
+//!
+//! 1. The mark only rises: every write is `SET issued_until_ms = x WHERE issued_until_ms < x`,
+//!    so concurrent servers of one space never lower each other's marks.
+//! 2. A unit is stamped only once the mark covers its end: the fence's
+//!    [`limit_ms`](TimeFence::limit_ms) is the highest value this process has had accepted by
+//!    the store, and the generator stamps (the cached generator: pads) no unit ending past it.
+//!    Nothing needs writing at death: a `kill -9` leaves the mark above the last ID.
+//! 3. A new life's floor is the space's mark as read at its start: its generator stamps no
+//!    unit starting before it, and the layout is time-major, so its first ID's time field is
+//!    above every earlier ID's of the space (of every server sharing the store).
+//!
+//! The mark is written ahead by a lead (a few seconds), in steps, by a background task: no
+//! write per ID nor per unit, and a write is only waited for when a burst borrows past the
+//! lead. A store that does not answer stops the limit where it is: the generator then waits
+//! (the cached generator's ring drains, then takes wait) rather than stamp past an unwritten
+//! mark.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use uidgen_core::{Clock, FenceRefusal, TimeFence};
+
+use crate::error::{Result, StoreError};
+use crate::store::{Sql, Store, run_sql};
+use crate::worker_lease::check_space;
+
+const READ_MARK: Sql = Sql {
+    sqlite: "SELECT issued_until_ms FROM id_order_mark WHERE space = ?1",
+    mysql: "SELECT issued_until_ms FROM id_order_mark WHERE space = ?",
+    postgres: "SELECT issued_until_ms FROM id_order_mark WHERE space = $1",
+};
+
+/// Raise-only: a lower value (another server is further ahead) changes nothing.
+const RAISE_MARK: Sql = Sql {
+    sqlite: "UPDATE id_order_mark SET issued_until_ms = ?1, holder = ?2, updated_ms = ?3
+             WHERE space = ?4 AND issued_until_ms < ?1",
+    mysql: "UPDATE id_order_mark SET issued_until_ms = ?, holder = ?, updated_ms = ?
+            WHERE space = ? AND issued_until_ms < ?",
+    postgres: "UPDATE id_order_mark SET issued_until_ms = $1, holder = $2, updated_ms = $3
+               WHERE space = $4 AND issued_until_ms < $1",
+};
+
+/// The space's row, when it has none yet; a row another server inserted first wins (and the
+/// raise that follows lifts it if it is lower).
+const INSERT_MARK: Sql = Sql {
+    sqlite: "INSERT OR IGNORE INTO id_order_mark (space, issued_until_ms, holder, updated_ms)
+             VALUES (?1, ?2, ?3, ?4)",
+    mysql: "INSERT IGNORE INTO id_order_mark (space, issued_until_ms, holder, updated_ms)
+            VALUES (?, ?, ?, ?)",
+    postgres: "INSERT INTO id_order_mark (space, issued_until_ms, holder, updated_ms)
+               VALUES ($1, $2, $3, $4) ON CONFLICT (space) DO NOTHING",
+};
+
+/// What a failed write was doing, for its error.
+const RAISING: &str = "raising the ID space's order mark";
+
+fn to_db(value: u64) -> Result<i64> {
+    i64::try_from(value)
+        .map_err(|_| StoreError::InvalidInput(format!("order mark {value} does not fit a BIGINT")))
+}
+
+impl Store {
+    /// The space's order mark (ms since the Unix epoch): no ID of `space` was stamped with a
+    /// time unit ending after it. `None` while no server of the space has written one.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+    /// store.raise_order_mark("default", "worker 7", 1_800_000_000_000, 0).await?;
+    /// store.raise_order_mark("default", "worker 8", 1_700_000_000_000, 0).await?; // lower: kept
+    /// assert_eq!(store.order_mark("default").await?, Some(1_800_000_000_000));
+    /// # Ok(()) }
+    /// ```
+    pub async fn order_mark(&self, space: &str) -> Result<Option<u64>> {
+        check_space(space)?;
+        let mark: Option<i64> = run_sql!(
+            self,
+            fetch_optional,
+            query_scalar(READ_MARK),
+            [space],
+            "reading the ID space's order mark"
+        );
+        // Negative values are never written; read one as the distant past.
+        Ok(mark.map(|ms| u64::try_from(ms).unwrap_or(0)))
+    }
+
+    /// Raise the space's order mark to `until_ms` unless it is higher already (the mark never
+    /// falls), recording `holder` and `now_ms` as who raised it and when. On `Ok`, the mark is
+    /// at least `until_ms`.
+    pub async fn raise_order_mark(
+        &self,
+        space: &str,
+        holder: &str,
+        until_ms: u64,
+        now_ms: u64,
+    ) -> Result<()> {
+        check_space(space)?;
+        let (until, now) = (to_db(until_ms)?, to_db(now_ms)?);
+        if self.raise_only(space, holder, until, now).await? == 0 {
+            // No row yet, or one at least as high: the insert settles the first case, and
+            // changes nothing in the second.
+            run_sql!(
+                self,
+                execute,
+                query(INSERT_MARK),
+                [space, until, holder, now],
+                RAISING,
+                then rows_affected
+            );
+            // A row another server inserted at once, lower than ours, is lifted here.
+            self.raise_only(space, holder, until, now).await?;
+        }
+        Ok(())
+    }
+
+    /// `RAISE_MARK`: how many rows it raised (0: no row, or one at least as high).
+    async fn raise_only(&self, space: &str, holder: &str, until: i64, now: i64) -> Result<u64> {
+        Ok(match self.dialect() {
+            // MySQL binds each `?` once: the mark's value appears twice.
+            crate::Dialect::MySql => run_sql!(
+                self,
+                execute,
+                query(RAISE_MARK),
+                [until, holder, now, space, until],
+                RAISING,
+                then rows_affected
+            ),
+            _ => run_sql!(
+                self,
+                execute,
+                query(RAISE_MARK),
+                [until, holder, now, space],
+                RAISING,
+                then rows_affected
+            ),
+        })
+    }
+}
+
+/// How far ahead an [`OrderFence`] writes its space's mark.
+///
+/// ```
+/// use std::time::Duration;
+/// use uidgen_store::OrderOptions;
+/// let options = OrderOptions::borrowing(Some(Duration::from_secs(60)));
+/// assert_eq!(options.lead, Duration::from_secs(10));
+/// assert_eq!(options.max_ahead, Some(Duration::from_secs(61)));
+/// assert_eq!(OrderOptions::not_borrowing().lead, Duration::from_secs(2));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OrderOptions {
+    /// Each write puts the mark this far past what the generator needs (or the clock): the
+    /// step that saves a write per unit, and at most the extra a next life starts ahead.
+    pub lead: Duration,
+    /// The mark is never written further than this ahead of the clock (the generator's own
+    /// borrowing bound and a unit): a next life starting on its own clock then begins within
+    /// its borrowing bound, without a wait. `None`: no bound (a generator that borrows without
+    /// one).
+    pub max_ahead: Option<Duration>,
+}
+
+impl OrderOptions {
+    /// For a generator that borrows up to `bound` ahead of the clock (the cached generator):
+    /// a 10 s lead, the mark at most `bound` and a second ahead.
+    pub fn borrowing(bound: Option<Duration>) -> Self {
+        Self {
+            lead: Duration::from_secs(10),
+            max_ahead: bound.map(|bound| bound + Duration::from_secs(1)),
+        }
+    }
+
+    /// For a generator that never stamps ahead of the clock (Default, Snowflake): a 2 s lead,
+    /// which a next life waits out at most.
+    pub fn not_borrowing() -> Self {
+        Self {
+            lead: Duration::from_secs(2),
+            max_ahead: Some(Duration::from_secs(2)),
+        }
+    }
+}
+
+/// The shared state of an [`OrderFence`].
+#[derive(Debug)]
+struct OrderState {
+    store: Store,
+    clock: Arc<dyn Clock>,
+    space: String,
+    holder: String,
+    /// The space's mark when this life started: it stamps no unit starting before it.
+    floor_ms: u64,
+    /// The highest mark this process had accepted: units may end up to here.
+    limit_ms: AtomicU64,
+    /// The highest unit end the generator asked for.
+    wanted_ms: AtomicU64,
+    lead_ms: u64,
+    max_ahead_ms: Option<u64>,
+    wake: tokio::sync::Notify,
+    writes: AtomicU64,
+    failures: AtomicU64,
+    last_error: Mutex<Option<String>>,
+    writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for OrderState {
+    fn drop(&mut self) {
+        if let Some(task) = self.writer.lock().take() {
+            task.abort();
+        }
+    }
+}
+
+/// A [`TimeFence`] that keeps the ID space's order mark (`id_order_mark`) ahead of every time
+/// unit its generator stamps, and whose floor is the mark every earlier life of the space left:
+/// the first ID of this life sorts above every ID issued in the space before it started (see
+/// the module's invariants). Clones share the fence.
+///
+/// Open it with [`OrderFence::open`] inside a tokio runtime (its writer is a task there), and
+/// give it to the generator, combined with the assignment's own fence by
+/// [`OrderFence::over`].
+#[derive(Debug, Clone)]
+pub struct OrderFence {
+    state: Arc<OrderState>,
+}
+
+/// What a status page shows of an [`OrderFence`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OrderMarkStatus {
+    /// The space's mark when this life started (0: none was written before).
+    pub floor_ms: u64,
+    /// The mark this process has had accepted: its generator stamps nothing past it.
+    pub limit_ms: u64,
+    /// Marks written so far.
+    pub writes: u64,
+    /// Writes that failed (the store did not answer).
+    pub failures: u64,
+}
+
+impl OrderFence {
+    /// Read `space`'s mark, write the first mark of this life (the later of the clock and the
+    /// space's mark, plus the lead) and start the writer that keeps it ahead. `holder` names
+    /// this process in the row (for operators).
+    ///
+    /// ```no_run
+    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+    /// use std::sync::Arc;
+    /// use uidgen_core::{Layout, SystemClock, UidGenerator, DefaultUidGenerator};
+    /// use uidgen_store::{OrderFence, OrderOptions};
+    /// let fence = OrderFence::open(
+    ///     store, Arc::new(SystemClock), "default", "worker 7", OrderOptions::not_borrowing()).await?;
+    /// let generator = DefaultUidGenerator::new(Layout::baidu_default()?, 7, SystemClock)?
+    ///     .fenced(Arc::new(fence.clone()));
+    /// let id = generator.next_id()?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn open(
+        store: Store,
+        clock: Arc<dyn Clock>,
+        space: &str,
+        holder: &str,
+        options: OrderOptions,
+    ) -> Result<Self> {
+        let floor_ms = store.order_mark(space).await?.unwrap_or(0);
+        let lead_ms = u64::try_from(options.lead.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let max_ahead_ms = options
+            .max_ahead
+            .map(|ahead| u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX));
+        let state = Arc::new(OrderState {
+            store,
+            clock,
+            space: space.to_owned(),
+            holder: holder.to_owned(),
+            floor_ms,
+            limit_ms: AtomicU64::new(0),
+            // The first units come right after the floor.
+            wanted_ms: AtomicU64::new(floor_ms),
+            lead_ms,
+            max_ahead_ms,
+            wake: tokio::sync::Notify::new(),
+            writes: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            last_error: Mutex::new(None),
+            writer: Mutex::new(None),
+        });
+        // The first mark before the generator exists: its first units are covered at once.
+        write_ahead(&state).await?;
+        let task = tokio::spawn(keep_ahead(Arc::downgrade(&state)));
+        *state.writer.lock() = Some(task);
+        Ok(Self { state })
+    }
+
+    /// This fence combined with `other` (the assignment's fence: a lease, a reserved-until
+    /// mark), as the one fence a generator lane takes: units must pass both, the floor is the
+    /// later, the borrowing bound the tighter.
+    pub fn over(&self, other: Option<Arc<dyn TimeFence>>) -> Arc<dyn TimeFence> {
+        let order: Arc<dyn TimeFence> = Arc::new(self.clone());
+        match other {
+            None => order,
+            Some(other) => Arc::new(BothFences(other, order)),
+        }
+    }
+
+    /// The ID space.
+    pub fn space(&self) -> &str {
+        &self.state.space
+    }
+
+    /// The space's mark when this life started (ms since the Unix epoch; 0 when none was
+    /// written before): the first ID of this life starts above it.
+    pub fn start_mark_ms(&self) -> u64 {
+        self.state.floor_ms
+    }
+
+    /// Counters and marks, for status and metrics.
+    pub fn status(&self) -> OrderMarkStatus {
+        let state = &self.state;
+        // Relaxed (all): status figures; nothing is read on the strength of them.
+        OrderMarkStatus {
+            floor_ms: state.floor_ms,
+            limit_ms: state.limit_ms.load(Ordering::Relaxed),
+            writes: state.writes.load(Ordering::Relaxed),
+            failures: state.failures.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// One write: the mark goes `lead` past the later of what was asked and the clock, at most
+/// `max_ahead` past the clock but never short of what was asked; the limit rises only once the
+/// store accepted it.
+async fn write_ahead(state: &OrderState) -> Result<()> {
+    let now = state.clock.now_millis();
+    // SeqCst: a request stored before the wake-up must be seen by the write it woke.
+    let wanted = state.wanted_ms.load(Ordering::SeqCst);
+    let mut target = wanted.max(now).saturating_add(state.lead_ms);
+    if let Some(ahead) = state.max_ahead_ms {
+        target = target.min(now.saturating_add(ahead));
+    }
+    let target = target.max(wanted);
+    match state
+        .store
+        .raise_order_mark(&state.space, &state.holder, target, now)
+        .await
+    {
+        Ok(()) => {
+            // SeqCst: the generator's stamping under the limit must not be ordered before
+            // the write it rests on.
+            state.limit_ms.fetch_max(target, Ordering::SeqCst);
+            // Relaxed: a status counter.
+            state.writes.fetch_add(1, Ordering::Relaxed);
+            *state.last_error.lock() = None;
+            Ok(())
+        }
+        Err(error) => {
+            // Relaxed: a status counter.
+            state.failures.fetch_add(1, Ordering::Relaxed);
+            *state.last_error.lock() = Some(error.to_string());
+            Err(error)
+        }
+    }
+}
+
+/// The writer: keep the limit at least half a lead ahead of the clock, and past what the
+/// generator asks for, until the fence is dropped. A failed write is retried after a short
+/// pause; meanwhile the limit stays where the store last accepted it.
+async fn keep_ahead(state: Weak<OrderState>) {
+    loop {
+        let Some(held) = state.upgrade() else {
+            return;
+        };
+        let now = held.clock.now_millis();
+        let lead = held
+            .max_ahead_ms
+            .map_or(held.lead_ms, |a| a.min(held.lead_ms));
+        // SeqCst: see write_ahead.
+        let limit = held.limit_ms.load(Ordering::SeqCst);
+        let wanted = held.wanted_ms.load(Ordering::SeqCst);
+        let pause = if wanted > limit || limit < now.saturating_add(lead / 2) {
+            match write_ahead(&held).await {
+                Ok(()) => Duration::from_millis((lead / 4).max(1)),
+                Err(error) => {
+                    tracing::warn!(space = %held.space, %error,
+                        "cannot raise the ID space's order mark; IDs stop at {limit} ms until \
+                         the store answers");
+                    Duration::from_millis(200)
+                }
+            }
+        } else {
+            Duration::from_millis((lead / 4).max(1))
+        };
+        let woken = async {
+            held.wake.notified().await;
+        };
+        // Wake on a request or on the period, without keeping the fence alive while asleep
+        // beyond this iteration (the handle is dropped at its end).
+        tokio::select! {
+            () = woken => {}
+            () = tokio::time::sleep(pause) => {}
+        }
+        drop(held);
+    }
+}
+
+impl TimeFence for OrderFence {
+    fn limit_ms(&self) -> u64 {
+        // SeqCst: see write_ahead.
+        self.state.limit_ms.load(Ordering::SeqCst)
+    }
+
+    fn extend(&self, until_ms: u64) -> std::result::Result<u64, FenceRefusal> {
+        let state = &self.state;
+        let limit = self.limit_ms();
+        if until_ms <= limit {
+            return Ok(limit);
+        }
+        // Not written yet: ask the writer, and let the generator look again (the cached
+        // generator retries within a millisecond; the others report the refusal).
+        // SeqCst: see write_ahead.
+        state.wanted_ms.fetch_max(until_ms, Ordering::SeqCst);
+        state.wake.notify_one();
+        let reason = match state.last_error.lock().clone() {
+            Some(error) => format!(
+                "the ID space `{}`'s order mark is not written that far: {error}",
+                state.space
+            ),
+            None => format!(
+                "the ID space `{}`'s order mark is being written ahead",
+                state.space
+            ),
+        };
+        Err(FenceRefusal::NotYet {
+            limit_ms: limit,
+            reason,
+        })
+    }
+
+    fn floor_ms(&self) -> u64 {
+        self.state.floor_ms
+    }
+}
+
+/// Two fences as one: a unit passes when it passes both.
+#[derive(Debug)]
+struct BothFences(Arc<dyn TimeFence>, Arc<dyn TimeFence>);
+
+impl TimeFence for BothFences {
+    fn limit_ms(&self) -> u64 {
+        self.0.limit_ms().min(self.1.limit_ms())
+    }
+
+    fn extend(&self, until_ms: u64) -> std::result::Result<u64, FenceRefusal> {
+        // The first (the assignment's) may close for good: its refusal comes first.
+        let first = self.0.extend(until_ms)?;
+        let second = self.1.extend(until_ms)?;
+        Ok(first.min(second))
+    }
+
+    fn max_borrow_ms(&self) -> Option<u64> {
+        match (self.0.max_borrow_ms(), self.1.max_borrow_ms()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn floor_ms(&self) -> u64 {
+        self.0.floor_ms().max(self.1.floor_ms())
+    }
+}
