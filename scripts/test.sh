@@ -147,6 +147,10 @@ fi
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
+# Issue 34: no two files of a folder import each other, directly or round a circle.
+log "no import circle between the files of a folder (scripts/import-cycles.py)"
+python3 scripts/import-cycles.py
+
 log "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

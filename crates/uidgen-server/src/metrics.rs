@@ -8,6 +8,7 @@
 //! ("Metrics") lists every metric.
 
 pub mod label;
+pub mod order;
 pub mod process;
 pub mod runway;
 pub mod waits;
@@ -23,15 +24,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use uidgen_worker::{KeeperReports, KeeperStatus};
 
-use label::RouteLabel;
-
-/// Label set naming an ID space (`[spaces.<name>]`: names from the configuration, never client
-/// input).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct SpaceLabel {
-    /// The space's name.
-    pub space: String,
-}
+use label::{RouteLabel, SpaceLabel};
 
 /// Label set naming an error kind.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -203,7 +196,7 @@ pub struct Metrics {
     /// How long each space's time field lasts (`uidgen_time_field_runway_seconds`).
     pub runway: runway::RunwayMetrics,
     /// Each space's order mark across restarts (`uidgen_order_*`, issue 33).
-    pub order: crate::order::OrderMetrics,
+    pub order: order::OrderMetrics,
     /// IDs left in the current segment, per tag.
     pub segment_idle: Family<TagLabel, Gauge>,
     /// Current step per tag.
@@ -424,7 +417,7 @@ impl Metrics {
         workers.register(&mut registry);
         let runway = runway::RunwayMetrics::default();
         runway.register(&mut registry);
-        let order = crate::order::OrderMetrics::default();
+        let order = order::OrderMetrics::default();
         order.register(&mut registry);
         registry.register(
             "segment_idle",

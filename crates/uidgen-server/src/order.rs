@@ -11,19 +11,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use parking_lot::Mutex;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
 use tracing::{info, warn};
 use uidgen_core::{Clock, SystemClock};
-use uidgen_store::{OrderFence, OrderOptions, Store};
+use uidgen_store::{OrderFence, OrderMarkStatus, OrderOptions, Store};
 use uidgen_worker::WorkerAssignment;
 
 use crate::config::Settings;
 use crate::config::generator::GeneratorKind;
 use crate::config::worker::AssignerKind;
-use crate::metrics::SpaceLabel;
 
 /// The longest a start waits for its clock to reach the space's order mark: a mark further
 /// ahead than this means a clock far behind the fleet's (or a mark written by a host whose
@@ -166,64 +161,12 @@ async fn wait_for_mark(fence: &OrderFence, ahead: Option<Duration>) -> anyhow::R
     Ok(waited)
 }
 
-/// `uidgen_order_*{space}`: each space's order mark, read from its fence when scraped.
-#[derive(Debug, Clone, Default)]
-pub struct OrderMetrics {
-    lead: Family<SpaceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
-    start_delay: Family<SpaceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
-    writes: Family<SpaceLabel, Counter>,
-    failures: Family<SpaceLabel, Counter>,
-}
-
-impl OrderMetrics {
-    /// Register the families in `registry`.
-    pub(crate) fn register(&self, registry: &mut Registry) {
-        registry.register(
-            "order_mark_lead_seconds",
-            "How far the ID space's order mark this server has written runs ahead of the \
-             clock (negative: the store has not accepted a mark for that long, and IDs stop \
-             at it)",
-            self.lead.clone(),
-        );
-        registry.register(
-            "order_start_delay_seconds",
-            "How long this server's start waited for its clock to reach the space's order mark",
-            self.start_delay.clone(),
-        );
-        registry.register(
-            "order_mark_writes",
-            "Order marks this server wrote for the space",
-            self.writes.clone(),
-        );
-        registry.register(
-            "order_mark_write_failures",
-            "Order mark writes that failed (the store did not answer)",
-            self.failures.clone(),
-        );
-    }
-
-    /// Publish every space's reading (the fences this process opened).
-    ///
-    /// ```
-    /// let metrics = uidgen_server::metrics::Metrics::new();
-    /// metrics.order.publish(); // no fence opened in this process: no series
-    /// assert!(!metrics.encode().contains("uidgen_order_mark_lead_seconds{"));
-    /// ```
-    pub fn publish(&self) {
-        let now_ms = SystemClock.now_millis();
-        for (space, fence, waited) in opened().lock().iter() {
-            let label = SpaceLabel {
-                space: space.clone(),
-            };
-            let status = fence.status();
-            #[allow(clippy::cast_precision_loss)] // ms to seconds; a gauge, not an identity
-            let lead = (status.limit_ms as f64 - now_ms as f64) / 1000.0;
-            self.lead.get_or_create(&label).set(lead);
-            self.start_delay
-                .get_or_create(&label)
-                .set(waited.as_secs_f64());
-            crate::metrics::Metrics::copy(&self.writes.get_or_create(&label), status.writes);
-            crate::metrics::Metrics::copy(&self.failures.get_or_create(&label), status.failures);
-        }
-    }
+/// Every order fence this process opened, as the metrics publish it: the space, the fence's
+/// status and how long the start waited for the mark.
+pub fn readings() -> Vec<(String, OrderMarkStatus, Duration)> {
+    opened()
+        .lock()
+        .iter()
+        .map(|(space, fence, waited)| (space.clone(), fence.status(), *waited))
+        .collect()
 }

@@ -28,6 +28,7 @@ use uidgen_core::{Clock, FenceRefusal, TimeFence};
 
 use crate::error::{Result, StoreError};
 use crate::store::{Sql, Store, run_sql};
+use crate::url::Dialect;
 use crate::worker_lease::check_space;
 
 const READ_MARK: Sql = Sql {
@@ -122,7 +123,7 @@ impl Store {
     async fn raise_only(&self, space: &str, holder: &str, until: i64, now: i64) -> Result<u64> {
         Ok(match self.dialect() {
             // MySQL binds each `?` once: the mark's value appears twice.
-            crate::Dialect::MySql => run_sql!(
+            Dialect::MySql => run_sql!(
                 self,
                 execute,
                 query(RAISE_MARK),

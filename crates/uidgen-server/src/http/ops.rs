@@ -173,7 +173,10 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
             .runway
             .publish(space, info.left_at_clock_ms, info.left_at_lead_ms);
     }
-    state.metrics.order.publish();
+    state
+        .metrics
+        .order
+        .publish(now_ms, &crate::order::readings());
     if let Some(segments) = &state.segments {
         for tag in segments.monitor() {
             state.metrics.segment_state(&tag);

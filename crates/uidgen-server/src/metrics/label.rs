@@ -8,3 +8,11 @@ pub struct RouteLabel {
     /// The route pattern, e.g. `/v1/ids`.
     pub route: String,
 }
+
+/// Label set naming an ID space (`[spaces.<name>]`: names from the configuration, never client
+/// input).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SpaceLabel {
+    /// The space's name.
+    pub space: String,
+}
