@@ -7,6 +7,7 @@
 //! (`/uidgen.v1.IdService/NextIds`), never a concrete path or client input. docs/OPERATIONS.md
 //! ("Metrics") lists every metric.
 
+pub mod clock;
 pub mod label;
 pub mod process;
 pub mod runway;
@@ -202,6 +203,8 @@ pub struct Metrics {
     pub workers: WorkerMetrics,
     /// How long each space's time field lasts (`uidgen_time_field_runway_seconds`).
     pub runway: runway::RunwayMetrics,
+    /// This host's clock against the store's (`uidgen_clock_offset_seconds`, issue 33).
+    pub clock: clock::ClockMetrics,
     /// IDs left in the current segment, per tag.
     pub segment_idle: Family<TagLabel, Gauge>,
     /// Current step per tag.
@@ -422,6 +425,8 @@ impl Metrics {
         workers.register(&mut registry);
         let runway = runway::RunwayMetrics::default();
         runway.register(&mut registry);
+        let clock = clock::ClockMetrics::default();
+        clock.register(&mut registry);
         registry.register(
             "segment_idle",
             "IDs left in the current segment, by tag",
@@ -493,6 +498,7 @@ impl Metrics {
             ring_borrowed_units,
             workers,
             runway,
+            clock,
             segment_idle,
             segment_step,
             segment_loads,
