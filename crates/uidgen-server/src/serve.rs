@@ -337,9 +337,16 @@ async fn serve_with_worker(
     let mut runway_stopped = pools_stopped.clone();
     // The clocks compared while serving (issue 33, item 4).
     let mut clock_stopped = pools_stopped.clone();
+    // etcd's too, when the worker id comes from etcd.
+    let etcd_clock = settings.etcd.as_ref().and_then(|etcd| {
+        uidgen_etcd::EtcdClock::new(&etcd.options)
+            .map_err(|error| warn!(%error, "etcd's clock will not be compared"))
+            .ok()
+    });
     let clock = tokio::spawn(clock_watch::watch(
         Arc::clone(&state),
         store.clone(),
+        etcd_clock,
         async move {
             let _ = clock_stopped.wait_for(|stop| *stop).await;
         },

@@ -312,7 +312,7 @@ pub struct Status {
     /// How long the served layout's time field lasts, at today's rate and at the current
     /// borrowed lead (docs/OPERATIONS.md, "Runway").
     runway: RunwayInfo,
-    /// This host's clock against the store's, and whether time-stamped IDs are refused for it
+    /// This host's clock against the store's (and etcd's), and whether time-stamped IDs are refused for it
     /// (docs/OPERATIONS.md, "Clocks watched while serving").
     clock: crate::service::clock_watch::ClockStatus,
 }

@@ -1,5 +1,5 @@
 //! `uidgen_clock_offset_seconds{source}` and `uidgen_clock_offset_uncertainty_seconds{source}`:
-//! how far this host's clock is from the store's, as the clock watch last measured it
+//! how far this host's clock is from the store's or etcd's, as the clock watch last measured it
 //! ([`crate::service::clock_watch`], issue 33).
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -10,7 +10,7 @@ use prometheus_client::registry::Registry;
 /// Label set of one clock compared with this host's.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabel {
-    /// `store` (PostgreSQL's or MariaDB's clock).
+    /// `store` (PostgreSQL's or MariaDB's clock) or `etcd`.
     pub source: &'static str,
 }
 

@@ -1,7 +1,8 @@
 //! Clocks watched while serving (issue 33, item 4): every `clock_watch.interval_ms` the server
 //! reads the store's clock (PostgreSQL's `clock_timestamp()`, MariaDB's `NOW(3)`) against its
-//! own, NTP-style ([`uidgen_store::ClockReading`]), publishes the offset
-//! (`uidgen_clock_offset_seconds{source="store"}`), warns once the clocks are
+//! own, NTP-style ([`uidgen_store::ClockReading`]), and etcd's (its HTTP `Date` header, to the
+//! second: [`uidgen_etcd::EtcdClock`]) when the worker id comes from etcd, publishes the offset
+//! (`uidgen_clock_offset_seconds{source="store"|"etcd"}`), warns once the clocks are
 //! `clock_watch.warn_ms` apart and, `clock_watch.fence_ms` apart, stops issuing time-stamped
 //! IDs: the ID mode's readiness answers 503 naming the offset and every ID request, HTTP, h2c
 //! and gRPC alike, is refused by [`ClockWatch::admit`] in [`super::generate`]. Every
@@ -40,6 +41,18 @@ use crate::config::clock_watch::ClockWatchSettings;
 /// The source name of the store's clock, in the metric's label and the status.
 pub const STORE: &str = "store";
 
+/// The source name of etcd's clock (when the worker id comes from etcd).
+pub const ETCD: &str = "etcd";
+
+/// A source's clock as a sentence names it.
+fn whose(source: &str) -> &str {
+    match source {
+        STORE => "the store's",
+        ETCD => "etcd's",
+        other => other,
+    }
+}
+
 /// Where one source's clock stands against this host's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -59,7 +72,7 @@ pub enum ClockState {
 /// One source's last reading, as `GET /v1/status` shows it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SourceClock {
-    /// The source: `store`.
+    /// The source: `store` or `etcd`.
     pub source: &'static str,
     /// Where it stands.
     pub state: ClockState,
@@ -231,8 +244,8 @@ impl ClockWatch {
         match outcome {
             Err(error) => {
                 if entry.answered {
-                    tracing::warn!(source, %error, "cannot read the {source}'s clock; the \
-                        clock watch keeps its last finding until it answers");
+                    tracing::warn!(source, %error, "cannot read {}'s clock; the \
+                        clock watch keeps its last finding until it answers", whose(source));
                 }
                 entry.answered = false;
                 return;
@@ -257,8 +270,7 @@ impl ClockWatch {
                 log_change(source, was, state, &reading, &self.settings);
             }
         }
-        // The fence is the first fenced source's (one source today; ZooKeeper's and etcd's
-        // clocks would join here).
+        // The fence is the first fenced source's (ZooKeeper's clock would join here).
         let reason = last
             .sources
             .iter()
@@ -274,10 +286,10 @@ fn fence_reason(source: &SourceClock, fence_ms: u64) -> String {
     let offset = source.offset_ms.unwrap_or_default();
     let way = if offset < 0 { "ahead of" } else { "behind" };
     format!(
-        "this server's clock is {} ms {way} the {}'s (± {} ms), past clock_watch.fence_ms = \
+        "this server's clock is {} ms {way} {} (± {} ms), past clock_watch.fence_ms = \
          {fence_ms}; time-stamped IDs are refused until the clocks agree again",
         offset.unsigned_abs(),
-        source.source,
+        whose(source.source),
         source.uncertainty_ms.unwrap_or_default()
     )
 }
@@ -300,25 +312,28 @@ fn log_change(
             offset_ms,
             uncertainty_ms,
             fence_ms = settings.fence_ms,
-            "this server's clock is {} ms off the {source}'s: refusing time-stamped IDs until \
+            "this server's clock is {} ms off {}: refusing time-stamped IDs until \
              the clocks agree again",
-            offset_ms.unsigned_abs()
+            offset_ms.unsigned_abs(),
+            whose(source)
         ),
         ClockState::Warning => tracing::warn!(
             source,
             offset_ms,
             uncertainty_ms,
             warn_ms = settings.warn_ms,
-            "this server's clock is {} ms off the {source}'s, past clock_watch.warn_ms; check \
+            "this server's clock is {} ms off {}, past clock_watch.warn_ms; check \
              its time synchronisation",
-            offset_ms.unsigned_abs()
+            offset_ms.unsigned_abs(),
+            whose(source)
         ),
         ClockState::Ok if matches!(was, ClockState::Warning | ClockState::Fenced) => {
             tracing::info!(
                 source,
                 offset_ms,
                 uncertainty_ms,
-                "this server's clock agrees with the {source}'s again"
+                "this server's clock agrees with {} again",
+                whose(source)
             );
         }
         _ => {}
@@ -334,50 +349,73 @@ fn now_ms() -> u64 {
 }
 
 /// Compare the clocks every `clock_watch.interval_ms` until `stop` resolves (at once, then on
-/// each tick; not at all when the watch is off). An SQLite store is recorded as `local` once.
+/// each tick; not at all when the watch is off): the store's, unless it is SQLite (recorded as
+/// `local` once), and etcd's when the worker id comes from etcd.
 ///
 /// Cancel safety: holds no lock across an await; dropping it ends the watch where it stands
 /// (a fence in place stays, with no one to lift it: the server is stopping).
 pub async fn watch(
     state: Arc<AppState>,
     store: Store,
+    etcd: Option<uidgen_etcd::EtcdClock>,
     stop: impl std::future::Future<Output = ()>,
 ) {
     let Some(interval) = state.clock.settings.interval else {
         return;
     };
     let watching = async {
-        if store.dialect() == uidgen_store::Dialect::Sqlite {
+        let store_is_local = store.dialect() == uidgen_store::Dialect::Sqlite;
+        if store_is_local {
             tracing::info!(
                 "the store is SQLite, inside this process: its clock is this host's, so the \
-                 clock watch has nothing to compare"
+                 clock watch does not compare it"
             );
             state.clock.record(STORE, Ok(None), now_ms());
-            return;
+            if etcd.is_none() {
+                return;
+            }
         }
         let mut every = tokio::time::interval(interval);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let bound = READY_TIMEOUT.min(interval);
         loop {
             every.tick().await;
-            let outcome = match tokio::time::timeout(bound, store.server_clock()).await {
-                Ok(Ok(reading)) => Ok(reading),
-                Ok(Err(error)) => Err(error.to_string()),
-                Err(_) => Err(format!("no answer within {bound:?}")),
-            };
-            if let Ok(Some(reading)) = &outcome {
-                state
-                    .metrics
-                    .clock
-                    .publish(STORE, reading.offset_ms, reading.uncertainty_ms);
+            if !store_is_local {
+                let outcome = match tokio::time::timeout(bound, store.server_clock()).await {
+                    Ok(Ok(reading)) => Ok(reading),
+                    Ok(Err(error)) => Err(error.to_string()),
+                    Err(_) => Err(format!("no answer within {bound:?}")),
+                };
+                observe(&state, STORE, outcome);
             }
-            state.clock.record(STORE, outcome, now_ms());
+            if let Some(etcd) = &etcd {
+                let outcome = match tokio::time::timeout(bound, etcd.read()).await {
+                    Ok(Ok(reading)) => Ok(Some(ClockReading {
+                        offset_ms: reading.offset_ms,
+                        uncertainty_ms: reading.uncertainty_ms,
+                    })),
+                    Ok(Err(error)) => Err(error.to_string()),
+                    Err(_) => Err(format!("no answer within {bound:?}")),
+                };
+                observe(&state, ETCD, outcome);
+            }
         }
     };
     tokio::select! {
         () = watching => {}
         () = stop => {}
     }
+}
+
+/// Publish a reading of `source` and record the outcome.
+fn observe(state: &AppState, source: &'static str, outcome: Result<Option<ClockReading>, String>) {
+    if let Ok(Some(reading)) = &outcome {
+        state
+            .metrics
+            .clock
+            .publish(source, reading.offset_ms, reading.uncertainty_ms);
+    }
+    state.clock.record(source, outcome, now_ms());
 }
 
 #[cfg(test)]

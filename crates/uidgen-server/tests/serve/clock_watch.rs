@@ -1,10 +1,10 @@
 //! Clocks watched while serving (issue 33, item 4), in the real binary: three servers on one
 //! PostgreSQL (or MariaDB) store, one of them under libfaketime with a clock the test steps while
 //! it serves. Stepped 10 s ahead, past `clock_watch.fence_ms`, that server fences itself
-//! (`/readyz?mode=ids` 503 naming the offset, its ID calls over HTTP and gRPC refused) while the other two
-//! keep serving; stepped back, it serves again, and no ID came out twice. On SQLite the store's
-//! clock is the server's own: the same step is not seen, and the status says the source is
-//! `local`.
+//! (`/readyz?mode=ids` 503 naming the offset, its ID calls over HTTP and gRPC refused) while the
+//! other two keep serving; stepped back, it serves again, and no ID came out twice. On SQLite the
+//! store's clock is the server's own: the same step is not seen, and the status says the source
+//! is `local`. With an etcd worker id, etcd's clock fences the stepped server too.
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use crate::common;
@@ -258,4 +258,58 @@ async fn on_sqlite_the_store_clock_is_local_and_a_step_is_not_seen() {
         "no offset is published for a local clock:\n{metrics}"
     );
     assert!(server.log().contains("its clock is this host's"));
+}
+
+/// With the worker id from etcd, etcd's clock is compared too (from its HTTP `Date` header, to
+/// the second): stepped 10 s ahead, the server fences itself on etcd's clock alone, its SQLite
+/// store's clock being its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_clock_steps_ahead_of_etcd_fences_itself() {
+    let endpoint = uidgen_etcd::testing::test_endpoint();
+    let prefix = uidgen_etcd::testing::test_namespace(&endpoint);
+    let clock = SteppedClock::new("clock-watch-etcd");
+    let store = common::sqlite_url("clock-watch-etcd");
+    let etcd = [
+        ("UIDGEN_WORKER_ASSIGNER", "etcd".to_owned()),
+        ("UIDGEN_ETCD_ENDPOINTS", endpoint.clone()),
+        ("UIDGEN_ETCD_PREFIX", prefix),
+        ("UIDGEN_LAYOUT", "leaf".to_owned()),
+        ("UIDGEN_GENERATOR", "snowflake".to_owned()),
+    ];
+    let mut faked: Vec<_> = envs(&store).into_iter().chain(clock.envs()).collect();
+    faked.extend(etcd);
+    let server = start(&faked);
+    let client = reqwest::Client::new();
+    let source = |name: &'static str| {
+        let (client, server) = (&client, &server);
+        async move {
+            let (_, body) = fetch(client, &server.url("/v1/status")).await;
+            json(&body)["clock"]["sources"]
+                .as_array()
+                .and_then(|s| s.iter().find(|s| s["source"] == name).cloned())
+                .unwrap_or(serde_json::Value::Null)
+        }
+    };
+    eventually("etcd's clock to be read", || async {
+        (source("etcd").await["state"] == "ok").then_some(())
+    })
+    .await;
+    clock.step_to(STEP_S);
+    let entry = eventually("etcd's clock to fence the server", || async {
+        let entry = source("etcd").await;
+        (entry["state"] == "fenced").then_some(entry)
+    })
+    .await;
+    assert!(entry["offset_ms"].as_i64().unwrap() <= -3000, "{entry}");
+    assert!(entry["uncertainty_ms"].as_u64().unwrap() >= 500, "{entry}");
+    assert_eq!(source("store").await["state"], "local");
+    let (status, body) = fetch(&client, &server.url("/readyz?mode=ids")).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("ahead of etcd's"), "{body}");
+    let (status, body) = fetch(&client, &server.url("/v1/ids")).await;
+    assert_eq!(
+        (status, json(&body)["code"].as_str()),
+        (503, Some("clock_skewed")),
+        "{body}"
+    );
 }
