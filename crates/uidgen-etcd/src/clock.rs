@@ -114,43 +114,19 @@ fn local_ms() -> i64 {
 }
 
 /// An IMF-fixdate (`Sun, 29 Nov 2026 00:53:17 GMT`, what Go's HTTP server writes) in ms since
-/// the Unix epoch; `None` for anything else.
+/// the Unix epoch, through the calendar uidgen reads epochs with; `None` for anything else.
 fn parse_http_date_ms(text: &str) -> Option<i64> {
-    let mut words = text.split_whitespace();
-    let (_weekday, day, month, year, time, zone) = (
-        words.next()?,
-        words.next()?,
-        words.next()?,
-        words.next()?,
-        words.next()?,
-        words.next()?,
-    );
-    if zone != "GMT" || words.next().is_some() {
-        return None;
-    }
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    let month = i64::try_from(MONTHS.iter().position(|m| *m == month)? + 1).ok()?;
-    let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
-    let mut hms = time.split(':').map(str::parse::<i64>);
-    let (h, m, s) = (hms.next()?.ok()?, hms.next()?.ok()?, hms.next()?.ok()?);
-    if !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let [_weekday, day, month, year, time, "GMT"] = words.as_slice() else {
         return None;
-    }
-    let seconds = days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s;
-    Some(seconds * 1000)
-}
-
-/// Days from 1970-01-01 to the proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let month_index = (month + 9) % 12;
-    let day_of_year = (153 * month_index + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
+    };
+    let month = MONTHS.iter().position(|m| m == month)? + 1;
+    let iso = format!("{year}-{month:02}-{day:0>2}T{time}Z");
+    let ms = uidgen_core::calendar::parse_epoch_ms(&iso).ok()?;
+    i64::try_from(ms).ok()
 }
 
 #[cfg(test)]
