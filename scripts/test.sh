@@ -132,6 +132,9 @@ command -v curl >/dev/null || apt_install curl
 # The emulated containers (crates/uidgen-server/tests/containers*.rs) reach ZooKeeper and etcd
 # through socat, as another host reaches them over the network.
 command -v socat >/dev/null || apt_install socat
+# The clock watch's test (crates/uidgen-server/tests/serve/clock_watch.rs) steps one server's
+# clock with libfaketime while it serves.
+command -v faketime >/dev/null || apt_install faketime
 # The fuzz and the container linters are Python tools in a venv (scripts/venv.sh).
 python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
 

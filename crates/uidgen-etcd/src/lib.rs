@@ -35,6 +35,7 @@
 //! server that a test kills.
 
 mod assigner;
+mod clock;
 mod error;
 mod gateway;
 mod holder;
@@ -45,6 +46,7 @@ mod record;
 pub mod testing;
 
 pub use assigner::{EtcdAssignment, EtcdWorkerIdAssigner};
+pub use clock::{EtcdClock, EtcdClockReading};
 pub use error::{EtcdError, Result};
 pub use holder::EtcdHolder;
 pub use options::{

@@ -7,6 +7,7 @@
 //! (`/uidgen.v1.IdService/NextIds`), never a concrete path or client input. docs/OPERATIONS.md
 //! ("Metrics") lists every metric.
 
+pub mod clock;
 pub mod label;
 pub mod order;
 pub mod process;
@@ -197,6 +198,8 @@ pub struct Metrics {
     pub runway: runway::RunwayMetrics,
     /// Each space's order mark across restarts (`uidgen_order_*`, issue 33).
     pub order: order::OrderMetrics,
+    /// This host's clock against the store's (`uidgen_clock_offset_seconds`, issue 33).
+    pub clock: clock::ClockMetrics,
     /// IDs left in the current segment, per tag.
     pub segment_idle: Family<TagLabel, Gauge>,
     /// Current step per tag.
@@ -419,6 +422,8 @@ impl Metrics {
         runway.register(&mut registry);
         let order = order::OrderMetrics::default();
         order.register(&mut registry);
+        let clock = clock::ClockMetrics::default();
+        clock.register(&mut registry);
         registry.register(
             "segment_idle",
             "IDs left in the current segment, by tag",
@@ -491,6 +496,7 @@ impl Metrics {
             workers,
             runway,
             order,
+            clock,
             segment_idle,
             segment_step,
             segment_loads,

@@ -16,6 +16,7 @@ use crate::config::segment::SegmentSettings;
 use crate::config::spaces::DEFAULT_SPACE;
 use crate::generators::{assign_and_pool, open_store, ready_state_dir, redacted};
 use crate::servers::{Listeners, Servers};
+use crate::service::clock_watch::{self, ClockWatch};
 use crate::service::ready::store_readiness;
 use crate::service::state::{AppState, Space};
 use crate::workers::WorkerPool;
@@ -287,6 +288,7 @@ async fn serve_with_worker(
     state.access_log = settings.log.access;
     state.masker = settings.mask.clone().map(Arc::new);
     state.runway_warning = settings.runway_warning;
+    state.clock = Arc::new(ClockWatch::new(settings.clock_watch));
     for (name, Held { built: space, .. }) in spaces {
         let kind = settings
             .spaces
@@ -333,6 +335,22 @@ async fn serve_with_worker(
     let (stop_pools, pools_stopped) = tokio::sync::watch::channel(false);
     // The runway's warning, now and once a day, while it holds (issue 33).
     let mut runway_stopped = pools_stopped.clone();
+    // The clocks compared while serving (issue 33, item 4).
+    let mut clock_stopped = pools_stopped.clone();
+    // etcd's too, when the worker id comes from etcd.
+    let etcd_clock = settings.etcd.as_ref().and_then(|etcd| {
+        uidgen_etcd::EtcdClock::new(&etcd.options)
+            .map_err(|error| warn!(%error, "etcd's clock will not be compared"))
+            .ok()
+    });
+    let clock = tokio::spawn(clock_watch::watch(
+        Arc::clone(&state),
+        store.clone(),
+        etcd_clock,
+        async move {
+            let _ = clock_stopped.wait_for(|stop| *stop).await;
+        },
+    ));
     let runway = tokio::spawn(crate::service::runway::watch(state, async move {
         let _ = runway_stopped.wait_for(|stop| *stop).await;
     }));
@@ -384,6 +402,7 @@ async fn serve_with_worker(
         let _ = pool.await;
     }
     let _ = runway.await;
+    let _ = clock.await;
     // The servers have stopped answering: no request takes a segment ID any more, so what is
     // left of each segment can go back (issue 33, item 2).
     if let Some(segments) = &segments

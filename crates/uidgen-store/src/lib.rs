@@ -63,6 +63,7 @@
 //! `uidgen-store = { workspace = true, features = ["testing"] }`.
 
 mod caller_token;
+mod db_clock;
 mod disposable;
 mod epoch;
 mod error;
@@ -94,6 +95,7 @@ pub use caller_token::{
     MAX_SCOPE_ENTRY_LEN, NewCallerToken, Revoked, TokenScopes, token_hash, validate_caller_name,
     validate_expiry,
 };
+pub use db_clock::ClockReading;
 pub use disposable::DisposableWorkerIdAssigner;
 pub use error::{Result, StoreError};
 pub use fallback_lease::FallbackLeases;

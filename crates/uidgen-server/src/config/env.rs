@@ -34,6 +34,7 @@ const SECTIONS: &[&[EnvKey]] = &[
     super::http::ENV,
     super::tls::ENV,
     super::log::ENV,
+    super::clock_watch::ENV,
     super::mask::ENV,
 ];
 

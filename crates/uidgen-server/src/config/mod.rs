@@ -25,6 +25,7 @@ use uidgen_worker::StateDir;
 use uidgen_zk::ZkOptions;
 
 pub mod auth;
+pub mod clock_watch;
 pub mod env;
 mod env_key;
 pub mod error;
@@ -146,6 +147,8 @@ pub struct Config {
     pub tls: TlsConfig,
     /// `[log]`: the log's format and the access log.
     pub log: LogConfig,
+    /// `[clock_watch]`: the clocks compared while serving.
+    pub clock_watch: clock_watch::ClockWatchConfig,
     /// `[http]`: the HTTP port's read timeouts and connection cap.
     pub http: HttpConfig,
     /// `[mask]`: the keys of the masked form of IDs (none by default).
@@ -176,6 +179,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             tls: TlsConfig::default(),
             log: LogConfig::default(),
+            clock_watch: clock_watch::ClockWatchConfig::default(),
             http: HttpConfig::default(),
             mask: MaskConfig::default(),
         }
@@ -253,6 +257,8 @@ pub struct Settings {
     pub tls: Option<TlsSettings>,
     /// `[log]`.
     pub log: LogConfig,
+    /// `[clock_watch]`.
+    pub clock_watch: clock_watch::ClockWatchSettings,
     /// `[http]`: the HTTP port's read timeouts and connection cap.
     pub http: crate::connections::ConnectionLimits,
     /// `[mask]`: the keys of the masked form; `None` when no key is configured.
@@ -535,6 +541,7 @@ impl Config {
             auth,
             tls,
             log: self.log,
+            clock_watch: self.clock_watch.settings()?,
             http,
             mask,
         })

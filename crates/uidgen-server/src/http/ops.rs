@@ -62,7 +62,8 @@ pub async fn healthz() -> &'static str {
         (
             status = 503,
             description = "No mode can serve (or the mode asked for cannot): the store, the \
-                           lease, ZooKeeper, Redis or the generator",
+                           lease, ZooKeeper, Redis, the generator, or this host's clock too far \
+                           from the store's (the message names the offset)",
             body = ErrorBody
         ),
     )
@@ -87,7 +88,7 @@ pub async fn readyz(
         })?;
         return match check {
             Ok(note) => Ok(ready_text(note.into_iter().collect())),
-            Err(why) => Err(not_ready(why.code, why.public.to_owned(), &[(mode, &why)])),
+            Err(why) => Err(not_ready(why.code, why.public.to_string(), &[(mode, &why)])),
         };
     }
     let readiness = check_readiness(&state).await;
@@ -98,7 +99,7 @@ pub async fn readyz(
         .collect();
     if !readiness.any_ready() {
         return Err(match failed.as_slice() {
-            [(_, why)] => not_ready(why.code, why.public.to_owned(), &failed),
+            [(_, why)] => not_ready(why.code, why.public.to_string(), &failed),
             _ => {
                 let each: Vec<String> = failed
                     .iter()

@@ -251,7 +251,7 @@ pub struct ModeStatus {
     degraded: Option<String>,
     /// Why it cannot serve, as a sentence safe to show (the details are in the server log).
     #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'static str>,
+    reason: Option<String>,
 }
 
 /// `GET /v1/status`: what the console's Live panel shows.
@@ -312,6 +312,9 @@ pub struct Status {
     /// How long the served layout's time field lasts, at today's rate and at the current
     /// borrowed lead (docs/OPERATIONS.md, "Runway").
     runway: RunwayInfo,
+    /// This host's clock against the store's (and etcd's), and whether time-stamped IDs are refused for it
+    /// (docs/OPERATIONS.md, "Clocks watched while serving").
+    clock: crate::service::clock_watch::ClockStatus,
 }
 
 /// `GET /v1/status`: the generator's state, for the console (no database round trip).
@@ -330,7 +333,7 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
             mode: *mode,
             ready: check.is_ok(),
             degraded: check.as_ref().ok().cloned().flatten(),
-            reason: check.as_ref().err().map(|why| why.public),
+            reason: check.as_ref().err().map(|why| why.public.to_string()),
         })
         .collect();
     let now_ms = SystemClock.now_millis();
@@ -421,5 +424,6 @@ pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
         modes,
         spaces: crate::service::spaces::list(&state),
         runway: RunwayInfo::of(state.generator.as_ref(), now_ms, state.runway_warning),
+        clock: state.clock.status(),
     })
 }

@@ -20,6 +20,7 @@ use uidgen_core::{FieldKind, GenMethod, UidError, UidGenerator};
 use axum::http::StatusCode;
 use prometheus_client::metrics::counter::Counter;
 
+use super::clock_watch::ClockWatch;
 use super::error::ApiError;
 use super::padding::PaddingSignal;
 use super::state::{AppState, Space};
@@ -44,6 +45,8 @@ pub struct Source<'a> {
     empty_ring: EmptyRing,
     /// A named space's counter; `None` for the default space (counted by route).
     issued: Option<&'a Counter>,
+    /// Refuses every ID while this host's clock is fenced.
+    clock: &'a ClockWatch,
 }
 
 impl<'a> Source<'a> {
@@ -54,6 +57,7 @@ impl<'a> Source<'a> {
             padded: &space.padded,
             empty_ring,
             issued: Some(&space.issued),
+            clock: &space.clock,
         }
     }
 
@@ -73,6 +77,7 @@ impl AppState {
             padded: &self.padded,
             empty_ring: self.empty_ring,
             issued: None,
+            clock: &self.clock,
         }
     }
 }
@@ -171,6 +176,7 @@ pub async fn one_as(state: &AppState, channel: GenMethod) -> Result<u64, ApiErro
 
 /// One new ID from `source` (the default space or a named one): see [`one_as`].
 pub async fn one_from(source: Source<'_>, channel: GenMethod) -> Result<u64, ApiError> {
+    source.clock.admit()?;
     if let Some(id) = one_ready(source, channel)? {
         return Ok(id);
     }
@@ -204,6 +210,7 @@ pub async fn one_from(source: Source<'_>, channel: GenMethod) -> Result<u64, Api
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn one_ready(source: Source<'_>, channel: GenMethod) -> Result<Option<u64>, ApiError> {
+    source.clock.admit()?;
     let generator = source.generator;
     match generator.take_one_ready().map_err(ApiError::generation)? {
         Some(id) => source
@@ -226,6 +233,7 @@ pub async fn many_from(
     n: usize,
     channel: GenMethod,
 ) -> Result<Vec<u64>, ApiError> {
+    source.clock.admit()?;
     let mut ids = if source.generator.stock().is_some() {
         waited(from_ring(source, n)).await?
     } else {

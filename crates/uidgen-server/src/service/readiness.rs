@@ -21,8 +21,9 @@ pub struct NotReady {
     /// The error code a probe of the mode answers with: `not_ready`, or `exhausted` when the
     /// layout's time bits have run out.
     pub code: &'static str,
-    /// What the client is told, e.g. "the store does not answer".
-    pub public: &'static str,
+    /// What the client is told, e.g. "the store does not answer" (owned when it carries a
+    /// figure, as a clock's offset).
+    pub public: std::borrow::Cow<'static, str>,
     /// What the log is told.
     pub detail: String,
 }
@@ -129,7 +130,7 @@ impl ReadinessBoard {
             match check {
                 Err(why) if was_ready => tracing::warn!(
                     mode = mode.name(),
-                    reason = why.public,
+                    reason = %why.public,
                     detail = why.detail,
                     "mode cannot serve"
                 ),

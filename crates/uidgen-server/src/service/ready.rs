@@ -71,9 +71,11 @@ pub async fn check_mode(state: &AppState, mode: Mode) -> Option<ModeCheck> {
     })
 }
 
-/// The default space's generator (see [`generator_check`]). A named space that cannot issue
+/// The clock watch has not fenced this host's clock ([`super::clock_watch`]), and the default
+/// space's generator can issue (see [`generator_check`]). A named space that cannot issue
 /// leaves the mode ready but degraded, naming the space: the other spaces still serve.
 async fn ids(state: &AppState) -> ModeCheck {
+    state.clock.readiness()?;
     let degraded = generator_check(state.generator.as_ref(), state.keeper.as_deref())?;
     let spaces: Vec<String> = state
         .spaces
@@ -106,7 +108,7 @@ pub fn generator_check(
     if let Some(reason) = generator.stock().and_then(|stock| stock.stop_reason()) {
         return Err(NotReady {
             code: "not_ready",
-            public: "the ID generator has stopped",
+            public: "the ID generator has stopped".into(),
             detail: format!("the ring buffer's padding has stopped: {reason}"),
         });
     }
@@ -118,7 +120,7 @@ pub fn generator_check(
     if let Err(error) = generator.layout().time_at(now) {
         return Err(NotReady {
             code: "exhausted",
-            public: "the layout's time bits cannot represent the current time",
+            public: "the layout's time bits cannot represent the current time".into(),
             detail: error.to_string(),
         });
     }
@@ -132,7 +134,7 @@ async fn sharded(state: &AppState) -> ModeCheck {
     };
     let not_ready = |detail: String| NotReady {
         code: "not_ready",
-        public: "the sharded mode's app list or Redis is unavailable",
+        public: "the sharded mode's app list or Redis is unavailable".into(),
         detail,
     };
     match tokio::time::timeout(READY_TIMEOUT, sharded.ready()).await {
@@ -168,7 +170,7 @@ pub fn store_readiness(store: Store) -> ReadinessCheck {
         Box::pin(async move {
             let failed = |detail| NotReady {
                 code: "not_ready",
-                public: "the store does not answer",
+                public: "the store does not answer".into(),
                 detail,
             };
             match tokio::time::timeout(READY_TIMEOUT, store.ping()).await {
@@ -194,7 +196,7 @@ pub fn keeper_readiness(keeper: &dyn WorkerKeeper) -> ModeCheck {
     if let Err(error) = checked {
         return Err(NotReady {
             code: "not_ready",
-            public: status.not_issuing,
+            public: status.not_issuing.into(),
             detail: error.to_string(),
         });
     }

@@ -65,7 +65,7 @@ pub struct SpaceInfo {
     ready: bool,
     /// Why it cannot issue, as a sentence safe to show (the details are in the server log).
     #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'static str>,
+    reason: Option<String>,
     /// How long its layout's time field lasts (docs/OPERATIONS.md, "Runway").
     runway: super::runway::RunwayInfo,
 }
@@ -89,7 +89,7 @@ impl SpaceInfo {
             worker_id,
             generator: kind,
             ready: check.is_ok(),
-            reason: check.err().map(|why| why.public),
+            reason: check.err().map(|why| why.public.into_owned()),
             runway: super::runway::RunwayInfo::of(generator, now_ms, runway_warning),
         }
     }

@@ -72,6 +72,9 @@ pub struct AppState {
     /// Below this much time left in a space's time field the log warns
     /// (`runway_warning_days`; [`runway`](crate::service::runway)).
     pub runway_warning: std::time::Duration,
+    /// This host's clock against the store's: while fenced, no time-stamped ID is issued
+    /// ([`clock_watch`](super::clock_watch)); never fenced unless a watch runs.
+    pub clock: Arc<super::clock_watch::ClockWatch>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -113,6 +116,7 @@ impl AppState {
             access_log: false,
             masker: None,
             runway_warning: uidgen_core::layout::DEFAULT_RUNWAY_WARNING,
+            clock: Arc::default(),
         }
     }
 
@@ -144,6 +148,8 @@ pub struct Space {
     pub generator_kind: &'static str,
     /// `uidgen_space_ids_issued_total{space=...}`.
     pub issued: Counter,
+    /// The server's clock watch, as [`AppState::clock`].
+    pub clock: Arc<super::clock_watch::ClockWatch>,
 }
 
 impl std::fmt::Debug for Space {
@@ -175,6 +181,7 @@ impl Space {
             keeper,
             generator_kind,
             issued: state.metrics.space_counter(name),
+            clock: Arc::clone(&state.clock),
         }
     }
 }

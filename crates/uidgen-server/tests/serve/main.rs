@@ -10,6 +10,7 @@ mod common;
 
 mod auth_tokens;
 mod cli;
+mod clock_watch;
 mod connections;
 mod direct;
 mod e2e;
