@@ -16,7 +16,8 @@ use crate::config::segment::SegmentSettings;
 use crate::config::spaces::DEFAULT_SPACE;
 use crate::generators::{assign_and_pool, open_store, ready_state_dir, redacted};
 use crate::servers::{Listeners, Servers};
-use crate::service::clock_watch::{self, ClockWatch};
+use crate::service::clock_probe;
+use crate::service::clock_watch::ClockWatch;
 use crate::service::ready::store_readiness;
 use crate::service::state::{AppState, Space};
 use crate::workers::WorkerPool;
@@ -343,7 +344,7 @@ async fn serve_with_worker(
             .map_err(|error| warn!(%error, "etcd's clock will not be compared"))
             .ok()
     });
-    let clock = tokio::spawn(clock_watch::watch(
+    let clock = tokio::spawn(clock_probe::watch(
         Arc::clone(&state),
         store.clone(),
         etcd_clock,

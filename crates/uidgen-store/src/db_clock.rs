@@ -10,7 +10,8 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::Result;
-use crate::store::{Sql, with_pool};
+use crate::store::{Sql, Store, with_pool};
+use crate::url::Dialect;
 
 /// The database's time in whole milliseconds since the Unix epoch, read in one statement.
 const SERVER_TIME_MS: Sql = Sql {
@@ -72,7 +73,7 @@ fn local_ms() -> i64 {
     }
 }
 
-impl crate::Store {
+impl Store {
     /// Read the database server's clock against this host's ([`ClockReading`]); `Ok(None)` on
     /// SQLite, which runs inside this process and has no clock but this host's.
     ///
@@ -87,7 +88,7 @@ impl crate::Store {
     /// # Ok(()) }
     /// ```
     pub async fn server_clock(&self) -> Result<Option<ClockReading>> {
-        if self.dialect() == crate::Dialect::Sqlite {
+        if self.dialect() == Dialect::Sqlite {
             return Ok(None);
         }
         let sql = SERVER_TIME_MS.get(self.dialect());

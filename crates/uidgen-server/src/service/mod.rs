@@ -9,6 +9,7 @@
 //! it, so no child imports its siblings through here.
 
 pub mod callers;
+pub mod clock_probe;
 pub mod clock_watch;
 pub mod error;
 pub mod fallback;

@@ -1,0 +1,82 @@
+//! The clock watch's task (issue 33, item 4): reads the store's and etcd's clocks every
+//! `clock_watch.interval_ms` and records them in the server's
+//! [`ClockWatch`](super::clock_watch::ClockWatch), which decides
+//! ([`super::clock_watch`] has the why).
+
+use std::sync::Arc;
+
+use uidgen_store::{ClockReading, Store};
+
+use super::clock_watch::{ETCD, STORE, now_ms};
+use super::ready::READY_TIMEOUT;
+use super::state::AppState;
+
+/// Compare the clocks every `clock_watch.interval_ms` until `stop` resolves (at once, then on
+/// each tick; not at all when the watch is off): the store's, unless it is SQLite (recorded as
+/// `local` once), and etcd's when the worker id comes from etcd.
+///
+/// Cancel safety: holds no lock across an await; dropping it ends the watch where it stands
+/// (a fence in place stays, with no one to lift it: the server is stopping).
+pub async fn watch(
+    state: Arc<AppState>,
+    store: Store,
+    etcd: Option<uidgen_etcd::EtcdClock>,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let Some(interval) = state.clock.settings.interval else {
+        return;
+    };
+    let watching = async {
+        let store_is_local = store.dialect() == uidgen_store::Dialect::Sqlite;
+        if store_is_local {
+            tracing::info!(
+                "the store is SQLite, inside this process: its clock is this host's, so the \
+                 clock watch does not compare it"
+            );
+            state.clock.record(STORE, Ok(None), now_ms());
+            if etcd.is_none() {
+                return;
+            }
+        }
+        let mut every = tokio::time::interval(interval);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let bound = READY_TIMEOUT.min(interval);
+        loop {
+            every.tick().await;
+            if !store_is_local {
+                let outcome = match tokio::time::timeout(bound, store.server_clock()).await {
+                    Ok(Ok(reading)) => Ok(reading),
+                    Ok(Err(error)) => Err(error.to_string()),
+                    Err(_) => Err(format!("no answer within {bound:?}")),
+                };
+                observe(&state, STORE, outcome);
+            }
+            if let Some(etcd) = &etcd {
+                let outcome = match tokio::time::timeout(bound, etcd.read()).await {
+                    Ok(Ok(reading)) => Ok(Some(ClockReading {
+                        offset_ms: reading.offset_ms,
+                        uncertainty_ms: reading.uncertainty_ms,
+                    })),
+                    Ok(Err(error)) => Err(error.to_string()),
+                    Err(_) => Err(format!("no answer within {bound:?}")),
+                };
+                observe(&state, ETCD, outcome);
+            }
+        }
+    };
+    tokio::select! {
+        () = watching => {}
+        () = stop => {}
+    }
+}
+
+/// Publish a reading of `source` and record the outcome.
+fn observe(state: &AppState, source: &'static str, outcome: Result<Option<ClockReading>, String>) {
+    if let Ok(Some(reading)) = &outcome {
+        state
+            .metrics
+            .clock
+            .publish(source, reading.offset_ms, reading.uncertainty_ms);
+    }
+    state.clock.record(source, outcome, now_ms());
+}
