@@ -163,15 +163,27 @@ impl EtcdWorkerIdAssigner {
         let range = options.range_for(layout)?;
         self.core.register(Self::REGISTRY_NAME, range).await?;
         let gateway = Gateway::new(options)?;
-        let lease = gateway.grant(options.lease_ttl).await?;
-        let claimed = match self.claim(&gateway, lease, range).await {
-            Ok(claimed) => claimed,
-            Err(error) => {
-                let _ = gateway.revoke(lease).await;
-                return Err(error);
+        let mut attempt = 0;
+        let claimed = loop {
+            let lease = gateway.grant(options.lease_ttl).await?;
+            match self.claim(&gateway, lease, range).await {
+                Ok(claimed) => break claimed,
+                // The lease ran out before the claim's transaction (a process stalled past
+                // the ttl, or an etcd restarted empty in between): etcd refused the whole
+                // transaction, so nothing was written; a fresh lease claims again.
+                Err(EtcdError::Etcd { ref reason, .. })
+                    if reason.contains("lease not found") && attempt + 1 < CLAIM_ATTEMPTS =>
+                {
+                    attempt += 1;
+                    tracing::warn!(lease, %reason, "the claim's lease expired; claiming again");
+                }
+                Err(error) => {
+                    let _ = gateway.revoke(lease).await;
+                    return Err(error);
+                }
             }
         };
-        let (worker_id, floor_ms) = (claimed.worker_id, claimed.floor_ms);
+        let (worker_id, floor_ms, lease) = (claimed.worker_id, claimed.floor_ms, claimed.lease);
         // The holder starts keeping the lease alive before the wait below, which may last
         // longer than the lease's ttl; its fence is handed out only after the wait.
         let holder = EtcdHolder::start(Shared::new(
