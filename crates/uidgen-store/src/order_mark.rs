@@ -19,7 +19,7 @@
 //! (the cached generator's ring drains, then takes wait) rather than stamp past an unwritten
 //! mark.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -163,6 +163,13 @@ pub struct OrderOptions {
     /// its borrowing bound, without a wait. `None`: no bound (a generator that borrows without
     /// one).
     pub max_ahead: Option<Duration>,
+    /// While the store does not answer: `true` stops the generator at the last accepted mark
+    /// (order kept, IDs stop); `false` (the server's choice) lets it go on past the mark,
+    /// reported by [`OrderMarkStatus::past_mark`] until a write covers what it stamped. The
+    /// order fence never guards uniqueness (worker ids and their own fences do), so going on
+    /// costs only this: a life that dies before the store answers again may leave IDs above
+    /// the mark, and the next life's first IDs may sort below them.
+    pub strict: bool,
 }
 
 impl OrderOptions {
@@ -172,6 +179,7 @@ impl OrderOptions {
         Self {
             lead: Duration::from_secs(10),
             max_ahead: bound.map(|bound| bound + Duration::from_secs(1)),
+            strict: false,
         }
     }
 
@@ -181,6 +189,7 @@ impl OrderOptions {
         Self {
             lead: Duration::from_secs(2),
             max_ahead: Some(Duration::from_secs(2)),
+            strict: false,
         }
     }
 }
@@ -200,6 +209,9 @@ struct OrderState {
     wanted_ms: AtomicU64,
     lead_ms: u64,
     max_ahead_ms: Option<u64>,
+    strict: bool,
+    /// Stamping past a mark the store has not accepted (not strict, the store not answering).
+    past_mark: AtomicBool,
     wake: tokio::sync::Notify,
     writes: AtomicU64,
     failures: AtomicU64,
@@ -239,6 +251,10 @@ pub struct OrderMarkStatus {
     pub writes: u64,
     /// Writes that failed (the store did not answer).
     pub failures: u64,
+    /// This life stamps past the mark the store last accepted (the store does not answer and
+    /// the fence is not [`strict`](OrderOptions::strict)): until a write covers it again, a
+    /// next life may start below IDs this one issued.
+    pub past_mark: bool,
 }
 
 impl OrderFence {
@@ -283,6 +299,8 @@ impl OrderFence {
             wanted_ms: AtomicU64::new(floor_ms),
             lead_ms,
             max_ahead_ms,
+            strict: options.strict,
+            past_mark: AtomicBool::new(false),
             wake: tokio::sync::Notify::new(),
             writes: AtomicU64::new(0),
             failures: AtomicU64::new(0),
@@ -327,6 +345,7 @@ impl OrderFence {
             limit_ms: state.limit_ms.load(Ordering::Relaxed),
             writes: state.writes.load(Ordering::Relaxed),
             failures: state.failures.load(Ordering::Relaxed),
+            past_mark: state.past_mark.load(Ordering::Relaxed),
         }
     }
 }
@@ -354,7 +373,19 @@ async fn write_ahead(state: &OrderState) -> Result<()> {
             state.limit_ms.fetch_max(target, Ordering::SeqCst);
             // Relaxed: a status counter.
             state.writes.fetch_add(1, Ordering::Relaxed);
-            *state.last_error.lock() = None;
+            let mut last_error = state.last_error.lock();
+            *last_error = None;
+            // Under the error's lock, which `extend` takes (after raising `wanted`) before it
+            // goes past the mark, and with the error cleared, so none goes past from here on:
+            // if this mark covers every unit asked for, it covers all that went past.
+            // SeqCst (two): pair with the raise and the swap in `extend`.
+            if state.wanted_ms.load(Ordering::SeqCst) <= target
+                && state.past_mark.swap(false, Ordering::SeqCst)
+            {
+                tracing::info!(space = %state.space, mark_ms = target,
+                    "the ID space's order mark covers what was issued past it again");
+            }
+            drop(last_error);
             Ok(())
         }
         Err(error) => {
@@ -385,9 +416,13 @@ async fn keep_ahead(state: Weak<OrderState>) {
             match write_ahead(&held).await {
                 Ok(()) => Duration::from_millis((lead / 4).max(1)),
                 Err(error) => {
-                    tracing::warn!(space = %held.space, %error,
-                        "cannot raise the ID space's order mark; IDs stop at {limit} ms until \
-                         the store answers");
+                    let then = if held.strict {
+                        "IDs stop there until the store answers"
+                    } else {
+                        "IDs may go past it, unordered for a next life, until the store answers"
+                    };
+                    tracing::warn!(space = %held.space, %error, limit_ms = limit,
+                        "cannot raise the ID space's order mark; {then}");
                     Duration::from_millis(200)
                 }
             }
@@ -424,7 +459,20 @@ impl TimeFence for OrderFence {
         // SeqCst: see write_ahead.
         state.wanted_ms.fetch_max(until_ms, Ordering::SeqCst);
         state.wake.notify_one();
-        let reason = match state.last_error.lock().clone() {
+        let last_error = state.last_error.lock();
+        if !state.strict
+            && let Some(error) = last_error.as_ref()
+        {
+            // The store does not answer: go on rather than stop issuing (OrderOptions::strict).
+            // SeqCst: pairs with the swap in write_ahead.
+            if !state.past_mark.swap(true, Ordering::SeqCst) {
+                tracing::warn!(space = %state.space, limit_ms = limit, %error,
+                    "issuing past the ID space's order mark, which the store does not accept: \
+                     unique as ever, but a restart before it answers may start below these IDs");
+            }
+            return Ok(until_ms);
+        }
+        let reason = match last_error.clone() {
             Some(error) => format!(
                 "the ID space `{}`'s order mark is not written that far: {error}",
                 state.space

@@ -22,6 +22,7 @@ fn options() -> OrderOptions {
     OrderOptions {
         lead: Duration::from_secs(10),
         max_ahead: Some(Duration::from_secs(61)),
+        strict: true,
     }
 }
 
@@ -93,9 +94,8 @@ per_db! {
     }
 }
 
-/// PostgreSQL behind a proxy: cut, the limit stays where the store last accepted a mark.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_store_that_does_not_answer_stops_the_fence() {
+/// A fence on PostgreSQL behind a proxy the test cuts; the proxy and a clock at T0.
+async fn behind_a_proxy(options: OrderOptions) -> (OrderFence, Proxy, ManualClock) {
     let url = fresh_url(TestDb::Postgres).await.unwrap();
     // Migrated directly, then used through the proxy.
     Store::connect(&url).await.unwrap().close().await;
@@ -109,15 +109,62 @@ async fn a_store_that_does_not_answer_stops_the_fence() {
         .await
         .unwrap();
     let clock = ManualClock::new(T0);
-    let fence = OrderFence::open(
-        store.clone(),
-        Arc::new(clock.clone()),
-        "default",
-        "one",
-        options(),
-    )
-    .await
-    .unwrap();
+    let fence = OrderFence::open(store, Arc::new(clock.clone()), "default", "one", options)
+        .await
+        .unwrap();
+    (fence, proxy, clock)
+}
+
+/// Not strict (the server's setting): with the store cut off, the fence lets units past the
+/// mark once a write has failed, says so, and once the store answers the mark covers them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_does_not_answer_lets_a_lenient_fence_go_on_and_the_mark_catch_up() {
+    let (fence, proxy, clock) = behind_a_proxy(OrderOptions {
+        strict: false,
+        ..options()
+    })
+    .await;
+    let written = fence.limit_ms();
+    assert!(!fence.status().past_mark);
+    proxy.cut();
+    clock.advance(20_000);
+    let past = written + 5_000;
+    let mut passed = false;
+    for _ in 0..100 {
+        match fence.extend(past) {
+            Ok(limit) => {
+                assert!(limit >= past);
+                passed = true;
+                break;
+            }
+            // Until the writer's first write against the cut store has failed.
+            Err(FenceRefusal::NotYet { .. }) => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        passed,
+        "the fence never let a unit past the mark with the store cut off"
+    );
+    assert!(fence.status().past_mark && fence.status().failures > 0);
+    assert_eq!(fence.limit_ms(), written, "no mark was accepted meanwhile");
+    proxy.restore();
+    limit_reaches(&fence, past).await;
+    for _ in 0..100 {
+        if !fence.status().past_mark {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!fence.status().past_mark, "the mark covers what went past");
+}
+
+/// Strict: cut, the limit stays where the store last accepted a mark.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_does_not_answer_stops_a_strict_fence() {
+    let (fence, proxy, clock) = behind_a_proxy(options()).await;
     let written = fence.limit_ms();
     proxy.cut();
     clock.advance(20_000);

@@ -19,6 +19,7 @@ pub struct OrderMetrics {
     start_delay: Family<SpaceLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     writes: Family<SpaceLabel, Counter>,
     failures: Family<SpaceLabel, Counter>,
+    past_mark: Family<SpaceLabel, Gauge>,
 }
 
 impl OrderMetrics {
@@ -27,8 +28,8 @@ impl OrderMetrics {
         registry.register(
             "order_mark_lead_seconds",
             "How far the ID space's order mark this server has written runs ahead of the \
-             clock (negative: the store has not accepted a mark for that long, and IDs stop \
-             at it)",
+             clock (negative: the store has not accepted a mark for that long; see \
+             uidgen_order_mark_passed)",
             self.lead.clone(),
         );
         registry.register(
@@ -46,6 +47,12 @@ impl OrderMetrics {
             "Order mark writes that failed (the store did not answer)",
             self.failures.clone(),
         );
+        registry.register(
+            "order_mark_passed",
+            "1 while this server issues past the order mark the store last accepted (the store \
+             does not answer): a restart before it answers may start below those IDs",
+            self.past_mark.clone(),
+        );
     }
 
     /// Publish every space's reading (`uidgen_server::order::readings`: the fences this
@@ -61,6 +68,9 @@ impl OrderMetrics {
             let label = SpaceLabel {
                 space: space.clone(),
             };
+            self.past_mark
+                .get_or_create(&label)
+                .set(i64::from(status.past_mark));
             #[allow(clippy::cast_precision_loss)] // ms to seconds; a gauge, not an identity
             let lead = (status.limit_ms as f64 - now_ms as f64) / 1000.0;
             self.lead.get_or_create(&label).set(lead);

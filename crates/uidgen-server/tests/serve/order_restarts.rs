@@ -311,3 +311,73 @@ async fn a_start_waits_for_a_mark_ahead_of_its_clock_and_refuses_one_far_ahead()
     assert!(log.contains("has issued IDs up to"), "{log}");
     assert!(log.contains("check the clocks"), "{log}");
 }
+
+/// A `disposable` server (the default assigner, which needs the store only at start) with the
+/// per-call generator (2 s of lead): its store cut off for 6 s, three leads, it goes on issuing
+/// (unique by its worker id; the order mark cannot rise), says so in
+/// `uidgen_order_mark_passed`, and once the store answers the mark covers it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_outage_does_not_stop_a_disposable_server() {
+    use uidgen_store::testing::proxy::{Proxy, server_addr, with_addr};
+    let url = fresh_url(TestDb::Postgres)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL is needed for this test: {e}"));
+    let proxy = Proxy::start(server_addr(&url)).await;
+    let through = with_addr(&url, proxy.addr);
+    let server = Server::start(
+        &[],
+        &[
+            ("UIDGEN_STORE", through.as_str()),
+            ("UIDGEN_GENERATOR", "default"),
+        ],
+    );
+    let client = reqwest::Client::new();
+    let passed = |text: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix("uidgen_order_mark_passed{space=\"default\"} "))
+            .map(str::to_owned)
+    };
+    let metrics = || async {
+        let response = client.get(server.url("/metrics")).send().await.unwrap();
+        response.text().await.unwrap()
+    };
+    let mut ids = Vec::new();
+    let take = || async {
+        let response = client
+            .get(server.url("/v1/ids?count=10"))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap();
+        (status, body)
+    };
+    let (status, body) = take().await;
+    assert_eq!(status, 200, "{body}");
+    ids.push(body);
+    proxy.cut();
+    let cut = std::time::Instant::now();
+    while cut.elapsed() < Duration::from_secs(6) {
+        let (status, body) = take().await;
+        assert_eq!(
+            status, 200,
+            "an ID request failed with the store cut off: {body}"
+        );
+        ids.push(body);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(passed(&metrics().await).as_deref(), Some("1"));
+    proxy.restore();
+    uidgen_testkit::eventually_some("the order mark to cover the IDs again", 30, || async {
+        (passed(&metrics().await).as_deref() == Some("0")).then_some(())
+    })
+    .await;
+    let (status, body) = take().await;
+    assert_eq!(status, 200, "{body}");
+    let (status, log) = server.terminate();
+    assert!(status.success(), "{log}");
+    assert!(
+        log.contains("issuing past the ID space's order mark"),
+        "{log}"
+    );
+}
