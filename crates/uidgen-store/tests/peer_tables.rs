@@ -340,6 +340,31 @@ async fn java_leaf_keeps_working_on_the_leaf_alloc_uidgen_migrated() {
             ranges.push(store.claim_segment("orders").await.unwrap().range());
         }
         ranges.extend(leaf.await.unwrap());
+        // A tail uidgen hands back on a tag Leaf's own SQL created (no epoch row: epoch 0)
+        // is taken back once, while Leaf goes on claiming above it.
+        let claim = store.claim_segment("orders").await.unwrap();
+        let tail = uidgen_store::ReturnedRange {
+            biz_tag: "orders".into(),
+            start: claim.max_id - 40,
+            end: claim.max_id,
+            residue: uidgen_store::Residue::SINGLE,
+            epoch: claim.epoch,
+        };
+        assert_eq!(claim.epoch, 0, "{db:?}");
+        assert_eq!(
+            store
+                .return_ranges(std::slice::from_ref(&tail))
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        ranges.push(claim.max_id - claim.step..claim.max_id - 40);
+        ranges.push(leaf_claim(&store, "orders").await.unwrap());
+        let back = store.claim_returned_range("orders").await.unwrap().unwrap();
+        assert_eq!(back, tail, "{db:?}");
+        ranges.push(back.start..back.end);
+        assert_eq!(store.claim_returned_range("orders").await.unwrap(), None);
         ranges.sort_by_key(|r| r.start);
         assert_eq!(ranges.first().map(|r| r.start), Some(1));
         for pair in ranges.windows(2) {

@@ -144,6 +144,32 @@ per_db! {
     }
 }
 
+per_db! {
+    /// The previous uidgen (migrations to 0012) stopped cleanly and left a tail of `kept` in
+    /// `leaf_alloc_returned`, below the row's `max_id` (500). After migrations 0013 and 0014
+    /// the tail is served once, under the tag's epoch 0 (no `leaf_alloc_epoch` row), can be
+    /// handed back again under it, and the next new segment starts at 500: nothing repeats.
+    async fn tails_an_older_uidgen_handed_back_are_served_once_after_the_upgrade(db: TestDb) {
+        let (store, _) = older_uidgen_database(db, 12).await;
+        run_script(
+            &store,
+            "INSERT INTO leaf_alloc_returned (biz_tag, start_id, end_id, delta, remainder) \
+             VALUES ('kept', 495, 500, 1, 0)",
+        )
+        .await
+        .unwrap();
+        store.migrate().await.unwrap();
+        let tail = store.claim_returned_range("kept").await.unwrap().unwrap();
+        assert_eq!((tail.start, tail.end, tail.epoch), (495, 500, 0));
+        assert_eq!(store.claim_returned_range("kept").await.unwrap(), None);
+        let again = uidgen_store::ReturnedRange { start: 498, ..tail };
+        assert_eq!(store.return_ranges(std::slice::from_ref(&again)).await.unwrap(), vec![again.clone()]);
+        assert_eq!(store.claim_returned_range("kept").await.unwrap(), Some(again));
+        assert_eq!(store.claim_segment("kept").await.unwrap().range(), 500..510);
+        store.close().await;
+    }
+}
+
 /// A new database an older uidgen migrated to `level` (migrations 0001 to `level`, recorded in
 /// `uidgen_schema_migrations` as that uidgen created and wrote it), holding one `worker_node`
 /// row and, from level 3, the tag `kept` at `max_id` 500, step 10; not yet migrated further.
