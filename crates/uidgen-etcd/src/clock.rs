@@ -8,7 +8,7 @@
 //! half second to its uncertainty, on top of half the round trip. Good enough to see a clock
 //! seconds off, never to judge one a few hundred milliseconds off.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{EtcdError, Result};
 use crate::options::EtcdOptions;
@@ -45,22 +45,8 @@ pub struct EtcdClock {
 impl EtcdClock {
     /// A reader for `options`' endpoints, each request bounded by its request timeout.
     pub fn new(options: &EtcdOptions) -> Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(options.request_timeout)
-            .connect_timeout(options.request_timeout.min(Duration::from_secs(1)))
-            .build()
-            .map_err(|e| EtcdError::InvalidOptions {
-                field: "endpoints",
-                reason: format!("cannot build an HTTP client: {e}"),
-            })?;
-        Ok(Self {
-            http,
-            endpoints: options
-                .endpoints
-                .iter()
-                .map(|e| e.trim_end_matches('/').to_owned())
-                .collect(),
-        })
+        let (http, endpoints) = crate::gateway::http_to(options)?;
+        Ok(Self { http, endpoints })
     }
 
     /// One reading; `Unreachable` when no endpoint answers with a `Date` it can read.

@@ -80,23 +80,31 @@ pub(crate) struct Gateway {
     revisions: Arc<RevisionWatch>,
 }
 
+/// The HTTP client every request to `options`' endpoints goes through (each request bounded
+/// by the request timeout), and the endpoints without a trailing slash.
+pub(crate) fn http_to(options: &EtcdOptions) -> Result<(reqwest::Client, Vec<String>)> {
+    let http = reqwest::Client::builder()
+        .timeout(options.request_timeout)
+        .connect_timeout(options.request_timeout.min(Duration::from_secs(1)))
+        .build()
+        .map_err(|e| EtcdError::InvalidOptions {
+            field: "endpoints",
+            reason: format!("cannot build an HTTP client: {e}"),
+        })?;
+    let endpoints = options
+        .endpoints
+        .iter()
+        .map(|e| e.trim_end_matches('/').to_owned())
+        .collect();
+    Ok((http, endpoints))
+}
+
 impl Gateway {
     pub(crate) fn new(options: &EtcdOptions) -> Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(options.request_timeout)
-            .connect_timeout(options.request_timeout.min(Duration::from_secs(1)))
-            .build()
-            .map_err(|e| EtcdError::InvalidOptions {
-                field: "endpoints",
-                reason: format!("cannot build an HTTP client: {e}"),
-            })?;
+        let (http, endpoints) = http_to(options)?;
         Ok(Self {
             http,
-            endpoints: options
-                .endpoints
-                .iter()
-                .map(|e| e.trim_end_matches('/').to_owned())
-                .collect(),
+            endpoints,
             revisions: Arc::default(),
         })
     }
