@@ -15,6 +15,10 @@
 //! What it does not see: a row deleted and created again by hand, outside uidgen, keeps its
 //! epoch (documented in docs/OPERATIONS.md, "Segment tails handed back").
 
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::Result;
 use crate::store::Sql;
 
 /// The tag's epoch; 0 when uidgen never created or deleted it (a row Leaf's own SQL wrote).
@@ -93,3 +97,26 @@ macro_rules! begin_new_life {
     }};
 }
 pub(crate) use begin_new_life;
+
+/// Run `transaction` again when the database broke a deadlock by rolling it back. Creating a
+/// missing tag locks a gap in `leaf_alloc` (MariaDB/MySQL), and servers that start at once
+/// all create the sample tag: two such transactions deadlock, one of them is undone whole.
+/// A few short, jittered retries let it go through after the other.
+pub(crate) async fn retrying_conflicts<T, F, Fut>(mut transaction: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    const ATTEMPTS: u32 = 5;
+    let mut attempt = 1;
+    loop {
+        match transaction().await {
+            Err(error) if error.is_lock_conflict() && attempt < ATTEMPTS => {
+                let pause = fastrand::u64(1..=10 * u64::from(attempt));
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+                attempt += 1;
+            }
+            outcome => return outcome,
+        }
+    }
+}

@@ -421,6 +421,19 @@ impl StoreError {
     pub fn is_unreachable(&self) -> bool {
         matches!(self, Self::Unreachable { .. })
     }
+
+    /// The database rolled the transaction back to break a deadlock or a serialization
+    /// conflict (SQLSTATE `40001`, MySQL's 1213 among them, or PostgreSQL's `40P01`): the
+    /// whole transaction is undone, so running it again is safe.
+    pub(crate) fn is_lock_conflict(&self) -> bool {
+        match self {
+            Self::Database {
+                source: sqlx::Error::Database(error),
+                ..
+            } => matches!(error.code().as_deref(), Some("40001" | "40P01")),
+            _ => false,
+        }
+    }
 }
 
 /// The lowest id of a range of `count` ids ending at `max`, for [`StoreError::NoFreeWorkerId`].

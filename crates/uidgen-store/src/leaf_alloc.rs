@@ -4,7 +4,7 @@
 //! Every value reaches the database as a bind parameter, never spliced into SQL text, so a tag
 //! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
 
-use crate::epoch::{READ_EPOCH, begin_new_life, in_tx};
+use crate::epoch::{READ_EPOCH, begin_new_life, in_tx, retrying_conflicts};
 use crate::error::{Result, StoreError};
 use crate::residue::{MAX_DELTA, Residue};
 use crate::session::Session;
@@ -471,23 +471,27 @@ impl Store {
         }
         let action = "creating or updating a biz tag";
         let dialect = self.dialect();
-        with_pool!(self, pool, {
-            let mut tx = Session::begin_write(pool, dialect)
-                .await
-                .map_err(|e| self.err(action, e))?;
-            // Creating the row (perhaps after a delete by hand) begins a new life of the tag.
-            begin_new_life!(self, tx, biz_tag, action, row_exists: false);
-            sqlx::query(UPSERT_TAG.get(dialect))
-                .bind(biz_tag)
-                .bind(step)
-                .bind(description)
-                .bind(residue.delta)
-                .bind(residue.remainder)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(action, e))?;
-            tx.commit().await.map_err(|e| self.err(action, e))?;
-        });
+        retrying_conflicts(|| async move {
+            with_pool!(self, pool, {
+                let mut tx = Session::begin_write(pool, dialect)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                // Creating the row (perhaps after a delete by hand) begins a new life of it.
+                begin_new_life!(self, tx, biz_tag, action, row_exists: false);
+                sqlx::query(UPSERT_TAG.get(dialect))
+                    .bind(biz_tag)
+                    .bind(step)
+                    .bind(description)
+                    .bind(residue.delta)
+                    .bind(residue.remainder)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                tx.commit().await.map_err(|e| self.err(action, e))?;
+            });
+            Ok(())
+        })
+        .await?;
         self.get_tag(biz_tag)
             .await?
             .ok_or_else(|| StoreError::UnknownTag(biz_tag.to_owned()))
@@ -509,15 +513,18 @@ impl Store {
     pub async fn delete_tag(&self, biz_tag: &str) -> Result<bool> {
         let action = "deleting a biz tag";
         let dialect = self.dialect();
-        let deleted = with_pool!(self, pool, {
-            let mut tx = Session::begin_write(pool, dialect)
-                .await
-                .map_err(|e| self.err(action, e))?;
-            begin_new_life!(self, tx, biz_tag, action, row_exists: true);
-            let affected = in_tx!(self, tx, query(DELETE_TAG), biz_tag, execute, action);
-            tx.commit().await.map_err(|e| self.err(action, e))?;
-            affected.rows_affected() > 0
-        });
+        let deleted = retrying_conflicts(|| async move {
+            Ok(with_pool!(self, pool, {
+                let mut tx = Session::begin_write(pool, dialect)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                begin_new_life!(self, tx, biz_tag, action, row_exists: true);
+                let affected = in_tx!(self, tx, query(DELETE_TAG), biz_tag, execute, action);
+                tx.commit().await.map_err(|e| self.err(action, e))?;
+                affected.rows_affected() > 0
+            }))
+        })
+        .await?;
         Ok(deleted)
     }
 }
