@@ -37,6 +37,7 @@ pub mod http;
 pub mod logging;
 pub mod metrics;
 pub mod order;
+pub mod ordered;
 pub mod serve;
 mod servers;
 pub mod service;

@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod label;
 pub mod order;
+pub mod ordered;
 pub mod process;
 pub mod runway;
 pub mod waits;
@@ -198,6 +199,8 @@ pub struct Metrics {
     pub runway: runway::RunwayMetrics,
     /// Each space's order mark across restarts (`uidgen_order_*`, issue 33).
     pub order: order::OrderMetrics,
+    /// Each ordered tag's leader, term and forwarded calls (`uidgen_ordered_*`, issue 35).
+    pub ordered: ordered::OrderedMetrics,
     /// This host's clock against the store's (`uidgen_clock_offset_seconds`, issue 33).
     pub clock: clock::ClockMetrics,
     /// IDs left in the current segment, per tag.
@@ -422,6 +425,8 @@ impl Metrics {
         runway.register(&mut registry);
         let order = order::OrderMetrics::default();
         order.register(&mut registry);
+        let ordered = ordered::OrderedMetrics::default();
+        ordered.register(&mut registry);
         let clock = clock::ClockMetrics::default();
         clock.register(&mut registry);
         registry.register(
@@ -496,6 +501,7 @@ impl Metrics {
             workers,
             runway,
             order,
+            ordered,
             clock,
             segment_idle,
             segment_step,

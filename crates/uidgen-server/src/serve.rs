@@ -22,6 +22,35 @@ use crate::service::ready::store_readiness;
 use crate::service::state::{AppState, Space};
 use crate::workers::WorkerPool;
 
+/// The ordered tags' leads (issue 35), forwarding to the leaders over gRPC (trusting the
+/// server's own certificate with TLS on); this server leads only if the others can reach its
+/// gRPC port.
+async fn start_ordered(
+    settings: &Settings,
+    store: &Store,
+    grpc: Option<std::net::SocketAddr>,
+) -> anyhow::Result<Arc<crate::ordered::OrderedTags>> {
+    let ca_pem = match &settings.tls {
+        Some(tls) => Some(std::fs::read(&tls.cert).with_context(|| {
+            format!("cannot read tls.cert {} for forwarding", tls.cert.display())
+        })?),
+        None => None,
+    };
+    let address = settings.ordered.address(grpc);
+    if address.is_none() {
+        warn!("gRPC is off: this server forwards ordered tags' calls but never leads them");
+    }
+    Ok(crate::ordered::OrderedTags::start(
+        store.clone(),
+        settings.ordered.clone(),
+        address,
+        settings.segment.options.max_step,
+        settings.batch_cap,
+        ca_pem,
+    )
+    .await)
+}
+
 /// Start Leaf segment mode when enabled, creating the sample tag (Leaf's README example) if the
 /// table does not have it yet; an existing tag is left as its owner set it.
 pub async fn start_segments(
@@ -319,6 +348,9 @@ async fn serve_with_worker(
     let modes = async {
         state.segments = start_segments(&settings.segment, store).await?;
         state.dated_tags.clone_from(&settings.segment.dated_tags);
+        if state.segments.is_some() {
+            state.ordered = Some(start_ordered(settings, store, servers.grpc_addr).await?);
+        }
         state.sharded = crate::sharded::start_sharded(settings.sharded.as_ref(), store).await?;
         state.fallback = crate::fallback::start(&settings.worker, store);
         anyhow::Ok(())
@@ -328,6 +360,7 @@ async fn serve_with_worker(
         return Err(error);
     }
     let segments = state.segments.clone();
+    let ordered = state.ordered.clone();
     let sharded = state.sharded.clone();
     let state = Arc::new(state);
     servers.open(Arc::clone(&state));
@@ -404,6 +437,11 @@ async fn serve_with_worker(
     }
     let _ = runway.await;
     let _ = clock.await;
+    // The servers have stopped answering: the ordered tags' leases end now, so that their
+    // successors need not wait for them to run out (issue 35).
+    if let Some(ordered) = &ordered {
+        ordered.resign().await;
+    }
     // The servers have stopped answering: no request takes a segment ID any more, so what is
     // left of each segment can go back (issue 33, item 2).
     if let Some(segments) = &segments

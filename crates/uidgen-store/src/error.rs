@@ -219,6 +219,33 @@ pub enum StoreError {
     #[error("unknown biz tag `{0}`: no leaf_alloc row; create it first")]
     UnknownTag(String),
 
+    /// A plain segment claim of an ordered tag: only its leader claims its segments
+    /// (`Store::claim_ordered_segment`); the other servers forward its calls to the leader.
+    #[error(
+        "biz tag `{0}` is ordered: only its leader claims its segments; forward its calls to \
+         the leader"
+    )]
+    TagOrdered(String),
+
+    /// A leader's call for a tag that is not (or no longer) ordered.
+    #[error("biz tag `{0}` is not ordered (or was unmarked): it has no leader")]
+    NotOrdered(String),
+
+    /// An ordered tag's leader whose term ended or whose lease ran out, by the database's
+    /// clock: it claims nothing more and must stop issuing.
+    #[error(
+        "the lead of ordered biz tag `{tag}` in term {term} is lost (the current term is \
+         {current}, or the lease ran out): nothing was claimed"
+    )]
+    LeadLost {
+        /// The tag.
+        tag: String,
+        /// The caller's term.
+        term: i64,
+        /// The tag's current term.
+        current: i64,
+    },
+
     /// A Leaf biz tag whose next segment would pass `i64::MAX`; the row is left unchanged.
     #[error(
         "biz tag `{tag}` is exhausted: max_id {max_id} plus step {step} would pass the largest \

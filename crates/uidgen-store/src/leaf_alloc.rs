@@ -6,6 +6,7 @@
 
 use crate::epoch::{READ_EPOCH, begin_new_life, in_tx, retrying_conflicts};
 use crate::error::{Result, StoreError};
+use crate::ordered_fence::{DELETE_ORDERED, check_ordered_claim};
 use crate::residue::{MAX_DELTA, Residue};
 use crate::session::Session;
 use crate::store::{Sql, Store, with_pool, with_pool_returning};
@@ -270,6 +271,18 @@ impl Store {
     }
 
     async fn claim(&self, biz_tag: &str, step: Option<i64>) -> Result<SegmentClaim> {
+        self.claim_checked(biz_tag, step, None).await
+    }
+
+    /// Claim a segment: a plain claim (`leader: None`, refused for an ordered tag) or the
+    /// claim of an ordered tag's leader (`Some((holder, term))`, refused unless it holds the
+    /// lease), checked in the claim's transaction (`ordered_tag` module).
+    pub(crate) async fn claim_checked(
+        &self,
+        biz_tag: &str,
+        step: Option<i64>,
+        leader: Option<(&str, i64)>,
+    ) -> Result<SegmentClaim> {
         let dialect = self.dialect();
         let action = "claiming a segment";
         // `Err(row)`: nothing was updated (rolled back); `row` is the row as it stands, if any.
@@ -298,6 +311,10 @@ impl Store {
                     .map_err(|e| self.err(action, e))?;
                 match row {
                     Some((max_id, stored, delta, remainder)) if updated.rows_affected() > 0 => {
+                        if let Err(refused) = check_ordered_claim!(self, tx, biz_tag, leader, action) {
+                            tx.rollback().await.map_err(|e| self.err(action, e))?;
+                            return Err(refused);
+                        }
                         let epoch: i64 =
                             in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag, fetch_one, action);
                         tx.commit().await.map_err(|e| self.err(action, e))?;
@@ -324,6 +341,10 @@ impl Store {
                 .map_err(|e| self.err(action, e))?;
                 match row {
                     Some(row) => {
+                        if let Err(refused) = check_ordered_claim!(self, tx, biz_tag, leader, action) {
+                            tx.rollback().await.map_err(|e| self.err(action, e))?;
+                            return Err(refused);
+                        }
                         let epoch: i64 =
                             in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag, fetch_one, action);
                         tx.commit().await.map_err(|e| self.err(action, e))?;
@@ -520,6 +541,7 @@ impl Store {
                     .map_err(|e| self.err(action, e))?;
                 begin_new_life!(self, tx, biz_tag, action, row_exists: true);
                 let affected = in_tx!(self, tx, query(DELETE_TAG), biz_tag, execute, action);
+                in_tx!(self, tx, query(DELETE_ORDERED), biz_tag, execute, action);
                 tx.commit().await.map_err(|e| self.err(action, e))?;
                 affected.rows_affected() > 0
             }))

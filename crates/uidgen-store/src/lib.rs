@@ -77,6 +77,8 @@ mod lease_claim;
 mod lease_guard;
 mod migrate;
 mod order_mark;
+mod ordered_fence;
+mod ordered_tag;
 mod peer_tables;
 mod residue;
 mod returned;
@@ -113,6 +115,7 @@ pub use lease_guard::LeaseGuard;
 pub use migrate::Applied;
 pub use migrate::catalog::{Migration, migrations};
 pub use order_mark::{OrderFence, OrderMarkStatus, OrderOptions};
+pub use ordered_tag::{Lead, MAX_HOLDER_LEN, OrderedTag};
 pub use peer_tables::baidu::{
     BAIDU_TABLE, BaiduWorkerNodes, UIDGEN_ROWS_BEFORE_SHARING, WorkerNodeTable,
 };

@@ -24,6 +24,7 @@
 use crate::epoch::{LOCK_TAG_ROW, READ_EPOCH, in_tx};
 use crate::error::{Result, StoreError};
 use crate::leaf_alloc::validate_tag;
+use crate::ordered_fence::IS_ORDERED;
 use crate::residue::Residue;
 use crate::session::Session;
 use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
@@ -169,7 +170,10 @@ impl Store {
                     action
                 );
                 let epoch: i64 = in_tx!(self, tx, query_scalar(READ_EPOCH), tag, fetch_one, action);
-                current.push((tag, max_id, epoch));
+                // An ordered tag's numbers come from its leader's fresh segments only.
+                let ordered: i64 =
+                    in_tx!(self, tx, query_scalar(IS_ORDERED), tag, fetch_one, action);
+                current.push((tag, max_id.filter(|_| ordered == 0), epoch));
             }
             let still_the_tags = |range: &&&ReturnedRange| {
                 current.iter().any(|&(tag, max_id, epoch)| {

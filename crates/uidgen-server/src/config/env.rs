@@ -35,6 +35,7 @@ const SECTIONS: &[&[EnvKey]] = &[
     super::tls::ENV,
     super::log::ENV,
     super::clock_watch::ENV,
+    super::ordered::ENV,
     super::mask::ENV,
 ];
 

@@ -35,6 +35,7 @@ pub mod http;
 pub mod layout;
 pub mod log;
 pub mod mask;
+pub mod ordered;
 pub mod ranges;
 pub mod ring;
 pub mod segment;
@@ -149,6 +150,8 @@ pub struct Config {
     pub log: LogConfig,
     /// `[clock_watch]`: the clocks compared while serving.
     pub clock_watch: clock_watch::ClockWatchConfig,
+    /// `[ordered]`: how ordered tags are led and forwarded.
+    pub ordered: ordered::OrderedConfig,
     /// `[http]`: the HTTP port's read timeouts and connection cap.
     pub http: HttpConfig,
     /// `[mask]`: the keys of the masked form of IDs (none by default).
@@ -180,6 +183,7 @@ impl Default for Config {
             tls: TlsConfig::default(),
             log: LogConfig::default(),
             clock_watch: clock_watch::ClockWatchConfig::default(),
+            ordered: ordered::OrderedConfig::default(),
             http: HttpConfig::default(),
             mask: MaskConfig::default(),
         }
@@ -259,6 +263,8 @@ pub struct Settings {
     pub log: LogConfig,
     /// `[clock_watch]`.
     pub clock_watch: clock_watch::ClockWatchSettings,
+    /// `[ordered]`.
+    pub ordered: ordered::OrderedSettings,
     /// `[http]`: the HTTP port's read timeouts and connection cap.
     pub http: crate::connections::ConnectionLimits,
     /// `[mask]`: the keys of the masked form; `None` when no key is configured.
@@ -516,6 +522,7 @@ impl Config {
         )?;
         let auth = self.auth.settings()?;
         let tls = self.tls.settings()?;
+        let ordered = self.ordered.settings(tls.is_some())?;
         let http = self.http.settings()?;
         let mask = self.mask.settings()?;
         Ok(Settings {
@@ -542,6 +549,7 @@ impl Config {
             tls,
             log: self.log,
             clock_watch: self.clock_watch.settings()?,
+            ordered,
             http,
             mask,
         })

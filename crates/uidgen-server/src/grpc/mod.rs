@@ -497,15 +497,36 @@ impl IdService for GrpcService {
         &self,
         request: Request<SegmentIdsRequest>,
     ) -> Result<Response<SegmentIdBatch>, Status> {
+        // A call another server forwarded for an ordered tag (issue 35): served here if this
+        // server leads the tag, else refused, never forwarded again.
+        let forwarded = request
+            .metadata()
+            .contains_key(crate::ordered::forward::FORWARDED);
+        let auth = request
+            .metadata()
+            .get("authorization")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
         let SegmentIdsRequest { tag, count: wanted } = request.into_inner();
         self.answer("SegmentIds", async {
             check_tag(&tag)?;
-            let service = crate::service::segments::service(&self.state)?;
+            crate::service::segments::service(&self.state)?;
             // Segment numbers are positive `int64`s.
             let n = count(wanted, self.state.batch_cap, i64::MAX.unsigned_abs())?;
-            let ids = waits::waited(service.get_batch_async(&tag, n))
-                .await
-                .map_err(crate::service::segments::segment_error)?;
+            let ids = match (&self.state.ordered, forwarded) {
+                (Some(ordered), true) => ordered
+                    .take_forwarded(&tag, n)
+                    .await
+                    .map_err(crate::service::segments::ordered_error)?,
+                (None, true) => {
+                    return Err(crate::service::segments::ordered_error(
+                        crate::ordered::OrderedError::NotLeading(tag.clone()),
+                    ));
+                }
+                (_, false) => {
+                    crate::service::segments::numbers(&self.state, &tag, n, auth.as_deref()).await?
+                }
+            };
             let issued = ids.len() as u64;
             Ok((SegmentIdBatch { tag, ids }, issued))
         })

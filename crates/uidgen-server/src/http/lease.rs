@@ -43,6 +43,12 @@ use crate::service::state::AppState;
             description = "Unknown tag (`unknown_tag`) or segment mode off (`segments_disabled`)",
             body = ErrorBody
         ),
+        (
+            status = 409,
+            description = "An ordered tag (`ordered_tag_not_leasable`): its IDs are issued by \
+                its leader only",
+            body = ErrorBody
+        ),
         (status = 503, description = "The store is down or the tag is exhausted", body = ErrorBody),
     )
 )]

@@ -178,6 +178,9 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
         .metrics
         .order
         .publish(now_ms, &crate::order::readings());
+    if let Some(ordered) = &state.ordered {
+        state.metrics.ordered.publish(&ordered.views().await);
+    }
     if let Some(segments) = &state.segments {
         for tag in segments.monitor() {
             state.metrics.segment_state(&tag);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use uidgen_segment::{GroupState, SegmentState, TagState};
 use utoipa::ToSchema;
@@ -13,8 +14,9 @@ use utoipa::ToSchema;
 use super::error::{ErrorBody, TextError};
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
 use super::observe::{Answered, Issued, decimal};
+use crate::ordered::OrderedView;
 use crate::service::error::{ApiError, SEE_LOG};
-use crate::service::segments::{STORE_UNAVAILABLE, segment_error, service};
+use crate::service::segments::{STORE_UNAVAILABLE, numbers, ordered, segment_error, service};
 use crate::service::state::AppState;
 
 /// `GET /api/segment/get/{key}` (Leaf): the next ID of a biz tag as a bare decimal.
@@ -54,8 +56,16 @@ use crate::service::state::AppState;
 pub async fn leaf_segment(
     State(state): State<Arc<AppState>>,
     PathParam(tag, _): LeafPath<String>,
+    headers: HeaderMap,
 ) -> Result<Issued<String>, TextError> {
     let service = service(&state)?;
+    if ordered(&state, &tag).is_some() {
+        let ids = numbers(&state, &tag, 1, authorization(&headers)).await?;
+        return ids
+            .first()
+            .map(|&id| decimal(id))
+            .ok_or_else(|| TextError(ApiError::internal("the leader sent no ID")));
+    }
     Ok(decimal(
         waited(service.get_async(&tag))
             .await
@@ -63,10 +73,21 @@ pub async fn leaf_segment(
     ))
 }
 
+/// The caller's `Authorization` header, passed on when an ordered tag's call is forwarded.
+pub(crate) fn authorization(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+}
+
 /// [`leaf_segment`] without the router, when the tag's current segment has an ID
 /// ([`super::App`]'s direct answers).
 pub(super) fn leaf_segment_now(state: &AppState, params: &matchit::Params) -> Option<Answered> {
     let tag = params.get("key")?;
+    // An ordered tag's IDs come from its leader only: through the router.
+    if ordered(state, tag).is_some() {
+        return None;
+    }
     let ready = service(state).and_then(|service| service.try_get(tag).map_err(segment_error));
     Answered::now(ready.map(|id| id.map(decimal)).map_err(TextError))
 }
@@ -103,12 +124,11 @@ pub async fn batch(
     State(state): State<Arc<AppState>>,
     PathParam(tag, _): PathParam<String>,
     query: QueryParams,
+    headers: HeaderMap,
 ) -> Result<Issued<Json<SegmentBatch>>, ApiError> {
-    let service = service(&state)?;
+    service(&state)?;
     let count = query.count(state.batch_cap)?;
-    let ids = waited(service.get_batch_async(&tag, count))
-        .await
-        .map_err(segment_error)?;
+    let ids = numbers(&state, &tag, count, authorization(&headers)).await?;
     Ok(Issued(ids.len() as u64, Json(SegmentBatch { tag, ids })))
 }
 
@@ -136,6 +156,10 @@ pub struct TagView {
     group: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     databases: Option<Vec<DatabaseView>>,
+    /// For an ordered tag (issue 35): its leader, term and forwarded calls; absent for a
+    /// plain tag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ordered: Option<OrderedView>,
 }
 
 /// One database of a segment group, as `GET /v1/segments` shows it for each of the group's
@@ -193,6 +217,7 @@ impl From<TagState> for TagView {
             last_error: load_failing.then(|| format!("{STORE_UNAVAILABLE}; {SEE_LOG}")),
             group: None,
             databases: None,
+            ordered: None,
         }
     }
 }
@@ -218,6 +243,13 @@ pub async fn monitor(State(state): State<Arc<AppState>>) -> Result<Json<Vec<TagV
         for view in views.iter_mut().filter(|v| group.tags.contains(&v.tag)) {
             view.group = Some(group.name.clone());
             view.databases = Some(database_views(&group, &view.tag));
+        }
+    }
+    if let Some(ordered) = &state.ordered {
+        for (tag, lead) in ordered.views().await {
+            if let Some(view) = views.iter_mut().find(|v| v.tag == tag) {
+                view.ordered = Some(lead);
+            }
         }
     }
     Ok(Json(views))
@@ -253,6 +285,10 @@ pub struct TagUpdate {
     #[serde(deserialize_with = "super::integer::i64")]
     step: i64,
     description: Option<String>,
+    /// `true`: the tag's IDs strictly increase across the cluster (one leader issues them,
+    /// the other servers forward to it; issue 35); `false`: a plain tag again; absent: as it
+    /// was.
+    ordered: Option<bool>,
 }
 
 /// A tag's row as stored (for a tag of a segment group: the first database's row; every
@@ -267,6 +303,8 @@ pub struct TagRow {
     delta: i64,
     /// This row's database hands out the numbers `≡ remainder (mod delta)`.
     remainder: i64,
+    /// The tag is ordered (issue 35): its IDs strictly increase across the cluster.
+    ordered: bool,
 }
 
 /// `PUT /v1/admin/segments/{tag}` `{"step": N, "description": "..."}`: create a biz tag or change
@@ -306,6 +344,7 @@ pub async fn upsert_tag(
         .upsert_tag(&tag, update.step, update.description.as_deref())
         .await
         .map_err(segment_error)?;
+    let ordered = set_ordered(&state, &tag, update.ordered).await?;
     // Who: the admin token is the only way in (one identity); what: the row as it now is.
     tracing::info!(
         by = "admin token",
@@ -324,5 +363,47 @@ pub async fn upsert_tag(
         description: row.description,
         delta: row.residue.delta,
         remainder: row.residue.remainder,
+        ordered,
     }))
+}
+
+/// Mark `tag` ordered (`Some(true)`) or plain (`Some(false)`), or leave it (`None`); whether
+/// it is ordered now. The other servers see the change at their next look at the list (a
+/// third of `ordered.lease_ms`); the first leader begins two looks after the mark.
+async fn set_ordered(state: &AppState, tag: &str, wanted: Option<bool>) -> Result<bool, ApiError> {
+    let Some(ordered) = &state.ordered else {
+        return match wanted {
+            Some(true) => Err(ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "ordered_unavailable",
+                "this server runs no ordered tags (segment mode needs its store)",
+            )),
+            _ => Ok(false),
+        };
+    };
+    let store = ordered.store();
+    let changed = match wanted {
+        Some(true) => store.mark_ordered(tag).await.map(|_| ()),
+        Some(false) => store.unmark_ordered(tag).await.map(|_| ()),
+        None => Ok(()),
+    };
+    changed.map_err(|error| match error {
+        uidgen_store::StoreError::InvalidInput(reason) => ApiError::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+            reason,
+        ),
+        other => crate::service::segments::ordered_error(other.into()),
+    })?;
+    if let Some(wanted) = wanted {
+        tracing::info!(
+            by = "admin token",
+            tag,
+            ordered = wanted,
+            "admin marked the segment tag `{tag}` {}",
+            if wanted { "ordered" } else { "plain" }
+        );
+        ordered.refresh().await;
+    }
+    Ok(ordered.is_ordered(tag))
 }

@@ -21,7 +21,6 @@
 //! from 1 to 2^31 - 1 (Spring answers 400 to an `Integer` it cannot read; Tinyid answered an
 //! empty list below 1), or an empty `token`. So the document's bounds are the route's.
 
-use crate::metrics::waits::waited;
 use std::sync::Arc;
 
 use axum::Json;
@@ -36,7 +35,7 @@ use super::extract::QueryParams;
 use super::observe::Issued;
 use crate::service::callers::{Caller, RouteFamily, Scoped, bearer_token};
 use crate::service::error::ApiError;
-use crate::service::segments::{segment_error, service};
+use crate::service::segments::{numbers, segment_error, service};
 use crate::service::state::AppState;
 
 /// Tinyid's code for a token it refuses.
@@ -210,10 +209,10 @@ async fn next_ids(
     asked: &Asked,
 ) -> Result<Vec<i64>, Failure> {
     let caller = visit(state, headers, query, &asked.biz)?;
-    let service = service(state).map_err(|e| failure(&e))?;
-    let ids = waited(service.get_batch_async(&asked.biz, asked.batch))
+    let auth = super::segments::authorization(headers);
+    let ids = numbers(state, &asked.biz, asked.batch, auth)
         .await
-        .map_err(|e| failure(&segment_error(e)))?;
+        .map_err(|e| failure(&e))?;
     if let Some(caller) = caller {
         caller.counters.ids.inc_by(ids.len() as u64);
     }

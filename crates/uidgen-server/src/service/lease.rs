@@ -37,14 +37,42 @@ pub async fn lease(
     size: u64,
     channel: &'static str,
 ) -> Result<SegmentLease, ApiError> {
-    let range = service(state)?
-        .lease(tag, size)
-        .await
-        .map_err(segment_error)?;
+    let service = service(state)?;
+    // A leased range is handed out later, by the client, in no order with other servers'
+    // IDs: an ordered tag's numbers are issued by its leader only.
+    if crate::service::segments::ordered(state, tag).is_some() {
+        return Err(not_leasable(tag));
+    }
+    let range = match service.lease(tag, size).await {
+        Ok(range) => range,
+        Err(error) => {
+            // Marked ordered since this server last read the list: the store refused.
+            if let Some(ordered) = &state.ordered {
+                ordered.refresh_soon().await;
+                if ordered.is_ordered(tag) {
+                    return Err(not_leasable(tag));
+                }
+            }
+            return Err(segment_error(error));
+        }
+    };
     state.metrics.segment_lease(channel, size);
     Ok(SegmentLease {
         tag: tag.to_owned(),
         start: range.start,
         end: range.end,
     })
+}
+
+/// `409 ordered_tag_not_leasable`.
+fn not_leasable(tag: &str) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::CONFLICT,
+        "ordered_tag_not_leasable",
+        format!(
+            "biz tag `{}` is ordered: its IDs are issued one call at a time by its leader, \
+                 never leased",
+            super::error::clip(tag, super::error::ECHO_CHARS)
+        ),
+    )
 }

@@ -7,9 +7,11 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use uidgen_core::calendar::CivilDate;
 use uidgen_segment::{SegmentError, SegmentService, day_tag};
+use uidgen_store::StoreError;
 
 use super::error::{ApiError, ECHO_CHARS, SEE_LOG, clip};
 use super::state::AppState;
+use crate::ordered::{OrderedError, OrderedTags};
 
 /// What a client is told when the segment store fails; the cause goes to the log.
 pub(crate) const STORE_UNAVAILABLE: &str = "segment store unavailable";
@@ -81,6 +83,15 @@ pub fn segment_error(err: SegmentError) -> ApiError {
                 ),
             )
         }
+        SegmentError::Store(StoreError::TagOrdered(tag)) => (
+            StatusCode::CONFLICT,
+            "ordered_tag",
+            format!(
+                "biz tag `{}` is ordered: its IDs come from its leader only, and its ranges are \
+                 never leased",
+                clip(tag, ECHO_CHARS)
+            ),
+        ),
         SegmentError::Shutdown => (
             StatusCode::SERVICE_UNAVAILABLE,
             "shutting_down",
@@ -118,6 +129,102 @@ pub fn segment_error(err: SegmentError) -> ApiError {
         error.with_cause(err.to_string())
     } else {
         error
+    }
+}
+
+/// `n` numbers of `tag`: from the tag's leader when it is ordered (issue 35; forwarded with
+/// the caller's `authorization` when another server leads it), else from this server's own
+/// segments. Every route that hands out a tag's numbers goes through here, so none of them can
+/// serve an ordered tag from its own segments.
+pub async fn numbers(
+    state: &AppState,
+    tag: &str,
+    n: usize,
+    auth: Option<&str>,
+) -> Result<Vec<i64>, ApiError> {
+    let service = service(state)?;
+    if let Some(ordered) = ordered(state, tag) {
+        return ordered.take(tag, n, auth).await.map_err(ordered_error);
+    }
+    match waited(service.get_batch_async(tag, n)).await {
+        Ok(ids) => Ok(ids),
+        Err(error) => {
+            // A tag marked ordered since this server last read the list: the store refuses its
+            // segments to all but the leader. Read the list now, and go to the leader.
+            if let Some(ordered) = &state.ordered {
+                ordered.refresh_soon().await;
+                if ordered.is_ordered(tag) {
+                    return ordered.take(tag, n, auth).await.map_err(ordered_error);
+                }
+            }
+            Err(segment_error(error))
+        }
+    }
+}
+
+/// The ordered tags, when `tag` is one of them.
+pub fn ordered<'a>(state: &'a AppState, tag: &str) -> Option<&'a OrderedTags> {
+    state
+        .ordered
+        .as_deref()
+        .filter(|ordered| ordered.is_ordered(tag))
+}
+
+/// Map an ordered tag's failure to a status.
+pub fn ordered_error(err: OrderedError) -> ApiError {
+    match err {
+        OrderedError::NotLeading(tag) => ApiError::new(
+            StatusCode::CONFLICT,
+            "not_leader",
+            format!(
+                "this server does not lead ordered biz tag `{}`: ask it without forwarding, \
+                 or ask the leader",
+                clip(&tag, ECHO_CHARS)
+            ),
+        ),
+        OrderedError::NoLeader { ref tag, .. } => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ordered_leader_unavailable",
+            format!(
+                "no leader of ordered biz tag `{}` answered in time (a leader died and its \
+                 lease has not run out, or the store does not answer); retry; {SEE_LOG}",
+                clip(tag, ECHO_CHARS)
+            ),
+        )
+        .with_cause(err.to_string()),
+        OrderedError::Store(store) => segment_error(match store {
+            StoreError::UnknownTag(tag) => SegmentError::UnknownTag(tag),
+            StoreError::TagExhausted { tag, max_id, .. } => {
+                SegmentError::TagExhausted { tag, max_id }
+            }
+            other => SegmentError::Store(other),
+        }),
+        OrderedError::Refused(status) => {
+            let (code, kind) = match status.code() {
+                tonic::Code::InvalidArgument => (StatusCode::BAD_REQUEST, "invalid_parameter"),
+                tonic::Code::NotFound => (StatusCode::NOT_FOUND, "unknown_tag"),
+                tonic::Code::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthorized"),
+                tonic::Code::PermissionDenied => (StatusCode::FORBIDDEN, "forbidden"),
+                _ => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "ordered_leader_unavailable",
+                ),
+            };
+            ApiError::new(code, kind, format!("the leader: {}", status.message()))
+        }
+        OrderedError::Stopping => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            err.to_string(),
+        ),
+        // `OrderedError` is non-exhaustive for other crates only; kept for its future kinds.
+        #[allow(unreachable_patterns)]
+        _ => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ordered_leader_unavailable",
+            format!("{STORE_UNAVAILABLE}; {SEE_LOG}"),
+        )
+        .with_cause(err.to_string()),
     }
 }
 
@@ -171,8 +278,6 @@ pub async fn dated_numbers(
             .await
             .map_err(segment_error)?;
     }
-    let ids = waited(service.get_batch_async(&day, n))
-        .await
-        .map_err(segment_error)?;
+    let ids = numbers(state, &day, n, None).await?;
     Ok((day, ids))
 }

@@ -47,6 +47,8 @@ pub struct AppState {
     pub segments: Option<Arc<uidgen_segment::SegmentService>>,
     /// Segment tags whose numbers restart every day (`segment.dated_tags`).
     pub dated_tags: Vec<String>,
+    /// The ordered tags and their leads, when segment mode runs on a store (issue 35).
+    pub ordered: Option<Arc<crate::ordered::OrderedTags>>,
     /// The sharded mode (IDs with app id and shard inside, from Redis lists), when enabled.
     pub sharded: Option<Arc<uidgen_sharded::ShardedService>>,
     /// Leases worker ids of the embedded range to clients' fallbacks, when this server has
@@ -106,6 +108,7 @@ impl AppState {
             readiness: ReadinessBoard::default(),
             segments: None,
             dated_tags: Vec::new(),
+            ordered: None,
             sharded: None,
             fallback: None,
             started: std::time::Instant::now(),

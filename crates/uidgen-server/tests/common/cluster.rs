@@ -8,9 +8,8 @@ use std::time::Duration;
 use uidgen_client::{ClientBuilder, Peer};
 use uidgen_core::Layout;
 use uidgen_store::testing::{TestDb, fresh_url};
-use uidgen_worker::testing::free_port;
 
-use super::common::Server;
+use super::common::{Server, fixed_port};
 
 /// The segment tag every server creates at start (the sample tag).
 pub const TAG: &str = "client-test";
@@ -153,20 +152,6 @@ impl Node {
             server: None,
         }
     }
-}
-
-/// A port for a node that must come back at the same address: free now, and below Linux's
-/// ephemeral range (32768-60999), so that no outgoing connection of a parallel test (to a
-/// database, say) takes it as its local port between this pick and the server's bind, as one
-/// from [`free_port`] may.
-fn fixed_port() -> u16 {
-    for _ in 0..200 {
-        let port = fastrand::u16(20_000..32_000);
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    free_port()
 }
 
 /// A client that notices outages quickly (the tests kill servers on purpose).

@@ -645,3 +645,17 @@ pub async fn test_redis(name: &str) -> (String, String, redis::aio::MultiplexedC
         .unwrap();
     (url, prefix, conn)
 }
+
+/// A port for a node that must come back at the same address: free now, and below Linux's
+/// ephemeral range (32768-60999), so that no outgoing connection of a parallel test (to a
+/// database, say) takes it as its local port between this pick and the server's bind, as one
+/// from [`uidgen_worker::testing::free_port`] may.
+pub fn fixed_port() -> u16 {
+    for _ in 0..200 {
+        let port = fastrand::u16(20_000..32_000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    uidgen_worker::testing::free_port()
+}

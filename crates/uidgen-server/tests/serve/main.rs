@@ -19,6 +19,7 @@ mod h2c;
 mod logs;
 mod machine;
 mod order_restarts;
+mod ordered_tags;
 mod readiness;
 mod ring_load;
 mod runway;

@@ -78,6 +78,7 @@ macro_rules! migrations_in {
             migration!($dialect, 12, "0012", "leaf_alloc_returned"),
             migration!($dialect, 13, "0013", "leaf_alloc_epoch"),
             migration!($dialect, 14, "0014", "id_order_mark"),
+            migration!($dialect, 15, "0015", "leaf_alloc_ordered"),
         ]
     };
 }

@@ -1,0 +1,367 @@
+//! Ordered tags (issue 35), checked the way Jepsen checks databases: three `uidgen serve`
+//! processes on one store, many clients calling any of them, every call's start, end, server
+//! and answer recorded, and the history checked (`uidgen_testkit::history`): a call that
+//! returned before another began got the smaller IDs, and no ID came twice. Under faults: a
+//! `kill -9` of the leader, a SIGSTOP of the leader past its lease (then SIGCONT), a cut of the
+//! leader's store connection (a TCP proxy per server), and a restart of all three.
+//!
+//! The run in the suite is short; `UIDGEN_ORDERED_LONG=1` runs each phase ten times as long
+//! (docs/OPERATIONS.md, "Ordered tags", has its figures).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use uidgen_store::testing::proxy::{Proxy, server_addr, with_addr};
+use uidgen_store::testing::{TestDb, fresh_url};
+use uidgen_testkit::history::{Call, check};
+
+use crate::common::{Server, fixed_port, json};
+
+const TAG: &str = "orders";
+const ADMIN: &str = "ordered-tags-admin-token-0123456789";
+/// The leases of the test: 1.5 s, renewed every 0.5 s.
+const LEASE_MS: u64 = 1_500;
+
+/// How much longer every phase runs with `UIDGEN_ORDERED_LONG=1`.
+fn stretch() -> u32 {
+    if std::env::var("UIDGEN_ORDERED_LONG").is_ok_and(|v| v == "1") {
+        10
+    } else {
+        1
+    }
+}
+
+/// One server: fixed ports, its own proxy in front of the store, its process while it runs.
+struct Node {
+    http: u16,
+    grpc: u16,
+    proxy: Proxy,
+    server: Option<Server>,
+}
+
+struct Cluster {
+    store: String,
+    nodes: Vec<Node>,
+}
+
+impl Cluster {
+    async fn start(db: TestDb, count: usize) -> Cluster {
+        let store = fresh_url(db).await.unwrap_or_else(|e| {
+            panic!("{db:?} is needed (set UIDGEN_TEST_POSTGRES_URL or UIDGEN_TEST_MYSQL_URL): {e}")
+        });
+        let mut nodes = Vec::new();
+        for _ in 0..count {
+            nodes.push(Node {
+                http: fixed_port(),
+                grpc: fixed_port(),
+                proxy: Proxy::start(server_addr(&store)).await,
+                server: None,
+            });
+        }
+        let mut cluster = Cluster { store, nodes };
+        for index in 0..count {
+            cluster.restart(index).await;
+        }
+        cluster
+    }
+
+    async fn restart(&mut self, index: usize) {
+        let node = &self.nodes[index];
+        let listen = format!("127.0.0.1:{}", node.http);
+        let envs: Vec<(String, String)> = vec![
+            (
+                "UIDGEN_STORE".into(),
+                with_addr(&self.store, node.proxy.addr),
+            ),
+            (
+                "UIDGEN_GRPC_LISTEN".into(),
+                format!("127.0.0.1:{}", node.grpc),
+            ),
+            ("UIDGEN_GENERATOR".into(), "default".into()),
+            ("UIDGEN_ADMIN_TOKEN".into(), ADMIN.into()),
+            ("UIDGEN_SEGMENT_SAMPLE_TAG".into(), String::new()),
+            ("UIDGEN_ORDERED_LEASE_MS".into(), LEASE_MS.to_string()),
+            ("UIDGEN_ORDERED_WAIT_MS".into(), "3000".into()),
+        ];
+        let server = tokio::task::spawn_blocking(move || {
+            let envs: Vec<(&str, &str)> =
+                envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            Server::start_listening(&listen, &[], &envs)
+        })
+        .await
+        .unwrap();
+        self.nodes[index].server = Some(server);
+    }
+
+    async fn kill(&mut self, index: usize) {
+        let server = self.nodes[index].server.take().unwrap();
+        tokio::task::spawn_blocking(move || server.kill())
+            .await
+            .unwrap();
+    }
+
+    async fn terminate(&mut self, index: usize) {
+        let server = self.nodes[index].server.take().unwrap();
+        let (status, log) = tokio::task::spawn_blocking(move || server.terminate())
+            .await
+            .unwrap();
+        assert!(
+            status.success(),
+            "SIGTERM did not end the server cleanly:\n{log}"
+        );
+    }
+
+    fn signal(&self, index: usize, signal: &str) {
+        let pid = self.nodes[index].server.as_ref().unwrap().pid();
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
+    fn base(&self, index: usize) -> String {
+        format!("http://127.0.0.1:{}", self.nodes[index].http)
+    }
+
+    /// The server that says it leads the tag (its metrics), waiting up to 15 s.
+    async fn leader(&self, client: &reqwest::Client) -> usize {
+        uidgen_testkit::eventually_some("a leader of the ordered tag", 15, || async {
+            for index in 0..self.nodes.len() {
+                if self.nodes[index].server.is_none() {
+                    continue;
+                }
+                let url = format!("{}/metrics", self.base(index));
+                let Ok(response) = client.get(url).send().await else {
+                    continue;
+                };
+                let text = response.text().await.unwrap_or_default();
+                let line = format!("uidgen_ordered_leading{{tag=\"{TAG}\"}} 1");
+                if text.lines().any(|l| l == line) {
+                    return Some(index);
+                }
+            }
+            None
+        })
+        .await
+    }
+}
+
+/// What the clients record.
+#[derive(Default)]
+struct Recorded {
+    calls: Vec<Call>,
+    failures: usize,
+    /// When a call last succeeded, and the longest time between two successes.
+    last_success: Option<Instant>,
+    longest_gap: Duration,
+}
+
+/// `clients` tasks calling random servers for 1 to 5 IDs until `stop`.
+fn run_clients(
+    cluster_bases: Vec<String>,
+    clients: usize,
+    recorded: Arc<Mutex<Recorded>>,
+    stop: Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..clients)
+        .map(|_| {
+            let bases = cluster_bases.clone();
+            let recorded = Arc::clone(&recorded);
+            let stop = Arc::clone(&stop);
+            tokio::spawn(async move {
+                let client = reqwest::Client::builder()
+                    .timeout(Duration::from_secs(5))
+                    .build()
+                    .unwrap();
+                while !stop.load(Ordering::SeqCst) {
+                    let server = fastrand::usize(..bases.len());
+                    let count = fastrand::usize(1..=5);
+                    let url = format!("{}/v1/segments/{TAG}?count={count}", bases[server]);
+                    let start = Instant::now();
+                    let answer = client.get(&url).send().await;
+                    let body = match answer {
+                        Ok(response) if response.status().is_success() => {
+                            response.text().await.ok()
+                        }
+                        _ => None,
+                    };
+                    let end = Instant::now();
+                    let failed = {
+                        let mut recorded = recorded.lock();
+                        match body {
+                            Some(body) => {
+                                let ids: Vec<i64> = json(&body)["ids"]
+                                    .as_array()
+                                    .unwrap()
+                                    .iter()
+                                    .map(|v| v.as_i64().unwrap())
+                                    .collect();
+                                assert_eq!(ids.len(), count, "{body}");
+                                if let Some(last) = recorded.last_success {
+                                    let gap = end.saturating_duration_since(last);
+                                    recorded.longest_gap = recorded.longest_gap.max(gap);
+                                }
+                                recorded.last_success = Some(end);
+                                recorded.calls.push(Call {
+                                    start,
+                                    end,
+                                    server,
+                                    ids,
+                                });
+                                false
+                            }
+                            None => {
+                                recorded.failures += 1;
+                                true
+                            }
+                        }
+                    };
+                    if failed {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// Successful calls so far.
+fn successes(recorded: &Mutex<Recorded>) -> usize {
+    recorded.lock().calls.len()
+}
+
+/// Wait `phase`, then check that calls succeeded during it.
+async fn serve_for(recorded: &Mutex<Recorded>, phase: Duration, what: &str) {
+    let before = successes(recorded);
+    tokio::time::sleep(phase).await;
+    let after = successes(recorded);
+    assert!(after > before, "no call succeeded {what}");
+}
+
+async fn ordered_under_faults(db: TestDb) {
+    let x = stretch();
+    let mut cluster = Cluster::start(db, 3).await;
+    let client = reqwest::Client::new();
+    let created = client
+        .put(format!("{}/v1/admin/segments/{TAG}", cluster.base(0)))
+        .bearer_auth(ADMIN)
+        .json(&serde_json::json!({"step": 50, "ordered": true}))
+        .send()
+        .await
+        .unwrap();
+    let status = created.status();
+    let body = created.text().await.unwrap();
+    let log = || cluster.nodes[0].server.as_ref().unwrap().log();
+    assert!(status.is_success(), "{status}: {body}\n{}", log());
+    assert_eq!(json(&body)["ordered"], true, "{body}");
+    // Leased ranges would be handed out later, out of order: refused for an ordered tag.
+    let leased = client
+        .post(format!(
+            "{}/v1/segments/{TAG}/lease?size=10",
+            cluster.base(1)
+        ))
+        .send()
+        .await
+        .unwrap();
+    let status = leased.status().as_u16();
+    let body = leased.text().await.unwrap();
+    assert!(
+        body.contains("ordered_tag_not_leasable"),
+        "{status}: {body}"
+    );
+
+    let bases: Vec<String> = (0..3).map(|i| cluster.base(i)).collect();
+    let recorded = Arc::new(Mutex::new(Recorded::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks = run_clients(bases, 6, Arc::clone(&recorded), Arc::clone(&stop));
+    let phase = Duration::from_millis(1_500) * x;
+    let lease = Duration::from_millis(LEASE_MS);
+    serve_for(&recorded, phase, "before any fault").await;
+
+    // 1. kill -9 of the leader; it comes back after the failover.
+    let leader = cluster.leader(&client).await;
+    cluster.kill(leader).await;
+    serve_for(&recorded, lease * 2 + phase, "after the leader was killed").await;
+    cluster.restart(leader).await;
+    serve_for(&recorded, phase, "after the killed leader came back").await;
+
+    // 2. SIGSTOP of the leader past its lease, then SIGCONT: it must not issue on waking.
+    let leader = cluster.leader(&client).await;
+    cluster.signal(leader, "-STOP");
+    serve_for(&recorded, lease * 2 + phase, "while the leader was stopped").await;
+    cluster.signal(leader, "-CONT");
+    serve_for(&recorded, phase, "after the stopped leader woke").await;
+
+    // 3. The leader's store connection cut: it stops issuing before a successor begins.
+    let leader = cluster.leader(&client).await;
+    cluster.nodes[leader].proxy.cut();
+    serve_for(
+        &recorded,
+        lease * 2 + phase,
+        "while the leader's store was cut",
+    )
+    .await;
+    cluster.nodes[leader].proxy.restore();
+    serve_for(&recorded, phase, "after the leader's store came back").await;
+
+    // 4. All three restarted (a clean stop hands each lease back).
+    for index in 0..3 {
+        cluster.terminate(index).await;
+    }
+    for index in 0..3 {
+        cluster.restart(index).await;
+    }
+    serve_for(&recorded, phase, "after every server restarted").await;
+
+    stop.store(true, Ordering::SeqCst);
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let recorded = recorded.lock();
+    let report = check(&recorded.calls);
+    println!(
+        "ordered tag on {db:?}: {} calls, {} IDs, {} failed calls, longest time without an \
+         answer {:?}; {} order violations, {} repeats",
+        report.calls,
+        report.ids,
+        recorded.failures,
+        recorded.longest_gap,
+        report.violations.len(),
+        report.repeats.len()
+    );
+    assert!(
+        report.violations.is_empty(),
+        "order violations: {:?}",
+        &report.violations[..report.violations.len().min(5)]
+    );
+    assert!(
+        report.repeats.is_empty(),
+        "repeated IDs: {:?}",
+        report.repeats
+    );
+    assert!(
+        report.unsorted_batches.is_empty(),
+        "{:?}",
+        report.unsorted_batches
+    );
+    // Every server answered: the calls to followers were forwarded.
+    for server in 0..3 {
+        assert!(
+            recorded.calls.iter().any(|c| c.server == server),
+            "server {server} answered no call"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ordered_tag_strictly_increases_under_faults_on_postgres() {
+    ordered_under_faults(TestDb::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ordered_tag_strictly_increases_under_faults_on_mariadb() {
+    ordered_under_faults(TestDb::MySql).await;
+}
