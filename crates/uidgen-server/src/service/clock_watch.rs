@@ -401,6 +401,29 @@ mod tests {
     }
 
     #[test]
+    fn a_coordinator_s_clock_fences_by_its_own_name_while_the_store_s_agrees() {
+        let clock = watch();
+        clock.record(STORE, Ok(Some(ClockReading::measure(0, 10, 20))), 1);
+        clock.record(
+            ZOOKEEPER,
+            Ok(Some(ClockReading::measure(10_000, 3_010, 10_020))),
+            2,
+        );
+        let refused = clock.admit().unwrap_err();
+        assert!(
+            refused.message.contains("7000 ms ahead of ZooKeeper's"),
+            "{}",
+            refused.message
+        );
+        let status = clock.status();
+        assert_eq!(status.sources[0].state, ClockState::Ok);
+        assert_eq!(
+            (status.sources[1].source, status.sources[1].state),
+            (ZOOKEEPER, ClockState::Fenced)
+        );
+    }
+
+    #[test]
     fn a_local_source_is_never_compared() {
         let clock = watch();
         clock.record(STORE, Ok(None), 1);
