@@ -377,10 +377,18 @@ async fn serve_with_worker(
             .map_err(|error| warn!(%error, "etcd's clock will not be compared"))
             .ok()
     });
+    // ZooKeeper's too, when the worker id comes from ZooKeeper (its own session: the holder's
+    // reports keep theirs).
+    let zk_clock = settings.zookeeper.as_ref().and_then(|zk| {
+        uidgen_zk::ZkClock::new(&zk.options)
+            .map_err(|error| warn!(%error, "ZooKeeper's clock will not be compared"))
+            .ok()
+    });
     let clock = tokio::spawn(clock_probe::watch(
         Arc::clone(&state),
         store.clone(),
         etcd_clock,
+        zk_clock,
         async move {
             let _ = clock_stopped.wait_for(|stop| *stop).await;
         },

@@ -28,7 +28,8 @@
 //! docs/OPERATIONS.md), whose parts each file keeps: `holder.rs` (the fence),
 //! `holder/report.rs` (the reports), `assigner/claim.rs` (a start while ZooKeeper answers),
 //! `assigner/offline.rs` (a start from the local cache), `peers.rs` (a new holder's clock) and
-//! `reclaim.rs` (a reclaimed id).
+//! `reclaim.rs` (a reclaimed id). `clock.rs` reads ZooKeeper's clock for a server that compares
+//! its own with it while it serves.
 //!
 //! # Testing
 //!
@@ -38,6 +39,7 @@
 //! test stops and starts.
 
 mod assigner;
+mod clock;
 mod error;
 mod holder;
 mod namespace;
@@ -50,6 +52,7 @@ pub mod testing;
 mod tree;
 
 pub use assigner::{ZkAssignment, ZkSource, ZooKeeperWorkerIdAssigner};
+pub use clock::{ZkClock, ZkClockReading};
 pub use error::{Result, ZkError};
 pub use holder::{STOP_WAIT, ZkHolder};
 pub use options::{

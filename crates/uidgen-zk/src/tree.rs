@@ -10,7 +10,14 @@
 //! /snowflake/{name}/live/{id}                      ephemeral: the id's holder is running
 //! /snowflake/{name}/namespace                      persistent: the namespace record, which
 //!                                                  fences ids whose nodes ZooKeeper lost
+//! /snowflake/{name}/clock/{ip}:{port}              ephemeral: written on every reading of
+//!                                                  ZooKeeper's clock (`clock.rs`); data: this
+//!                                                  host's ms then, `mtime`: ZooKeeper's
 //! ```
+//!
+//! Leaf lists `forever/` only, and so do our claims, peer checks and reclaims (with `ids/` and
+//! `live/`): nothing lists the namespace's own children, so `namespace` and `clock/` are never
+//! taken for worker ids.
 //!
 //! Leaf numbers its forever nodes with ZooKeeper's persistent sequential suffix; we choose the
 //! id ourselves (the lowest free one of the range) and write it in the same ten-digit form, so
@@ -55,6 +62,16 @@ impl Tree {
 
     pub(crate) fn live_dir(&self) -> String {
         format!("{}/live", self.root)
+    }
+
+    /// The parent of the clock nodes (see `clock.rs`).
+    pub(crate) fn clock_dir(&self) -> String {
+        format!("{}/clock", self.root)
+    }
+
+    /// The clock node of the process at `listen_address` (`ip:port`).
+    pub(crate) fn clock(&self, listen_address: &str) -> String {
+        format!("{}/clock/{listen_address}", self.root)
     }
 
     pub(crate) fn forever(&self, child: &str) -> String {

@@ -1,6 +1,7 @@
-//! `[clock_watch]`: how often a serving server compares its clock with the store's (and etcd's),
-//! when to warn and when to stop issuing time-stamped IDs (issue 33; docs/OPERATIONS.md, "Clocks
-//! watched while serving"). The watch itself is [`crate::service::clock_watch`].
+//! `[clock_watch]`: how often a serving server compares its clock with the store's (and etcd's or
+//! ZooKeeper's), when to warn and when to stop issuing time-stamped IDs (issue 33;
+//! docs/OPERATIONS.md, "Clocks watched while serving"). The watch itself is
+//! [`crate::service::clock_watch`].
 
 use std::time::Duration;
 

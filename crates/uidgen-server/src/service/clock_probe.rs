@@ -1,4 +1,5 @@
-//! The clock watch's task (issue 33, item 4): reads the store's and etcd's clocks every
+//! The clock watch's task (issue 33, item 4): reads the store's, etcd's and ZooKeeper's clocks
+//! every
 //! `clock_watch.interval_ms` and records them in the server's
 //! [`ClockWatch`](super::clock_watch::ClockWatch), which decides
 //! ([`super::clock_watch`] has the why).
@@ -7,13 +8,14 @@ use std::sync::Arc;
 
 use uidgen_store::{ClockReading, Store};
 
-use super::clock_watch::{ETCD, STORE, now_ms};
+use super::clock_watch::{ETCD, STORE, ZOOKEEPER, now_ms};
 use super::ready::READY_TIMEOUT;
 use super::state::AppState;
 
 /// Compare the clocks every `clock_watch.interval_ms` until `stop` resolves (at once, then on
 /// each tick; not at all when the watch is off): the store's, unless it is SQLite (recorded as
-/// `local` once), and etcd's when the worker id comes from etcd.
+/// `local` once), etcd's when the worker id comes from etcd, and ZooKeeper's when it comes from
+/// ZooKeeper.
 ///
 /// Cancel safety: holds no lock across an await; dropping it ends the watch where it stands
 /// (a fence in place stays, with no one to lift it: the server is stopping).
@@ -21,6 +23,7 @@ pub async fn watch(
     state: Arc<AppState>,
     store: Store,
     etcd: Option<uidgen_etcd::EtcdClock>,
+    zookeeper: Option<uidgen_zk::ZkClock>,
     stop: impl std::future::Future<Output = ()>,
 ) {
     let Some(interval) = state.clock.settings.interval else {
@@ -34,7 +37,7 @@ pub async fn watch(
                  clock watch does not compare it"
             );
             state.clock.record(STORE, Ok(None), now_ms());
-            if etcd.is_none() {
+            if etcd.is_none() && zookeeper.is_none() {
                 return;
             }
         }
@@ -44,29 +47,44 @@ pub async fn watch(
         loop {
             every.tick().await;
             if !store_is_local {
-                let outcome = match tokio::time::timeout(bound, store.server_clock()).await {
-                    Ok(Ok(reading)) => Ok(reading),
-                    Ok(Err(error)) => Err(error.to_string()),
-                    Err(_) => Err(format!("no answer within {bound:?}")),
-                };
+                let outcome = bounded(bound, store.server_clock()).await;
                 observe(&state, STORE, outcome);
             }
             if let Some(etcd) = &etcd {
-                let outcome = match tokio::time::timeout(bound, etcd.read()).await {
-                    Ok(Ok(reading)) => Ok(Some(ClockReading {
+                let outcome = bounded(bound, etcd.read()).await.map(|reading| {
+                    Some(ClockReading {
                         offset_ms: reading.offset_ms,
                         uncertainty_ms: reading.uncertainty_ms,
-                    })),
-                    Ok(Err(error)) => Err(error.to_string()),
-                    Err(_) => Err(format!("no answer within {bound:?}")),
-                };
+                    })
+                });
                 observe(&state, ETCD, outcome);
+            }
+            if let Some(zookeeper) = &zookeeper {
+                let outcome = bounded(bound, zookeeper.read()).await.map(|reading| {
+                    Some(ClockReading {
+                        offset_ms: reading.offset_ms,
+                        uncertainty_ms: reading.uncertainty_ms,
+                    })
+                });
+                observe(&state, ZOOKEEPER, outcome);
             }
         }
     };
     tokio::select! {
         () = watching => {}
         () = stop => {}
+    }
+}
+
+/// A reading's outcome within `bound`, its error in words.
+async fn bounded<T, E: std::fmt::Display>(
+    bound: std::time::Duration,
+    reading: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(bound, reading).await {
+        Ok(Ok(reading)) => Ok(reading),
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(_) => Err(format!("no answer within {bound:?}")),
     }
 }
 

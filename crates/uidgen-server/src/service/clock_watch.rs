@@ -1,8 +1,10 @@
 //! Clocks watched while serving (issue 33, item 4): every `clock_watch.interval_ms` the server
 //! reads the store's clock (PostgreSQL's `clock_timestamp()`, MariaDB's `NOW(3)`) against its
-//! own, NTP-style ([`uidgen_store::ClockReading`]), and etcd's (its HTTP `Date` header, to the
-//! second: [`uidgen_etcd::EtcdClock`]) when the worker id comes from etcd, publishes the offset
-//! (`uidgen_clock_offset_seconds{source="store"|"etcd"}`), warns once the clocks are
+//! own, NTP-style ([`uidgen_store::ClockReading`]), etcd's (its HTTP `Date` header, to the
+//! second: [`uidgen_etcd::EtcdClock`]) when the worker id comes from etcd, and ZooKeeper's (the
+//! `mtime` its leader stamps on a write, to the millisecond: [`uidgen_zk::ZkClock`]) when it
+//! comes from ZooKeeper, publishes the offset
+//! (`uidgen_clock_offset_seconds{source="store"|"etcd"|"zookeeper"}`), warns once the clocks are
 //! `clock_watch.warn_ms` apart and, `clock_watch.fence_ms` apart, stops issuing time-stamped
 //! IDs: the ID mode's readiness answers 503 naming the offset and every ID request, HTTP, h2c
 //! and gRPC alike, is refused by [`ClockWatch::admit`] in [`super::generate`]. Every
@@ -41,11 +43,15 @@ pub const STORE: &str = "store";
 /// The source name of etcd's clock (when the worker id comes from etcd).
 pub const ETCD: &str = "etcd";
 
+/// The source name of ZooKeeper's clock (when the worker id comes from ZooKeeper).
+pub const ZOOKEEPER: &str = "zookeeper";
+
 /// A source's clock as a sentence names it.
 fn whose(source: &str) -> &str {
     match source {
         STORE => "the store's",
         ETCD => "etcd's",
+        ZOOKEEPER => "ZooKeeper's",
         other => other,
     }
 }
@@ -69,7 +75,7 @@ pub enum ClockState {
 /// One source's last reading, as `GET /v1/status` shows it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SourceClock {
-    /// The source: `store` or `etcd`.
+    /// The source: `store`, `etcd` or `zookeeper`.
     pub source: &'static str,
     /// Where it stands.
     pub state: ClockState,
@@ -267,7 +273,7 @@ impl ClockWatch {
                 log_change(source, was, state, &reading, &self.settings);
             }
         }
-        // The fence is the first fenced source's (ZooKeeper's clock would join here).
+        // The fence is the first fenced source's.
         let reason = last
             .sources
             .iter()
@@ -392,6 +398,29 @@ mod tests {
         clock.record(STORE, Ok(Some(ClockReading::measure(0, 8_000, 4_000))), 1);
         assert!(clock.admit().is_ok());
         assert_eq!(clock.status().sources[0].state, ClockState::Warning);
+    }
+
+    #[test]
+    fn a_coordinator_s_clock_fences_by_its_own_name_while_the_store_s_agrees() {
+        let clock = watch();
+        clock.record(STORE, Ok(Some(ClockReading::measure(0, 10, 20))), 1);
+        clock.record(
+            ZOOKEEPER,
+            Ok(Some(ClockReading::measure(10_000, 3_010, 10_020))),
+            2,
+        );
+        let refused = clock.admit().unwrap_err();
+        assert!(
+            refused.message.contains("7000 ms ahead of ZooKeeper's"),
+            "{}",
+            refused.message
+        );
+        let status = clock.status();
+        assert_eq!(status.sources[0].state, ClockState::Ok);
+        assert_eq!(
+            (status.sources[1].source, status.sources[1].state),
+            (ZOOKEEPER, ClockState::Fenced)
+        );
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! (`/readyz?mode=ids` 503 naming the offset, its ID calls over HTTP and gRPC refused) while the
 //! other two keep serving; stepped back, it serves again, and no ID came out twice. On SQLite the
 //! store's clock is the server's own: the same step is not seen, and the status says the source
-//! is `local`. With an etcd worker id, etcd's clock fences the stepped server too.
+//! is `local`. With an etcd or a ZooKeeper worker id, the coordinator's clock fences the
+//! stepped server too.
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use crate::common;
@@ -102,12 +103,21 @@ async fn eventually<T, F: Future<Output = Option<T>>>(what: &str, probe: impl Fn
 
 /// The store's entry in `GET /v1/status`'s `clock`.
 async fn store_clock(client: &reqwest::Client, server: &Server) -> serde_json::Value {
+    source_clock(client, server, "store").await
+}
+
+/// `source`'s entry in `GET /v1/status`'s `clock` (null until it is read).
+async fn source_clock(
+    client: &reqwest::Client,
+    server: &Server,
+    source: &str,
+) -> serde_json::Value {
     let (status, body) = fetch(client, &server.url("/v1/status")).await;
     assert_eq!(status, 200, "{body}");
     let status = json(&body);
     status["clock"]["sources"]
         .as_array()
-        .and_then(|s| s.iter().find(|s| s["source"] == "store").cloned())
+        .and_then(|s| s.iter().find(|s| s["source"] == source).cloned())
         .unwrap_or(serde_json::Value::Null)
 }
 
@@ -260,6 +270,60 @@ async fn on_sqlite_the_store_clock_is_local_and_a_step_is_not_seen() {
     assert!(server.log().contains("its clock is this host's"));
 }
 
+/// A server on SQLite whose worker id comes from a coordinator (`coordinator`'s variables),
+/// its clock stepped 10 s ahead: it fences itself on the coordinator's clock (`source`, named
+/// `whose` in sentences) alone, its SQLite store's clock being its own. Returns the source's
+/// entry once fenced.
+async fn a_coordinator_s_clock_fences(
+    name: &str,
+    coordinator: Vec<(&'static str, String)>,
+    source: &'static str,
+    whose: &str,
+) -> serde_json::Value {
+    let clock = SteppedClock::new(name);
+    let store = common::sqlite_url(name);
+    let mut faked: Vec<_> = envs(&store).into_iter().chain(clock.envs()).collect();
+    faked.extend(coordinator);
+    faked.extend([
+        ("UIDGEN_LAYOUT", "leaf".to_owned()),
+        ("UIDGEN_GENERATOR", "snowflake".to_owned()),
+    ]);
+    let server = start(&faked);
+    let client = reqwest::Client::new();
+    eventually(&format!("{whose} clock to be read"), || async {
+        (source_clock(&client, &server, source).await["state"] == "ok").then_some(())
+    })
+    .await;
+    clock.step_to(STEP_S);
+    let entry = eventually(&format!("{whose} clock to fence the server"), || async {
+        let entry = source_clock(&client, &server, source).await;
+        (entry["state"] == "fenced").then_some(entry)
+    })
+    .await;
+    assert!(entry["offset_ms"].as_i64().unwrap() <= -3000, "{entry}");
+    assert_eq!(
+        source_clock(&client, &server, "store").await["state"],
+        "local"
+    );
+    let (status, body) = fetch(&client, &server.url("/readyz?mode=ids")).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains(&format!("ahead of {whose}")), "{body}");
+    let (status, body) = fetch(&client, &server.url("/v1/ids")).await;
+    assert_eq!(
+        (status, json(&body)["code"].as_str()),
+        (503, Some("clock_skewed")),
+        "{body}"
+    );
+    let (_, metrics) = fetch(&client, &server.url("/metrics")).await;
+    let gauge = format!(r#"uidgen_clock_offset_seconds{{source="{source}"}} "#);
+    let gauge = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(gauge.as_str()))
+        .unwrap_or_else(|| panic!("no {source} offset gauge in\n{metrics}"));
+    assert!(gauge.parse::<f64>().unwrap() <= -3.0, "{gauge}");
+    entry
+}
+
 /// With the worker id from etcd, etcd's clock is compared too (from its HTTP `Date` header, to
 /// the second): stepped 10 s ahead, the server fences itself on etcd's clock alone, its SQLite
 /// store's clock being its own.
@@ -267,49 +331,33 @@ async fn on_sqlite_the_store_clock_is_local_and_a_step_is_not_seen() {
 async fn a_server_whose_clock_steps_ahead_of_etcd_fences_itself() {
     let endpoint = uidgen_etcd::testing::test_endpoint();
     let prefix = uidgen_etcd::testing::test_namespace(&endpoint);
-    let clock = SteppedClock::new("clock-watch-etcd");
-    let store = common::sqlite_url("clock-watch-etcd");
-    let etcd = [
+    let etcd = vec![
         ("UIDGEN_WORKER_ASSIGNER", "etcd".to_owned()),
-        ("UIDGEN_ETCD_ENDPOINTS", endpoint.clone()),
+        ("UIDGEN_ETCD_ENDPOINTS", endpoint),
         ("UIDGEN_ETCD_PREFIX", prefix),
-        ("UIDGEN_LAYOUT", "leaf".to_owned()),
-        ("UIDGEN_GENERATOR", "snowflake".to_owned()),
     ];
-    let mut faked: Vec<_> = envs(&store).into_iter().chain(clock.envs()).collect();
-    faked.extend(etcd);
-    let server = start(&faked);
-    let client = reqwest::Client::new();
-    let source = |name: &'static str| {
-        let (client, server) = (&client, &server);
-        async move {
-            let (_, body) = fetch(client, &server.url("/v1/status")).await;
-            json(&body)["clock"]["sources"]
-                .as_array()
-                .and_then(|s| s.iter().find(|s| s["source"] == name).cloned())
-                .unwrap_or(serde_json::Value::Null)
-        }
-    };
-    eventually("etcd's clock to be read", || async {
-        (source("etcd").await["state"] == "ok").then_some(())
-    })
-    .await;
-    clock.step_to(STEP_S);
-    let entry = eventually("etcd's clock to fence the server", || async {
-        let entry = source("etcd").await;
-        (entry["state"] == "fenced").then_some(entry)
-    })
-    .await;
-    assert!(entry["offset_ms"].as_i64().unwrap() <= -3000, "{entry}");
+    let entry = a_coordinator_s_clock_fences("clock-watch-etcd", etcd, "etcd", "etcd's").await;
+    // The header's whole second.
     assert!(entry["uncertainty_ms"].as_u64().unwrap() >= 500, "{entry}");
-    assert_eq!(source("store").await["state"], "local");
-    let (status, body) = fetch(&client, &server.url("/readyz?mode=ids")).await;
-    assert_eq!(status, 503, "{body}");
-    assert!(body.contains("ahead of etcd's"), "{body}");
-    let (status, body) = fetch(&client, &server.url("/v1/ids")).await;
-    assert_eq!(
-        (status, json(&body)["code"].as_str()),
-        (503, Some("clock_skewed")),
-        "{body}"
-    );
+}
+
+/// With the worker id from ZooKeeper, ZooKeeper's clock is compared too (the `mtime` its
+/// leader stamps on a write of the server's clock node, to the millisecond): stepped 10 s
+/// ahead, the server fences itself on ZooKeeper's clock alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_clock_steps_ahead_of_zookeeper_fences_itself() {
+    let connect = uidgen_zk::testing::test_connect();
+    uidgen_zk::testing::init_namespace(&connect, "clock-watch")
+        .await
+        .unwrap();
+    let cache = common::temp_dir("clock-watch-zk").join("zk.state");
+    let zookeeper = vec![
+        ("UIDGEN_WORKER_ASSIGNER", "zookeeper".to_owned()),
+        ("UIDGEN_ZK_CONNECT", connect),
+        ("UIDGEN_ZK_NAME", "clock-watch".to_owned()),
+        ("UIDGEN_ZK_CACHE_FILE", cache.display().to_string()),
+    ];
+    let entry =
+        a_coordinator_s_clock_fences("clock-watch-zk", zookeeper, "zookeeper", "ZooKeeper's").await;
+    assert!(entry["uncertainty_ms"].as_u64().is_some(), "{entry}");
 }
