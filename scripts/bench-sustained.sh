@@ -237,6 +237,13 @@ note_uidgen() { # max_ms errors: the slowest request and failures of uidgen's ru
 
 printf '\n%-44s %12s %12s %10s %10s %8s\n' run req/s IDs/s max_ms p99_ms errors
 show() { printf '%-44s %12s %12s %10s %10s %8s\n' "$@"; }
+# A goal of uidgen's rate over a bare server's, met only when neither run failed a request.
+ratio_row() { # figure uidgen_rate bare_rate uidgen_errors bare_errors detail
+  local r met
+  r=$(ratio "$2" "$3")
+  met=$(at_least "$r" "$RATIO_GOAL"); [ "$4" = 0 ] && [ "$5" = 0 ] || met=no
+  row "$1" ">= ${RATIO_GOAL}x" "${r}x ($6)" "$met"
+}
 
 for route in /api/snowflake/get/bench /genid; do
   name=${route//\//_}
@@ -247,10 +254,8 @@ for route in /api/snowflake/get/bench /genid; do
   read -r u_rps u_max u_p99 u_err < <(wrk_figures "uidgen$name")
   show "uidgen $route (wrk)" "$u_rps" "$u_rps" "$u_max" "$u_p99" "$u_err"
   note_uidgen "$u_max" "$u_err"
-  r=$(ratio "$u_rps" "$b_rps")
-  met=$(at_least "$r" "$RATIO_GOAL"); [ "$u_err" = 0 ] && [ "$b_err" = 0 ] || met=no
-  row "HTTP $route, req/s vs bare axum (wrk)" ">= ${RATIO_GOAL}x" \
-    "${r}x ($u_rps vs $b_rps req/s; $u_err failed)" "$met"
+  ratio_row "HTTP $route, req/s vs bare axum (wrk)" "$u_rps" "$b_rps" "$u_err" "$b_err" \
+    "$u_rps vs $b_rps req/s; $u_err failed"
 done
 
 driver_run bare-tonic-next-id --grpc "http://127.0.0.1:$BARE_TONIC" --concurrency "$CONNECTIONS"
@@ -260,10 +265,8 @@ driver_run uidgen-next-id --grpc "http://127.0.0.1:$GRPC" --concurrency "$CONNEC
 read -r u_rps _ u_err u_max u_p99 _ u_low < <(driver_figures "$OUT_DIR/runs/uidgen-next-id.txt")
 show "uidgen NextId (uidgen bench)" "$u_rps" "$u_rps" "$u_max" "$u_p99" "$u_err"
 note_uidgen "$u_max" "$u_err"
-r=$(ratio "$u_rps" "$b_rps")
-met=$(at_least "$r" "$RATIO_GOAL"); [ "$u_err" = 0 ] && [ "$b_err" = 0 ] || met=no
-row "gRPC NextId, calls/s vs bare tonic" ">= ${RATIO_GOAL}x" \
-  "${r}x ($u_rps vs $b_rps/s, slowest second $u_low; $u_err failed)" "$met"
+ratio_row "gRPC NextId, calls/s vs bare tonic" "$u_rps" "$b_rps" "$u_err" "$b_err" \
+  "$u_rps vs $b_rps/s, slowest second $u_low; $u_err failed"
 
 driver_run uidgen-v1-ids --url "$base" --batch "$BATCH" --concurrency "$BATCH_CONNECTIONS"
 read -r rps ids err max p99 _ low < <(driver_figures "$OUT_DIR/runs/uidgen-v1-ids.txt")

@@ -28,7 +28,7 @@ use serde::Serialize;
 use uidgen_store::{LeafAlloc, MAX_DELTA, Residue, Store};
 
 use crate::error::{GroupProblem, Result, SegmentError};
-use crate::source::{BoxFuture, Claimed, SegmentSource};
+use crate::source::{BoxFuture, Claimed, SegmentSource, TagUpsert};
 
 /// A named list of databases and the tags they serve together.
 ///
@@ -424,13 +424,10 @@ impl SegmentSource for GroupSource {
     /// (a new row takes the first remainder no member holds). A member that fails between the
     /// reads and its write leaves the rows written so far; the next start then refuses the
     /// group (a missing row) until this call, repeated, completes them: existing rows keep
-    /// their remainders, missing ones take the free ones.
-    fn upsert<'a>(
-        &'a self,
-        tag: &'a str,
-        step: i64,
-        description: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<LeafAlloc>> {
+    /// their remainders, missing ones take the free ones. A group assigns its members'
+    /// residues itself: one asked for is not used.
+    fn apply_upsert<'a>(&'a self, upsert: TagUpsert<'a>) -> BoxFuture<'a, Result<LeafAlloc>> {
+        let TagUpsert { tag, step, .. } = upsert;
         Box::pin(async move {
             if step < self.delta() {
                 return Err(SegmentError::InvalidInput(format!(
@@ -460,12 +457,12 @@ impl SegmentSource for GroupSource {
             }
             let mut first_row = None;
             for (k, residue) in residues.into_iter().enumerate() {
-                let residue = residue.unwrap_or_default();
+                let member = TagUpsert {
+                    residue: Some(residue.unwrap_or_default()),
+                    ..upsert
+                };
                 let row = self
-                    .attempt(
-                        k,
-                        self.members[k].upsert_residue(tag, step, description, residue),
-                    )
+                    .attempt(k, self.members[k].apply_upsert(member))
                     .await?;
                 first_row.get_or_insert(row);
             }
@@ -478,16 +475,5 @@ impl SegmentSource for GroupSource {
             let rows = self.rows(tag).await;
             Ok(rows.into_iter().flatten().flatten().next())
         })
-    }
-
-    /// A group assigns its members' residues itself: `residue` is not used.
-    fn upsert_residue<'a>(
-        &'a self,
-        tag: &'a str,
-        step: i64,
-        description: Option<&'a str>,
-        _residue: Residue,
-    ) -> BoxFuture<'a, Result<LeafAlloc>> {
-        self.upsert(tag, step, description)
     }
 }

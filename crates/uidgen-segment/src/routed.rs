@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use uidgen_store::{LeafAlloc, Residue, ReturnedRange};
+use uidgen_store::{LeafAlloc, ReturnedRange};
 
 use crate::error::Result;
 use crate::group::GroupSource;
-use crate::source::{BoxFuture, Claimed, SegmentSource};
+use crate::source::{BoxFuture, Claimed, SegmentSource, TagUpsert};
 
 /// Tags routed to their group, or to the main source.
 #[derive(Debug)]
@@ -91,27 +91,11 @@ impl SegmentSource for Routed {
         })
     }
 
-    fn upsert<'a>(
-        &'a self,
-        tag: &'a str,
-        step: i64,
-        description: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<LeafAlloc>> {
-        self.source(tag).upsert(tag, step, description)
+    fn apply_upsert<'a>(&'a self, upsert: TagUpsert<'a>) -> BoxFuture<'a, Result<LeafAlloc>> {
+        self.source(upsert.tag).apply_upsert(upsert)
     }
 
     fn row<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<LeafAlloc>>> {
         self.source(tag).row(tag)
-    }
-
-    fn upsert_residue<'a>(
-        &'a self,
-        tag: &'a str,
-        step: i64,
-        description: Option<&'a str>,
-        residue: Residue,
-    ) -> BoxFuture<'a, Result<LeafAlloc>> {
-        self.source(tag)
-            .upsert_residue(tag, step, description, residue)
     }
 }

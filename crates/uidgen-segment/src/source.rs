@@ -10,6 +10,16 @@ use uidgen_store::{LeafAlloc, Residue, ReturnedRange, Store};
 
 use crate::error::{Result, from_store};
 
+/// A tag to create or update: its step, and its description when `Some`. As one database of a
+/// group, `residue` is what a new row gets; an existing row with another is refused.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TagUpsert<'a> {
+    pub(crate) tag: &'a str,
+    pub(crate) step: i64,
+    pub(crate) description: Option<&'a str>,
+    pub(crate) residue: Option<Residue>,
+}
+
 /// A boxed, sendable future: the trait must be object safe so the service is not generic.
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -89,20 +99,20 @@ pub(crate) trait SegmentSource: Send + Sync + std::fmt::Debug + 'static {
         tag: &'a str,
         step: i64,
         description: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<LeafAlloc>>;
+    ) -> BoxFuture<'a, Result<LeafAlloc>> {
+        self.apply_upsert(TagUpsert {
+            tag,
+            step,
+            description,
+            residue: None,
+        })
+    }
+
+    /// Create or update a tag as `upsert` says: alone, or as one database of a group.
+    fn apply_upsert<'a>(&'a self, upsert: TagUpsert<'a>) -> BoxFuture<'a, Result<LeafAlloc>>;
 
     /// The row of `tag`, if any.
     fn row<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<LeafAlloc>>>;
-
-    /// Create or update a tag as one database of a group: a new row gets `residue`; an
-    /// existing row with another residue is refused.
-    fn upsert_residue<'a>(
-        &'a self,
-        tag: &'a str,
-        step: i64,
-        description: Option<&'a str>,
-        residue: Residue,
-    ) -> BoxFuture<'a, Result<LeafAlloc>>;
 }
 
 impl SegmentSource for Store {
@@ -149,35 +159,22 @@ impl SegmentSource for Store {
         Box::pin(async move { Ok(Store::return_ranges(self, ranges).await?) })
     }
 
-    fn upsert<'a>(
-        &'a self,
-        tag: &'a str,
-        step: i64,
-        description: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<LeafAlloc>> {
+    fn apply_upsert<'a>(&'a self, upsert: TagUpsert<'a>) -> BoxFuture<'a, Result<LeafAlloc>> {
+        let TagUpsert { tag, step, .. } = upsert;
         Box::pin(async move {
-            self.upsert_tag(tag, step, description)
-                .await
-                .map_err(|e| from_store(tag, e))
+            match upsert.residue {
+                None => self.upsert_tag(tag, step, upsert.description).await,
+                Some(residue) => {
+                    self.upsert_group_tag(tag, step, upsert.description, residue)
+                        .await
+                }
+            }
+            .map_err(|e| from_store(tag, e))
         })
     }
 
     fn row<'a>(&'a self, tag: &'a str) -> BoxFuture<'a, Result<Option<LeafAlloc>>> {
         Box::pin(async move { self.get_tag(tag).await.map_err(|e| from_store(tag, e)) })
-    }
-
-    fn upsert_residue<'a>(
-        &'a self,
-        tag: &'a str,
-        step: i64,
-        description: Option<&'a str>,
-        residue: Residue,
-    ) -> BoxFuture<'a, Result<LeafAlloc>> {
-        Box::pin(async move {
-            self.upsert_group_tag(tag, step, description, residue)
-                .await
-                .map_err(|e| from_store(tag, e))
-        })
     }
 }
 
@@ -193,7 +190,7 @@ pub(crate) mod memory {
     use tokio::sync::Semaphore;
     use uidgen_store::{LeafAlloc, Residue, ReturnedRange, StoreError};
 
-    use super::{BoxFuture, Claimed, SegmentSource};
+    use super::{BoxFuture, Claimed, SegmentSource, TagUpsert};
     use crate::error::{Result, SegmentError};
 
     /// Rows keyed by tag, plus switches to fail or stall claims.
@@ -366,36 +363,22 @@ pub(crate) mod memory {
             })
         }
 
-        fn upsert_residue<'a>(
-            &'a self,
-            tag: &'a str,
-            step: i64,
-            description: Option<&'a str>,
-            residue: Residue,
-        ) -> BoxFuture<'a, Result<LeafAlloc>> {
+        fn apply_upsert<'a>(&'a self, upsert: TagUpsert<'a>) -> BoxFuture<'a, Result<LeafAlloc>> {
+            let TagUpsert { tag, step, .. } = upsert;
             Box::pin(async move {
-                if self.fail.load(Ordering::SeqCst) {
-                    return Err(outage());
+                if let Some(residue) = upsert.residue {
+                    if self.fail.load(Ordering::SeqCst) {
+                        return Err(outage());
+                    }
+                    if !self.rows.lock().contains_key(tag) {
+                        self.residues.lock().insert(tag.to_owned(), residue);
+                    }
                 }
-                if !self.rows.lock().contains_key(tag) {
-                    self.residues.lock().insert(tag.to_owned(), residue);
-                }
-                self.upsert(tag, step, description).await
-            })
-        }
-
-        fn upsert<'a>(
-            &'a self,
-            tag: &'a str,
-            step: i64,
-            description: Option<&'a str>,
-        ) -> BoxFuture<'a, Result<LeafAlloc>> {
-            Box::pin(async move {
                 self.stall_if_silent().await;
                 let mut rows = self.rows.lock();
                 let row = rows.entry(tag.to_owned()).or_insert((1, step));
                 row.1 = step;
-                Ok(self.leaf_alloc(tag, row.0, step, description))
+                Ok(self.leaf_alloc(tag, row.0, step, upsert.description))
             })
         }
     }

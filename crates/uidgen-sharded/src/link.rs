@@ -137,18 +137,28 @@ impl std::fmt::Debug for RedisLink {
     }
 }
 
+/// The Redis client and connection settings of `options` (`url`, its redacted form, names it
+/// in the error of a URL that does not parse).
+pub(crate) fn client_of(
+    options: &ShardedOptions,
+    url: &str,
+) -> Result<(redis::Client, AsyncConnectionConfig)> {
+    let client = redis::Client::open(options.redis_url.as_str()).map_err(|e| {
+        ShardedError::InvalidOption {
+            option: "redis_url",
+            reason: format!("{url:?} is not a Redis URL ({e})"),
+        }
+    })?;
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(options.connect_timeout))
+        .set_response_timeout(Some(options.response_timeout));
+    Ok((client, config))
+}
+
 impl RedisLink {
     pub(crate) fn new(options: &ShardedOptions, keys: Keys, stats: Arc<Stats>) -> Result<Self> {
         let url = uidgen_store::redact_url(&options.redis_url);
-        let client = redis::Client::open(options.redis_url.as_str()).map_err(|e| {
-            ShardedError::InvalidOption {
-                option: "redis_url",
-                reason: format!("{url:?} is not a Redis URL ({e})"),
-            }
-        })?;
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(options.connect_timeout))
-            .set_response_timeout(Some(options.response_timeout));
+        let (client, config) = client_of(options, &url)?;
         Ok(Self {
             client,
             config,

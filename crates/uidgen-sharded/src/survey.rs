@@ -7,10 +7,9 @@
 //! its refill locks are `{prefix}lock_{app}_{shard}` (`SETNX`, then a 60 s `EXPIRE`) and its
 //! config lock is `{prefix}idList_`. uidgen adds a mark per list, `{prefix}popped_{app}_{shard}`.
 
-use redis::AsyncConnectionConfig;
-
 use crate::error::{Result, ShardedError};
 use crate::keys::Keys;
+use crate::link::client_of;
 use crate::options::ShardedOptions;
 
 /// One shard's keys as found.
@@ -48,15 +47,7 @@ pub async fn survey(
         action,
         reason: e.to_string(),
     };
-    let client = redis::Client::open(options.redis_url.as_str()).map_err(|e| {
-        ShardedError::InvalidOption {
-            option: "redis_url",
-            reason: format!("{url:?} is not a Redis URL ({e})"),
-        }
-    })?;
-    let config = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(options.connect_timeout))
-        .set_response_timeout(Some(options.response_timeout));
+    let (client, config) = client_of(options, &url)?;
     let mut conn = client
         .get_multiplexed_async_connection_with_config(&config)
         .await

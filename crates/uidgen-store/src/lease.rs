@@ -181,6 +181,35 @@ impl LeasedWorkerIdAssigner {
         }
     }
 
+    /// A lease of `worker_id` on this assigner's terms (store, clock, space, ttl, reserve,
+    /// borrowing bound), keeping `mark` if any, confirmed, and forgetting its cache when it
+    /// ends. Its instants are zero, an already expired lease, until the caller sets them from
+    /// what the claimed row or the cache says.
+    pub(crate) fn lease_terms(
+        &self,
+        layout: &Layout,
+        worker_id: u64,
+        holder: String,
+        mark: Option<LocalMark>,
+    ) -> NewLease {
+        NewLease {
+            store: self.store.clone(),
+            clock: Arc::clone(&self.clock),
+            space: self.space.clone(),
+            worker_id,
+            holder,
+            ttl_ms: saturating_millis(self.options.ttl),
+            reserve_ms: self.reserve_ms(),
+            valid_until_ms: 0,
+            last_issued_ms: 0,
+            mark,
+            forget_mark_on_end: true,
+            confirmed: true,
+            floor_ms: 0,
+            max_borrow_ms: saturating_millis(self.options.max_borrow(layout)),
+        }
+    }
+
     /// Claim a lease from the database (no fallback to the cache when it is unreachable),
     /// wait until the clock has passed the worker id's last issued time, and start the
     /// heartbeat if configured.
@@ -307,20 +336,10 @@ impl LeasedWorkerIdAssigner {
         } = *claimed;
         let floor = claimed.floor_ms();
         let guard = LeaseGuard::new(NewLease {
-            store: self.store.clone(),
-            clock: Arc::clone(&self.clock),
-            space: self.space.clone(),
-            worker_id,
-            holder,
-            ttl_ms: saturating_millis(self.options.ttl),
-            reserve_ms: self.reserve_ms(),
             valid_until_ms: valid_until,
             last_issued_ms,
-            mark,
-            forget_mark_on_end: true,
-            confirmed: true,
             floor_ms: floor,
-            max_borrow_ms: saturating_millis(self.options.max_borrow(layout)),
+            ..self.lease_terms(layout, worker_id, holder, mark)
         });
         if let Err(error) = wait_for_clock(
             self.clock.as_ref(),

@@ -215,21 +215,12 @@ impl LeasedWorkerIdAssigner {
             return Err(expired(now));
         }
         let guard = LeaseGuard::new(NewLease {
-            store: self.store.clone(),
-            clock: Arc::clone(&self.clock),
-            space: self.space.clone(),
-            worker_id,
-            holder,
-            ttl_ms: saturating_millis(self.options.ttl),
-            reserve_ms: self.reserve_ms(),
             valid_until_ms: expires,
             last_issued_ms: previous.until_ms,
-            mark: Some(mark.clone()),
-            forget_mark_on_end: true,
             confirmed: false,
             // The crashed life stamped only before its mark.
             floor_ms: previous.until_ms,
-            max_borrow_ms: saturating_millis(self.options.max_borrow(layout)),
+            ..self.lease_terms(layout, worker_id, holder, Some(mark.clone()))
         });
         mark.start_refresher()?;
         if let Some(interval) = self.options.heartbeat_interval {

@@ -83,25 +83,14 @@ const SELECT_LEASE: Sql = Sql {
                WHERE space = $1 AND worker_id = $2",
 };
 
-/// Extend our own lease and record the issued-until instant. Neither ever moves backwards: a
-/// holder whose clock stepped back must not shorten the expiry a successor waits for, while its
-/// generator still stamps up to the expiry written before.
-const RENEW_LEASE: Sql = Sql {
-    sqlite: "UPDATE worker_lease SET expires_at_ms = MAX(expires_at_ms, ?1),
-             last_issued_ms = MAX(last_issued_ms, ?2), updated = CURRENT_TIMESTAMP
-             WHERE space = ?3 AND worker_id = ?4 AND holder = ?5",
-    mysql: "UPDATE worker_lease SET expires_at_ms = GREATEST(expires_at_ms, ?),
-            last_issued_ms = GREATEST(last_issued_ms, ?), updated = CURRENT_TIMESTAMP
-            WHERE space = ? AND worker_id = ? AND holder = ?",
-    postgres: "UPDATE worker_lease SET expires_at_ms = GREATEST(expires_at_ms, $1),
-               last_issued_ms = GREATEST(last_issued_ms, $2), updated = CURRENT_TIMESTAMP
-               WHERE space = $3 AND worker_id = $4 AND holder = $5",
-};
-
 /// Hand a lease from the holder string a crashed life of this host recorded in its cache to
 /// the restart's own, extending it and raising the issued-until instant. Matches the old
 /// holder, so exactly one of several restarts (two copies of one cache) wins, and none once the
-/// lease was taken over or released.
+/// lease was taken over or released. A renewal is a hand-over from the holder to itself.
+///
+/// Neither the expiry nor the issued-until instant ever moves backwards: a holder whose clock
+/// stepped back must not shorten the expiry a successor waits for, while its generator still
+/// stamps up to the expiry written before.
 const HAND_OVER_LEASE: Sql = Sql {
     sqlite: "UPDATE worker_lease SET holder = ?1, expires_at_ms = MAX(expires_at_ms, ?2),
              last_issued_ms = MAX(last_issued_ms, ?3), updated = CURRENT_TIMESTAMP
@@ -141,6 +130,12 @@ const SELECT_FLOORS_BEFORE_SPACES: Sql = Sql {
 fn to_db(what: &str, value: u64) -> Result<i64> {
     i64::try_from(value)
         .map_err(|_| StoreError::InvalidInput(format!("{what} {value} does not fit a BIGINT")))
+}
+
+/// The key of a lease row: `space`, checked, and `worker_id` as stored.
+fn lease_key(space: &str, worker_id: u64) -> Result<i64> {
+    check_space(space)?;
+    to_db("worker id", worker_id)
 }
 
 fn from_db(value: i64) -> u64 {
@@ -195,8 +190,7 @@ impl Store {
 
     /// The lease row of one worker id of `space`.
     pub async fn lease_row(&self, space: &str, worker_id: u64) -> Result<Option<WorkerLeaseRow>> {
-        check_space(space)?;
-        let id = to_db("worker id", worker_id)?;
+        let id = lease_key(space, worker_id)?;
         let row: Option<LeaseTuple> = run_sql!(
             self,
             fetch_optional,
@@ -216,9 +210,8 @@ impl Store {
         holder: &str,
         expires_at_ms: u64,
     ) -> Result<bool> {
-        check_space(space)?;
         let (id, expires) = (
-            to_db("worker id", worker_id)?,
+            lease_key(space, worker_id)?,
             to_db("expiry", expires_at_ms)?,
         );
         let done = run_sql!(
@@ -242,8 +235,7 @@ impl Store {
         expires_at_ms: u64,
         now_ms: u64,
     ) -> Result<bool> {
-        check_space(space)?;
-        let id = to_db("worker id", worker_id)?;
+        let id = lease_key(space, worker_id)?;
         let (expires, now) = (to_db("expiry", expires_at_ms)?, to_db("time", now_ms)?);
         let done = run_sql!(
             self,
@@ -267,19 +259,17 @@ impl Store {
         expires_at_ms: u64,
         issued_until_ms: u64,
     ) -> Result<bool> {
-        check_space(space)?;
-        let id = to_db("worker id", worker_id)?;
-        let expires = to_db("expiry", expires_at_ms)?;
-        let issued = to_db("issued-until time", issued_until_ms)?;
-        let done = run_sql!(
-            self,
-            execute,
-            query(RENEW_LEASE),
-            [expires, issued, space, id, holder],
-            "renewing a worker lease",
-            then rows_affected
-        );
-        Ok(done == 1)
+        let holders = [holder, holder];
+        let what = "renewing a worker lease";
+        self.move_lease(
+            space,
+            worker_id,
+            holders,
+            expires_at_ms,
+            issued_until_ms,
+            what,
+        )
+        .await
     }
 
     /// Hand `from`'s lease on `worker_id` in `space` to `to`: extend it to at least
@@ -296,8 +286,30 @@ impl Store {
         expires_at_ms: u64,
         issued_until_ms: u64,
     ) -> Result<bool> {
-        check_space(space)?;
-        let id = to_db("worker id", worker_id)?;
+        let what = "handing over a worker lease";
+        self.move_lease(
+            space,
+            worker_id,
+            [from, to],
+            expires_at_ms,
+            issued_until_ms,
+            what,
+        )
+        .await
+    }
+
+    /// [`HAND_OVER_LEASE`] from `holders[0]` to `holders[1]` (the same holder for a renewal);
+    /// `what` names the change in an error.
+    async fn move_lease(
+        &self,
+        space: &str,
+        worker_id: u64,
+        [from, to]: [&str; 2],
+        expires_at_ms: u64,
+        issued_until_ms: u64,
+        what: &'static str,
+    ) -> Result<bool> {
+        let id = lease_key(space, worker_id)?;
         let expires = to_db("expiry", expires_at_ms)?;
         let issued = to_db("issued-until time", issued_until_ms)?;
         let done = run_sql!(
@@ -305,7 +317,7 @@ impl Store {
             execute,
             query(HAND_OVER_LEASE),
             [to, expires, issued, space, id, from],
-            "handing over a worker lease",
+            what,
             then rows_affected
         );
         Ok(done == 1)
@@ -320,8 +332,7 @@ impl Store {
         holder: &str,
         issued_until_ms: u64,
     ) -> Result<bool> {
-        check_space(space)?;
-        let id = to_db("worker id", worker_id)?;
+        let id = lease_key(space, worker_id)?;
         let issued = to_db("issued-until time", issued_until_ms)?;
         let done = run_sql!(
             self,

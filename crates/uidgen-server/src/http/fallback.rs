@@ -110,6 +110,22 @@ pub struct FallbackRelease {
     released: bool,
 }
 
+/// What every fallback route may answer besides its own refusals, described once for all of
+/// them.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // Only described: the answers themselves are `ApiError`s.
+enum FallbackFailures {
+    #[response(
+        status = 404,
+        description = "This server leases no fallback ids (`fallback_disabled`)"
+    )]
+    Disabled(ErrorBody<'static>),
+    #[response(status = 413, description = "The body is too large")]
+    TooLarge(ErrorBody<'static>),
+    #[response(status = 503, description = "The store is down; try another server")]
+    Unavailable(ErrorBody<'static>),
+}
+
 /// `POST /v1/fallback/leases`: lease a worker id of the embedded range to the caller's
 /// embedded fallback.
 #[utoipa::path(
@@ -125,18 +141,12 @@ pub struct FallbackRelease {
             body = ErrorBody
         ),
         (
-            status = 404,
-            description = "This server leases no fallback ids (`fallback_disabled`)",
-            body = ErrorBody
-        ),
-        (
             status = 409,
             description = "Every fallback id is held (`fallback_range_full`), or the store refuses \
                            the range (`fallback_range_refused`)",
             body = ErrorBody
         ),
-        (status = 413, description = "The body is too large", body = ErrorBody),
-        (status = 503, description = "The store is down; try another server", body = ErrorBody),
+        FallbackFailures,
     )
 )]
 pub async fn claim_route(
@@ -170,18 +180,12 @@ pub async fn claim_route(
             body = ErrorBody
         ),
         (
-            status = 404,
-            description = "This server leases no fallback ids (`fallback_disabled`)",
-            body = ErrorBody
-        ),
-        (
             status = 409,
             description = "The lease is not the holder's any more (`fallback_lease_lost`): stop \
                            using the worker id",
             body = ErrorBody
         ),
-        (status = 413, description = "The body is too large", body = ErrorBody),
-        (status = 503, description = "The store is down; try another server", body = ErrorBody),
+        FallbackFailures,
     )
 )]
 pub async fn renew_route(
@@ -218,13 +222,7 @@ pub async fn renew_route(
             description = "A bad body, holder or worker id (`invalid_parameter`)",
             body = ErrorBody
         ),
-        (
-            status = 404,
-            description = "This server leases no fallback ids (`fallback_disabled`)",
-            body = ErrorBody
-        ),
-        (status = 413, description = "The body is too large", body = ErrorBody),
-        (status = 503, description = "The store is down; try another server", body = ErrorBody),
+        FallbackFailures,
     )
 )]
 pub async fn release_route(

@@ -375,6 +375,11 @@ impl IdBatch {
     }
 }
 
+/// The 400 of a batch route (`/v1/ids`, `/v1/spaces/{space}/ids`): what [`batch_from`]
+/// refuses.
+pub(super) const BATCH_REFUSED: &str =
+    "`count` out of range (`invalid_count`) or malformed, or an unknown `form`";
+
 /// `GET /v1/ids?count=N`: a batch of IDs as JSON (`count` defaults to 1, capped by config).
 #[utoipa::path(
     get,
@@ -391,12 +396,7 @@ impl IdBatch {
     ),
     responses(
         (status = 200, description = "A batch of IDs", body = IdBatch),
-        (
-            status = 400,
-            description = "`count` out of range (`invalid_count`) or malformed, or an unknown \
-                           `form`",
-            body = ErrorBody
-        ),
+        (status = 400, description = BATCH_REFUSED, body = ErrorBody),
         (status = 503, description = "The generator cannot issue now", body = ErrorBody),
     )
 )]
@@ -404,11 +404,21 @@ pub async fn batch(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
 ) -> Result<Issued<Json<IdBatch>>, ApiError> {
-    let count = param_u64(&params, "count")?.unwrap_or(1);
+    batch_from(&state, state.source(), &params).await
+}
+
+/// A batch of `source`'s IDs as `count` and `form` in `params` ask: `/v1/ids` for the default
+/// space, `/v1/spaces/{space}/ids` for any.
+pub(super) async fn batch_from(
+    state: &AppState,
+    source: Source<'_>,
+    params: &QueryParams,
+) -> Result<Issued<Json<IdBatch>>, ApiError> {
+    let count = param_u64(params, "count")?.unwrap_or(1);
     let n = batch_count(count, state.batch_cap)?;
-    let form = param_form(&params, state.masker.as_deref())?;
-    let ids = generate::many(&state, n).await?;
-    let batch = IdBatch::of(ids, form, state.generator.layout())?;
+    let form = param_form(params, state.masker.as_deref())?;
+    let ids = generate::many_from(source, n, GenMethod::Rest).await?;
+    let batch = IdBatch::of(ids, form, source.generator.layout())?;
     Ok(Issued(count, Json(batch)))
 }
 

@@ -133,6 +133,17 @@ fn gate_pass<'a>(query: &'a QueryParams, name: &str) -> Result<&'a str, ApiError
     }
 }
 
+/// What a request for one shard's IDs names: the service (sharded mode on), the app id from
+/// the path and the gate pass from query parameter `gate`, checked in that order.
+fn shard_request<'a>(
+    state: &'a AppState,
+    raw_app: &str,
+    query: &'a QueryParams,
+    gate: &str,
+) -> Result<(&'a Arc<ShardedService>, u8, &'a str), ApiError> {
+    Ok((service(state)?, app_id(raw_app)?, gate_pass(query, gate)?))
+}
+
 /// `GET /api/shard/get/{app_id}?gatePass=…` (the original service's route): one ID of the app,
 /// in the gate pass's shard, as a bare decimal.
 #[utoipa::path(
@@ -163,9 +174,7 @@ pub async fn original_get(
     PathParam(raw_app, _): PathParam<String>,
     query: QueryParams,
 ) -> Result<Issued<String>, ApiError> {
-    let service = service(&state)?;
-    let app_id = app_id(&raw_app)?;
-    let gate_pass = gate_pass(&query, "gatePass")?;
+    let (service, app_id, gate_pass) = shard_request(&state, &raw_app, &query, "gatePass")?;
     let id = service
         .get(app_id, gate_pass)
         .await
@@ -232,9 +241,7 @@ pub async fn batch(
     PathParam(raw_app, _): PathParam<String>,
     query: QueryParams,
 ) -> Result<Issued<Json<ShardedBatch>>, ApiError> {
-    let service = service(&state)?;
-    let app_id = app_id(&raw_app)?;
-    let gate_pass = gate_pass(&query, "gate_pass")?;
+    let (service, app_id, gate_pass) = shard_request(&state, &raw_app, &query, "gate_pass")?;
     let count = query.count(state.batch_cap)?;
     let ids = service
         .get_batch(app_id, gate_pass, count)

@@ -5,15 +5,13 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use uidgen_core::GenMethod;
 
 use super::error::ErrorBody;
 use super::extract::{PathParam, QueryParams};
-use super::ids::{Decoded, IdBatch, decode_shown, param_u64};
+use super::ids::{BATCH_REFUSED, Decoded, IdBatch, batch_from, decode_shown};
 use super::observe::Issued;
-use super::shown::{FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form};
+use super::shown::{FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION};
 use crate::service::error::ApiError;
-use crate::service::generate::{batch_count, many_from};
 use crate::service::spaces::{SpaceInfo, list};
 use crate::service::state::AppState;
 
@@ -45,12 +43,7 @@ pub async fn list_spaces(State(state): State<Arc<AppState>>) -> Json<Vec<SpaceIn
     ),
     responses(
         (status = 200, description = "A batch of the space's IDs", body = IdBatch),
-        (
-            status = 400,
-            description = "`count` out of range (`invalid_count`) or malformed, or an unknown \
-                           `form`",
-            body = ErrorBody
-        ),
+        (status = 400, description = BATCH_REFUSED, body = ErrorBody),
         (status = 404, description = "No such space (`unknown_space`)", body = ErrorBody),
         (status = 503, description = "The space's generator cannot issue now", body = ErrorBody),
     )
@@ -60,13 +53,7 @@ pub async fn space_batch(
     PathParam(space, _): PathParam<String>,
     params: QueryParams,
 ) -> Result<Issued<Json<IdBatch>>, ApiError> {
-    let source = state.source_of(Some(&space))?;
-    let count = param_u64(&params, "count")?.unwrap_or(1);
-    let n = batch_count(count, state.batch_cap)?;
-    let form = param_form(&params, state.masker.as_deref())?;
-    let ids = many_from(source, n, GenMethod::Rest).await?;
-    let batch = IdBatch::of(ids, form, source.generator.layout())?;
-    Ok(Issued(count, Json(batch)))
+    batch_from(&state, state.source_of(Some(&space))?, &params).await
 }
 
 /// `GET /v1/spaces/{space}/ids/{id}`: an ID decoded with the space's layout.

@@ -273,56 +273,59 @@ async fn next_segment(
 /// A Tinyid route, described once for its `GET` and its `POST` (Tinyid's client posts an
 /// empty form, the parameters in the query): the two differ only in method, operation id and
 /// summary. `ok(...)` is the 200 answer's description; every route may answer the same 400.
+/// The handler names its arguments only (`state, headers, query, asked`): every Tinyid route
+/// takes the same ones and reads the biz type asked for first, so the macro writes them once.
 macro_rules! tinyid_route {
+    // One method's description, on the handler `$item` (its doc comment included).
+    (
+        @described $method:ident $op:tt, path $path:tt, params $query:ident, ok($($ok:tt)*),
+        $item:item
+    ) => {
+        #[utoipa::path(
+            $method,
+            operation_id = $op,
+            path = $path,
+            tag = "tinyid",
+            params($query),
+            responses(
+                (status = 200, $($ok)*),
+                (status = 400, description = BAD_QUERY, body = ErrorBody),
+            )
+        )]
+        $item
+    };
     (
         path $path:tt, params $query:ident,
         ok($($ok:tt)*),
         $(#[doc = $get_doc:tt])*
         get $get_op:tt
-        pub async fn $get:ident(
-            State($state:ident): State<Arc<AppState>>,
-            $headers:ident: HeaderMap,
-            $params:ident: QueryParams $(,)?
-        ) -> $ret:ty { $($body:tt)* }
+        pub async fn $get:ident($state:ident, $headers:ident, $params:ident, $asked:ident)
+            -> $ret:ty { $($body:tt)* }
         $(#[doc = $post_doc:tt])*
         post $post_op:tt $post:ident
     ) => {
-        $(#[doc = $get_doc])*
-        #[utoipa::path(
-            get,
-            operation_id = $get_op,
-            path = $path,
-            tag = "tinyid",
-            params($query),
-            responses(
-                (status = 200, $($ok)*),
-                (status = 400, description = BAD_QUERY, body = ErrorBody),
-            )
-        )]
-        pub async fn $get(
-            State($state): State<Arc<AppState>>,
-            $headers: HeaderMap,
-            $params: QueryParams,
-        ) -> $ret { $($body)* }
-
-        $(#[doc = $post_doc])*
-        #[utoipa::path(
-            post,
-            operation_id = $post_op,
-            path = $path,
-            tag = "tinyid",
-            params($query),
-            responses(
-                (status = 200, $($ok)*),
-                (status = 400, description = BAD_QUERY, body = ErrorBody),
-            )
-        )]
-        pub async fn $post(
-            state: State<Arc<AppState>>,
-            headers: HeaderMap,
-            query: QueryParams,
-        ) -> $ret {
-            $get(state, headers, query).await
+        tinyid_route! {
+            @described get $get_op, path $path, params $query, ok($($ok)*),
+            $(#[doc = $get_doc])*
+            pub async fn $get(
+                State($state): State<Arc<AppState>>,
+                $headers: HeaderMap,
+                $params: QueryParams,
+            ) -> $ret {
+                let $asked = asked(&$state, &$params)?;
+                $($body)*
+            }
+        }
+        tinyid_route! {
+            @described post $post_op, path $path, params $query, ok($($ok)*),
+            $(#[doc = $post_doc])*
+            pub async fn $post(
+                state: State<Arc<AppState>>,
+                headers: HeaderMap,
+                query: QueryParams,
+            ) -> $ret {
+                $get(state, headers, query).await
+            }
         }
     };
 }
@@ -340,12 +343,8 @@ tinyid_route! {
     ),
     /// `/tinyid/id/nextId?bizType=&batchSize=&token=` (Tinyid): `batchSize` IDs of the biz type.
     get "tinyid_next_id"
-    pub async fn next_id(
-        State(state): State<Arc<AppState>>,
-        headers: HeaderMap,
-        query: QueryParams,
-    ) -> Result<Issued<Json<TinyidResponse<Vec<i64>>>>, ApiError> {
-        let asked = asked(&state, &query)?;
+    pub async fn next_id(state, headers, query, asked)
+        -> Result<Issued<Json<TinyidResponse<Vec<i64>>>>, ApiError> {
         Ok(match next_ids(&state, &headers, &query, &asked).await {
             Ok(ids) => Issued(ids.len() as u64, Json(TinyidResponse::ok(ids))),
             Err((code, message)) => Issued(0, Json(TinyidResponse::failed(code, message))),
@@ -367,12 +366,8 @@ tinyid_route! {
     /// `/tinyid/id/nextIdSimple?bizType=&batchSize=&token=` (Tinyid): the IDs as text, separated by
     /// commas; nothing on any error.
     get "tinyid_next_id_simple"
-    pub async fn next_id_simple(
-        State(state): State<Arc<AppState>>,
-        headers: HeaderMap,
-        query: QueryParams,
-    ) -> Result<Issued<String>, ApiError> {
-        let asked = asked(&state, &query)?;
+    pub async fn next_id_simple(state, headers, query, asked)
+        -> Result<Issued<String>, ApiError> {
         Ok(match next_ids(&state, &headers, &query, &asked).await {
             Ok(ids) => Issued(
                 ids.len() as u64,
@@ -396,12 +391,8 @@ tinyid_route! {
     ),
     /// `/tinyid/id/nextSegmentId?bizType=&token=` (Tinyid): a segment for the client to hand out.
     get "tinyid_next_segment_id"
-    pub async fn next_segment_id(
-        State(state): State<Arc<AppState>>,
-        headers: HeaderMap,
-        query: QueryParams,
-    ) -> Result<Json<TinyidResponse<TinyidSegment>>, ApiError> {
-        let asked = asked(&state, &query)?;
+    pub async fn next_segment_id(state, headers, query, asked)
+        -> Result<Json<TinyidResponse<TinyidSegment>>, ApiError> {
         Ok(Json(
             match next_segment(&state, &headers, &query, &asked).await {
                 Ok(segment) => TinyidResponse::ok(segment),
@@ -425,12 +416,8 @@ tinyid_route! {
     /// `/tinyid/id/nextSegmentIdSimple?bizType=&token=` (Tinyid, what its client calls):
     /// `currentId,loadingId,maxId,delta,remainder`; nothing on any error.
     get "tinyid_next_segment_id_simple"
-    pub async fn next_segment_id_simple(
-        State(state): State<Arc<AppState>>,
-        headers: HeaderMap,
-        query: QueryParams,
-    ) -> Result<String, ApiError> {
-        let asked = asked(&state, &query)?;
+    pub async fn next_segment_id_simple(state, headers, query, asked)
+        -> Result<String, ApiError> {
         Ok(match next_segment(&state, &headers, &query, &asked).await {
             Ok(s) => format!(
                 "{},{},{},{},{}",

@@ -160,11 +160,6 @@ pub async fn one(state: &AppState) -> Result<u64, ApiError> {
     one_as(state, GenMethod::Rest).await
 }
 
-/// `n` new IDs for HTTP (genMethod 2, REST): see [`many_as`].
-pub async fn many(state: &AppState, n: usize) -> Result<Vec<u64>, ApiError> {
-    many_as(state, n, GenMethod::Rest).await
-}
-
 /// One new ID issued through `channel`: from the ring (awaiting its padding when it is
 /// empty), or from a generator without one on the blocking pool. On a layout with a genMethod
 /// field the ID says which channel issued it

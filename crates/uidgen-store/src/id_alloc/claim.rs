@@ -171,6 +171,27 @@ impl Store {
         let dialect = self.dialect();
         let action = "claiming an id_alloc segment";
         let (app, shard) = (i32::from(app_id), i32::from(shard_id));
+        // One body for the transactions of every dialect's pool, which differ in type.
+        macro_rules! read_shard_row {
+            ($tx:ident, $kind:ident($sql:ident)) => {
+                sqlx::$kind($sql.get(dialect))
+                    .bind(app)
+                    .bind(shard)
+                    .fetch_optional(&mut *$tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?
+            };
+        }
+        // The claim's transaction, and `lead`: 1 for a row kept the original's way.
+        macro_rules! begin_claim {
+            ($pool:ident) => {{
+                let mut tx = Session::begin_write($pool, dialect)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                let exclusive: Option<i32> = read_shard_row!(tx, query_scalar(READ_EXCLUSIVE));
+                (tx, i64::from(exclusive.is_none()))
+            }};
+        }
         // `Ok((lead, row))`: the row after the claim; `Err((lead, row))`: nothing was updated
         // (rolled back), `row` is the row as it stands, if any. `lead` is where the segment
         // starts after the old `max_id` (see `CLAIM`). A failed statement or a cancelled claim
@@ -180,16 +201,7 @@ impl Store {
         type Claimed = std::result::Result<(i64, Row), (i64, Option<Row>)>;
         let claimed: Claimed = with_pool_returning!(self, pool,
             mysql => {
-                let mut tx = Session::begin_write(pool, dialect)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let exclusive: Option<i32> = sqlx::query_scalar(READ_EXCLUSIVE.mysql)
-                    .bind(app)
-                    .bind(shard)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let lead = i64::from(exclusive.is_none());
+                let (mut tx, lead) = begin_claim!(pool);
                 let updated = sqlx::query(CLAIM.mysql)
                     .bind(at_least)
                     .bind(at_least)
@@ -204,12 +216,7 @@ impl Store {
                     .execute(&mut *tx)
                     .await
                     .map_err(|e| self.err(action, e))?;
-                let row: Option<Row> = sqlx::query_as(READ_CLAIM_ROW.mysql)
-                    .bind(app)
-                    .bind(shard)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
+                let row: Option<Row> = read_shard_row!(tx, query_as(READ_CLAIM_ROW));
                 match row {
                     Some(row) if updated.rows_affected() > 0 => {
                         tx.commit().await.map_err(|e| self.err(action, e))?;
@@ -222,16 +229,7 @@ impl Store {
                 }
             },
             returning => {
-                let mut tx = Session::begin_write(pool, dialect)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let exclusive: Option<i32> = sqlx::query_scalar(READ_EXCLUSIVE.get(dialect))
-                    .bind(app)
-                    .bind(shard)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let lead = i64::from(exclusive.is_none());
+                let (mut tx, lead) = begin_claim!(pool);
                 let row: Option<Row> = sqlx::query_as(CLAIM.get(dialect))
                     .bind(app)
                     .bind(shard)
@@ -247,12 +245,7 @@ impl Store {
                         Ok((lead, row))
                     }
                     None => {
-                        let row = sqlx::query_as(READ_CLAIM_ROW.get(dialect))
-                            .bind(app)
-                            .bind(shard)
-                            .fetch_optional(&mut *tx)
-                            .await
-                            .map_err(|e| self.err(action, e))?;
+                        let row = read_shard_row!(tx, query_as(READ_CLAIM_ROW));
                         tx.rollback().await.map_err(|e| self.err(action, e))?;
                         Err((lead, row))
                     }
