@@ -23,9 +23,19 @@ use uidgen_proto::v1::id_service_client::IdServiceClient;
 /// forwards it again (no loop between two servers that each think the other leads).
 pub const FORWARDED: &str = "uidgen-forwarded";
 
-/// How long one forward may take before the caller looks the leader up again: a leader that
-/// stopped (SIGSTOP, a cut network) is given up on this quickly, not after `ordered.wait_ms`.
-const FORWARD_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long one forward may take before the caller looks the leader up again: a fifth of a
+/// lease, within 100 ms and 1 s, so that a leader that stopped (SIGSTOP, a cut network) is
+/// given up on well within the lease its successor waits for, not after `ordered.wait_ms`.
+///
+/// ```
+/// use std::time::Duration;
+/// use uidgen_server::ordered::forward::forward_timeout;
+/// assert_eq!(forward_timeout(Duration::from_secs(3)), Duration::from_millis(600));
+/// assert_eq!(forward_timeout(Duration::from_secs(60)), Duration::from_secs(1));
+/// ```
+pub fn forward_timeout(lease: Duration) -> Duration {
+    (lease / 5).clamp(Duration::from_millis(100), Duration::from_secs(1))
+}
 
 /// Why a forward got no IDs.
 #[derive(Debug)]
@@ -90,6 +100,7 @@ impl Channels {
 pub(crate) struct ForwardQueue {
     tag: String,
     batch_cap: usize,
+    timeout: Duration,
     channels: Arc<Channels>,
     pending: Mutex<Vec<Pending>>,
     /// A task is sending the pending calls.
@@ -109,10 +120,16 @@ impl std::fmt::Debug for ForwardQueue {
 }
 
 impl ForwardQueue {
-    pub(crate) fn new(tag: &str, batch_cap: usize, channels: Arc<Channels>) -> Self {
+    pub(crate) fn new(
+        tag: &str,
+        batch_cap: usize,
+        timeout: Duration,
+        channels: Arc<Channels>,
+    ) -> Self {
         Self {
             tag: tag.to_owned(),
             batch_cap: batch_cap.max(1),
+            timeout,
             channels,
             pending: Mutex::new(Vec::new()),
             flushing: AtomicBool::new(false),
@@ -245,7 +262,7 @@ impl ForwardQueue {
             tag: self.tag.clone(),
             count,
         });
-        request.set_timeout(FORWARD_TIMEOUT);
+        request.set_timeout(self.timeout);
         request
             .metadata_mut()
             .insert(FORWARDED, tonic::metadata::MetadataValue::from_static("1"));
@@ -258,7 +275,7 @@ impl ForwardQueue {
             request.metadata_mut().insert("authorization", value);
         }
         let reply = tokio::time::timeout(
-            FORWARD_TIMEOUT,
+            self.timeout,
             IdServiceClient::new(channel).segment_ids(request),
         )
         .await

@@ -134,6 +134,7 @@ impl TagLead {
             queue: Arc::new(ForwardQueue::new(
                 tag,
                 ctx.batch_cap,
+                super::forward::forward_timeout(ctx.settings.lease),
                 Arc::clone(&ctx.channels),
             )),
             issued: AtomicU64::new(0),
