@@ -22,6 +22,10 @@ use crate::service::ready::store_readiness;
 use crate::service::state::{AppState, Space};
 use crate::workers::WorkerPool;
 
+/// The step a tag of `ordered.tags` is created with when missing: its leader claims that much
+/// at once at first, more as it goes faster.
+const ORDERED_TAG_STEP: i64 = 1_000;
+
 /// The ordered tags' leads (issue 35), forwarding to the leaders over gRPC (trusting the
 /// server's own certificate with TLS on); this server leads only if the others can reach its
 /// gRPC port.
@@ -36,9 +40,22 @@ async fn start_ordered(
         })?),
         None => None,
     };
+    // `ordered.tags`: marked at start (the mark is idempotent), created first when missing.
+    for tag in &settings.ordered.tags {
+        if store.get_tag(tag).await?.is_none() {
+            store.upsert_tag(tag, ORDERED_TAG_STEP, Some("ordered.tags")).await?;
+            info!(tag, step = ORDERED_TAG_STEP, "created the ordered tag listed in ordered.tags");
+        }
+        if store.mark_ordered(tag).await? {
+            info!(tag, "marked the tag listed in ordered.tags ordered");
+        }
+    }
     let address = settings.ordered.address(grpc);
     if address.is_none() {
-        warn!("gRPC is off: this server forwards ordered tags' calls but never leads them");
+        warn!(
+            "gRPC is off and ordered.advertise unset: while this server leads an ordered tag, \
+             the others cannot forward to it and their calls of the tag wait"
+        );
     }
     Ok(crate::ordered::OrderedTags::start(
         store.clone(),

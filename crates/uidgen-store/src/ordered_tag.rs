@@ -283,7 +283,7 @@ impl Store {
     }
 
     /// Renew or take the lead of `biz_tag` for `holder` (unique per server life), reachable
-    /// at `address`, for `lease` of the database's clock: renewed while `holder`'s lease
+    /// at `address` (empty: the others cannot forward to it), for `lease` of the database's clock: renewed while `holder`'s lease
     /// runs; a new term once the lease ran out (whoever held it) and the tag was marked at
     /// least `settle` ago (the time every server takes to learn that it is ordered); else
     /// the current leader's row, to forward to. [`StoreError::NotOrdered`] when the tag is
@@ -313,7 +313,13 @@ impl Store {
     ) -> Result<Lead> {
         validate_tag(biz_tag)?;
         check_holder("holder", holder)?;
-        check_holder("address", address)?;
+        if address.len() > MAX_HOLDER_LEN {
+            return Err(StoreError::InvalidInput(format!(
+                "an ordered tag's address must be at most {MAX_HOLDER_LEN} bytes; this one is {} \
+                 bytes",
+                address.len()
+            )));
+        }
         let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         let settle_ms = i64::try_from(settle.as_millis()).unwrap_or(i64::MAX);
         let action = "renewing an ordered tag's lease";

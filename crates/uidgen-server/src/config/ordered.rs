@@ -26,8 +26,13 @@ pub struct OrderedConfig {
     pub wait_ms: u64,
     /// Where the other servers reach this one's gRPC port to forward calls: a URL such as
     /// `http://10.0.0.7:9090` (default: `grpc_listen`, its host name when it listens on every
-    /// address). With gRPC off and no URL here, this server never leads: it only forwards.
+    /// address). With gRPC off and no URL here, the others cannot forward to this server: while
+    /// it leads a tag, it serves its own callers only.
     pub advertise: String,
+    /// Tags marked ordered at start, created (step 1,000) when missing. Set in the file only.
+    /// Taking a tag off the list does not unmark it: `PUT /v1/admin/segments/{tag}` with
+    /// `"ordered": false` does.
+    pub tags: Vec<String>,
 }
 
 impl Default for OrderedConfig {
@@ -36,6 +41,7 @@ impl Default for OrderedConfig {
             lease_ms: 3_000,
             wait_ms: 5_000,
             advertise: String::new(),
+            tags: Vec::new(),
         }
     }
 }
@@ -69,6 +75,8 @@ pub struct OrderedSettings {
     pub advertise: Option<String>,
     /// gRPC runs over TLS (`[tls]`): the derived URL is `https://`.
     pub tls: bool,
+    /// `ordered.tags`: marked ordered at start.
+    pub tags: Vec<String>,
 }
 
 impl Default for OrderedSettings {
@@ -78,6 +86,7 @@ impl Default for OrderedSettings {
             wait: Duration::from_secs(5),
             advertise: None,
             tls: false,
+            tags: Vec::new(),
         }
     }
 }
@@ -138,11 +147,15 @@ impl OrderedConfig {
                 ),
             ));
         }
+        for tag in &self.tags {
+            uidgen_segment::validate_tag(tag).map_err(|e| invalid("ordered.tags", e.to_string()))?;
+        }
         Ok(OrderedSettings {
             lease: Duration::from_millis(self.lease_ms),
             wait: Duration::from_millis(self.wait_ms),
             advertise: (!url.is_empty()).then(|| url.to_owned()),
             tls,
+            tags: self.tags.clone(),
         })
     }
 }
@@ -209,6 +222,8 @@ mod tests {
         .unwrap()
         .ordered;
         assert_eq!(env.advertise.as_deref(), Some("http://10.0.0.7:9090"));
+        let listed = parse("[ordered]\ntags = [\"orders\", \"ledger\"]", &[]).unwrap();
+        assert_eq!(listed.settings().unwrap().ordered.tags, ["orders", "ledger"]);
         assert_eq!(env.wait, Duration::from_millis(250));
         let cases: &[Refusal] = &[
             ("[ordered]\nlease_ms = 10", &[], "`ordered.lease_ms`"),
@@ -219,6 +234,7 @@ mod tests {
                 "`ordered.advertise`",
             ),
             ("[ordered]\nterm = 1", &[], "term"),
+            ("[ordered]\ntags = [\"no spaces\"]", &[], "`ordered.tags`"),
         ];
         assert_refused(cases);
     }

@@ -28,7 +28,8 @@ pub(crate) struct Ctx {
     pub(crate) settings: OrderedSettings,
     /// Unique per server life: host, process and a random part.
     pub(crate) holder: String,
-    /// Where the others forward to this server; `None`: it never leads (gRPC off).
+    /// Where the others forward to this server; `None`: they cannot (gRPC off), so while it
+    /// leads they wait.
     pub(crate) address: Option<String>,
     /// The largest segment a leader claims at once (`segment.max_step`).
     pub(crate) max_step: i64,
@@ -148,24 +149,16 @@ impl TagLead {
         self.known.lock().clone()
     }
 
-    /// Renew or take the lease (a server with an address), or read who holds it (one without),
-    /// unless that was done less than `min_gap` ago.
+    /// Renew or take the lease, unless that was done less than `min_gap` ago.
     pub(crate) async fn attempt(&self, ctx: &Ctx, min_gap: Duration) {
         let mut last = self.last_attempt.lock().await;
         if last.is_some_and(|at| at.elapsed() < min_gap) {
             return;
         }
         *last = Some(Instant::now());
-        let Some(address) = &ctx.address else {
-            match ctx.store.ordered_tags().await {
-                Ok(tags) => match tags.iter().find(|t| t.biz_tag == self.tag) {
-                    Some(tag) => *self.known.lock() = Known::of(tag, &ctx.holder),
-                    None => self.removed.store(true, Ordering::SeqCst),
-                },
-                Err(error) => warn!(tag = self.tag, %error, "cannot read the ordered tag's lease"),
-            }
-            return;
-        };
+        // A server the others cannot reach (gRPC off) still leads for its own callers; the
+        // others, finding no address, wait for a leader they can reach.
+        let address = ctx.address.as_deref().unwrap_or("");
         // Before the store hears of it: the lease the store grants runs from later than this.
         let sent = Instant::now();
         let lead = tokio::time::timeout(

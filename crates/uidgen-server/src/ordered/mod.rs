@@ -64,7 +64,7 @@ pub struct OrderedView {
 impl OrderedTags {
     /// Start looking after the ordered tags of `store`: read their list now and every third of
     /// a lease, and lead or follow each. `address`: where the others reach this server's gRPC
-    /// port (`None`: it never leads). `ca_pem`: with TLS on, what the leaders' certificates are
+    /// port (`None`: they cannot; it leads for its own callers only). `ca_pem`: with TLS on, what the leaders' certificates are
     /// checked against when forwarding.
     pub async fn start(
         store: Store,

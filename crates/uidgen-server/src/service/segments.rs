@@ -144,7 +144,11 @@ pub async fn numbers(
 ) -> Result<Vec<i64>, ApiError> {
     let service = service(state)?;
     if let Some(ordered) = ordered(state, tag) {
-        return ordered.take(tag, n, auth).await.map_err(ordered_error);
+        match ordered.take(tag, n, auth).await {
+            // Unmarked meanwhile: a plain tag again.
+            Err(OrderedError::Store(StoreError::NotOrdered(_))) => {}
+            taken => return taken.map_err(ordered_error),
+        }
     }
     match waited(service.get_batch_async(tag, n)).await {
         Ok(ids) => Ok(ids),

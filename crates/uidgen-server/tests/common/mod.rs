@@ -8,7 +8,11 @@ use std::time::Duration;
 
 /// The binary under test.
 pub fn binary() -> &'static str {
-    env!("CARGO_BIN_EXE_uidgen")
+    // `UIDGEN_TEST_BINARY`: another build of it (a release build, for figures).
+    static BINARY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BINARY.get_or_init(|| {
+        std::env::var("UIDGEN_TEST_BINARY").unwrap_or_else(|_| env!("CARGO_BIN_EXE_uidgen").into())
+    })
 }
 
 /// A fresh, empty working directory for one run: files the binary creates by default (the

@@ -5,7 +5,7 @@
 //! `kill -9` of the leader, a SIGSTOP of the leader past its lease (then SIGCONT), a cut of the
 //! leader's store connection (a TCP proxy per server), and a restart of all three.
 //!
-//! The run in the suite is short; `UIDGEN_ORDERED_LONG=1` runs each phase ten times as long
+//! The run in the suite is short; `UIDGEN_TEST_ORDERED_LONG=1` runs each phase ten times as long
 //! (docs/OPERATIONS.md, "Ordered tags", has its figures).
 
 use std::sync::Arc;
@@ -24,9 +24,9 @@ const ADMIN: &str = "ordered-tags-admin-token-0123456789";
 /// The leases of the test: 1.5 s, renewed every 0.5 s.
 const LEASE_MS: u64 = 1_500;
 
-/// How much longer every phase runs with `UIDGEN_ORDERED_LONG=1`.
+/// How much longer every phase runs with `UIDGEN_TEST_ORDERED_LONG=1`.
 fn stretch() -> u32 {
-    if std::env::var("UIDGEN_ORDERED_LONG").is_ok_and(|v| v == "1") {
+    if std::env::var("UIDGEN_TEST_ORDERED_LONG").is_ok_and(|v| v == "1") {
         10
     } else {
         1
@@ -44,10 +44,16 @@ struct Node {
 struct Cluster {
     store: String,
     nodes: Vec<Node>,
+    /// More environment for every server.
+    extra: Vec<(String, String)>,
 }
 
 impl Cluster {
     async fn start(db: TestDb, count: usize) -> Cluster {
+        Self::start_with(db, count, &[]).await
+    }
+
+    async fn start_with(db: TestDb, count: usize, extra: &[(&str, &str)]) -> Cluster {
         let store = fresh_url(db).await.unwrap_or_else(|e| {
             panic!("{db:?} is needed (set UIDGEN_TEST_POSTGRES_URL or UIDGEN_TEST_MYSQL_URL): {e}")
         });
@@ -60,7 +66,15 @@ impl Cluster {
                 server: None,
             });
         }
-        let mut cluster = Cluster { store, nodes };
+        let extra = extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let mut cluster = Cluster {
+            store,
+            nodes,
+            extra,
+        };
         for index in 0..count {
             cluster.restart(index).await;
         }
@@ -70,7 +84,7 @@ impl Cluster {
     async fn restart(&mut self, index: usize) {
         let node = &self.nodes[index];
         let listen = format!("127.0.0.1:{}", node.http);
-        let envs: Vec<(String, String)> = vec![
+        let mut envs: Vec<(String, String)> = vec![
             (
                 "UIDGEN_STORE".into(),
                 with_addr(&self.store, node.proxy.addr),
@@ -85,6 +99,7 @@ impl Cluster {
             ("UIDGEN_ORDERED_LEASE_MS".into(), LEASE_MS.to_string()),
             ("UIDGEN_ORDERED_WAIT_MS".into(), "3000".into()),
         ];
+        envs.extend(self.extra.iter().cloned());
         let server = tokio::task::spawn_blocking(move || {
             let envs: Vec<(&str, &str)> =
                 envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
@@ -383,4 +398,85 @@ async fn ordered_tag_strictly_increases_under_faults_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ordered_tag_strictly_increases_under_faults_on_mariadb() {
     ordered_under_faults(TestDb::MySql).await;
+}
+
+/// Throughput through followers: 16 clients ask the two followers only for batches of 100,
+/// for 2 s (20 s with `UIDGEN_TEST_ORDERED_LONG=1`), and the rate is printed (never asserted);
+/// the history is checked as above. `UIDGEN_TEST_BINARY=target/release/uidgen` measures a
+/// release build (docs/OPERATIONS.md, "Ordered tags", has the figures).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ordered_tag_through_followers_in_batches() {
+    // The tag comes from the configuration: created and marked at start.
+    let config = crate::common::temp_dir("ordered-config").join("uidgen.toml");
+    std::fs::write(&config, format!("[ordered]\ntags = [\"{TAG}\"]\n")).unwrap();
+    let config = config.to_string_lossy().into_owned();
+    let cluster = Cluster::start_with(TestDb::Postgres, 3, &[("UIDGEN_CONFIG", &config)]).await;
+    let client = reqwest::Client::new();
+    let leader = cluster.leader(&client).await;
+    let followers: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks: Vec<_> = (0..16)
+        .map(|n| {
+            let base = cluster.base(followers[n % followers.len()]);
+            let server = followers[n % followers.len()];
+            let (calls, stop) = (Arc::clone(&calls), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                let url = format!("{base}/v1/segments/{TAG}?count=100");
+                let mut mine = Vec::new();
+                while !stop.load(Ordering::SeqCst) {
+                    let start = Instant::now();
+                    let response = client.get(&url).send().await.unwrap();
+                    assert!(response.status().is_success(), "{}", response.status());
+                    let body = response.text().await.unwrap();
+                    let end = Instant::now();
+                    let ids: Vec<i64> = json(&body)["ids"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_i64().unwrap())
+                        .collect();
+                    mine.push(Call { start, end, server, ids });
+                }
+                calls.lock().extend(mine);
+            })
+        })
+        .collect();
+    let run = Duration::from_secs(2) * stretch();
+    let started = Instant::now();
+    tokio::time::sleep(run).await;
+    stop.store(true, Ordering::SeqCst);
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let elapsed = started.elapsed();
+    let calls = calls.lock();
+    let report = check(&calls);
+    #[allow(clippy::cast_precision_loss)] // a rate to print
+    let rate = report.ids as f64 / elapsed.as_secs_f64();
+    let metrics = client
+        .get(format!("{}/metrics", cluster.base(followers[0])))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let batches: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("uidgen_ordered_forward"))
+        .collect();
+    println!(
+        "ordered tag through followers: {} IDs in {} calls of 100 in {elapsed:?}: {rate:.0} IDs/s; \
+         {} order violations, {} repeats; follower {}: {batches:?}",
+        report.ids,
+        report.calls,
+        report.violations.len(),
+        report.repeats.len(),
+        followers[0]
+    );
+    assert!(report.violations.is_empty(), "{:?}", &report.violations[..report.violations.len().min(5)]);
+    assert!(report.repeats.is_empty());
+    assert!(report.calls > 0);
 }
