@@ -41,6 +41,7 @@ mod gateway;
 mod holder;
 mod namespace;
 mod options;
+mod order_mark;
 mod record;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -53,4 +54,5 @@ pub use options::{
     DEFAULT_LEASE_TTL, DEFAULT_MAX_START_WAIT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_RESERVATION,
     EtcdOptions,
 };
+pub use order_mark::EtcdOrderMarks;
 pub use record::Record;

@@ -42,6 +42,7 @@ mod error;
 mod holder;
 mod namespace;
 mod options;
+mod order_mark;
 mod peers;
 mod reclaim;
 mod session;
@@ -57,5 +58,6 @@ pub use options::{
     DEFAULT_RESERVATION, DEFAULT_SESSION_TIMEOUT, MAX_OUTAGE_LIMIT, ReleaseMode,
     VESTA_SERVER_RANGE, ZkOptions,
 };
+pub use order_mark::ZkOrderMarks;
 pub use reclaim::ReclaimCandidate;
 pub use tree::NodeData;
