@@ -25,7 +25,8 @@
 //! ```
 //!
 //! The keys, the fence and why IDs never repeat are documented in `assigner.rs` and
-//! `holder.rs`.
+//! `holder.rs`. [`EtcdOrderMarks`] keeps ID spaces' order marks beside them
+//! (`{prefix}/order/{space}`, `order_mark.rs`), for servers that share etcd but not a store.
 //!
 //! # Testing
 //!

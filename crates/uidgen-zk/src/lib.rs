@@ -28,7 +28,8 @@
 //! docs/OPERATIONS.md), whose parts each file keeps: `holder.rs` (the fence),
 //! `holder/report.rs` (the reports), `assigner/claim.rs` (a start while ZooKeeper answers),
 //! `assigner/offline.rs` (a start from the local cache), `peers.rs` (a new holder's clock) and
-//! `reclaim.rs` (a reclaimed id).
+//! `reclaim.rs` (a reclaimed id). [`ZkOrderMarks`] keeps ID spaces' order marks in the same
+//! namespace (`order_mark.rs`), for servers that share ZooKeeper but not a store.
 //!
 //! # Testing
 //!

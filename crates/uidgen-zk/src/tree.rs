@@ -10,6 +10,8 @@
 //! /snowflake/{name}/live/{id}                      ephemeral: the id's holder is running
 //! /snowflake/{name}/namespace                      persistent: the namespace record, which
 //!                                                  fences ids whose nodes ZooKeeper lost
+//! /snowflake/{name}/order/{space}                  persistent: the ID space's order mark
+//!                                                  (`order_mark.rs`); never listed
 //! ```
 //!
 //! Leaf numbers its forever nodes with ZooKeeper's persistent sequential suffix; we choose the
