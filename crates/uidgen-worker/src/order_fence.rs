@@ -361,7 +361,26 @@ async fn keep_ahead(state: Weak<OrderState>) {
         let limit = held.limit_ms.load(Ordering::SeqCst);
         let wanted = held.wanted_ms.load(Ordering::SeqCst);
         let pause = if wanted > limit || limit < now.saturating_add(lead / 2) {
-            match write_ahead(&held).await {
+            // A keeper that holds a write without answering (a ZooKeeper client waiting for
+            // its server, a TCP peer gone silent) must count as failing before the limit is
+            // reached, or a lenient fence would stop IDs instead of going on (`strict`).
+            // Dropping the raise is safe: it may still land, and marks only rise.
+            let bound = write_bound(lead);
+            let written = match tokio::time::timeout(bound, write_ahead(&held)).await {
+                Ok(written) => written.map_err(|error| error.to_string()),
+                Err(_) => {
+                    let error = format!(
+                        "{} did not answer within {} ms",
+                        held.marks.kept_in(),
+                        bound.as_millis()
+                    );
+                    // Relaxed: a status counter.
+                    held.failures.fetch_add(1, Ordering::Relaxed);
+                    *held.last_error.lock() = Some(error.clone());
+                    Err(error)
+                }
+            };
+            match written {
                 Ok(()) => Duration::from_millis((lead / 4).max(1)),
                 Err(error) => {
                     let kept_in = held.marks.kept_in();
@@ -389,6 +408,12 @@ async fn keep_ahead(state: Weak<OrderState>) {
         }
         drop(held);
     }
+}
+
+/// How long the writer waits for one raise of the mark: a quarter of the lead (the writer
+/// starts a raise with at least half a lead left), between 100 ms and 2 s.
+fn write_bound(lead_ms: u64) -> Duration {
+    Duration::from_millis((lead_ms / 4).clamp(100, 2_000))
 }
 
 impl TimeFence for OrderFence {
