@@ -787,3 +787,53 @@ async fn an_order_mark_in_zookeeper_only_rises_under_concurrent_raises() {
     spaces.sort();
     assert_eq!(spaces, vec!["a%2Fb".to_owned(), "default".to_owned()]);
 }
+
+/// A lenient order fence over ZooKeeper goes on past its mark once ZooKeeper is gone: the
+/// client holds a raise while it tries to reconnect (for as long as the session may live, a
+/// minute here), so the fence counts a raise without an answer as failed instead of waiting
+/// for it, and says it is past the mark. When ZooKeeper is back, a raise covers it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lenient_order_fence_over_a_silent_zookeeper_goes_on_past_its_mark() {
+    use uidgen_core::{Clock, TimeFence};
+    use uidgen_worker::{OrderFence, OrderOptions};
+    use uidgen_zk::{ZkOptions, ZkOrderMarks};
+    let mut server = PrivateZooKeeper::start();
+    let mut options = ZkOptions::new(server.address(), "silent", "127.0.0.1", "1");
+    options.session_timeout = Duration::from_secs(60);
+    let clock = ManualClock::new(SystemClock.now_millis());
+    let fence = OrderFence::open(
+        Arc::new(ZkOrderMarks::new(&options)),
+        Arc::new(clock.clone()),
+        "default",
+        "one",
+        OrderOptions::not_borrowing(),
+    )
+    .await
+    .unwrap();
+    let limit = fence.limit_ms();
+    server.stop();
+    // Inside half a lead of the limit: the writer raises, and the generator asks past it.
+    clock.set(limit - 500);
+    let wanted = limit + 1_000;
+    let started = Instant::now();
+    while fence.extend(wanted).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the fence still refuses with ZooKeeper gone: {:?}",
+            fence.extend(wanted)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(fence.status().past_mark);
+    assert!(fence.status().failures >= 1);
+    server.resume();
+    let started = Instant::now();
+    while fence.status().past_mark {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no raise covered the mark again"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(fence.limit_ms() >= wanted);
+}
