@@ -25,7 +25,8 @@
 //! ```
 //!
 //! The keys, the fence and why IDs never repeat are documented in `assigner.rs` and
-//! `holder.rs`.
+//! `holder.rs`. [`EtcdOrderMarks`] keeps ID spaces' order marks beside them
+//! (`{prefix}/order/{space}`, `order_mark.rs`), for servers that share etcd but not a store.
 //!
 //! # Testing
 //!
@@ -41,6 +42,7 @@ mod gateway;
 mod holder;
 mod namespace;
 mod options;
+mod order_mark;
 mod record;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -53,4 +55,5 @@ pub use options::{
     DEFAULT_LEASE_TTL, DEFAULT_MAX_START_WAIT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_RESERVATION,
     EtcdOptions,
 };
+pub use order_mark::EtcdOrderMarks;
 pub use record::Record;

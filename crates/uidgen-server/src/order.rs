@@ -1,8 +1,10 @@
 //! Order across restarts (issue 33, item 1): each space's generator runs under an
-//! [`OrderFence`], which writes the space's order mark (`id_order_mark`) ahead of every time
-//! unit stamped and starts each life above the mark every earlier life left, so the first ID
-//! of a new life (of any server on the store) sorts above every ID the space issued before.
-//! docs/OPERATIONS.md, "Order across restarts", says why, what it costs and what it covers.
+//! [`OrderFence`], which writes the space's order mark ahead of every time unit stamped and
+//! starts each life above the mark every earlier life left, so the first ID of a new life (of
+//! any server sharing the mark) sorts above every ID the space issued before. The mark is kept
+//! where the fleet meets ([`marks_for`]): the etcd or ZooKeeper the worker ids come from, else
+//! the store (`id_order_mark`). docs/OPERATIONS.md, "Order across restarts", says why, what it
+//! costs and what it covers.
 //!
 //! Metrics (`uidgen_order_*{space}`) are read when scraped from the fences opened here.
 
@@ -13,8 +15,10 @@ use anyhow::Context;
 use parking_lot::Mutex;
 use tracing::{info, warn};
 use uidgen_core::{Clock, SystemClock};
-use uidgen_store::{OrderFence, OrderMarkStatus, OrderOptions, Store};
-use uidgen_worker::WorkerAssignment;
+use uidgen_etcd::EtcdOrderMarks;
+use uidgen_store::{Store, StoreError};
+use uidgen_worker::{OrderFence, OrderMarkStatus, OrderMarks, OrderOptions, WorkerAssignment};
+use uidgen_zk::ZkOrderMarks;
 
 use crate::config::Settings;
 use crate::config::generator::GeneratorKind;
@@ -63,6 +67,34 @@ fn stamps_ahead(settings: &Settings, assignment: &WorkerAssignment) -> Option<Du
     }
 }
 
+/// Where the order marks are kept: where every server of the fleet meets. A fleet whose
+/// worker ids come from etcd or ZooKeeper often gives each host a store of its own (the
+/// embedded SQLite), so the marks go in that coordinator, under the assigner's own prefix or
+/// namespace; every other assigner shares the store (its worker ids are registered there).
+pub fn marks_for(settings: &Settings, store: &Store) -> anyhow::Result<Arc<dyn OrderMarks>> {
+    Ok(match settings.worker.assigner {
+        AssignerKind::Etcd => {
+            let etcd = settings
+                .etcd
+                .as_ref()
+                .context("the settings lack `[etcd]`; build them with Config::settings")?;
+            Arc::new(EtcdOrderMarks::new(&etcd.options)?)
+        }
+        AssignerKind::Zookeeper => {
+            let zk = settings
+                .zookeeper
+                .as_ref()
+                .context("the settings lack `[zookeeper]`; build them with Config::settings")?;
+            Arc::new(ZkOrderMarks::new(&zk.options))
+        }
+        AssignerKind::Disposable
+        | AssignerKind::Leased
+        | AssignerKind::Static
+        | AssignerKind::Machine
+        | AssignerKind::Statefulset => Arc::new(store.clone()),
+    })
+}
+
 /// Open the order fence of `space` for a generator on `assignment`'s worker id, waiting (up to
 /// [`MAX_START_WAIT`], the server answering `503 starting` meanwhile) until the clock is
 /// within the generator's borrowing bound of the space's mark. `None` only for a leased
@@ -86,10 +118,14 @@ pub async fn fence_for(
         std::process::id()
     );
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let fence = match OrderFence::open(store.clone(), clock, space, &holder, options).await {
+    let marks = marks_for(settings, store)?;
+    let kept_in = marks.kept_in();
+    let fence = match OrderFence::open(marks, clock, space, &holder, options).await {
         Ok(fence) => fence,
         Err(error)
-            if error.is_unreachable()
+            if error
+                .downcast_backend::<StoreError>()
+                .is_some_and(StoreError::is_unreachable)
                 && settings.worker.assigner == AssignerKind::Leased
                 && settings.worker.lease.cache_path.is_some() =>
         {
@@ -100,7 +136,9 @@ pub async fn fence_for(
         }
         Err(error) => {
             return Err(error).with_context(|| {
-                format!("cannot read or write the order mark of the ID space `{space}`")
+                format!(
+                    "cannot read or write the order mark of the ID space `{space}` in {kept_in}"
+                )
             });
         }
     };

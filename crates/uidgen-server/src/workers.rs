@@ -73,7 +73,7 @@ pub struct WorkerPool {
     /// The last measured demand, in milli-IDs per second (for status; f64 has no atomic).
     demand_milli: AtomicU64,
     /// The space's order fence, which every extra lane's units must pass as the first's do.
-    order: Option<uidgen_store::OrderFence>,
+    order: Option<uidgen_worker::OrderFence>,
 }
 
 impl std::fmt::Debug for WorkerPool {
@@ -116,7 +116,7 @@ impl WorkerPool {
     /// Fence every worker id the pool adds with `order` too (the space's order mark, which
     /// fences the first), so no lane stamps past the mark.
     #[must_use]
-    pub fn with_order(mut self, order: Option<uidgen_store::OrderFence>) -> Self {
+    pub fn with_order(mut self, order: Option<uidgen_worker::OrderFence>) -> Self {
         self.order = order;
         self
     }

@@ -114,7 +114,6 @@ pub use lease::LeasedWorkerIdAssigner;
 pub use lease_guard::LeaseGuard;
 pub use migrate::Applied;
 pub use migrate::catalog::{Migration, migrations};
-pub use order_mark::{OrderFence, OrderMarkStatus, OrderOptions};
 pub use ordered_tag::{Lead, MAX_HOLDER_LEN, OrderedTag};
 pub use peer_tables::baidu::{
     BAIDU_TABLE, BaiduWorkerNodes, UIDGEN_ROWS_BEFORE_SHARING, WorkerNodeTable,

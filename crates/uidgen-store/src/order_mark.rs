@@ -1,30 +1,12 @@
-//! The `id_order_mark` table (migration 0014, issue 33 item 1, "order across restarts"), and
-//! [`OrderFence`], the fence that writes it ahead of what its generator stamps.
+//! The `id_order_mark` table (migration 0014, issue 33 item 1, "order across restarts"): the
+//! store as the keeper of order marks ([`OrderMarks`]) that uidgen-worker's
+//! [`OrderFence`](uidgen_worker::OrderFence) writes ahead of what its generator stamps.
 //!
-//! Invariants (what makes the first ID of a new life sort above every earlier life's):
-//!
-//! 1. The mark only rises: every write is `SET issued_until_ms = x WHERE issued_until_ms < x`,
-//!    so concurrent servers of one space never lower each other's marks.
-//! 2. A unit is stamped only once the mark covers its end: the fence's
-//!    [`limit_ms`](TimeFence::limit_ms) is the highest value this process has had accepted by
-//!    the store, and the generator stamps (the cached generator: pads) no unit ending past it.
-//!    Nothing needs writing at death: a `kill -9` leaves the mark above the last ID.
-//! 3. A new life's floor is the space's mark as read at its start: its generator stamps no
-//!    unit starting before it, and the layout is time-major, so its first ID's time field is
-//!    above every earlier ID's of the space (of every server sharing the store).
-//!
-//! The mark is written ahead by a lead (a few seconds), in steps, by a background task: no
-//! write per ID nor per unit, and a write is only waited for when a burst borrows past the
-//! lead. A store that does not answer stops the limit where it is: the generator then waits
-//! (the cached generator's ring drains, then takes wait) rather than stamp past an unwritten
-//! mark.
+//! The mark only rises: every write is `SET issued_until_ms = x WHERE issued_until_ms < x`,
+//! so concurrent servers of one space never lower each other's marks. The fence's other
+//! invariants are written in uidgen-worker's `order_fence.rs`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
-use std::time::Duration;
-
-use parking_lot::Mutex;
-use uidgen_core::{Clock, FenceRefusal, TimeFence};
+use uidgen_worker::{BoxFuture, OrderMarks, WorkerError};
 
 use crate::error::{Result, StoreError};
 use crate::store::{Sql, Store, run_sql};
@@ -143,380 +125,32 @@ impl Store {
     }
 }
 
-/// How far ahead an [`OrderFence`] writes its space's mark.
-///
-/// ```
-/// use std::time::Duration;
-/// use uidgen_store::OrderOptions;
-/// let options = OrderOptions::borrowing(Some(Duration::from_secs(60)));
-/// assert_eq!(options.lead, Duration::from_secs(10));
-/// assert_eq!(options.max_ahead, Some(Duration::from_secs(61)));
-/// assert_eq!(OrderOptions::not_borrowing().lead, Duration::from_secs(2));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OrderOptions {
-    /// Each write puts the mark this far past what the generator needs (or the clock): the
-    /// step that saves a write per unit, and at most the extra a next life starts ahead.
-    pub lead: Duration,
-    /// The mark is never written further than this ahead of the clock (the generator's own
-    /// borrowing bound and a unit): a next life starting on its own clock then begins within
-    /// its borrowing bound, without a wait. `None`: no bound (a generator that borrows without
-    /// one).
-    pub max_ahead: Option<Duration>,
-    /// While the store does not answer: `true` stops the generator at the last accepted mark
-    /// (order kept, IDs stop); `false` (the server's choice) lets it go on past the mark,
-    /// reported by [`OrderMarkStatus::past_mark`] until a write covers what it stamped. The
-    /// order fence never guards uniqueness (worker ids and their own fences do), so going on
-    /// costs only this: a life that dies before the store answers again may leave IDs above
-    /// the mark, and the next life's first IDs may sort below them.
-    pub strict: bool,
-}
-
-impl OrderOptions {
-    /// For a generator that borrows up to `bound` ahead of the clock (the cached generator):
-    /// a 10 s lead, the mark at most `bound` and a second ahead.
-    pub fn borrowing(bound: Option<Duration>) -> Self {
-        Self {
-            lead: Duration::from_secs(10),
-            max_ahead: bound.map(|bound| bound + Duration::from_secs(1)),
-            strict: false,
-        }
+/// The store keeps the marks of every server sharing it (one fleet on one database).
+impl OrderMarks for Store {
+    fn kept_in(&self) -> &'static str {
+        "the store"
     }
 
-    /// For a generator that never stamps ahead of the clock (Default, Snowflake): a 2 s lead,
-    /// which a next life waits out at most.
-    pub fn not_borrowing() -> Self {
-        Self {
-            lead: Duration::from_secs(2),
-            max_ahead: Some(Duration::from_secs(2)),
-            strict: false,
-        }
-    }
-}
-
-/// The shared state of an [`OrderFence`].
-#[derive(Debug)]
-struct OrderState {
-    store: Store,
-    clock: Arc<dyn Clock>,
-    space: String,
-    holder: String,
-    /// The space's mark when this life started: it stamps no unit starting before it.
-    floor_ms: u64,
-    /// The highest mark this process had accepted: units may end up to here.
-    limit_ms: AtomicU64,
-    /// The highest unit end the generator asked for.
-    wanted_ms: AtomicU64,
-    lead_ms: u64,
-    max_ahead_ms: Option<u64>,
-    strict: bool,
-    /// Stamping past a mark the store has not accepted (not strict, the store not answering).
-    past_mark: AtomicBool,
-    wake: tokio::sync::Notify,
-    writes: AtomicU64,
-    failures: AtomicU64,
-    last_error: Mutex<Option<String>>,
-    writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
-}
-
-impl Drop for OrderState {
-    fn drop(&mut self) {
-        if let Some(task) = self.writer.lock().take() {
-            task.abort();
-        }
-    }
-}
-
-/// A [`TimeFence`] that keeps the ID space's order mark (`id_order_mark`) ahead of every time
-/// unit its generator stamps, and whose floor is the mark every earlier life of the space left:
-/// the first ID of this life sorts above every ID issued in the space before it started (see
-/// the module's invariants). Clones share the fence.
-///
-/// Open it with [`OrderFence::open`] inside a tokio runtime (its writer is a task there), and
-/// give it to the generator, combined with the assignment's own fence by
-/// [`OrderFence::over`].
-#[derive(Debug, Clone)]
-pub struct OrderFence {
-    state: Arc<OrderState>,
-}
-
-/// What a status page shows of an [`OrderFence`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OrderMarkStatus {
-    /// The space's mark when this life started (0: none was written before).
-    pub floor_ms: u64,
-    /// The mark this process has had accepted: its generator stamps nothing past it.
-    pub limit_ms: u64,
-    /// Marks written so far.
-    pub writes: u64,
-    /// Writes that failed (the store did not answer).
-    pub failures: u64,
-    /// This life stamps past the mark the store last accepted (the store does not answer and
-    /// the fence is not [`strict`](OrderOptions::strict)): until a write covers it again, a
-    /// next life may start below IDs this one issued.
-    pub past_mark: bool,
-}
-
-impl OrderFence {
-    /// Read `space`'s mark, write the first mark of this life (the later of the clock and the
-    /// space's mark, plus the lead) and start the writer that keeps it ahead. `holder` names
-    /// this process in the row (for operators).
-    ///
-    /// ```no_run
-    /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
-    /// use std::sync::Arc;
-    /// use uidgen_core::{Layout, SystemClock, UidGenerator, DefaultUidGenerator};
-    /// use uidgen_store::{OrderFence, OrderOptions};
-    /// let fence = OrderFence::open(
-    ///     store, Arc::new(SystemClock), "default", "worker 7", OrderOptions::not_borrowing()).await?;
-    /// let generator = DefaultUidGenerator::new(Layout::baidu_default()?, 7, SystemClock)?
-    ///     .fenced(Arc::new(fence.clone()));
-    /// let id = generator.next_id()?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn open(
-        store: Store,
-        clock: Arc<dyn Clock>,
-        space: &str,
-        holder: &str,
-        options: OrderOptions,
-    ) -> Result<Self> {
-        let floor_ms = store.order_mark(space).await?.unwrap_or(0);
-        let lead_ms = u64::try_from(options.lead.as_millis())
-            .unwrap_or(u64::MAX)
-            .max(1);
-        let max_ahead_ms = options
-            .max_ahead
-            .map(|ahead| u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX));
-        let state = Arc::new(OrderState {
-            store,
-            clock,
-            space: space.to_owned(),
-            holder: holder.to_owned(),
-            floor_ms,
-            limit_ms: AtomicU64::new(0),
-            // The first units come right after the floor.
-            wanted_ms: AtomicU64::new(floor_ms),
-            lead_ms,
-            max_ahead_ms,
-            strict: options.strict,
-            past_mark: AtomicBool::new(false),
-            wake: tokio::sync::Notify::new(),
-            writes: AtomicU64::new(0),
-            failures: AtomicU64::new(0),
-            last_error: Mutex::new(None),
-            writer: Mutex::new(None),
-        });
-        // The first mark before the generator exists: its first units are covered at once.
-        write_ahead(&state).await?;
-        let task = tokio::spawn(keep_ahead(Arc::downgrade(&state)));
-        *state.writer.lock() = Some(task);
-        Ok(Self { state })
+    fn read_mark<'a>(
+        &'a self,
+        space: &'a str,
+    ) -> BoxFuture<'a, std::result::Result<Option<u64>, WorkerError>> {
+        Box::pin(async move { Ok(self.order_mark(space).await?) })
     }
 
-    /// This fence combined with `other` (the assignment's fence: a lease, a reserved-until
-    /// mark), as the one fence a generator lane takes: units must pass both, the floor is the
-    /// later, the borrowing bound the tighter.
-    pub fn over(&self, other: Option<Arc<dyn TimeFence>>) -> Arc<dyn TimeFence> {
-        let order: Arc<dyn TimeFence> = Arc::new(self.clone());
-        match other {
-            None => order,
-            Some(other) => Arc::new(BothFences(other, order)),
-        }
-    }
-
-    /// The ID space.
-    pub fn space(&self) -> &str {
-        &self.state.space
-    }
-
-    /// The space's mark when this life started (ms since the Unix epoch; 0 when none was
-    /// written before): the first ID of this life starts above it.
-    pub fn start_mark_ms(&self) -> u64 {
-        self.state.floor_ms
-    }
-
-    /// Counters and marks, for status and metrics.
-    pub fn status(&self) -> OrderMarkStatus {
-        let state = &self.state;
-        // Relaxed (all): status figures; nothing is read on the strength of them.
-        OrderMarkStatus {
-            floor_ms: state.floor_ms,
-            limit_ms: state.limit_ms.load(Ordering::Relaxed),
-            writes: state.writes.load(Ordering::Relaxed),
-            failures: state.failures.load(Ordering::Relaxed),
-            past_mark: state.past_mark.load(Ordering::Relaxed),
-        }
-    }
-}
-
-/// One write: the mark goes `lead` past the later of what was asked and the clock, at most
-/// `max_ahead` past the clock but never short of what was asked; the limit rises only once the
-/// store accepted it.
-async fn write_ahead(state: &OrderState) -> Result<()> {
-    let now = state.clock.now_millis();
-    // SeqCst: a request stored before the wake-up must be seen by the write it woke.
-    let wanted = state.wanted_ms.load(Ordering::SeqCst);
-    let mut target = wanted.max(now).saturating_add(state.lead_ms);
-    if let Some(ahead) = state.max_ahead_ms {
-        target = target.min(now.saturating_add(ahead));
-    }
-    let target = target.max(wanted);
-    match state
-        .store
-        .raise_order_mark(&state.space, &state.holder, target, now)
-        .await
-    {
-        Ok(()) => {
-            // SeqCst: the generator's stamping under the limit must not be ordered before
-            // the write it rests on.
-            state.limit_ms.fetch_max(target, Ordering::SeqCst);
-            // Relaxed: a status counter.
-            state.writes.fetch_add(1, Ordering::Relaxed);
-            let mut last_error = state.last_error.lock();
-            *last_error = None;
-            // Under the error's lock, which `extend` takes (after raising `wanted`) before it
-            // goes past the mark, and with the error cleared, so none goes past from here on:
-            // if this mark covers every unit asked for, it covers all that went past.
-            // SeqCst (two): pair with the raise and the swap in `extend`.
-            if state.wanted_ms.load(Ordering::SeqCst) <= target
-                && state.past_mark.swap(false, Ordering::SeqCst)
-            {
-                tracing::info!(space = %state.space, mark_ms = target,
-                    "the ID space's order mark covers what was issued past it again");
-            }
-            drop(last_error);
-            Ok(())
-        }
-        Err(error) => {
-            // Relaxed: a status counter.
-            state.failures.fetch_add(1, Ordering::Relaxed);
-            *state.last_error.lock() = Some(error.to_string());
-            Err(error)
-        }
-    }
-}
-
-/// The writer: keep the limit at least half a lead ahead of the clock, and past what the
-/// generator asks for, until the fence is dropped. A failed write is retried after a short
-/// pause; meanwhile the limit stays where the store last accepted it.
-async fn keep_ahead(state: Weak<OrderState>) {
-    loop {
-        let Some(held) = state.upgrade() else {
-            return;
-        };
-        let now = held.clock.now_millis();
-        let lead = held
-            .max_ahead_ms
-            .map_or(held.lead_ms, |a| a.min(held.lead_ms));
-        // SeqCst: see write_ahead.
-        let limit = held.limit_ms.load(Ordering::SeqCst);
-        let wanted = held.wanted_ms.load(Ordering::SeqCst);
-        let pause = if wanted > limit || limit < now.saturating_add(lead / 2) {
-            match write_ahead(&held).await {
-                Ok(()) => Duration::from_millis((lead / 4).max(1)),
-                Err(error) => {
-                    let then = if held.strict {
-                        "IDs stop there until the store answers"
-                    } else {
-                        "IDs may go past it, unordered for a next life, until the store answers"
-                    };
-                    tracing::warn!(space = %held.space, %error, limit_ms = limit,
-                        "cannot raise the ID space's order mark; {then}");
-                    Duration::from_millis(200)
-                }
-            }
-        } else {
-            Duration::from_millis((lead / 4).max(1))
-        };
-        let woken = async {
-            held.wake.notified().await;
-        };
-        // Wake on a request or on the period, without keeping the fence alive while asleep
-        // beyond this iteration (the handle is dropped at its end).
-        tokio::select! {
-            () = woken => {}
-            () = tokio::time::sleep(pause) => {}
-        }
-        drop(held);
-    }
-}
-
-impl TimeFence for OrderFence {
-    fn limit_ms(&self) -> u64 {
-        // SeqCst: see write_ahead.
-        self.state.limit_ms.load(Ordering::SeqCst)
-    }
-
-    fn extend(&self, until_ms: u64) -> std::result::Result<u64, FenceRefusal> {
-        let state = &self.state;
-        let limit = self.limit_ms();
-        if until_ms <= limit {
-            return Ok(limit);
-        }
-        // Not written yet: ask the writer, and let the generator look again (the cached
-        // generator retries within a millisecond; the others report the refusal).
-        // SeqCst: see write_ahead.
-        state.wanted_ms.fetch_max(until_ms, Ordering::SeqCst);
-        state.wake.notify_one();
-        let last_error = state.last_error.lock();
-        if !state.strict
-            && let Some(error) = last_error.as_ref()
-        {
-            // The store does not answer: go on rather than stop issuing (OrderOptions::strict).
-            // SeqCst: pairs with the swap in write_ahead.
-            if !state.past_mark.swap(true, Ordering::SeqCst) {
-                tracing::warn!(space = %state.space, limit_ms = limit, %error,
-                    "issuing past the ID space's order mark, which the store does not accept: \
-                     unique as ever, but a restart before it answers may start below these IDs");
-            }
-            return Ok(until_ms);
-        }
-        let reason = match last_error.clone() {
-            Some(error) => format!(
-                "the ID space `{}`'s order mark is not written that far: {error}",
-                state.space
-            ),
-            None => format!(
-                "the ID space `{}`'s order mark is being written ahead",
-                state.space
-            ),
-        };
-        Err(FenceRefusal::NotYet {
-            limit_ms: limit,
-            reason,
+    fn raise_mark<'a>(
+        &'a self,
+        space: &'a str,
+        holder: &'a str,
+        until_ms: u64,
+        now_ms: u64,
+    ) -> BoxFuture<'a, std::result::Result<u64, WorkerError>> {
+        Box::pin(async move {
+            self.raise_order_mark(space, holder, until_ms, now_ms)
+                .await?;
+            // The raise proves the mark reached `until_ms`; what others put above it is not
+            // read back (the fence needs no more).
+            Ok(until_ms)
         })
-    }
-
-    fn floor_ms(&self) -> u64 {
-        self.state.floor_ms
-    }
-}
-
-/// Two fences as one: a unit passes when it passes both.
-#[derive(Debug)]
-struct BothFences(Arc<dyn TimeFence>, Arc<dyn TimeFence>);
-
-impl TimeFence for BothFences {
-    fn limit_ms(&self) -> u64 {
-        self.0.limit_ms().min(self.1.limit_ms())
-    }
-
-    fn extend(&self, until_ms: u64) -> std::result::Result<u64, FenceRefusal> {
-        // The first (the assignment's) may close for good: its refusal comes first.
-        let first = self.0.extend(until_ms)?;
-        let second = self.1.extend(until_ms)?;
-        Ok(first.min(second))
-    }
-
-    fn max_borrow_ms(&self) -> Option<u64> {
-        match (self.0.max_borrow_ms(), self.1.max_borrow_ms()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    fn floor_ms(&self) -> u64 {
-        self.0.floor_ms().max(self.1.floor_ms())
     }
 }

@@ -13,7 +13,8 @@ use uidgen_core::{
 };
 use uidgen_store::testing::proxy::{Proxy, server_addr, with_addr};
 use uidgen_store::testing::{TestDb, fresh_store, fresh_url};
-use uidgen_store::{OrderFence, OrderOptions, Store, StoreOptions};
+use uidgen_store::{Store, StoreOptions};
+use uidgen_worker::{OrderFence, OrderOptions};
 
 /// 2026-11-01, well inside Baidu's default layout.
 const T0: u64 = 1_793_491_200_000;
@@ -60,7 +61,7 @@ per_db! {
         let (store, _) = fresh_store(db).await.unwrap();
         let layout = Layout::baidu_default().unwrap();
         let clock = ManualClock::new(T0);
-        let first = OrderFence::open(store.clone(), Arc::new(clock.clone()), "default", "one",
+        let first = OrderFence::open(Arc::new(store.clone()), Arc::new(clock.clone()), "default", "one",
             options()).await.unwrap();
         assert_eq!(first.start_mark_ms(), 0);
         // The first mark is written before any ID: the lead past the clock.
@@ -75,7 +76,7 @@ per_db! {
         assert!(limit <= T0 + 61_000, "{limit}");
 
         // A kill -9 writes nothing: the next life (any server) reads the mark and stamps above.
-        let second = OrderFence::open(store.clone(), Arc::new(clock.clone()), "default", "two",
+        let second = OrderFence::open(Arc::new(store.clone()), Arc::new(clock.clone()), "default", "two",
             options()).await.unwrap();
         assert!(second.start_mark_ms() >= limit);
         let generator = DefaultUidGenerator::new(layout.clone(), 2, clock.clone())
@@ -109,9 +110,15 @@ async fn behind_a_proxy(options: OrderOptions) -> (OrderFence, Proxy, ManualCloc
         .await
         .unwrap();
     let clock = ManualClock::new(T0);
-    let fence = OrderFence::open(store, Arc::new(clock.clone()), "default", "one", options)
-        .await
-        .unwrap();
+    let fence = OrderFence::open(
+        Arc::new(store),
+        Arc::new(clock.clone()),
+        "default",
+        "one",
+        options,
+    )
+    .await
+    .unwrap();
     (fence, proxy, clock)
 }
 

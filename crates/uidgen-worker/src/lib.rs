@@ -7,9 +7,11 @@
 //! ([`StaticWorkerIdAssigner`], the zero-config [`MachineWorkerIdAssigner`]), the local
 //! reserved-until marks and state files that fence a reused id ([`LocalMark`]), the one
 //! [`wait_for_clock`] every start goes through, and [`GeneratorBuilder`], which turns an
-//! assignment into a guarded generator. It is not for storage: the store's SQL assigners
-//! implement these traits, and the static and machine assigners reach a shared store only
-//! through [`RangeRegistry`] and [`ExactLeaseRegistry`]. Generating IDs is `uidgen-core`'s.
+//! assignment into a guarded generator; and [`OrderFence`], which keeps an ID space's order
+//! mark ahead of what its generator stamps, wherever [`OrderMarks`] keeps it. It is not for
+//! storage: the store's SQL assigners implement these traits, and the static and machine
+//! assigners reach a shared store only through [`RangeRegistry`] and [`ExactLeaseRegistry`];
+//! the store, etcd and ZooKeeper implement [`OrderMarks`]. Generating IDs is `uidgen-core`'s.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -45,6 +47,7 @@ mod machine;
 mod machine_part;
 mod mark;
 mod namespace;
+mod order_fence;
 mod range;
 mod range_checked;
 mod registry;
@@ -72,6 +75,7 @@ pub use machine::{MachineWorkerIdAssigner, PROCESS_BITS};
 pub use machine_part::{HostIdentity, MACHINE_BITS, MachinePart, MachineSource};
 pub use mark::{LocalMark, MarkFence, MarkTiming, mark_step_ms};
 pub use namespace::{NamespaceRecord, Origin, RevisionWatch, may_reestablish};
+pub use order_fence::{OrderFence, OrderMarkStatus, OrderMarks, OrderOptions, order_mark_name};
 pub use range::WorkerIdRange;
 pub use registry::{ExactLease, ExactLeaseRegistry, LiveHolder, RangeRegistry};
 pub use remote_lease::{LeaseGrant, MIN_FALLBACK_LEASE_TTL, RemoteLease};

@@ -29,7 +29,8 @@
 //! `holder/report.rs` (the reports), `assigner/claim.rs` (a start while ZooKeeper answers),
 //! `assigner/offline.rs` (a start from the local cache), `peers.rs` (a new holder's clock) and
 //! `reclaim.rs` (a reclaimed id). `clock.rs` reads ZooKeeper's clock for a server that compares
-//! its own with it while it serves.
+//! its own with it while it serves. [`ZkOrderMarks`] keeps ID spaces' order marks in the same
+//! namespace (`order_mark.rs`), for servers that share ZooKeeper but not a store.
 //!
 //! # Testing
 //!
@@ -44,6 +45,7 @@ mod error;
 mod holder;
 mod namespace;
 mod options;
+mod order_mark;
 mod peers;
 mod reclaim;
 mod session;
@@ -60,5 +62,6 @@ pub use options::{
     DEFAULT_RESERVATION, DEFAULT_SESSION_TIMEOUT, MAX_OUTAGE_LIMIT, ReleaseMode,
     VESTA_SERVER_RANGE, ZkOptions,
 };
+pub use order_mark::ZkOrderMarks;
 pub use reclaim::ReclaimCandidate;
 pub use tree::NodeData;

@@ -13,10 +13,12 @@
 //! /snowflake/{name}/clock/{ip}:{port}              ephemeral: written on every reading of
 //!                                                  ZooKeeper's clock (`clock.rs`); data: this
 //!                                                  host's ms then, `mtime`: ZooKeeper's
+//! /snowflake/{name}/order/{space}                  persistent: the ID space's order mark
+//!                                                  (`order_mark.rs`); never listed
 //! ```
 //!
 //! Leaf lists `forever/` only, and so do our claims, peer checks and reclaims (with `ids/` and
-//! `live/`): nothing lists the namespace's own children, so `namespace` and `clock/` are never
+//! `live/`): nothing lists the namespace's own children, so `namespace`, `clock/` and `order/` are never
 //! taken for worker ids.
 //!
 //! Leaf numbers its forever nodes with ZooKeeper's persistent sequential suffix; we choose the

@@ -730,3 +730,110 @@ async fn a_registered_assigner_records_its_range_before_it_takes_an_id_and_takes
     );
     assigned.keeper.unwrap().release().await.unwrap();
 }
+
+/// An ID space's order mark in ZooKeeper only rises: eight servers' raises at once, each of
+/// its own rising values interleaved with the others', leave the highest; every raise returns
+/// at least its value and every read after it sees at least that; a lower raise changes
+/// nothing; spaces keep marks of their own; and the mark is not among the nodes Leaf and the
+/// claim list (`forever`, `ids`, `live`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_order_mark_in_zookeeper_only_rises_under_concurrent_raises() {
+    use uidgen_zk::{ZkOptions, ZkOrderMarks};
+    const T0: u64 = 1_793_491_200_000;
+    let connect = test_connect();
+    let options = ZkOptions::new(&connect, "marks", "127.0.0.1", "1");
+    let marks = Arc::new(ZkOrderMarks::new(&options));
+    assert_eq!(marks.read("default").await.unwrap(), None);
+    let mut tasks = Vec::new();
+    for server in 0..8u64 {
+        let marks = Arc::clone(&marks);
+        tasks.push(tokio::spawn(async move {
+            let mut seen = 0;
+            for step in 0..6u64 {
+                // Servers' values interleave: each raise races others both above and below.
+                let value = T0 + step * 1_000 + (server * 5 % 8) * 100;
+                let left = marks
+                    .raise("default", &format!("server {server}"), value, T0)
+                    .await
+                    .unwrap();
+                assert!(left >= value, "raise to {value} left {left}");
+                let read = marks.read("default").await.unwrap().unwrap();
+                assert!(
+                    read >= value && read >= seen,
+                    "{read} after {value}, {seen}"
+                );
+                seen = read;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let highest = T0 + 5 * 1_000 + 7 * 100;
+    assert_eq!(marks.read("default").await.unwrap(), Some(highest));
+    assert_eq!(
+        marks.raise("default", "late", T0, T0).await.unwrap(),
+        highest
+    );
+    assert_eq!(marks.read("default").await.unwrap(), Some(highest));
+    marks.raise("a/b", "other", T0, T0).await.unwrap();
+    assert_eq!(marks.read("a/b").await.unwrap(), Some(T0));
+    assert_eq!(marks.read("default").await.unwrap(), Some(highest));
+    let zk = client(&connect).await;
+    let mut names = zk.list_children("/snowflake/marks").await.unwrap();
+    names.sort();
+    assert_eq!(names, vec!["order".to_owned()]);
+    let mut spaces = zk.list_children("/snowflake/marks/order").await.unwrap();
+    spaces.sort();
+    assert_eq!(spaces, vec!["a%2Fb".to_owned(), "default".to_owned()]);
+}
+
+/// A lenient order fence over ZooKeeper goes on past its mark once ZooKeeper is gone: the
+/// client holds a raise while it tries to reconnect (for as long as the session may live, a
+/// minute here), so the fence counts a raise without an answer as failed instead of waiting
+/// for it, and says it is past the mark. When ZooKeeper is back, a raise covers it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lenient_order_fence_over_a_silent_zookeeper_goes_on_past_its_mark() {
+    use uidgen_core::{Clock, TimeFence};
+    use uidgen_worker::{OrderFence, OrderOptions};
+    use uidgen_zk::{ZkOptions, ZkOrderMarks};
+    let mut server = PrivateZooKeeper::start();
+    let mut options = ZkOptions::new(server.address(), "silent", "127.0.0.1", "1");
+    options.session_timeout = Duration::from_secs(60);
+    let clock = ManualClock::new(SystemClock.now_millis());
+    let fence = OrderFence::open(
+        Arc::new(ZkOrderMarks::new(&options)),
+        Arc::new(clock.clone()),
+        "default",
+        "one",
+        OrderOptions::not_borrowing(),
+    )
+    .await
+    .unwrap();
+    let limit = fence.limit_ms();
+    server.stop();
+    // Inside half a lead of the limit: the writer raises, and the generator asks past it.
+    clock.set(limit - 500);
+    let wanted = limit + 1_000;
+    let started = Instant::now();
+    while fence.extend(wanted).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the fence still refuses with ZooKeeper gone: {:?}",
+            fence.extend(wanted)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(fence.status().past_mark);
+    assert!(fence.status().failures >= 1);
+    server.resume();
+    let started = Instant::now();
+    while fence.status().past_mark {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no raise covered the mark again"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(fence.limit_ms() >= wanted);
+}

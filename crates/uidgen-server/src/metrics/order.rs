@@ -8,7 +8,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use uidgen_store::OrderMarkStatus;
+use uidgen_worker::OrderMarkStatus;
 
 use super::label::SpaceLabel;
 
@@ -28,7 +28,7 @@ impl OrderMetrics {
         registry.register(
             "order_mark_lead_seconds",
             "How far the ID space's order mark this server has written runs ahead of the \
-             clock (negative: the store has not accepted a mark for that long; see \
+             clock (negative: its keeper, the store, etcd or ZooKeeper, has not accepted a mark for that long; see \
              uidgen_order_mark_passed)",
             self.lead.clone(),
         );
@@ -44,13 +44,13 @@ impl OrderMetrics {
         );
         registry.register(
             "order_mark_write_failures",
-            "Order mark writes that failed (the store did not answer)",
+            "Order mark writes that failed (the store, etcd or ZooKeeper did not answer)",
             self.failures.clone(),
         );
         registry.register(
             "order_mark_passed",
-            "1 while this server issues past the order mark the store last accepted (the store \
-             does not answer): a restart before it answers may start below those IDs",
+            "1 while this server issues past the order mark its keeper last accepted (the store, \
+             etcd or ZooKeeper does not answer): a restart before it answers may start below those IDs",
             self.past_mark.clone(),
         );
     }

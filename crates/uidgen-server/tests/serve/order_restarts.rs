@@ -1,5 +1,5 @@
-//! Issue 33, item 1, "order across restarts", end to end: real `uidgen serve` processes on one
-//! store, each under a burst of large batches (so the cached generator's ring borrows seconds
+//! Issue 33, item 1, "order across restarts", end to end: real `uidgen serve` processes sharing
+//! one order mark (one store, or each its own store and one etcd or ZooKeeper), each under a burst of large batches (so the cached generator's ring borrows seconds
 //! ahead of the clock), killed with `kill -9` at a random moment and started again, several
 //! times. Every ID returned to a client is recorded with the life (one start of one server)
 //! that returned it. Checked: every ID of a life is above every ID of every life that was
@@ -100,13 +100,24 @@ async fn drive(
     }
 }
 
-/// One server slot: start, serve a random 1-3 s under the burst, `kill -9`, again.
+/// One server slot: start, serve a random 1-3 s under the burst, `kill -9`, again. `staggered`:
+/// the first start waits until another server's life has been killed.
 async fn lives_of(
     server: usize,
     env: Vec<(String, String)>,
     record: Arc<Record>,
     current: Arc<Mutex<Option<(String, usize)>>>,
+    staggered: bool,
 ) {
+    while staggered
+        && !record
+            .lives
+            .lock()
+            .iter()
+            .any(|life| life.killed != u64::MAX)
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     for _ in 0..LIVES {
         let started = record.event();
         let env = env.clone();
@@ -137,17 +148,23 @@ async fn lives_of(
     }
 }
 
-/// `servers` servers with `env` on one store, `LIVES` lives each; panics naming the first
-/// life that began below an earlier one.
-async fn burst_kill_restart(what: &str, servers: usize, env: &[(&str, &str)]) {
+/// `env` for each of `servers` servers.
+fn same_env(servers: usize, env: &[(&str, &str)]) -> Vec<Vec<(String, String)>> {
     let env: Vec<(String, String)> = env
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
+    vec![env; servers]
+}
+
+/// One server per environment of `envs`, `LIVES` lives each; panics naming the first life
+/// that began below an earlier one. `staggered`: the first server starts alone, the others once
+/// one of its lives has been killed (a first life of a server then starts after another's).
+async fn burst_kill_restart(what: &str, envs: Vec<Vec<(String, String)>>, staggered: bool) {
     let record = Arc::new(Record::default());
     let stop = Arc::new(AtomicBool::new(false));
     let (mut drivers, mut slots) = (Vec::new(), Vec::new());
-    for server in 0..servers {
+    for (server, env) in envs.into_iter().enumerate() {
         let current = Arc::new(Mutex::new(None));
         for _ in 0..CLIENTS {
             drivers.push(tokio::spawn(drive(
@@ -158,9 +175,10 @@ async fn burst_kill_restart(what: &str, servers: usize, env: &[(&str, &str)]) {
         }
         slots.push(tokio::spawn(lives_of(
             server,
-            env.clone(),
+            env,
             record.clone(),
             current,
+            staggered && server > 0,
         )));
     }
     for slot in slots {
@@ -214,14 +232,24 @@ async fn burst_kill_restart(what: &str, servers: usize, env: &[(&str, &str)]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_restarted_default_server_starts_above_its_earlier_lives() {
     let store = sqlite_url("order-restarts");
-    burst_kill_restart("sqlite", 1, &[("UIDGEN_STORE", store.as_str())]).await;
+    burst_kill_restart(
+        "sqlite",
+        same_env(1, &[("UIDGEN_STORE", store.as_str())]),
+        false,
+    )
+    .await;
 }
 
 async fn three_servers_on(db: TestDb) {
     let url = fresh_url(db)
         .await
         .unwrap_or_else(|e| panic!("{db:?} is needed for this test: {e}"));
-    burst_kill_restart(&format!("{db:?}"), 3, &[("UIDGEN_STORE", url.as_str())]).await;
+    burst_kill_restart(
+        &format!("{db:?}"),
+        same_env(3, &[("UIDGEN_STORE", url.as_str())]),
+        false,
+    )
+    .await;
 }
 
 /// Three servers on one PostgreSQL store, the default assigner and generator.
@@ -245,13 +273,65 @@ async fn three_leased_servers_start_above_every_earlier_life() {
         .unwrap_or_else(|e| panic!("PostgreSQL is needed for this test: {e}"));
     burst_kill_restart(
         "leased",
-        3,
-        &[
-            ("UIDGEN_STORE", url.as_str()),
-            ("UIDGEN_WORKER_ASSIGNER", "leased"),
-        ],
+        same_env(
+            3,
+            &[
+                ("UIDGEN_STORE", url.as_str()),
+                ("UIDGEN_WORKER_ASSIGNER", "leased"),
+            ],
+        ),
+        false,
     )
     .await;
+}
+
+/// Three servers, each on an embedded SQLite store of its own, with `coordinator`'s keys
+/// (the worker ids, and so the order mark, come from it).
+fn own_stores(what: &str, coordinator: &[(&str, &str)]) -> Vec<Vec<(String, String)>> {
+    (0..3)
+        .map(|server| {
+            let store = sqlite_url(&format!("order-{what}-{server}"));
+            let mut env = vec![("UIDGEN_STORE".to_owned(), store)];
+            env.extend(
+                coordinator
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+            );
+            env
+        })
+        .collect()
+}
+
+/// Three servers with worker ids from etcd, each keeping its own SQLite store (a fleet that
+/// shares nothing but etcd), the second and third started once a life of the first has been
+/// killed: the order mark in etcd orders every life after every earlier one, whichever server
+/// either was. With the mark in each server's store, the second server's first life began at
+/// its clock, below the IDs the first had borrowed ahead and handed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_servers_with_own_stores_and_etcd_worker_ids_start_above_every_earlier_life() {
+    let endpoint = uidgen_etcd::testing::test_endpoint();
+    let prefix = uidgen_etcd::testing::test_namespace(&endpoint);
+    let coordinator = [
+        ("UIDGEN_WORKER_ASSIGNER", "etcd"),
+        ("UIDGEN_ETCD_ENDPOINTS", endpoint.as_str()),
+        ("UIDGEN_ETCD_PREFIX", prefix.as_str()),
+    ];
+    burst_kill_restart("etcd", own_stores("etcd", &coordinator), true).await;
+}
+
+/// The same with worker ids from ZooKeeper: the order mark in ZooKeeper.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_servers_with_own_stores_and_zookeeper_worker_ids_start_above_every_earlier_life() {
+    let connect = uidgen_zk::testing::test_connect();
+    uidgen_zk::testing::init_namespace(&connect, "order")
+        .await
+        .unwrap();
+    let coordinator = [
+        ("UIDGEN_WORKER_ASSIGNER", "zookeeper"),
+        ("UIDGEN_ZK_CONNECT", connect.as_str()),
+        ("UIDGEN_ZK_NAME", "order"),
+    ];
+    burst_kill_restart("zookeeper", own_stores("zk", &coordinator), true).await;
 }
 
 /// A start whose clock is behind the space's mark by more than it may borrow waits for its
