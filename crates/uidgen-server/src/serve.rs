@@ -43,8 +43,14 @@ async fn start_ordered(
     // `ordered.tags`: marked at start (the mark is idempotent), created first when missing.
     for tag in &settings.ordered.tags {
         if store.get_tag(tag).await?.is_none() {
-            store.upsert_tag(tag, ORDERED_TAG_STEP, Some("ordered.tags")).await?;
-            info!(tag, step = ORDERED_TAG_STEP, "created the ordered tag listed in ordered.tags");
+            store
+                .upsert_tag(tag, ORDERED_TAG_STEP, Some("ordered.tags"))
+                .await?;
+            info!(
+                tag,
+                step = ORDERED_TAG_STEP,
+                "created the ordered tag listed in ordered.tags"
+            );
         }
         if store.mark_ordered(tag).await? {
             info!(tag, "marked the tag listed in ordered.tags ordered");

@@ -148,7 +148,8 @@ impl OrderedConfig {
             ));
         }
         for tag in &self.tags {
-            uidgen_segment::validate_tag(tag).map_err(|e| invalid("ordered.tags", e.to_string()))?;
+            uidgen_segment::validate_tag(tag)
+                .map_err(|e| invalid("ordered.tags", e.to_string()))?;
         }
         Ok(OrderedSettings {
             lease: Duration::from_millis(self.lease_ms),
@@ -223,7 +224,10 @@ mod tests {
         .ordered;
         assert_eq!(env.advertise.as_deref(), Some("http://10.0.0.7:9090"));
         let listed = parse("[ordered]\ntags = [\"orders\", \"ledger\"]", &[]).unwrap();
-        assert_eq!(listed.settings().unwrap().ordered.tags, ["orders", "ledger"]);
+        assert_eq!(
+            listed.settings().unwrap().ordered.tags,
+            ["orders", "ledger"]
+        );
         assert_eq!(env.wait, Duration::from_millis(250));
         let cases: &[Refusal] = &[
             ("[ordered]\nlease_ms = 10", &[], "`ordered.lease_ms`"),

@@ -44,8 +44,8 @@ struct Node {
 struct Cluster {
     store: String,
     nodes: Vec<Node>,
-    /// More environment for every server.
-    extra: Vec<(String, String)>,
+    /// More arguments for every server's `serve`.
+    args: Vec<String>,
 }
 
 impl Cluster {
@@ -53,7 +53,7 @@ impl Cluster {
         Self::start_with(db, count, &[]).await
     }
 
-    async fn start_with(db: TestDb, count: usize, extra: &[(&str, &str)]) -> Cluster {
+    async fn start_with(db: TestDb, count: usize, args: &[&str]) -> Cluster {
         let store = fresh_url(db).await.unwrap_or_else(|e| {
             panic!("{db:?} is needed (set UIDGEN_TEST_POSTGRES_URL or UIDGEN_TEST_MYSQL_URL): {e}")
         });
@@ -66,15 +66,8 @@ impl Cluster {
                 server: None,
             });
         }
-        let extra = extra
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        let mut cluster = Cluster {
-            store,
-            nodes,
-            extra,
-        };
+        let args = args.iter().map(|a| (*a).to_owned()).collect();
+        let mut cluster = Cluster { store, nodes, args };
         for index in 0..count {
             cluster.restart(index).await;
         }
@@ -84,7 +77,7 @@ impl Cluster {
     async fn restart(&mut self, index: usize) {
         let node = &self.nodes[index];
         let listen = format!("127.0.0.1:{}", node.http);
-        let mut envs: Vec<(String, String)> = vec![
+        let envs: Vec<(String, String)> = vec![
             (
                 "UIDGEN_STORE".into(),
                 with_addr(&self.store, node.proxy.addr),
@@ -99,11 +92,12 @@ impl Cluster {
             ("UIDGEN_ORDERED_LEASE_MS".into(), LEASE_MS.to_string()),
             ("UIDGEN_ORDERED_WAIT_MS".into(), "3000".into()),
         ];
-        envs.extend(self.extra.iter().cloned());
+        let args = self.args.clone();
         let server = tokio::task::spawn_blocking(move || {
             let envs: Vec<(&str, &str)> =
                 envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            Server::start_listening(&listen, &[], &envs)
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            Server::start_listening(&listen, &args, &envs)
         })
         .await
         .unwrap();
@@ -143,7 +137,8 @@ impl Cluster {
 
     /// The server that says it leads the tag (its metrics), waiting up to 15 s.
     async fn leader(&self, client: &reqwest::Client) -> usize {
-        uidgen_testkit::eventually_some("a leader of the ordered tag", 15, || async {
+        let line = format!("uidgen_ordered_leading{{tag=\"{TAG}\"}} 1");
+        for _ in 0..150 {
             for index in 0..self.nodes.len() {
                 if self.nodes[index].server.is_none() {
                     continue;
@@ -153,14 +148,21 @@ impl Cluster {
                     continue;
                 };
                 let text = response.text().await.unwrap_or_default();
-                let line = format!("uidgen_ordered_leading{{tag=\"{TAG}\"}} 1");
                 if text.lines().any(|l| l == line) {
-                    return Some(index);
+                    return index;
                 }
             }
-            None
-        })
-        .await
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let logs: Vec<String> = self
+            .nodes
+            .iter()
+            .filter_map(|node| node.server.as_ref().map(Server::log))
+            .collect();
+        panic!(
+            "no server leads the ordered tag after 15 s; their logs:\n{}",
+            logs.join("\n---\n")
+        );
     }
 }
 
@@ -410,7 +412,7 @@ async fn ordered_tag_through_followers_in_batches() {
     let config = crate::common::temp_dir("ordered-config").join("uidgen.toml");
     std::fs::write(&config, format!("[ordered]\ntags = [\"{TAG}\"]\n")).unwrap();
     let config = config.to_string_lossy().into_owned();
-    let cluster = Cluster::start_with(TestDb::Postgres, 3, &[("UIDGEN_CONFIG", &config)]).await;
+    let cluster = Cluster::start_with(TestDb::Postgres, 3, &["--config", &config]).await;
     let client = reqwest::Client::new();
     let leader = cluster.leader(&client).await;
     let followers: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
@@ -437,7 +439,12 @@ async fn ordered_tag_through_followers_in_batches() {
                         .iter()
                         .map(|v| v.as_i64().unwrap())
                         .collect();
-                    mine.push(Call { start, end, server, ids });
+                    mine.push(Call {
+                        start,
+                        end,
+                        server,
+                        ids,
+                    });
                 }
                 calls.lock().extend(mine);
             })
@@ -476,7 +483,11 @@ async fn ordered_tag_through_followers_in_batches() {
         report.repeats.len(),
         followers[0]
     );
-    assert!(report.violations.is_empty(), "{:?}", &report.violations[..report.violations.len().min(5)]);
+    assert!(
+        report.violations.is_empty(),
+        "{:?}",
+        &report.violations[..report.violations.len().min(5)]
+    );
     assert!(report.repeats.is_empty());
     assert!(report.calls > 0);
 }
