@@ -11,7 +11,7 @@
 //! beside `workers/` and `marks/`, never under them, so their listings do not see it.
 
 use serde::{Deserialize, Serialize};
-use uidgen_worker::{BoxFuture, OrderMarks, WorkerError, order_mark_name};
+use uidgen_worker::order_mark_name;
 
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, Kv, compare_mod, get, put};
@@ -156,25 +156,4 @@ fn value_of(kv: &Kv) -> Result<u64> {
         })
 }
 
-impl OrderMarks for EtcdOrderMarks {
-    fn kept_in(&self) -> &'static str {
-        "etcd"
-    }
-
-    fn read_mark<'a>(
-        &'a self,
-        space: &'a str,
-    ) -> BoxFuture<'a, std::result::Result<Option<u64>, WorkerError>> {
-        Box::pin(async move { Ok(self.read(space).await?) })
-    }
-
-    fn raise_mark<'a>(
-        &'a self,
-        space: &'a str,
-        holder: &'a str,
-        until_ms: u64,
-        now_ms: u64,
-    ) -> BoxFuture<'a, std::result::Result<u64, WorkerError>> {
-        Box::pin(async move { Ok(self.raise(space, holder, until_ms, now_ms).await?) })
-    }
-}
+uidgen_worker::order_marks_from!(EtcdOrderMarks, "etcd", read, raise);

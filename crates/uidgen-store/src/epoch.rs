@@ -98,6 +98,23 @@ macro_rules! begin_new_life {
 }
 pub(crate) use begin_new_life;
 
+/// Run `$body` in a write transaction `$tx` of `$store` ([`retrying_conflicts`] when the
+/// database breaks a deadlock by rolling it back): the body commits or rolls `$tx` back
+/// itself and evaluates to the result; a failure to begin is the store's error for `$action`.
+macro_rules! write_tx_retrying {
+    ($store:expr, $action:expr, $tx:ident => $body:expr) => {
+        $crate::epoch::retrying_conflicts(|| async move {
+            $crate::store::with_pool!($store, pool, {
+                let mut $tx = $crate::session::Session::begin_write(pool, $store.dialect())
+                    .await
+                    .map_err(|e| $store.err($action, e))?;
+                $body
+            })
+        })
+    };
+}
+pub(crate) use write_tx_retrying;
+
 /// Run `transaction` again when the database broke a deadlock by rolling it back. Creating a
 /// missing tag locks a gap in `leaf_alloc` (MariaDB/MySQL), and servers that start at once
 /// all create the sample tag: two such transactions deadlock, one of them is undone whole.

@@ -4,7 +4,7 @@
 //! Every value reaches the database as a bind parameter, never spliced into SQL text, so a tag
 //! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
 
-use crate::epoch::{READ_EPOCH, begin_new_life, in_tx, retrying_conflicts};
+use crate::epoch::{READ_EPOCH, begin_new_life, in_tx, write_tx_retrying};
 use crate::error::{Result, StoreError};
 use crate::ordered_fence::{DELETE_ORDERED, check_ordered_claim};
 use crate::residue::{MAX_DELTA, Residue};
@@ -492,24 +492,19 @@ impl Store {
         }
         let action = "creating or updating a biz tag";
         let dialect = self.dialect();
-        retrying_conflicts(|| async move {
-            with_pool!(self, pool, {
-                let mut tx = Session::begin_write(pool, dialect)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                // Creating the row (perhaps after a delete by hand) begins a new life of it.
-                begin_new_life!(self, tx, biz_tag, action, row_exists: false);
-                sqlx::query(UPSERT_TAG.get(dialect))
-                    .bind(biz_tag)
-                    .bind(step)
-                    .bind(description)
-                    .bind(residue.delta)
-                    .bind(residue.remainder)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                tx.commit().await.map_err(|e| self.err(action, e))?;
-            });
+        write_tx_retrying!(self, action, tx => {
+            // Creating the row (perhaps after a delete by hand) begins a new life of it.
+            begin_new_life!(self, tx, biz_tag, action, row_exists: false);
+            sqlx::query(UPSERT_TAG.get(dialect))
+                .bind(biz_tag)
+                .bind(step)
+                .bind(description)
+                .bind(residue.delta)
+                .bind(residue.remainder)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(action, e))?;
+            tx.commit().await.map_err(|e| self.err(action, e))?;
             Ok(())
         })
         .await?;
@@ -533,18 +528,12 @@ impl Store {
     /// back to it either (the `epoch` module).
     pub async fn delete_tag(&self, biz_tag: &str) -> Result<bool> {
         let action = "deleting a biz tag";
-        let dialect = self.dialect();
-        let deleted = retrying_conflicts(|| async move {
-            Ok(with_pool!(self, pool, {
-                let mut tx = Session::begin_write(pool, dialect)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                begin_new_life!(self, tx, biz_tag, action, row_exists: true);
-                let affected = in_tx!(self, tx, query(DELETE_TAG), biz_tag, execute, action);
-                in_tx!(self, tx, query(DELETE_ORDERED), biz_tag, execute, action);
-                tx.commit().await.map_err(|e| self.err(action, e))?;
-                affected.rows_affected() > 0
-            }))
+        let deleted = write_tx_retrying!(self, action, tx => {
+            begin_new_life!(self, tx, biz_tag, action, row_exists: true);
+            let affected = in_tx!(self, tx, query(DELETE_TAG), biz_tag, execute, action);
+            in_tx!(self, tx, query(DELETE_ORDERED), biz_tag, execute, action);
+            tx.commit().await.map_err(|e| self.err(action, e))?;
+            Ok(affected.rows_affected() > 0)
         })
         .await?;
         Ok(deleted)

@@ -1,12 +1,10 @@
 //! The `id_order_mark` table (migration 0014, issue 33 item 1, "order across restarts"): the
-//! store as the keeper of order marks ([`OrderMarks`]) that uidgen-worker's
+//! store as the keeper of order marks ([`OrderMarks`](uidgen_worker::OrderMarks)) that uidgen-worker's
 //! [`OrderFence`](uidgen_worker::OrderFence) writes ahead of what its generator stamps.
 //!
 //! The mark only rises: every write is `SET issued_until_ms = x WHERE issued_until_ms < x`,
 //! so concurrent servers of one space never lower each other's marks. The fence's other
 //! invariants are written in uidgen-worker's `order_fence.rs`.
-
-use uidgen_worker::{BoxFuture, OrderMarks, WorkerError};
 
 use crate::error::{Result, StoreError};
 use crate::store::{Sql, Store, run_sql};
@@ -74,14 +72,14 @@ impl Store {
 
     /// Raise the space's order mark to `until_ms` unless it is higher already (the mark never
     /// falls), recording `holder` and `now_ms` as who raised it and when. On `Ok`, the mark is
-    /// at least `until_ms`.
+    /// at least `until_ms`, which is returned.
     pub async fn raise_order_mark(
         &self,
         space: &str,
         holder: &str,
         until_ms: u64,
         now_ms: u64,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         check_space(space)?;
         let (until, now) = (to_db(until_ms)?, to_db(now_ms)?);
         if self.raise_only(space, holder, until, now).await? == 0 {
@@ -98,7 +96,9 @@ impl Store {
             // A row another server inserted at once, lower than ours, is lifted here.
             self.raise_only(space, holder, until, now).await?;
         }
-        Ok(())
+        // The raise proves the mark reached `until_ms`; what others put above it is not
+        // read back (the fence needs no more).
+        Ok(until_ms)
     }
 
     /// `RAISE_MARK`: how many rows it raised (0: no row, or one at least as high).
@@ -125,32 +125,5 @@ impl Store {
     }
 }
 
-/// The store keeps the marks of every server sharing it (one fleet on one database).
-impl OrderMarks for Store {
-    fn kept_in(&self) -> &'static str {
-        "the store"
-    }
-
-    fn read_mark<'a>(
-        &'a self,
-        space: &'a str,
-    ) -> BoxFuture<'a, std::result::Result<Option<u64>, WorkerError>> {
-        Box::pin(async move { Ok(self.order_mark(space).await?) })
-    }
-
-    fn raise_mark<'a>(
-        &'a self,
-        space: &'a str,
-        holder: &'a str,
-        until_ms: u64,
-        now_ms: u64,
-    ) -> BoxFuture<'a, std::result::Result<u64, WorkerError>> {
-        Box::pin(async move {
-            self.raise_order_mark(space, holder, until_ms, now_ms)
-                .await?;
-            // The raise proves the mark reached `until_ms`; what others put above it is not
-            // read back (the fence needs no more).
-            Ok(until_ms)
-        })
-    }
-}
+// The store keeps the marks of every server sharing it (one fleet on one database).
+uidgen_worker::order_marks_from!(Store, "the store", order_mark, raise_order_mark);

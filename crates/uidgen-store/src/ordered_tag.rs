@@ -22,12 +22,12 @@
 
 use std::time::Duration;
 
-use crate::epoch::{DELETE_RETURNED_OF_TAG, LOCK_TAG_ROW, in_tx, retrying_conflicts};
+use crate::epoch::{DELETE_RETURNED_OF_TAG, LOCK_TAG_ROW, in_tx, write_tx_retrying};
 use crate::error::{Result, StoreError};
 use crate::leaf_alloc::{SegmentClaim, validate_tag};
 use crate::ordered_fence::{DELETE_ORDERED, db_now};
-use crate::session::Session;
-use crate::store::{Sql, Store, run_sql, with_pool};
+
+use crate::store::{Sql, Store, run_sql};
 
 /// The most bytes of a holder or an address (the columns' width).
 pub const MAX_HOLDER_LEN: usize = 255;
@@ -211,52 +211,46 @@ impl Store {
     pub async fn mark_ordered(&self, biz_tag: &str) -> Result<bool> {
         validate_tag(biz_tag)?;
         let action = "marking a biz tag ordered";
-        let dialect = self.dialect();
-        retrying_conflicts(|| async move {
-            with_pool!(self, pool, {
-                let mut tx = Session::begin_write(pool, dialect)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let row: Option<i64> = in_tx!(
-                    self,
-                    tx,
-                    query_scalar(LOCK_TAG_ROW),
-                    biz_tag,
-                    fetch_optional,
-                    action
-                );
-                if row.is_none() {
-                    tx.rollback().await.map_err(|e| self.err(action, e))?;
-                    return Err(StoreError::UnknownTag(biz_tag.to_owned()));
-                }
-                let delta: i64 = in_tx!(
-                    self,
-                    tx,
-                    query_scalar(READ_DELTA),
-                    biz_tag,
-                    fetch_one,
-                    action
-                );
-                if delta != 1 {
-                    tx.rollback().await.map_err(|e| self.err(action, e))?;
-                    return Err(StoreError::InvalidInput(format!(
-                        "biz tag `{biz_tag}` belongs to a segment group (each database issues \
-                         every delta-th number): it cannot be ordered"
-                    )));
-                }
-                let inserted = in_tx!(self, tx, query(INSERT_ORDERED), biz_tag, execute, action)
-                    .rows_affected();
-                in_tx!(
-                    self,
-                    tx,
-                    query(DELETE_RETURNED_OF_TAG),
-                    biz_tag,
-                    execute,
-                    action
-                );
-                tx.commit().await.map_err(|e| self.err(action, e))?;
-                Ok(inserted > 0)
-            })
+        write_tx_retrying!(self, action, tx => {
+            let row: Option<i64> = in_tx!(
+                self,
+                tx,
+                query_scalar(LOCK_TAG_ROW),
+                biz_tag,
+                fetch_optional,
+                action
+            );
+            if row.is_none() {
+                tx.rollback().await.map_err(|e| self.err(action, e))?;
+                return Err(StoreError::UnknownTag(biz_tag.to_owned()));
+            }
+            let delta: i64 = in_tx!(
+                self,
+                tx,
+                query_scalar(READ_DELTA),
+                biz_tag,
+                fetch_one,
+                action
+            );
+            if delta != 1 {
+                tx.rollback().await.map_err(|e| self.err(action, e))?;
+                return Err(StoreError::InvalidInput(format!(
+                    "biz tag `{biz_tag}` belongs to a segment group (each database issues \
+                     every delta-th number): it cannot be ordered"
+                )));
+            }
+            let inserted = in_tx!(self, tx, query(INSERT_ORDERED), biz_tag, execute, action)
+                .rows_affected();
+            in_tx!(
+                self,
+                tx,
+                query(DELETE_RETURNED_OF_TAG),
+                biz_tag,
+                execute,
+                action
+            );
+            tx.commit().await.map_err(|e| self.err(action, e))?;
+            Ok(inserted > 0)
         })
         .await
     }
@@ -324,52 +318,47 @@ impl Store {
         let settle_ms = i64::try_from(settle.as_millis()).unwrap_or(i64::MAX);
         let action = "renewing an ordered tag's lease";
         let dialect = self.dialect();
-        retrying_conflicts(|| async move {
-            with_pool!(self, pool, {
-                let mut tx = Session::begin_write(pool, dialect)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let row: Option<OrderedRow> = in_tx!(
-                    self,
-                    tx,
-                    query_as(LOCK_ORDERED_ROW),
-                    biz_tag,
-                    fetch_optional,
-                    action
-                );
-                let Some(row) = row else {
+        write_tx_retrying!(self, action, tx => {
+            let row: Option<OrderedRow> = in_tx!(
+                self,
+                tx,
+                query_as(LOCK_ORDERED_ROW),
+                biz_tag,
+                fetch_optional,
+                action
+            );
+            let Some(row) = row else {
+                tx.rollback().await.map_err(|e| self.err(action, e))?;
+                return Err(StoreError::NotOrdered(biz_tag.to_owned()));
+            };
+            let mut tag = OrderedTag::from(row);
+            let runs = tag.lease_until_ms > tag.db_now_ms;
+            let settled = tag.db_now_ms.saturating_sub(tag.ordered_since_ms) >= settle_ms;
+            let new_term = match (runs, tag.holder == holder) {
+                (true, true) => false,
+                (false, _) if settled => true,
+                _ => {
                     tx.rollback().await.map_err(|e| self.err(action, e))?;
-                    return Err(StoreError::NotOrdered(biz_tag.to_owned()));
-                };
-                let mut tag = OrderedTag::from(row);
-                let runs = tag.lease_until_ms > tag.db_now_ms;
-                let settled = tag.db_now_ms.saturating_sub(tag.ordered_since_ms) >= settle_ms;
-                let new_term = match (runs, tag.holder == holder) {
-                    (true, true) => false,
-                    (false, _) if settled => true,
-                    _ => {
-                        tx.rollback().await.map_err(|e| self.err(action, e))?;
-                        return Ok(Lead::Follower(tag));
-                    }
-                };
-                if new_term {
-                    tag.term += 1;
-                    holder.clone_into(&mut tag.holder);
+                    return Ok(Lead::Follower(tag));
                 }
-                address.clone_into(&mut tag.address);
-                tag.lease_until_ms = tag.db_now_ms.saturating_add(lease_ms);
-                sqlx::query(SET_LEASE.get(dialect))
-                    .bind(tag.term)
-                    .bind(&tag.holder)
-                    .bind(&tag.address)
-                    .bind(tag.lease_until_ms)
-                    .bind(biz_tag)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                tx.commit().await.map_err(|e| self.err(action, e))?;
-                Ok(Lead::Leading { tag, new_term })
-            })
+            };
+            if new_term {
+                tag.term += 1;
+                holder.clone_into(&mut tag.holder);
+            }
+            address.clone_into(&mut tag.address);
+            tag.lease_until_ms = tag.db_now_ms.saturating_add(lease_ms);
+            sqlx::query(SET_LEASE.get(dialect))
+                .bind(tag.term)
+                .bind(&tag.holder)
+                .bind(&tag.address)
+                .bind(tag.lease_until_ms)
+                .bind(biz_tag)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(action, e))?;
+            tx.commit().await.map_err(|e| self.err(action, e))?;
+            Ok(Lead::Leading { tag, new_term })
         })
         .await
     }

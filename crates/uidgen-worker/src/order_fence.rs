@@ -72,6 +72,60 @@ pub trait OrderMarks: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'a, Result<u64>>;
 }
 
+/// Implement [`OrderMarks`] for `$keeper` from two async methods of its own:
+/// `$read(space) -> Result<Option<u64>, E>` and
+/// `$raise(space, holder, until_ms, now_ms) -> Result<u64, E>`, with `E` into [`WorkerError`];
+/// `$kept_in` names the keeper in messages. One expansion for every keeper, so the trait's
+/// boxing lives in one place.
+///
+/// ```
+/// use uidgen_worker::{OrderMarks, WorkerError};
+/// #[derive(Debug, Default)]
+/// struct Memory(std::sync::Mutex<u64>);
+/// impl Memory {
+///     async fn read(&self, _space: &str) -> Result<Option<u64>, WorkerError> {
+///         Ok(Some(*self.0.lock().unwrap()))
+///     }
+///     async fn raise(&self, _space: &str, _holder: &str, until: u64, _now: u64)
+///         -> Result<u64, WorkerError> {
+///         let mut mark = self.0.lock().unwrap();
+///         *mark = (*mark).max(until);
+///         Ok(*mark)
+///     }
+/// }
+/// uidgen_worker::order_marks_from!(Memory, "memory", read, raise);
+/// let marks = Memory::default();
+/// assert_eq!(marks.kept_in(), "memory");
+/// ```
+#[macro_export]
+macro_rules! order_marks_from {
+    ($keeper:ty, $kept_in:literal, $read:ident, $raise:ident) => {
+        impl $crate::OrderMarks for $keeper {
+            fn kept_in(&self) -> &'static str {
+                $kept_in
+            }
+
+            fn read_mark<'a>(
+                &'a self,
+                space: &'a str,
+            ) -> $crate::BoxFuture<'a, ::std::result::Result<Option<u64>, $crate::WorkerError>>
+            {
+                Box::pin(async move { Ok(self.$read(space).await?) })
+            }
+
+            fn raise_mark<'a>(
+                &'a self,
+                space: &'a str,
+                holder: &'a str,
+                until_ms: u64,
+                now_ms: u64,
+            ) -> $crate::BoxFuture<'a, ::std::result::Result<u64, $crate::WorkerError>> {
+                Box::pin(async move { Ok(self.$raise(space, holder, until_ms, now_ms).await?) })
+            }
+        }
+    };
+}
+
 /// The name a keeper gives `space`'s mark in its own tree (an etcd key's last part, a
 /// ZooKeeper node's name): letters, digits, `-` and `_` as they are, every other byte as
 /// `%XX`, so that no space name makes a path of it (`/`, `.`, `..`).

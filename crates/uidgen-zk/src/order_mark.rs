@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use uidgen_worker::{BoxFuture, OrderMarks, WorkerError, order_mark_name};
+use uidgen_worker::order_mark_name;
 use zookeeper_client as zk;
 
 use crate::error::{Result, ZkError};
@@ -183,25 +183,4 @@ fn parse(path: &str, data: &[u8]) -> Result<u64> {
         })
 }
 
-impl OrderMarks for ZkOrderMarks {
-    fn kept_in(&self) -> &'static str {
-        "ZooKeeper"
-    }
-
-    fn read_mark<'a>(
-        &'a self,
-        space: &'a str,
-    ) -> BoxFuture<'a, std::result::Result<Option<u64>, WorkerError>> {
-        Box::pin(async move { Ok(self.read(space).await?) })
-    }
-
-    fn raise_mark<'a>(
-        &'a self,
-        space: &'a str,
-        holder: &'a str,
-        until_ms: u64,
-        now_ms: u64,
-    ) -> BoxFuture<'a, std::result::Result<u64, WorkerError>> {
-        Box::pin(async move { Ok(self.raise(space, holder, until_ms, now_ms).await?) })
-    }
-}
+uidgen_worker::order_marks_from!(ZkOrderMarks, "ZooKeeper", read, raise);

@@ -93,9 +93,7 @@ impl Cluster {
     /// `kill -9` node `index`.
     pub async fn kill(&mut self, index: usize) {
         let server = self.nodes[index].server.take().unwrap();
-        tokio::task::spawn_blocking(move || server.kill())
-            .await
-            .unwrap();
+        server.kill_from_async().await;
     }
 
     /// `kill -9` every running node.
@@ -110,13 +108,7 @@ impl Cluster {
     /// SIGTERM node `index` and wait for it to exit.
     pub async fn terminate(&mut self, index: usize) {
         let server = self.nodes[index].server.take().unwrap();
-        let (status, log) = tokio::task::spawn_blocking(move || server.terminate())
-            .await
-            .unwrap();
-        assert!(
-            status.success(),
-            "SIGTERM did not end the server cleanly:\n{log}"
-        );
+        server.terminate_cleanly().await;
     }
 
     /// The worker id node `index` logged at its last start.

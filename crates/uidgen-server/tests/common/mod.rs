@@ -663,3 +663,23 @@ pub fn fixed_port() -> u16 {
     }
     uidgen_worker::testing::free_port()
 }
+
+impl Server {
+    /// `kill -9` it, from async code.
+    pub async fn kill_from_async(self) {
+        tokio::task::spawn_blocking(move || self.kill())
+            .await
+            .unwrap();
+    }
+
+    /// SIGTERM it from async code, wait for it to exit, and check that it exited cleanly.
+    pub async fn terminate_cleanly(self) {
+        let (status, log) = tokio::task::spawn_blocking(move || self.terminate())
+            .await
+            .unwrap();
+        assert!(
+            status.success(),
+            "SIGTERM did not end the server cleanly:\n{log}"
+        );
+    }
+}

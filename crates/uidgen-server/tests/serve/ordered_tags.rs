@@ -106,20 +106,12 @@ impl Cluster {
 
     async fn kill(&mut self, index: usize) {
         let server = self.nodes[index].server.take().unwrap();
-        tokio::task::spawn_blocking(move || server.kill())
-            .await
-            .unwrap();
+        server.kill_from_async().await;
     }
 
     async fn terminate(&mut self, index: usize) {
         let server = self.nodes[index].server.take().unwrap();
-        let (status, log) = tokio::task::spawn_blocking(move || server.terminate())
-            .await
-            .unwrap();
-        assert!(
-            status.success(),
-            "SIGTERM did not end the server cleanly:\n{log}"
-        );
+        server.terminate_cleanly().await;
     }
 
     fn signal(&self, index: usize, signal: &str) {
@@ -164,6 +156,16 @@ impl Cluster {
             logs.join("\n---\n")
         );
     }
+}
+
+/// The `ids` of a segment batch's body.
+fn ids_of(body: &str) -> Vec<i64> {
+    json(body)["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect()
 }
 
 /// What the clients record.
@@ -228,12 +230,7 @@ fn run_clients(
                         let mut recorded = recorded.lock();
                         match body {
                             Some(body) => {
-                                let ids: Vec<i64> = json(&body)["ids"]
-                                    .as_array()
-                                    .unwrap()
-                                    .iter()
-                                    .map(|v| v.as_i64().unwrap())
-                                    .collect();
+                                let ids = ids_of(&body);
                                 assert_eq!(ids.len(), count, "{body}");
                                 recorded.gap(end);
                                 recorded.calls.push(Call {
@@ -433,12 +430,7 @@ async fn ordered_tag_through_followers_in_batches() {
                     assert!(response.status().is_success(), "{}", response.status());
                     let body = response.text().await.unwrap();
                     let end = Instant::now();
-                    let ids: Vec<i64> = json(&body)["ids"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.as_i64().unwrap())
-                        .collect();
+                    let ids = ids_of(&body);
                     mine.push(Call {
                         start,
                         end,
