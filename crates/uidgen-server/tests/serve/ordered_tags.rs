@@ -450,8 +450,7 @@ async fn ordered_tag_through_followers_in_batches() {
         task.await.unwrap();
     }
     let elapsed = started.elapsed();
-    let calls = calls.lock();
-    let report = check(&calls);
+    let report = check(&calls.lock());
     #[allow(clippy::cast_precision_loss)] // a rate to print
     let rate = report.ids as f64 / elapsed.as_secs_f64();
     let metrics = client
