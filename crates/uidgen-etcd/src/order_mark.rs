@@ -10,8 +10,7 @@
 //! The key has no lease: a mark outlives every holder, as the ids' `marks/` keys do. It sits
 //! beside `workers/` and `marks/`, never under them, so their listings do not see it.
 
-use serde::{Deserialize, Serialize};
-use uidgen_worker::order_mark_name;
+use uidgen_worker::{MarkRaise, OrderMarkRecord, order_mark_name};
 
 use crate::error::{EtcdError, Result};
 use crate::gateway::{Gateway, Kv, compare_mod, get, put};
@@ -24,27 +23,17 @@ const RAISE_ATTEMPTS: u32 = 16;
 /// What a failed raise was doing, for its error.
 const RAISING: &str = "raising the ID space's order mark";
 
-/// The JSON value of a space's mark key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct MarkValue {
-    /// No ID of the space was stamped with a unit ending after this (ms since the Unix epoch).
-    issued_until_ms: u64,
-    /// Who raised it last (`host:port`, worker id, pid), for operators.
-    holder: String,
-    /// The raiser's clock when it did.
-    updated_ms: u64,
-}
-
 /// ID spaces' order marks in etcd, for [`OrderFence`](uidgen_worker::OrderFence).
 ///
 /// ```no_run
 /// # async fn demo() -> uidgen_etcd::Result<()> {
 /// use uidgen_etcd::{EtcdOptions, EtcdOrderMarks};
+/// use uidgen_worker::MarkRaise;
 /// let options = EtcdOptions::new(["http://127.0.0.1:2379"], "/uidgen/order", "10.0.0.7:8080");
 /// let marks = EtcdOrderMarks::new(&options)?;
 /// assert_eq!(marks.mark_key("default"), "/uidgen/order/order/default");
-/// marks.raise("default", "10.0.0.7:8080", 1_800_000_000_000, 0).await?;
-/// marks.raise("default", "10.0.0.8:8080", 1_700_000_000_000, 0).await?; // lower: kept
+/// marks.raise(MarkRaise::new("default", "10.0.0.7:8080", 1_800_000_000_000, 0)).await?;
+/// marks.raise(MarkRaise::new("default", "10.0.0.8:8080", 1_700_000_000_000, 0)).await?; // lower: kept
 /// assert_eq!(marks.read("default").await?, Some(1_800_000_000_000));
 /// # Ok(()) }
 /// ```
@@ -80,26 +69,14 @@ impl EtcdOrderMarks {
         kv.map(|kv| value_of(&kv)).transpose()
     }
 
-    /// Raise the space's mark to `until_ms` unless it is at least that already; returns the
-    /// mark as the raise left it (at least `until_ms`).
+    /// Raise the space's mark to `raise.until_ms` unless it is at least that already;
+    /// returns the mark as the raise left it (at least `raise.until_ms`).
     ///
     /// Cancel safety: a raise dropped midway may or may not have been applied; either way the
     /// mark did not fall.
-    pub async fn raise(
-        &self,
-        space: &str,
-        holder: &str,
-        until_ms: u64,
-        now_ms: u64,
-    ) -> Result<u64> {
-        let key = self.mark_key(space);
-        let value = MarkValue {
-            issued_until_ms: until_ms,
-            holder: holder.to_owned(),
-            updated_ms: now_ms,
-        };
-        // A struct of strings and integers always serialises.
-        let json = serde_json::to_vec(&value).unwrap_or_default();
+    pub async fn raise(&self, raise: MarkRaise<'_>) -> Result<u64> {
+        let (key, until_ms) = (self.mark_key(raise.space), raise.until_ms);
+        let json = raise.record_json();
         let mut current = self.gateway.get(RAISING, &key).await?;
         for _ in 0..RAISE_ATTEMPTS {
             let revision = match &current {
@@ -144,16 +121,14 @@ impl EtcdOrderMarks {
 
 /// The mark a key holds; an error for a value that is not one (someone else's key).
 fn value_of(kv: &Kv) -> Result<u64> {
-    serde_json::from_slice::<MarkValue>(&kv.value)
-        .map(|mark| mark.issued_until_ms)
-        .map_err(|e| EtcdError::Etcd {
-            endpoint: kv.key.clone(),
-            action: "reading the ID space's order mark",
-            reason: format!(
-                "the key does not hold an order mark ({e}): remove it or choose another \
+    OrderMarkRecord::mark_in(&kv.value).map_err(|e| EtcdError::Etcd {
+        endpoint: kv.key.clone(),
+        action: "reading the ID space's order mark",
+        reason: format!(
+            "the key does not hold an order mark ({e}): remove it or choose another \
                  `etcd.prefix`"
-            ),
-        })
+        ),
+    })
 }
 
 uidgen_worker::order_marks_from!(EtcdOrderMarks, "etcd", read, raise);

@@ -853,52 +853,12 @@ async fn a_registered_assigner_records_its_range_before_it_claims_and_claims_non
     assigned.keeper.unwrap().release().await.unwrap();
 }
 
-/// An ID space's order mark in etcd only rises: eight servers' raises at once, each of its
-/// own rising values interleaved with the others', leave the highest; every raise returns at
-/// least its value and every read after it sees at least that; a lower raise changes nothing,
-/// and spaces (even ones with `/` in the name) keep marks of their own.
+/// An ID space's order mark in etcd only rises, as every keeper's must
+/// (`check_order_marks_only_rise`: concurrent raises leave the highest, a lower raise changes
+/// nothing, spaces, even ones with `/` in the name, keep marks of their own).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_order_mark_in_etcd_only_rises_under_concurrent_raises() {
-    use std::sync::Arc;
-    use uidgen_etcd::EtcdOrderMarks;
-    const T0: u64 = 1_793_491_200_000;
     let options = EtcdOptions::new([test_endpoint()], test_prefix(), "test");
-    let marks = Arc::new(EtcdOrderMarks::new(&options).unwrap());
-    assert_eq!(marks.read("default").await.unwrap(), None);
-    let mut tasks = Vec::new();
-    for server in 0..8u64 {
-        let marks = Arc::clone(&marks);
-        tasks.push(tokio::spawn(async move {
-            let mut seen = 0;
-            for step in 0..6u64 {
-                // Servers' values interleave: each raise races others both above and below.
-                let value = T0 + step * 1_000 + (server * 5 % 8) * 100;
-                let left = marks
-                    .raise("default", &format!("server {server}"), value, T0)
-                    .await
-                    .unwrap();
-                assert!(left >= value, "raise to {value} left {left}");
-                let read = marks.read("default").await.unwrap().unwrap();
-                assert!(
-                    read >= value && read >= seen,
-                    "{read} after {value}, {seen}"
-                );
-                seen = read;
-            }
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
-    let highest = T0 + 5 * 1_000 + 7 * 100;
-    assert_eq!(marks.read("default").await.unwrap(), Some(highest));
-    assert_eq!(
-        marks.raise("default", "late", T0, T0).await.unwrap(),
-        highest
-    );
-    assert_eq!(marks.read("default").await.unwrap(), Some(highest));
-    assert_eq!(marks.read("a/b").await.unwrap(), None);
-    marks.raise("a/b", "other", T0, T0).await.unwrap();
-    assert_eq!(marks.read("a/b").await.unwrap(), Some(T0));
-    assert_eq!(marks.read("default").await.unwrap(), Some(highest));
+    let marks = uidgen_etcd::EtcdOrderMarks::new(&options).unwrap();
+    uidgen_worker::testing::check_order_marks_only_rise(std::sync::Arc::new(marks)).await;
 }

@@ -6,6 +6,8 @@
 //! so concurrent servers of one space never lower each other's marks. The fence's other
 //! invariants are written in uidgen-worker's `order_fence.rs`.
 
+use uidgen_worker::MarkRaise;
+
 use crate::error::{Result, StoreError};
 use crate::store::{Sql, Store, run_sql};
 use crate::url::Dialect;
@@ -52,8 +54,9 @@ impl Store {
     ///
     /// ```no_run
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
-    /// store.raise_order_mark("default", "worker 7", 1_800_000_000_000, 0).await?;
-    /// store.raise_order_mark("default", "worker 8", 1_700_000_000_000, 0).await?; // lower: kept
+    /// use uidgen_worker::MarkRaise;
+    /// store.raise_order_mark(MarkRaise::new("default", "worker 7", 1_800_000_000_000, 0)).await?;
+    /// store.raise_order_mark(MarkRaise::new("default", "worker 8", 1_700_000_000_000, 0)).await?; // lower: kept
     /// assert_eq!(store.order_mark("default").await?, Some(1_800_000_000_000));
     /// # Ok(()) }
     /// ```
@@ -70,16 +73,16 @@ impl Store {
         Ok(mark.map(|ms| u64::try_from(ms).unwrap_or(0)))
     }
 
-    /// Raise the space's order mark to `until_ms` unless it is higher already (the mark never
-    /// falls), recording `holder` and `now_ms` as who raised it and when. On `Ok`, the mark is
-    /// at least `until_ms`, which is returned.
-    pub async fn raise_order_mark(
-        &self,
-        space: &str,
-        holder: &str,
-        until_ms: u64,
-        now_ms: u64,
-    ) -> Result<u64> {
+    /// Raise the space's order mark to `raise.until_ms` unless it is higher already (the mark
+    /// never falls), recording `raise.holder` and `raise.now_ms` as who raised it and when. On
+    /// `Ok`, the mark is at least `raise.until_ms`, which is returned.
+    pub async fn raise_order_mark(&self, raise: MarkRaise<'_>) -> Result<u64> {
+        let MarkRaise {
+            space,
+            holder,
+            until_ms,
+            now_ms,
+        } = raise;
         check_space(space)?;
         let (until, now) = (to_db(until_ms)?, to_db(now_ms)?);
         if self.raise_only(space, holder, until, now).await? == 0 {

@@ -14,7 +14,7 @@ use uidgen_core::{
 use uidgen_store::testing::proxy::{Proxy, server_addr, with_addr};
 use uidgen_store::testing::{TestDb, fresh_store, fresh_url};
 use uidgen_store::{Store, StoreOptions};
-use uidgen_worker::{OrderFence, OrderOptions};
+use uidgen_worker::{MarkRaise, OrderFence, OrderOptions};
 
 /// 2026-11-01, well inside Baidu's default layout.
 const T0: u64 = 1_793_491_200_000;
@@ -43,16 +43,16 @@ per_db! {
     async fn the_mark_only_rises_and_is_kept_per_space(db: TestDb) {
         let (store, _) = fresh_store(db).await.unwrap();
         assert_eq!(store.order_mark("default").await.unwrap(), None);
-        store.raise_order_mark("default", "a", T0 + 5_000, T0).await.unwrap();
-        store.raise_order_mark("default", "b", T0 + 1_000, T0).await.unwrap(); // lower: kept
+        store.raise_order_mark(MarkRaise::new("default", "a", T0 + 5_000, T0)).await.unwrap();
+        store.raise_order_mark(MarkRaise::new("default", "b", T0 + 1_000, T0)).await.unwrap(); // lower: kept
         assert_eq!(store.order_mark("default").await.unwrap(), Some(T0 + 5_000));
-        store.raise_order_mark("default", "b", T0 + 9_000, T0).await.unwrap();
+        store.raise_order_mark(MarkRaise::new("default", "b", T0 + 9_000, T0)).await.unwrap();
         assert_eq!(store.order_mark("default").await.unwrap(), Some(T0 + 9_000));
         assert_eq!(store.order_mark("orders").await.unwrap(), None);
-        store.raise_order_mark("orders", "c", T0, T0).await.unwrap();
+        store.raise_order_mark(MarkRaise::new("orders", "c", T0, T0)).await.unwrap();
         assert_eq!(store.order_mark("orders").await.unwrap(), Some(T0));
         assert_eq!(store.order_mark("default").await.unwrap(), Some(T0 + 9_000));
-        assert!(store.raise_order_mark("", "c", T0, T0).await.is_err());
+        assert!(store.raise_order_mark(MarkRaise::new("", "c", T0, T0)).await.is_err());
     }
 }
 

@@ -32,6 +32,7 @@ use uidgen_core::{Clock, FenceRefusal, TimeFence};
 
 use crate::error::Result;
 use crate::future::BoxFuture;
+use crate::order_record::MarkRaise;
 
 /// Where the order marks of ID spaces are kept: one number per space (ms since the Unix
 /// epoch) that only rises. Implemented by the store (`id_order_mark`), `uidgen-etcd` and
@@ -57,39 +58,32 @@ pub trait OrderMarks: Send + Sync + std::fmt::Debug {
     /// Cancel safety: a read only.
     fn read_mark<'a>(&'a self, space: &'a str) -> BoxFuture<'a, Result<Option<u64>>>;
 
-    /// Raise the space's mark to `until_ms` unless it is higher already, recording `holder`
-    /// and `now_ms` as who raised it and when (where the keeper has room for them). Returns
-    /// the mark as the raise left it (at least `until_ms`).
+    /// Raise the space's mark to `raise.until_ms` unless it is higher already, recording
+    /// `raise.holder` and `raise.now_ms` as who raised it and when (where the keeper has room
+    /// for them). Returns the mark as the raise left it (at least `raise.until_ms`).
     ///
     /// Cancel safety: a raise dropped midway may or may not have been applied; either way the
     /// mark did not fall.
-    fn raise_mark<'a>(
-        &'a self,
-        space: &'a str,
-        holder: &'a str,
-        until_ms: u64,
-        now_ms: u64,
-    ) -> BoxFuture<'a, Result<u64>>;
+    fn raise_mark<'a>(&'a self, raise: MarkRaise<'a>) -> BoxFuture<'a, Result<u64>>;
 }
 
 /// Implement [`OrderMarks`] for `$keeper` from two async methods of its own:
 /// `$read(space) -> Result<Option<u64>, E>` and
-/// `$raise(space, holder, until_ms, now_ms) -> Result<u64, E>`, with `E` into [`WorkerError`];
+/// `$raise(`[`MarkRaise`]`) -> Result<u64, E>`, with `E` into [`WorkerError`];
 /// `$kept_in` names the keeper in messages. One expansion for every keeper, so the trait's
 /// boxing lives in one place.
 ///
 /// ```
-/// use uidgen_worker::{OrderMarks, WorkerError};
+/// use uidgen_worker::{MarkRaise, OrderMarks, WorkerError};
 /// #[derive(Debug, Default)]
 /// struct Memory(std::sync::Mutex<u64>);
 /// impl Memory {
 ///     async fn read(&self, _space: &str) -> Result<Option<u64>, WorkerError> {
 ///         Ok(Some(*self.0.lock().unwrap()))
 ///     }
-///     async fn raise(&self, _space: &str, _holder: &str, until: u64, _now: u64)
-///         -> Result<u64, WorkerError> {
+///     async fn raise(&self, raise: MarkRaise<'_>) -> Result<u64, WorkerError> {
 ///         let mut mark = self.0.lock().unwrap();
-///         *mark = (*mark).max(until);
+///         *mark = (*mark).max(raise.until_ms);
 ///         Ok(*mark)
 ///     }
 /// }
@@ -115,12 +109,9 @@ macro_rules! order_marks_from {
 
             fn raise_mark<'a>(
                 &'a self,
-                space: &'a str,
-                holder: &'a str,
-                until_ms: u64,
-                now_ms: u64,
+                raise: $crate::MarkRaise<'a>,
             ) -> $crate::BoxFuture<'a, ::std::result::Result<u64, $crate::WorkerError>> {
-                Box::pin(async move { Ok(self.$raise(space, holder, until_ms, now_ms).await?) })
+                Box::pin(async move { Ok(self.$raise(raise).await?) })
             }
         }
     };
@@ -366,7 +357,7 @@ async fn write_ahead(state: &OrderState) -> Result<()> {
     let target = target.max(wanted);
     match state
         .marks
-        .raise_mark(&state.space, &state.holder, target, now)
+        .raise_mark(MarkRaise::new(&state.space, &state.holder, target, now))
         .await
     {
         Ok(_) => {

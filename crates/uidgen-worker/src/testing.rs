@@ -392,3 +392,59 @@ impl Drop for PrivateServer {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// The contract every [`OrderMarks`](crate::OrderMarks) keeper is held to, checked on its
+/// real service (`marks` must hold no mark of `default` or `a/b` yet): eight servers' raises
+/// of `default` at once, each of its own rising values interleaved with the others', leave
+/// the highest; every raise returns at least its value and every read after it sees at least
+/// that; a lower raise changes nothing; and spaces (even ones with `/` in the name) keep marks
+/// of their own.
+///
+/// # Panics
+/// When the keeper breaks the contract or does not answer.
+pub async fn check_order_marks_only_rise(marks: std::sync::Arc<dyn crate::OrderMarks>) {
+    use crate::MarkRaise;
+    const T0: u64 = 1_793_491_200_000;
+    let read = |space| {
+        let marks = std::sync::Arc::clone(&marks);
+        async move { marks.read_mark(space).await.expect("read the mark") }
+    };
+    assert_eq!(read("default").await, None);
+    let mut tasks = Vec::new();
+    for server in 0..8u64 {
+        let marks = std::sync::Arc::clone(&marks);
+        tasks.push(tokio::spawn(async move {
+            let holder = format!("server {server}");
+            let mut seen = 0;
+            for step in 0..6u64 {
+                // Servers' values interleave: each raise races others both above and below.
+                let value = T0 + step * 1_000 + (server * 5 % 8) * 100;
+                let left = marks
+                    .raise_mark(MarkRaise::new("default", &holder, value, T0))
+                    .await
+                    .expect("raise the mark");
+                assert!(left >= value, "raise to {value} left {left}");
+                let read = marks.read_mark("default").await.expect("read the mark");
+                let read = read.expect("a mark after a raise");
+                assert!(
+                    read >= value && read >= seen,
+                    "{read} after {value}, {seen}"
+                );
+                seen = read;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("a raising task");
+    }
+    let highest = T0 + 5 * 1_000 + 7 * 100;
+    assert_eq!(read("default").await, Some(highest));
+    let late = marks.raise_mark(MarkRaise::new("default", "late", T0, T0));
+    assert_eq!(late.await.expect("a lower raise"), highest);
+    assert_eq!(read("default").await, Some(highest));
+    assert_eq!(read("a/b").await, None);
+    let other = marks.raise_mark(MarkRaise::new("a/b", "other", T0, T0));
+    other.await.expect("raise another space's mark");
+    assert_eq!(read("a/b").await, Some(T0));
+    assert_eq!(read("default").await, Some(highest));
+}

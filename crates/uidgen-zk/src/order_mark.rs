@@ -12,8 +12,7 @@
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
-use uidgen_worker::order_mark_name;
+use uidgen_worker::{MarkRaise, OrderMarkRecord, order_mark_name};
 use zookeeper_client as zk;
 
 use crate::error::{Result, ZkError};
@@ -30,29 +29,19 @@ const RAISING: &str = "raising the ID space's order mark";
 /// What a failed read was doing, for its error.
 const READING: &str = "reading the ID space's order mark";
 
-/// The JSON data of a space's mark node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct MarkData {
-    /// No ID of the space was stamped with a unit ending after this (ms since the Unix epoch).
-    issued_until_ms: u64,
-    /// Who raised it last (host, worker id, pid), for operators.
-    holder: String,
-    /// The raiser's clock when it did.
-    updated_ms: u64,
-}
-
 /// ID spaces' order marks in ZooKeeper, for [`OrderFence`](uidgen_worker::OrderFence). It
 /// keeps a session of its own, opened at the first call and opened again once ZooKeeper has
 /// expired it.
 ///
 /// ```no_run
 /// # async fn demo() -> uidgen_zk::Result<()> {
+/// use uidgen_worker::MarkRaise;
 /// use uidgen_zk::{ZkOptions, ZkOrderMarks};
 /// let options = ZkOptions::new("127.0.0.1:2181", "order", "10.0.0.7", "8080");
 /// let marks = ZkOrderMarks::new(&options);
 /// assert_eq!(marks.mark_path("default"), "/snowflake/order/order/default");
-/// marks.raise("default", "10.0.0.7:8080", 1_800_000_000_000, 0).await?;
-/// marks.raise("default", "10.0.0.8:8080", 1_700_000_000_000, 0).await?; // lower: kept
+/// marks.raise(MarkRaise::new("default", "10.0.0.7:8080", 1_800_000_000_000, 0)).await?;
+/// marks.raise(MarkRaise::new("default", "10.0.0.8:8080", 1_700_000_000_000, 0)).await?; // lower: kept
 /// assert_eq!(marks.read("default").await?, Some(1_800_000_000_000));
 /// # Ok(()) }
 /// ```
@@ -94,27 +83,15 @@ impl ZkOrderMarks {
         }
     }
 
-    /// Raise the space's mark to `until_ms` unless it is at least that already; returns the
-    /// mark as the raise left it (at least `until_ms`).
+    /// Raise the space's mark to `raise.until_ms` unless it is at least that already;
+    /// returns the mark as the raise left it (at least `raise.until_ms`).
     ///
     /// Cancel safety: a raise dropped midway may or may not have been applied; either way the
     /// mark did not fall.
-    pub async fn raise(
-        &self,
-        space: &str,
-        holder: &str,
-        until_ms: u64,
-        now_ms: u64,
-    ) -> Result<u64> {
+    pub async fn raise(&self, raise: MarkRaise<'_>) -> Result<u64> {
         let client = self.client().await?;
-        let path = self.mark_path(space);
-        let data = MarkData {
-            issued_until_ms: until_ms,
-            holder: holder.to_owned(),
-            updated_ms: now_ms,
-        };
-        // A struct of strings and integers always serialises.
-        let json = serde_json::to_vec(&data).unwrap_or_default();
+        let (path, until_ms) = (self.mark_path(raise.space), raise.until_ms);
+        let json = raise.record_json();
         for _ in 0..RAISE_ATTEMPTS {
             match client.get_data(&path).await {
                 Ok((data, stat)) => {
@@ -175,12 +152,10 @@ impl ZkOrderMarks {
 
 /// The mark a node holds; an error for data that is not one.
 fn parse(path: &str, data: &[u8]) -> Result<u64> {
-    serde_json::from_slice::<MarkData>(data)
-        .map(|mark| mark.issued_until_ms)
-        .map_err(|e| ZkError::InvalidNode {
-            path: path.to_owned(),
-            reason: format!("not an order mark ({e}): remove it or choose another namespace"),
-        })
+    OrderMarkRecord::mark_in(data).map_err(|e| ZkError::InvalidNode {
+        path: path.to_owned(),
+        reason: format!("not an order mark ({e}): remove it or choose another namespace"),
+    })
 }
 
 uidgen_worker::order_marks_from!(ZkOrderMarks, "ZooKeeper", read, raise);

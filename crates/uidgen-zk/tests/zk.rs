@@ -731,54 +731,16 @@ async fn a_registered_assigner_records_its_range_before_it_takes_an_id_and_takes
     assigned.keeper.unwrap().release().await.unwrap();
 }
 
-/// An ID space's order mark in ZooKeeper only rises: eight servers' raises at once, each of
-/// its own rising values interleaved with the others', leave the highest; every raise returns
-/// at least its value and every read after it sees at least that; a lower raise changes
-/// nothing; spaces keep marks of their own; and the mark is not among the nodes Leaf and the
-/// claim list (`forever`, `ids`, `live`).
+/// An ID space's order mark in ZooKeeper only rises (the contract of every keeper:
+/// `check_order_marks_only_rise`, concurrent raises, a lower raise, spaces apart), and the
+/// mark is not among the nodes Leaf and the claim list (`forever`, `ids`, `live`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_order_mark_in_zookeeper_only_rises_under_concurrent_raises() {
     use uidgen_zk::{ZkOptions, ZkOrderMarks};
-    const T0: u64 = 1_793_491_200_000;
     let connect = test_connect();
     let options = ZkOptions::new(&connect, "marks", "127.0.0.1", "1");
-    let marks = Arc::new(ZkOrderMarks::new(&options));
-    assert_eq!(marks.read("default").await.unwrap(), None);
-    let mut tasks = Vec::new();
-    for server in 0..8u64 {
-        let marks = Arc::clone(&marks);
-        tasks.push(tokio::spawn(async move {
-            let mut seen = 0;
-            for step in 0..6u64 {
-                // Servers' values interleave: each raise races others both above and below.
-                let value = T0 + step * 1_000 + (server * 5 % 8) * 100;
-                let left = marks
-                    .raise("default", &format!("server {server}"), value, T0)
-                    .await
-                    .unwrap();
-                assert!(left >= value, "raise to {value} left {left}");
-                let read = marks.read("default").await.unwrap().unwrap();
-                assert!(
-                    read >= value && read >= seen,
-                    "{read} after {value}, {seen}"
-                );
-                seen = read;
-            }
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
-    let highest = T0 + 5 * 1_000 + 7 * 100;
-    assert_eq!(marks.read("default").await.unwrap(), Some(highest));
-    assert_eq!(
-        marks.raise("default", "late", T0, T0).await.unwrap(),
-        highest
-    );
-    assert_eq!(marks.read("default").await.unwrap(), Some(highest));
-    marks.raise("a/b", "other", T0, T0).await.unwrap();
-    assert_eq!(marks.read("a/b").await.unwrap(), Some(T0));
-    assert_eq!(marks.read("default").await.unwrap(), Some(highest));
+    uidgen_worker::testing::check_order_marks_only_rise(Arc::new(ZkOrderMarks::new(&options)))
+        .await;
     let zk = client(&connect).await;
     let mut names = zk.list_children("/snowflake/marks").await.unwrap();
     names.sort();

@@ -17,6 +17,7 @@ use std::time::Duration;
 use common::{Server, sqlite_url};
 use parking_lot::Mutex;
 use uidgen_store::testing::{TestDb, fresh_url};
+use uidgen_worker::MarkRaise;
 
 /// IDs per request: large batches from several clients at once, far above the 8,192 a second
 /// one worker id sustains, so that the ring borrows seconds ahead within a second of load; and
@@ -346,7 +347,7 @@ async fn a_start_waits_for_a_mark_ahead_of_its_clock_and_refuses_one_far_ahead()
     // Three seconds past what the cached generator may borrow (60 s, the default).
     let mark = SystemClock.now_millis() + 63_000;
     store
-        .raise_order_mark("default", "test", mark, 0)
+        .raise_order_mark(MarkRaise::new("default", "test", mark, 0))
         .await
         .unwrap();
     let store_url = url.clone();
@@ -377,7 +378,12 @@ async fn a_start_waits_for_a_mark_ahead_of_its_clock_and_refuses_one_far_ahead()
     server.kill();
 
     store
-        .raise_order_mark("default", "test", SystemClock.now_millis() + 20 * 60_000, 0)
+        .raise_order_mark(MarkRaise::new(
+            "default",
+            "test",
+            SystemClock.now_millis() + 20 * 60_000,
+            0,
+        ))
         .await
         .unwrap();
     let refused = tokio::task::spawn_blocking(move || {
