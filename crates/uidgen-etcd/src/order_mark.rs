@@ -33,7 +33,8 @@ const RAISING: &str = "raising the ID space's order mark";
 /// let marks = EtcdOrderMarks::new(&options)?;
 /// assert_eq!(marks.mark_key("default"), "/uidgen/order/order/default");
 /// marks.raise(MarkRaise::new("default", "10.0.0.7:8080", 1_800_000_000_000, 0)).await?;
-/// marks.raise(MarkRaise::new("default", "10.0.0.8:8080", 1_700_000_000_000, 0)).await?; // lower: kept
+/// // A lower raise: the mark is kept.
+/// marks.raise(MarkRaise::new("default", "10.0.0.8:8080", 1_700_000_000_000, 0)).await?;
 /// assert_eq!(marks.read("default").await?, Some(1_800_000_000_000));
 /// # Ok(()) }
 /// ```

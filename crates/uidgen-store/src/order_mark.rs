@@ -56,7 +56,8 @@ impl Store {
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
     /// use uidgen_worker::MarkRaise;
     /// store.raise_order_mark(MarkRaise::new("default", "worker 7", 1_800_000_000_000, 0)).await?;
-    /// store.raise_order_mark(MarkRaise::new("default", "worker 8", 1_700_000_000_000, 0)).await?; // lower: kept
+    /// // A lower raise: the mark is kept.
+    /// store.raise_order_mark(MarkRaise::new("default", "worker 8", 1_700_000_000_000, 0)).await?;
     /// assert_eq!(store.order_mark("default").await?, Some(1_800_000_000_000));
     /// # Ok(()) }
     /// ```
