@@ -76,13 +76,16 @@ secs=$(awk -v d="$DURATION" 'BEGIN {
 [ "$secs" != bad ] || die "DURATION=$DURATION: give whole seconds (600s, 10m, 60), at least 2"
 
 if [ -z "${SKIP_BUILD:-}" ]; then
-  cargo build --release --locked -p uidgen-server --bin uidgen
+  # `uidgen bench` is the load driver here: the `bench` feature builds it in.
+  cargo build --release --locked -p uidgen-server --bin uidgen --features bench
   cargo build --release --locked -p uidgen-server --example bare_axum --example bare_tonic
 fi
 uidgen=$TARGET_DIR/release/uidgen
 for bin in "$uidgen" "$TARGET_DIR/release/examples/bare_axum" "$TARGET_DIR/release/examples/bare_tonic"; do
   [ -x "$bin" ] || die "$bin is missing: run without SKIP_BUILD"
 done
+"$uidgen" bench --help >/dev/null 2>&1 ||
+  die "$uidgen has no \`bench\` command (the README's build leaves it out): run without SKIP_BUILD"
 
 mkdir -p "$OUT_DIR/logs" "$OUT_DIR/runs" "$OUT_DIR/rec"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)

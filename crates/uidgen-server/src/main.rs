@@ -4,7 +4,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use uidgen_server::cli::{self, bench};
+use uidgen_server::cli;
+#[cfg(feature = "bench")]
+use uidgen_server::cli::bench;
 use uidgen_server::cli::{Cli, Command};
 use uidgen_server::config::log::LogFormat;
 use uidgen_server::logging;
@@ -41,6 +43,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             logging::init(LogFormat::Text)?;
             runtime()?.block_on(cli::etcd::run(&args))
         }
+        #[cfg(feature = "bench")]
         Command::Bench(bench::BenchArgs {
             command: Some(bench::BenchCommand::Check(args)),
             ..
@@ -56,6 +59,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{ready}");
             Ok(())
         }
+        #[cfg(feature = "bench")]
         Command::Bench(args) => match (&args.url, &args.grpc) {
             (Some(url), _) => {
                 let report = runtime()?.block_on(bench::run_http(&args, url))?;

@@ -1,11 +1,12 @@
 //! The `uidgen` command line: its arguments (each subcommand's with its code, the ones several
 //! share in [`args`]), and the code of every subcommand but `serve`'s lifecycle
 //! ([`crate::serve`]): [`generate`] (`gen`, `migrate`, the embedded bench generator),
-//! [`mod@decode`] (`decode`, `make`), [`mod@bench`], [`zk`] (`zk reclaim`, `zk init`,
+//! [`mod@decode`] (`decode`, `make`), [`mod@bench`] (with the `bench` feature), [`zk`] (`zk reclaim`, `zk init`,
 //! `zk recover`), [`etcd`] (`etcd init`, `etcd recover`), [`takeover`] (`takeover <peer>`),
 //! [`mod@layout`] (`layout check`) and [`health`] (`health`).
 
 pub mod args;
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod decode;
 pub mod etcd;
@@ -47,7 +48,8 @@ pub enum Command {
     Make(MakeArgs),
     /// Create or upgrade the store's tables.
     Migrate(MigrateArgs),
-    /// Measure a running server or the embedded generator.
+    /// Measure a running server or the embedded generator (built with the `bench` feature).
+    #[cfg(feature = "bench")]
     Bench(bench::BenchArgs),
     /// ZooKeeper worker ids: `uidgen zk reclaim --older-than 7d [--dry-run]`, `uidgen zk init`
     /// (a new namespace), `uidgen zk recover` (after a loss).
