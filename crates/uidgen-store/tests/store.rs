@@ -170,6 +170,41 @@ per_db! {
     }
 }
 
+per_db! {
+    /// The same older uidgen's database (a tail of `kept` waiting, the row as Leaf's SQL writes
+    /// it, `max_id` 500), upgraded through migration 0015 and the tag marked ordered: the
+    /// waiting tail is dropped, a plain claim is refused, and the first leader's first segment
+    /// starts at 500, above every number the tag handed out before.
+    async fn a_tag_an_older_uidgen_served_continues_above_its_numbers_once_ordered(db: TestDb) {
+        let (store, _) = older_uidgen_database(db, 12).await;
+        run_script(
+            &store,
+            "INSERT INTO leaf_alloc_returned (biz_tag, start_id, end_id, delta, remainder) \
+             VALUES ('kept', 495, 500, 1, 0)",
+        )
+        .await
+        .unwrap();
+        store.migrate().await.unwrap();
+        assert!(store.mark_ordered("kept").await.unwrap());
+        assert_eq!(store.returned_ranges("kept").await.unwrap(), vec![]);
+        assert!(matches!(
+            store.claim_segment("kept").await,
+            Err(uidgen_store::StoreError::TagOrdered(_))
+        ));
+        let lease = std::time::Duration::from_secs(5);
+        let lead = store
+            .lead_ordered("kept", "a", "http://a:1", lease, std::time::Duration::ZERO)
+            .await
+            .unwrap();
+        let uidgen_store::Lead::Leading { tag, .. } = lead else {
+            panic!("the first server to look leads: {lead:?}");
+        };
+        let first = store.claim_ordered_segment("kept", "a", tag.term, None).await.unwrap();
+        assert_eq!(first.range(), 500..510);
+        store.close().await;
+    }
+}
+
 /// A new database an older uidgen migrated to `level` (migrations 0001 to `level`, recorded in
 /// `uidgen_schema_migrations` as that uidgen created and wrote it), holding one `worker_node`
 /// row and, from level 3, the tag `kept` at `max_id` 500, step 10; not yet migrated further.

@@ -36,6 +36,9 @@ use crate::config::ordered::OrderedSettings;
 pub struct OrderedTags {
     ctx: Arc<Ctx>,
     tags: RwLock<HashMap<String, Arc<TagLead>>>,
+    /// `tags` is not empty: every plain segment call asks [`is_ordered`](Self::is_ordered),
+    /// and without an ordered tag it answers from this flag, not the lock's shared line.
+    any: std::sync::atomic::AtomicBool,
     /// When a failed plain call last had the list read ([`refresh_soon`](Self::refresh_soon)).
     last_refresh: parking_lot::Mutex<Option<std::time::Instant>>,
 }
@@ -93,6 +96,7 @@ impl OrderedTags {
                 channels: Arc::new(Channels::new(ca_pem)),
             }),
             tags: RwLock::new(HashMap::new()),
+            any: std::sync::atomic::AtomicBool::new(false),
             last_refresh: parking_lot::Mutex::new(None),
         });
         ordered.sync().await;
@@ -131,7 +135,9 @@ impl OrderedTags {
 
     /// Whether `tag` is ordered, as last read (every third of a lease).
     pub fn is_ordered(&self, tag: &str) -> bool {
-        self.tags.read().contains_key(tag)
+        // Relaxed: a tag marked meanwhile is seen at the next read, as with the lock; the
+        // store refuses its plain claims until then.
+        self.any.load(Ordering::Relaxed) && self.tags.read().contains_key(tag)
     }
 
     /// `n` IDs of ordered `tag`: issued here while this server leads it, else forwarded to the
@@ -195,8 +201,8 @@ impl OrderedTags {
         }
     }
 
-    /// Read the list of ordered tags: new ones get a lead (and a first look at the lease),
-    /// gone ones are dropped.
+    /// Read the list of ordered tags: new ones get a lead, gone ones are dropped, and every
+    /// lead looks at its lease.
     async fn sync(self: &Arc<Self>) {
         let listed = match self.ctx.store.ordered_tags().await {
             Ok(listed) => listed,
@@ -205,7 +211,7 @@ impl OrderedTags {
                 return;
             }
         };
-        let (added, kept): (Vec<Arc<TagLead>>, Vec<Arc<TagLead>>) = {
+        let kept: Vec<Arc<TagLead>> = {
             let mut tags = self.tags.write();
             tags.retain(|tag, lead| {
                 let keep = listed.iter().any(|t| &t.biz_tag == tag);
@@ -214,18 +220,16 @@ impl OrderedTags {
                 }
                 keep
             });
-            let mut added = Vec::new();
             for row in &listed {
                 if !tags.contains_key(&row.biz_tag) {
                     let lead = Arc::new(TagLead::new(&row.biz_tag, &self.ctx));
-                    tags.insert(row.biz_tag.clone(), Arc::clone(&lead));
-                    added.push(lead);
+                    tags.insert(row.biz_tag.clone(), lead);
                 }
             }
-            let kept = tags.values().cloned().collect();
-            (added, kept)
+            // Relaxed: written under the write lock, read before the read lock it guards.
+            self.any.store(!tags.is_empty(), Ordering::Relaxed);
+            tags.values().cloned().collect()
         };
-        drop(added);
         for lead in kept {
             lead.attempt(&self.ctx, Duration::ZERO).await;
         }
