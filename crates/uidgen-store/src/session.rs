@@ -45,6 +45,11 @@ const BEGIN_WRITE: Sql = Sql {
     postgres: "BEGIN",
 };
 
+/// [`BEGIN_WRITE`] in `dialect`.
+pub(crate) fn begin_write_sql(dialect: Dialect) -> &'static str {
+    BEGIN_WRITE.get(dialect)
+}
+
 /// A pooled connection whose session state (an open transaction, a held session lock) is
 /// tracked, and which is closed rather than returned to the pool while any is open. Derefs to
 /// the connection, so statements run on `&mut *session`.

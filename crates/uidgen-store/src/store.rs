@@ -35,6 +35,15 @@ pub struct StoreOptions {
     pub connect_timeout: Duration,
     /// Apply the embedded migrations on connect (default true).
     pub migrate: bool,
+    /// How long the database lets one of this store's sessions sit idle inside a transaction
+    /// before it ends the session (default 2 s; zero: never). A process frozen mid-transaction
+    /// (SIGSTOP, a VM pause, a debugger) would otherwise hold its row locks, and every other
+    /// server's claims of those rows, until it woke: the ended session rolls back and frees
+    /// them. PostgreSQL's `idle_in_transaction_session_timeout` (to the millisecond),
+    /// MariaDB's `idle_transaction_timeout` (whole seconds, rounded up); MySQL has no such
+    /// setting and SQLite is one host's file: neither gets one. Our transactions send their
+    /// statements back to back, so only a frozen or cut-off process reaches it.
+    pub idle_transaction_timeout: Duration,
 }
 
 impl Default for StoreOptions {
@@ -43,6 +52,7 @@ impl Default for StoreOptions {
             max_connections: 10,
             connect_timeout: Duration::from_secs(5),
             migrate: true,
+            idle_transaction_timeout: Duration::from_secs(2),
         }
     }
 }
@@ -201,13 +211,20 @@ impl Store {
                 MySqlPoolOptions::new()
                     .max_connections(options.max_connections.max(1))
                     .acquire_timeout(options.connect_timeout)
+                    .after_connect({
+                        let set = mariadb_idle_timeout(options.idle_transaction_timeout);
+                        move |conn, _meta| Box::pin(set_mariadb_idle_timeout(conn, set.clone()))
+                    })
                     .connect_lazy_with(mysql_options(url)?),
             ),
             Dialect::Postgres => DbPool::Postgres(
                 PgPoolOptions::new()
                     .max_connections(options.max_connections.max(1))
                     .acquire_timeout(options.connect_timeout)
-                    .connect_lazy_with(pg_options(url)?),
+                    .connect_lazy_with(pg_idle_timeout(
+                        pg_options(url)?,
+                        options.idle_transaction_timeout,
+                    )),
             ),
         };
         Ok(Self {
@@ -367,6 +384,52 @@ fn mysql_options(url: &str) -> Result<MySqlConnectOptions> {
 
 fn pg_options(url: &str) -> Result<PgConnectOptions> {
     PgConnectOptions::from_str(url).map_err(|e| invalid(url, &e))
+}
+
+/// [`StoreOptions::idle_transaction_timeout`] on PostgreSQL: a startup parameter of every
+/// session, so the server applies it without a round trip.
+fn pg_idle_timeout(options: PgConnectOptions, timeout: Duration) -> PgConnectOptions {
+    if timeout.is_zero() {
+        return options;
+    }
+    options.options([(
+        "idle_in_transaction_session_timeout",
+        timeout.as_millis().max(1),
+    )])
+}
+
+/// The MariaDB error for `SET` of a variable the server does not have: MySQL's answer to
+/// `idle_transaction_timeout`.
+const ER_UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
+
+/// [`StoreOptions::idle_transaction_timeout`] on MariaDB: the statement each new session runs,
+/// in whole seconds rounded up (a shorter wait than asked for could end a live session); `None`
+/// for zero.
+fn mariadb_idle_timeout(timeout: Duration) -> Option<Arc<str>> {
+    let seconds = timeout.as_millis().div_ceil(1000);
+    (seconds > 0).then(|| format!("SET SESSION idle_transaction_timeout = {seconds}").into())
+}
+
+/// Run [`mariadb_idle_timeout`]'s statement on a new session. MySQL does not know the
+/// variable: its sessions go without (docs/OPERATIONS.md, "A server frozen in a transaction").
+async fn set_mariadb_idle_timeout(
+    conn: &mut sqlx::MySqlConnection,
+    set: Option<Arc<str>>,
+) -> std::result::Result<(), sqlx::Error> {
+    let Some(set) = set else {
+        return Ok(());
+    };
+    match sqlx::Executor::execute(conn, sqlx::AssertSqlSafe(set.to_string())).await {
+        Ok(_) => Ok(()),
+        Err(sqlx::Error::Database(error))
+            if error
+                .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+                .is_some_and(|e| e.number() == ER_UNKNOWN_SYSTEM_VARIABLE) =>
+        {
+            Ok(())
+        }
+        Err(error) => Err(error),
+    }
 }
 
 impl Store {

@@ -531,3 +531,90 @@ fn replace_database(url: &str, name: &str) -> String {
     }
     out
 }
+
+/// A transaction left open on one of a store's own sessions, as a process frozen mid-claim
+/// (SIGSTOP, a VM pause) leaves it: its statements ran, their row locks are held, and nothing
+/// more is sent. Made by [`freeze_in_transaction`].
+pub struct FrozenTransaction {
+    conn: FrozenConn,
+}
+
+enum FrozenConn {
+    Sqlite(sqlx::SqliteConnection),
+    MySql(sqlx::MySqlConnection),
+    Postgres(sqlx::PgConnection),
+}
+
+/// Open a writing transaction on a new session of `store`'s pool (with its options: what the
+/// store sets on each session is set on this one), run `statements` in it, and leave it open.
+///
+/// ```no_run
+/// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {
+/// let mut frozen = uidgen_store::testing::freeze_in_transaction(
+///     &store,
+///     &["UPDATE leaf_alloc SET step = step WHERE biz_tag = 'order'"],
+/// )
+/// .await?;
+/// // ... another store's claims of 'order' wait for the lock ...
+/// assert!(frozen.ended().await); // once the database ended the idle session
+/// # Ok(()) }
+/// ```
+pub async fn freeze_in_transaction(
+    store: &Store,
+    statements: &[&str],
+) -> Result<FrozenTransaction> {
+    use crate::store::DbPool;
+    let failed = |e| store.err("leaving a transaction open", e);
+    let dialect = store.dialect();
+    let conn = match &store.pool {
+        DbPool::Sqlite(pool) => FrozenConn::Sqlite(
+            open_frozen(pool, dialect, statements)
+                .await
+                .map_err(failed)?,
+        ),
+        DbPool::MySql(pool) => FrozenConn::MySql(
+            open_frozen(pool, dialect, statements)
+                .await
+                .map_err(failed)?,
+        ),
+        DbPool::Postgres(pool) => FrozenConn::Postgres(
+            open_frozen(pool, dialect, statements)
+                .await
+                .map_err(failed)?,
+        ),
+    };
+    Ok(FrozenTransaction { conn })
+}
+
+/// A session of `pool` taken out of it (dropping it closes it), inside a transaction that ran
+/// `statements`.
+async fn open_frozen<DB: sqlx::Database>(
+    pool: &sqlx::Pool<DB>,
+    dialect: crate::Dialect,
+    statements: &[&str],
+) -> sqlx::Result<DB::Connection>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
+    let mut conn = pool.acquire().await?.detach();
+    let begin = crate::session::begin_write_sql(dialect);
+    sqlx::raw_sql(begin).execute(&mut conn).await?;
+    for statement in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe((*statement).to_owned()))
+            .execute(&mut conn)
+            .await?;
+    }
+    Ok(conn)
+}
+
+impl FrozenTransaction {
+    /// Whether the database has ended the session (the next statement fails), which rolled its
+    /// transaction back and freed its locks.
+    pub async fn ended(&mut self) -> bool {
+        match &mut self.conn {
+            FrozenConn::Sqlite(conn) => sqlx::raw_sql("SELECT 1").execute(conn).await.is_err(),
+            FrozenConn::MySql(conn) => sqlx::raw_sql("SELECT 1").execute(conn).await.is_err(),
+            FrozenConn::Postgres(conn) => sqlx::raw_sql("SELECT 1").execute(conn).await.is_err(),
+        }
+    }
+}

@@ -494,3 +494,38 @@ fn fresh_store_names_service_and_variable_when_unreachable() {
     );
     assert!(message.contains("UIDGEN_TEST_POSTGRES_URL"), "{message}");
 }
+
+/// A server frozen inside a transaction (SIGSTOP, a VM pause) holds its row locks until the
+/// database ends its session: each store session carries an idle-in-transaction timeout
+/// (`StoreOptions::idle_transaction_timeout`), so the others' claims of those rows go through
+/// once it runs out, not when (or if) the frozen process wakes. Without it PostgreSQL waits
+/// for the lock for ever and MariaDB for `innodb_lock_wait_timeout` (50 s), then fails.
+async fn a_session_frozen_in_a_transaction_is_ended(db: TestDb) {
+    let (frozen_store, url) = fresh_store(db).await.unwrap();
+    frozen_store.upsert_tag("frozen", 10, None).await.unwrap();
+    frozen_store.claim_segment("frozen").await.unwrap();
+    let mut frozen = uidgen_store::testing::freeze_in_transaction(
+        &frozen_store,
+        &["UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = 'frozen'"],
+    )
+    .await
+    .unwrap();
+    let other = Store::connect(&url).await.unwrap();
+    let claim = tokio::time::timeout(Duration::from_secs(30), other.claim_segment("frozen"))
+        .await
+        .expect("the other store's claim still waits for the frozen session's lock after 30 s")
+        .unwrap();
+    // The frozen session's own claim never committed: the other's follows the first one.
+    assert_eq!(claim.max_id, 21);
+    assert!(frozen.ended().await, "the frozen session is still open");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_frozen_in_a_transaction_is_ended_on_postgres() {
+    a_session_frozen_in_a_transaction_is_ended(TestDb::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_frozen_in_a_transaction_is_ended_on_mariadb() {
+    a_session_frozen_in_a_transaction_is_ended(TestDb::MySql).await;
+}

@@ -35,6 +35,7 @@ pub async fn proxied_store(url: &str, proxy: &Proxy, connect_timeout: Duration) 
         connect_timeout,
         max_connections: 2,
         migrate: false,
+        ..uidgen_store::StoreOptions::default()
     };
     Store::connect_with(&with_addr(url, proxy.addr), store_options)
         .await

@@ -33,6 +33,16 @@ fn stretch() -> u32 {
     }
 }
 
+/// `url` with server `index`'s sessions named `uidgen-node-INDEX` on PostgreSQL (its
+/// `application_name`), so a test can find them in `pg_stat_activity`.
+fn named_session(url: &str, index: usize) -> String {
+    if !url.starts_with("postgres") {
+        return url.to_owned();
+    }
+    let join = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{join}application_name=uidgen-node-{index}")
+}
+
 /// One server: fixed ports, its own proxy in front of the store, its process while it runs.
 struct Node {
     http: u16,
@@ -80,7 +90,7 @@ impl Cluster {
         let envs: Vec<(String, String)> = vec![
             (
                 "UIDGEN_STORE".into(),
-                with_addr(&self.store, node.proxy.addr),
+                named_session(&with_addr(&self.store, node.proxy.addr), index),
             ),
             (
                 "UIDGEN_GRPC_LISTEN".into(),
@@ -121,6 +131,64 @@ impl Cluster {
             .status()
             .unwrap();
         assert!(status.success(), "kill {signal} {pid}");
+    }
+
+    /// Create the ordered tag (step 50) through server 0's admin API.
+    async fn create_ordered_tag(&self, client: &reqwest::Client) {
+        let created = client
+            .put(format!("{}/v1/admin/segments/{TAG}", self.base(0)))
+            .bearer_auth(ADMIN)
+            .json(&serde_json::json!({"step": 50, "ordered": true}))
+            .send()
+            .await
+            .unwrap();
+        let status = created.status();
+        let body = created.text().await.unwrap();
+        let log = || self.nodes[0].server.as_ref().unwrap().log();
+        assert!(status.is_success(), "{status}: {body}\n{}", log());
+        assert_eq!(json(&body)["ordered"], true, "{body}");
+    }
+
+    /// Server `index`'s sessions that sit inside a transaction holding rows of the ordered
+    /// tags' tables (`SELECT ... FOR UPDATE` and `UPDATE` lock the table in these modes and
+    /// the row itself); PostgreSQL only.
+    async fn idle_in_transaction(&self, watcher: &uidgen_store::Store, index: usize) -> usize {
+        let query = format!(
+            "SELECT count(DISTINCT a.pid)::text FROM pg_stat_activity a \
+             JOIN pg_locks l ON l.pid = a.pid \
+             WHERE a.application_name = 'uidgen-node-{index}' \
+               AND a.state = 'idle in transaction' \
+               AND l.relation IN ('leaf_alloc'::regclass, 'leaf_alloc_ordered'::regclass) \
+               AND l.mode IN ('RowShareLock', 'RowExclusiveLock')"
+        );
+        let counts = uidgen_store::testing::text_column(watcher, &query)
+            .await
+            .unwrap();
+        counts[0].parse().unwrap()
+    }
+
+    /// SIGSTOP server `index` at a moment when one of its store sessions is inside a
+    /// transaction that holds the ordered tags' rows (a renewal or a segment claim), trying again (SIGCONT, a short pause) until
+    /// one is caught; the server is left stopped. Panics after 30 s without a catch.
+    async fn stop_inside_transaction(&self, watcher: &uidgen_store::Store, index: usize) -> u32 {
+        let started = Instant::now();
+        let mut tries = 0;
+        while started.elapsed() < Duration::from_secs(30) {
+            tries += 1;
+            self.signal(index, "-STOP");
+            // A statement on the wire when the signal came is still answered; a COMMIT that
+            // was is answered too, and the session is then no longer in a transaction. So the
+            // catch counts once the session has sat in its transaction for a while.
+            if self.idle_in_transaction(watcher, index).await > 0 {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                if self.idle_in_transaction(watcher, index).await > 0 {
+                    return tries;
+                }
+            }
+            self.signal(index, "-CONT");
+            tokio::time::sleep(Duration::from_millis(fastrand::u64(1..20))).await;
+        }
+        panic!("server {index} was never caught inside a transaction in {tries} tries");
     }
 
     fn base(&self, index: usize) -> String {
@@ -256,6 +324,14 @@ fn run_clients(
         .collect()
 }
 
+/// Stop the clients of [`run_clients`] and wait for them.
+async fn stop_clients(stop: &AtomicBool, tasks: Vec<tokio::task::JoinHandle<()>>) {
+    stop.store(true, Ordering::SeqCst);
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
 /// Successful calls so far.
 fn successes(recorded: &Mutex<Recorded>) -> usize {
     recorded.lock().calls.len()
@@ -274,18 +350,7 @@ async fn ordered_under_faults(db: TestDb) {
     let x = stretch();
     let mut cluster = Cluster::start(db, 3).await;
     let client = reqwest::Client::new();
-    let created = client
-        .put(format!("{}/v1/admin/segments/{TAG}", cluster.base(0)))
-        .bearer_auth(ADMIN)
-        .json(&serde_json::json!({"step": 50, "ordered": true}))
-        .send()
-        .await
-        .unwrap();
-    let status = created.status();
-    let body = created.text().await.unwrap();
-    let log = || cluster.nodes[0].server.as_ref().unwrap().log();
-    assert!(status.is_success(), "{status}: {body}\n{}", log());
-    assert_eq!(json(&body)["ordered"], true, "{body}");
+    cluster.create_ordered_tag(&client).await;
     // Leased ranges would be handed out later, out of order: refused for an ordered tag.
     let leased = client
         .post(format!(
@@ -349,10 +414,7 @@ async fn ordered_under_faults(db: TestDb) {
     }
     serve_for(&recorded, phase, "after every server restarted").await;
 
-    stop.store(true, Ordering::SeqCst);
-    for task in tasks {
-        task.await.unwrap();
-    }
+    stop_clients(&stop, tasks).await;
     let recorded = recorded.lock();
     let report = check(&recorded.calls);
     println!(
@@ -397,6 +459,63 @@ async fn ordered_tag_strictly_increases_under_faults_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ordered_tag_strictly_increases_under_faults_on_mariadb() {
     ordered_under_faults(TestDb::MySql).await;
+}
+
+/// A SIGSTOP that lands while the leader is inside a store transaction, holding the lease
+/// row's or the tag's row lock: the database ends the frozen session after
+/// `StoreOptions::idle_transaction_timeout` (2 s), which frees the locks, and a successor
+/// begins while the leader still sleeps. Without that timeout PostgreSQL lets the others wait
+/// for the lock until the leader wakes (docs/OPERATIONS.md, "A server frozen in a
+/// transaction"). The leader's segments are kept at the tag's step of 50
+/// (`segment.max_step`), so it claims often and a stop soon lands inside a claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_stopped_inside_a_transaction_is_succeeded_on_postgres() {
+    let config = crate::common::temp_dir("ordered-frozen").join("uidgen.toml");
+    std::fs::write(&config, "[segment]\nmax_step = 50\n").unwrap();
+    let config = config.to_string_lossy().into_owned();
+    let cluster = Cluster::start_with(TestDb::Postgres, 3, &["--config", &config]).await;
+    let client = reqwest::Client::new();
+    cluster.create_ordered_tag(&client).await;
+    let options = uidgen_store::StoreOptions {
+        migrate: false,
+        max_connections: 1,
+        ..uidgen_store::StoreOptions::default()
+    };
+    let watcher = uidgen_store::Store::connect_with(&cluster.store, options)
+        .await
+        .unwrap();
+
+    let bases: Vec<String> = (0..3).map(|i| cluster.base(i)).collect();
+    let recorded = Arc::new(Mutex::new(Recorded::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks = run_clients(bases, 6, Arc::clone(&recorded), Arc::clone(&stop));
+    let phase = Duration::from_millis(1_500);
+    let lease = Duration::from_millis(LEASE_MS);
+    serve_for(&recorded, phase, "before any fault").await;
+
+    let leader = cluster.leader(&client).await;
+    recorded.lock().phase = "while the leader was stopped inside a transaction";
+    let tries = cluster.stop_inside_transaction(&watcher, leader).await;
+    serve_for(
+        &recorded,
+        lease * 2 + phase,
+        "while the leader was stopped inside a transaction",
+    )
+    .await;
+    let frozen = cluster.idle_in_transaction(&watcher, leader).await;
+    cluster.signal(leader, "-CONT");
+    serve_for(&recorded, phase, "after the stopped leader woke").await;
+    stop_clients(&stop, tasks).await;
+    let recorded = recorded.lock();
+    let report = check(&recorded.calls);
+    println!(
+        "leader stopped inside a transaction (caught after {tries} tries): {} calls, {} IDs, \
+         {} failed calls; longest time without an answer, by phase: {:?}",
+        report.calls, report.ids, recorded.failures, recorded.longest_gaps
+    );
+    assert_eq!(frozen, 0, "the stopped leader's transaction is still open");
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    assert!(report.repeats.is_empty(), "{:?}", report.repeats);
 }
 
 /// Throughput through followers: 16 clients ask the two followers only for batches of 100,

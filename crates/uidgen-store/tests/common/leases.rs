@@ -38,6 +38,7 @@ pub fn flaky_store(url: &str) -> Store {
         max_connections: 1,
         connect_timeout: Duration::from_millis(200),
         migrate: false,
+        ..StoreOptions::default()
     };
     Store::connect_lazy(url, options).unwrap()
 }

@@ -39,6 +39,7 @@ impl LeasedWorld {
                         max_connections: 1,
                         connect_timeout: OUTAGE_TIMEOUT,
                         migrate: false,
+                        ..StoreOptions::default()
                     },
                 )
                 .unwrap(),
