@@ -23,4 +23,4 @@ pub use runs::{BatchError, BatchIds, CheckedBatch};
 pub mod v1;
 
 /// The encoded `FileDescriptorSet` of `uidgen.v1`, for gRPC server reflection.
-pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("uidgen_v1_descriptor");
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("generated/uidgen_v1_descriptor.bin");
