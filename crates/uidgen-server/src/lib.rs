@@ -28,6 +28,7 @@
 //! ```
 
 pub mod cli;
+pub mod command;
 pub mod config;
 pub mod connections;
 pub mod fallback;

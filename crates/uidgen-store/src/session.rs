@@ -46,6 +46,7 @@ const BEGIN_WRITE: Sql = Sql {
 };
 
 /// [`BEGIN_WRITE`] in `dialect`.
+#[cfg(feature = "testing")]
 pub(crate) fn begin_write_sql(dialect: Dialect) -> &'static str {
     BEGIN_WRITE.get(dialect)
 }
