@@ -239,6 +239,28 @@ pub fn validate_step(step: i64) -> Result<()> {
     check_step(step, MAX_STEP)
 }
 
+/// The end of a segment claim whose update went through, in its transaction `$tx`: the ordered
+/// tags' check ([`check_ordered_claim!`]; a refusal rolls back and returns it from the calling
+/// function), the tag's epoch read, the commit; `Ok(($row, epoch))`. One text for every
+/// dialect's claim, so that no dialect commits a claim the check did not see.
+macro_rules! commit_claim {
+    ($store:expr, $tx:ident, $tag:expr, $leader:expr, $action:expr, $row:expr) => {{
+        if let Err(refused) = check_ordered_claim!($store, $tx, $tag, $leader, $action) {
+            $tx.rollback().await.map_err(|e| $store.err($action, e))?;
+            return Err(refused);
+        }
+        let epoch: i64 = in_tx!(
+            $store,
+            $tx,
+            query_scalar(READ_EPOCH),
+            $tag,
+            fetch_one,
+            $action
+        );
+        $tx.commit().await.map_err(|e| $store.err($action, e))?;
+        Ok(($row, epoch))
+    }};
+}
 impl Store {
     /// Claim the next segment of `biz_tag` with its stored step: `max_id += step` and the new
     /// row read back, in one transaction. The caller owns `[max_id - step, max_id)`.
@@ -311,14 +333,8 @@ impl Store {
                     .map_err(|e| self.err(action, e))?;
                 match row {
                     Some((max_id, stored, delta, remainder)) if updated.rows_affected() > 0 => {
-                        if let Err(refused) = check_ordered_claim!(self, tx, biz_tag, leader, action) {
-                            tx.rollback().await.map_err(|e| self.err(action, e))?;
-                            return Err(refused);
-                        }
-                        let epoch: i64 =
-                            in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag, fetch_one, action);
-                        tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok(((max_id, step.unwrap_or(stored), stored, delta, remainder), epoch))
+                        let row = (max_id, step.unwrap_or(stored), stored, delta, remainder);
+                        commit_claim!(self, tx, biz_tag, leader, action, row)
                     }
                     row => {
                         tx.rollback().await.map_err(|e| self.err(action, e))?;
@@ -340,16 +356,7 @@ impl Store {
                 .await
                 .map_err(|e| self.err(action, e))?;
                 match row {
-                    Some(row) => {
-                        if let Err(refused) = check_ordered_claim!(self, tx, biz_tag, leader, action) {
-                            tx.rollback().await.map_err(|e| self.err(action, e))?;
-                            return Err(refused);
-                        }
-                        let epoch: i64 =
-                            in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag, fetch_one, action);
-                        tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok((row, epoch))
-                    }
+                    Some(row) => commit_claim!(self, tx, biz_tag, leader, action, row),
                     None => {
                         let row = sqlx::query_as(READ_CLAIM_ROW.get(dialect))
                             .bind(biz_tag)
