@@ -144,21 +144,29 @@ per_db! {
     }
 }
 
+/// A database an older uidgen (migrations to 0012) left after a clean stop: `kept`'s row at
+/// `max_id` 500 and a tail of it, 495..500, waiting in `leaf_alloc_returned`; then migrated
+/// to this version.
+async fn older_uidgen_with_a_waiting_tail(db: TestDb) -> Store {
+    let (store, _) = older_uidgen_database(db, 12).await;
+    run_script(
+        &store,
+        "INSERT INTO leaf_alloc_returned (biz_tag, start_id, end_id, delta, remainder) \
+         VALUES ('kept', 495, 500, 1, 0)",
+    )
+    .await
+    .unwrap();
+    store.migrate().await.unwrap();
+    store
+}
+
 per_db! {
     /// The previous uidgen (migrations to 0012) stopped cleanly and left a tail of `kept` in
     /// `leaf_alloc_returned`, below the row's `max_id` (500). After migrations 0013 and 0014
     /// the tail is served once, under the tag's epoch 0 (no `leaf_alloc_epoch` row), can be
     /// handed back again under it, and the next new segment starts at 500: nothing repeats.
     async fn tails_an_older_uidgen_handed_back_are_served_once_after_the_upgrade(db: TestDb) {
-        let (store, _) = older_uidgen_database(db, 12).await;
-        run_script(
-            &store,
-            "INSERT INTO leaf_alloc_returned (biz_tag, start_id, end_id, delta, remainder) \
-             VALUES ('kept', 495, 500, 1, 0)",
-        )
-        .await
-        .unwrap();
-        store.migrate().await.unwrap();
+        let store = older_uidgen_with_a_waiting_tail(db).await;
         let tail = store.claim_returned_range("kept").await.unwrap().unwrap();
         assert_eq!((tail.start, tail.end, tail.epoch), (495, 500, 0));
         assert_eq!(store.claim_returned_range("kept").await.unwrap(), None);
@@ -176,15 +184,7 @@ per_db! {
     /// waiting tail is dropped, a plain claim is refused, and the first leader's first segment
     /// starts at 500, above every number the tag handed out before.
     async fn a_tag_an_older_uidgen_served_continues_above_its_numbers_once_ordered(db: TestDb) {
-        let (store, _) = older_uidgen_database(db, 12).await;
-        run_script(
-            &store,
-            "INSERT INTO leaf_alloc_returned (biz_tag, start_id, end_id, delta, remainder) \
-             VALUES ('kept', 495, 500, 1, 0)",
-        )
-        .await
-        .unwrap();
-        store.migrate().await.unwrap();
+        let store = older_uidgen_with_a_waiting_tail(db).await;
         assert!(store.mark_ordered("kept").await.unwrap());
         assert_eq!(store.returned_ranges("kept").await.unwrap(), vec![]);
         assert!(matches!(
