@@ -30,7 +30,7 @@
 //!
 //! # Testing
 //!
-//! With the cargo feature `testing`, [`testing`] gives each test a key prefix of its own on
+//! With the cargo feature `testing`, `testing` gives each test a key prefix of its own on
 //! the etcd named by `UIDGEN_TEST_ETCD` (default `http://127.0.0.1:2379`), failing with a
 //! message that names the variable when it cannot be reached, and can run a private etcd
 //! server that a test kills.

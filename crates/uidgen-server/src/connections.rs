@@ -40,7 +40,7 @@ use tower::{Service, ServiceExt};
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a client may take to send a request's body unless `http.body_read_timeout_ms`
-/// says otherwise. No route takes more than [`MAX_BODY_BYTES`](crate::http::error::MAX_BODY_BYTES),
+/// says otherwise. No route takes more than `MAX_BODY_BYTES`,
 /// which any link sends in far less.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -55,7 +55,7 @@
 //!
 //! # Testing
 //!
-//! With the cargo feature `testing`, [`testing`] names the test Redis (`UIDGEN_TEST_REDIS_URL`,
+//! With the cargo feature `testing`, `testing` names the test Redis (`UIDGEN_TEST_REDIS_URL`,
 //! default `redis://127.0.0.1:6379`), gives each test its own key prefix so tests share it in
 //! parallel, and starts private `redis-server` processes for tests that flush, kill or restore
 //! Redis.

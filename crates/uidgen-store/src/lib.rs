@@ -54,7 +54,7 @@
 //!
 //! # Testing
 //!
-//! With the cargo feature `testing`, [`testing::fresh_store`] gives each test its own empty,
+//! With the cargo feature `testing`, `testing::fresh_store` gives each test its own empty,
 //! migrated database: a temporary SQLite file, or `CREATE DATABASE uidgen_t_...` on the servers
 //! named by `UIDGEN_TEST_MYSQL_URL` (default `mysql://root@127.0.0.1:3306/test`) and
 //! `UIDGEN_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`). An

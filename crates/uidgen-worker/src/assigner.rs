@@ -139,7 +139,8 @@ pub trait WorkerIdAssigner: Send + Sync + std::fmt::Debug {
     /// `worker_node` row, a lease, a coordinator's claim). `index` (1 up) tells the extras of
     /// one process apart for an assigner that names a holder per id (ZooKeeper's node per
     /// ip:port); a restart asks with the same numbers. Refused
-    /// ([`WorkerError::OneIdPerProcess`]) unless [`holds_several`](Self::holds_several).
+    /// ([`WorkerError::OneIdPerProcess`](crate::error::WorkerError::OneIdPerProcess)) unless
+    /// [`holds_several`](Self::holds_several).
     fn assign_extra<'a>(
         &'a self,
         layout: &'a Layout,

@@ -69,8 +69,8 @@ pub trait OrderMarks: Send + Sync + std::fmt::Debug {
 
 /// Implement [`OrderMarks`] for `$keeper` from two async methods of its own:
 /// `$read(space) -> Result<Option<u64>, E>` and
-/// `$raise(`[`MarkRaise`]`) -> Result<u64, E>`, with `E` into [`WorkerError`];
-/// `$kept_in` names the keeper in messages. One expansion for every keeper, so the trait's
+/// `$raise(`[`MarkRaise`]`) -> Result<u64, E>`, with `E` into
+/// [`WorkerError`](crate::error::WorkerError); `$kept_in` names the keeper in messages. One expansion for every keeper, so the trait's
 /// boxing lives in one place.
 ///
 /// ```

@@ -22,7 +22,8 @@ pub const LEAF_RANDOM_START_BOUND: u64 = 100;
 /// double) holds exactly, and so the largest ID a browser reads back unchanged.
 pub const JS_MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
-/// Every preset name [`Layout::preset`] knows, in the order the docs list them.
+/// Every preset name [`Layout::preset`](crate::Layout::preset) knows, in the order the docs
+/// list them.
 pub const PRESET_NAMES: [&str; 10] = [
     "baidu",
     "baidu_legacy",

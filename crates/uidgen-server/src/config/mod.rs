@@ -2,7 +2,7 @@
 //! [`Config::settings`], which parses every section once into typed [`Settings`] holding the
 //! libraries' own options (a [`Layout`], [`LeaseOptions`](uidgen_worker::LeaseOptions),
 //! [`CachedOptions`], [`SegmentOptions`](uidgen_segment::SegmentOptions),
-//! [`ZkOptions`](uidgen_zk::ZkOptions) ...). A section is checked by building its options,
+//! [`uidgen_zk::ZkOptions`] ...). A section is checked by building its options,
 //! so each rule lives once, in the library; the config layer only names the key that broke
 //! it. The service and the subcommands take [`Settings`] and never parse a key again.
 //!

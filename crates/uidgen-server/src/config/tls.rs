@@ -1,6 +1,7 @@
 //! `[tls]`: serve HTTP and gRPC over TLS (rustls) with a PEM certificate chain and key. Off by
 //! default: the zero-config start serves plain HTTP and gRPC and needs no certificate. The files
-//! are read at `uidgen serve`'s start ([`crate::tls`]), where a bad one stops it naming the key.
+//! are read at `uidgen serve`'s start (the server's private `tls` module), where a bad one stops
+//! it naming the key.
 
 use std::path::PathBuf;
 

@@ -1,5 +1,5 @@
 //! The one place requests are measured and failures logged: handlers and error constructors only
-//! say what happened ([`Issued`] in a task-local, [`ErrorReport`] in the response's extensions),
+//! say what happened (`Issued` in a task-local, `ErrorReport` in the response's extensions),
 //! and [`App`], the one service around the whole router, turns that into metrics and log lines.
 //!
 //! Every metric's route label is the route pattern the request matched (e.g.
@@ -9,23 +9,22 @@
 //! Why one service around the router rather than `Router::layer`: axum's `layer` boxes every
 //! route once more, and on every request that box costs a clone of the boxed route, a `oneshot`,
 //! three allocations and a second content-length pass (≈2 k instructions, 12% of a Leaf
-//! request; docs/BENCHMARKS.md). Outside the router there is no [`MatchedPath`], so [`App`]
+//! request; docs/BENCHMARKS.md). Outside the router there is no `MatchedPath`, so [`App`]
 //! finds the pattern itself: one lookup in a `matchit` router (the router crate axum matches
 //! with, so both agree on every path) built once from the OpenAPI document's paths, which are
 //! the routing table's (`routes!` adds each route with its description). No route list is kept
 //! by hand: a route added to the table is measured under its own pattern without further change.
 //!
 //! The same lookup lets the single-ID text routes answer a plain `GET` without the router at all
-//! ([`Direct`]): when the ID is there now (a ring or a segment holds one), the route's own
+//! (`Direct`): when the ID is there now (a ring or a segment holds one), the route's own
 //! function answers from the path parameters the lookup found, and the request skips axum's
 //! second lookup, its path-parameter map, the extractors and the route's boxed future (≈5 k
 //! instructions, 30% of a Leaf request; docs/BENCHMARKS.md, fourth pass). Anything else takes the router:
 //! a method other than `GET`, a parameter with a `%` (axum decodes it, the lookup does not), a
 //! generator that would have to wait, and every request to a route a gate covers (caller tokens
-//! while they are required: `gates.rs`, the one list both ways consult). A route's direct function and its handler share the code
-//! that picks the source and shapes the answer, so both give the same response.
-//!
-//! [`MatchedPath`]: axum::extract::MatchedPath
+//! while they are required: `gates.rs`, the one list both ways consult). A route's direct
+//! function and its handler share the code that picks the source and shapes the answer, so both
+//! give the same response.
 
 use std::cell::Cell;
 use std::convert::Infallible;
@@ -120,7 +119,7 @@ impl<T: IntoResponse> IntoResponse for Issued<T> {
 }
 
 /// The HTTP service: the routing table, with the request body limit
-/// ([`MAX_BODY_BYTES`]) and the metrics and failure logs around every request, route and
+/// (`MAX_BODY_BYTES`) and the metrics and failure logs around every request, route and
 /// fallback alike. Built by [`app`](super::app); cloning it is two reference-count increments.
 ///
 /// ```
