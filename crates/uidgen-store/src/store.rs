@@ -212,8 +212,10 @@ impl Store {
                     .max_connections(options.max_connections.max(1))
                     .acquire_timeout(options.connect_timeout)
                     .after_connect({
-                        let set = mariadb_idle_timeout(options.idle_transaction_timeout);
-                        move |conn, _meta| Box::pin(set_mariadb_idle_timeout(conn, set.clone()))
+                        let set = idle_timeout_statement(Dialect::MySql, &options);
+                        move |conn, _meta| {
+                            Box::pin(set_idle_timeout::<sqlx::MySql>(conn, set.clone()))
+                        }
                     })
                     .connect_lazy_with(mysql_options(url)?),
             ),
@@ -221,10 +223,13 @@ impl Store {
                 PgPoolOptions::new()
                     .max_connections(options.max_connections.max(1))
                     .acquire_timeout(options.connect_timeout)
-                    .connect_lazy_with(pg_idle_timeout(
-                        pg_options(url)?,
-                        options.idle_transaction_timeout,
-                    )),
+                    .after_connect({
+                        let set = idle_timeout_statement(Dialect::Postgres, &options);
+                        move |conn, _meta| {
+                            Box::pin(set_idle_timeout::<sqlx::Postgres>(conn, set.clone()))
+                        }
+                    })
+                    .connect_lazy_with(pg_options(url)?),
             ),
         };
         Ok(Self {
@@ -386,40 +391,50 @@ fn pg_options(url: &str) -> Result<PgConnectOptions> {
     PgConnectOptions::from_str(url).map_err(|e| invalid(url, &e))
 }
 
-/// [`StoreOptions::idle_transaction_timeout`] on PostgreSQL: a startup parameter of every
-/// session, so the server applies it without a round trip.
-fn pg_idle_timeout(options: PgConnectOptions, timeout: Duration) -> PgConnectOptions {
-    if timeout.is_zero() {
-        return options;
-    }
-    options.options([(
-        "idle_in_transaction_session_timeout",
-        timeout.as_millis().max(1),
-    )])
-}
-
 /// The MariaDB error for `SET` of a variable the server does not have: MySQL's answer to
 /// `idle_transaction_timeout`.
 const ER_UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
 
-/// [`StoreOptions::idle_transaction_timeout`] on MariaDB: the statement each new session runs,
-/// in whole seconds rounded up (a shorter wait than asked for could end a live session); `None`
-/// for zero.
-fn mariadb_idle_timeout(timeout: Duration) -> Option<Arc<str>> {
-    let seconds = timeout.as_millis().div_ceil(1000);
-    (seconds > 0).then(|| format!("SET SESSION idle_transaction_timeout = {seconds}").into())
+/// [`StoreOptions::idle_transaction_timeout`] as the statement each new session runs (`None`
+/// for zero): PostgreSQL's `idle_in_transaction_session_timeout` to the millisecond, MariaDB's
+/// `idle_transaction_timeout` in whole seconds rounded up (a shorter wait than asked for could
+/// end a live session). A `SET` on the session rather than a startup parameter, which
+/// connection poolers such as PgBouncer refuse unless told to ignore it.
+fn idle_timeout_statement(dialect: Dialect, options: &StoreOptions) -> Option<Arc<str>> {
+    let timeout = options.idle_transaction_timeout;
+    if timeout.is_zero() {
+        return None;
+    }
+    let text = match dialect {
+        Dialect::Postgres => format!(
+            "SET idle_in_transaction_session_timeout = {}",
+            timeout.as_millis()
+        ),
+        Dialect::MySql => format!(
+            "SET SESSION idle_transaction_timeout = {}",
+            timeout.as_millis().div_ceil(1000)
+        ),
+        Dialect::Sqlite => return None,
+    };
+    Some(text.into())
 }
 
-/// Run [`mariadb_idle_timeout`]'s statement on a new session. MySQL does not know the
+/// Run [`idle_timeout_statement`]'s statement on a new session. MySQL does not know MariaDB's
 /// variable: its sessions go without (docs/OPERATIONS.md, "A server frozen in a transaction").
-async fn set_mariadb_idle_timeout(
-    conn: &mut sqlx::MySqlConnection,
+async fn set_idle_timeout<DB: sqlx::Database>(
+    conn: &mut DB::Connection,
     set: Option<Arc<str>>,
-) -> std::result::Result<(), sqlx::Error> {
+) -> std::result::Result<(), sqlx::Error>
+where
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
     let Some(set) = set else {
         return Ok(());
     };
-    match sqlx::Executor::execute(conn, sqlx::AssertSqlSafe(set.to_string())).await {
+    match sqlx::raw_sql(sqlx::AssertSqlSafe(set.to_string()))
+        .execute(conn)
+        .await
+    {
         Ok(_) => Ok(()),
         Err(sqlx::Error::Database(error))
             if error
