@@ -69,7 +69,11 @@ pub fn ready_state_dir(settings: &Settings) -> anyhow::Result<StateDir> {
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
     let url = settings.store_url(&ready_state_dir(settings)?);
     let context = || format!("cannot open the store `store = {:?}`", redacted(&url));
-    match Store::connect(&url).await {
+    let options = StoreOptions {
+        idle_transaction_timeout: settings.ordered.store_idle_timeout(),
+        ..StoreOptions::default()
+    };
+    match Store::connect_with(&url, options.clone()).await {
         Ok(store) => Ok(store),
         Err(error)
             if settings.worker.assigner == AssignerKind::Leased
@@ -80,7 +84,7 @@ pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
                 "store unreachable at start; the leased worker id may come from the local cache");
             let options = StoreOptions {
                 migrate: false,
-                ..StoreOptions::default()
+                ..options
             };
             Store::connect_lazy(&url, options).with_context(context)
         }

@@ -101,6 +101,26 @@ impl OrderedSettings {
             .saturating_sub(Duration::from_millis(100))
     }
 
+    /// The store sessions' idle-in-transaction timeout
+    /// ([`StoreOptions::idle_transaction_timeout`](uidgen_store::StoreOptions)): two thirds of
+    /// the lease, between 1 s and the store's default of 2 s. A leader frozen inside a
+    /// transaction holds the lease row until the database ends its session, so with a lease
+    /// under 3 s the default alone would let that failover outlast the lease.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use uidgen_server::config::ordered::OrderedSettings;
+    /// let lease = |ms| OrderedSettings { lease: Duration::from_millis(ms), ..Default::default() };
+    /// assert_eq!(lease(3_000).store_idle_timeout(), Duration::from_secs(2));
+    /// assert_eq!(lease(1_500).store_idle_timeout(), Duration::from_secs(1));
+    /// assert_eq!(lease(1_000).store_idle_timeout(), Duration::from_secs(1));
+    /// assert_eq!(lease(60_000).store_idle_timeout(), Duration::from_secs(2));
+    /// ```
+    pub fn store_idle_timeout(&self) -> Duration {
+        let default = uidgen_store::StoreOptions::default().idle_transaction_timeout;
+        (self.lease * 2 / 3).clamp(Duration::from_secs(1), default)
+    }
+
     /// How often the leader renews, and the others look for a leader: a third of the lease,
     /// so that two renewals may fail before the lease is at risk.
     pub fn renew_every(&self) -> Duration {
