@@ -1,6 +1,7 @@
 //! The `id_order_mark` table (migration 0014, issue 33 item 1, "order across restarts"): the
-//! store as the keeper of order marks ([`OrderMarks`](uidgen_worker::OrderMarks)) that uidgen-worker's
-//! [`OrderFence`](uidgen_worker::OrderFence) writes ahead of what its generator stamps.
+//! store as the keeper of order marks ([`OrderMarks`](uidgen_worker::OrderMarks)) that
+//! uidgen-worker's [`OrderFence`](uidgen_worker::OrderFence) writes ahead of what its
+//! generator stamps.
 //!
 //! The mark only rises: every write is `SET issued_until_ms = x WHERE issued_until_ms < x`,
 //! so concurrent servers of one space never lower each other's marks. The fence's other

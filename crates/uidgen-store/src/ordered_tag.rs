@@ -26,7 +26,6 @@ use crate::epoch::{DELETE_RETURNED_OF_TAG, LOCK_TAG_ROW, in_tx, write_tx_retryin
 use crate::error::{Result, StoreError};
 use crate::leaf_alloc::{SegmentClaim, validate_tag};
 use crate::ordered_fence::{DELETE_ORDERED, db_now};
-
 use crate::store::{Sql, Store, run_sql};
 
 /// The most bytes of a holder or an address (the columns' width).
@@ -277,11 +276,11 @@ impl Store {
     }
 
     /// Renew or take the lead of `biz_tag` for `holder` (unique per server life), reachable
-    /// at `address` (empty: the others cannot forward to it), for `lease` of the database's clock: renewed while `holder`'s lease
-    /// runs; a new term once the lease ran out (whoever held it) and the tag was marked at
-    /// least `settle` ago (the time every server takes to learn that it is ordered); else
-    /// the current leader's row, to forward to. [`StoreError::NotOrdered`] when the tag is
-    /// not (or no longer) ordered.
+    /// at `address` (empty: the others cannot forward to it), for `lease` of the database's
+    /// clock: renewed while `holder`'s lease runs; a new term once the lease ran out (whoever
+    /// held it) and the tag was marked at least `settle` ago (the time every server takes to
+    /// learn that it is ordered); else the current leader's row, to forward to.
+    /// [`StoreError::NotOrdered`] when the tag is not (or no longer) ordered.
     ///
     /// ```no_run
     /// # async fn demo(store: uidgen_store::Store) -> uidgen_store::Result<()> {

@@ -70,8 +70,8 @@ pub trait OrderMarks: Send + Sync + std::fmt::Debug {
 /// Implement [`OrderMarks`] for `$keeper` from two async methods of its own:
 /// `$read(space) -> Result<Option<u64>, E>` and
 /// `$raise(`[`MarkRaise`]`) -> Result<u64, E>`, with `E` into
-/// [`WorkerError`](crate::error::WorkerError); `$kept_in` names the keeper in messages. One expansion for every keeper, so the trait's
-/// boxing lives in one place.
+/// [`WorkerError`](crate::error::WorkerError); `$kept_in` names the keeper in messages. One
+/// expansion for every keeper, so the trait's boxing lives in one place.
 ///
 /// ```
 /// use uidgen_worker::{MarkRaise, OrderMarks, WorkerError};
@@ -218,10 +218,10 @@ impl Drop for OrderState {
     }
 }
 
-/// A [`TimeFence`] that keeps the ID space's order mark (`id_order_mark`) ahead of every time
-/// unit its generator stamps, and whose floor is the mark every earlier life of the space left:
-/// the first ID of this life sorts above every ID issued in the space before it started (see
-/// the module's invariants). Clones share the fence.
+/// A [`TimeFence`] that keeps the ID space's order mark (wherever its [`OrderMarks`] keep it) ahead
+/// of every time unit its generator stamps, and whose floor is the mark every earlier life of the
+/// space left: the first ID of this life sorts above every ID issued in the space before it started
+/// (see the module's invariants). Clones share the fence.
 ///
 /// Open it with [`OrderFence::open`] inside a tokio runtime (its writer is a task there), and
 /// give it to the generator, combined with the assignment's own fence by
@@ -261,7 +261,8 @@ impl OrderFence {
     /// use uidgen_worker::{OrderFence, OrderOptions};
     /// // `marks`: the store, or the etcd or ZooKeeper the worker id comes from.
     /// let fence = OrderFence::open(
-    ///     marks, Arc::new(SystemClock), "default", "worker 7", OrderOptions::not_borrowing()).await?;
+    ///     marks, Arc::new(SystemClock), "default", "worker 7", OrderOptions::not_borrowing(),
+    /// ).await?;
     /// let generator = DefaultUidGenerator::new(Layout::baidu_default()?, 7, SystemClock)?
     ///     .fenced(Arc::new(fence.clone()));
     /// let id = generator.next_id()?;

@@ -18,8 +18,8 @@
 //! ```
 //!
 //! Leaf lists `forever/` only, and so do our claims, peer checks and reclaims (with `ids/` and
-//! `live/`): nothing lists the namespace's own children, so `namespace`, `clock/` and `order/` are never
-//! taken for worker ids.
+//! `live/`): nothing lists the namespace's own children, so `namespace`, `clock/` and `order/`
+//! are never taken for worker ids.
 //!
 //! Leaf numbers its forever nodes with ZooKeeper's persistent sequential suffix; we choose the
 //! id ourselves (the lowest free one of the range) and write it in the same ten-digit form, so

@@ -1,10 +1,10 @@
 //! The `uidgen` command line: its arguments (each subcommand's with its code, the ones several
 //! share in [`args`]), and the code of every subcommand but `serve`'s lifecycle
 //! ([`crate::serve`]): [`generate`] (`gen`, `migrate`, the embedded bench generator),
-//! [`mod@decode`] (`decode`, `make`), `bench` (with the `bench` feature), [`zk`] (`zk reclaim`, `zk init`,
-//! `zk recover`), [`etcd`] (`etcd init`, `etcd recover`), [`takeover`] (`takeover <peer>`),
-//! [`mod@layout`] (`layout check`) and [`health`] (`health`). [`crate::command::run`] takes a
-//! parsed command line to its subcommand.
+//! [`mod@decode`] (`decode`, `make`), `bench` (with the `bench` feature), [`zk`]
+//! (`zk reclaim`, `zk init`, `zk recover`), [`etcd`] (`etcd init`, `etcd recover`),
+//! [`takeover`] (`takeover <peer>`), [`mod@layout`] (`layout check`) and [`health`] (`health`).
+//! [`crate::command::run`] takes a parsed command line to its subcommand.
 
 pub mod args;
 #[cfg(feature = "bench")]

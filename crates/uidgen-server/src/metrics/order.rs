@@ -28,8 +28,8 @@ impl OrderMetrics {
         registry.register(
             "order_mark_lead_seconds",
             "How far the ID space's order mark this server has written runs ahead of the \
-             clock (negative: its keeper, the store, etcd or ZooKeeper, has not accepted a mark for that long; see \
-             uidgen_order_mark_passed)",
+             clock (negative: its keeper, the store, etcd or ZooKeeper, has not accepted a mark \
+             for that long; see uidgen_order_mark_passed)",
             self.lead.clone(),
         );
         registry.register(
@@ -50,7 +50,8 @@ impl OrderMetrics {
         registry.register(
             "order_mark_passed",
             "1 while this server issues past the order mark its keeper last accepted (the store, \
-             etcd or ZooKeeper does not answer): a restart before it answers may start below those IDs",
+             etcd or ZooKeeper does not answer): a restart before it answers may start below \
+             those IDs",
             self.past_mark.clone(),
         );
     }

@@ -67,8 +67,8 @@ pub struct OrderedView {
 impl OrderedTags {
     /// Start looking after the ordered tags of `store`: read their list now and every third of
     /// a lease, and lead or follow each. `address`: where the others reach this server's gRPC
-    /// port (`None`: they cannot; it leads for its own callers only). `ca_pem`: with TLS on, what the leaders' certificates are
-    /// checked against when forwarding.
+    /// port (`None`: they cannot; it leads for its own callers only). `ca_pem`: with TLS on,
+    /// what the leaders' certificates are checked against when forwarding.
     pub async fn start(
         store: Store,
         settings: OrderedSettings,

@@ -1,11 +1,12 @@
-//! Issue 33, item 1, "order across restarts", end to end: real `uidgen serve` processes sharing
-//! one order mark (one store, or each its own store and one etcd or ZooKeeper), each under a burst of large batches (so the cached generator's ring borrows seconds
-//! ahead of the clock), killed with `kill -9` at a random moment and started again, several
-//! times. Every ID returned to a client is recorded with the life (one start of one server)
-//! that returned it. Checked: every ID of a life is above every ID of every life that was
-//! killed before it started, whichever server either was (the IDs of one space never go back
-//! in time across a restart). Before the order mark, a restarted server began at its clock,
-//! up to the borrowing bound (a minute) below the IDs its previous life had handed out.
+//! Issue 33, item 1, "order across restarts", end to end: real `uidgen serve` processes sharing one
+//! order mark (one store, or each its own store and one etcd or ZooKeeper), each under a burst of
+//! large batches (so the cached generator's ring borrows seconds ahead of the clock), killed with
+//! `kill -9` at a random moment and started again, several times. Every ID returned to a client is
+//! recorded with the life (one start of one server) that returned it. Checked: every ID of a life
+//! is above every ID of every life that was killed before it started, whichever server either was
+//! (the IDs of one space never go back in time across a restart). Before the order mark, a
+//! restarted server began at its clock, up to the borrowing bound (a minute) below the IDs its
+//! previous life had handed out.
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use crate::common;

@@ -168,8 +168,9 @@ impl Cluster {
     }
 
     /// SIGSTOP server `index` at a moment when one of its store sessions is inside a
-    /// transaction that holds the ordered tags' rows (a renewal or a segment claim), trying again (SIGCONT, a short pause) until
-    /// one is caught; the server is left stopped. Panics after 30 s without a catch.
+    /// transaction that holds the ordered tags' rows (a renewal or a segment claim), trying
+    /// again (SIGCONT, a short pause) until one is caught; the server is left stopped. Panics
+    /// after 30 s without a catch.
     async fn stop_inside_transaction(&self, watcher: &uidgen_store::Store, index: usize) -> u32 {
         let started = Instant::now();
         let mut tries = 0;
