@@ -5,6 +5,24 @@ use uidgen_worker::{WorkerError, WorkerIdRange};
 /// `Result` with [`StoreError`] as the default error.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// What every public call of the store returns: its future, boxed, awaited like an `async fn`.
+///
+/// Boxed so that the call's state machine, and sqlx's code under it, is compiled once, here. An
+/// `async fn`'s future is compiled again in every crate that awaits it (release builds do not
+/// share generic code between crates): the server, the segment and the sharded crates each
+/// carried a copy of the whole store, a quarter of their build (issue 34, docs/BENCHMARKS.md).
+/// One allocation per call costs nothing beside the database round trip it waits on.
+///
+/// ```
+/// # async fn run() -> uidgen_store::Result<()> {
+/// let store = uidgen_store::Store::connect("sqlite::memory:").await?;
+/// let call: uidgen_store::StoreFuture<'_, ()> = store.ping();
+/// call.await?;
+/// # Ok(()) }
+/// ```
+pub type StoreFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>>;
+
 /// Everything that can go wrong in `uidgen-store`. Messages name the database by its URL with
 /// the password redacted (`mysql://root:***@db/uid`), never the password itself.
 ///

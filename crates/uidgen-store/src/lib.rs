@@ -99,7 +99,7 @@ pub use caller_token::{
 };
 pub use db_clock::ClockReading;
 pub use disposable::DisposableWorkerIdAssigner;
-pub use error::{Result, StoreError};
+pub use error::{Result, StoreError, StoreFuture};
 pub use fallback_lease::FallbackLeases;
 pub use id_alloc::claim::IdSegment;
 pub use id_alloc::{
