@@ -22,6 +22,7 @@
 //! Scopes are stored as newline-separated lists; `*` in a list allows anything of that kind, an
 //! empty list nothing.
 
+use crate::StoreFuture;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
@@ -351,53 +352,58 @@ impl Store {
     /// assert_eq!(listed[0].name, "billing"); // no secret in the listing
     /// # Ok(()) }
     /// ```
-    pub async fn create_caller_token(
-        &self,
-        name: &str,
-        scopes: &TokenScopes,
+    pub fn create_caller_token<'a>(
+        &'a self,
+        name: &'a str,
+        scopes: &'a TokenScopes,
         expires_ms: Option<i64>,
-    ) -> Result<NewCallerToken> {
-        validate_caller_name(name)?;
-        scopes.validate()?;
-        validate_expiry(expires_ms, now_ms())?;
-        let mut random = [0_u8; 32];
-        getrandom::fill(&mut random).map_err(|e| StoreError::RandomUnavailable(e.to_string()))?;
-        let secret = format!("{CALLER_TOKEN_PREFIX}{}", hex(&random));
-        let token = self.insert_token(name, &secret, scopes, expires_ms).await?;
-        Ok(NewCallerToken { token, secret })
+    ) -> StoreFuture<'a, NewCallerToken> {
+        Box::pin(async move {
+            validate_caller_name(name)?;
+            scopes.validate()?;
+            validate_expiry(expires_ms, now_ms())?;
+            let mut random = [0_u8; 32];
+            getrandom::fill(&mut random)
+                .map_err(|e| StoreError::RandomUnavailable(e.to_string()))?;
+            let secret = format!("{CALLER_TOKEN_PREFIX}{}", hex(&random));
+            let token = self.insert_token(name, &secret, scopes, expires_ms).await?;
+            Ok(NewCallerToken { token, secret })
+        })
     }
 
     /// A caller token for a secret another system issued (Tinyid's `tiny_id_token`), so its
     /// callers keep the token they have: only its SHA-256 is stored, as for every token. `None`
     /// when a token with this text exists already (it is left as it is); a name already taken
     /// is [`StoreError::CallerTokenNameTaken`].
-    pub async fn import_caller_token(
-        &self,
-        name: &str,
-        secret: &str,
-        scopes: &TokenScopes,
-    ) -> Result<Option<CallerToken>> {
-        validate_caller_name(name)?;
-        scopes.validate()?;
-        if secret.trim().is_empty() || secret.trim() != secret {
-            return Err(StoreError::InvalidInput(format!(
-                "the token of `{name}` is empty or has surrounding whitespace"
-            )));
-        }
-        let hash = hex(&token_hash(secret));
-        let known: Option<i64> = run_sql!(
-            self,
-            fetch_optional,
-            query_scalar(ID_OF_HASH),
-            [&hash],
-            "looking a caller token up"
-        );
-        if known.is_some() {
-            return Ok(None);
-        }
-        self.insert_token(name, secret, scopes, None)
-            .await
-            .map(Some)
+    pub fn import_caller_token<'a>(
+        &'a self,
+        name: &'a str,
+        secret: &'a str,
+        scopes: &'a TokenScopes,
+    ) -> StoreFuture<'a, Option<CallerToken>> {
+        Box::pin(async move {
+            validate_caller_name(name)?;
+            scopes.validate()?;
+            if secret.trim().is_empty() || secret.trim() != secret {
+                return Err(StoreError::InvalidInput(format!(
+                    "the token of `{name}` is empty or has surrounding whitespace"
+                )));
+            }
+            let hash = hex(&token_hash(secret));
+            let known: Option<i64> = run_sql!(
+                self,
+                fetch_optional,
+                query_scalar(ID_OF_HASH),
+                [&hash],
+                "looking a caller token up"
+            );
+            if known.is_some() {
+                return Ok(None);
+            }
+            self.insert_token(name, secret, scopes, None)
+                .await
+                .map(Some)
+        })
     }
 
     /// Insert the row of a token whose text is `secret`, keeping only its hash.
@@ -452,85 +458,91 @@ impl Store {
     }
 
     /// Every token, valid and revoked, oldest first; never a secret or a hash.
-    pub async fn list_caller_tokens(&self) -> Result<Vec<CallerToken>> {
-        let rows: Vec<ListedRow> = run_sql!(
-            self,
-            fetch_all,
-            query_as(LIST_TOKENS),
-            [],
-            "listing caller tokens"
-        );
-        Ok(rows
-            .into_iter()
-            .map(
-                |(id, name, routes, tags, apps, spaces, created_ms, revoked, expires)| {
-                    CallerToken {
-                        id,
-                        name,
-                        scopes: scopes_of(&routes, &tags, &apps, &spaces),
-                        created_ms,
-                        revoked_at_ms: (revoked > 0).then_some(revoked),
-                        expires_ms: expiry_of(expires),
-                    }
-                },
-            )
-            .collect())
+    pub fn list_caller_tokens(&self) -> StoreFuture<'_, Vec<CallerToken>> {
+        Box::pin(async move {
+            let rows: Vec<ListedRow> = run_sql!(
+                self,
+                fetch_all,
+                query_as(LIST_TOKENS),
+                [],
+                "listing caller tokens"
+            );
+            Ok(rows
+                .into_iter()
+                .map(
+                    |(id, name, routes, tags, apps, spaces, created_ms, revoked, expires)| {
+                        CallerToken {
+                            id,
+                            name,
+                            scopes: scopes_of(&routes, &tags, &apps, &spaces),
+                            created_ms,
+                            revoked_at_ms: (revoked > 0).then_some(revoked),
+                            expires_ms: expiry_of(expires),
+                        }
+                    },
+                )
+                .collect())
+        })
     }
 
     /// The tokens not revoked, with their hashes and expiries, for a server's cache of them
     /// (expired ones included: the server tells their callers why they are refused). A row
     /// whose hash is not 64 hex digits (edited by hand) is skipped with a warning: it can
     /// match no token.
-    pub async fn active_caller_token_hashes(&self) -> Result<Vec<ActiveCallerToken>> {
-        let rows: Vec<ActiveRow> = run_sql!(
-            self,
-            fetch_all,
-            query_as(ACTIVE_TOKENS),
-            [],
-            "reading caller tokens"
-        );
-        Ok(rows
-            .into_iter()
-            .filter_map(|(id, name, hash, routes, tags, apps, spaces, expires)| {
-                let Some(hash) = unhex(&hash) else {
-                    tracing::warn!(id, name, "caller_token row has a malformed hash; skipped");
-                    return None;
-                };
-                Some(ActiveCallerToken {
-                    id,
-                    name,
-                    hash,
-                    scopes: scopes_of(&routes, &tags, &apps, &spaces),
-                    expires_ms: expiry_of(expires),
+    pub fn active_caller_token_hashes(&self) -> StoreFuture<'_, Vec<ActiveCallerToken>> {
+        Box::pin(async move {
+            let rows: Vec<ActiveRow> = run_sql!(
+                self,
+                fetch_all,
+                query_as(ACTIVE_TOKENS),
+                [],
+                "reading caller tokens"
+            );
+            Ok(rows
+                .into_iter()
+                .filter_map(|(id, name, hash, routes, tags, apps, spaces, expires)| {
+                    let Some(hash) = unhex(&hash) else {
+                        tracing::warn!(id, name, "caller_token row has a malformed hash; skipped");
+                        return None;
+                    };
+                    Some(ActiveCallerToken {
+                        id,
+                        name,
+                        hash,
+                        scopes: scopes_of(&routes, &tags, &apps, &spaces),
+                        expires_ms: expiry_of(expires),
+                    })
                 })
-            })
-            .collect())
+                .collect())
+        })
     }
 
     /// Revoke token `id` from now on. Servers stop accepting it once their cache refreshes.
-    pub async fn revoke_caller_token(&self, id: i64) -> Result<Revoked> {
-        let changed = run_sql!(
-            self,
-            execute,
-            query(REVOKE_TOKEN),
-            [now_ms(), id],
-            "revoking a caller token",
-            then rows_affected
-        );
-        if changed > 0 {
-            return Ok(Revoked::Now);
-        }
-        let found: i64 = run_sql!(
-            self,
-            fetch_one,
-            query_scalar(TOKEN_EXISTS),
-            [id],
-            "looking a caller token up"
-        );
-        Ok(if found > 0 {
-            Revoked::Already
-        } else {
-            Revoked::Unknown
+    pub fn revoke_caller_token(&self, id: i64) -> StoreFuture<'_, Revoked> {
+        Box::pin(async move {
+            let changed = run_sql!(
+                self,
+                execute,
+                query(REVOKE_TOKEN),
+                [now_ms(), id],
+                "revoking a caller token",
+                then rows_affected
+            );
+            if changed > 0 {
+                return Ok(Revoked::Now);
+            }
+            let found: i64 = run_sql!(
+                self,
+                fetch_one,
+                query_scalar(TOKEN_EXISTS),
+                [id],
+                "looking a caller token up"
+            );
+            Ok(if found > 0 {
+                Revoked::Already
+            } else {
+                Revoked::Unknown
+            })
         })
     }
 }

@@ -7,9 +7,9 @@
 //! this process: its clock *is* this host's, so there is nothing to compare and
 //! [`Store::server_clock`] says so rather than answering the local time as if it were another.
 
+use crate::StoreFuture;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::error::Result;
 use crate::store::{Sql, Store, with_pool};
 use crate::url::Dialect;
 
@@ -87,23 +87,25 @@ impl Store {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn server_clock(&self) -> Result<Option<ClockReading>> {
-        if self.dialect() == Dialect::Sqlite {
-            return Ok(None);
-        }
-        let sql = SERVER_TIME_MS.get(self.dialect());
-        with_pool!(self, pool, {
-            let mut conn = pool
-                .acquire()
-                .await
-                .map_err(|e| self.err("reading the database's clock", e))?;
-            let t0 = local_ms();
-            let server: i64 = sqlx::query_scalar(sql)
-                .fetch_one(&mut *conn)
-                .await
-                .map_err(|e| self.err("reading the database's clock", e))?;
-            let t1 = local_ms();
-            Ok(Some(ClockReading::measure(t0, server, t1)))
+    pub fn server_clock(&self) -> StoreFuture<'_, Option<ClockReading>> {
+        Box::pin(async move {
+            if self.dialect() == Dialect::Sqlite {
+                return Ok(None);
+            }
+            let sql = SERVER_TIME_MS.get(self.dialect());
+            with_pool!(self, pool, {
+                let mut conn = pool
+                    .acquire()
+                    .await
+                    .map_err(|e| self.err("reading the database's clock", e))?;
+                let t0 = local_ms();
+                let server: i64 = sqlx::query_scalar(sql)
+                    .fetch_one(&mut *conn)
+                    .await
+                    .map_err(|e| self.err("reading the database's clock", e))?;
+                let t1 = local_ms();
+                Ok(Some(ClockReading::measure(t0, server, t1)))
+            })
         })
     }
 }

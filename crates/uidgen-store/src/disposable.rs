@@ -1,11 +1,12 @@
 //! Baidu's disposable worker ids: a fresh `worker_node` row per start.
 
+use crate::StoreFuture;
 use uidgen_core::Layout;
 use uidgen_worker::{
     AssignmentKind, BoxFuture, WorkerAssignment, WorkerError, WorkerIdAssigner, WorkerIdRange,
 };
 
-use crate::error::{Result, StoreError};
+use crate::error::StoreError;
 use crate::store::Store;
 use crate::worker_node::WorkerNode;
 
@@ -104,46 +105,48 @@ impl DisposableWorkerIdAssigner {
     ///
     /// Errors: [`StoreError::WorkerIdsExhausted`], [`StoreError::WorkerRangeExhausted`],
     /// [`StoreError::IncompleteNodeEnv`], the range's registration's, database errors.
-    pub async fn assign(&self, layout: &Layout) -> Result<WorkerAssignment> {
-        {
-            let registered = self.registered_range();
-            let max = layout.max_worker_id();
-            let range = registered
-                .within(layout)
-                .map_err(|error| match self.range {
-                    Some(_) => StoreError::from(error),
-                    // Without worker bits not even the first row fits.
-                    None => StoreError::WorkerIdsExhausted { id: 1, max },
-                })?;
-            let node = match &self.node {
-                Some(node) => node.clone(),
-                None => WorkerNode::try_detect()?,
-            };
-            self.store
-                .register_worker_range(Self::REGISTRY_NAME, registered)
-                .await?;
-            let row = self.store.insert_worker_node(&node).await?;
-            debug_assert!(row >= 1, "worker_node ids start at 1");
-            // Row 1 takes the range's lowest id: the default range 1-max keeps worker id ==
-            // row id (Baidu's rule), and row ids never repeat, so neither do worker ids.
-            let id = range.low().saturating_add(row.saturating_sub(1));
-            if !range.contains(id) {
-                return Err(if range.high() == max {
-                    StoreError::WorkerIdsExhausted { id, max }
-                } else {
-                    StoreError::WorkerRangeExhausted { id, range }
-                });
+    pub fn assign<'a>(&'a self, layout: &'a Layout) -> StoreFuture<'a, WorkerAssignment> {
+        Box::pin(async move {
+            {
+                let registered = self.registered_range();
+                let max = layout.max_worker_id();
+                let range = registered
+                    .within(layout)
+                    .map_err(|error| match self.range {
+                        Some(_) => StoreError::from(error),
+                        // Without worker bits not even the first row fits.
+                        None => StoreError::WorkerIdsExhausted { id: 1, max },
+                    })?;
+                let node = match &self.node {
+                    Some(node) => node.clone(),
+                    None => WorkerNode::try_detect()?,
+                };
+                self.store
+                    .register_worker_range(Self::REGISTRY_NAME, registered)
+                    .await?;
+                let row = self.store.insert_worker_node(&node).await?;
+                debug_assert!(row >= 1, "worker_node ids start at 1");
+                // Row 1 takes the range's lowest id: the default range 1-max keeps worker id ==
+                // row id (Baidu's rule), and row ids never repeat, so neither do worker ids.
+                let id = range.low().saturating_add(row.saturating_sub(1));
+                if !range.contains(id) {
+                    return Err(if range.high() == max {
+                        StoreError::WorkerIdsExhausted { id, max }
+                    } else {
+                        StoreError::WorkerRangeExhausted { id, range }
+                    });
+                }
+                tracing::info!(
+                    worker_id = id,
+                    worker_node = row,
+                    %range,
+                    host = %node.host_name,
+                    port = %node.port,
+                    "assigned a disposable worker id"
+                );
+                Ok(WorkerAssignment::fixed(id, Self::KIND))
             }
-            tracing::info!(
-                worker_id = id,
-                worker_node = row,
-                %range,
-                host = %node.host_name,
-                port = %node.port,
-                "assigned a disposable worker id"
-            );
-            Ok(WorkerAssignment::fixed(id, Self::KIND))
-        }
+        })
     }
 }
 
@@ -192,8 +195,8 @@ impl DisposableWorkerIdAssigner {
     /// as [`assign`](Self::assign) takes the first. Disposable ids are never reused, so each
     /// extra claim uses a row up for good: see docs/OPERATIONS.md ("Throughput and borrowing")
     /// for how long the worker field lasts at the rate a server claims them.
-    pub async fn assign_extra(&self, layout: &Layout) -> Result<WorkerAssignment> {
-        self.assign(layout).await
+    pub fn assign_extra<'a>(&'a self, layout: &'a Layout) -> StoreFuture<'a, WorkerAssignment> {
+        Box::pin(async move { self.assign(layout).await })
     }
 }
 

@@ -18,6 +18,7 @@
 //!   the row's expiry (never lowers it) before the client raises its own `valid_until`;
 //!   a renewal after the id was taken over or released fails with [`StoreError::LeaseLost`].
 
+use crate::StoreFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -99,38 +100,45 @@ impl FallbackLeases {
     ///
     /// Cancel safety: dropped after the claim committed, the row holds the id under a holder
     /// string nobody knows, until it expires (one ttl); nothing was stamped under it.
-    pub async fn claim(&self, layout: &Layout, name: &str, ttl: Duration) -> Result<LeaseGrant> {
-        let ttl_ms = check_ttl(ttl)?;
-        check_name(name)?;
-        let range = self.range.within(layout)?;
-        // Before any id is taken, so every other assigner on the store keeps out of the range.
-        self.store
-            .register_worker_range(Self::REGISTRY_NAME, self.range)
+    pub fn claim<'a>(
+        &'a self,
+        layout: &'a Layout,
+        name: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, LeaseGrant> {
+        Box::pin(async move {
+            let ttl_ms = check_ttl(ttl)?;
+            check_name(name)?;
+            let range = self.range.within(layout)?;
+            // Before any id is taken, so every other assigner on the store keeps out of the range.
+            self.store
+                .register_worker_range(Self::REGISTRY_NAME, self.range)
+                .await?;
+            let holder = holder_with_token(name);
+            // No reserve: a client restarted from its state file runs only until the valid_until
+            // it recorded, which the row's expiry covers.
+            let claimed = claim_row(
+                &self.store,
+                self.clock.as_ref(),
+                DEFAULT_SPACE,
+                range,
+                &holder,
+                ttl_ms,
+                0,
+            )
             .await?;
-        let holder = holder_with_token(name);
-        // No reserve: a client restarted from its state file runs only until the valid_until
-        // it recorded, which the row's expiry covers.
-        let claimed = claim_row(
-            &self.store,
-            self.clock.as_ref(),
-            DEFAULT_SPACE,
-            range,
-            &holder,
-            ttl_ms,
-            0,
-        )
-        .await?;
-        tracing::info!(
-            worker_id = claimed.worker_id,
-            holder = %holder,
-            valid_until_ms = claimed.valid_until_ms,
-            "leased a fallback worker id to a client"
-        );
-        Ok(LeaseGrant {
-            worker_id: claimed.worker_id,
-            floor_ms: claimed.floor_ms(),
-            valid_until_ms: claimed.valid_until_ms,
-            holder,
+            tracing::info!(
+                worker_id = claimed.worker_id,
+                holder = %holder,
+                valid_until_ms = claimed.valid_until_ms,
+                "leased a fallback worker id to a client"
+            );
+            Ok(LeaseGrant {
+                worker_id: claimed.worker_id,
+                floor_ms: claimed.floor_ms(),
+                valid_until_ms: claimed.valid_until_ms,
+                holder,
+            })
         })
     }
 
@@ -141,37 +149,40 @@ impl FallbackLeases {
     /// it expired, or released); [`StoreError::InvalidInput`] for a worker id outside the
     /// embedded range, a malformed holder, a ttl out of bounds or an issued-until time past
     /// what the lease allows; database errors (the lease then stands until its expiry).
-    pub async fn renew(
-        &self,
-        layout: &Layout,
+    pub fn renew<'a>(
+        &'a self,
+        layout: &'a Layout,
         worker_id: u64,
-        holder: &str,
+        holder: &'a str,
         ttl: Duration,
         issued_until_ms: u64,
-    ) -> Result<u64> {
-        let ttl_ms = check_ttl(ttl)?;
-        self.check_lease(layout, worker_id, holder)?;
-        let now = self.clock.now_millis();
-        check_issued(issued_until_ms, now)?;
-        let valid_until = now.saturating_add(ttl_ms);
-        if self
-            .store
-            .renew_lease(
-                DEFAULT_SPACE,
+    ) -> StoreFuture<'a, u64> {
+        Box::pin(async move {
+            let ttl_ms = check_ttl(ttl)?;
+            self.check_lease(layout, worker_id, holder)?;
+            let now = self.clock.now_millis();
+            check_issued(issued_until_ms, now)?;
+            let valid_until = now.saturating_add(ttl_ms);
+            if self
+                .store
+                .renew_lease(
+                    DEFAULT_SPACE,
+                    worker_id,
+                    holder,
+                    valid_until,
+                    issued_until_ms,
+                )
+                .await?
+            {
+                return Ok(valid_until);
+            }
+            Err(StoreError::LeaseLost {
                 worker_id,
-                holder,
-                valid_until,
-                issued_until_ms,
-            )
-            .await?
-        {
-            return Ok(valid_until);
-        }
-        Err(StoreError::LeaseLost {
-            worker_id,
-            reason: "the fallback lease is not held by this holder any more: it was taken over \
+                reason:
+                    "the fallback lease is not held by this holder any more: it was taken over \
                      after it expired, or released"
-                .to_owned(),
+                        .to_owned(),
+            })
         })
     }
 
@@ -179,27 +190,29 @@ impl FallbackLeases {
     /// `issued_until_ms`: the next holder's floor. `false` when `holder` did not hold it.
     ///
     /// Errors: as for [`renew`](Self::renew), but a lease that is not held is `Ok(false)`.
-    pub async fn release(
-        &self,
-        layout: &Layout,
+    pub fn release<'a>(
+        &'a self,
+        layout: &'a Layout,
         worker_id: u64,
-        holder: &str,
+        holder: &'a str,
         issued_until_ms: u64,
-    ) -> Result<bool> {
-        self.check_lease(layout, worker_id, holder)?;
-        check_issued(issued_until_ms, self.clock.now_millis())?;
-        let released = self
-            .store
-            .release_lease(DEFAULT_SPACE, worker_id, holder, issued_until_ms)
-            .await?;
-        if released {
-            tracing::info!(
-                worker_id,
-                holder,
-                "a client released its fallback worker id"
-            );
-        }
-        Ok(released)
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            self.check_lease(layout, worker_id, holder)?;
+            check_issued(issued_until_ms, self.clock.now_millis())?;
+            let released = self
+                .store
+                .release_lease(DEFAULT_SPACE, worker_id, holder, issued_until_ms)
+                .await?;
+            if released {
+                tracing::info!(
+                    worker_id,
+                    holder,
+                    "a client released its fallback worker id"
+                );
+            }
+            Ok(released)
+        })
     }
 
     /// A renewal or release names an id of the embedded range and a well-formed holder.

@@ -31,6 +31,7 @@
 
 pub(crate) mod claim;
 
+use crate::StoreFuture;
 use crate::error::{Result, StoreError};
 use crate::session::Session;
 use crate::store::{Sql, Store, with_pool};
@@ -347,45 +348,47 @@ impl Store {
     /// assert_eq!((app.shards[0].max_id, app.shards[0].step), (1, 500));
     /// # Ok(()) }
     /// ```
-    pub async fn create_or_update_app(&self, spec: &AppSpec) -> Result<IdAllocApp> {
-        spec.validate()?;
-        let dialect = self.dialect();
-        let action = "creating or updating an app";
-        let app_id = i32::from(spec.app_id);
-        with_pool!(self, pool, {
-            let mut tx = Session::begin_write(pool, dialect)
-                .await
-                .map_err(|e| self.err(action, e))?;
-            for shard_id in 0..ID_ALLOC_SHARDS {
-                sqlx::query(UPSERT_SHARD.get(dialect))
-                    .bind(app_id)
-                    .bind(i32::from(shard_id))
-                    .bind(spec.name.as_str())
-                    .bind(spec.step)
-                    .bind(spec.description.as_deref())
-                    .bind(spec.max_limit_id)
-                    .execute(&mut *tx)
+    pub fn create_or_update_app<'a>(&'a self, spec: &'a AppSpec) -> StoreFuture<'a, IdAllocApp> {
+        Box::pin(async move {
+            spec.validate()?;
+            let dialect = self.dialect();
+            let action = "creating or updating an app";
+            let app_id = i32::from(spec.app_id);
+            with_pool!(self, pool, {
+                let mut tx = Session::begin_write(pool, dialect)
                     .await
                     .map_err(|e| self.err(action, e))?;
-            }
-            tx.commit().await.map_err(|e| self.err(action, e))?;
-        });
-        self.app(spec.app_id)
-            .await?
-            .ok_or(StoreError::UnknownAppShard {
-                app_id: spec.app_id,
-                shard_id: 0,
-            })
+                for shard_id in 0..ID_ALLOC_SHARDS {
+                    sqlx::query(UPSERT_SHARD.get(dialect))
+                        .bind(app_id)
+                        .bind(i32::from(shard_id))
+                        .bind(spec.name.as_str())
+                        .bind(spec.step)
+                        .bind(spec.description.as_deref())
+                        .bind(spec.max_limit_id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                }
+                tx.commit().await.map_err(|e| self.err(action, e))?;
+            });
+            self.app(spec.app_id)
+                .await?
+                .ok_or(StoreError::UnknownAppShard {
+                    app_id: spec.app_id,
+                    shard_id: 0,
+                })
+        })
     }
 
     /// Every app with its shard rows, by app id.
-    pub async fn apps(&self) -> Result<Vec<IdAllocApp>> {
-        self.app_rows(-1).await
+    pub fn apps(&self) -> StoreFuture<'_, Vec<IdAllocApp>> {
+        Box::pin(async move { self.app_rows(-1).await })
     }
 
     /// One app with its shard rows, if it exists.
-    pub async fn app(&self, app_id: u8) -> Result<Option<IdAllocApp>> {
-        Ok(self.app_rows(i64::from(app_id)).await?.into_iter().next())
+    pub fn app(&self, app_id: u8) -> StoreFuture<'_, Option<IdAllocApp>> {
+        Box::pin(async move { Ok(self.app_rows(i64::from(app_id)).await?.into_iter().next()) })
     }
 
     /// The rows of `app_id`, or of every app when it is negative.
@@ -412,29 +415,31 @@ impl Store {
     /// Deleting forgets the shards' `max_id`: an app created again with the same id starts at
     /// index 1 and would repeat IDs the old one handed out. Do not re-create an app whose IDs
     /// are still in use, or raise its `max_id` above the old one by hand first.
-    pub async fn delete_app(&self, app_id: u8) -> Result<u64> {
-        let dialect = self.dialect();
-        let action = "deleting an app";
-        let app = i32::from(app_id);
-        let affected = with_pool!(self, pool, {
-            let mut tx = Session::begin_write(pool, dialect)
-                .await
-                .map_err(|e| self.err(action, e))?;
-            let deleted = sqlx::query(DELETE_APP.get(dialect))
-                .bind(app)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(action, e))?
-                .rows_affected();
-            sqlx::query(DELETE_APP_EXCLUSIVE.get(dialect))
-                .bind(app)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(action, e))?;
-            tx.commit().await.map_err(|e| self.err(action, e))?;
-            deleted
-        });
-        Ok(affected)
+    pub fn delete_app(&self, app_id: u8) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let dialect = self.dialect();
+            let action = "deleting an app";
+            let app = i32::from(app_id);
+            let affected = with_pool!(self, pool, {
+                let mut tx = Session::begin_write(pool, dialect)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                let deleted = sqlx::query(DELETE_APP.get(dialect))
+                    .bind(app)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?
+                    .rows_affected();
+                sqlx::query(DELETE_APP_EXCLUSIVE.get(dialect))
+                    .bind(app)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                tx.commit().await.map_err(|e| self.err(action, e))?;
+                deleted
+            });
+            Ok(affected)
+        })
     }
 }
 

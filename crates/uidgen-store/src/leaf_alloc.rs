@@ -4,6 +4,7 @@
 //! Every value reaches the database as a bind parameter, never spliced into SQL text, so a tag
 //! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
 
+use crate::StoreFuture;
 use crate::epoch::{READ_EPOCH, begin_new_life, in_tx, write_tx_retrying};
 use crate::error::{Result, StoreError};
 use crate::ordered_fence::{DELETE_ORDERED, check_ordered_claim};
@@ -280,16 +281,22 @@ impl Store {
     /// assert_eq!((first.range(), second.range()), (1..1001, 1001..2001));
     /// # Ok(()) }
     /// ```
-    pub async fn claim_segment(&self, biz_tag: &str) -> Result<SegmentClaim> {
-        self.claim(biz_tag, None).await
+    pub fn claim_segment<'a>(&'a self, biz_tag: &'a str) -> StoreFuture<'a, SegmentClaim> {
+        Box::pin(async move { self.claim(biz_tag, None).await })
     }
 
     /// Claim a segment of `step` IDs instead of the stored step (Leaf's dynamic step); the
     /// stored step is unchanged. Returns the step used and, from the same statement, the stored
     /// step. Errors as [`claim_segment`](Self::claim_segment).
-    pub async fn claim_segment_with_step(&self, biz_tag: &str, step: i64) -> Result<SegmentClaim> {
-        validate_step(step)?;
-        self.claim(biz_tag, Some(step)).await
+    pub fn claim_segment_with_step<'a>(
+        &'a self,
+        biz_tag: &'a str,
+        step: i64,
+    ) -> StoreFuture<'a, SegmentClaim> {
+        Box::pin(async move {
+            validate_step(step)?;
+            self.claim(biz_tag, Some(step)).await
+        })
     }
 
     async fn claim(&self, biz_tag: &str, step: Option<i64>) -> Result<SegmentClaim> {
@@ -387,42 +394,46 @@ impl Store {
     }
 
     /// Every biz tag, sorted.
-    pub async fn list_tags(&self) -> Result<Vec<String>> {
-        with_pool!(
-            self,
-            pool,
-            sqlx::query_scalar(LIST_TAGS.get(self.dialect()))
-                .fetch_all(pool)
-                .await
-                .map_err(|e| self.err("listing biz tags", e))
-        )
+    pub fn list_tags(&self) -> StoreFuture<'_, Vec<String>> {
+        Box::pin(async move {
+            with_pool!(
+                self,
+                pool,
+                sqlx::query_scalar(LIST_TAGS.get(self.dialect()))
+                    .fetch_all(pool)
+                    .await
+                    .map_err(|e| self.err("listing biz tags", e))
+            )
+        })
     }
 
     /// The row of `biz_tag`, if any.
-    pub async fn get_tag(&self, biz_tag: &str) -> Result<Option<LeafAlloc>> {
-        let action = "reading a biz tag";
-        let row: Option<LeafAllocTuple> = with_pool!(
-            self,
-            pool,
-            sqlx::query_as(GET_TAG.get(self.dialect()))
-                .bind(biz_tag)
-                .fetch_optional(pool)
-                .await
-                .map_err(|e| self.err(action, e))?
-        );
-        row.map(
-            |(biz_tag, max_id, step, description, update_time_ms, delta, remainder)| {
-                Ok(LeafAlloc {
-                    residue: stored_residue(&biz_tag, delta, remainder)?,
-                    biz_tag,
-                    max_id,
-                    step,
-                    description,
-                    update_time_ms,
-                })
-            },
-        )
-        .transpose()
+    pub fn get_tag<'a>(&'a self, biz_tag: &'a str) -> StoreFuture<'a, Option<LeafAlloc>> {
+        Box::pin(async move {
+            let action = "reading a biz tag";
+            let row: Option<LeafAllocTuple> = with_pool!(
+                self,
+                pool,
+                sqlx::query_as(GET_TAG.get(self.dialect()))
+                    .bind(biz_tag)
+                    .fetch_optional(pool)
+                    .await
+                    .map_err(|e| self.err(action, e))?
+            );
+            row.map(
+                |(biz_tag, max_id, step, description, update_time_ms, delta, remainder)| {
+                    Ok(LeafAlloc {
+                        residue: stored_residue(&biz_tag, delta, remainder)?,
+                        biz_tag,
+                        max_id,
+                        step,
+                        description,
+                        update_time_ms,
+                    })
+                },
+            )
+            .transpose()
+        })
     }
 
     /// Create `biz_tag` (with `max_id` 1) or change its step and, when `Some`, its
@@ -435,14 +446,16 @@ impl Store {
     /// assert_eq!((row.max_id, row.step), (1, 2000));
     /// # Ok(()) }
     /// ```
-    pub async fn upsert_tag(
-        &self,
-        biz_tag: &str,
+    pub fn upsert_tag<'a>(
+        &'a self,
+        biz_tag: &'a str,
         step: i64,
-        description: Option<&str>,
-    ) -> Result<LeafAlloc> {
-        self.upsert(biz_tag, step, description, Residue::SINGLE)
-            .await
+        description: Option<&'a str>,
+    ) -> StoreFuture<'a, LeafAlloc> {
+        Box::pin(async move {
+            self.upsert(biz_tag, step, description, Residue::SINGLE)
+                .await
+        })
     }
 
     /// [`upsert_tag`](Self::upsert_tag) for one database of a group (Tinyid's multi-database
@@ -459,30 +472,32 @@ impl Store {
     /// assert_eq!((row.max_id, row.residue.delta, row.residue.remainder), (1, 2, 1));
     /// # Ok(()) }
     /// ```
-    pub async fn upsert_group_tag(
-        &self,
-        biz_tag: &str,
+    pub fn upsert_group_tag<'a>(
+        &'a self,
+        biz_tag: &'a str,
         step: i64,
-        description: Option<&str>,
+        description: Option<&'a str>,
         residue: Residue,
-    ) -> Result<LeafAlloc> {
-        if step < residue.delta {
-            return Err(StoreError::InvalidInput(format!(
-                "step {step} is below delta {}: every segment must hold a number of each of the \
+    ) -> StoreFuture<'a, LeafAlloc> {
+        Box::pin(async move {
+            if step < residue.delta {
+                return Err(StoreError::InvalidInput(format!(
+                    "step {step} is below delta {}: every segment must hold a number of each of the \
                  group's databases",
-                residue.delta
-            )));
-        }
-        let row = self.upsert(biz_tag, step, description, residue).await?;
-        if row.residue != residue {
-            return Err(StoreError::ResidueMismatch {
-                tag: biz_tag.to_owned(),
-                url: self.redacted_url().to_owned(),
-                stored: row.residue,
-                wanted: residue,
-            });
-        }
-        Ok(row)
+                    residue.delta
+                )));
+            }
+            let row = self.upsert(biz_tag, step, description, residue).await?;
+            if row.residue != residue {
+                return Err(StoreError::ResidueMismatch {
+                    tag: biz_tag.to_owned(),
+                    url: self.redacted_url().to_owned(),
+                    stored: row.residue,
+                    wanted: residue,
+                });
+            }
+            Ok(row)
+        })
     }
 
     async fn upsert(
@@ -533,17 +548,19 @@ impl Store {
     /// same transaction, the row locked: a re-created tag's segments would overlap the old
     /// numbers, so a server that still buffers the old tag's segments cannot hand their tails
     /// back to it either (the `epoch` module).
-    pub async fn delete_tag(&self, biz_tag: &str) -> Result<bool> {
-        let action = "deleting a biz tag";
-        let deleted = write_tx_retrying!(self, action, tx => {
-            begin_new_life!(self, tx, biz_tag, action, row_exists: true);
-            let affected = in_tx!(self, tx, query(DELETE_TAG), biz_tag, execute, action);
-            in_tx!(self, tx, query(DELETE_ORDERED), biz_tag, execute, action);
-            tx.commit().await.map_err(|e| self.err(action, e))?;
-            Ok(affected.rows_affected() > 0)
+    pub fn delete_tag<'a>(&'a self, biz_tag: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let action = "deleting a biz tag";
+            let deleted = write_tx_retrying!(self, action, tx => {
+                begin_new_life!(self, tx, biz_tag, action, row_exists: true);
+                let affected = in_tx!(self, tx, query(DELETE_TAG), biz_tag, execute, action);
+                in_tx!(self, tx, query(DELETE_ORDERED), biz_tag, execute, action);
+                tx.commit().await.map_err(|e| self.err(action, e))?;
+                Ok(affected.rows_affected() > 0)
+            })
+            .await?;
+            Ok(deleted)
         })
-        .await?;
-        Ok(deleted)
     }
 }
 

@@ -40,6 +40,7 @@
 //!   could do only after that expiry); otherwise the lease is lost. Without a cache the
 //!   reserve is zero. The file is deleted before a release, and locked while a lease uses it.
 
+use crate::StoreFuture;
 use std::sync::Arc;
 
 use uidgen_core::clock::saturating_millis;
@@ -242,33 +243,35 @@ impl LeasedWorkerIdAssigner {
     /// the row's expiry and the file's mark cover. Dropped after a continuation's hand-over,
     /// likewise: the row names a holder the file may or may not record yet, and the file's
     /// mark still covers every ID stamped under the id.
-    pub async fn claim(&self, layout: &Layout) -> Result<LeaseGuard> {
-        self.options.validate()?;
-        check_space(&self.space)?;
-        let registered = self.registered_range();
-        let range = registered.within(layout)?;
-        // Before any id is taken. Unreachable here is unreachable for `assign` too, which then
-        // falls back to the cache as for an unreachable claim.
-        self.store
-            .register_worker_range(Self::REGISTRY_NAME, registered)
+    pub fn claim<'a>(&'a self, layout: &'a Layout) -> StoreFuture<'a, LeaseGuard> {
+        Box::pin(async move {
+            self.options.validate()?;
+            check_space(&self.space)?;
+            let registered = self.registered_range();
+            let range = registered.within(layout)?;
+            // Before any id is taken. Unreachable here is unreachable for `assign` too, which then
+            // falls back to the cache as for an unreachable claim.
+            self.store
+                .register_worker_range(Self::REGISTRY_NAME, registered)
+                .await?;
+            if let Some(continued) = self.continue_cached(layout, range).await? {
+                return Ok(continued);
+            }
+            let holder = self.new_holder();
+            let ttl_ms = saturating_millis(self.options.ttl);
+            let claimed = claim_row(
+                &self.store,
+                self.clock.as_ref(),
+                &self.space,
+                range,
+                &holder,
+                ttl_ms,
+                self.reserve_ms(),
+            )
             .await?;
-        if let Some(continued) = self.continue_cached(layout, range).await? {
-            return Ok(continued);
-        }
-        let holder = self.new_holder();
-        let ttl_ms = saturating_millis(self.options.ttl);
-        let claimed = claim_row(
-            &self.store,
-            self.clock.as_ref(),
-            &self.space,
-            range,
-            &holder,
-            ttl_ms,
-            self.reserve_ms(),
-        )
-        .await?;
-        let mark = self.open_mark_for_claim(layout, &claimed, &holder);
-        self.keep(layout, holder, &claimed, mark).await
+            let mark = self.open_mark_for_claim(layout, &claimed, &holder);
+            self.keep(layout, holder, &claimed, mark).await
+        })
     }
 
     /// The holder string of a new claim: the configured (or default) name and a random token
@@ -375,12 +378,14 @@ impl LeasedWorkerIdAssigner {
     /// [`WorkerIdAssigner::assign`] with the store's own error: [`claim`](Self::claim) a
     /// lease, or, when the database is unreachable, restart on the local cache's lease (see
     /// [`LeaseOptions::cache_path`]).
-    pub async fn assign(&self, layout: &Layout) -> Result<WorkerAssignment> {
-        match self.claim(layout).await {
-            Ok(lease) => Ok(WorkerAssignment::kept(Arc::new(lease), Self::KIND)),
-            Err(error) if error.is_unreachable() => self.assign_from_cache(layout, error).await,
-            Err(error) => Err(error),
-        }
+    pub fn assign<'a>(&'a self, layout: &'a Layout) -> StoreFuture<'a, WorkerAssignment> {
+        Box::pin(async move {
+            match self.claim(layout).await {
+                Ok(lease) => Ok(WorkerAssignment::kept(Arc::new(lease), Self::KIND)),
+                Err(error) if error.is_unreachable() => self.assign_from_cache(layout, error).await,
+                Err(error) => Err(error),
+            }
+        })
     }
 }
 
@@ -389,15 +394,17 @@ impl LeasedWorkerIdAssigner {
     /// claimed from the database exactly as [`assign`](Self::assign)'s, with its own holder
     /// string, heartbeat, fence and release, but no cache file (the cache restarts one lease
     /// from one file; an extra lease is claimed again from the database after a restart).
-    pub async fn assign_extra(&self, layout: &Layout) -> Result<WorkerAssignment> {
-        let extra = Self {
-            options: LeaseOptions {
-                cache_path: None,
-                ..self.options.clone()
-            },
-            ..self.clone()
-        };
-        extra.assign(layout).await
+    pub fn assign_extra<'a>(&'a self, layout: &'a Layout) -> StoreFuture<'a, WorkerAssignment> {
+        Box::pin(async move {
+            let extra = Self {
+                options: LeaseOptions {
+                    cache_path: None,
+                    ..self.options.clone()
+                },
+                ..self.clone()
+            };
+            extra.assign(layout).await
+        })
     }
 }
 

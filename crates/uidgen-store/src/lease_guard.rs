@@ -7,6 +7,7 @@
 //! the holder keeps it. Every claim and renewal writes `valid_until + reserve` and moves the
 //! in-memory expiry to `valid_until` only after the database accepted it.
 
+use crate::StoreFuture;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -267,11 +268,13 @@ impl LeaseGuard {
     ///
     /// Cancel safety: dropping the future after the database accepted leaves the database's
     /// expiry higher than ours, which only delays a successor.
-    pub async fn renew(&self) -> Result<()> {
-        if self.is_ended() {
-            return self.check();
-        }
-        self.renew_recording(self.issued_until()).await
+    pub fn renew(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            if self.is_ended() {
+                return self.check();
+            }
+            self.renew_recording(self.issued_until()).await
+        })
     }
 
     /// [`renew`](Self::renew), recording `issued` as the issued-until time: for a renewal
@@ -399,16 +402,18 @@ impl LeaseGuard {
     ///
     /// Cancel safety: once it returns `Pending` the lease has ended in this process; dropping
     /// the future leaves the database row to expire as an unrenewed lease would.
-    pub async fn release(&self) -> Result<()> {
-        // End first, then read issued-until. A GuardedGenerator checks `is_ended` after each
-        // ID is stamped (behind a SeqCst fence), so either it sees the end and drops the ID,
-        // or its stamp is visible to the read below: the Dekker pattern, with a SeqCst fence on
-        // both sides. Read first, and an ID stamped between the read and the end would be let
-        // out with last_issued_ms recorded below it: the next holder could stamp its unit.
-        self.end("released");
-        std::sync::atomic::fence(Ordering::SeqCst);
-        let issued = self.issued_until();
-        self.release_recording(issued).await
+    pub fn release(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            // End first, then read issued-until. A GuardedGenerator checks `is_ended` after each
+            // ID is stamped (behind a SeqCst fence), so either it sees the end and drops the ID,
+            // or its stamp is visible to the read below: the Dekker pattern, with a SeqCst fence on
+            // both sides. Read first, and an ID stamped between the read and the end would be let
+            // out with last_issued_ms recorded below it: the next holder could stamp its unit.
+            self.end("released");
+            std::sync::atomic::fence(Ordering::SeqCst);
+            let issued = self.issued_until();
+            self.release_recording(issued).await
+        })
     }
 
     /// Give the lease back recording `issued` as its issued-until time.

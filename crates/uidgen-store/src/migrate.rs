@@ -36,6 +36,7 @@
 //! uncommitted. A migration whose commit was in flight may or may not be recorded; the next run
 //! sees which.
 
+use crate::StoreFuture;
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::pin::Pin;
@@ -390,7 +391,7 @@ impl Store {
     /// adopted first, without running anything again. Safe to call from several processes at
     /// once. Answers the migrations this call recorded, in order (none: the schema was up to
     /// date).
-    pub async fn migrate(&self) -> Result<Vec<Applied>> {
-        run(self).await
+    pub fn migrate(&self) -> StoreFuture<'_, Vec<Applied>> {
+        Box::pin(async move { run(self).await })
     }
 }

@@ -7,6 +7,7 @@
 //! so concurrent servers of one space never lower each other's marks. The fence's other
 //! invariants are written in uidgen-worker's `order_fence.rs`.
 
+use crate::StoreFuture;
 use uidgen_worker::MarkRaise;
 
 use crate::error::{Result, StoreError};
@@ -62,48 +63,52 @@ impl Store {
     /// assert_eq!(store.order_mark("default").await?, Some(1_800_000_000_000));
     /// # Ok(()) }
     /// ```
-    pub async fn order_mark(&self, space: &str) -> Result<Option<u64>> {
-        check_space(space)?;
-        let mark: Option<i64> = run_sql!(
-            self,
-            fetch_optional,
-            query_scalar(READ_MARK),
-            [space],
-            "reading the ID space's order mark"
-        );
-        // Negative values are never written; read one as the distant past.
-        Ok(mark.map(|ms| u64::try_from(ms).unwrap_or(0)))
+    pub fn order_mark<'a>(&'a self, space: &'a str) -> StoreFuture<'a, Option<u64>> {
+        Box::pin(async move {
+            check_space(space)?;
+            let mark: Option<i64> = run_sql!(
+                self,
+                fetch_optional,
+                query_scalar(READ_MARK),
+                [space],
+                "reading the ID space's order mark"
+            );
+            // Negative values are never written; read one as the distant past.
+            Ok(mark.map(|ms| u64::try_from(ms).unwrap_or(0)))
+        })
     }
 
     /// Raise the space's order mark to `raise.until_ms` unless it is higher already (the mark
     /// never falls), recording `raise.holder` and `raise.now_ms` as who raised it and when. On
     /// `Ok`, the mark is at least `raise.until_ms`, which is returned.
-    pub async fn raise_order_mark(&self, raise: MarkRaise<'_>) -> Result<u64> {
-        let MarkRaise {
-            space,
-            holder,
-            until_ms,
-            now_ms,
-        } = raise;
-        check_space(space)?;
-        let (until, now) = (to_db(until_ms)?, to_db(now_ms)?);
-        if self.raise_only(space, holder, until, now).await? == 0 {
-            // No row yet, or one at least as high: the insert settles the first case, and
-            // changes nothing in the second.
-            run_sql!(
-                self,
-                execute,
-                query(INSERT_MARK),
-                [space, until, holder, now],
-                RAISING,
-                then rows_affected
-            );
-            // A row another server inserted at once, lower than ours, is lifted here.
-            self.raise_only(space, holder, until, now).await?;
-        }
-        // The raise proves the mark reached `until_ms`; what others put above it is not
-        // read back (the fence needs no more).
-        Ok(until_ms)
+    pub fn raise_order_mark<'a>(&'a self, raise: MarkRaise<'a>) -> StoreFuture<'a, u64> {
+        Box::pin(async move {
+            let MarkRaise {
+                space,
+                holder,
+                until_ms,
+                now_ms,
+            } = raise;
+            check_space(space)?;
+            let (until, now) = (to_db(until_ms)?, to_db(now_ms)?);
+            if self.raise_only(space, holder, until, now).await? == 0 {
+                // No row yet, or one at least as high: the insert settles the first case, and
+                // changes nothing in the second.
+                run_sql!(
+                    self,
+                    execute,
+                    query(INSERT_MARK),
+                    [space, until, holder, now],
+                    RAISING,
+                    then rows_affected
+                );
+                // A row another server inserted at once, lower than ours, is lifted here.
+                self.raise_only(space, holder, until, now).await?;
+            }
+            // The raise proves the mark reached `until_ms`; what others put above it is not
+            // read back (the fence needs no more).
+            Ok(until_ms)
+        })
     }
 
     /// `RAISE_MARK`: how many rows it raised (0: no row, or one at least as high).

@@ -20,6 +20,7 @@
 //! The leader keeps its own clock's account of the lease and stops issuing before the
 //! database's runs out: that part lives with the server, which issues.
 
+use crate::StoreFuture;
 use std::time::Duration;
 
 use crate::epoch::{DELETE_RETURNED_OF_TAG, LOCK_TAG_ROW, in_tx, write_tx_retrying};
@@ -207,72 +208,78 @@ impl Store {
     /// assert!(store.claim_segment("order").await.is_err()); // only the leader claims now
     /// # Ok(()) }
     /// ```
-    pub async fn mark_ordered(&self, biz_tag: &str) -> Result<bool> {
-        validate_tag(biz_tag)?;
-        let action = "marking a biz tag ordered";
-        write_tx_retrying!(self, action, tx => {
-            let row: Option<i64> = in_tx!(
-                self,
-                tx,
-                query_scalar(LOCK_TAG_ROW),
-                biz_tag,
-                fetch_optional,
-                action
-            );
-            if row.is_none() {
-                tx.rollback().await.map_err(|e| self.err(action, e))?;
-                return Err(StoreError::UnknownTag(biz_tag.to_owned()));
-            }
-            let delta: i64 = in_tx!(
-                self,
-                tx,
-                query_scalar(READ_DELTA),
-                biz_tag,
-                fetch_one,
-                action
-            );
-            if delta != 1 {
-                tx.rollback().await.map_err(|e| self.err(action, e))?;
-                return Err(StoreError::InvalidInput(format!(
-                    "biz tag `{biz_tag}` belongs to a segment group (each database issues \
-                     every delta-th number): it cannot be ordered"
-                )));
-            }
-            let inserted = in_tx!(self, tx, query(INSERT_ORDERED), biz_tag, execute, action)
-                .rows_affected();
-            in_tx!(
-                self,
-                tx,
-                query(DELETE_RETURNED_OF_TAG),
-                biz_tag,
-                execute,
-                action
-            );
-            tx.commit().await.map_err(|e| self.err(action, e))?;
-            Ok(inserted > 0)
+    pub fn mark_ordered<'a>(&'a self, biz_tag: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            validate_tag(biz_tag)?;
+            let action = "marking a biz tag ordered";
+            write_tx_retrying!(self, action, tx => {
+                let row: Option<i64> = in_tx!(
+                    self,
+                    tx,
+                    query_scalar(LOCK_TAG_ROW),
+                    biz_tag,
+                    fetch_optional,
+                    action
+                );
+                if row.is_none() {
+                    tx.rollback().await.map_err(|e| self.err(action, e))?;
+                    return Err(StoreError::UnknownTag(biz_tag.to_owned()));
+                }
+                let delta: i64 = in_tx!(
+                    self,
+                    tx,
+                    query_scalar(READ_DELTA),
+                    biz_tag,
+                    fetch_one,
+                    action
+                );
+                if delta != 1 {
+                    tx.rollback().await.map_err(|e| self.err(action, e))?;
+                    return Err(StoreError::InvalidInput(format!(
+                        "biz tag `{biz_tag}` belongs to a segment group (each database issues \
+                         every delta-th number): it cannot be ordered"
+                    )));
+                }
+                let inserted = in_tx!(self, tx, query(INSERT_ORDERED), biz_tag, execute, action)
+                    .rows_affected();
+                in_tx!(
+                    self,
+                    tx,
+                    query(DELETE_RETURNED_OF_TAG),
+                    biz_tag,
+                    execute,
+                    action
+                );
+                tx.commit().await.map_err(|e| self.err(action, e))?;
+                Ok(inserted > 0)
+            })
+            .await
         })
-        .await
     }
 
     /// Make `biz_tag` a plain tag again: every server then serves it from its own segments
     /// (IDs of two servers interleave again). `true` when it was ordered.
-    pub async fn unmark_ordered(&self, biz_tag: &str) -> Result<bool> {
-        validate_tag(biz_tag)?;
-        let deleted = run_sql!(self, execute, query(DELETE_ORDERED), [biz_tag],
+    pub fn unmark_ordered<'a>(&'a self, biz_tag: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            validate_tag(biz_tag)?;
+            let deleted = run_sql!(self, execute, query(DELETE_ORDERED), [biz_tag],
             "unmarking an ordered biz tag", then rows_affected);
-        Ok(deleted > 0)
+            Ok(deleted > 0)
+        })
     }
 
     /// Every ordered tag and its lease, by tag, with the database's clock.
-    pub async fn ordered_tags(&self) -> Result<Vec<OrderedTag>> {
-        let rows: Vec<OrderedRow> = run_sql!(
-            self,
-            fetch_all,
-            query_as(LIST_ORDERED),
-            [],
-            "listing the ordered biz tags"
-        );
-        Ok(rows.into_iter().map(OrderedTag::from).collect())
+    pub fn ordered_tags(&self) -> StoreFuture<'_, Vec<OrderedTag>> {
+        Box::pin(async move {
+            let rows: Vec<OrderedRow> = run_sql!(
+                self,
+                fetch_all,
+                query_as(LIST_ORDERED),
+                [],
+                "listing the ordered biz tags"
+            );
+            Ok(rows.into_iter().map(OrderedTag::from).collect())
+        })
     }
 
     /// Renew or take the lead of `biz_tag` for `holder` (unique per server life), reachable
@@ -296,87 +303,96 @@ impl Store {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn lead_ordered(
-        &self,
-        biz_tag: &str,
-        holder: &str,
-        address: &str,
+    pub fn lead_ordered<'a>(
+        &'a self,
+        biz_tag: &'a str,
+        holder: &'a str,
+        address: &'a str,
         lease: Duration,
         settle: Duration,
-    ) -> Result<Lead> {
-        validate_tag(biz_tag)?;
-        check_holder("holder", holder)?;
-        if address.len() > MAX_HOLDER_LEN {
-            return Err(StoreError::InvalidInput(format!(
-                "an ordered tag's address must be at most {MAX_HOLDER_LEN} bytes; this one is {} \
+    ) -> StoreFuture<'a, Lead> {
+        Box::pin(async move {
+            validate_tag(biz_tag)?;
+            check_holder("holder", holder)?;
+            if address.len() > MAX_HOLDER_LEN {
+                return Err(StoreError::InvalidInput(format!(
+                    "an ordered tag's address must be at most {MAX_HOLDER_LEN} bytes; this one is {} \
                  bytes",
-                address.len()
-            )));
-        }
-        let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
-        let settle_ms = i64::try_from(settle.as_millis()).unwrap_or(i64::MAX);
-        let action = "renewing an ordered tag's lease";
-        let dialect = self.dialect();
-        write_tx_retrying!(self, action, tx => {
-            let row: Option<OrderedRow> = in_tx!(
-                self,
-                tx,
-                query_as(LOCK_ORDERED_ROW),
-                biz_tag,
-                fetch_optional,
-                action
-            );
-            let Some(row) = row else {
-                tx.rollback().await.map_err(|e| self.err(action, e))?;
-                return Err(StoreError::NotOrdered(biz_tag.to_owned()));
-            };
-            let mut tag = OrderedTag::from(row);
-            let runs = tag.lease_until_ms > tag.db_now_ms;
-            let settled = tag.db_now_ms.saturating_sub(tag.ordered_since_ms) >= settle_ms;
-            let new_term = match (runs, tag.holder == holder) {
-                (true, true) => false,
-                (false, _) if settled => true,
-                _ => {
-                    tx.rollback().await.map_err(|e| self.err(action, e))?;
-                    return Ok(Lead::Follower(tag));
-                }
-            };
-            if new_term {
-                tag.term += 1;
-                holder.clone_into(&mut tag.holder);
+                    address.len()
+                )));
             }
-            address.clone_into(&mut tag.address);
-            tag.lease_until_ms = tag.db_now_ms.saturating_add(lease_ms);
-            sqlx::query(SET_LEASE.get(dialect))
-                .bind(tag.term)
-                .bind(&tag.holder)
-                .bind(&tag.address)
-                .bind(tag.lease_until_ms)
-                .bind(biz_tag)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(action, e))?;
-            tx.commit().await.map_err(|e| self.err(action, e))?;
-            Ok(Lead::Leading { tag, new_term })
+            let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+            let settle_ms = i64::try_from(settle.as_millis()).unwrap_or(i64::MAX);
+            let action = "renewing an ordered tag's lease";
+            let dialect = self.dialect();
+            write_tx_retrying!(self, action, tx => {
+                let row: Option<OrderedRow> = in_tx!(
+                    self,
+                    tx,
+                    query_as(LOCK_ORDERED_ROW),
+                    biz_tag,
+                    fetch_optional,
+                    action
+                );
+                let Some(row) = row else {
+                    tx.rollback().await.map_err(|e| self.err(action, e))?;
+                    return Err(StoreError::NotOrdered(biz_tag.to_owned()));
+                };
+                let mut tag = OrderedTag::from(row);
+                let runs = tag.lease_until_ms > tag.db_now_ms;
+                let settled = tag.db_now_ms.saturating_sub(tag.ordered_since_ms) >= settle_ms;
+                let new_term = match (runs, tag.holder == holder) {
+                    (true, true) => false,
+                    (false, _) if settled => true,
+                    _ => {
+                        tx.rollback().await.map_err(|e| self.err(action, e))?;
+                        return Ok(Lead::Follower(tag));
+                    }
+                };
+                if new_term {
+                    tag.term += 1;
+                    holder.clone_into(&mut tag.holder);
+                }
+                address.clone_into(&mut tag.address);
+                tag.lease_until_ms = tag.db_now_ms.saturating_add(lease_ms);
+                sqlx::query(SET_LEASE.get(dialect))
+                    .bind(tag.term)
+                    .bind(&tag.holder)
+                    .bind(&tag.address)
+                    .bind(tag.lease_until_ms)
+                    .bind(biz_tag)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                tx.commit().await.map_err(|e| self.err(action, e))?;
+                Ok(Lead::Leading { tag, new_term })
+            })
+            .await
         })
-        .await
     }
 
     /// Give the lead of `biz_tag` up at a clean stop: the lease runs out now, so a successor
     /// need not wait for it. Only `holder`'s own lease of `term` is ended; `true` when it was.
     /// The caller must have stopped issuing first.
-    pub async fn resign_ordered(&self, biz_tag: &str, holder: &str, term: i64) -> Result<bool> {
-        const RESIGN: Sql = Sql {
-            sqlite: "UPDATE leaf_alloc_ordered SET lease_until_ms = 0
+    pub fn resign_ordered<'a>(
+        &'a self,
+        biz_tag: &'a str,
+        holder: &'a str,
+        term: i64,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            const RESIGN: Sql = Sql {
+                sqlite: "UPDATE leaf_alloc_ordered SET lease_until_ms = 0
                      WHERE biz_tag = ?1 AND holder = ?2 AND term = ?3",
-            mysql: "UPDATE leaf_alloc_ordered SET lease_until_ms = 0
+                mysql: "UPDATE leaf_alloc_ordered SET lease_until_ms = 0
                     WHERE biz_tag = ? AND holder = ? AND term = ?",
-            postgres: "UPDATE leaf_alloc_ordered SET lease_until_ms = 0
+                postgres: "UPDATE leaf_alloc_ordered SET lease_until_ms = 0
                        WHERE biz_tag = $1 AND holder = $2 AND term = $3",
-        };
-        let ended = run_sql!(self, execute, query(RESIGN), [biz_tag, holder, term],
+            };
+            let ended = run_sql!(self, execute, query(RESIGN), [biz_tag, holder, term],
             "ending an ordered tag's lease", then rows_affected);
-        Ok(ended > 0)
+            Ok(ended > 0)
+        })
     }
 
     /// Claim a segment of ordered `biz_tag` as its leader: `holder` of `term`, whose lease
@@ -384,15 +400,17 @@ impl Store {
     /// [`StoreError::LeadLost`] and nothing is claimed. Never from handed-back ranges: a new
     /// term's numbers lie above every number claimed before it. `step` as
     /// [`claim_segment_with_step`](Self::claim_segment_with_step) (`None`: the stored step).
-    pub async fn claim_ordered_segment(
-        &self,
-        biz_tag: &str,
-        holder: &str,
+    pub fn claim_ordered_segment<'a>(
+        &'a self,
+        biz_tag: &'a str,
+        holder: &'a str,
         term: i64,
         step: Option<i64>,
-    ) -> Result<SegmentClaim> {
-        validate_tag(biz_tag)?;
-        self.claim_checked(biz_tag, step, Some((holder, term)))
-            .await
+    ) -> StoreFuture<'a, SegmentClaim> {
+        Box::pin(async move {
+            validate_tag(biz_tag)?;
+            self.claim_checked(biz_tag, step, Some((holder, term)))
+                .await
+        })
     }
 }

@@ -21,6 +21,7 @@
 //! keep claiming from `leaf_alloc` above every number here, so uniqueness holds; what uidgen
 //! hands back is then served again by uidgen servers only.
 
+use crate::StoreFuture;
 use crate::epoch::{LOCK_TAG_ROW, READ_EPOCH, in_tx};
 use crate::error::{Result, StoreError};
 use crate::leaf_alloc::validate_tag;
@@ -140,63 +141,69 @@ impl Store {
     /// assert_eq!(store.claim_returned_range("order").await?, None); // one claimer only
     /// # Ok(()) }
     /// ```
-    pub async fn return_ranges(&self, ranges: &[ReturnedRange]) -> Result<Vec<ReturnedRange>> {
-        let ranges: Vec<&ReturnedRange> = ranges.iter().filter(|r| r.numbers() > 0).collect();
-        for range in &ranges {
-            validate_tag(&range.biz_tag)?;
-        }
-        if ranges.is_empty() {
-            return Ok(Vec::new());
-        }
-        let dialect = self.dialect();
-        let action = "handing back segment tails";
-        let mut written = Vec::new();
-        with_pool!(self, pool, {
-            let mut tx = Session::begin_write(pool, dialect)
-                .await
-                .map_err(|e| self.err(action, e))?;
-            let mut tags: Vec<&str> = ranges.iter().map(|r| r.biz_tag.as_str()).collect();
-            // One order of row locks for every writer of several tags: no deadlock between two.
-            tags.sort_unstable();
-            tags.dedup();
-            let mut current = Vec::with_capacity(tags.len());
-            for tag in tags {
-                let max_id: Option<i64> = in_tx!(
-                    self,
-                    tx,
-                    query_scalar(LOCK_TAG_ROW),
-                    tag,
-                    fetch_optional,
-                    action
-                );
-                let epoch: i64 = in_tx!(self, tx, query_scalar(READ_EPOCH), tag, fetch_one, action);
-                // An ordered tag's numbers come from its leader's fresh segments only.
-                let ordered: i64 =
-                    in_tx!(self, tx, query_scalar(IS_ORDERED), tag, fetch_one, action);
-                current.push((tag, max_id.filter(|_| ordered == 0), epoch));
+    pub fn return_ranges<'a>(
+        &'a self,
+        ranges: &'a [ReturnedRange],
+    ) -> StoreFuture<'a, Vec<ReturnedRange>> {
+        Box::pin(async move {
+            let ranges: Vec<&ReturnedRange> = ranges.iter().filter(|r| r.numbers() > 0).collect();
+            for range in &ranges {
+                validate_tag(&range.biz_tag)?;
             }
-            let still_the_tags = |range: &&&ReturnedRange| {
-                current.iter().any(|&(tag, max_id, epoch)| {
-                    tag == range.biz_tag
-                        && epoch == range.epoch
-                        && max_id.is_some_and(|max_id| range.end <= max_id)
-                })
-            };
-            for range in ranges.iter().filter(still_the_tags) {
-                written.push((*range).clone());
-                sqlx::query(INSERT_RETURNED.get(dialect))
-                    .bind(&range.biz_tag)
-                    .bind(range.start)
-                    .bind(range.end)
-                    .bind(range.residue.delta)
-                    .bind(range.residue.remainder)
-                    .execute(&mut *tx)
+            if ranges.is_empty() {
+                return Ok(Vec::new());
+            }
+            let dialect = self.dialect();
+            let action = "handing back segment tails";
+            let mut written = Vec::new();
+            with_pool!(self, pool, {
+                let mut tx = Session::begin_write(pool, dialect)
                     .await
                     .map_err(|e| self.err(action, e))?;
-            }
-            tx.commit().await.map_err(|e| self.err(action, e))?;
-        });
-        Ok(written)
+                let mut tags: Vec<&str> = ranges.iter().map(|r| r.biz_tag.as_str()).collect();
+                // One order of row locks for every writer of several tags: no deadlock between two.
+                tags.sort_unstable();
+                tags.dedup();
+                let mut current = Vec::with_capacity(tags.len());
+                for tag in tags {
+                    let max_id: Option<i64> = in_tx!(
+                        self,
+                        tx,
+                        query_scalar(LOCK_TAG_ROW),
+                        tag,
+                        fetch_optional,
+                        action
+                    );
+                    let epoch: i64 =
+                        in_tx!(self, tx, query_scalar(READ_EPOCH), tag, fetch_one, action);
+                    // An ordered tag's numbers come from its leader's fresh segments only.
+                    let ordered: i64 =
+                        in_tx!(self, tx, query_scalar(IS_ORDERED), tag, fetch_one, action);
+                    current.push((tag, max_id.filter(|_| ordered == 0), epoch));
+                }
+                let still_the_tags = |range: &&&ReturnedRange| {
+                    current.iter().any(|&(tag, max_id, epoch)| {
+                        tag == range.biz_tag
+                            && epoch == range.epoch
+                            && max_id.is_some_and(|max_id| range.end <= max_id)
+                    })
+                };
+                for range in ranges.iter().filter(still_the_tags) {
+                    written.push((*range).clone());
+                    sqlx::query(INSERT_RETURNED.get(dialect))
+                        .bind(&range.biz_tag)
+                        .bind(range.start)
+                        .bind(range.end)
+                        .bind(range.residue.delta)
+                        .bind(range.residue.remainder)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                }
+                tx.commit().await.map_err(|e| self.err(action, e))?;
+            });
+            Ok(written)
+        })
     }
 
     /// Take the lowest range handed back for `biz_tag`, removing it in the same transaction so
@@ -206,88 +213,95 @@ impl Store {
     ///
     /// Cancel safety: dropping the future before the delete commits changes nothing; after it,
     /// the range is lost (skipped, never repeated), as a committed segment claim would be.
-    pub async fn claim_returned_range(&self, biz_tag: &str) -> Result<Option<ReturnedRange>> {
-        let dialect = self.dialect();
-        let action = "claiming a returned range";
-        let row: Option<(RangeRow, i64)> = with_pool_returning!(self, pool,
-            mysql => {
-                let mut tx = Session::begin_write(pool, dialect)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let locked: Option<(i64, i64, i64, i64, i64)> = sqlx::query_as(CLAIM_RETURNED.mysql)
-                    .bind(biz_tag)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                match locked {
-                    Some((id, start, end, delta, remainder)) => {
-                        let deleted = sqlx::query(DELETE_BY_ID)
-                            .bind(id)
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(|e| self.err(action, e))?
-                            .rows_affected();
-                        // The lock makes the delete ours; checked all the same, as the
-                        // uniqueness of the range rests on it.
-                        if deleted == 1 {
-                            let epoch: i64 = in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag,
-                                fetch_one, action);
-                            tx.commit().await.map_err(|e| self.err(action, e))?;
-                            Some(((start, end, delta, remainder), epoch))
-                        } else {
+    pub fn claim_returned_range<'a>(
+        &'a self,
+        biz_tag: &'a str,
+    ) -> StoreFuture<'a, Option<ReturnedRange>> {
+        Box::pin(async move {
+            let dialect = self.dialect();
+            let action = "claiming a returned range";
+            let row: Option<(RangeRow, i64)> = with_pool_returning!(self, pool,
+                mysql => {
+                    let mut tx = Session::begin_write(pool, dialect)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                    let locked: Option<(i64, i64, i64, i64, i64)> = sqlx::query_as(CLAIM_RETURNED.mysql)
+                        .bind(biz_tag)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                    match locked {
+                        Some((id, start, end, delta, remainder)) => {
+                            let deleted = sqlx::query(DELETE_BY_ID)
+                                .bind(id)
+                                .execute(&mut *tx)
+                                .await
+                                .map_err(|e| self.err(action, e))?
+                                .rows_affected();
+                            // The lock makes the delete ours; checked all the same, as the
+                            // uniqueness of the range rests on it.
+                            if deleted == 1 {
+                                let epoch: i64 = in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag,
+                                    fetch_one, action);
+                                tx.commit().await.map_err(|e| self.err(action, e))?;
+                                Some(((start, end, delta, remainder), epoch))
+                            } else {
+                                tx.rollback().await.map_err(|e| self.err(action, e))?;
+                                None
+                            }
+                        }
+                        None => {
                             tx.rollback().await.map_err(|e| self.err(action, e))?;
                             None
                         }
                     }
-                    None => {
-                        tx.rollback().await.map_err(|e| self.err(action, e))?;
-                        None
-                    }
+                },
+                returning => {
+                    let mut tx = Session::begin_write(pool, dialect)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                    let row: Option<RangeRow> = sqlx::query_as(CLAIM_RETURNED.get(dialect))
+                        .bind(biz_tag)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                    let epoch: i64 =
+                        in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag, fetch_one, action);
+                    tx.commit().await.map_err(|e| self.err(action, e))?;
+                    row.map(|row| (row, epoch))
                 }
-            },
-            returning => {
-                let mut tx = Session::begin_write(pool, dialect)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let row: Option<RangeRow> = sqlx::query_as(CLAIM_RETURNED.get(dialect))
-                    .bind(biz_tag)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let epoch: i64 =
-                    in_tx!(self, tx, query_scalar(READ_EPOCH), biz_tag, fetch_one, action);
-                tx.commit().await.map_err(|e| self.err(action, e))?;
-                row.map(|row| (row, epoch))
-            }
-        );
-        row.map(|(row, epoch)| to_range(biz_tag, row, epoch))
-            .transpose()
+            );
+            row.map(|(row, epoch)| to_range(biz_tag, row, epoch))
+                .transpose()
+        })
     }
 
     /// Every range handed back for `biz_tag` and not yet claimed, lowest first (monitoring
     /// and tests).
-    pub async fn returned_ranges(&self, biz_tag: &str) -> Result<Vec<ReturnedRange>> {
-        let epoch: i64 = run_sql!(
-            self,
-            fetch_one,
-            query_scalar(READ_EPOCH),
-            [biz_tag],
-            "reading a biz tag's epoch"
-        );
-        let rows: Vec<(String, i64, i64, i64, i64)> = with_pool!(
-            self,
-            pool,
-            sqlx::query_as(LIST_RETURNED.get(self.dialect()))
-                .bind(biz_tag)
-                .fetch_all(pool)
-                .await
-                .map_err(|e| self.err("listing returned ranges", e))?
-        );
-        rows.into_iter()
-            .map(|(tag, start, end, delta, remainder)| {
-                to_range(&tag, (start, end, delta, remainder), epoch)
-            })
-            .collect()
+    pub fn returned_ranges<'a>(&'a self, biz_tag: &'a str) -> StoreFuture<'a, Vec<ReturnedRange>> {
+        Box::pin(async move {
+            let epoch: i64 = run_sql!(
+                self,
+                fetch_one,
+                query_scalar(READ_EPOCH),
+                [biz_tag],
+                "reading a biz tag's epoch"
+            );
+            let rows: Vec<(String, i64, i64, i64, i64)> = with_pool!(
+                self,
+                pool,
+                sqlx::query_as(LIST_RETURNED.get(self.dialect()))
+                    .bind(biz_tag)
+                    .fetch_all(pool)
+                    .await
+                    .map_err(|e| self.err("listing returned ranges", e))?
+            );
+            rows.into_iter()
+                .map(|(tag, start, end, delta, remainder)| {
+                    to_range(&tag, (start, end, delta, remainder), epoch)
+                })
+                .collect()
+        })
     }
 }
 

@@ -1,5 +1,6 @@
 //! [`Store`]: one handle over a SQLite, MySQL/MariaDB or PostgreSQL connection pool.
 
+use crate::StoreFuture;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -169,8 +170,8 @@ impl Store {
     /// busy timeout, so several processes can share it), `mysql://` or `mariadb://`,
     /// `postgres://` or `postgresql://`. An unreachable database is
     /// [`StoreError::Unreachable`] naming the URL with its password redacted.
-    pub async fn connect(url: &str) -> Result<Self> {
-        Self::connect_with(url, StoreOptions::default()).await
+    pub fn connect(url: &str) -> StoreFuture<'_, Self> {
+        Box::pin(async move { Self::connect_with(url, StoreOptions::default()).await })
     }
 
     /// Connect with explicit options.
@@ -183,12 +184,14 @@ impl Store {
     /// store.migrate().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn connect_with(url: &str, options: StoreOptions) -> Result<Self> {
-        let store = Self::open(url, &options, true).await?;
-        if options.migrate {
-            store.migrate().await?;
-        }
-        Ok(store)
+    pub fn connect_with(url: &str, options: StoreOptions) -> StoreFuture<'_, Self> {
+        Box::pin(async move {
+            let store = Self::open(url, &options, true).await?;
+            if options.migrate {
+                store.migrate().await?;
+            }
+            Ok(store)
+        })
     }
 
     /// A store that connects on first use: no I/O now, no migrations. For a service that must
@@ -258,10 +261,12 @@ impl Store {
     }
 
     /// Check that the database answers.
-    pub async fn ping(&self) -> Result<()> {
-        with_pool!(self, pool, {
-            let mut conn = pool.acquire().await.map_err(|e| self.err("pinging", e))?;
-            conn.ping().await.map_err(|e| self.err("pinging", e))
+    pub fn ping(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            with_pool!(self, pool, {
+                let mut conn = pool.acquire().await.map_err(|e| self.err("pinging", e))?;
+                conn.ping().await.map_err(|e| self.err("pinging", e))
+            })
         })
     }
 

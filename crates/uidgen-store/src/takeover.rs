@@ -7,6 +7,7 @@
 //!
 //! The peers' own tables, read in their own formats, are in [`crate::peer_tables`].
 
+use crate::StoreFuture;
 use crate::error::{Result, StoreError};
 use crate::store::{Sql, Store, run_sql};
 use crate::worker_node::check_len;
@@ -81,60 +82,66 @@ impl Store {
     /// assert_eq!(store.takeovers().await?.len(), 1);
     /// # Ok(()) }
     /// ```
-    pub async fn record_takeover(&self, record: &TakeoverRecord) -> Result<()> {
-        check_peer(&record.peer)?;
-        run_sql!(
-            self,
-            execute,
-            query(UPSERT_TAKEOVER),
-            [
-                record.peer.as_str(),
-                record.decision.as_str(),
-                record.summary.as_str(),
-                record.recorded_ms
-            ],
-            "recording a takeover decision",
-            then rows_affected
-        );
-        Ok(())
+    pub fn record_takeover<'a>(&'a self, record: &'a TakeoverRecord) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            check_peer(&record.peer)?;
+            run_sql!(
+                self,
+                execute,
+                query(UPSERT_TAKEOVER),
+                [
+                    record.peer.as_str(),
+                    record.decision.as_str(),
+                    record.summary.as_str(),
+                    record.recorded_ms
+                ],
+                "recording a takeover decision",
+                then rows_affected
+            );
+            Ok(())
+        })
     }
 
     /// Every recorded takeover decision, by peer name.
-    pub async fn takeovers(&self) -> Result<Vec<TakeoverRecord>> {
-        let rows: Vec<(String, String, String, i64)> = run_sql!(
-            self,
-            fetch_all,
-            query_as(LIST_TAKEOVERS),
-            [],
-            "reading the takeover decisions"
-        );
-        Ok(rows
-            .into_iter()
-            .map(|(peer, decision, summary, recorded_ms)| TakeoverRecord {
-                peer,
-                decision,
-                summary,
-                recorded_ms,
-            })
-            .collect())
+    pub fn takeovers(&self) -> StoreFuture<'_, Vec<TakeoverRecord>> {
+        Box::pin(async move {
+            let rows: Vec<(String, String, String, i64)> = run_sql!(
+                self,
+                fetch_all,
+                query_as(LIST_TAKEOVERS),
+                [],
+                "reading the takeover decisions"
+            );
+            Ok(rows
+                .into_iter()
+                .map(|(peer, decision, summary, recorded_ms)| TakeoverRecord {
+                    peer,
+                    decision,
+                    summary,
+                    recorded_ms,
+                })
+                .collect())
+        })
     }
 
     /// The decision recorded for `peer`, if any.
-    pub async fn takeover(&self, peer: &str) -> Result<Option<TakeoverRecord>> {
-        Ok(self.takeovers().await?.into_iter().find(|r| r.peer == peer))
+    pub fn takeover<'a>(&'a self, peer: &'a str) -> StoreFuture<'a, Option<TakeoverRecord>> {
+        Box::pin(async move { Ok(self.takeovers().await?.into_iter().find(|r| r.peer == peer)) })
     }
 
     /// Forget the decision recorded for `peer`; whether there was one.
-    pub async fn forget_takeover(&self, peer: &str) -> Result<bool> {
-        let deleted = run_sql!(
-            self,
-            execute,
-            query(DELETE_TAKEOVER),
-            [peer],
-            "forgetting a takeover decision",
-            then rows_affected
-        );
-        Ok(deleted > 0)
+    pub fn forget_takeover<'a>(&'a self, peer: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let deleted = run_sql!(
+                self,
+                execute,
+                query(DELETE_TAKEOVER),
+                [peer],
+                "forgetting a takeover decision",
+                then rows_affected
+            );
+            Ok(deleted > 0)
+        })
     }
 }
 

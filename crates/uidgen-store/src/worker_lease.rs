@@ -12,6 +12,7 @@
 //! leased before 0008, where every ID stamped with it then lies below
 //! ([`Store::lease_floors_before_spaces`]).
 
+use crate::StoreFuture;
 use std::collections::HashMap;
 
 use crate::error::{Result, StoreError};
@@ -175,101 +176,119 @@ fn row_of((space, worker_id, holder, expires_at_ms, last_issued_ms): LeaseTuple)
 
 impl Store {
     /// Every `worker_lease` row of `space` with a worker id up to `max_worker_id`, by worker id.
-    pub async fn lease_rows(&self, space: &str, max_worker_id: u64) -> Result<Vec<WorkerLeaseRow>> {
-        check_space(space)?;
-        let max = to_db("worker id", max_worker_id)?;
-        let rows: Vec<LeaseTuple> = run_sql!(
-            self,
-            fetch_all,
-            query_as(SELECT_LEASES),
-            [space, max],
-            "reading worker leases"
-        );
-        Ok(rows.into_iter().map(row_of).collect())
+    pub fn lease_rows<'a>(
+        &'a self,
+        space: &'a str,
+        max_worker_id: u64,
+    ) -> StoreFuture<'a, Vec<WorkerLeaseRow>> {
+        Box::pin(async move {
+            check_space(space)?;
+            let max = to_db("worker id", max_worker_id)?;
+            let rows: Vec<LeaseTuple> = run_sql!(
+                self,
+                fetch_all,
+                query_as(SELECT_LEASES),
+                [space, max],
+                "reading worker leases"
+            );
+            Ok(rows.into_iter().map(row_of).collect())
+        })
     }
 
     /// The lease row of one worker id of `space`.
-    pub async fn lease_row(&self, space: &str, worker_id: u64) -> Result<Option<WorkerLeaseRow>> {
-        let id = lease_key(space, worker_id)?;
-        let row: Option<LeaseTuple> = run_sql!(
-            self,
-            fetch_optional,
-            query_as(SELECT_LEASE),
-            [space, id],
-            "reading a worker lease"
-        );
-        Ok(row.map(row_of))
+    pub fn lease_row<'a>(
+        &'a self,
+        space: &'a str,
+        worker_id: u64,
+    ) -> StoreFuture<'a, Option<WorkerLeaseRow>> {
+        Box::pin(async move {
+            let id = lease_key(space, worker_id)?;
+            let row: Option<LeaseTuple> = run_sql!(
+                self,
+                fetch_optional,
+                query_as(SELECT_LEASE),
+                [space, id],
+                "reading a worker lease"
+            );
+            Ok(row.map(row_of))
+        })
     }
 
     /// Lease a never-used worker id of `space` to `holder` until `expires_at_ms`; `false` when
     /// a row for it already exists (someone else got there first).
-    pub async fn try_insert_lease(
-        &self,
-        space: &str,
+    pub fn try_insert_lease<'a>(
+        &'a self,
+        space: &'a str,
         worker_id: u64,
-        holder: &str,
+        holder: &'a str,
         expires_at_ms: u64,
-    ) -> Result<bool> {
-        let (id, expires) = (
-            lease_key(space, worker_id)?,
-            to_db("expiry", expires_at_ms)?,
-        );
-        let done = run_sql!(
-            self,
-            execute,
-            query(INSERT_LEASE),
-            [space, id, holder, expires],
-            "claiming a new worker lease",
-            then rows_affected
-        );
-        Ok(done == 1)
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let (id, expires) = (
+                lease_key(space, worker_id)?,
+                to_db("expiry", expires_at_ms)?,
+            );
+            let done = run_sql!(
+                self,
+                execute,
+                query(INSERT_LEASE),
+                [space, id, holder, expires],
+                "claiming a new worker lease",
+                then rows_affected
+            );
+            Ok(done == 1)
+        })
     }
 
     /// Take over the lease of `worker_id` in `space` if it expired before `now_ms`; `true` for
     /// exactly one of several concurrent callers.
-    pub async fn try_take_over_lease(
-        &self,
-        space: &str,
+    pub fn try_take_over_lease<'a>(
+        &'a self,
+        space: &'a str,
         worker_id: u64,
-        holder: &str,
+        holder: &'a str,
         expires_at_ms: u64,
         now_ms: u64,
-    ) -> Result<bool> {
-        let id = lease_key(space, worker_id)?;
-        let (expires, now) = (to_db("expiry", expires_at_ms)?, to_db("time", now_ms)?);
-        let done = run_sql!(
-            self,
-            execute,
-            query(TAKE_OVER_LEASE),
-            [holder, expires, space, id, now],
-            "taking over a worker lease",
-            then rows_affected
-        );
-        Ok(done == 1)
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let id = lease_key(space, worker_id)?;
+            let (expires, now) = (to_db("expiry", expires_at_ms)?, to_db("time", now_ms)?);
+            let done = run_sql!(
+                self,
+                execute,
+                query(TAKE_OVER_LEASE),
+                [holder, expires, space, id, now],
+                "taking over a worker lease",
+                then rows_affected
+            );
+            Ok(done == 1)
+        })
     }
 
     /// Extend `holder`'s lease on `worker_id` in `space` to at least `expires_at_ms` (an
     /// expiry already higher stays) and record `issued_until_ms`; `false` when `holder` no
     /// longer holds it.
-    pub async fn renew_lease(
-        &self,
-        space: &str,
+    pub fn renew_lease<'a>(
+        &'a self,
+        space: &'a str,
         worker_id: u64,
-        holder: &str,
+        holder: &'a str,
         expires_at_ms: u64,
         issued_until_ms: u64,
-    ) -> Result<bool> {
-        let holders = [holder, holder];
-        let what = "renewing a worker lease";
-        self.move_lease(
-            space,
-            worker_id,
-            holders,
-            expires_at_ms,
-            issued_until_ms,
-            what,
-        )
-        .await
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let holders = [holder, holder];
+            let what = "renewing a worker lease";
+            self.move_lease(
+                space,
+                worker_id,
+                holders,
+                expires_at_ms,
+                issued_until_ms,
+                what,
+            )
+            .await
+        })
     }
 
     /// Hand `from`'s lease on `worker_id` in `space` to `to`: extend it to at least
@@ -277,25 +296,27 @@ impl Store {
     /// `false` when `from` no longer holds it (taken over, released, or handed to another
     /// restart first). For a restart that continues the lease its crashed life recorded in the
     /// local cache.
-    pub async fn hand_over_lease(
-        &self,
-        space: &str,
+    pub fn hand_over_lease<'a>(
+        &'a self,
+        space: &'a str,
         worker_id: u64,
-        from: &str,
-        to: &str,
+        from: &'a str,
+        to: &'a str,
         expires_at_ms: u64,
         issued_until_ms: u64,
-    ) -> Result<bool> {
-        let what = "handing over a worker lease";
-        self.move_lease(
-            space,
-            worker_id,
-            [from, to],
-            expires_at_ms,
-            issued_until_ms,
-            what,
-        )
-        .await
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let what = "handing over a worker lease";
+            self.move_lease(
+                space,
+                worker_id,
+                [from, to],
+                expires_at_ms,
+                issued_until_ms,
+                what,
+            )
+            .await
+        })
     }
 
     /// [`HAND_OVER_LEASE`] from `holders[0]` to `holders[1]` (the same holder for a renewal);
@@ -325,24 +346,26 @@ impl Store {
 
     /// Release `holder`'s lease on `worker_id` in `space`, recording `issued_until_ms`; `false`
     /// when `holder` no longer held it.
-    pub async fn release_lease(
-        &self,
-        space: &str,
+    pub fn release_lease<'a>(
+        &'a self,
+        space: &'a str,
         worker_id: u64,
-        holder: &str,
+        holder: &'a str,
         issued_until_ms: u64,
-    ) -> Result<bool> {
-        let id = lease_key(space, worker_id)?;
-        let issued = to_db("issued-until time", issued_until_ms)?;
-        let done = run_sql!(
-            self,
-            execute,
-            query(RELEASE_LEASE),
-            [issued, space, id, holder],
-            "releasing a worker lease",
-            then rows_affected
-        );
-        Ok(done == 1)
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let id = lease_key(space, worker_id)?;
+            let issued = to_db("issued-until time", issued_until_ms)?;
+            let done = run_sql!(
+                self,
+                execute,
+                query(RELEASE_LEASE),
+                [issued, space, id, holder],
+                "releasing a worker lease",
+                then rows_affected
+            );
+            Ok(done == 1)
+        })
     }
 
     /// For each worker id from `low` to `high` that was leased before leases were kept per
@@ -350,22 +373,24 @@ impl Store {
     /// space: the later of its lease's expiry and its recorded issued-until time at the
     /// migration. A named space takes such an id for the first time only once its clock passed
     /// it; the default space's rows carry it already.
-    pub async fn lease_floors_before_spaces(
+    pub fn lease_floors_before_spaces(
         &self,
         low: u64,
         high: u64,
-    ) -> Result<HashMap<u64, u64>> {
-        let (low, high) = (to_db("worker id", low)?, to_db("worker id", high)?);
-        let rows: Vec<(i64, i64)> = run_sql!(
-            self,
-            fetch_all,
-            query_as(SELECT_FLOORS_BEFORE_SPACES),
-            [low, high],
-            "reading the worker leases from before spaces"
-        );
-        Ok(rows
-            .into_iter()
-            .map(|(id, floor)| (from_db(id), from_db(floor)))
-            .collect())
+    ) -> StoreFuture<'_, HashMap<u64, u64>> {
+        Box::pin(async move {
+            let (low, high) = (to_db("worker id", low)?, to_db("worker id", high)?);
+            let rows: Vec<(i64, i64)> = run_sql!(
+                self,
+                fetch_all,
+                query_as(SELECT_FLOORS_BEFORE_SPACES),
+                [low, high],
+                "reading the worker leases from before spaces"
+            );
+            Ok(rows
+                .into_iter()
+                .map(|(id, floor)| (from_db(id), from_db(floor)))
+                .collect())
+        })
     }
 }

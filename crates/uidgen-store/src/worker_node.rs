@@ -1,5 +1,6 @@
 //! The `worker_node` table (Baidu uid-generator's `WORKER_NODE`): one row per process start.
 
+use crate::StoreFuture;
 use uidgen_core::{Clock, SystemClock};
 use uidgen_worker::{ENV_HOST, ENV_PORT, local_ip};
 
@@ -147,46 +148,50 @@ impl Store {
     /// assert!(id >= 1);
     /// # Ok(()) }
     /// ```
-    pub async fn insert_worker_node(&self, node: &WorkerNode) -> Result<u64> {
-        check_len("host_name", &node.host_name, 64)?;
-        check_len("port", &node.port, 64)?;
-        let sql = INSERT_WORKER_NODE.get(self.dialect());
-        let action = "inserting a worker_node row";
-        let id: i64 = with_pool_returning!(self, pool,
-            mysql => {
-                let done = sqlx::query(sql)
+    pub fn insert_worker_node<'a>(&'a self, node: &'a WorkerNode) -> StoreFuture<'a, u64> {
+        Box::pin(async move {
+            check_len("host_name", &node.host_name, 64)?;
+            check_len("port", &node.port, 64)?;
+            let sql = INSERT_WORKER_NODE.get(self.dialect());
+            let action = "inserting a worker_node row";
+            let id: i64 = with_pool_returning!(self, pool,
+                mysql => {
+                    let done = sqlx::query(sql)
+                        .bind(&node.host_name)
+                        .bind(&node.port)
+                        .bind(node.node_type.code())
+                        .bind(node.launch_date.as_deref())
+                        .execute(pool)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                    return Ok(done.last_insert_id());
+                },
+                returning => sqlx::query_scalar(sql)
                     .bind(&node.host_name)
                     .bind(&node.port)
                     .bind(node.node_type.code())
                     .bind(node.launch_date.as_deref())
-                    .execute(pool)
+                    .fetch_one(pool)
                     .await
-                    .map_err(|e| self.err(action, e))?;
-                return Ok(done.last_insert_id());
-            },
-            returning => sqlx::query_scalar(sql)
-                .bind(&node.host_name)
-                .bind(&node.port)
-                .bind(node.node_type.code())
-                .bind(node.launch_date.as_deref())
-                .fetch_one(pool)
-                .await
-                .map_err(|e| self.err(action, e))?
-        );
-        u64::try_from(id)
-            .map_err(|_| StoreError::InvalidInput(format!("worker_node id {id} is negative")))
+                    .map_err(|e| self.err(action, e))?
+            );
+            u64::try_from(id)
+                .map_err(|_| StoreError::InvalidInput(format!("worker_node id {id} is negative")))
+        })
     }
 
     /// How many `worker_node` rows exist (every start of every process so far).
-    pub async fn count_worker_nodes(&self) -> Result<u64> {
-        let count: i64 = run_sql!(
-            self,
-            fetch_one,
-            query_scalar(COUNT_WORKER_NODES),
-            [],
-            "counting worker_node rows"
-        );
-        Ok(u64::try_from(count).unwrap_or(0))
+    pub fn count_worker_nodes(&self) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let count: i64 = run_sql!(
+                self,
+                fetch_one,
+                query_scalar(COUNT_WORKER_NODES),
+                [],
+                "counting worker_node rows"
+            );
+            Ok(u64::try_from(count).unwrap_or(0))
+        })
     }
 }
 

@@ -15,6 +15,7 @@
 //!
 //! These are also the ranges Vesta's embedded/server machine-id split needs.
 
+use crate::StoreFuture;
 use uidgen_worker::{WorkerError, WorkerIdRange};
 
 use crate::error::{Result, StoreError};
@@ -145,86 +146,94 @@ impl Store {
     /// assert!(matches!(overlapping, Err(StoreError::WorkerRangeConflict { .. })));
     /// # Ok(()) }
     /// ```
-    pub async fn register_worker_range(&self, assigner: &str, range: WorkerIdRange) -> Result<()> {
-        if assigner.is_empty() {
-            return Err(StoreError::InvalidInput(
-                "an assigner name must not be empty".to_owned(),
-            ));
-        }
-        check_len("assigner name", assigner, MAX_ASSIGNER_NAME_LEN)?;
-        let (low, high) = (to_db(range.low())?, to_db(range.high())?);
-        let dialect = self.dialect();
-        with_pool!(self, pool, {
-            let mut conn = Session::acquire(pool)
-                .await
-                .map_err(|e| self.err("registering a worker id range", e))?;
-            if dialect == Dialect::MySql {
-                // The named lock belongs to the session: until it is released, the session is
-                // not handed back to the pool, where it would keep the lock.
-                conn.locking();
-                let granted: Option<i64> = sqlx::query_scalar(MYSQL_LOCK_RANGES)
-                    .bind(MYSQL_LOCK_WAIT_SECS)
-                    .fetch_one(&mut *conn)
-                    .await
-                    .map_err(|e| self.err("locking worker_id_range", e))?;
-                if granted != Some(1) {
-                    return Err(StoreError::WorkerRangeLock {
-                        url: self.redacted_url().to_owned(),
-                        reason: match granted {
-                            Some(_) => format!(
-                                "another registration held it for {MYSQL_LOCK_WAIT_SECS} s; start \
-                                 again once it has finished"
-                            ),
-                            None => "the server answered NULL to GET_LOCK (out of memory or the \
-                                     thread was killed)"
-                                .to_owned(),
-                        },
-                    });
-                }
+    pub fn register_worker_range<'a>(
+        &'a self,
+        assigner: &'a str,
+        range: WorkerIdRange,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            if assigner.is_empty() {
+                return Err(StoreError::InvalidInput(
+                    "an assigner name must not be empty".to_owned(),
+                ));
             }
-            let registered = async {
-                conn.begin(dialect)
+            check_len("assigner name", assigner, MAX_ASSIGNER_NAME_LEN)?;
+            let (low, high) = (to_db(range.low())?, to_db(range.high())?);
+            let dialect = self.dialect();
+            with_pool!(self, pool, {
+                let mut conn = Session::acquire(pool)
                     .await
-                    .map_err(|e| self.err("locking worker_id_range", e))?;
-                if dialect == Dialect::Postgres {
-                    sqlx::query(POSTGRES_LOCK_RANGES)
-                        .execute(&mut *conn)
+                    .map_err(|e| self.err("registering a worker id range", e))?;
+                if dialect == Dialect::MySql {
+                    // The named lock belongs to the session: until it is released, the session is
+                    // not handed back to the pool, where it would keep the lock.
+                    conn.locking();
+                    let granted: Option<i64> = sqlx::query_scalar(MYSQL_LOCK_RANGES)
+                        .bind(MYSQL_LOCK_WAIT_SECS)
+                        .fetch_one(&mut *conn)
                         .await
                         .map_err(|e| self.err("locking worker_id_range", e))?;
+                    if granted != Some(1) {
+                        return Err(StoreError::WorkerRangeLock {
+                            url: self.redacted_url().to_owned(),
+                            reason: match granted {
+                                Some(_) => format!(
+                                    "another registration held it for {MYSQL_LOCK_WAIT_SECS} s; start \
+                                 again once it has finished"
+                                ),
+                                None => {
+                                    "the server answered NULL to GET_LOCK (out of memory or the \
+                                     thread was killed)"
+                                        .to_owned()
+                                }
+                            },
+                        });
+                    }
                 }
-                let rows: Vec<RangeTuple> = sqlx::query_as(SELECT_RANGES.get(dialect))
-                    .fetch_all(&mut *conn)
-                    .await
-                    .map_err(|e| self.err("reading worker_id_range", e))?;
-                let recorded = rows.into_iter().map(row_of).collect::<Result<Vec<_>>>()?;
-                if admit(assigner, range, &recorded)? {
-                    sqlx::query(INSERT_RANGE.get(dialect))
-                        .bind(assigner)
-                        .bind(low)
-                        .bind(high)
+                let registered = async {
+                    conn.begin(dialect)
+                        .await
+                        .map_err(|e| self.err("locking worker_id_range", e))?;
+                    if dialect == Dialect::Postgres {
+                        sqlx::query(POSTGRES_LOCK_RANGES)
+                            .execute(&mut *conn)
+                            .await
+                            .map_err(|e| self.err("locking worker_id_range", e))?;
+                    }
+                    let rows: Vec<RangeTuple> = sqlx::query_as(SELECT_RANGES.get(dialect))
+                        .fetch_all(&mut *conn)
+                        .await
+                        .map_err(|e| self.err("reading worker_id_range", e))?;
+                    let recorded = rows.into_iter().map(row_of).collect::<Result<Vec<_>>>()?;
+                    if admit(assigner, range, &recorded)? {
+                        sqlx::query(INSERT_RANGE.get(dialect))
+                            .bind(assigner)
+                            .bind(low)
+                            .bind(high)
+                            .execute(&mut *conn)
+                            .await
+                            .map_err(|e| self.err("inserting a worker_id_range row", e))?;
+                        tracing::info!(assigner, %range, url = %self.redacted_url(),
+                        "registered a worker id range");
+                    }
+                    conn.commit()
+                        .await
+                        .map_err(|e| self.err("registering a worker id range", e))
+                }
+                .await;
+                if dialect == Dialect::MySql {
+                    // Best effort: closing the connection (on drop) ends the lock anyway; releasing
+                    // it now lets a waiting registration go on at once.
+                    if sqlx::query(MYSQL_UNLOCK_RANGES)
                         .execute(&mut *conn)
                         .await
-                        .map_err(|e| self.err("inserting a worker_id_range row", e))?;
-                    tracing::info!(assigner, %range, url = %self.redacted_url(),
-                        "registered a worker id range");
+                        .is_ok()
+                    {
+                        conn.unlocked();
+                    }
                 }
-                conn.commit()
-                    .await
-                    .map_err(|e| self.err("registering a worker id range", e))
-            }
-            .await;
-            if dialect == Dialect::MySql {
-                // Best effort: closing the connection (on drop) ends the lock anyway; releasing
-                // it now lets a waiting registration go on at once.
-                if sqlx::query(MYSQL_UNLOCK_RANGES)
-                    .execute(&mut *conn)
-                    .await
-                    .is_ok()
-                {
-                    conn.unlocked();
-                }
-            }
-            registered
+                registered
+            })
         })
     }
 
@@ -237,15 +246,17 @@ impl Store {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn worker_ranges(&self) -> Result<Vec<WorkerRangeRow>> {
-        let rows: Vec<RangeTuple> = run_sql!(
-            self,
-            fetch_all,
-            query_as(SELECT_RANGES),
-            [],
-            "reading worker_id_range"
-        );
-        rows.into_iter().map(row_of).collect()
+    pub fn worker_ranges(&self) -> StoreFuture<'_, Vec<WorkerRangeRow>> {
+        Box::pin(async move {
+            let rows: Vec<RangeTuple> = run_sql!(
+                self,
+                fetch_all,
+                query_as(SELECT_RANGES),
+                [],
+                "reading worker_id_range"
+            );
+            rows.into_iter().map(row_of).collect()
+        })
     }
 }
 

@@ -2,7 +2,8 @@
 //! service's (the last index handed out) or, for a row listed in `id_alloc_exclusive`, an older
 //! uidgen's (the next index). The module doc of `id_alloc.rs` says why both are kept.
 
-use crate::error::{Result, StoreError};
+use crate::StoreFuture;
+use crate::error::StoreError;
 use crate::session::Session;
 use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
 
@@ -131,14 +132,16 @@ impl Store {
     /// assert_eq!((first.range(), second.range()), (1..1001, 1001..2001));
     /// # Ok(()) }
     /// ```
-    pub async fn claim_id_segment(
+    pub fn claim_id_segment(
         &self,
         app_id: u8,
         shard_id: u8,
         ceiling: i64,
-    ) -> Result<IdSegment> {
-        self.claim_id_segment_at_least(app_id, shard_id, ceiling, 1)
-            .await
+    ) -> StoreFuture<'_, IdSegment> {
+        Box::pin(async move {
+            self.claim_id_segment_at_least(app_id, shard_id, ceiling, 1)
+                .await
+        })
     }
 
     /// [`claim_id_segment`](Self::claim_id_segment), but a segment of at least `at_least`
@@ -156,135 +159,141 @@ impl Store {
     /// assert_eq!((big.range(), next.range()), (1..5001, 5001..5011));
     /// # Ok(()) }
     /// ```
-    pub async fn claim_id_segment_at_least(
+    pub fn claim_id_segment_at_least(
         &self,
         app_id: u8,
         shard_id: u8,
         ceiling: i64,
         at_least: i64,
-    ) -> Result<IdSegment> {
-        if at_least < 1 {
-            return Err(StoreError::InvalidInput(format!(
-                "a claim of at least {at_least} indexes: ask for 1 or more"
-            )));
-        }
-        let dialect = self.dialect();
-        let action = "claiming an id_alloc segment";
-        let (app, shard) = (i32::from(app_id), i32::from(shard_id));
-        // One body for the transactions of every dialect's pool, which differ in type.
-        macro_rules! read_shard_row {
-            ($tx:ident, $kind:ident($sql:ident)) => {
-                sqlx::$kind($sql.get(dialect))
-                    .bind(app)
-                    .bind(shard)
-                    .fetch_optional(&mut *$tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?
-            };
-        }
-        // The claim's transaction, and `lead`: 1 for a row kept the original's way.
-        macro_rules! begin_claim {
-            ($pool:ident) => {{
-                let mut tx = Session::begin_write($pool, dialect)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let exclusive: Option<i32> = read_shard_row!(tx, query_scalar(READ_EXCLUSIVE));
-                (tx, i64::from(exclusive.is_none()))
-            }};
-        }
-        // `Ok((lead, row))`: the row after the claim; `Err((lead, row))`: nothing was updated
-        // (rolled back), `row` is the row as it stands, if any. `lead` is where the segment
-        // starts after the old `max_id` (see `CLAIM`). A failed statement or a cancelled claim
-        // drops the session, which closes the connection and so ends the transaction
-        // (`session.rs`).
-        type Row = (i64, i64, i64);
-        type Claimed = std::result::Result<(i64, Row), (i64, Option<Row>)>;
-        let claimed: Claimed = with_pool_returning!(self, pool,
-            mysql => {
-                let (mut tx, lead) = begin_claim!(pool);
-                let updated = sqlx::query(CLAIM.mysql)
-                    .bind(at_least)
-                    .bind(at_least)
-                    .bind(app)
-                    .bind(shard)
-                    .bind(ceiling)
-                    .bind(lead)
-                    .bind(lead)
-                    .bind(lead)
-                    .bind(at_least)
-                    .bind(at_least)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                let row: Option<Row> = read_shard_row!(tx, query_as(READ_CLAIM_ROW));
-                match row {
-                    Some(row) if updated.rows_affected() > 0 => {
-                        tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok((lead, row))
-                    }
-                    row => {
-                        tx.rollback().await.map_err(|e| self.err(action, e))?;
-                        Err((lead, row))
-                    }
-                }
-            },
-            returning => {
-                let (mut tx, lead) = begin_claim!(pool);
-                let row: Option<Row> = sqlx::query_as(CLAIM.get(dialect))
-                    .bind(app)
-                    .bind(shard)
-                    .bind(ceiling)
-                    .bind(at_least)
-                    .bind(lead)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(|e| self.err(action, e))?;
-                match row {
-                    Some(row) => {
-                        tx.commit().await.map_err(|e| self.err(action, e))?;
-                        Ok((lead, row))
-                    }
-                    None => {
-                        let row = read_shard_row!(tx, query_as(READ_CLAIM_ROW));
-                        tx.rollback().await.map_err(|e| self.err(action, e))?;
-                        Err((lead, row))
-                    }
-                }
+    ) -> StoreFuture<'_, IdSegment> {
+        Box::pin(async move {
+            if at_least < 1 {
+                return Err(StoreError::InvalidInput(format!(
+                    "a claim of at least {at_least} indexes: ask for 1 or more"
+                )));
             }
-        );
-        match claimed {
-            // The size the statement added: the row's step (not changed by a claim, and read
-            // in the claim's own transaction), or `at_least` when larger. The segment is the
-            // `size` indexes after the old `max_id` (lead 1), or from it (lead 0).
-            Ok((lead, (max_id, step, max_limit_id))) => Ok(IdSegment {
-                start: max_id - step.max(at_least) + lead,
-                end: max_id + lead,
-                ceiling: effective_ceiling(ceiling, max_limit_id, app_id, shard_id),
-            }),
-            Err((lead, Some((max_id, step, max_limit_id)))) => Err(StoreError::AppShardExhausted {
-                app_id,
-                shard_id,
-                max_id: max_id.saturating_add(lead),
-                ceiling: effective_ceiling(ceiling, max_limit_id, app_id, shard_id)
-                    .min(i64::MAX.saturating_sub(step.max(at_least))),
-            }),
-            Err((_, None)) => Err(StoreError::UnknownAppShard { app_id, shard_id }),
-        }
+            let dialect = self.dialect();
+            let action = "claiming an id_alloc segment";
+            let (app, shard) = (i32::from(app_id), i32::from(shard_id));
+            // One body for the transactions of every dialect's pool, which differ in type.
+            macro_rules! read_shard_row {
+                ($tx:ident, $kind:ident($sql:ident)) => {
+                    sqlx::$kind($sql.get(dialect))
+                        .bind(app)
+                        .bind(shard)
+                        .fetch_optional(&mut *$tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?
+                };
+            }
+            // The claim's transaction, and `lead`: 1 for a row kept the original's way.
+            macro_rules! begin_claim {
+                ($pool:ident) => {{
+                    let mut tx = Session::begin_write($pool, dialect)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                    let exclusive: Option<i32> = read_shard_row!(tx, query_scalar(READ_EXCLUSIVE));
+                    (tx, i64::from(exclusive.is_none()))
+                }};
+            }
+            // `Ok((lead, row))`: the row after the claim; `Err((lead, row))`: nothing was updated
+            // (rolled back), `row` is the row as it stands, if any. `lead` is where the segment
+            // starts after the old `max_id` (see `CLAIM`). A failed statement or a cancelled claim
+            // drops the session, which closes the connection and so ends the transaction
+            // (`session.rs`).
+            type Row = (i64, i64, i64);
+            type Claimed = std::result::Result<(i64, Row), (i64, Option<Row>)>;
+            let claimed: Claimed = with_pool_returning!(self, pool,
+                mysql => {
+                    let (mut tx, lead) = begin_claim!(pool);
+                    let updated = sqlx::query(CLAIM.mysql)
+                        .bind(at_least)
+                        .bind(at_least)
+                        .bind(app)
+                        .bind(shard)
+                        .bind(ceiling)
+                        .bind(lead)
+                        .bind(lead)
+                        .bind(lead)
+                        .bind(at_least)
+                        .bind(at_least)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                    let row: Option<Row> = read_shard_row!(tx, query_as(READ_CLAIM_ROW));
+                    match row {
+                        Some(row) if updated.rows_affected() > 0 => {
+                            tx.commit().await.map_err(|e| self.err(action, e))?;
+                            Ok((lead, row))
+                        }
+                        row => {
+                            tx.rollback().await.map_err(|e| self.err(action, e))?;
+                            Err((lead, row))
+                        }
+                    }
+                },
+                returning => {
+                    let (mut tx, lead) = begin_claim!(pool);
+                    let row: Option<Row> = sqlx::query_as(CLAIM.get(dialect))
+                        .bind(app)
+                        .bind(shard)
+                        .bind(ceiling)
+                        .bind(at_least)
+                        .bind(lead)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                    match row {
+                        Some(row) => {
+                            tx.commit().await.map_err(|e| self.err(action, e))?;
+                            Ok((lead, row))
+                        }
+                        None => {
+                            let row = read_shard_row!(tx, query_as(READ_CLAIM_ROW));
+                            tx.rollback().await.map_err(|e| self.err(action, e))?;
+                            Err((lead, row))
+                        }
+                    }
+                }
+            );
+            match claimed {
+                // The size the statement added: the row's step (not changed by a claim, and read
+                // in the claim's own transaction), or `at_least` when larger. The segment is the
+                // `size` indexes after the old `max_id` (lead 1), or from it (lead 0).
+                Ok((lead, (max_id, step, max_limit_id))) => Ok(IdSegment {
+                    start: max_id - step.max(at_least) + lead,
+                    end: max_id + lead,
+                    ceiling: effective_ceiling(ceiling, max_limit_id, app_id, shard_id),
+                }),
+                Err((lead, Some((max_id, step, max_limit_id)))) => {
+                    Err(StoreError::AppShardExhausted {
+                        app_id,
+                        shard_id,
+                        max_id: max_id.saturating_add(lead),
+                        ceiling: effective_ceiling(ceiling, max_limit_id, app_id, shard_id)
+                            .min(i64::MAX.saturating_sub(step.max(at_least))),
+                    })
+                }
+                Err((_, None)) => Err(StoreError::UnknownAppShard { app_id, shard_id }),
+            }
+        })
     }
 
     /// The rows kept as an older uidgen wrote them (`id_alloc_exclusive`, migration 0010):
     /// `(app_id, shard_id)` pairs whose `max_id` is the next index, not the last handed out.
-    pub async fn exclusive_id_alloc_rows(&self) -> Result<Vec<(i64, i64)>> {
-        let rows: Vec<(i64, i64)> = with_pool!(self, pool, {
-            let rows: Vec<(i32, i32)> = sqlx::query_as(LIST_EXCLUSIVE.get(self.dialect()))
-                .fetch_all(pool)
-                .await
-                .map_err(|e| self.err("reading id_alloc_exclusive", e))?;
-            rows.into_iter()
-                .map(|(a, s)| (i64::from(a), i64::from(s)))
-                .collect()
-        });
-        Ok(rows)
+    pub fn exclusive_id_alloc_rows(&self) -> StoreFuture<'_, Vec<(i64, i64)>> {
+        Box::pin(async move {
+            let rows: Vec<(i64, i64)> = with_pool!(self, pool, {
+                let rows: Vec<(i32, i32)> = sqlx::query_as(LIST_EXCLUSIVE.get(self.dialect()))
+                    .fetch_all(pool)
+                    .await
+                    .map_err(|e| self.err("reading id_alloc_exclusive", e))?;
+                rows.into_iter()
+                    .map(|(a, s)| (i64::from(a), i64::from(s)))
+                    .collect()
+            });
+            Ok(rows)
+        })
     }
 
     /// Keep every `id_alloc` row the original service's way from now on: `max_id` the highest
@@ -292,16 +301,18 @@ impl Store {
     /// an older uidgen wrote this way skips one index; reading one the original wrote the other
     /// way would hand its last index out again. Waits for claims in flight that read the list.
     /// How many rows were listed.
-    pub async fn clear_exclusive_id_alloc_rows(&self) -> Result<u64> {
-        let cleared = run_sql!(
-            self,
-            execute,
-            query(CLEAR_EXCLUSIVE),
-            [],
-            "emptying id_alloc_exclusive",
-            then rows_affected
-        );
-        Ok(cleared)
+    pub fn clear_exclusive_id_alloc_rows(&self) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let cleared = run_sql!(
+                self,
+                execute,
+                query(CLEAR_EXCLUSIVE),
+                [],
+                "emptying id_alloc_exclusive",
+                then rows_affected
+            );
+            Ok(cleared)
+        })
     }
 }
 

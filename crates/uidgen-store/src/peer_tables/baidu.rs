@@ -15,6 +15,7 @@
 //! inserts `worker_node` works on Baidu's rows and counter (a single-table view is insertable
 //! on MySQL, and the insert id it reports is the base table's).
 
+use crate::StoreFuture;
 use crate::error::{Result, StoreError};
 use crate::store::{Sql, Store, run_sql};
 use crate::url::Dialect;
@@ -90,33 +91,36 @@ impl Store {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn baidu_worker_nodes(&self) -> Result<BaiduWorkerNodes> {
-        let own_found = self.tables_named("worker_node").await?;
-        let shared = own_found.iter().any(|t| t.view && t.name == "worker_node");
-        let legacy =
-            if self.dialect() == Dialect::MySql && self.peer_table(BAIDU_TABLE).await?.is_some() {
+    pub fn baidu_worker_nodes(&self) -> StoreFuture<'_, BaiduWorkerNodes> {
+        Box::pin(async move {
+            let own_found = self.tables_named("worker_node").await?;
+            let shared = own_found.iter().any(|t| t.view && t.name == "worker_node");
+            let legacy = if self.dialect() == Dialect::MySql
+                && self.peer_table(BAIDU_TABLE).await?.is_some()
+            {
                 Some(self.worker_node_stats(BAIDU_TABLE, LEGACY_STATS).await?)
             } else {
                 None
             };
-        let mut own = self.worker_node_stats("worker_node", OWN_STATS).await?;
-        if shared
-            && self
-                .tables_named(UIDGEN_ROWS_BEFORE_SHARING)
-                .await?
-                .iter()
-                .any(|t| !t.view)
-        {
-            // The rows uidgen wrote before sharing are ids it used too.
-            let before = self
-                .worker_node_stats(UIDGEN_ROWS_BEFORE_SHARING, BEFORE_SHARING_STATS)
-                .await?;
-            own.max_id = own.max_id.max(before.max_id);
-        }
-        Ok(BaiduWorkerNodes {
-            own,
-            legacy,
-            shared,
+            let mut own = self.worker_node_stats("worker_node", OWN_STATS).await?;
+            if shared
+                && self
+                    .tables_named(UIDGEN_ROWS_BEFORE_SHARING)
+                    .await?
+                    .iter()
+                    .any(|t| !t.view)
+            {
+                // The rows uidgen wrote before sharing are ids it used too.
+                let before = self
+                    .worker_node_stats(UIDGEN_ROWS_BEFORE_SHARING, BEFORE_SHARING_STATS)
+                    .await?;
+                own.max_id = own.max_id.max(before.max_id);
+            }
+            Ok(BaiduWorkerNodes {
+                own,
+                legacy,
+                shared,
+            })
         })
     }
 
@@ -143,49 +147,51 @@ impl Store {
     ///
     /// MySQL's DDL commits on its own: a failure between the steps names what is left to do.
     /// Needs the `ALTER`, `DROP` and `CREATE VIEW` privileges on the database.
-    pub async fn share_baidu_worker_node(&self) -> Result<Option<i64>> {
-        let found = self.baidu_worker_nodes().await?;
-        let Some(legacy) = found.legacy.as_ref().filter(|_| !found.shared) else {
-            return Ok(None);
-        };
-        // Above every id either table handed out: Baidu's apps and uidgen's earlier starts.
-        let next = found.max_id().unwrap_or(0).saturating_add(1);
-        // DDL takes no bind parameters; `next` is a number this function computed.
-        let raise = format!("ALTER TABLE {BAIDU_TABLE} AUTO_INCREMENT = {next}");
-        let steps = [
-            (raise.as_str(), "raising WORKER_NODE's AUTO_INCREMENT"),
-            (
-                KEEP_OWN_ROWS,
-                "renaming worker_node to worker_node_before_baidu",
-            ),
-            (SHARE_VIEW, "creating the view worker_node of WORKER_NODE"),
-        ];
-        for (i, (statement, what)) in steps.iter().enumerate() {
-            let done = crate::store::with_pool!(
-                self,
-                pool,
-                // Audited: two constant statements and one whose only variable is the integer
-                // `next`.
-                sqlx::raw_sql(sqlx::AssertSqlSafe(statement.to_string()))
-                    .execute(pool)
-                    .await
-                    .map(drop)
-            );
-            if let Err(error) = done {
-                let left: Vec<&str> = steps[i..].iter().map(|(s, _)| *s).collect();
-                return Err(StoreError::Takeover(format!(
-                    "cannot share Baidu's {} with uidgen: {what} failed ({}); run by hand, in \
+    pub fn share_baidu_worker_node(&self) -> StoreFuture<'_, Option<i64>> {
+        Box::pin(async move {
+            let found = self.baidu_worker_nodes().await?;
+            let Some(legacy) = found.legacy.as_ref().filter(|_| !found.shared) else {
+                return Ok(None);
+            };
+            // Above every id either table handed out: Baidu's apps and uidgen's earlier starts.
+            let next = found.max_id().unwrap_or(0).saturating_add(1);
+            // DDL takes no bind parameters; `next` is a number this function computed.
+            let raise = format!("ALTER TABLE {BAIDU_TABLE} AUTO_INCREMENT = {next}");
+            let steps = [
+                (raise.as_str(), "raising WORKER_NODE's AUTO_INCREMENT"),
+                (
+                    KEEP_OWN_ROWS,
+                    "renaming worker_node to worker_node_before_baidu",
+                ),
+                (SHARE_VIEW, "creating the view worker_node of WORKER_NODE"),
+            ];
+            for (i, (statement, what)) in steps.iter().enumerate() {
+                let done = crate::store::with_pool!(
+                    self,
+                    pool,
+                    // Audited: two constant statements and one whose only variable is the integer
+                    // `next`.
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(statement.to_string()))
+                        .execute(pool)
+                        .await
+                        .map(drop)
+                );
+                if let Err(error) = done {
+                    let left: Vec<&str> = steps[i..].iter().map(|(s, _)| *s).collect();
+                    return Err(StoreError::Takeover(format!(
+                        "cannot share Baidu's {} with uidgen: {what} failed ({}); run by hand, in \
                      order: {}",
-                    legacy.name,
-                    self.err("sharing WORKER_NODE", error),
-                    left.join("; ")
-                )));
+                        legacy.name,
+                        self.err("sharing WORKER_NODE", error),
+                        left.join("; ")
+                    )));
+                }
             }
-        }
-        tracing::info!(
-            auto_increment = next,
-            "uidgen's worker_node is now a view of Baidu's WORKER_NODE: one counter for both"
-        );
-        Ok(Some(next))
+            tracing::info!(
+                auto_increment = next,
+                "uidgen's worker_node is now a view of Baidu's WORKER_NODE: one counter for both"
+            );
+            Ok(Some(next))
+        })
     }
 }

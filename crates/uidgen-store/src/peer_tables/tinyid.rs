@@ -20,8 +20,9 @@
 //! Tinyid and uidgen cannot serve one biz type side by side: each would move its own table's
 //! counter. The fence is what makes a forgotten Tinyid server harmless.
 
+use crate::StoreFuture;
 use crate::caller_token::TokenScopes;
-use crate::error::{Result, StoreError};
+use crate::error::StoreError;
 use crate::leaf_alloc::{self, validate_step, validate_tag};
 use crate::residue::Residue;
 use crate::session::Session;
@@ -185,41 +186,45 @@ fn info(row: InfoRow) -> TinyIdInfo {
 
 impl Store {
     /// Tinyid's `tiny_id_info` rows, by id; `None` when the store has no such table.
-    pub async fn tinyid_infos(&self) -> Result<Option<Vec<TinyIdInfo>>> {
-        if self.peer_table("tiny_id_info").await?.is_none() {
-            return Ok(None);
-        }
-        let rows: Vec<InfoRow> = run_sql!(
-            self,
-            fetch_all,
-            query_as(INFO_ROWS),
-            [],
-            "reading Tinyid's tiny_id_info"
-        );
-        Ok(Some(rows.into_iter().map(info).collect()))
+    pub fn tinyid_infos(&self) -> StoreFuture<'_, Option<Vec<TinyIdInfo>>> {
+        Box::pin(async move {
+            if self.peer_table("tiny_id_info").await?.is_none() {
+                return Ok(None);
+            }
+            let rows: Vec<InfoRow> = run_sql!(
+                self,
+                fetch_all,
+                query_as(INFO_ROWS),
+                [],
+                "reading Tinyid's tiny_id_info"
+            );
+            Ok(Some(rows.into_iter().map(info).collect()))
+        })
     }
 
     /// Tinyid's `tiny_id_token` rows, by id; `None` when the store has no such table.
-    pub async fn tinyid_tokens(&self) -> Result<Option<Vec<TinyIdToken>>> {
-        if self.peer_table("tiny_id_token").await?.is_none() {
-            return Ok(None);
-        }
-        let rows: Vec<(i64, String, String)> = run_sql!(
-            self,
-            fetch_all,
-            query_as(TOKEN_ROWS),
-            [],
-            "reading Tinyid's tiny_id_token"
-        );
-        Ok(Some(
-            rows.into_iter()
-                .map(|(id, token, biz_type)| TinyIdToken {
-                    id,
-                    token,
-                    biz_type,
-                })
-                .collect(),
-        ))
+    pub fn tinyid_tokens(&self) -> StoreFuture<'_, Option<Vec<TinyIdToken>>> {
+        Box::pin(async move {
+            if self.peer_table("tiny_id_token").await?.is_none() {
+                return Ok(None);
+            }
+            let rows: Vec<(i64, String, String)> = run_sql!(
+                self,
+                fetch_all,
+                query_as(TOKEN_ROWS),
+                [],
+                "reading Tinyid's tiny_id_token"
+            );
+            Ok(Some(
+                rows.into_iter()
+                    .map(|(id, token, biz_type)| TinyIdToken {
+                        id,
+                        token,
+                        biz_type,
+                    })
+                    .collect(),
+            ))
+        })
     }
 
     /// Move every biz type of `tiny_id_info` not moved yet to a `leaf_alloc` tag, and fence its
@@ -230,86 +235,88 @@ impl Store {
     ///
     /// Cancel safety: dropped before its commit, nothing is changed (the connection is closed,
     /// which rolls the transaction back).
-    pub async fn adopt_tinyid(&self) -> Result<Vec<AdoptedTag>> {
-        if self.peer_table("tiny_id_info").await?.is_none() {
-            return Ok(Vec::new());
-        }
-        let dialect = self.dialect();
-        let action = "moving Tinyid's biz types to leaf_alloc";
-        with_pool!(self, pool, {
-            let mut tx = Session::begin_write(pool, dialect)
-                .await
-                .map_err(|e| self.err(action, e))?;
-            let rows: Vec<InfoRow> = sqlx::query_as(INFO_ROWS_FOR_MOVE.get(dialect))
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(|e| self.err(action, e))?;
-            let mut adopted = Vec::new();
-            for row in rows.into_iter().map(info).filter(|row| !row.fenced()) {
-                if let Some(refusal) = row.refusal() {
-                    tx.rollback().await.map_err(|e| self.err(action, e))?;
-                    return Err(StoreError::Takeover(refusal));
-                }
-                let residue = Residue::new(row.delta, row.remainder)?;
-                let step = row.step.unwrap_or(1);
-                let tag = row.biz_type.clone();
-                let next = row.next();
-                let existing: Option<(i64, i64, i64)> =
-                    sqlx::query_as(leaf_alloc::READ_FOR_ADOPTION.get(dialect))
-                        .bind(tag.as_str())
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(|e| self.err(action, e))?;
-                let max_id = match existing {
-                    Some((_, delta, remainder))
-                        if (delta, remainder) != (residue.delta, residue.remainder) =>
-                    {
-                        tx.rollback().await.map_err(|e| self.err(action, e))?;
-                        return Err(StoreError::Takeover(format!(
-                            "the tag `{tag}` exists in leaf_alloc with residue {remainder} mod \
-                             {delta}, Tinyid's biz type with {residue}: the two would hand \
-                             out other numbers; rename one of them first"
-                        )));
-                    }
-                    // Raised, never lowered: the tag may have served above Tinyid already.
-                    Some((max_id, ..)) if max_id >= next => max_id,
-                    Some(_) => {
-                        sqlx::query(leaf_alloc::RAISE_FOR_ADOPTION.get(dialect))
-                            .bind(next)
-                            .bind(tag.as_str())
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(|e| self.err(action, e))?;
-                        next
-                    }
-                    None => {
-                        sqlx::query(leaf_alloc::INSERT_ADOPTED.get(dialect))
-                            .bind(tag.as_str())
-                            .bind(next)
-                            .bind(step)
-                            .bind("from Tinyid's tiny_id_info (uidgen takeover tinyid)")
-                            .bind(residue.delta)
-                            .bind(residue.remainder)
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(|e| self.err(action, e))?;
-                        next
-                    }
-                };
-                sqlx::query(FENCE_ROW.get(dialect))
-                    .bind(row.id)
-                    .execute(&mut *tx)
+    pub fn adopt_tinyid(&self) -> StoreFuture<'_, Vec<AdoptedTag>> {
+        Box::pin(async move {
+            if self.peer_table("tiny_id_info").await?.is_none() {
+                return Ok(Vec::new());
+            }
+            let dialect = self.dialect();
+            let action = "moving Tinyid's biz types to leaf_alloc";
+            with_pool!(self, pool, {
+                let mut tx = Session::begin_write(pool, dialect)
                     .await
                     .map_err(|e| self.err(action, e))?;
-                adopted.push(AdoptedTag {
-                    tag,
-                    tinyid_max_id: row.max_id,
-                    max_id,
-                    residue,
-                });
-            }
-            tx.commit().await.map_err(|e| self.err(action, e))?;
-            Ok(adopted)
+                let rows: Vec<InfoRow> = sqlx::query_as(INFO_ROWS_FOR_MOVE.get(dialect))
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(action, e))?;
+                let mut adopted = Vec::new();
+                for row in rows.into_iter().map(info).filter(|row| !row.fenced()) {
+                    if let Some(refusal) = row.refusal() {
+                        tx.rollback().await.map_err(|e| self.err(action, e))?;
+                        return Err(StoreError::Takeover(refusal));
+                    }
+                    let residue = Residue::new(row.delta, row.remainder)?;
+                    let step = row.step.unwrap_or(1);
+                    let tag = row.biz_type.clone();
+                    let next = row.next();
+                    let existing: Option<(i64, i64, i64)> =
+                        sqlx::query_as(leaf_alloc::READ_FOR_ADOPTION.get(dialect))
+                            .bind(tag.as_str())
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(|e| self.err(action, e))?;
+                    let max_id = match existing {
+                        Some((_, delta, remainder))
+                            if (delta, remainder) != (residue.delta, residue.remainder) =>
+                        {
+                            tx.rollback().await.map_err(|e| self.err(action, e))?;
+                            return Err(StoreError::Takeover(format!(
+                                "the tag `{tag}` exists in leaf_alloc with residue {remainder} mod \
+                             {delta}, Tinyid's biz type with {residue}: the two would hand \
+                             out other numbers; rename one of them first"
+                            )));
+                        }
+                        // Raised, never lowered: the tag may have served above Tinyid already.
+                        Some((max_id, ..)) if max_id >= next => max_id,
+                        Some(_) => {
+                            sqlx::query(leaf_alloc::RAISE_FOR_ADOPTION.get(dialect))
+                                .bind(next)
+                                .bind(tag.as_str())
+                                .execute(&mut *tx)
+                                .await
+                                .map_err(|e| self.err(action, e))?;
+                            next
+                        }
+                        None => {
+                            sqlx::query(leaf_alloc::INSERT_ADOPTED.get(dialect))
+                                .bind(tag.as_str())
+                                .bind(next)
+                                .bind(step)
+                                .bind("from Tinyid's tiny_id_info (uidgen takeover tinyid)")
+                                .bind(residue.delta)
+                                .bind(residue.remainder)
+                                .execute(&mut *tx)
+                                .await
+                                .map_err(|e| self.err(action, e))?;
+                            next
+                        }
+                    };
+                    sqlx::query(FENCE_ROW.get(dialect))
+                        .bind(row.id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| self.err(action, e))?;
+                    adopted.push(AdoptedTag {
+                        tag,
+                        tinyid_max_id: row.max_id,
+                        max_id,
+                        residue,
+                    });
+                }
+                tx.commit().await.map_err(|e| self.err(action, e))?;
+                Ok(adopted)
+            })
         })
     }
 
@@ -318,37 +325,39 @@ impl Store {
     /// `tiny_id_token` lists for it (each one's tag, as [`Store::adopt_tinyid`] names them).
     /// Only the token's SHA-256 is stored. A token whose hash is known already is left as it
     /// is. Returns the names of the tokens created now.
-    pub async fn import_tinyid_tokens(&self) -> Result<Vec<String>> {
-        let Some(rows) = self.tinyid_tokens().await? else {
-            return Ok(Vec::new());
-        };
-        let mut by_token: Vec<(String, i64, Vec<String>)> = Vec::new();
-        for row in rows {
-            match by_token.iter_mut().find(|(token, ..)| *token == row.token) {
-                Some((_, _, tags)) => {
-                    if !tags.contains(&row.biz_type) {
-                        tags.push(row.biz_type);
-                    }
-                }
-                None => by_token.push((row.token, row.id, vec![row.biz_type])),
-            }
-        }
-        let mut created = Vec::new();
-        for (token, id, tags) in by_token {
-            let name = format!("tinyid-{id}");
-            let scopes = TokenScopes {
-                routes: vec!["segments".to_owned()],
-                tags,
-                ..TokenScopes::default()
+    pub fn import_tinyid_tokens(&self) -> StoreFuture<'_, Vec<String>> {
+        Box::pin(async move {
+            let Some(rows) = self.tinyid_tokens().await? else {
+                return Ok(Vec::new());
             };
-            if self
-                .import_caller_token(&name, &token, &scopes)
-                .await?
-                .is_some()
-            {
-                created.push(name);
+            let mut by_token: Vec<(String, i64, Vec<String>)> = Vec::new();
+            for row in rows {
+                match by_token.iter_mut().find(|(token, ..)| *token == row.token) {
+                    Some((_, _, tags)) => {
+                        if !tags.contains(&row.biz_type) {
+                            tags.push(row.biz_type);
+                        }
+                    }
+                    None => by_token.push((row.token, row.id, vec![row.biz_type])),
+                }
             }
-        }
-        Ok(created)
+            let mut created = Vec::new();
+            for (token, id, tags) in by_token {
+                let name = format!("tinyid-{id}");
+                let scopes = TokenScopes {
+                    routes: vec!["segments".to_owned()],
+                    tags,
+                    ..TokenScopes::default()
+                };
+                if self
+                    .import_caller_token(&name, &token, &scopes)
+                    .await?
+                    .is_some()
+                {
+                    created.push(name);
+                }
+            }
+            Ok(created)
+        })
     }
 }

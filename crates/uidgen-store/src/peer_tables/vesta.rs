@@ -6,7 +6,7 @@
 //! that host's machine id for good: Vesta never gives one back. uidgen reads the table to keep
 //! its own worker ids off every id a Vesta host holds.
 
-use crate::error::Result;
+use crate::StoreFuture;
 use crate::store::{Sql, Store, run_sql};
 
 /// The name Vesta's DDL gives its table.
@@ -30,21 +30,23 @@ const MACHINE_ROWS: Sql = Sql {
 impl Store {
     /// The rows of Vesta's `DB_MACHINE_ID_PROVIDER`, by id; `None` when the store has no such
     /// table.
-    pub async fn vesta_machine_rows(&self) -> Result<Option<Vec<VestaMachineRow>>> {
-        if self.peer_table(VESTA_TABLE).await?.is_none() {
-            return Ok(None);
-        }
-        let rows: Vec<(i64, Option<String>)> = run_sql!(
-            self,
-            fetch_all,
-            query_as(MACHINE_ROWS),
-            [],
-            "reading Vesta's DB_MACHINE_ID_PROVIDER"
-        );
-        Ok(Some(
-            rows.into_iter()
-                .map(|(id, ip)| VestaMachineRow { id, ip })
-                .collect(),
-        ))
+    pub fn vesta_machine_rows(&self) -> StoreFuture<'_, Option<Vec<VestaMachineRow>>> {
+        Box::pin(async move {
+            if self.peer_table(VESTA_TABLE).await?.is_none() {
+                return Ok(None);
+            }
+            let rows: Vec<(i64, Option<String>)> = run_sql!(
+                self,
+                fetch_all,
+                query_as(MACHINE_ROWS),
+                [],
+                "reading Vesta's DB_MACHINE_ID_PROVIDER"
+            );
+            Ok(Some(
+                rows.into_iter()
+                    .map(|(id, ip)| VestaMachineRow { id, ip })
+                    .collect(),
+            ))
+        })
     }
 }
