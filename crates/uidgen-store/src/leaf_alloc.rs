@@ -482,8 +482,8 @@ impl Store {
         Box::pin(async move {
             if step < residue.delta {
                 return Err(StoreError::InvalidInput(format!(
-                    "step {step} is below delta {}: every segment must hold a number of each of the \
-                 group's databases",
+                    "step {step} is below delta {}: every segment must hold a number of each \
+                     of the group's databases",
                     residue.delta
                 )));
             }

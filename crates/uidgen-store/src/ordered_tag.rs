@@ -316,8 +316,8 @@ impl Store {
             check_holder("holder", holder)?;
             if address.len() > MAX_HOLDER_LEN {
                 return Err(StoreError::InvalidInput(format!(
-                    "an ordered tag's address must be at most {MAX_HOLDER_LEN} bytes; this one is {} \
-                 bytes",
+                    "an ordered tag's address must be at most {MAX_HOLDER_LEN} bytes; this one \
+                     is {} bytes",
                     address.len()
                 )));
             }

@@ -225,11 +225,12 @@ impl Store {
                     let mut tx = Session::begin_write(pool, dialect)
                         .await
                         .map_err(|e| self.err(action, e))?;
-                    let locked: Option<(i64, i64, i64, i64, i64)> = sqlx::query_as(CLAIM_RETURNED.mysql)
-                        .bind(biz_tag)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(|e| self.err(action, e))?;
+                    let locked: Option<(i64, i64, i64, i64, i64)> =
+                        sqlx::query_as(CLAIM_RETURNED.mysql)
+                            .bind(biz_tag)
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(|e| self.err(action, e))?;
                     match locked {
                         Some((id, start, end, delta, remainder)) => {
                             let deleted = sqlx::query(DELETE_BY_ID)

@@ -178,8 +178,8 @@ impl Store {
                             url: self.redacted_url().to_owned(),
                             reason: match granted {
                                 Some(_) => format!(
-                                    "another registration held it for {MYSQL_LOCK_WAIT_SECS} s; start \
-                                 again once it has finished"
+                                    "another registration held it for {MYSQL_LOCK_WAIT_SECS} s; \
+                                     start again once it has finished"
                                 ),
                                 None => {
                                     "the server answered NULL to GET_LOCK (out of memory or the \

@@ -180,7 +180,7 @@ impl Store {
                     let left: Vec<&str> = steps[i..].iter().map(|(s, _)| *s).collect();
                     return Err(StoreError::Takeover(format!(
                         "cannot share Baidu's {} with uidgen: {what} failed ({}); run by hand, in \
-                     order: {}",
+                         order: {}",
                         legacy.name,
                         self.err("sharing WORKER_NODE", error),
                         left.join("; ")

@@ -273,8 +273,8 @@ impl Store {
                             tx.rollback().await.map_err(|e| self.err(action, e))?;
                             return Err(StoreError::Takeover(format!(
                                 "the tag `{tag}` exists in leaf_alloc with residue {remainder} mod \
-                             {delta}, Tinyid's biz type with {residue}: the two would hand \
-                             out other numbers; rename one of them first"
+                                 {delta}, Tinyid's biz type with {residue}: the two would hand \
+                                 out other numbers; rename one of them first"
                             )));
                         }
                         // Raised, never lowered: the tag may have served above Tinyid already.
