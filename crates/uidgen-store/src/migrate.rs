@@ -36,7 +36,6 @@
 //! uncommitted. A migration whose commit was in flight may or may not be recorded; the next run
 //! sees which.
 
-use crate::StoreFuture;
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::pin::Pin;
@@ -44,7 +43,7 @@ use std::pin::Pin;
 use sqlx::Acquire;
 use sqlx::migrate::{Migrate, MigrateError, Migrator};
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::session::Session;
 use crate::store::{DbPool, Sql, Store};
 use crate::url::Dialect;
@@ -78,61 +77,52 @@ fn migrator(dialect: Dialect) -> Migrator {
 const DELETE_FAILED: &str = "DELETE FROM _sqlx_migrations WHERE success = FALSE";
 
 /// Migrations that must run once and cannot guard themselves with `IF NOT EXISTS` (SQLite and
-/// MySQL 8 have no `ADD COLUMN IF NOT EXISTS`; 0010 lists the rows present when it runs): the
-/// catalogue query answers non-zero when a DBA already ran the file by hand, and the runner then
-/// only records it (as it does for the idempotent files).
-const ADDS_COLUMNS: &[(i64, Sql)] = &[
-    (
-        6,
-        Sql {
-            sqlite: "SELECT COUNT(*) FROM pragma_table_info('leaf_alloc') \
-                     WHERE name = 'remainder'",
-            mysql: "SELECT COUNT(*) FROM information_schema.columns \
-                    WHERE table_schema = DATABASE() AND table_name = 'leaf_alloc' \
-                    AND column_name = 'remainder'",
-            postgres: "SELECT COUNT(*) FROM information_schema.columns \
-                       WHERE table_schema = current_schema() AND table_name = 'leaf_alloc' \
-                       AND column_name = 'remainder'",
-        },
-    ),
-    (
-        8,
-        Sql {
-            sqlite: "SELECT COUNT(*) FROM pragma_table_info('worker_lease') WHERE name = 'space'",
-            mysql: "SELECT COUNT(*) FROM information_schema.columns \
-                    WHERE table_schema = DATABASE() AND table_name = 'worker_lease' \
-                    AND column_name = 'space'",
-            postgres: "SELECT COUNT(*) FROM information_schema.columns \
-                       WHERE table_schema = current_schema() AND table_name = 'worker_lease' \
-                       AND column_name = 'space'",
-        },
-    ),
-    (
-        10,
-        Sql {
-            sqlite: "SELECT COUNT(*) FROM sqlite_master \
-                     WHERE type = 'table' AND name = 'id_alloc_exclusive'",
-            mysql: "SELECT COUNT(*) FROM information_schema.tables \
-                    WHERE table_schema = DATABASE() AND table_name = 'id_alloc_exclusive'",
-            postgres: "SELECT COUNT(*) FROM information_schema.tables \
-                       WHERE table_schema = current_schema() \
-                       AND table_name = 'id_alloc_exclusive'",
-        },
-    ),
-    (
-        11,
-        Sql {
-            sqlite: "SELECT COUNT(*) FROM pragma_table_info('caller_token') \
-                     WHERE name = 'expires_ms'",
-            mysql: "SELECT COUNT(*) FROM information_schema.columns \
-                    WHERE table_schema = DATABASE() AND table_name = 'caller_token' \
-                    AND column_name = 'expires_ms'",
-            postgres: "SELECT COUNT(*) FROM information_schema.columns \
-                       WHERE table_schema = current_schema() AND table_name = 'caller_token' \
-                       AND column_name = 'expires_ms'",
-        },
-    ),
+/// MySQL 8 have no `ADD COLUMN IF NOT EXISTS`; 0010 lists the rows present when it runs), with
+/// what each leaves behind: when the catalogue shows it, a DBA already ran the file by hand, and
+/// the runner only records it (as it does for the idempotent files).
+const ADDS_COLUMNS: &[(i64, Trace)] = &[
+    (6, Trace::Column("leaf_alloc", "remainder")),
+    (8, Trace::Column("worker_lease", "space")),
+    (10, Trace::Table("id_alloc_exclusive")),
+    (11, Trace::Column("caller_token", "expires_ms")),
 ];
+
+/// What a run-once migration leaves in the catalogue.
+#[derive(Debug, Clone, Copy)]
+enum Trace {
+    /// A column of a table: (table, column).
+    Column(&'static str, &'static str),
+    /// A table.
+    Table(&'static str),
+}
+
+/// How many columns named `$2` the table `$1` of the current schema has.
+const COLUMN_COUNT: Sql = Sql {
+    sqlite: "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?",
+    mysql: "SELECT COUNT(*) FROM information_schema.columns \
+            WHERE table_schema = DATABASE() AND table_name = ? AND column_name = ?",
+    postgres: "SELECT COUNT(*) FROM information_schema.columns \
+               WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2",
+};
+
+/// How many tables named `$1` the current schema has.
+const TABLE_COUNT: Sql = Sql {
+    sqlite: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+    mysql: "SELECT COUNT(*) FROM information_schema.tables \
+            WHERE table_schema = DATABASE() AND table_name = ?",
+    postgres: "SELECT COUNT(*) FROM information_schema.tables \
+               WHERE table_schema = current_schema() AND table_name = $1",
+};
+
+impl Trace {
+    /// The catalogue query counting it in `dialect`, and the names it binds, in order.
+    fn query(self, dialect: Dialect) -> (&'static str, [Option<&'static str>; 2]) {
+        match self {
+            Self::Column(table, column) => (COLUMN_COUNT.get(dialect), [Some(table), Some(column)]),
+            Self::Table(table) => (TABLE_COUNT.get(dialect), [Some(table), None]),
+        }
+    }
+}
 
 /// A migration one [`Store::migrate`] recorded: what `uidgen migrate` lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,8 +234,13 @@ macro_rules! migrate_held {
                 };
                 let probe = ADDS_COLUMNS.iter().find(|(v, _)| *v == migration.version);
                 let found_in_place = match probe {
-                    Some((_, probe)) => {
-                        let found: i64 = sqlx::query_scalar(probe.get(dialect))
+                    Some((_, trace)) => {
+                        let (sql, names) = trace.query(dialect);
+                        let mut probe = sqlx::query_scalar(sql);
+                        for name in names.into_iter().flatten() {
+                            probe = probe.bind(name);
+                        }
+                        let found: i64 = probe
                             .fetch_one(&mut *conn)
                             .await
                             .map_err(failed)?;
