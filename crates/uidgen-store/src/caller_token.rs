@@ -22,12 +22,11 @@
 //! Scopes are stored as newline-separated lists; `*` in a list allows anything of that kind, an
 //! empty list nothing.
 
-use crate::StoreFuture;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::store::{Sql, Store, run_sql};
 
 /// The longest token name, in characters (`VARCHAR(64)`).

@@ -7,9 +7,9 @@
 //! this process: its clock *is* this host's, so there is nothing to compare and
 //! [`Store::server_clock`] says so rather than answering the local time as if it were another.
 
-use crate::StoreFuture;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::error::StoreFuture;
 use crate::store::{Sql, Store, with_pool};
 use crate::url::Dialect;
 

@@ -1,12 +1,11 @@
 //! Baidu's disposable worker ids: a fresh `worker_node` row per start.
 
-use crate::StoreFuture;
 use uidgen_core::Layout;
 use uidgen_worker::{
     AssignmentKind, BoxFuture, WorkerAssignment, WorkerError, WorkerIdAssigner, WorkerIdRange,
 };
 
-use crate::error::StoreError;
+use crate::error::{StoreError, StoreFuture};
 use crate::store::Store;
 use crate::worker_node::WorkerNode;
 

@@ -18,14 +18,13 @@
 //!   the row's expiry (never lowers it) before the client raises its own `valid_until`;
 //!   a renewal after the id was taken over or released fails with [`StoreError::LeaseLost`].
 
-use crate::StoreFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
 use uidgen_core::clock::saturating_millis;
 use uidgen_core::{Clock, Layout, SystemClock};
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::lease_claim::{claim_row, holder_with_token};
 use crate::store::Store;
 use crate::worker_lease::DEFAULT_SPACE;

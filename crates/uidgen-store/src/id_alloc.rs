@@ -31,8 +31,7 @@
 
 pub(crate) mod claim;
 
-use crate::StoreFuture;
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::session::Session;
 use crate::store::{Sql, Store, with_pool};
 use crate::url::Dialect;

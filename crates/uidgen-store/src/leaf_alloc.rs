@@ -4,9 +4,8 @@
 //! Every value reaches the database as a bind parameter, never spliced into SQL text, so a tag
 //! such as `x'; DROP TABLE leaf_alloc; --` is just a tag.
 
-use crate::StoreFuture;
 use crate::epoch::{READ_EPOCH, begin_new_life, in_tx, write_tx_retrying};
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::ordered_fence::{DELETE_ORDERED, check_ordered_claim};
 use crate::residue::{MAX_DELTA, Residue};
 use crate::session::Session;

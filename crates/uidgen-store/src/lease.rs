@@ -40,7 +40,6 @@
 //!   could do only after that expiry); otherwise the lease is lost. Without a cache the
 //!   reserve is zero. The file is deleted before a release, and locked while a lease uses it.
 
-use crate::StoreFuture;
 use std::sync::Arc;
 
 use uidgen_core::clock::saturating_millis;
@@ -51,7 +50,7 @@ use uidgen_worker::{
     WorkerIdAssigner, WorkerIdRange, default_holder, mark_step_ms, read_cache, wait_for_clock,
 };
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::lease_claim::{ClaimedRow, claim_row, holder_with_token};
 use crate::lease_guard::{LeaseGuard, NewLease};
 use crate::store::Store;

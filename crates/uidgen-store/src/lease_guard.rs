@@ -7,7 +7,6 @@
 //! the holder keeps it. Every claim and renewal writes `valid_until + reserve` and moves the
 //! in-memory expiry to `valid_until` only after the database accepted it.
 
-use crate::StoreFuture;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -18,7 +17,7 @@ use uidgen_worker::{
     BoxFuture, HealthSnapshot, KeeperStatus, LocalMark, WorkerAssignment, WorkerError, WorkerKeeper,
 };
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::store::Store;
 
 /// What a new [`LeaseGuard`] starts from.

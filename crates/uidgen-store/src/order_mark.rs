@@ -7,10 +7,9 @@
 //! so concurrent servers of one space never lower each other's marks. The fence's other
 //! invariants are written in uidgen-worker's `order_fence.rs`.
 
-use crate::StoreFuture;
 use uidgen_worker::MarkRaise;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::store::{Sql, Store, run_sql};
 use crate::url::Dialect;
 use crate::worker_lease::check_space;

@@ -20,11 +20,10 @@
 //! The leader keeps its own clock's account of the lease and stops issuing before the
 //! database's runs out: that part lives with the server, which issues.
 
-use crate::StoreFuture;
 use std::time::Duration;
 
 use crate::epoch::{DELETE_RETURNED_OF_TAG, LOCK_TAG_ROW, in_tx, write_tx_retrying};
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::leaf_alloc::{SegmentClaim, validate_tag};
 use crate::ordered_fence::{DELETE_ORDERED, db_now};
 use crate::store::{Sql, Store, run_sql};

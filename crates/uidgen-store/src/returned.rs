@@ -21,9 +21,8 @@
 //! keep claiming from `leaf_alloc` above every number here, so uniqueness holds; what uidgen
 //! hands back is then served again by uidgen servers only.
 
-use crate::StoreFuture;
 use crate::epoch::{LOCK_TAG_ROW, READ_EPOCH, in_tx};
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::leaf_alloc::validate_tag;
 use crate::ordered_fence::IS_ORDERED;
 use crate::residue::Residue;

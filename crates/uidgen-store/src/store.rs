@@ -1,6 +1,5 @@
 //! [`Store`]: one handle over a SQLite, MySQL/MariaDB or PostgreSQL connection pool.
 
-use crate::StoreFuture;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +11,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{ConnectOptions, Connection};
 
-use crate::error::{Result, StoreError, map_db, reason_of};
+use crate::error::{Result, StoreError, StoreFuture, map_db, reason_of};
 use crate::url::{Dialect, redact_url, user_of};
 
 /// How long SQLite waits for another process's write lock before failing with "database is

@@ -7,8 +7,7 @@
 //!
 //! The peers' own tables, read in their own formats, are in [`crate::peer_tables`].
 
-use crate::StoreFuture;
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::store::{Sql, Store, run_sql};
 use crate::worker_node::check_len;
 

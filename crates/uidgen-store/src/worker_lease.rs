@@ -12,10 +12,9 @@
 //! leased before 0008, where every ID stamped with it then lies below
 //! ([`Store::lease_floors_before_spaces`]).
 
-use crate::StoreFuture;
 use std::collections::HashMap;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::store::{Sql, Store, run_sql};
 
 /// The ID space of the top-level generator, and of every lease that names none: exact leases,

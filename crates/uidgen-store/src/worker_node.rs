@@ -1,10 +1,9 @@
 //! The `worker_node` table (Baidu uid-generator's `WORKER_NODE`): one row per process start.
 
-use crate::StoreFuture;
 use uidgen_core::{Clock, SystemClock};
 use uidgen_worker::{ENV_HOST, ENV_PORT, local_ip};
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::store::{Sql, Store, run_sql, with_pool_returning};
 
 /// Where a process runs, as Baidu's `WorkerNodeType`.

@@ -15,10 +15,9 @@
 //!
 //! These are also the ranges Vesta's embedded/server machine-id split needs.
 
-use crate::StoreFuture;
 use uidgen_worker::{WorkerError, WorkerIdRange};
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::session::Session;
 use crate::store::{Sql, Store, run_sql, with_pool};
 use crate::url::Dialect;

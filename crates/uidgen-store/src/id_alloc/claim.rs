@@ -2,8 +2,7 @@
 //! service's (the last index handed out) or, for a row listed in `id_alloc_exclusive`, an older
 //! uidgen's (the next index). The module doc of `id_alloc.rs` says why both are kept.
 
-use crate::StoreFuture;
-use crate::error::StoreError;
+use crate::error::{StoreError, StoreFuture};
 use crate::session::Session;
 use crate::store::{Sql, Store, run_sql, with_pool, with_pool_returning};
 

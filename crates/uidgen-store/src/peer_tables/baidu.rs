@@ -15,8 +15,7 @@
 //! inserts `worker_node` works on Baidu's rows and counter (a single-table view is insertable
 //! on MySQL, and the insert id it reports is the base table's).
 
-use crate::StoreFuture;
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, StoreFuture};
 use crate::store::{Sql, Store, run_sql};
 use crate::url::Dialect;
 

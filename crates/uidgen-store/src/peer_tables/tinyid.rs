@@ -20,9 +20,8 @@
 //! Tinyid and uidgen cannot serve one biz type side by side: each would move its own table's
 //! counter. The fence is what makes a forgotten Tinyid server harmless.
 
-use crate::StoreFuture;
 use crate::caller_token::TokenScopes;
-use crate::error::StoreError;
+use crate::error::{StoreError, StoreFuture};
 use crate::leaf_alloc::{self, validate_step, validate_tag};
 use crate::residue::Residue;
 use crate::session::Session;

@@ -6,7 +6,7 @@
 //! that host's machine id for good: Vesta never gives one back. uidgen reads the table to keep
 //! its own worker ids off every id a Vesta host holds.
 
-use crate::StoreFuture;
+use crate::error::StoreFuture;
 use crate::store::{Sql, Store, run_sql};
 
 /// The name Vesta's DDL gives its table.
