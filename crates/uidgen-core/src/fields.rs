@@ -175,7 +175,15 @@ impl UidParts {
         }
     }
 
-    pub(super) fn set(&mut self, kind: FieldKind, value: u64) {
+    /// Set one field, the counterpart of [`get`](Self::get); setting the sign does nothing.
+    ///
+    /// ```
+    /// use uidgen_core::{FieldKind, UidParts};
+    /// let mut parts = UidParts::default();
+    /// parts.set(FieldKind::Worker, 7);
+    /// assert_eq!(parts.worker, 7);
+    /// ```
+    pub fn set(&mut self, kind: FieldKind, value: u64) {
         match kind {
             FieldKind::Sign => {}
             FieldKind::Version => self.version = value,

@@ -69,15 +69,7 @@ proptest! {
         let kinds = [FieldKind::Time, FieldKind::Worker, FieldKind::Sequence, FieldKind::Version, FieldKind::Type, FieldKind::Method, FieldKind::Datacenter];
         let mut parts = UidParts::default();
         let value = layout.max(kinds[field]).saturating_add(excess);
-        match kinds[field] {
-            FieldKind::Time => parts.time = value,
-            FieldKind::Worker => parts.worker = value,
-            FieldKind::Sequence => parts.sequence = value,
-            FieldKind::Version => parts.version = value,
-            FieldKind::Type => parts.kind = value,
-            FieldKind::Method => parts.method = value,
-            _ => parts.datacenter = value,
-        }
+        parts.set(kinds[field], value);
         prop_assert!(layout.compose(&parts).is_err());
     }
 }

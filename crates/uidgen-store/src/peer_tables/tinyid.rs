@@ -121,32 +121,35 @@ pub struct AdoptedTag {
     pub residue: Residue,
 }
 
-const INFO_ROWS: Sql = Sql {
-    sqlite: "SELECT id, biz_type, begin_id, max_id, step, delta, remainder, version
-             FROM tiny_id_info ORDER BY id",
-    mysql: "SELECT CAST(id AS SIGNED), biz_type, CAST(begin_id AS SIGNED), CAST(max_id AS SIGNED),
-                   CAST(step AS SIGNED), CAST(delta AS SIGNED), CAST(remainder AS SIGNED),
-                   CAST(version AS SIGNED)
-            FROM tiny_id_info ORDER BY id",
-    postgres: "SELECT CAST(id AS BIGINT), CAST(biz_type AS TEXT), CAST(begin_id AS BIGINT),
-                      CAST(max_id AS BIGINT), CAST(step AS BIGINT), CAST(delta AS BIGINT),
-                      CAST(remainder AS BIGINT), CAST(version AS BIGINT)
-               FROM tiny_id_info ORDER BY id",
-};
+/// Tinyid's `tiny_id_info` rows by id, the query ending in `$lock`. SQLite's has no lock
+/// clause: a move's `BEGIN IMMEDIATE` locks the whole file.
+macro_rules! info_rows {
+    ($lock:literal) => {
+        Sql {
+            sqlite: "SELECT id, biz_type, begin_id, max_id, step, delta, remainder, version
+                     FROM tiny_id_info ORDER BY id",
+            mysql: concat!(
+                "SELECT CAST(id AS SIGNED), biz_type, CAST(begin_id AS SIGNED),
+                        CAST(max_id AS SIGNED), CAST(step AS SIGNED), CAST(delta AS SIGNED),
+                        CAST(remainder AS SIGNED), CAST(version AS SIGNED)
+                 FROM tiny_id_info ORDER BY id",
+                $lock
+            ),
+            postgres: concat!(
+                "SELECT CAST(id AS BIGINT), CAST(biz_type AS TEXT), CAST(begin_id AS BIGINT),
+                        CAST(max_id AS BIGINT), CAST(step AS BIGINT), CAST(delta AS BIGINT),
+                        CAST(remainder AS BIGINT), CAST(version AS BIGINT)
+                 FROM tiny_id_info ORDER BY id",
+                $lock
+            ),
+        }
+    };
+}
 
-/// [`INFO_ROWS`], locked until the move commits (SQLite's `BEGIN IMMEDIATE` locks the file).
-const INFO_ROWS_FOR_MOVE: Sql = Sql {
-    sqlite: "SELECT id, biz_type, begin_id, max_id, step, delta, remainder, version
-             FROM tiny_id_info ORDER BY id",
-    mysql: "SELECT CAST(id AS SIGNED), biz_type, CAST(begin_id AS SIGNED), CAST(max_id AS SIGNED),
-                   CAST(step AS SIGNED), CAST(delta AS SIGNED), CAST(remainder AS SIGNED),
-                   CAST(version AS SIGNED)
-            FROM tiny_id_info ORDER BY id FOR UPDATE",
-    postgres: "SELECT CAST(id AS BIGINT), CAST(biz_type AS TEXT), CAST(begin_id AS BIGINT),
-                      CAST(max_id AS BIGINT), CAST(step AS BIGINT), CAST(delta AS BIGINT),
-                      CAST(remainder AS BIGINT), CAST(version AS BIGINT)
-               FROM tiny_id_info ORDER BY id FOR UPDATE",
-};
+const INFO_ROWS: Sql = info_rows!("");
+
+/// [`INFO_ROWS`], locked until the move commits.
+const INFO_ROWS_FOR_MOVE: Sql = info_rows!(" FOR UPDATE");
 
 const FENCE_ROW: Sql = Sql {
     sqlite: "UPDATE tiny_id_info SET biz_type = biz_type || '@uidgen', version = version + 1,
