@@ -9,8 +9,9 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 ///
 /// Boxed so that the call's state machine, and sqlx's code under it, is compiled once, here. An
 /// `async fn`'s future is compiled again in every crate that awaits it (release builds do not
-/// share generic code between crates): the server, the segment and the sharded crates each
-/// carried a copy of the whole store, a quarter of their build (issue 34, docs/BENCHMARKS.md).
+/// share generic code between crates): the segment and the sharded crates each carried a copy of
+/// the store and of sqlx, half of their compiled code, and the server a seventh of its own (issue
+/// 34, docs/BENCHMARKS.md).
 /// One allocation per call costs nothing beside the database round trip it waits on.
 ///
 /// ```

@@ -262,7 +262,7 @@ impl Store {
         Box::pin(async move {
             validate_tag(biz_tag)?;
             let deleted = run_sql!(self, execute, query(DELETE_ORDERED), [biz_tag],
-            "unmarking an ordered biz tag", then rows_affected);
+                "unmarking an ordered biz tag", then rows_affected);
             Ok(deleted > 0)
         })
     }
@@ -382,14 +382,14 @@ impl Store {
         Box::pin(async move {
             const RESIGN: Sql = Sql {
                 sqlite: "UPDATE leaf_alloc_ordered SET lease_until_ms = 0
-                     WHERE biz_tag = ?1 AND holder = ?2 AND term = ?3",
+                         WHERE biz_tag = ?1 AND holder = ?2 AND term = ?3",
                 mysql: "UPDATE leaf_alloc_ordered SET lease_until_ms = 0
-                    WHERE biz_tag = ? AND holder = ? AND term = ?",
+                        WHERE biz_tag = ? AND holder = ? AND term = ?",
                 postgres: "UPDATE leaf_alloc_ordered SET lease_until_ms = 0
-                       WHERE biz_tag = $1 AND holder = $2 AND term = $3",
+                           WHERE biz_tag = $1 AND holder = $2 AND term = $3",
             };
             let ended = run_sql!(self, execute, query(RESIGN), [biz_tag, holder, term],
-            "ending an ordered tag's lease", then rows_affected);
+                "ending an ordered tag's lease", then rows_affected);
             Ok(ended > 0)
         })
     }

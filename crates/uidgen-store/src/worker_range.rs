@@ -213,7 +213,7 @@ impl Store {
                             .await
                             .map_err(|e| self.err("inserting a worker_id_range row", e))?;
                         tracing::info!(assigner, %range, url = %self.redacted_url(),
-                        "registered a worker id range");
+                            "registered a worker id range");
                     }
                     conn.commit()
                         .await
