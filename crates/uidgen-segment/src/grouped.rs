@@ -68,23 +68,21 @@ impl SegmentService {
                 Arc::new(GroupSource::new(group, options.load_timeout / n))
             })
             .collect();
-        Self::start_grouped(Arc::new(store), sources, options, Arc::new(clock)).await
+        Self::start_inner(Arc::new(store), sources, options, Arc::new(clock)).await
     }
 
-    /// Check every group's rows, then start over the routed source.
-    pub(crate) async fn start_grouped(
+    /// `main` with each group's tags routed to the group's databases, once every group's rows
+    /// are checked.
+    pub(crate) async fn route(
         main: Arc<dyn SegmentSource>,
-        groups: Vec<Arc<GroupSource>>,
-        options: SegmentOptions,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Arc<Self>> {
-        for group in &groups {
+        groups: &[Arc<GroupSource>],
+    ) -> Result<Arc<dyn SegmentSource>> {
+        for group in groups {
             for tag in &group.tags {
                 group.check_tag(tag).await?;
             }
         }
-        let routed = Arc::new(Routed::new(main, groups.clone()));
-        Self::start_inner(routed, groups, options, clock).await
+        Ok(Arc::new(Routed::new(main, groups.to_vec())))
     }
 
     /// Every segment group's databases, read live (each bounded by the group's attempt

@@ -137,7 +137,8 @@ impl SegmentService {
         Self::start_inner(source, Vec::new(), options, clock).await
     }
 
-    /// Start over `source`, keeping `groups` for monitoring.
+    /// Start over `source`. With segment `groups`, every group's rows are checked first, each
+    /// group's tags are then served from its databases, and the groups are kept for monitoring.
     pub(crate) async fn start_inner(
         source: Arc<dyn SegmentSource>,
         groups: Vec<Arc<GroupSource>>,
@@ -145,6 +146,11 @@ impl SegmentService {
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>> {
         options.validate()?;
+        let source = if groups.is_empty() {
+            source
+        } else {
+            Self::route(source, &groups).await?
+        };
         let shared = Arc::new(Shared {
             source,
             clock,

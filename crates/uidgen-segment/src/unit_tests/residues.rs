@@ -89,7 +89,7 @@ async fn a_group_fails_over_between_databases_and_never_repeats() {
     let (even, odd, group) = pair(10);
     let main = MemorySource::with_tag("plain", 10);
     let service =
-        SegmentService::start_grouped(main, vec![group], options(), Arc::new(ManualClock::new(0)))
+        SegmentService::start_inner(main, vec![group], options(), Arc::new(ManualClock::new(0)))
             .await
             .unwrap();
     let mut seen = HashSet::new();
@@ -176,7 +176,7 @@ async fn databases_that_disagree_are_refused_at_start_by_what_disagrees() {
         let (even, odd, group) = pair(10);
         break_it(&even, &odd);
         let main = MemorySource::with_tag("plain", 10);
-        let error = SegmentService::start_grouped(
+        let error = SegmentService::start_inner(
             main,
             vec![group],
             options(),
@@ -220,7 +220,7 @@ async fn four_threads_share_no_id_while_slots_switch_between_databases() {
         ..options()
     };
     let service =
-        SegmentService::start_grouped(main, vec![group], options, Arc::new(ManualClock::new(0)))
+        SegmentService::start_inner(main, vec![group], options, Arc::new(ManualClock::new(0)))
             .await
             .unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
