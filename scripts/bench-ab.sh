@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Two `uidgen` release binaries side by side, in one run: the served routes of each, measured
+# alternately with the same wrk settings, round after round, so a machine that gets busier
+# part-way hurts both alike. For "is this build as fast as that one" (a profile, a refactor),
+# where scripts/bench-http.sh compares one build with a bare axum route.
+#
+#   scripts/bench-ab.sh BEFORE/uidgen AFTER/uidgen      # 3 rounds, wrk -t1 -c32 -d8s
+#   ROUNDS=4 DURATION=8s scripts/bench-ab.sh A B
+#
+# Each server runs as scripts/bench-http.sh runs it: one tokio worker, its own embedded SQLite
+# store and state directory, borrowing unbounded (so the batch route measures the service, not
+# the layout's 8,192 IDs a second), gRPC off (both would want its port). Prints each round's
+# req/s and B/A.
+set -euo pipefail
+A=$1
+B=$2
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-8s}
+CONNECTIONS=${CONNECTIONS:-32}
+command -v wrk >/dev/null || { echo "error: wrk is not installed (Debian: apt-get install wrk)" >&2; exit 1; }
+work=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
+
+start() { # binary port name
+  mkdir -p "$work/$3"
+  TOKIO_WORKER_THREADS=1 RUST_LOG=warn UIDGEN_STATE_DIR="$work/$3" \
+    UIDGEN_STORE="sqlite://$work/$3/uidgen.db" UIDGEN_RING_MAX_BORROW_SECONDS=0 \
+    "$1" serve --listen "127.0.0.1:$2" --grpc-listen "" 2>"$work/$3.log" &
+  pids+=($!)
+}
+ready() { # port
+  for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$1/api/snowflake/get/x" >/dev/null && return 0
+    sleep 0.1
+  done
+  echo "error: the server on port $1 did not answer; its log:" >&2
+  cat "$work"/*.log >&2
+  exit 1
+}
+rps() { wrk -t1 -c"$CONNECTIONS" -d"$DURATION" "$1" | awk '/^Requests\/sec:/ { printf "%d", $2 }'; }
+
+start "$A" 18191 a
+start "$B" 18192 b
+ready 18191
+ready 18192
+echo "A: $A"
+echo "B: $B"
+for route in /api/snowflake/get/x /genid "/v1/ids?count=1000"; do
+  for round in $(seq 1 "$ROUNDS"); do
+    a=$(rps "http://127.0.0.1:18191$route")
+    b=$(rps "http://127.0.0.1:18192$route")
+    echo "$route round $round: A $a req/s, B $b req/s, B/A $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }')"
+  done
+done
