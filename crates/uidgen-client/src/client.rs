@@ -84,7 +84,7 @@ impl ClientBuilder {
         let fallback = match &self.fallback {
             Some(options) => {
                 options.validate()?;
-                Some(Arc::new(Fallback::new(options.clone())))
+                Some(Arc::new(Fallback::new(options.clone(), self.wait)))
             }
             None => None,
         };
@@ -162,11 +162,7 @@ impl Client {
             .await
         {
             Err(ClientError::AllPeersDown { peers, last_error }) => match &self.inner.fallback {
-                Some(fallback) => {
-                    fallback
-                        .next_id(&peers, &last_error, self.inner.options.wait)
-                        .await
-                }
+                Some(fallback) => fallback.next_id(&peers, &last_error).await,
                 None => Err(ClientError::AllPeersDown { peers, last_error }),
             },
             other => other,

@@ -230,6 +230,8 @@ pub(crate) struct Fallback {
     /// The layout as [`describe`] writes it, to compare with servers'.
     description: String,
     mode: Mode,
+    /// How long a call waits for a lease the fallback is about to have (the client's `wait`).
+    wait: Duration,
     /// Set when a server was found to clash with the fallback: it never issues again.
     disabled: Mutex<Option<ClientError>>,
 }
@@ -247,8 +249,9 @@ enum Mode {
 }
 
 impl Fallback {
-    /// The fallback `options` describe (validated); nothing is locked or claimed yet.
-    pub(crate) fn new(options: FallbackOptions) -> Self {
+    /// The fallback `options` describe (validated), whose calls wait up to `wait` for a lease
+    /// about to come; nothing is locked or claimed yet.
+    pub(crate) fn new(options: FallbackOptions, wait: Duration) -> Self {
         let description = describe(
             options.layout.name(),
             layout_fields(&options.layout).into_iter(),
@@ -278,6 +281,7 @@ impl Fallback {
             layout: options.layout,
             description,
             mode,
+            wait,
             disabled: Mutex::new(None),
         }
     }
@@ -292,18 +296,13 @@ impl Fallback {
 
     /// One ID from the embedded generator, every peer being down (`peers`, `last_error`). A
     /// leased fallback about to have its lease (a restart continuing the one an earlier process
-    /// left) waits for it up to `wait`.
-    pub(crate) async fn next_id(
-        &self,
-        peers: &str,
-        last_error: &str,
-        wait: Duration,
-    ) -> Result<u64> {
+    /// left) waits for it up to the client's `wait`.
+    pub(crate) async fn next_id(&self, peers: &str, last_error: &str) -> Result<u64> {
         if let Some(error) = self.disabled.lock().as_ref() {
             return Err(error.replay());
         }
         match &self.mode {
-            Mode::Leased(keeper) => keeper.next_id(peers, last_error, wait).await,
+            Mode::Leased(keeper) => keeper.next_id(peers, last_error, self.wait).await,
             Mode::Explicit {
                 worker_id,
                 state_path,
