@@ -195,7 +195,7 @@ impl DisposableWorkerIdAssigner {
     /// extra claim uses a row up for good: see docs/OPERATIONS.md ("Throughput and borrowing")
     /// for how long the worker field lasts at the rate a server claims them.
     pub fn assign_extra<'a>(&'a self, layout: &'a Layout) -> StoreFuture<'a, WorkerAssignment> {
-        Box::pin(async move { self.assign(layout).await })
+        self.assign(layout)
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! The files use idempotent DDL (`CREATE TABLE IF NOT EXISTS`), so a DBA may also run them by
 //! hand, in order, and a later [`Store::migrate`] merely records them. The few that cannot guard
-//! themselves (they add columns or list rows) are probed first ([`ADDS_COLUMNS`]): found in
+//! themselves (they add columns or list rows) are probed first ([`RUN_ONCE`]): found in
 //! place, they are recorded with sqlx's [`Migrator::skip`] instead of run.
 //!
 //! A landed migration is never edited: sqlx records each with the SHA-384 of its text, and every
@@ -73,14 +73,14 @@ fn migrator(dialect: Dialect) -> Migrator {
 
 /// sqlx refuses to run past a row whose migration failed half-way (`success = false`), which
 /// only MySQL/MariaDB leaves behind (each DDL statement commits implicitly). Those files are
-/// idempotent or probed ([`ADDS_COLUMNS`]), so, as before sqlx, the failed one is retried.
+/// idempotent or probed ([`RUN_ONCE`]), so, as before sqlx, the failed one is retried.
 const DELETE_FAILED: &str = "DELETE FROM _sqlx_migrations WHERE success = FALSE";
 
 /// Migrations that must run once and cannot guard themselves with `IF NOT EXISTS` (SQLite and
 /// MySQL 8 have no `ADD COLUMN IF NOT EXISTS`; 0010 lists the rows present when it runs), with
 /// what each leaves behind: when the catalogue shows it, a DBA already ran the file by hand, and
 /// the runner only records it (as it does for the idempotent files).
-const ADDS_COLUMNS: &[(i64, Trace)] = &[
+const RUN_ONCE: &[(i64, Trace)] = &[
     (6, Trace::Column("leaf_alloc", "remainder")),
     (8, Trace::Column("worker_lease", "space")),
     (10, Trace::Table("id_alloc_exclusive")),
@@ -115,11 +115,11 @@ const TABLE_COUNT: Sql = Sql {
 };
 
 impl Trace {
-    /// The catalogue query counting it in `dialect`, and the names it binds, in order.
-    fn query(self, dialect: Dialect) -> (&'static str, [Option<&'static str>; 2]) {
+    /// The catalogue query counting it in `dialect`, with the table and the column it binds.
+    fn query(self, dialect: Dialect) -> (&'static str, &'static str, Option<&'static str>) {
         match self {
-            Self::Column(table, column) => (COLUMN_COUNT.get(dialect), [Some(table), Some(column)]),
-            Self::Table(table) => (TABLE_COUNT.get(dialect), [Some(table), None]),
+            Self::Column(table, column) => (COLUMN_COUNT.get(dialect), table, Some(column)),
+            Self::Table(table) => (TABLE_COUNT.get(dialect), table, None),
         }
     }
 }
@@ -232,13 +232,13 @@ macro_rules! migrate_held {
                     url: url.to_owned(),
                     source,
                 };
-                let probe = ADDS_COLUMNS.iter().find(|(v, _)| *v == migration.version);
+                let probe = RUN_ONCE.iter().find(|(v, _)| *v == migration.version);
                 let found_in_place = match probe {
                     Some((_, trace)) => {
-                        let (sql, names) = trace.query(dialect);
-                        let mut probe = sqlx::query_scalar(sql);
-                        for name in names.into_iter().flatten() {
-                            probe = probe.bind(name);
+                        let (sql, table, column) = trace.query(dialect);
+                        let mut probe = sqlx::query_scalar(sql).bind(table);
+                        if let Some(column) = column {
+                            probe = probe.bind(column);
                         }
                         let found: i64 = probe
                             .fetch_one(&mut *conn)

@@ -170,7 +170,7 @@ impl Store {
     /// `postgres://` or `postgresql://`. An unreachable database is
     /// [`StoreError::Unreachable`] naming the URL with its password redacted.
     pub fn connect(url: &str) -> StoreFuture<'_, Self> {
-        Box::pin(async move { Self::connect_with(url, StoreOptions::default()).await })
+        Self::connect_with(url, StoreOptions::default())
     }
 
     /// Connect with explicit options.
