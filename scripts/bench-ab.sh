@@ -7,10 +7,14 @@
 #   scripts/bench-ab.sh BEFORE/uidgen AFTER/uidgen      # 3 rounds, wrk -t1 -c32 -d8s
 #   ROUNDS=4 DURATION=8s scripts/bench-ab.sh A B
 #
-# Each server runs as scripts/bench-http.sh runs it: one tokio worker, its own embedded SQLite
-# store and state directory, borrowing unbounded (so the batch route measures the service, not
-# the layout's 8,192 IDs a second), gRPC off (both would want its port). Prints each round's
-# req/s and B/A.
+# Each server runs with the defaults a new user gets (`uidgen serve`, its own embedded SQLite
+# store and state directory), with one tokio worker and gRPC off (both would want its port).
+# MAX_BORROW_SECONDS=0 runs both as scripts/bench-http.sh does instead, borrowing unbounded: a
+# tuned figure, to stand beside the default one. Prints each round's req/s and B/A.
+#
+#   DURATION=60s ROUNDS=2 scripts/bench-ab.sh A B       # sustained, the defaults
+#   MAX_BORROW_SECONDS=0 scripts/bench-ab.sh A B        # tuned: borrowing unbounded
+#   ROUTES="/v1/ids?count=1000" scripts/bench-ab.sh A B  # some routes only
 set -euo pipefail
 A=$1
 B=$2
@@ -24,8 +28,10 @@ trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 
 start() { # binary port name
   mkdir -p "$work/$3"
-  TOKIO_WORKER_THREADS=1 RUST_LOG=warn UIDGEN_STATE_DIR="$work/$3" \
-    UIDGEN_STORE="sqlite://$work/$3/uidgen.db" UIDGEN_RING_MAX_BORROW_SECONDS=0 \
+  local tuned=()
+  [ -n "${MAX_BORROW_SECONDS:-}" ] && tuned=(UIDGEN_RING_MAX_BORROW_SECONDS="$MAX_BORROW_SECONDS")
+  env TOKIO_WORKER_THREADS=1 RUST_LOG=warn UIDGEN_STATE_DIR="$work/$3" \
+    UIDGEN_STORE="sqlite://$work/$3/uidgen.db" "${tuned[@]}" \
     "$1" serve --listen "127.0.0.1:$2" --grpc-listen "" 2>"$work/$3.log" &
   pids+=($!)
 }
@@ -46,7 +52,9 @@ ready 18191
 ready 18192
 echo "A: $A"
 echo "B: $B"
-for route in /api/snowflake/get/x /genid "/v1/ids?count=1000"; do
+echo "${MAX_BORROW_SECONDS:+tuned: ring.max_borrow_seconds = $MAX_BORROW_SECONDS; }wrk -t1 -c$CONNECTIONS -d$DURATION, $ROUNDS rounds"
+read -r -a routes <<< "${ROUTES:-/api/snowflake/get/x /genid /v1/ids?count=1000}"
+for route in "${routes[@]}"; do
   for round in $(seq 1 "$ROUNDS"); do
     a=$(rps "http://127.0.0.1:18191$route")
     b=$(rps "http://127.0.0.1:18192$route")
