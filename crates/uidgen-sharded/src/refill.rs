@@ -72,6 +72,28 @@ pub struct RefillReport {
     pub failed: u64,
 }
 
+/// One refill asked for: the list (app and shard), its shard as last read, and how many
+/// numbers of the new segment the caller keeps (0: the whole segment goes to the list).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RefillOrder {
+    app_id: u8,
+    shard: u8,
+    entry: ShardEntry,
+    keep: usize,
+}
+
+impl RefillOrder {
+    /// A refill of `app_id`'s list of `shard`, described by `entry`, keeping `keep` numbers.
+    pub(crate) fn new(app_id: u8, shard: u8, entry: ShardEntry, keep: usize) -> Self {
+        Self {
+            app_id,
+            shard,
+            entry,
+            keep,
+        }
+    }
+}
+
 impl ShardedService {
     /// Refill one shard's list if it is short, as a scheduled pass or an empty pop would.
     /// [`RefillOutcome::Busy`] when another server holds the list's refill lock: the lock is
@@ -81,7 +103,10 @@ impl ShardedService {
     /// segment unpushed (its numbers are skipped); nothing is ever pushed twice.
     pub async fn refill(&self, app_id: u8, shard: u8) -> Result<RefillOutcome> {
         let entry = self.shard_entry(app_id, shard)?;
-        Ok(self.refill_shard(app_id, shard, entry, 0).await?.outcome)
+        Ok(self
+            .refill_shard(RefillOrder::new(app_id, shard, entry, 0))
+            .await?
+            .outcome)
     }
 
     /// Refill one shard under its lock. With `keep` above 0 (a caller whose pop found the list
@@ -92,20 +117,11 @@ impl ShardedService {
     /// disconnects drops its request) must not cancel it between taking the lock and releasing
     /// it, which would block the list's refills until the lock expired. If the caller is gone,
     /// the numbers it would have kept are skipped.
-    pub(crate) async fn refill_shard(
-        &self,
-        app_id: u8,
-        shard: u8,
-        entry: ShardEntry,
-        keep: usize,
-    ) -> Result<Refill> {
+    pub(crate) async fn refill_shard(&self, order: RefillOrder) -> Result<Refill> {
         let Some(service) = self.me.upgrade() else {
             return Err(ShardedError::Shutdown);
         };
-        let task =
-            tokio::spawn(
-                async move { service.refill_under_lock(app_id, shard, entry, keep).await },
-            );
+        let task = tokio::spawn(async move { service.refill_under_lock(order).await });
         match task.await {
             Ok(refill) => refill,
             Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
@@ -115,13 +131,8 @@ impl ShardedService {
 
     /// Take the list's refill lock, refill, release. Callers run it in a task of its own (see
     /// [`refill_shard`](Self::refill_shard)).
-    pub(crate) async fn refill_under_lock(
-        &self,
-        app_id: u8,
-        shard: u8,
-        entry: ShardEntry,
-        keep: usize,
-    ) -> Result<Refill> {
+    pub(crate) async fn refill_under_lock(&self, order: RefillOrder) -> Result<Refill> {
+        let RefillOrder { app_id, shard, .. } = order;
         let lock_key = self.keys.refill_lock(app_id, shard);
         let lock = self
             .link
@@ -136,7 +147,7 @@ impl ShardedService {
                 kept: 0..0,
             });
         };
-        let outcome = self.refill_locked(app_id, shard, entry, keep).await;
+        let outcome = self.refill_locked(order).await;
         if let Err(error) = &outcome {
             Stats::add(&self.stats.refill_failures, 1);
             warn!(app_id, shard, %error, "refill failed");
@@ -167,13 +178,13 @@ impl ShardedService {
     }
 
     /// The refill proper, with the lock held.
-    async fn refill_locked(
-        &self,
-        app_id: u8,
-        shard: u8,
-        entry: ShardEntry,
-        keep: usize,
-    ) -> Result<Refill> {
+    async fn refill_locked(&self, order: RefillOrder) -> Result<Refill> {
+        let RefillOrder {
+            app_id,
+            shard,
+            entry,
+            keep,
+        } = order;
         let key = self.keys.list(app_id, shard);
         let len: u64 = self
             .link
@@ -312,7 +323,9 @@ impl ShardedService {
         };
         tokio::spawn(async move {
             // Errors are counted and logged by `refill_shard`.
-            let _ = service.refill_under_lock(app_id, shard, entry, 0).await;
+            let _ = service
+                .refill_under_lock(RefillOrder::new(app_id, shard, entry, 0))
+                .await;
             // Relaxed: see above.
             service.refilling[flag].store(false, Ordering::Relaxed);
         });
@@ -348,7 +361,7 @@ impl ShardedService {
                 let service = Arc::clone(&service);
                 running.spawn(async move {
                     service
-                        .refill_shard(app_id, shard, entry, 0)
+                        .refill_shard(RefillOrder::new(app_id, shard, entry, 0))
                         .await
                         .map(|r| r.outcome)
                 });

@@ -15,7 +15,7 @@ use crate::keys::Keys;
 use crate::layout::{SHARDS, ShardedId};
 use crate::link::{RedisLink, Retry};
 use crate::options::ShardedOptions;
-use crate::refill::RefillOutcome;
+use crate::refill::{RefillOrder, RefillOutcome};
 use crate::state::{ShardedService, flag_index};
 use crate::stats::{Stats, StatsSnapshot};
 
@@ -163,7 +163,7 @@ impl ShardedService {
                 // the new segment (so a refill of our own always brings numbers), or wait for
                 // the server that holds the lock to push.
                 let refill = self
-                    .refill_shard(app_id, shard, entry, count - ids.len())
+                    .refill_shard(RefillOrder::new(app_id, shard, entry, count - ids.len()))
                     .await?;
                 for index in refill.kept {
                     ids.push(self.index_id(app_id, shard, &entry, index)?);
