@@ -20,8 +20,8 @@ use subtle::{Choice, ConstantTimeEq};
 use utoipa::ToSchema;
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
-use utoipa_axum::router::OpenApiRouter;
 
+use super::described::Routes;
 use super::error::ErrorBody;
 use super::gates::Gates;
 use crate::service::callers::bearer_token;
@@ -32,11 +32,11 @@ use crate::service::state::AppState;
 /// operation asks for the bearer token and may answer 401 or 403 from the layer. One home for
 /// both, so the description cannot drift from the gate. (The 404 of a server with no token stays
 /// with each route, which also names its own mode in it.)
-pub(super) fn admin_only(
-    mut admin: OpenApiRouter<Arc<AppState>>,
+pub(super) fn admin_only<'s>(
+    mut admin: Routes<'s>,
     state: &Arc<AppState>,
     gates: &mut Gates,
-) -> OpenApiRouter<Arc<AppState>> {
+) -> Routes<'s> {
     document_refusals(
         &mut admin,
         vec![SecurityRequirement::new(
@@ -56,7 +56,7 @@ pub(super) fn admin_only(
 /// (with these descriptions) from a layer: one home for the description of every gate, so it
 /// cannot drift from the gate.
 pub(super) fn document_refusals(
-    router: &mut OpenApiRouter<Arc<AppState>>,
+    router: &mut Routes<'_>,
     security: Vec<SecurityRequirement>,
     unauthorized: &str,
     forbidden: &str,
@@ -74,7 +74,7 @@ pub(super) fn document_refusals(
                 .build(),
         )
     };
-    for item in router.get_openapi_mut().paths.paths.values_mut() {
+    for item in router.paths_mut().paths.values_mut() {
         let operations = [
             &mut item.get,
             &mut item.put,

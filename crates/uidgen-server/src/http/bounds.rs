@@ -3,12 +3,12 @@
 //! A client generated from the document, or a fuzzer reading it (schemathesis runs in CI), must
 //! not be able to build a request the document allows and the server refuses. Many bounds come
 //! from this server's configuration (`batch_cap`, `segment.max_lease_size`) or its layout (a
-//! field's width, the time range), which the handlers' `#[utoipa::path]` attributes cannot know,
-//! and the rest come from the store's limits ([`uidgen_core::MAX_TAG_LEN`], ...), which
-//! attributes could only repeat as literals. So every bound lives here, one rule per parameter
-//! or field name, read from the same constants the checks use, and is filled in when the
-//! document is served. `tests/router/openapi.rs` holds every route to it: an integer without both
-//! bounds, or a string that may be empty, fails the test, so a new route cannot slip through.
+//! field's width, the time range), which the routes' checked-in descriptions (`paths.json`)
+//! cannot know, and the rest come from the store's limits ([`uidgen_core::MAX_TAG_LEN`], ...),
+//! which the descriptions could only repeat as literals. So every bound lives here, one rule per
+//! parameter or field name, read from the same constants the checks use, and is filled in when
+//! the document is served. `tests/router/openapi.rs` holds every route to it: an integer without
+//! both bounds, or a string that may be empty, fails the test, so a new route cannot slip through.
 
 use serde_json::{Map, Value, json};
 use uidgen_core::layout::PRESET_NAMES;

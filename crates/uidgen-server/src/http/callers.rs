@@ -18,9 +18,9 @@ use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use utoipa::openapi::security::SecurityRequirement;
-use utoipa_axum::router::OpenApiRouter;
 
 use super::auth::document_refusals;
+use super::described::Routes;
 use super::gates::Gates;
 use crate::service::callers::{RouteFamily, Scoped};
 use crate::service::error::ApiError;
@@ -28,12 +28,12 @@ use crate::service::state::AppState;
 
 /// Put `routes` (all of `family`) behind the caller-token check when `auth.required` is on, and
 /// describe the check in the OpenAPI document either way.
-pub(super) fn callers_only(
+pub(super) fn callers_only<'s>(
     family: RouteFamily,
-    mut routes: OpenApiRouter<Arc<AppState>>,
+    mut routes: Routes<'s>,
     state: &Arc<AppState>,
     gates: &mut Gates,
-) -> OpenApiRouter<Arc<AppState>> {
+) -> Routes<'s> {
     document_refusals(
         &mut routes,
         // Either requirement satisfies: no token where `auth.required` is off.

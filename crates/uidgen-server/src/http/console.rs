@@ -31,18 +31,11 @@ fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
     )
 }
 
-/// One console file: its route, its OpenAPI description and its body, so the four routes differ
-/// only in what differs.
+/// One console file's handler: its media type and its body, so the four routes differ only in
+/// what differs.
 macro_rules! console_file {
-    ($(#[doc = $doc:literal])* $name:ident, $path:literal, $description:literal,
-     $media:literal, $body:expr) => {
+    ($(#[doc = $doc:literal])* $name:ident, $media:literal, $body:expr) => {
         $(#[doc = $doc])*
-        #[utoipa::path(
-            get,
-            path = $path,
-            tag = "console",
-            responses((status = 200, description = $description, content_type = $media, body = String))
-        )]
         pub async fn $name() -> impl IntoResponse {
             asset(concat!($media, "; charset=utf-8"), $body)
         }
@@ -51,17 +44,17 @@ macro_rules! console_file {
 
 console_file!(
     /// `GET /`: the web console.
-    index, "/", "The web console's page", "text/html", INDEX_HTML
+    index, "text/html", INDEX_HTML
 );
 console_file!(
     /// `GET /ui`: the web console, under the name some operators look for.
-    ui, "/ui", "The web console's page", "text/html", INDEX_HTML
+    ui, "text/html", INDEX_HTML
 );
 console_file!(
     /// `GET /console/console.js`: the console's script.
-    script, "/console/console.js", "The console's script", "text/javascript", CONSOLE_JS
+    script, "text/javascript", CONSOLE_JS
 );
 console_file!(
     /// `GET /console/console.css`: the console's style sheet.
-    style, "/console/console.css", "The console's style sheet", "text/css", CONSOLE_CSS
+    style, "text/css", CONSOLE_CSS
 );

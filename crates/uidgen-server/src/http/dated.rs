@@ -11,7 +11,6 @@ use uidgen_core::calendar::CivilDate;
 use uidgen_core::{Clock, DatedForm};
 use utoipa::ToSchema;
 
-use super::error::ErrorBody;
 use super::extract::{PathParam, QueryParams};
 use super::ids::param_u64;
 use super::observe::Issued;
@@ -56,49 +55,6 @@ pub struct DatedBatch {
 
 /// `GET /v1/segments/{tag}/dated?prefix=&digits=&tz=&count=`: dated numbers of a tag listed in
 /// `segment.dated_tags`, numbered from 1 each day (the day by the server's clock in `tz`).
-#[utoipa::path(
-    get,
-    path = "/v1/segments/{tag}/dated",
-    tag = "segments",
-    params(
-        ("tag" = String, Path, description = "A tag listed in `segment.dated_tags`"),
-        (
-            "prefix" = Option<String>,
-            Query,
-            description = "Up to 32 ASCII letters, digits or `_` before the date; none when \
-                           absent"
-        ),
-        (
-            "digits" = Option<u64>,
-            Query,
-            description = "How many digits the number has, zero-padded: 1 to 20 (default 6)"
-        ),
-        (
-            "tz" = Option<String>,
-            Query,
-            description = "The zone whose day the number belongs to (UTC when absent)"
-        ),
-        (
-            "count" = Option<u64>,
-            Query,
-            description = "How many numbers: 1 (default) to `batch_cap`"
-        ),
-    ),
-    responses(
-        (status = 200, description = "Dated numbers of the day", body = DatedBatch),
-        (
-            status = 400,
-            description = "A bad prefix, digits, zone or count, or a number past the digits",
-            body = ErrorBody
-        ),
-        (
-            status = 404,
-            description = "The tag is not dated here (`unknown_tag`), or segment mode is off",
-            body = ErrorBody
-        ),
-        (status = 503, description = "Segments not ready or the store is down", body = ErrorBody),
-    )
-)]
 pub async fn dated(
     State(state): State<Arc<AppState>>,
     PathParam(tag, _): PathParam<String>,
@@ -144,33 +100,6 @@ pub struct DatedParts {
 
 /// `GET /v1/dated/{text}?prefix=&digits=`: a dated number taken apart, with the prefix and
 /// digits it was made with.
-#[utoipa::path(
-    get,
-    path = "/v1/dated/{text}",
-    tag = "segments",
-    params(
-        ("text" = String, Path, description = "A dated number: `ORD20261125-000123`"),
-        (
-            "prefix" = Option<String>,
-            Query,
-            description = "The prefix it was made with; none when absent"
-        ),
-        (
-            "digits" = Option<u64>,
-            Query,
-            description = "The digits it was made with: 1 to 20 (default 6)"
-        ),
-    ),
-    responses(
-        (status = 200, description = "The day and the number", body = DatedParts),
-        (
-            status = 400,
-            description = "A text that is not of the form (`malformed_id`), or a bad prefix or \
-                           digits",
-            body = ErrorBody
-        ),
-    )
-)]
 pub async fn parse(
     PathParam(text, _): PathParam<String>,
     params: QueryParams,

@@ -16,7 +16,6 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::error::ErrorBody;
 use super::extract::{Body, PathParam};
 use super::status::LayoutInfo;
 use crate::service::error::ApiError;
@@ -110,45 +109,8 @@ pub struct FallbackRelease {
     released: bool,
 }
 
-/// What every fallback route may answer besides its own refusals, described once for all of
-/// them.
-#[derive(utoipa::IntoResponses)]
-#[allow(dead_code)] // Only described: the answers themselves are `ApiError`s.
-enum FallbackFailures {
-    #[response(
-        status = 404,
-        description = "This server leases no fallback ids (`fallback_disabled`)"
-    )]
-    Disabled(ErrorBody<'static>),
-    #[response(status = 413, description = "The body is too large")]
-    TooLarge(ErrorBody<'static>),
-    #[response(status = 503, description = "The store is down; try another server")]
-    Unavailable(ErrorBody<'static>),
-}
-
 /// `POST /v1/fallback/leases`: lease a worker id of the embedded range to the caller's
 /// embedded fallback.
-#[utoipa::path(
-    post,
-    path = "/v1/fallback/leases",
-    tag = "fallback",
-    request_body = ClaimFallbackRequest,
-    responses(
-        (status = 200, description = "The lease, claimed in the store", body = FallbackLease),
-        (
-            status = 400,
-            description = "A bad body, holder or ttl (`invalid_parameter`)",
-            body = ErrorBody
-        ),
-        (
-            status = 409,
-            description = "Every fallback id is held (`fallback_range_full`), or the store refuses \
-                           the range (`fallback_range_refused`)",
-            body = ErrorBody
-        ),
-        FallbackFailures,
-    )
-)]
 pub async fn claim_route(
     State(state): State<Arc<AppState>>,
     body: Body,
@@ -166,28 +128,6 @@ pub async fn claim_route(
 }
 
 /// `POST /v1/fallback/leases/{worker_id}/renew`: extend a fallback lease.
-#[utoipa::path(
-    post,
-    path = "/v1/fallback/leases/{worker_id}/renew",
-    tag = "fallback",
-    params(("worker_id" = u64, Path, description = "The leased worker id")),
-    request_body = RenewFallbackRequest,
-    responses(
-        (status = 200, description = "The new expiry, accepted by the store", body = FallbackRenewal),
-        (
-            status = 400,
-            description = "A bad body, holder, ttl or worker id (`invalid_parameter`)",
-            body = ErrorBody
-        ),
-        (
-            status = 409,
-            description = "The lease is not the holder's any more (`fallback_lease_lost`): stop \
-                           using the worker id",
-            body = ErrorBody
-        ),
-        FallbackFailures,
-    )
-)]
 pub async fn renew_route(
     State(state): State<Arc<AppState>>,
     PathParam(worker_id, _): PathParam<u64>,
@@ -209,22 +149,6 @@ pub async fn renew_route(
 }
 
 /// `POST /v1/fallback/leases/{worker_id}/release`: give a fallback lease back.
-#[utoipa::path(
-    post,
-    path = "/v1/fallback/leases/{worker_id}/release",
-    tag = "fallback",
-    params(("worker_id" = u64, Path, description = "The leased worker id")),
-    request_body = ReleaseFallbackRequest,
-    responses(
-        (status = 200, description = "Whether the holder's lease was released", body = FallbackRelease),
-        (
-            status = 400,
-            description = "A bad body, holder or worker id (`invalid_parameter`)",
-            body = ErrorBody
-        ),
-        FallbackFailures,
-    )
-)]
 pub async fn release_route(
     State(state): State<Arc<AppState>>,
     PathParam(worker_id, _): PathParam<u64>,

@@ -17,15 +17,12 @@
 
 use std::collections::BTreeSet;
 use std::convert::Infallible;
-use std::sync::Arc;
 
+use super::described::Routes;
 use axum::extract::Request;
 use axum::response::IntoResponse;
 use axum::routing::Route;
 use tower::{Layer, Service};
-use utoipa_axum::router::OpenApiRouter;
-
-use crate::service::state::AppState;
 
 /// The route patterns some installed gate covers.
 #[derive(Debug, Default)]
@@ -37,11 +34,7 @@ impl Gates {
     /// Put every route of `routes` behind `layer` and record their patterns, so
     /// that no direct answer of theirs goes round it. A route layer, so a wrong method still
     /// gets the 405 every route gives, and the gate runs before the route's extractors.
-    pub(super) fn install<L>(
-        &mut self,
-        routes: OpenApiRouter<Arc<AppState>>,
-        layer: L,
-    ) -> OpenApiRouter<Arc<AppState>>
+    pub(super) fn install<'s, L>(&mut self, mut routes: Routes<'s>, layer: L) -> Routes<'s>
     where
         L: Layer<Route> + Clone + Send + Sync + 'static,
         L::Service: Service<Request> + Clone + Send + Sync + 'static,
@@ -50,8 +43,8 @@ impl Gates {
         <L::Service as Service<Request>>::Future: Send + 'static,
     {
         self.covered
-            .extend(routes.get_openapi().paths.paths.keys().cloned());
-        routes.route_layer(layer)
+            .extend(routes.paths_mut().paths.keys().cloned());
+        routes.map_router(|router| router.route_layer(layer))
     }
 
     /// Whether a gate stands in front of `pattern` (if not, a direct answer may serve it).
@@ -64,6 +57,8 @@ impl Gates {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use std::sync::Arc;
+
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
     use axum::middleware::{self, Next};
@@ -71,8 +66,8 @@ mod tests {
     use tower::ServiceExt;
     use uidgen_core::{CachedOptions, CachedUidGenerator, Layout, SystemClock};
 
-    use super::*;
     use crate::service::callers::RouteFamily;
+    use crate::service::state::AppState;
 
     async fn teapot(_: Request<Body>, _: Next) -> Response {
         StatusCode::IM_A_TEAPOT.into_response()

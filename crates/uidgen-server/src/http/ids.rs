@@ -9,12 +9,10 @@ use serde::Serialize;
 use uidgen_core::{DecodedUid, FieldKind, GenMethod, Layout, UidParts};
 use utoipa::ToSchema;
 
-use super::error::{ErrorBody, TextError};
+use super::error::TextError;
 use super::extract::{LeafPath, PathParam, QueryParams};
 use super::observe::{Answered, Issued, decimal};
-use super::shown::{
-    FORM_DESCRIPTION, READ_FORM_DESCRIPTION, Shown, TZ_DESCRIPTION, param_form, param_zone,
-};
+use super::shown::{Shown, param_form, param_zone};
 use crate::service::callers::{Caller, RouteFamily, Scoped};
 use crate::service::error::{ApiError, ECHO_CHARS, clip};
 use crate::service::forms::Form;
@@ -47,32 +45,6 @@ fn required_u64(params: &QueryParams, name: &str) -> Result<u64, ApiError> {
 /// `GET /api/snowflake/get/{key}` (Leaf): one ID as a bare decimal. Leaf's snowflake mode
 /// ignores the key; here a key naming a space (`[spaces.<name>]`) takes from that space, and
 /// any other key from the default space, as Leaf would.
-#[utoipa::path(
-    get,
-    path = "/api/snowflake/get/{key}",
-    tag = "leaf",
-    params((
-        "key" = String,
-        Path,
-        description = "A space's name takes from that space; any other key (Leaf ignores it) \
-                       from the default space"
-    )),
-    responses(
-        (
-            status = 200,
-            description = "One ID as a bare decimal",
-            content_type = "text/plain",
-            body = String,
-            example = "967194852301217792"
-        ),
-        (
-            status = 503,
-            description = "The generator cannot issue now (bare text)",
-            content_type = "text/plain",
-            body = String
-        ),
-    )
-)]
 pub async fn leaf_snowflake(
     State(state): State<Arc<AppState>>,
     caller: Option<Extension<Arc<Caller>>>,
@@ -111,21 +83,6 @@ fn leaf_source<'a>(
 }
 
 /// `GET /genid` (Vesta): one ID as a bare decimal.
-#[utoipa::path(
-    get,
-    path = "/genid",
-    tag = "vesta",
-    responses(
-        (
-            status = 200,
-            description = "One ID as a bare decimal",
-            content_type = "text/plain",
-            body = String,
-            example = "968010208892690432"
-        ),
-        (status = 503, description = "The generator cannot issue now", body = ErrorBody),
-    )
-)]
 pub async fn vesta_genid(State(state): State<Arc<AppState>>) -> Result<Issued<String>, ApiError> {
     Ok(decimal(generate::one(&state).await?))
 }
@@ -143,7 +100,7 @@ pub(super) fn vesta_genid_now(state: &AppState, _: &matchit::Params) -> Option<A
 /// under Vesta's names.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct VestaExplained {
+pub(super) struct VestaExplained {
     #[serde(skip_serializing_if = "Option::is_none")]
     gen_method: Option<u64>,
     machine: u64,
@@ -163,23 +120,6 @@ fn decode_text(layout: &Layout, text: &str) -> Result<DecodedUid, ApiError> {
 }
 
 /// `GET /expid?id=` (Vesta): the fields of an ID.
-#[utoipa::path(
-    get,
-    path = "/expid",
-    tag = "vesta",
-    params(
-        ("id" = u64, Query, description = "The ID to explain, decimal"),
-        ("tz" = Option<String>, Query, description = TZ_DESCRIPTION),
-    ),
-    responses(
-        (status = 200, description = "The ID's fields, with Vesta's names", body = VestaExplained),
-        (
-            status = 400,
-            description = "Missing or malformed ID, or an unknown zone",
-            body = ErrorBody
-        ),
-    )
-)]
 pub async fn vesta_expid(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
@@ -218,55 +158,6 @@ pub(super) fn make_id(layout: &Layout, parts: &UidParts) -> Result<u64, ApiError
 /// worker id this server stamps, genMethod 2 (REST, what this route's own IDs carry), and the
 /// layout's type and version. So `/expid`'s `time` and `seq` alone give back an ID this server
 /// served over HTTP.
-#[utoipa::path(
-    get,
-    path = "/makeid",
-    tag = "vesta",
-    params(
-        (
-            "time" = u64,
-            Query,
-            description = "Time units since the layout's epoch, as `/expid` reports it"
-        ),
-        ("seq" = u64, Query, description = "Sequence"),
-        (
-            "machine" = Option<u64>,
-            Query,
-            description = "Worker id, or its machine part on a layout that splits it; this \
-                           server's own when absent"
-        ),
-        (
-            "process" = Option<u64>,
-            Query,
-            description = "The worker's process part: required with `machine` on a layout that \
-                           splits its worker field (`keyworker`)"
-        ),
-        (
-            "genMethod" = Option<u64>,
-            Query,
-            description = "Vesta's genMethod; 2 (REST, as this route's IDs) when absent"
-        ),
-        (
-            "type" = Option<u64>,
-            Query,
-            description = "Vesta's type bit; the layout's own when absent"
-        ),
-        (
-            "version" = Option<u64>,
-            Query,
-            description = "Vesta's version bit; the layout's own when absent"
-        ),
-    ),
-    responses(
-        (
-            status = 200,
-            description = "The ID as a bare decimal",
-            content_type = "text/plain",
-            body = String
-        ),
-        (status = 400, description = "A missing or out-of-range field", body = ErrorBody),
-    )
-)]
 pub async fn vesta_makeid(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
@@ -305,33 +196,6 @@ pub async fn vesta_makeid(
 
 /// `GET /transtime?time=[&tz=]` (Vesta): a time field value as readable time, in UTC or the
 /// zone `tz` names; the text names its zone (`Z`, an offset, `[Asia/Shanghai]`).
-#[utoipa::path(
-    get,
-    path = "/transtime",
-    tag = "vesta",
-    params(
-        (
-            "time" = u64,
-            Query,
-            description = "A time field value (units since the layout's epoch)"
-        ),
-        ("tz" = Option<String>, Query, description = TZ_DESCRIPTION),
-    ),
-    responses(
-        (
-            status = 200,
-            description = "The time in ISO-8601, in UTC or the zone asked for",
-            content_type = "text/plain",
-            body = String,
-            example = "2026-11-23T01:46:45.000Z"
-        ),
-        (
-            status = 400,
-            description = "Missing or out of range, or an unknown zone",
-            body = ErrorBody
-        ),
-    )
-)]
 pub async fn vesta_transtime(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
@@ -375,31 +239,7 @@ impl IdBatch {
     }
 }
 
-/// The 400 of a batch route (`/v1/ids`, `/v1/spaces/{space}/ids`): what [`batch_from`]
-/// refuses.
-pub(super) const BATCH_REFUSED: &str =
-    "`count` out of range (`invalid_count`) or malformed, or an unknown `form`";
-
 /// `GET /v1/ids?count=N`: a batch of IDs as JSON (`count` defaults to 1, capped by config).
-#[utoipa::path(
-    get,
-    operation_id = "id_batch",
-    path = "/v1/ids",
-    tag = "ids",
-    params(
-        (
-            "count" = Option<u64>,
-            Query,
-            description = "How many IDs: 1 (default) to `batch_cap`"
-        ),
-        ("form" = Option<String>, Query, description = FORM_DESCRIPTION),
-    ),
-    responses(
-        (status = 200, description = "A batch of IDs", body = IdBatch),
-        (status = 400, description = BATCH_REFUSED, body = ErrorBody),
-        (status = 503, description = "The generator cannot issue now", body = ErrorBody),
-    )
-)]
 pub async fn batch(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
@@ -497,34 +337,6 @@ pub(super) fn decoded(layout: &Layout, d: DecodedUid, shown: &Shown) -> Result<D
 /// preset (`GET /v1/layouts` lists them), or as a sharded-mode ID (app id, shard, index). The
 /// ID is decimal unless `form` names its form: no form is guessed, since a fixed-width base36
 /// text of digits only (`0000000000123`) is also a decimal number.
-#[utoipa::path(
-    get,
-    path = "/v1/ids/{id}",
-    tag = "ids",
-    params(
-        ("id" = String, Path, description = "The ID: decimal, or in the form `form` names"),
-        (
-            "layout" = Option<String>,
-            Query,
-            description = "`sharded`, the served layout's name, or any preset (`GET /v1/layouts`); \
-                           the served layout when absent"
-        ),
-        ("form" = Option<String>, Query, description = READ_FORM_DESCRIPTION),
-        ("tz" = Option<String>, Query, description = TZ_DESCRIPTION),
-    ),
-    responses(
-        (
-            status = 200,
-            description = "The ID's fields: `Decoded`, or `DecodedSharded` for `layout=sharded`",
-            body = DecodedAny
-        ),
-        (
-            status = 400,
-            description = "A malformed ID (`malformed_id`), an unknown layout, form or zone",
-            body = ErrorBody
-        ),
-    )
-)]
 pub async fn decode(
     State(state): State<Arc<AppState>>,
     PathParam(text, _): PathParam<String>,

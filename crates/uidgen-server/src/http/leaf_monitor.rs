@@ -13,7 +13,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Html;
 
-use super::error::ErrorBody;
 use super::extract::QueryParams;
 use crate::service::error::ApiError;
 use crate::service::segments::{segment_error, service};
@@ -75,20 +74,6 @@ fn page(headers: &[&str], rows: &[Vec<String>]) -> Html<String> {
 
 /// `GET /cache` (Leaf): every tag's double buffer as an HTML table, Leaf's columns (`name`,
 /// `init`, `next`, `pos`, `value0`, `max0`, `step0`, `value1`, `max1`, `step1`).
-#[utoipa::path(
-    get,
-    path = "/cache",
-    tag = "leaf",
-    responses(
-        (
-            status = 200,
-            description = "Every tag's double buffer, Leaf's /cache page",
-            content_type = "text/html",
-            body = String
-        ),
-        (status = 404, description = "Segment mode off (`segments_disabled`)", body = ErrorBody),
-    )
-)]
 pub async fn cache(State(state): State<Arc<AppState>>) -> Result<Html<String>, ApiError> {
     let service = service(&state)?;
     let rows: Vec<Vec<String>> = service
@@ -120,21 +105,6 @@ pub async fn cache(State(state): State<Arc<AppState>>) -> Result<Html<String>, A
 
 /// `GET /db` (Leaf): the `leaf_alloc` rows as an HTML table, Leaf's columns (`tag`, `max`,
 /// `step`, `update`).
-#[utoipa::path(
-    get,
-    path = "/db",
-    tag = "leaf",
-    responses(
-        (
-            status = 200,
-            description = "The leaf_alloc rows, Leaf's /db page",
-            content_type = "text/html",
-            body = String
-        ),
-        (status = 404, description = "Segment mode off (`segments_disabled`)", body = ErrorBody),
-        (status = 503, description = "The store is down (`store_unavailable`)", body = ErrorBody),
-    )
-)]
 pub async fn db(State(state): State<Arc<AppState>>) -> Result<Html<String>, ApiError> {
     service(&state)?;
     // The server's one store, which its caller tokens are read from too.
@@ -173,22 +143,6 @@ pub async fn db(State(state): State<Arc<AppState>>) -> Result<Html<String>, ApiE
 /// HH:mm:ss.SSS)`, UTC), `workerId` and `sequenceId`, as strings; a text that is not an ID
 /// answers `errorMsg`, as Leaf's does (with status 200). No `snowflakeId`, or an empty one, is
 /// refused with 400 (Spring refuses the first; no client sends the second).
-#[utoipa::path(
-    get,
-    path = "/decodeSnowflakeId",
-    tag = "leaf",
-    params(("snowflakeId" = String, Query, description = "The ID, decimal")),
-    responses(
-        (
-            status = 200,
-            description = "`timestamp`, `workerId`, `sequenceId` (or `errorMsg`), as strings",
-            body = BTreeMap<String, String>,
-            example = json!({"timestamp": "1567733700834(2019-09-06 01:35:00.834)",
-                "workerId": "39", "sequenceId": "3448"})
-        ),
-        (status = 400, description = "No `snowflakeId`, or an empty one", body = ErrorBody),
-    )
-)]
 pub async fn decode_snowflake_id(
     State(state): State<Arc<AppState>>,
     query: QueryParams,

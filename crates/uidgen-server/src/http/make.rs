@@ -10,7 +10,6 @@ use uidgen_core::calendar::parse_epoch_ms;
 use uidgen_core::{Layout, UidParts};
 use utoipa::ToSchema;
 
-use super::error::ErrorBody;
 use super::extract::{Body, QueryParams};
 use super::ids::{Decoded, decoded, make_id};
 use super::integer;
@@ -79,34 +78,6 @@ fn make_time(layout: &Layout, req: &MakeRequest) -> Result<u64, (&'static str, S
 /// `POST /v1/ids/make[?form=&tz=]`: the ID with the given fields, and its decoded form, shown as
 /// the decode route shows it. Every bad field is reported at once, each with its own message,
 /// in the error's `fields`.
-#[utoipa::path(
-    post,
-    path = "/v1/ids/make",
-    tag = "ids",
-    params(
-        (
-            "form" = Option<String>,
-            Query,
-            description = "Also write the ID as `text` in this form: `decimal`, `base36` or \
-                           `base62`"
-        ),
-        (
-            "tz" = Option<String>,
-            Query,
-            description = "The zone the answer's `timestamp` is shown in (UTC when absent)"
-        ),
-    ),
-    request_body = MakeRequest,
-    responses(
-        (status = 200, description = "The ID and its fields", body = Decoded),
-        (
-            status = 400,
-            description = "A bad body or field; `fields` names each bad field",
-            body = ErrorBody
-        ),
-        (status = 413, description = "The body is too large", body = ErrorBody),
-    )
-)]
 pub async fn make(
     State(state): State<Arc<AppState>>,
     params: QueryParams,

@@ -9,6 +9,7 @@ mod bounds;
 mod callers;
 mod console;
 mod dated;
+mod described;
 pub(crate) mod error;
 mod extract;
 mod fallback;
@@ -32,12 +33,9 @@ mod tokens;
 
 use std::sync::Arc;
 
-use utoipa::OpenApi;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
-
 use crate::service::callers::RouteFamily;
 use crate::service::state::AppState;
+use described::{Routes, Source};
 use gates::Gates;
 use observe::App;
 
@@ -49,28 +47,38 @@ pub fn app(state: Arc<AppState>) -> App {
 
 /// A route family's sub-router put behind further gates, beyond its caller-token check: none
 /// in the service; a test adds one to see both ways to a route obey it.
-type ExtraGates<'a> = &'a dyn Fn(
-    RouteFamily,
-    OpenApiRouter<Arc<AppState>>,
-    &mut Gates,
-) -> OpenApiRouter<Arc<AppState>>;
+type ExtraGates<'a> = &'a dyn for<'s> Fn(RouteFamily, Routes<'s>, &mut Gates) -> Routes<'s>;
 
 /// [`app`], with `extra` gates on the route families.
 fn gated_app(state: Arc<AppState>, extra: ExtraGates<'_>) -> App {
+    let source = Source::checked_in();
     let mut gates = Gates::default();
-    let (router, document) = routes(&state, &mut gates, extra).split_for_parts();
-    openapi::publish(&document);
+    let (router, paths) = routes(&source, &state, &mut gates, extra).into_parts();
+    // Both are found by the tests (`described.rs`); a release that had one would serve less.
+    for operation in source.undescribed() {
+        tracing::error!(
+            operation,
+            "a route with no description in paths.json is not served"
+        );
+    }
+    for operation in source.unserved() {
+        tracing::error!(
+            operation,
+            "paths.json describes an operation that no route serves"
+        );
+    }
+    openapi::publish(&paths);
     let router = router
         .fallback(ops::not_found)
         // After every route: it applies to the routes registered before it.
         .method_not_allowed_fallback(ops::method_not_allowed)
         .with_state(Arc::clone(&state));
-    // The document's paths are the routing table's: `routes!` adds each route with its own.
+    // The document's paths are the routing table's: each route was added with its own.
     App::new(
         router,
-        &document.paths,
-        &direct_answers(),
-        &issuing_routes(),
+        &paths,
+        &direct_answers(&source),
+        &issuing_routes(&source),
         &gates,
         state,
     )
@@ -97,177 +105,160 @@ where
     })
 }
 
-/// `routes`, all of `family`, behind the family's gates: the caller-token check
-/// (`callers.rs`), then any `extra`.
-fn family(
-    family: RouteFamily,
-    routes: OpenApiRouter<Arc<AppState>>,
-    state: &Arc<AppState>,
-    gates: &mut Gates,
-    extra: ExtraGates<'_>,
-) -> OpenApiRouter<Arc<AppState>> {
-    let routes = callers::callers_only(family, routes, state, gates);
-    extra(family, routes, gates)
-}
-
 /// The routes whose `GET` hands out IDs, by pattern: they answer `HEAD` without taking any
 /// (`admission.rs`). `tests/router/routes.rs` sends `HEAD` to every `GET` route of the document and
 /// checks that none took an ID, so a route missing here is found.
-fn issuing_routes() -> Vec<String> {
-    use utoipa::Path;
-    vec![
-        ids::__path_leaf_snowflake::path(),
-        ids::__path_vesta_genid::path(),
-        ids::__path_batch::path(),
-        segments::__path_leaf_segment::path(),
-        segments::__path_batch::path(),
-        dated::__path_dated::path(),
-        spaces::__path_space_batch::path(),
-        sharded::__path_original_get::path(),
-        sharded::__path_batch::path(),
-        tinyid::__path_next_id::path(),
-        tinyid::__path_next_id_simple::path(),
-        tinyid::__path_next_segment_id::path(),
-        tinyid::__path_next_segment_id_simple::path(),
+fn issuing_routes(source: &Source) -> Vec<String> {
+    [
+        "leaf_snowflake",
+        "vesta_genid",
+        "id_batch",
+        "leaf_segment",
+        "segment_batch",
+        "dated",
+        "space_id_batch",
+        "original_get",
+        "sharded_batch",
+        "tinyid_next_id",
+        "tinyid_next_id_simple",
+        "tinyid_next_segment_id",
+        "tinyid_next_segment_id_simple",
     ]
+    .into_iter()
+    .filter_map(|operation| source.path_of(operation))
+    .collect()
 }
 
 /// The routes that answer a plain `GET` without the router when they can at once ([`App`]'s
 /// direct answers), by pattern: the single-ID text routes, where the router is most of the
-/// work. The patterns are the routes' own (`#[utoipa::path]`), as in the routing table. [`App`]
+/// work. The patterns are the routes' own (`paths.json`), as in the routing table. [`App`]
 /// drops the direct answer of any pattern a gate covers (`gates.rs`): caller tokens, when
 /// required.
-fn direct_answers() -> Vec<(String, observe::Direct)> {
-    vec![
-        (
-            <ids::__path_leaf_snowflake as utoipa::Path>::path(),
-            ids::leaf_snowflake_now as observe::Direct,
-        ),
-        (
-            <ids::__path_vesta_genid as utoipa::Path>::path(),
-            ids::vesta_genid_now,
-        ),
-        (
-            <segments::__path_leaf_segment as utoipa::Path>::path(),
-            segments::leaf_segment_now,
-        ),
-    ]
+fn direct_answers(source: &Source) -> Vec<(String, observe::Direct)> {
+    let answers: [(&str, observe::Direct); 3] = [
+        ("leaf_snowflake", ids::leaf_snowflake_now),
+        ("vesta_genid", ids::vesta_genid_now),
+        ("leaf_segment", segments::leaf_segment_now),
+    ];
+    answers
+        .into_iter()
+        .filter_map(|(operation, answer)| Some((source.path_of(operation)?, answer)))
+        .collect()
 }
 
-/// The routing table. Each route comes with its OpenAPI description (`routes!` reads the
-/// handler's `#[utoipa::path]`, path and method included), so none can go undescribed: add
-/// routes here only through `routes!` (a test rejects any other way in).
-fn routes(
+/// The routing table. Each route is added by its description's operationId (`paths.json`),
+/// which gives its path and method, so none can go undescribed: add routes here only with
+/// `add` (a test rejects any other way in).
+fn routes<'s>(
+    source: &'s Source,
     state: &Arc<AppState>,
     gates: &mut Gates,
     extra: ExtraGates<'_>,
-) -> OpenApiRouter<Arc<AppState>> {
-    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
-        // The web console and this API's description.
-        .routes(routes!(console::index))
-        .routes(routes!(console::ui))
-        .routes(routes!(console::script))
-        .routes(routes!(console::style))
-        .routes(routes!(openapi::document))
-        // The ID routes, by family, each family behind the caller-token check when
-        // `auth.required` is on (`callers.rs`).
-        .merge(family(
+) -> Routes<'s> {
+    let routes = || Routes::new(source);
+    // The ID routes, by family, each family behind its gates: the caller-token check when
+    // `auth.required` is on (`callers.rs`), then any `extra`.
+    let families = [
+        (
             RouteFamily::Ids,
-            OpenApiRouter::new()
+            routes()
                 // Leaf-compatible: bare decimal IDs as text/plain.
-                .routes(routes!(ids::leaf_snowflake))
+                .add("leaf_snowflake", ids::leaf_snowflake)
                 // Vesta-compatible.
-                .routes(routes!(ids::vesta_genid))
-                .routes(routes!(ids::vesta_expid))
-                .routes(routes!(ids::vesta_makeid))
-                .routes(routes!(ids::vesta_transtime))
+                .add("vesta_genid", ids::vesta_genid)
+                .add("vesta_expid", ids::vesta_expid)
+                .add("vesta_makeid", ids::vesta_makeid)
+                .add("vesta_transtime", ids::vesta_transtime)
                 // JSON API.
-                .routes(routes!(ids::batch))
-                .routes(routes!(make::make))
-                .routes(routes!(ids::decode))
+                .add("id_batch", ids::batch)
+                .add("make", make::make)
+                .add("decode", ids::decode)
                 // Leaf's monitor route that decodes an ID.
-                .routes(routes!(leaf_monitor::decode_snowflake_id)),
-            state,
-            gates,
-            extra,
-        ))
-        .merge(family(
+                .add("decode_snowflake_id", leaf_monitor::decode_snowflake_id),
+        ),
+        (
             RouteFamily::Segments,
-            OpenApiRouter::new()
-                .routes(routes!(segments::leaf_segment))
-                .routes(routes!(segments::monitor))
-                .routes(routes!(segments::batch))
-                .routes(routes!(lease::lease_route))
+            routes()
+                .add("leaf_segment", segments::leaf_segment)
+                .add("monitor", segments::monitor)
+                .add("segment_batch", segments::batch)
+                .add("lease_route", lease::lease_route)
                 // Dated numbers: each day's from the tag's day tag.
-                .routes(routes!(dated::dated))
+                .add("dated", dated::dated)
                 // Leaf's monitor pages.
-                .routes(routes!(leaf_monitor::cache))
-                .routes(routes!(leaf_monitor::db)),
-            state,
-            gates,
-            extra,
-        ))
-        // Tinyid's API: its `token` parameter is checked as a caller token by the routes.
-        .routes(routes!(tinyid::next_id, tinyid::next_id_post))
-        .routes(routes!(tinyid::next_id_simple, tinyid::next_id_simple_post))
-        .routes(routes!(
-            tinyid::next_segment_id,
-            tinyid::next_segment_id_post
-        ))
-        .routes(routes!(
-            tinyid::next_segment_id_simple,
-            tinyid::next_segment_id_simple_post
-        ))
+                .add("cache", leaf_monitor::cache)
+                .add("db", leaf_monitor::db),
+        ),
         // Named ID spaces (`[spaces.<name>]`): the `space` path parameter is scoped.
-        .merge(family(
+        (
             RouteFamily::Spaces,
-            OpenApiRouter::new()
-                .routes(routes!(spaces::list_spaces))
-                .routes(routes!(spaces::space_batch))
-                .routes(routes!(spaces::space_decode)),
-            state,
-            gates,
-            extra,
-        ))
+            routes()
+                .add("list_spaces", spaces::list_spaces)
+                .add("space_id_batch", spaces::space_batch)
+                .add("space_decode", spaces::space_decode),
+        ),
         // Worker ids leased to clients' embedded fallbacks.
-        .merge(family(
+        (
             RouteFamily::Fallback,
-            OpenApiRouter::new()
-                .routes(routes!(fallback::claim_route))
-                .routes(routes!(fallback::renew_route))
-                .routes(routes!(fallback::release_route)),
-            state,
-            gates,
-            extra,
-        ))
+            routes()
+                .add("claim_route", fallback::claim_route)
+                .add("renew_route", fallback::renew_route)
+                .add("release_route", fallback::release_route),
+        ),
         // Sharded mode: the original service's text route, and JSON.
-        .merge(family(
+        (
             RouteFamily::Sharded,
-            OpenApiRouter::new()
-                .routes(routes!(sharded::original_get))
-                .routes(routes!(sharded::list_apps))
-                .routes(routes!(sharded::batch)),
-            state,
-            gates,
-            extra,
-        ))
-        .routes(routes!(status::layouts))
+            routes()
+                .add("original_get", sharded::original_get)
+                .add("list_apps", sharded::list_apps)
+                .add("sharded_batch", sharded::batch),
+        ),
+    ];
+    let mut table = routes()
+        // The web console and this API's description.
+        .add("index", console::index)
+        .add("ui", console::ui)
+        .add("script", console::script)
+        .add("style", console::style)
+        .add("document", openapi::document)
+        // Tinyid's API: its `token` parameter is checked as a caller token by the routes.
+        .add("tinyid_next_id", tinyid::next_id)
+        .add("tinyid_next_id_post", tinyid::next_id_post)
+        .add("tinyid_next_id_simple", tinyid::next_id_simple)
+        .add("tinyid_next_id_simple_post", tinyid::next_id_simple_post)
+        .add("tinyid_next_segment_id", tinyid::next_segment_id)
+        .add("tinyid_next_segment_id_post", tinyid::next_segment_id_post)
+        .add(
+            "tinyid_next_segment_id_simple",
+            tinyid::next_segment_id_simple,
+        )
+        .add(
+            "tinyid_next_segment_id_simple_post",
+            tinyid::next_segment_id_simple_post,
+        )
+        .add("layouts", status::layouts)
         // Reads a dated number's text back: issues nothing, names no tag.
-        .routes(routes!(dated::parse))
+        .add("parse", dated::parse)
         // Admin: a sub-router behind the bearer-token check, which runs before the route's
         // extractors.
         .merge(auth::admin_only(
-            OpenApiRouter::new()
-                .routes(routes!(segments::upsert_tag))
-                .routes(routes!(sharded::upsert_app))
-                .routes(routes!(tokens::create_token, tokens::list_tokens))
-                .routes(routes!(tokens::revoke_token)),
+            routes()
+                .add("upsert_tag", segments::upsert_tag)
+                .add("upsert_app", sharded::upsert_app)
+                .add("create_token", tokens::create_token)
+                .add("list_tokens", tokens::list_tokens)
+                .add("revoke_token", tokens::revoke_token),
             state,
             gates,
         ))
         // Operations.
-        .routes(routes!(ops::healthz))
-        .routes(routes!(ops::readyz))
-        .routes(routes!(ops::metrics))
-        .routes(routes!(status::status))
+        .add("healthz", ops::healthz)
+        .add("readyz", ops::readyz)
+        .add("metrics", ops::metrics)
+        .add("status", status::status);
+    for (family, members) in families {
+        let members = callers::callers_only(family, members, state, gates);
+        table = table.merge(extra(family, members, gates));
+    }
+    table
 }

@@ -12,7 +12,7 @@
 //! request; docs/BENCHMARKS.md). Outside the router there is no `MatchedPath`, so [`App`]
 //! finds the pattern itself: one lookup in a `matchit` router (the router crate axum matches
 //! with, so both agree on every path) built once from the OpenAPI document's paths, which are
-//! the routing table's (`routes!` adds each route with its description). No route list is kept
+//! the routing table's (each route is added by its description). No route list is kept
 //! by hand: a route added to the table is measured under its own pattern without further change.
 //!
 //! The same lookup lets the single-ID text routes answer a plain `GET` without the router at all

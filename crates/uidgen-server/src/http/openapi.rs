@@ -1,9 +1,9 @@
-//! `GET /openapi.json`: the OpenAPI 3.1 description of every route, generated from the handlers'
-//! `#[utoipa::path]` attributes and their types.
+//! `GET /openapi.json`: the OpenAPI 3.1 description of every route: the routes' descriptions
+//! (`paths.json`) and the schemas of their bodies, derived from the bodies' types.
 //!
-//! The routing table ([`super::app`]) adds each route together with its description
-//! (utoipa-axum's `routes!`), so a route cannot be served without being described; a test
-//! checks that the table has no other way in. Each parameter's and body field's bounds are
+//! The routing table ([`super::app`]) adds each route by its description (`described.rs`), so a
+//! route cannot be served without being described; a test checks that the table has no other
+//! way in. Each parameter's and body field's bounds are
 //! filled in per server when the document is served ([`super::bounds`]).
 
 use std::sync::{Arc, OnceLock};
@@ -12,14 +12,29 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use serde_json::Value;
+use utoipa::openapi::path::Paths;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+use super::dated::{DatedBatch, DatedParts};
 use super::error::ErrorBody;
+use super::fallback::{
+    ClaimFallbackRequest, FallbackLease, FallbackRelease, FallbackRenewal, ReleaseFallbackRequest,
+    RenewFallbackRequest,
+};
+use super::ids::{DecodedAny, IdBatch, VestaExplained};
+use super::make::MakeRequest;
+use super::segments::{SegmentBatch, TagRow, TagUpdate, TagView};
+use super::sharded::{AppUpdate, AppView, ShardedBatch};
+use super::status::{LayoutInfo, Status};
+use super::tinyid::{TinyidResponse, TinyidSegment};
+use super::tokens::{CreatedToken, NewToken, RevokedToken, TokenList};
+use crate::service::lease::SegmentLease;
+use crate::service::spaces::SpaceInfo;
 use crate::service::state::AppState;
 
-/// The parts of the document no handler carries: its title, the tags, the shared error
-/// schema and the admin token's security scheme.
+/// The parts of the document beside its paths: its title, the tags, the schemas the paths
+/// name (each with the schemas it names in turn) and the security schemes.
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -34,7 +49,39 @@ use crate::service::state::AppState;
                        layout (field widths, the time range) are this server's. See docs/API.md.",
         license(name = "MIT OR Apache-2.0")
     ),
-    components(schemas(ErrorBody)),
+    components(schemas(
+        AppUpdate,
+        AppView,
+        ClaimFallbackRequest,
+        CreatedToken,
+        DatedBatch,
+        DatedParts,
+        DecodedAny,
+        ErrorBody,
+        FallbackLease,
+        FallbackRelease,
+        FallbackRenewal,
+        IdBatch,
+        LayoutInfo,
+        MakeRequest,
+        NewToken,
+        ReleaseFallbackRequest,
+        RenewFallbackRequest,
+        RevokedToken,
+        SegmentBatch,
+        SegmentLease,
+        ShardedBatch,
+        SpaceInfo,
+        Status,
+        TagRow,
+        TagUpdate,
+        TagView,
+        TinyidResponse<TinyidSegment>,
+        TinyidResponse<Vec<i64>>,
+        TinyidSegment,
+        TokenList,
+        VestaExplained,
+    )),
     modifiers(&AdminToken),
     tags(
         (name = "ids", description = "IDs of the served layout: batches, decode, make"),
@@ -77,26 +124,17 @@ impl Modify for AdminToken {
 /// copy serves every router in the process; each server's bounds are filled in when served.
 static DOCUMENT: OnceLock<Value> = OnceLock::new();
 
-/// Keep the document the routing table produced, for `GET /openapi.json`.
-pub(super) fn publish(document: &utoipa::openapi::OpenApi) {
+/// Keep the document of the routing table's `paths`, for `GET /openapi.json`.
+pub(super) fn publish(paths: &Paths) {
     DOCUMENT.get_or_init(|| {
+        let mut document = ApiDoc::openapi();
+        document.paths = paths.clone();
         // Serialising plain data cannot fail; an empty object would show that it did.
         serde_json::to_value(document).unwrap_or_else(|_| Value::Object(Default::default()))
     });
 }
 
 /// `GET /openapi.json`: this document.
-#[utoipa::path(
-    get,
-    path = "/openapi.json",
-    tag = "operations",
-    responses((
-        status = 200,
-        description = "The OpenAPI 3.1 description of every route",
-        content_type = "application/json",
-        body = Object
-    ))
-)]
 pub async fn document(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     // Made per request (a fraction of a millisecond): the bounds are the state's, and the
     // document is read once by a console or a client generator, not on a hot path.

@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
-use super::error::{ErrorBody, TextError};
+use super::error::TextError;
 use super::extract::QueryParams;
 use crate::metrics::Metrics;
 use crate::service::error::{ApiError, ECHO_CHARS, SEE_LOG, clip};
@@ -16,18 +16,6 @@ use crate::service::runway::RunwayInfo;
 use crate::service::state::AppState;
 
 /// `GET /healthz`: the process is up.
-#[utoipa::path(
-    get,
-    path = "/healthz",
-    tag = "operations",
-    responses((
-        status = 200,
-        description = "The process is up",
-        content_type = "text/plain",
-        body = String,
-        example = "ok"
-    ))
-)]
 pub async fn healthz() -> &'static str {
     "ok"
 }
@@ -39,35 +27,6 @@ pub async fn healthz() -> &'static str {
 /// `ready (degraded: …)`; 503 when none can. With `mode`, that mode alone: 200, 503, or 404
 /// when it is not enabled here. Why a mode is not ready is logged; the client gets a fixed
 /// sentence, since the reason can name the database.
-#[utoipa::path(
-    get,
-    path = "/readyz",
-    tag = "operations",
-    params((
-        "mode" = inline(Option<Mode>),
-        Query,
-        description = "Probe one mode: `ids` (the ID generator), `segment` or `sharded`"
-    )),
-    responses(
-        (
-            status = 200,
-            description = "`ready`, or `ready (degraded: …)` naming the modes that cannot serve \
-                           and a ZooKeeper outage within its allowance",
-            content_type = "text/plain",
-            body = String,
-            example = "ready"
-        ),
-        (status = 400, description = "An unknown mode", body = ErrorBody),
-        (status = 404, description = "The mode is not enabled on this server", body = ErrorBody),
-        (
-            status = 503,
-            description = "No mode can serve (or the mode asked for cannot): the store, the \
-                           lease, ZooKeeper, Redis, the generator, or this host's clock too far \
-                           from the store's (the message names the offset)",
-            body = ErrorBody
-        ),
-    )
-)]
 pub async fn readyz(
     State(state): State<Arc<AppState>>,
     params: QueryParams,
@@ -145,17 +104,6 @@ fn not_ready(code: &'static str, message: String, failed: &[(Mode, &NotReady)]) 
 }
 
 /// `GET /metrics`: Prometheus text exposition.
-#[utoipa::path(
-    get,
-    path = "/metrics",
-    tag = "operations",
-    responses((
-        status = 200,
-        description = "Prometheus metrics, OpenMetrics text",
-        content_type = "application/openmetrics-text",
-        body = String
-    ))
-)]
 pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     if let Some(s) = state.generator.stock() {
         Metrics::set(&state.metrics.ring_capacity, s.capacity);

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use uidgen_segment::{GroupState, SegmentState, TagState};
 use utoipa::ToSchema;
 
-use super::error::{ErrorBody, TextError};
+use super::error::TextError;
 use super::extract::{Body, LeafPath, PathParam, QueryParams};
 use super::observe::{Answered, Issued, decimal};
 use crate::ordered::OrderedView;
@@ -20,39 +20,6 @@ use crate::service::segments::{STORE_UNAVAILABLE, numbers, ordered, segment_erro
 use crate::service::state::AppState;
 
 /// `GET /api/segment/get/{key}` (Leaf): the next ID of a biz tag as a bare decimal.
-#[utoipa::path(
-    get,
-    path = "/api/segment/get/{key}",
-    tag = "leaf",
-    params(("key" = String, Path, description = "The biz tag")),
-    responses(
-        (
-            status = 200,
-            description = "The tag's next ID as a bare decimal",
-            content_type = "text/plain",
-            body = String,
-            example = "1"
-        ),
-        (
-            status = 400,
-            description = "A malformed tag (bare text)",
-            content_type = "text/plain",
-            body = String
-        ),
-        (
-            status = 404,
-            description = "Unknown tag, or segment mode off (bare text, Leaf code -2)",
-            content_type = "text/plain",
-            body = String
-        ),
-        (
-            status = 503,
-            description = "Segments not ready or the store is down (bare text, Leaf codes -1, -3)",
-            content_type = "text/plain",
-            body = String
-        ),
-    )
-)]
 pub async fn leaf_segment(
     State(state): State<Arc<AppState>>,
     PathParam(tag, _): LeafPath<String>,
@@ -100,26 +67,6 @@ pub struct SegmentBatch {
 }
 
 /// `GET /v1/segments/{tag}?count=N`: a batch of a tag's IDs.
-#[utoipa::path(
-    get,
-    operation_id = "segment_batch",
-    path = "/v1/segments/{tag}",
-    tag = "segments",
-    params(
-        ("tag" = String, Path, description = "The biz tag"),
-        ("count" = Option<u64>, Query, description = "How many IDs: 1 (default) to `batch_cap`"),
-    ),
-    responses(
-        (status = 200, description = "A batch of the tag's IDs", body = SegmentBatch),
-        (status = 400, description = "A malformed tag or count", body = ErrorBody),
-        (
-            status = 404,
-            description = "Unknown tag (`unknown_tag`) or segment mode off (`segments_disabled`)",
-            body = ErrorBody
-        ),
-        (status = 503, description = "Segments not ready or the store is down", body = ErrorBody),
-    )
-)]
 pub async fn batch(
     State(state): State<Arc<AppState>>,
     PathParam(tag, _): PathParam<String>,
@@ -223,19 +170,6 @@ impl From<TagState> for TagView {
 }
 
 /// `GET /v1/segments`: every tag's buffer state (Leaf's `/cache` page).
-#[utoipa::path(
-    get,
-    path = "/v1/segments",
-    tag = "segments",
-    responses(
-        (
-            status = 200,
-            description = "Every tag's double buffer (Leaf's /cache page)",
-            body = Vec<TagView>
-        ),
-        (status = 404, description = "Segment mode off (`segments_disabled`)", body = ErrorBody),
-    )
-)]
 pub async fn monitor(State(state): State<Arc<AppState>>) -> Result<Json<Vec<TagView>>, ApiError> {
     let service = service(&state)?;
     let mut views: Vec<TagView> = service.monitor().into_iter().map(TagView::from).collect();
@@ -310,29 +244,6 @@ pub struct TagRow {
 /// `PUT /v1/admin/segments/{tag}` `{"step": N, "description": "..."}`: create a biz tag or change
 /// its step and description. Usable at once here, and on other servers after their next sync.
 /// Reached only with the admin token (the admin sub-router's layer checks it).
-#[utoipa::path(
-    put,
-    path = "/v1/admin/segments/{tag}",
-    tag = "admin",
-    params(("tag" = String, Path, description = "The biz tag")),
-    request_body = TagUpdate,
-    responses(
-        (status = 200, description = "The tag's row as stored", body = TagRow),
-        (status = 400, description = "A malformed tag, step or body", body = ErrorBody),
-        (
-            status = 404,
-            description = "No admin token configured (`admin_disabled`), or segment mode off",
-            body = ErrorBody
-        ),
-        (
-            status = 409,
-            description = "The databases of the tag's segment group disagree \
-                (`group_inconsistent`); nothing was written",
-            body = ErrorBody
-        ),
-        (status = 503, description = "The store is down", body = ErrorBody),
-    )
-)]
 pub async fn upsert_tag(
     State(state): State<Arc<AppState>>,
     PathParam(tag, _): PathParam<String>,

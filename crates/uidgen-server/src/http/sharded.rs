@@ -16,7 +16,6 @@ use uidgen_sharded::{AppInfo, ShardedError, ShardedId, ShardedService, shard_of}
 use uidgen_store::AppSpec;
 use utoipa::ToSchema;
 
-use super::error::ErrorBody;
 use super::extract::{Body, PathParam, QueryParams};
 use super::observe::{Issued, decimal};
 use crate::service::error::{ApiError, ECHO_CHARS, SEE_LOG, clip};
@@ -146,29 +145,6 @@ fn shard_request<'a>(
 
 /// `GET /api/shard/get/{app_id}?gatePass=…` (the original service's route): one ID of the app,
 /// in the gate pass's shard, as a bare decimal.
-#[utoipa::path(
-    get,
-    path = "/api/shard/get/{app_id}",
-    tag = "sharded",
-    params(
-        ("app_id" = u8, Path, description = "The app id, 0 to 255"),
-        (
-            "gatePass" = String,
-            Query,
-            description = "User name, phone number or e-mail: picks the shard"
-        ),
-    ),
-    responses(
-        (
-            status = 200,
-            description = "One ID as a bare decimal",
-            content_type = "text/plain",
-            body = String
-        ),
-        (status = 400, description = "A bad app id or gate pass", body = ErrorBody),
-        ShardedFailures,
-    )
-)]
 pub async fn original_get(
     State(state): State<Arc<AppState>>,
     PathParam(raw_app, _): PathParam<String>,
@@ -182,26 +158,6 @@ pub async fn original_get(
     Ok(decimal(id))
 }
 
-/// What every sharded ID route may answer when it cannot issue, described once for all of them
-/// (as [`sharded_error`] maps the failures once).
-#[derive(utoipa::IntoResponses)]
-#[allow(dead_code)] // Only described: the answers themselves are `ApiError`s.
-enum ShardedFailures {
-    #[response(status = 404, description = "Unknown app, or sharded mode off")]
-    NotFound(ErrorBody<'static>),
-    #[response(
-        status = 409,
-        description = "The shard handed out every index whose ID stays at or below the \
-                       app's `max_limit_id` (`app_exhausted`): raise the limit"
-    )]
-    Exhausted(ErrorBody<'static>),
-    #[response(
-        status = 503,
-        description = "Queues empty, or Redis or the database down"
-    )]
-    Unavailable(ErrorBody<'static>),
-}
-
 /// `{"app_id": 7, "shard": 61, "ids": [...]}`.
 #[derive(Serialize, ToSchema)]
 pub struct ShardedBatch {
@@ -212,30 +168,6 @@ pub struct ShardedBatch {
 
 /// `GET /v1/apps/{app_id}/ids?gate_pass=…&count=N`: `N` IDs (default 1, at most `batch_cap`)
 /// of the app in the gate pass's shard, popped with one `LPOP key N`.
-#[utoipa::path(
-    get,
-    operation_id = "sharded_batch",
-    path = "/v1/apps/{app_id}/ids",
-    tag = "sharded",
-    params(
-        ("app_id" = u8, Path, description = "The app id, 0 to 255"),
-        (
-            "gate_pass" = String,
-            Query,
-            description = "User name, phone number or e-mail: picks the shard"
-        ),
-        ("count" = Option<u64>, Query, description = "How many IDs: 1 (default) to `batch_cap`"),
-    ),
-    responses(
-        (
-            status = 200,
-            description = "A batch of the app's IDs from one shard",
-            body = ShardedBatch
-        ),
-        (status = 400, description = "A bad app id, gate pass or count", body = ErrorBody),
-        ShardedFailures,
-    )
-)]
 pub async fn batch(
     State(state): State<Arc<AppState>>,
     PathParam(raw_app, _): PathParam<String>,
@@ -284,16 +216,6 @@ impl From<AppInfo> for AppView {
 }
 
 /// `GET /v1/apps`: every app, as stored.
-#[utoipa::path(
-    get,
-    path = "/v1/apps",
-    tag = "sharded",
-    responses(
-        (status = 200, description = "Every app", body = Vec<AppView>),
-        (status = 404, description = "Sharded mode off (`sharded_disabled`)", body = ErrorBody),
-        (status = 503, description = "The database is down", body = ErrorBody),
-    )
-)]
 pub async fn list_apps(State(state): State<Arc<AppState>>) -> Result<Json<Vec<AppView>>, ApiError> {
     let apps = service(&state)?.apps().await.map_err(sharded_error)?;
     Ok(Json(apps.into_iter().map(AppView::from).collect()))
@@ -315,23 +237,6 @@ pub struct AppUpdate {
 /// app with its 64 shards, or change its name, step, limit and description. Answers the app
 /// with the largest index its limit allows. Reached only with the admin token (the admin
 /// sub-router's layer checks it).
-#[utoipa::path(
-    put,
-    path = "/v1/admin/apps/{app_id}",
-    tag = "admin",
-    params(("app_id" = u8, Path, description = "The app id, 0 to 255")),
-    request_body = AppUpdate,
-    responses(
-        (status = 200, description = "The app as stored", body = AppView),
-        (status = 400, description = "A bad app id or body", body = ErrorBody),
-        (
-            status = 404,
-            description = "No admin token configured, or sharded mode off",
-            body = ErrorBody
-        ),
-        (status = 503, description = "The database is down", body = ErrorBody),
-    )
-)]
 pub async fn upsert_app(
     State(state): State<Arc<AppState>>,
     PathParam(raw_app, _): PathParam<String>,

@@ -29,23 +29,6 @@ pub(super) fn param_form<'a>(
         .transpose()
 }
 
-/// What the `tz` parameter says in the document.
-pub(super) const TZ_DESCRIPTION: &str = "The zone times are shown in: `UTC` (default), an \
-                                         offset (`+08:00`) or an IANA name (`Asia/Shanghai`)";
-
-/// What the `form` parameter says in the document.
-pub(super) const FORM_DESCRIPTION: &str = "How IDs are written: `decimal`, `base36` or \
-                                           `base62` (fixed width, sortable), or `masked` (a \
-                                           keyed permutation that hides the ID's time, worker \
-                                           and sequence; on a server with `[mask]` keys); IDs \
-                                           are then JSON strings";
-
-/// `form` on a decode route: how the path's ID is written, and the answer's `text`.
-pub(super) const READ_FORM_DESCRIPTION: &str = "The form the ID is written in: `decimal` \
-                                                (default), `base36`, `base62` or `masked` (on a \
-                                                server with `[mask]` keys); the answer's `text` \
-                                                is the ID in that form";
-
 /// How a decode or make answer is shown: the zone of its timestamp, and the form of its ID.
 #[derive(Debug, Default)]
 pub(super) struct Shown<'a> {

@@ -127,16 +127,6 @@ pub(super) fn pick_layout(state: &AppState, name: Option<&str>) -> uidgen_core::
 
 /// `GET /v1/layouts`: every layout `GET /v1/ids/{id}?layout=` decodes, the served one first,
 /// with each field's bits and shift.
-#[utoipa::path(
-    get,
-    path = "/v1/layouts",
-    tag = "ids",
-    responses((
-        status = 200,
-        description = "The served layout, every preset, and `sharded`",
-        body = Vec<LayoutInfo>
-    ))
-)]
 pub async fn layouts(State(state): State<Arc<AppState>>) -> Json<Vec<LayoutInfo>> {
     let served = state.generator.layout();
     let mut out = vec![LayoutInfo::of(served, true)];
@@ -318,12 +308,6 @@ pub struct Status {
 }
 
 /// `GET /v1/status`: the generator's state, for the console (no database round trip).
-#[utoipa::path(
-    get,
-    path = "/v1/status",
-    tag = "operations",
-    responses((status = 200, description = "The generator's state", body = Status))
-)]
 pub async fn status(State(state): State<Arc<AppState>>) -> Json<Status> {
     let readiness = crate::service::ready::latest(&state).await;
     let modes = readiness

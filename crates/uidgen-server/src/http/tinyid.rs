@@ -30,7 +30,6 @@ use serde::Serialize;
 use uidgen_store::Residue;
 use utoipa::ToSchema;
 
-use super::error::ErrorBody;
 use super::extract::QueryParams;
 use super::observe::Issued;
 use crate::service::callers::{Caller, RouteFamily, Scoped, bearer_token};
@@ -86,34 +85,6 @@ pub struct TinyidSegment {
     current_id: i64,
     delta: i64,
     remainder: i64,
-}
-
-/// The query of the ID routes, for the document (the handlers read [`QueryParams`], and
-/// `http::bounds` states each parameter's bounds).
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code, reason = "described in the document, read from QueryParams")]
-struct IdsQuery {
-    /// The biz type (a segment tag)
-    #[param(rename = "bizType")]
-    biz_type: String,
-    /// How many IDs: 1 (default) to `batch_cap`
-    #[param(rename = "batchSize")]
-    batch_size: Option<i64>,
-    /// A caller token (asked for when `auth.required` is on)
-    token: Option<String>,
-}
-
-/// The query of the segment routes, for the document (as [`IdsQuery`]).
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code, reason = "described in the document, read from QueryParams")]
-struct SegmentQuery {
-    /// The biz type (a segment tag)
-    #[param(rename = "bizType")]
-    biz_type: String,
-    /// A caller token (asked for when `auth.required` is on)
-    token: Option<String>,
 }
 
 /// A refused or failed request: Tinyid's code and message.
@@ -270,79 +241,40 @@ async fn next_segment(
     })
 }
 
-/// A Tinyid route, described once for its `GET` and its `POST` (Tinyid's client posts an
-/// empty form, the parameters in the query): the two differ only in method, operation id and
-/// summary. `ok(...)` is the 200 answer's description; every route may answer the same 400.
-/// The handler names its arguments only (`state, headers, query, asked`): every Tinyid route
-/// takes the same ones and reads the biz type asked for first, so the macro writes them once.
+/// A Tinyid route's `GET` handler and its `POST` twin: Tinyid's client posts an empty form, the
+/// parameters in the query. The handler names its arguments only (`state, headers, query,
+/// asked`): every Tinyid route takes the same ones and reads the biz type asked for first, so the
+/// macro writes them once.
 macro_rules! tinyid_route {
-    // One method's description, on the handler `$item` (its doc comment included).
     (
-        @described $method:ident $op:tt, path $path:tt, params $query:ident, ok($($ok:tt)*),
-        $item:item
-    ) => {
-        #[utoipa::path(
-            $method,
-            operation_id = $op,
-            path = $path,
-            tag = "tinyid",
-            params($query),
-            responses(
-                (status = 200, $($ok)*),
-                (status = 400, description = BAD_QUERY, body = ErrorBody),
-            )
-        )]
-        $item
-    };
-    (
-        path $path:tt, params $query:ident,
-        ok($($ok:tt)*),
         $(#[doc = $get_doc:tt])*
-        get $get_op:tt
         pub async fn $get:ident($state:ident, $headers:ident, $params:ident, $asked:ident)
             -> $ret:ty { $($body:tt)* }
         $(#[doc = $post_doc:tt])*
-        post $post_op:tt $post:ident
+        post $post:ident
     ) => {
-        tinyid_route! {
-            @described get $get_op, path $path, params $query, ok($($ok)*),
-            $(#[doc = $get_doc])*
-            pub async fn $get(
-                State($state): State<Arc<AppState>>,
-                $headers: HeaderMap,
-                $params: QueryParams,
-            ) -> $ret {
-                let $asked = asked(&$state, &$params)?;
-                $($body)*
-            }
+        $(#[doc = $get_doc])*
+        pub async fn $get(
+            State($state): State<Arc<AppState>>,
+            $headers: HeaderMap,
+            $params: QueryParams,
+        ) -> $ret {
+            let $asked = asked(&$state, &$params)?;
+            $($body)*
         }
-        tinyid_route! {
-            @described post $post_op, path $path, params $query, ok($($ok)*),
-            $(#[doc = $post_doc])*
-            pub async fn $post(
-                state: State<Arc<AppState>>,
-                headers: HeaderMap,
-                query: QueryParams,
-            ) -> $ret {
-                $get(state, headers, query).await
-            }
+        $(#[doc = $post_doc])*
+        pub async fn $post(
+            state: State<Arc<AppState>>,
+            headers: HeaderMap,
+            query: QueryParams,
+        ) -> $ret {
+            $get(state, headers, query).await
         }
     };
 }
 
-/// The 400 of every Tinyid route: what no Tinyid client sends (see the module docs).
-const BAD_QUERY: &str = "No `bizType`, one no tag can be, a `batchSize` not from 1 to 2^31 - 1, \
-                         an empty `token`, or a parameter given twice";
-
 tinyid_route! {
-    path "/tinyid/id/nextId", params IdsQuery,
-    ok(
-        description = "`{data: [ids], code: 200, message: \"\"}`; code 5 for a refused token, 6 \
-            for any failure (with data null)",
-        body = TinyidResponse<Vec<i64>>
-    ),
     /// `/tinyid/id/nextId?bizType=&batchSize=&token=` (Tinyid): `batchSize` IDs of the biz type.
-    get "tinyid_next_id"
     pub async fn next_id(state, headers, query, asked)
         -> Result<Issued<Json<TinyidResponse<Vec<i64>>>>, ApiError> {
         Ok(match next_ids(&state, &headers, &query, &asked).await {
@@ -352,20 +284,12 @@ tinyid_route! {
     }
     /// `POST /tinyid/id/nextId`: [`next_id`] by `POST`, as Tinyid's client sends
     /// it (an empty form, the parameters in the query).
-    post "tinyid_next_id_post" next_id_post
+    post next_id_post
 }
 
 tinyid_route! {
-    path "/tinyid/id/nextIdSimple", params IdsQuery,
-    ok(
-        description = "The IDs separated by commas; empty on any error (Tinyid's)",
-        content_type = "text/plain",
-        body = String,
-        example = "1001,1002,1003"
-    ),
     /// `/tinyid/id/nextIdSimple?bizType=&batchSize=&token=` (Tinyid): the IDs as text, separated by
     /// commas; nothing on any error.
-    get "tinyid_next_id_simple"
     pub async fn next_id_simple(state, headers, query, asked)
         -> Result<Issued<String>, ApiError> {
         Ok(match next_ids(&state, &headers, &query, &asked).await {
@@ -378,19 +302,11 @@ tinyid_route! {
     }
     /// `POST /tinyid/id/nextIdSimple`: [`next_id_simple`] by `POST`, as Tinyid's client sends
     /// it (an empty form, the parameters in the query).
-    post "tinyid_next_id_simple_post" next_id_simple_post
+    post next_id_simple_post
 }
 
 tinyid_route! {
-    path "/tinyid/id/nextSegmentId", params SegmentQuery,
-    ok(
-        description = "`{data: SegmentId, code: 200, message: \"\"}`: the client hands out the \
-            numbers of (currentId, maxId] that are `≡ remainder (mod delta)`; code 5 for a \
-            refused token, 6 for any failure",
-        body = TinyidResponse<TinyidSegment>
-    ),
     /// `/tinyid/id/nextSegmentId?bizType=&token=` (Tinyid): a segment for the client to hand out.
-    get "tinyid_next_segment_id"
     pub async fn next_segment_id(state, headers, query, asked)
         -> Result<Json<TinyidResponse<TinyidSegment>>, ApiError> {
         Ok(Json(
@@ -402,20 +318,12 @@ tinyid_route! {
     }
     /// `POST /tinyid/id/nextSegmentId`: [`next_segment_id`] by `POST`, as Tinyid's client sends
     /// it (an empty form, the parameters in the query).
-    post "tinyid_next_segment_id_post" next_segment_id_post
+    post next_segment_id_post
 }
 
 tinyid_route! {
-    path "/tinyid/id/nextSegmentIdSimple", params SegmentQuery,
-    ok(
-        description = "`currentId,loadingId,maxId,delta,remainder`; empty on any error (Tinyid's)",
-        content_type = "text/plain",
-        body = String,
-        example = "200001,220001,300001,1,0"
-    ),
     /// `/tinyid/id/nextSegmentIdSimple?bizType=&token=` (Tinyid, what its client calls):
     /// `currentId,loadingId,maxId,delta,remainder`; nothing on any error.
-    get "tinyid_next_segment_id_simple"
     pub async fn next_segment_id_simple(state, headers, query, asked)
         -> Result<String, ApiError> {
         Ok(match next_segment(&state, &headers, &query, &asked).await {
@@ -428,5 +336,5 @@ tinyid_route! {
     }
     /// `POST /tinyid/id/nextSegmentIdSimple`: [`next_segment_id_simple`] by `POST`, as Tinyid's client sends
     /// it (an empty form, the parameters in the query).
-    post "tinyid_next_segment_id_simple_post" next_segment_id_simple_post
+    post next_segment_id_simple_post
 }

@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use uidgen_store::{CallerToken, Revoked, StoreError, TokenScopes};
 use utoipa::ToSchema;
 
-use super::error::ErrorBody;
 use super::extract::{Body, PathParam};
 use crate::service::callers::{Callers, check_scopes};
 use crate::service::error::{ApiError, SEE_LOG};
@@ -177,30 +176,6 @@ async fn apply_now(callers: &Callers) {
 }
 
 /// `POST /v1/admin/tokens`: make a caller token; the answer carries it, once.
-#[utoipa::path(
-    post,
-    path = "/v1/admin/tokens",
-    tag = "admin",
-    request_body = NewToken,
-    responses(
-        (status = 200, description = "The token, shown this once, and its row", body = CreatedToken),
-        (
-            status = 400,
-            description = "A bad name, a scope list naming an unknown route family or app, an \
-                           expiry not in the future, or a bad body (`invalid_parameter`)",
-            body = ErrorBody
-        ),
-        (
-            status = 404,
-            description = "No admin token configured (`admin_disabled`), or no store \
-                           (`tokens_disabled`)",
-            body = ErrorBody
-        ),
-        (status = 409, description = "The name is taken (`token_name_taken`)", body = ErrorBody),
-        (status = 413, description = "The body is too large", body = ErrorBody),
-        (status = 503, description = "The store is down", body = ErrorBody),
-    )
-)]
 pub async fn create_token(
     State(state): State<Arc<AppState>>,
     body: Body,
@@ -232,21 +207,6 @@ pub async fn create_token(
 }
 
 /// `GET /v1/admin/tokens`: every caller token, valid and revoked, without secrets.
-#[utoipa::path(
-    get,
-    path = "/v1/admin/tokens",
-    tag = "admin",
-    responses(
-        (status = 200, description = "Every token, oldest first", body = TokenList),
-        (
-            status = 404,
-            description = "No admin token configured (`admin_disabled`), or no store \
-                           (`tokens_disabled`)",
-            body = ErrorBody
-        ),
-        (status = 503, description = "The store is down", body = ErrorBody),
-    )
-)]
 pub async fn list_tokens(State(state): State<Arc<AppState>>) -> Result<Json<TokenList>, ApiError> {
     let callers = callers(&state)?;
     let tokens = callers
@@ -260,23 +220,6 @@ pub async fn list_tokens(State(state): State<Arc<AppState>>) -> Result<Json<Toke
 }
 
 /// `DELETE /v1/admin/tokens/{id}`: revoke a caller token, for good.
-#[utoipa::path(
-    delete,
-    path = "/v1/admin/tokens/{id}",
-    tag = "admin",
-    params(("id" = i64, Path, minimum = 1, description = "The token's id")),
-    responses(
-        (status = 200, description = "Revoked (now or before)", body = RevokedToken),
-        (status = 400, description = "A malformed id (`invalid_parameter`)", body = ErrorBody),
-        (
-            status = 404,
-            description = "No admin token configured (`admin_disabled`), no store \
-                           (`tokens_disabled`), or no token with this id (`unknown_token`)",
-            body = ErrorBody
-        ),
-        (status = 503, description = "The store is down", body = ErrorBody),
-    )
-)]
 pub async fn revoke_token(
     State(state): State<Arc<AppState>>,
     PathParam(id, _): PathParam<i64>,

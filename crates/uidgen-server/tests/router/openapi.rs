@@ -67,17 +67,19 @@ async fn every_described_operation_is_served() {
 
 #[tokio::test]
 async fn the_routing_table_has_no_way_in_but_described_routes() {
-    // `routes!(handler)` adds a route with its description; `route`, `route_service`, `nest`
-    // and `nest_service` would add one without. The table must not use them.
+    // `add(operation, handler)` adds a route by its description; `route`, `route_service`,
+    // `nest` and `nest_service` would add one without. The table must not use them.
     let table = include_str!("../../src/http/mod.rs");
     for undescribed in [".route(", ".route_service(", ".nest(", ".nest_service("] {
         assert!(
             !table.contains(undescribed),
-            "src/http/mod.rs adds a route with `{undescribed}`: add it with `.routes(routes!(handler))` and a #[utoipa::path] instead, so /openapi.json describes it"
+            "src/http/mod.rs adds a route with `{undescribed}`: describe it in \
+             src/http/paths.json and add it with `.add(operation_id, handler)` instead, so \
+             /openapi.json describes it"
         );
     }
     // The router's routes can only come from `app`, and `app` only from `routes`.
-    assert!(table.contains("routes(&state, &mut gates, extra).split_for_parts()"));
+    assert!(table.contains("routes(&source, &state, &mut gates, extra).into_parts()"));
 }
 
 #[tokio::test]
