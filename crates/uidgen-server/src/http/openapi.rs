@@ -3,8 +3,8 @@
 //!
 //! The routing table ([`super::app`]) adds each route by its description (`described.rs`), so a
 //! route cannot be served without being described; a test checks that the table has no other
-//! way in. Each parameter's and body field's bounds are
-//! filled in per server when the document is served ([`super::bounds`]).
+//! way in. Each parameter's and body field's bounds are filled in per server when the document
+//! is served ([`super::bounds`]).
 
 use std::sync::{Arc, OnceLock};
 
