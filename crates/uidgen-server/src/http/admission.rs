@@ -15,8 +15,7 @@
 use axum::extract::{Query, Request};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use utoipa::openapi::PathItem;
-use utoipa::openapi::path::{Operation, ParameterIn};
+use serde_json::Value;
 
 use crate::service::error::{ApiError, ECHO_CHARS, clip};
 
@@ -35,40 +34,40 @@ pub(super) struct Admission {
 
 impl Admission {
     /// The rules of `pattern`, described by `item`; `issuing` when its `GET` hands out IDs.
-    pub(super) fn of(pattern: &str, item: &PathItem, issuing: bool) -> Self {
-        let operations: Vec<&Operation> = [
-            &item.get,
-            &item.put,
-            &item.post,
-            &item.delete,
-            &item.patch,
-            &item.head,
-            &item.options,
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
+    pub(super) fn of(pattern: &str, item: &Value, issuing: bool) -> Self {
+        // An item holds only operations, by method (`described.rs`).
+        let operations: Vec<&Value> = item
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(_, op)| op)
+            .collect();
+        let strings = |list: &'_ Value| -> Vec<String> {
+            list.as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        };
         let compatible = pattern.starts_with("/api/")
             || operations.iter().any(|op| {
-                op.tags
+                strings(&op["tags"])
                     .iter()
-                    .flatten()
                     .any(|tag| COMPATIBLE_TAGS.contains(&tag.as_str()))
             });
         let query = (!compatible).then(|| {
             let mut names: Vec<String> = operations
                 .iter()
-                .filter_map(|op| op.parameters.as_ref())
-                .chain(item.parameters.as_ref())
+                .filter_map(|op| op["parameters"].as_array())
                 .flatten()
-                .filter(|p| matches!(p.parameter_in, ParameterIn::Query))
-                .map(|p| p.name.clone())
+                .filter(|p| p["in"] == "query")
+                .filter_map(|p| p["name"].as_str().map(str::to_owned))
                 .collect();
             names.sort_unstable();
             names.dedup();
             names.into_boxed_slice()
         });
-        let head = issuing.then(|| success_type(item.get.as_ref())).flatten();
+        let head = issuing.then(|| success_type(&item["get"])).flatten();
         Self { query, head }
     }
 
@@ -102,12 +101,9 @@ impl Admission {
 }
 
 /// The content type of `get`'s 200 answer, as the document states it.
-fn success_type(get: Option<&Operation>) -> Option<HeaderValue> {
-    let response = get?.responses.responses.get("200")?;
-    let utoipa::openapi::RefOr::T(response) = response else {
-        return None;
-    };
-    let (content_type, _) = response.content.iter().next()?;
+fn success_type(get: &Value) -> Option<HeaderValue> {
+    let content = get["responses"]["200"]["content"].as_object()?;
+    let (content_type, _) = content.iter().next()?;
     HeaderValue::from_str(content_type).ok()
 }
 

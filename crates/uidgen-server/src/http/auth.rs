@@ -16,10 +16,9 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use serde_json::{Value, json};
 use subtle::{Choice, ConstantTimeEq};
 use utoipa::ToSchema;
-use utoipa::openapi::security::SecurityRequirement;
-use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 
 use super::described::Routes;
 use super::error::ErrorBody;
@@ -39,10 +38,7 @@ pub(super) fn admin_only<'s>(
 ) -> Routes<'s> {
     document_refusals(
         &mut admin,
-        vec![SecurityRequirement::new(
-            "admin_token",
-            Vec::<String>::new(),
-        )],
+        json!([{ "admin_token": [] }]),
         "No bearer token",
         "A wrong token",
     );
@@ -57,36 +53,28 @@ pub(super) fn admin_only<'s>(
 /// cannot drift from the gate.
 pub(super) fn document_refusals(
     router: &mut Routes<'_>,
-    security: Vec<SecurityRequirement>,
+    security: Value,
     unauthorized: &str,
     forbidden: &str,
 ) {
+    let error = format!("#/components/schemas/{}", ErrorBody::name());
     let refusal = |description: &str| {
-        RefOr::T(
-            ResponseBuilder::new()
-                .description(description)
-                .content(
-                    "application/json",
-                    ContentBuilder::new()
-                        .schema(Some(Ref::from_schema_name(ErrorBody::name())))
-                        .build(),
-                )
-                .build(),
-        )
+        json!({
+            "description": description,
+            "content": { "application/json": { "schema": { "$ref": error } } },
+        })
     };
-    for item in router.paths_mut().paths.values_mut() {
-        let operations = [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-            &mut item.patch,
-        ];
-        for operation in operations.into_iter().flatten() {
-            operation.security = Some(security.clone());
-            let responses = &mut operation.responses.responses;
-            responses.insert("401".to_owned(), refusal(unauthorized));
-            responses.insert("403".to_owned(), refusal(forbidden));
+    let items = router.paths_mut().values_mut();
+    for item in items.filter_map(Value::as_object_mut) {
+        for operation in item.values_mut().filter_map(Value::as_object_mut) {
+            operation.insert("security".to_owned(), security.clone());
+            if let Some(responses) = operation
+                .get_mut("responses")
+                .and_then(Value::as_object_mut)
+            {
+                responses.insert("401".to_owned(), refusal(unauthorized));
+                responses.insert("403".to_owned(), refusal(forbidden));
+            }
         }
     }
 }

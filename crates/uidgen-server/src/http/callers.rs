@@ -17,7 +17,7 @@ use axum::extract::{FromRequestParts, RawPathParams, Request, State};
 use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use utoipa::openapi::security::SecurityRequirement;
+use serde_json::json;
 
 use super::auth::document_refusals;
 use super::described::Routes;
@@ -37,10 +37,7 @@ pub(super) fn callers_only<'s>(
     document_refusals(
         &mut routes,
         // Either requirement satisfies: no token where `auth.required` is off.
-        vec![
-            SecurityRequirement::new("caller_token", Vec::<String>::new()),
-            SecurityRequirement::default(),
-        ],
+        json!([{ "caller_token": [] }, {}]),
         "`auth.required` is on and no caller token, or an unknown or revoked one, was sent \
          (`unauthorized`)",
         "The caller token may not use this route family, tag, app or space (`forbidden`)",

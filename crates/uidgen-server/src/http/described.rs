@@ -17,18 +17,24 @@ use std::sync::Arc;
 use axum::Router;
 use axum::handler::Handler;
 use axum::routing::{MethodFilter, on};
-use utoipa::openapi::path::{HttpMethod, Operation, Paths};
+use serde_json::{Map, Value};
 
 use crate::service::state::AppState;
 
 /// The routes' descriptions (the document's `paths`), as checked in.
 const PATHS_JSON: &str = include_str!("paths.json");
 
+/// The document's `paths`: by pattern, each method's operation. Kept as JSON: nothing here reads
+/// more of an operation than a few fields, and deserialising utoipa's model of it would compile
+/// a deserialiser for every type of OpenAPI (2 % of the server's code) to read one file.
+pub(super) type Paths = Map<String, Value>;
+
 /// One described operation: where it is served, and how it is described.
 struct Described {
     path: String,
-    method: HttpMethod,
-    operation: Operation,
+    method: String,
+    filter: MethodFilter,
+    operation: Value,
 }
 
 /// The descriptions the routing table takes its routes from, each taken once.
@@ -46,31 +52,25 @@ impl Source {
     /// The checked-in descriptions. A file that does not parse (a bad edit) describes nothing,
     /// so every route is reported undescribed and none is served.
     pub(super) fn checked_in() -> Self {
-        let paths: Paths = serde_json::from_str(PATHS_JSON).unwrap_or_else(|error| {
+        let paths: Value = serde_json::from_str(PATHS_JSON).unwrap_or_else(|error| {
             tracing::error!(%error, "src/http/paths.json does not parse; no route is served");
-            Paths::default()
+            Value::Null
         });
         let mut waiting = BTreeMap::new();
-        for (path, item) in paths.paths {
-            let operations = [
-                (HttpMethod::Get, item.get),
-                (HttpMethod::Put, item.put),
-                (HttpMethod::Post, item.post),
-                (HttpMethod::Delete, item.delete),
-                (HttpMethod::Patch, item.patch),
-            ];
-            for (method, operation) in operations {
-                let Some(operation) = operation else { continue };
-                let id = operation.operation_id.clone().unwrap_or_default();
-                let path = path.clone();
-                waiting.insert(
-                    id,
-                    Described {
-                        path,
-                        method,
-                        operation,
-                    },
-                );
+        for (path, item) in paths.as_object().into_iter().flatten() {
+            for (method, operation) in item.as_object().into_iter().flatten() {
+                let Some(filter) = method_filter(method) else {
+                    tracing::error!(path, method, "paths.json: not a method a route takes");
+                    continue;
+                };
+                let id = operation["operationId"].as_str().unwrap_or_default();
+                let described = Described {
+                    path: path.clone(),
+                    method: method.clone(),
+                    filter,
+                    operation: operation.clone(),
+                };
+                waiting.insert(id.to_owned(), described);
             }
         }
         let paths = waiting
@@ -113,7 +113,7 @@ impl<'s> Routes<'s> {
         Self {
             source,
             router: Router::new(),
-            paths: Paths::default(),
+            paths: Paths::new(),
         }
     }
 
@@ -129,24 +129,28 @@ impl<'s> Routes<'s> {
             self.source.undescribed.borrow_mut().push(id.to_owned());
             return self;
         };
-        let filter = match described.method {
-            HttpMethod::Get => MethodFilter::GET,
-            HttpMethod::Put => MethodFilter::PUT,
-            HttpMethod::Post => MethodFilter::POST,
-            HttpMethod::Delete => MethodFilter::DELETE,
-            // `checked_in` takes no other method.
-            _ => MethodFilter::PATCH,
-        };
-        self.router = self.router.route(&described.path, on(filter, handler));
-        self.paths
-            .add_path_operation(&described.path, vec![described.method], described.operation);
+        let handler = on(described.filter, handler);
+        self.router = self.router.route(&described.path, handler);
+        describe(
+            &mut self.paths,
+            described.path,
+            described.method,
+            described.operation,
+        );
         self
     }
 
     /// These routes and `other`'s.
     pub(super) fn merge(mut self, other: Routes<'_>) -> Self {
         self.router = self.router.merge(other.router);
-        self.paths.merge(other.paths);
+        for (path, item) in other.paths {
+            let Value::Object(operations) = item else {
+                continue;
+            };
+            for (method, operation) in operations {
+                describe(&mut self.paths, path.clone(), method, operation);
+            }
+        }
         self
     }
 
@@ -167,6 +171,28 @@ impl<'s> Routes<'s> {
     ) -> Self {
         self.router = f(self.router);
         self
+    }
+}
+
+/// The route filter of an OpenAPI method (`get`, ...); `None` for one no route here takes.
+fn method_filter(method: &str) -> Option<MethodFilter> {
+    Some(match method {
+        "get" => MethodFilter::GET,
+        "put" => MethodFilter::PUT,
+        "post" => MethodFilter::POST,
+        "delete" => MethodFilter::DELETE,
+        "patch" => MethodFilter::PATCH,
+        _ => return None,
+    })
+}
+
+/// Describe `operation` in `paths`, as `method` of `path`.
+fn describe(paths: &mut Paths, path: String, method: String, operation: Value) {
+    let item = paths
+        .entry(path)
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(operations) = item {
+        operations.insert(method, operation);
     }
 }
 
@@ -197,7 +223,11 @@ mod tests {
         );
         // Every operation of the file is in the document, under its own path.
         let (_, paths) = routes.into_parts();
-        let served: usize = paths.paths.values().map(operations).sum();
+        let served: usize = paths
+            .values()
+            .filter_map(Value::as_object)
+            .map(Map::len)
+            .sum();
         assert_eq!(served, source.paths.len());
         assert!(served >= 49, "only {served} operations");
     }
@@ -210,17 +240,10 @@ mod tests {
             .add("no_such_operation", || async { "never" })
             .into_parts();
         assert_eq!(source.undescribed(), ["no_such_operation"]);
-        assert_eq!(paths.paths.keys().collect::<Vec<_>>(), ["/healthz"]);
+        assert_eq!(paths.keys().collect::<Vec<_>>(), ["/healthz"]);
         // What no route took is reported too: here everything but `healthz`.
         let unserved = source.unserved();
         assert_eq!(unserved.len() + 1, source.paths.len());
         assert!(!unserved.iter().any(|id| id == "healthz"));
-    }
-
-    fn operations(item: &utoipa::openapi::PathItem) -> usize {
-        [&item.get, &item.put, &item.post, &item.delete, &item.patch]
-            .iter()
-            .filter(|op| op.is_some())
-            .count()
     }
 }

@@ -42,8 +42,7 @@ impl Gates {
         <L::Service as Service<Request>>::Error: Into<Infallible> + 'static,
         <L::Service as Service<Request>>::Future: Send + 'static,
     {
-        self.covered
-            .extend(routes.paths_mut().paths.keys().cloned());
+        self.covered.extend(routes.paths_mut().keys().cloned());
         routes.map_router(|router| router.route_layer(layer))
     }
 

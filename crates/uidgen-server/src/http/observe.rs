@@ -184,7 +184,7 @@ impl App {
     /// patterns whose `GET` hands out IDs), by pattern.
     pub(super) fn new(
         router: Router,
-        paths: &utoipa::openapi::Paths,
+        paths: &super::described::Paths,
         direct: &[(String, Direct)],
         issuing: &[String],
         gates: &Gates,
@@ -192,7 +192,7 @@ impl App {
     ) -> Self {
         let mut lookup = matchit::Router::new();
         let mut slots = Vec::new();
-        for (pattern, item) in &paths.paths {
+        for (pattern, item) in paths {
             // axum inserted the same patterns into the same matchit without a conflict, so this
             // cannot fail; if it did, that route would only be counted as `unmatched`.
             if let Err(error) = lookup.insert(pattern.as_str(), slots.len()) {

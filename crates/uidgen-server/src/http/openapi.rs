@@ -12,11 +12,11 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use serde_json::Value;
-use utoipa::openapi::path::Paths;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::dated::{DatedBatch, DatedParts};
+use super::described::Paths;
 use super::error::ErrorBody;
 use super::fallback::{
     ClaimFallbackRequest, FallbackLease, FallbackRelease, FallbackRenewal, ReleaseFallbackRequest,
@@ -127,10 +127,13 @@ static DOCUMENT: OnceLock<Value> = OnceLock::new();
 /// Keep the document of the routing table's `paths`, for `GET /openapi.json`.
 pub(super) fn publish(paths: &Paths) {
     DOCUMENT.get_or_init(|| {
-        let mut document = ApiDoc::openapi();
-        document.paths = paths.clone();
         // Serialising plain data cannot fail; an empty object would show that it did.
-        serde_json::to_value(document).unwrap_or_else(|_| Value::Object(Default::default()))
+        let mut document = serde_json::to_value(ApiDoc::openapi())
+            .unwrap_or_else(|_| Value::Object(Default::default()));
+        if let Some(document) = document.as_object_mut() {
+            document.insert("paths".to_owned(), Value::Object(paths.clone()));
+        }
+        document
     });
 }
 
