@@ -42,18 +42,11 @@ impl Admission {
             .flatten()
             .map(|(_, op)| op)
             .collect();
-        let strings = |list: &'_ Value| -> Vec<String> {
-            list.as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect()
-        };
         let compatible = pattern.starts_with("/api/")
             || operations.iter().any(|op| {
-                strings(&op["tags"])
-                    .iter()
-                    .any(|tag| COMPATIBLE_TAGS.contains(&tag.as_str()))
+                let tags = op["tags"].as_array().into_iter().flatten();
+                tags.filter_map(Value::as_str)
+                    .any(|tag| COMPATIBLE_TAGS.contains(&tag))
             });
         let query = (!compatible).then(|| {
             let mut names: Vec<String> = operations

@@ -168,6 +168,11 @@ impl<'s> Routes<'s> {
         self
     }
 
+    /// The descriptions of these routes, by pattern.
+    pub(super) fn paths(&self) -> &Paths {
+        &self.paths
+    }
+
     /// The descriptions of these routes, to say what a layer in front of all of them does.
     pub(super) fn paths_mut(&mut self) -> &mut Paths {
         &mut self.paths

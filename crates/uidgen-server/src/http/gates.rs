@@ -34,7 +34,7 @@ impl Gates {
     /// Put every route of `routes` behind `layer` and record their patterns, so
     /// that no direct answer of theirs goes round it. A route layer, so a wrong method still
     /// gets the 405 every route gives, and the gate runs before the route's extractors.
-    pub(super) fn install<'s, L>(&mut self, mut routes: Routes<'s>, layer: L) -> Routes<'s>
+    pub(super) fn install<'s, L>(&mut self, routes: Routes<'s>, layer: L) -> Routes<'s>
     where
         L: Layer<Route> + Clone + Send + Sync + 'static,
         L::Service: Service<Request> + Clone + Send + Sync + 'static,
@@ -42,7 +42,7 @@ impl Gates {
         <L::Service as Service<Request>>::Error: Into<Infallible> + 'static,
         <L::Service as Service<Request>>::Future: Send + 'static,
     {
-        self.covered.extend(routes.paths_mut().keys().cloned());
+        self.covered.extend(routes.paths().keys().cloned());
         routes.map_router(|router| router.route_layer(layer))
     }
 
